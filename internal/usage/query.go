@@ -1,0 +1,44 @@
+package usage
+
+import "time"
+
+// Mapping says where one metric lives in a time-series store and how its
+// series are joined to pods and containers.
+type Mapping struct {
+	// Metric is the series name, e.g. kubex_gpu_container_sm_utilization_percent.
+	Metric string
+	// NamespaceLabel, PodLabel and ContainerLabel name the labels that carry
+	// the namespace, pod and container of a series.
+	NamespaceLabel string
+	PodLabel       string
+	ContainerLabel string
+}
+
+// Query asks a source for the usage of a batch of workloads that share one
+// metric mapping (typically: every workload governed by one policy).
+type Query struct {
+	// At is the evaluation time: no sample after it may be returned.
+	At time.Time
+	// Lookback is how far before At samples are wanted: the window
+	// (At-Lookback, At].
+	Lookback time.Duration
+	// Metrics maps each wanted metric to where it is stored.
+	Metrics map[Metric]Mapping
+	// Containers restricts the containers whose usage is summed per pod;
+	// empty means all containers.
+	Containers []string
+	// Workloads are the workloads to answer for. Pods are attributed to
+	// them through kube-state-metrics owner series, or else by the strict
+	// Deployment pod-name pattern.
+	Workloads []Ref
+}
+
+// Result is a source's answer to a Query.
+type Result struct {
+	// Workloads holds an entry for every queried workload that has at least
+	// one pod with samples; a workload without any is absent.
+	Workloads map[Ref]Workload
+	// Warnings are things a reviewer should know about the data (a metric
+	// missing from the store, labels found only as exported_*).
+	Warnings []string
+}

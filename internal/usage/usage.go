@@ -1,0 +1,207 @@
+// Package usage holds GPU usage as numbers: samples per pod and per metric,
+// and the window statistics that decisions are made from (peak, coverage,
+// age). It is pure: no I/O, no clock. Sources of usage (Prometheus, recorded
+// files, traces) produce these values; the decision engine consumes them.
+package usage
+
+import (
+	"math"
+	"time"
+)
+
+// Metric names one of the two resources a GPU share is judged on.
+type Metric string
+
+const (
+	// Compute is SM / duty-cycle utilisation.
+	Compute Metric = "compute"
+	// Memory is GPU memory in use.
+	Memory Metric = "memory"
+)
+
+// Metrics lists every Metric in a fixed order, for deterministic iteration.
+var Metrics = [...]Metric{Compute, Memory}
+
+// Sample is one observation. T is in Unix milliseconds, like Prometheus.
+type Sample struct {
+	T int64
+	V float64
+}
+
+// Valid reports whether the sample carries a usable value. NaN, infinities
+// and negative values are what broken exporters emit; they count as missing.
+func (s Sample) Valid() bool {
+	return !math.IsNaN(s.V) && !math.IsInf(s.V, 0) && s.V >= 0
+}
+
+// Ref identifies a workload.
+type Ref struct {
+	Namespace string
+	Kind      string
+	Name      string
+}
+
+func (r Ref) String() string { return r.Namespace + "/" + r.Kind + "/" + r.Name }
+
+// Pod is the usage of one pod of a workload.
+type Pod struct {
+	Name string
+	// Start is when the pod started (Unix ms), from kube-state-metrics'
+	// kube_pod_start_time; 0 when unknown.
+	Start int64
+	// Live is true when kube-state-metrics says the pod exists at the
+	// evaluation time. Without kube-state-metrics it is false for every pod
+	// and liveness is judged from the freshness of samples.
+	Live bool
+	// Series holds, per metric, the samples summed over the pod's selected
+	// containers, oldest first, in the unit of the metric's source (percent
+	// of one GPU, or percent of the current allocation).
+	Series map[Metric][]Sample
+}
+
+// Workload is the usage of all pods of one workload over a lookback.
+type Workload struct {
+	// Step is the expected interval between two samples of one series (the
+	// scrape interval). Coverage and gaps are judged against it.
+	Step time.Duration
+	// LiveKnown is true when pod liveness comes from kube-state-metrics
+	// (Pod.Live is meaningful).
+	LiveKnown bool
+	Pods      []Pod
+}
+
+// Window is the half-open interval (From, To] in Unix milliseconds: a
+// sample at exactly To belongs to the window, one at From does not.
+type Window struct {
+	From, To int64
+}
+
+// WindowEnding returns the window of length d that ends at t.
+func WindowEnding(t time.Time, d time.Duration) Window {
+	to := t.UnixMilli()
+	return Window{From: to - d.Milliseconds(), To: to}
+}
+
+// Contains reports whether t falls in the window.
+func (w Window) Contains(t int64) bool { return t > w.From && t <= w.To }
+
+// Duration is the window's length.
+func (w Window) Duration() time.Duration { return time.Duration(w.To-w.From) * time.Millisecond }
+
+// In returns the samples of s inside w. s must be sorted by time.
+func In(s []Sample, w Window) []Sample {
+	lo := search(s, w.From)
+	hi := search(s, w.To)
+	return s[lo:hi]
+}
+
+// search returns the index of the first sample with T > t.
+func search(s []Sample, t int64) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m].T <= t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// Peak returns the largest valid value in s and how many valid samples
+// there were. With no valid sample, ok is false.
+func Peak(s []Sample) (peak float64, n int, ok bool) {
+	for _, x := range s {
+		if !x.Valid() {
+			continue
+		}
+		if n == 0 || x.V > peak {
+			peak = x.V
+		}
+		n++
+	}
+	return peak, n, n > 0
+}
+
+// Coverage describes how completely a series covers a window.
+type Coverage struct {
+	// Samples is the number of valid samples in the window.
+	Samples int
+	// Expected is the number of samples a healthy scrape would have produced.
+	Expected int
+	// MaxGap is the longest stretch of the window without a valid sample,
+	// counting the stretches before the first and after the last sample.
+	MaxGap time.Duration
+	// Complete is true when no gap exceeds the tolerated one.
+	Complete bool
+}
+
+// GapTolerance is the longest stretch without samples that still counts as
+// normal scraping for a series with the given step: one missed scrape, plus
+// jitter, is normal; two missed scrapes in a row are a gap.
+func GapTolerance(step time.Duration) time.Duration { return 2*step + step/2 }
+
+// Cover measures how s covers w for a series scraped every step. s must be
+// sorted by time.
+func Cover(s []Sample, w Window, step time.Duration) Coverage {
+	c := Coverage{}
+	if step > 0 {
+		c.Expected = int(w.Duration() / step)
+	}
+	prev := w.From
+	var maxGap int64
+	for _, x := range In(s, w) {
+		if !x.Valid() {
+			continue
+		}
+		c.Samples++
+		if g := x.T - prev; g > maxGap {
+			maxGap = g
+		}
+		prev = x.T
+	}
+	if g := w.To - prev; g > maxGap {
+		maxGap = g
+	}
+	c.MaxGap = time.Duration(maxGap) * time.Millisecond
+	// The first sample of a window can legitimately arrive up to one step
+	// after the window opened, and the newest one up to one step before the
+	// evaluation time: GapTolerance allows for both.
+	c.Complete = c.Samples > 0 && c.MaxGap <= GapTolerance(step)
+	return c
+}
+
+// FirstSeen returns the time of the pod's oldest valid sample of any metric,
+// and false when it has none.
+func (p Pod) FirstSeen() (int64, bool) {
+	var first int64
+	found := false
+	for _, m := range Metrics {
+		for _, x := range p.Series[m] {
+			if !x.Valid() {
+				continue
+			}
+			if !found || x.T < first {
+				first, found = x.T, true
+			}
+			break
+		}
+	}
+	return first, found
+}
+
+// Age returns how long the pod has been running at t (Unix ms): from its
+// known start, or else from its oldest sample, which makes the age a lower
+// bound. ok is false when neither is known.
+func (p Pod) Age(t int64) (age time.Duration, ok bool) {
+	start := p.Start
+	if start == 0 {
+		first, found := p.FirstSeen()
+		if !found {
+			return 0, false
+		}
+		start = first
+	}
+	return time.Duration(t-start) * time.Millisecond, true
+}
