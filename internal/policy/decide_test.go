@@ -1,0 +1,346 @@
+package policy_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+var at = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+const day = 24 * time.Hour
+
+// curve gives a metric's value at a time before the evaluation; return
+// missing to leave a hole.
+type curve func(ago time.Duration) float64
+
+var missing = math.Inf(-1)
+
+func flat(v float64) curve { return func(time.Duration) float64 { return v } }
+
+// recent returns hot for the last d, else base.
+func recent(d time.Duration, hot, base float64) curve {
+	return func(ago time.Duration) float64 {
+		if ago < d {
+			return hot
+		}
+		return base
+	}
+}
+
+// between returns v for samples whose age is in [from, to), else base.
+func between(from, to time.Duration, v float64, base curve) curve {
+	return func(ago time.Duration) float64 {
+		if ago >= from && ago < to {
+			return v
+		}
+		return base(ago)
+	}
+}
+
+type podSpec struct {
+	name            string
+	age             time.Duration // the pod's age at the evaluation time
+	until           time.Duration // its newest sample is this long before at
+	live            bool
+	compute, memory curve
+}
+
+// workload builds usage sampled every minute from each pod's start to its
+// newest sample.
+func workload(liveKnown bool, pods ...podSpec) usage.Workload {
+	w := usage.Workload{Step: time.Minute, LiveKnown: liveKnown}
+	for _, ps := range pods {
+		p := usage.Pod{Name: ps.name, Live: ps.live, Start: at.Add(-ps.age).UnixMilli(), Series: map[usage.Metric][]usage.Sample{}}
+		for ago := ps.age; ago >= ps.until; ago -= time.Minute {
+			t := at.Add(-ago).UnixMilli()
+			for m, c := range map[usage.Metric]curve{usage.Compute: ps.compute, usage.Memory: ps.memory} {
+				if c == nil {
+					continue
+				}
+				if v := c(ago); !math.IsInf(v, -1) {
+					p.Series[m] = append(p.Series[m], usage.Sample{T: t, V: v})
+				}
+			}
+		}
+		w.Pods = append(w.Pods, p)
+	}
+	return w
+}
+
+func pod(name string, age time.Duration, compute, memory curve) podSpec {
+	return podSpec{name: name, age: age, live: true, compute: compute, memory: memory}
+}
+
+// starter returns the governance the quickstart's starter policies give a
+// labelled GPU Deployment, loaded from the file itself.
+func starter(t *testing.T) policy.Governance {
+	t.Helper()
+	set, err := policy.Load(context.Background(), filepath.Dir(starterPath))
+	require.NoError(t, err)
+	g := set.Govern(gpuDeployment)
+	require.Empty(t, g.Skip)
+	return g
+}
+
+func fraction(v float64) policy.Allocation { return policy.Allocation{Form: policy.Fraction, GPUs: v} }
+func whole(n float64) policy.Allocation    { return policy.Allocation{Form: policy.WholeGPUs, GPUs: n} }
+
+func TestDecide(t *testing.T) {
+	base := starter(t)
+	with := func(f func(g *policy.Governance)) policy.Governance {
+		g := base
+		st := *base.Strategy
+		g.Strategy = &st
+		f(&g)
+		return g
+	}
+	noProactive := with(func(g *policy.Governance) { g.Proactive = nil })
+	proactiveOnly := with(func(g *policy.Governance) { g.Reactive = nil })
+	tests := []struct {
+		name       string
+		governance policy.Governance
+		current    policy.Allocation
+		usage      usage.Workload
+		// want* are checked when set.
+		action      policy.Action
+		recommended policy.Allocation
+		urgent      bool
+		rule        string
+		reason      string // exact, when set
+		contains    string // substring of the reason
+	}{
+		{
+			name:    "reactive upsize on compute",
+			current: fraction(0.5),
+			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 20), flat(50))),
+			action:  policy.Upsize, recommended: fraction(0.72), urgent: true, rule: "reactive upsize (compute)",
+			reason: "compute peaked at 120% of its 0.50 allocation over 2m (≥ 100%) → 0.60 × 1.2 = 0.72",
+		},
+		{
+			name:    "upsize capped at maxPercent",
+			current: fraction(0.25),
+			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 10), flat(50))),
+			action:  policy.Upsize, recommended: fraction(0.5), urgent: true,
+			contains: "→ 0.60 × 1.2 = 0.72, capped at maxPercent 200% = 0.50",
+		},
+		{
+			name:    "upsize past the ceiling becomes one whole GPU",
+			current: fraction(0.6),
+			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 90, 20), flat(50))),
+			action:  policy.Upsize, recommended: whole(1), urgent: true,
+			contains: "clamped to the ceiling 1; moves from gpu-fraction to nvidia.com/gpu",
+		},
+		{
+			name:    "memory upsize in percent of the allocation",
+			current: fraction(0.4),
+			usage:   workload(false, pod("chat-1", 2*day, flat(10), recent(time.Minute, 110, 50))),
+			action:  policy.Upsize, recommended: fraction(0.53), urgent: true, rule: "reactive upsize (memory)",
+			reason: "memory peaked at 110% of its 0.40 allocation over 2m (≥ 100%) → 0.44 × 1.2 = 0.53",
+		},
+		{
+			name:    "upsize acts on partial data",
+			current: fraction(0.5),
+			usage:   workload(false, podSpec{name: "chat-1", age: 2 * day, until: 0, live: true, compute: recent(time.Minute, 60, missing)}),
+			action:  policy.Upsize, recommended: fraction(0.72), urgent: true,
+		},
+		{
+			name:       "upsize not allowed by the strategy",
+			governance: with(func(g *policy.Governance) { g.Strategy.Upsize = false }),
+			current:    fraction(0.5),
+			usage:      workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 20), flat(50))),
+			action:     policy.NoChange, recommended: fraction(0.5),
+			contains: "but the strategy does not allow upsizes (enablement.gpu.requests.upsize)",
+		},
+		{
+			name:    "weekly peak above the allocation is a non-urgent upsize",
+			current: fraction(0.5),
+			usage:   workload(false, pod("chat-1", 4*day, between(3*day, 3*day+time.Hour, 55, flat(20)), flat(50))),
+			action:  policy.Upsize, recommended: fraction(0.66), urgent: false, rule: "proactive baseline",
+			reason: "7d baseline is above the allocation: compute peaked at 0.55 GPU over 4d of history → 0.55 × 1.2 = 0.66 (compute peak 0.55, memory peak 0.25)",
+		},
+		{
+			name:    "scale-back to the baseline",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
+			action:  policy.ScaleBack, recommended: fraction(0.29), rule: "scale-back to baseline",
+			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history → 0.24 × 1.2 = 0.29 (compute peak 0.20, memory peak 0.24); " +
+				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%)",
+		},
+		{
+			name:    "scale-back never goes below the baseline",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(day, day+time.Hour, 70, flat(40)))),
+			action:  policy.ScaleBack, recommended: fraction(0.51),
+			contains: "memory peaked at 0.42 GPU",
+		},
+		{
+			name:    "a reactive window above its threshold blocks a scale-back",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, flat(20), recent(5*time.Minute, 80, 40))),
+			action:  policy.NoChange, recommended: fraction(0.6),
+			reason: "no change: memory reached 80% of the allocation in the last 10m (a scale-back needs it below 75%)",
+		},
+		{
+			name:    "a gap in the scale-back window blocks it",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, between(3*time.Minute, 8*time.Minute, missing, flat(20)), flat(40))),
+			action:  policy.NoChange, recommended: fraction(0.6),
+			contains: "no change: incomplete data in the window",
+		},
+		{
+			name:       "without a baseline there is no scale-back",
+			governance: noProactive,
+			current:    fraction(0.6),
+			usage:      workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
+			action:     policy.NoChange, recommended: fraction(0.6),
+			reason: "no change: compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%), but without a proactive baseline there is no scale-back",
+		},
+		{
+			name:    "a downsize needs a day of history",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 10*time.Hour, flat(20), flat(40))),
+			action:  policy.NoChange, recommended: fraction(0.6),
+			reason: "no change: incomplete data in the window: a downsize needs 1d of compute history, and it has 10h",
+		},
+		{
+			name:       "downsize not allowed by the strategy",
+			governance: with(func(g *policy.Governance) { g.Strategy.Downsize = false }),
+			current:    fraction(0.6),
+			usage:      workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
+			action:     policy.NoChange, recommended: fraction(0.6),
+			contains: "but the strategy does not allow downsizes (enablement.gpu.requests.downsize)",
+		},
+		{
+			name:    "a scale-back stops at the floor",
+			current: fraction(0.3),
+			usage:   workload(false, pod("idle-1", 2*day, flat(1), flat(4))),
+			action:  policy.ScaleBack, recommended: fraction(0.05),
+			contains: "raised to the floor 0.05",
+		},
+		{
+			name:       "changes below the minimum are dropped",
+			governance: proactiveOnly,
+			current:    fraction(0.3),
+			usage:      workload(false, pod("sum-1", 2*day, flat(24), flat(40))),
+			action:     policy.NoChange, recommended: fraction(0.3),
+			contains: "0.30 → 0.29 is below the minimum change (5%)",
+		},
+		{
+			name:    "pods younger than minPodMetricsAge are not judged",
+			current: fraction(0.5),
+			usage:   workload(false, pod("new-1", 5*time.Minute, flat(90), flat(120))),
+			action:  policy.NoChange, recommended: fraction(0.5),
+			reason: "no change: pod too young to judge: 1 pod(s), the oldest 5m old, below minPodMetricsAge 10m",
+		},
+		{
+			name:    "a young hot pod is ignored while an old one is judged",
+			current: fraction(0.5),
+			usage: workload(false,
+				pod("chat-old", 2*day, flat(20), flat(50)),
+				pod("chat-new", 3*time.Minute, flat(90), flat(150))),
+			action: policy.ScaleBack, recommended: fraction(0.3),
+			contains: "memory peaked at 0.25 GPU",
+		},
+		{
+			name:    "stale data changes nothing",
+			current: fraction(0.6),
+			usage:   workload(false, podSpec{name: "sum-1", age: 2 * day, until: time.Hour, compute: flat(20), memory: flat(40)}),
+			action:  policy.NoChange, recommended: fraction(0.6),
+			reason: "no change: stale data: the newest sample is 1h old",
+		},
+		{
+			name:    "NaN samples never shrink",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(0, 5*time.Minute, math.NaN(), flat(40)))),
+			action:  policy.NoChange, recommended: fraction(0.6),
+			contains: "incomplete data in the window",
+		},
+		{
+			name:    "the hottest pod decides",
+			current: fraction(0.5),
+			usage: workload(false,
+				pod("chat-a", 2*day, flat(20), flat(50)),
+				pod("chat-b", 2*day, recent(2*time.Minute, 60, 20), flat(50))),
+			action: policy.Upsize, recommended: fraction(0.72), urgent: true,
+		},
+		{
+			name:    "a running pod without samples blocks a scale-back",
+			current: fraction(0.6),
+			usage: workload(true,
+				pod("sum-a", 2*day, flat(20), flat(40)),
+				podSpec{name: "sum-b", age: 2 * day, live: true}),
+			action: policy.NoChange, recommended: fraction(0.6),
+			contains: "incomplete data in the window",
+		},
+		{
+			name:       "whole GPUs stay whole without KAI",
+			governance: with(func(g *policy.Governance) { g.Strategy.MoveToKAI = false }),
+			current:    whole(1),
+			usage:      workload(false, pod("asr-1", 2*day, flat(20), flat(24))),
+			action:     policy.NoChange, recommended: whole(1),
+			contains: "as nvidia.com/gpu that stays 1 GPU",
+		},
+		{
+			name:    "a whole GPU moves to a KAI fraction",
+			current: whole(1),
+			usage:   workload(false, pod("asr-1", 2*day, flat(20), flat(24))),
+			action:  policy.ScaleBack, recommended: fraction(0.29),
+			contains: "moves from nvidia.com/gpu to gpu-fraction",
+		},
+		{
+			name:    "no data at all",
+			current: fraction(0.5),
+			usage:   usage.Workload{},
+			action:  policy.NoChange, recommended: fraction(0.5),
+			reason: "no change: no usage data in the last 7d",
+		},
+		{
+			name:    "no GPU request",
+			current: policy.Allocation{Form: policy.NoGPU},
+			action:  policy.Skipped, recommended: policy.Allocation{Form: policy.NoGPU},
+			reason: "no GPU request (setFromUnspecified is false)",
+		},
+		{
+			name:    "gpu-memory requests",
+			current: policy.Allocation{Form: policy.GPUMemory},
+			action:  policy.Skipped, recommended: policy.Allocation{Form: policy.GPUMemory},
+			reason: "requests GPU memory (gpu-memory): not supported yet",
+		},
+		{
+			name:       "governance says skip",
+			governance: policy.Governance{Skip: "out of scope: no policy selects it"},
+			current:    fraction(0.5),
+			action:     policy.Skipped, recommended: fraction(0.5),
+			reason: "out of scope: no policy selects it",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := tt.governance
+			if g.Strategy == nil && g.Skip == "" {
+				g = base
+			}
+			d := policy.Decide(policy.Input{At: at, Current: tt.current, Governance: g, Usage: tt.usage})
+			require.Equal(t, tt.action, d.Action, d.Reason)
+			require.Equal(t, tt.recommended.Form, d.Recommended.Form, d.Reason)
+			require.InDelta(t, tt.recommended.GPUs, d.Recommended.GPUs, 1e-9, d.Reason)
+			require.Equal(t, tt.urgent, d.Urgent)
+			if tt.rule != "" {
+				require.Equal(t, tt.rule, d.Rule)
+			}
+			if tt.reason != "" {
+				require.Equal(t, tt.reason, d.Reason)
+			}
+			require.Contains(t, d.Reason, tt.contains)
+			require.Equal(t, tt.current, d.Current)
+		})
+	}
+}

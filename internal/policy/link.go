@@ -1,0 +1,108 @@
+package policy
+
+import (
+	"fmt"
+)
+
+// link resolves every policy's automationStrategyRef and refuses
+// duplicates, turning policies that cannot be resolved into Broken ones.
+func (l *loader) link() {
+	s := l.set
+	strategies := map[string][]*Strategy{}
+	for _, st := range s.Strategies {
+		strategies[key(st.Meta)] = append(strategies[key(st.Meta)], st)
+	}
+	brokenStrategies := map[string]bool{}
+	for _, b := range s.Broken {
+		if b.Kind == KindStrategy || b.Kind == KindClusterStrategy {
+			brokenStrategies[key(b.Meta)] = true
+		}
+	}
+	var good []*Strategy
+	for _, st := range s.Strategies {
+		if dups := strategies[key(st.Meta)]; len(dups) > 1 {
+			l.fail(st.Meta, nil, position{File: st.File, Line: st.Line}, "metadata.name",
+				"%s is defined %d times (%s); none of them is used", st, len(dups), places(dups))
+			brokenStrategies[key(st.Meta)] = true
+			continue
+		}
+		good = append(good, st)
+	}
+	s.Strategies = good
+
+	resolve := func(m Meta, name string) (*Strategy, string) {
+		candidates := []Meta{{Kind: KindClusterStrategy, Name: name}}
+		if !m.Clustered() {
+			candidates = append([]Meta{{Kind: KindStrategy, Namespace: m.Namespace, Name: name}}, candidates...)
+		}
+		for _, c := range candidates {
+			if brokenStrategies[key(c)] {
+				return nil, fmt.Sprintf("refers to %s, which is invalid", c)
+			}
+			if st := strategies[key(c)]; len(st) == 1 {
+				return st[0], ""
+			}
+		}
+		if m.Clustered() {
+			return nil, fmt.Sprintf("no %s named %q", KindClusterStrategy, name)
+		}
+		return nil, fmt.Sprintf("no %s named %q in namespace %s, nor a %s of that name", KindStrategy, name, m.Namespace, KindClusterStrategy)
+	}
+
+	seen := map[string]int{}
+	for _, p := range s.Proactive {
+		seen[key(p.Meta)]++
+	}
+	for _, p := range s.Reactive {
+		seen[key(p.Meta)]++
+	}
+	var proactive []*ProactivePolicy
+	for _, p := range s.Proactive {
+		if seen[key(p.Meta)] > 1 {
+			l.fail(p.Meta, &p.Spec.Scope, position{File: p.File, Line: p.Line}, "metadata.name", "%s is defined more than once; none of them is used", p.Meta)
+			continue
+		}
+		st, why := resolve(p.Meta, p.Spec.AutomationStrategyRef.Name)
+		if st == nil {
+			l.fail(p.Meta, &p.Spec.Scope, p.refAt, "spec.automationStrategyRef.name", "%s", why)
+			continue
+		}
+		p.strategy = st
+		proactive = append(proactive, p)
+	}
+	s.Proactive = proactive
+	var reactive []*ReactivePolicy
+	for _, p := range s.Reactive {
+		if seen[key(p.Meta)] > 1 {
+			l.fail(p.Meta, &p.Spec.Scope, position{File: p.File, Line: p.Line}, "metadata.name", "%s is defined more than once; none of them is used", p.Meta)
+			continue
+		}
+		st, why := resolve(p.Meta, p.Spec.AutomationStrategyRef.Name)
+		if st == nil {
+			l.fail(p.Meta, &p.Spec.Scope, p.refAt, "spec.automationStrategyRef.name", "%s", why)
+			continue
+		}
+		p.strategy = st
+		reactive = append(reactive, p)
+	}
+	s.Reactive = reactive
+}
+
+func (l *loader) fail(m Meta, scope *Scope, at position, field, format string, args ...any) {
+	err := &FieldError{File: at.File, Line: at.Line, Column: at.Column, Field: field, Msg: fmt.Sprintf(format, args...)}
+	l.set.Errors = append(l.set.Errors, err)
+	l.set.Broken = append(l.set.Broken, &Broken{Meta: m, Scope: scope, Err: err})
+}
+
+func key(m Meta) string { return m.Kind + "/" + m.Namespace + "/" + m.Name }
+
+func places(sts []*Strategy) string {
+	var out string
+	for i, s := range sts {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s:%d", s.File, s.Line)
+	}
+	return out
+}

@@ -1,0 +1,273 @@
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// starterPath is the quickstart's policy file, written in the shape of the
+// Kubex guide's starter example: its loading unchanged is the
+// compatibility contract.
+const starterPath = "../../examples/quickstart/policies/kai-gpu-sharing.yaml"
+
+func readStarter(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(starterPath)
+	require.NoError(t, err)
+	return string(b)
+}
+
+var gpuDeployment = policy.Target{
+	Ref:    usage.Ref{Namespace: "inference", Kind: "Deployment", Name: "chat"},
+	Labels: map[string]string{"nvidia.com/gpu.present": "true"},
+}
+
+func TestLoadStarterExample(t *testing.T) {
+	set, err := policy.Load(context.Background(), filepath.Dir(starterPath))
+	require.NoError(t, err)
+	require.Empty(t, set.Errors)
+	require.Len(t, set.Strategies, 1)
+	require.Len(t, set.Proactive, 1)
+	require.Len(t, set.Reactive, 1)
+
+	g := set.Govern(gpuDeployment)
+	require.Empty(t, g.Skip)
+	require.Equal(t, &policy.StrategyRules{
+		Name: "kai-gpu-sharing", Upsize: true, Downsize: true, Ceiling: 1, Floor: policy.DefaultFloor,
+		MoveToKAI: true, VLLMBufferPercent: 10, Queue: policy.DefaultQueue, MinChangePercent: policy.DefaultMinChangePercent,
+	}, g.Strategy)
+	require.Equal(t, &policy.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20}, g.Proactive)
+	mapping := func(metric string) usage.Mapping {
+		return usage.Mapping{Metric: metric, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"}
+	}
+	require.Equal(t, &policy.ReactiveRules{
+		MinPodMetricsAge: 10 * time.Minute,
+		Metrics: map[usage.Metric]*policy.MetricRules{
+			usage.Compute: {
+				Source: mapping("kubex_gpu_container_sm_utilization_percent"), Interpretation: policy.FullGPU,
+				Upsize:    &policy.UpsizeRules{ThresholdPercent: 100, Window: 2 * time.Minute, HeadroomPercent: 20, MaxPercent: 200},
+				ScaleBack: &policy.ScaleBackRules{ThresholdPercent: 75, Window: 10 * time.Minute, HeadroomPercent: 20},
+			},
+			usage.Memory: {
+				Source: mapping("kubex_gpu_container_memory_footprint_percent"), Interpretation: policy.CurrentAllocation,
+				Upsize:    &policy.UpsizeRules{ThresholdPercent: 100, Window: 2 * time.Minute, HeadroomPercent: 20, MaxPercent: 200},
+				ScaleBack: &policy.ScaleBackRules{ThresholdPercent: 75, Window: 10 * time.Minute, HeadroomPercent: 20},
+			},
+		},
+	}, g.Reactive)
+	require.Len(t, g.Policies, 2)
+
+	unlabelled := gpuDeployment
+	unlabelled.Labels = map[string]string{"app": "chat"}
+	require.Equal(t, "out of scope: no policy selects it", set.Govern(unlabelled).Skip)
+}
+
+func TestLoadConsolidationPolicy(t *testing.T) {
+	set := policy.Parse("consolidation.yaml", []byte(`apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: GpuConsolidationPolicy
+metadata:
+  name: gpu-consolidation-pool-a
+spec:
+  experimental:
+    gpuKaiContract: v1alpha1-2026-07
+  nodeSelector:
+    matchLabels:
+      cloud.google.com/gke-accelerator: nvidia-tesla-t4
+  utilizationThresholdPercent: 75
+  requeueAfter: 1m
+`))
+	require.Empty(t, set.Errors)
+	require.Len(t, set.Consolidation, 1)
+	require.Equal(t, 75, *set.Consolidation[0].Spec.UtilizationThresholdPercent)
+	require.Equal(t, time.Minute, set.Consolidation[0].Spec.RequeueAfter.Duration)
+}
+
+// lineOf returns the 1-based line and column of the first occurrence of
+// needle in text, so that expected error positions follow the fixture.
+func lineOf(t *testing.T, text, needle string) (int, int) {
+	t.Helper()
+	i := strings.Index(text, needle)
+	require.GreaterOrEqual(t, i, 0, "fixture lacks %q", needle)
+	line := strings.Count(text[:i], "\n") + 1
+	col := i - strings.LastIndex(text[:i], "\n")
+	return line, col
+}
+
+func TestLoadRefusesBadPolicies(t *testing.T) {
+	starter := readStarter(t)
+	tests := []struct {
+		name string
+		// old is replaced by new, once, after the anchor text.
+		anchor, old, new string
+		// at is the text the error must point at (its first occurrence
+		// after the edit).
+		at, field, msg string
+	}{
+		{
+			name: "wrong contract version", anchor: "kind: ClusterGpuReactivePolicy",
+			old: "gpuKaiContract: v1alpha1-2026-07", new: "gpuKaiContract: v1alpha1-2026-04",
+			at: "v1alpha1-2026-04", field: "spec.experimental.gpuKaiContract", msg: `"v1alpha1-2026-04" is not supported`,
+		},
+		{
+			name: "missing contract", anchor: "kind: ClusterGpuReactivePolicy",
+			old: "  experimental:\n    gpuKaiContract: v1alpha1-2026-07\n", new: "",
+			at: "spec:\n  scope", field: "spec.experimental.gpuKaiContract", msg: "missing",
+		},
+		{
+			name: "unknown field", anchor: "scaleBack:",
+			old: "metricsWindow: 10m", new: "metricWindow: 10m",
+			at: "metricWindow", field: "spec.metrics.compute.scaleBack.metricWindow", msg: "unknown field",
+		},
+		{
+			name: "bad duration", anchor: "kind: ClusterGpuReactivePolicy",
+			old: "metricsWindow: 2m", new: "metricsWindow: 2 minutes",
+			at: "2 minutes", field: "spec.metrics.compute.upsize.metricsWindow", msg: `invalid duration "2 minutes"`,
+		},
+		{
+			name: "duration below the minimum", anchor: "memory:",
+			old: "metricsWindow: 10m", new: "metricsWindow: 30s",
+			at: "30s", field: "spec.metrics.memory.scaleBack.metricsWindow", msg: "30s is too short: must be at least 1m",
+		},
+		{
+			name: "percentage out of range", anchor: "scaleBack:",
+			old: "thresholdPercent: 75", new: "thresholdPercent: 175",
+			at: "175", field: "spec.metrics.compute.scaleBack.thresholdPercent", msg: "175 is out of range",
+		},
+		{
+			name: "wrong type", anchor: "kind: ClusterGpuReactivePolicy",
+			old: "headroomPercent: 20", new: `headroomPercent: "20"`,
+			at: `"20"`, field: "spec.metrics.compute.upsize.headroomPercent", msg: `expected an integer, got the string "20"`,
+		},
+		{
+			name: "unquoted label value", anchor: "kind: ClusterGpuReactivePolicy",
+			old: `nvidia.com/gpu.present: "true"`, new: `nvidia.com/gpu.present: true`,
+			at: "true\n", field: "spec.scope.labelSelector.matchLabels.nvidia.com/gpu.present", msg: "expected a string, got the boolean true (quote it)",
+		},
+		{
+			name: "dangling strategy ref", anchor: "kind: ClusterGpuReactivePolicy",
+			old: "  automationStrategyRef:\n    name: kai-gpu-sharing", new: "  automationStrategyRef:\n    name: kai-gpu-shared",
+			at: "kai-gpu-shared", field: "spec.automationStrategyRef.name", msg: `no ClusterAutomationStrategy named "kai-gpu-shared"`,
+		},
+		{
+			name: "unknown operator", anchor: "kind: ClusterProactivePolicy",
+			old: "operator: In", new: "operator: Within",
+			at: "Within", field: "spec.scope.namespaceSelector.operator", msg: `"Within" is not supported`,
+		},
+		{
+			name: "project field in Kubex group", anchor: "kind: ClusterAutomationStrategy",
+			old: "        setFromUnspecified: false", new: "        setFromUnspecified: false\n        floor: \"0.1\"",
+			at: "floor", field: "spec.enablement.gpu.requests.floor", msg: "field is only available in apiVersion gpu-rightsizing.github.io/v1alpha1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i := strings.Index(starter, tt.anchor)
+			require.GreaterOrEqual(t, i, 0)
+			j := strings.Index(starter[i:], tt.old)
+			require.GreaterOrEqual(t, j, 0, "fixture lacks %q after %q", tt.old, tt.anchor)
+			text := starter[:i+j] + tt.new + starter[i+j+len(tt.old):]
+			atFrom := strings.Index(text, tt.anchor)
+			line, col := lineOf(t, text[atFrom:], tt.at)
+			line += strings.Count(text[:atFrom], "\n")
+			if line == strings.Count(text[:atFrom], "\n")+1 {
+				col += atFrom - strings.LastIndex(text[:atFrom], "\n") - 1
+			}
+
+			set := policy.Parse("policies.yaml", []byte(text))
+			require.NotEmpty(t, set.Errors)
+			want := fmt.Sprintf("policies.yaml:%d:%d: %s: %s", line, col, tt.field, tt.msg)
+			require.Contains(t, set.Errors[0].Error(), want)
+
+			// DESIGN §3: a bad policy stops that policy, and nothing it
+			// governs is changed.
+			require.Contains(t, set.Govern(gpuDeployment).Skip, "left alone")
+		})
+	}
+}
+
+func TestLoadUnparsablePolicyFileBlocksEverything(t *testing.T) {
+	set := policy.Parse("broken.yaml", []byte("apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: [unclosed\n"))
+	require.Len(t, set.Errors, 1)
+	require.Contains(t, set.Errors[0].Error(), "broken.yaml: yaml: line")
+	require.Contains(t, set.Govern(gpuDeployment).Skip, "a policy file is invalid")
+}
+
+func TestLoadIgnoresOtherGroupsAndKubexKinds(t *testing.T) {
+	set := policy.Parse("mixed.yaml", []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: x}
+---
+apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: ClusterStaticPolicy
+metadata: {name: cpu}
+spec: {anything: goes}
+`))
+	require.Empty(t, set.Errors)
+	require.Empty(t, set.Broken)
+}
+
+func TestLoadRefusesPathsOutsideTheRepository(t *testing.T) {
+	root := t.TempDir()
+	_, err := policy.Load(context.Background(), root, "../elsewhere")
+	require.ErrorContains(t, err, `policy path "../elsewhere" must be relative to the repository and stay inside it`)
+
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	require.NoError(t, os.WriteFile(outside, []byte("apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterAutomationStrategy\n"), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "link.yaml")))
+	set, err := policy.Load(context.Background(), root)
+	require.NoError(t, err)
+	require.Len(t, set.Errors, 1)
+	require.ErrorContains(t, set.Errors[0], "link.yaml: symlink leads outside the repository")
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{in: "2m", want: 2 * time.Minute},
+		{in: "10m", want: 10 * time.Minute},
+		{in: "1h30m", want: 90 * time.Minute},
+		{in: "7d", want: 7 * 24 * time.Hour},
+		{in: "1w", want: 7 * 24 * time.Hour},
+		{in: "1d12h", want: 36 * time.Hour},
+		{in: "500ms", want: 500 * time.Millisecond},
+		{in: "", err: "invalid duration"},
+		{in: "10", err: "invalid duration"},
+		{in: "m", err: "invalid duration"},
+		{in: "2 minutes", err: "invalid duration"},
+		{in: "0s", err: "must be more than zero"},
+		{in: "-5m", err: "invalid duration"},
+		{in: "1.5d", err: "invalid duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := policy.ParseDuration(tt.in)
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+			require.Equal(t, got, must(policy.ParseDuration(policy.FormatDuration(got))))
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

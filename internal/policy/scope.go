@@ -1,0 +1,194 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Target is what scope matching knows about a workload.
+type Target struct {
+	Ref    usage.Ref
+	Labels map[string]string
+}
+
+// Selects reports whether the scope, of a policy described by m, selects t.
+func (s *Scope) Selects(m Meta, t Target) bool {
+	if !m.Clustered() && t.Ref.Namespace != m.Namespace {
+		return false
+	}
+	if ns := s.NamespaceSelector; ns != nil && m.Clustered() {
+		listed := slices.Contains(ns.Values, "*") || slices.Contains(ns.Values, t.Ref.Namespace)
+		if (ns.Operator == "In") != listed {
+			return false
+		}
+	}
+	if !slices.Contains(s.WorkloadTypes, t.Ref.Kind) {
+		return false
+	}
+	return s.LabelSelector.Matches(t.Labels)
+}
+
+// Matches reports whether labels satisfy the selector. A nil selector
+// matches everything.
+func (ls *LabelSelector) Matches(labels map[string]string) bool {
+	if ls == nil {
+		return true
+	}
+	for k, v := range ls.MatchLabels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	for _, r := range ls.MatchExpressions {
+		v, ok := labels[r.Key]
+		switch r.Operator {
+		case "In":
+			if !ok || !slices.Contains(r.Values, v) {
+				return false
+			}
+		case "NotIn":
+			if ok && slices.Contains(r.Values, v) {
+				return false
+			}
+		case "Exists":
+			if !ok {
+				return false
+			}
+		case "DoesNotExist":
+			if ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Governance is what governs one workload.
+type Governance struct {
+	// Skip, when not empty, says why the workload must be left alone; the
+	// other fields are then unset.
+	Skip string
+
+	Strategy  *StrategyRules
+	Proactive *ProactiveRules // nil: no proactive policy selects it
+	Reactive  *ReactiveRules  // nil: no reactive policy selects it
+	// Policies names the governing policies, for reasons and PR bodies.
+	Policies []Meta
+	// Containers restricts the containers whose usage counts.
+	Containers []string
+}
+
+// Govern finds the policies and strategy that govern t. A workload that an
+// invalid policy could govern is left alone, as is one that two policies of
+// the same kind and level both claim.
+func (s *Set) Govern(t Target) Governance {
+	for _, b := range s.Broken {
+		if b.couldSelect(t) {
+			what := b.Meta.String()
+			if b.Kind == "" {
+				what = "a policy file"
+			}
+			return Governance{Skip: fmt.Sprintf("left alone: %s is invalid (%s:%d) and could govern it", what, b.File, b.Line)}
+		}
+	}
+	var pro []*ProactivePolicy
+	for _, p := range s.Proactive {
+		if p.Spec.Scope.Selects(p.Meta, t) {
+			pro = append(pro, p)
+		}
+	}
+	var re []*ReactivePolicy
+	for _, p := range s.Reactive {
+		if p.Spec.Scope.Selects(p.Meta, t) {
+			re = append(re, p)
+		}
+	}
+	p, why := mostSpecific(pro)
+	if why != "" {
+		return Governance{Skip: why}
+	}
+	r, why := mostSpecific(re)
+	if why != "" {
+		return Governance{Skip: why}
+	}
+	if p == nil && r == nil {
+		return Governance{Skip: "out of scope: no policy selects it"}
+	}
+	g := Governance{}
+	switch {
+	case p != nil && r != nil && p.strategy != r.strategy:
+		return Governance{Skip: fmt.Sprintf("left alone: %s and %s select it but use different strategies (%s, %s)",
+			p.Meta, r.Meta, p.strategy.Name, r.strategy.Name)}
+	case p != nil:
+		g.Strategy = p.strategy.rules()
+	default:
+		g.Strategy = r.strategy.rules()
+	}
+	if p != nil {
+		g.Proactive = p.rules()
+		g.Policies = append(g.Policies, p.Meta)
+		g.Containers = p.Spec.Scope.Containers
+	}
+	if r != nil {
+		g.Reactive = r.rules()
+		g.Policies = append(g.Policies, r.Meta)
+		if len(r.Spec.Scope.Containers) > 0 {
+			g.Containers = r.Spec.Scope.Containers
+		}
+	}
+	return g
+}
+
+// policyOf is satisfied by both policy kinds, for mostSpecific.
+type policyOf interface {
+	*ProactivePolicy | *ReactivePolicy
+}
+
+// mostSpecific picks the policy that governs among those that select a
+// workload: a namespaced policy overrides cluster-wide ones; two at the same
+// level are a conflict nobody should resolve by guessing.
+func mostSpecific[P policyOf](ps []P) (P, string) {
+	var zero P
+	if len(ps) == 0 {
+		return zero, ""
+	}
+	meta := func(p P) Meta {
+		switch p := any(p).(type) {
+		case *ProactivePolicy:
+			return p.Meta
+		case *ReactivePolicy:
+			return p.Meta
+		}
+		return Meta{}
+	}
+	var namespaced []P
+	for _, p := range ps {
+		if !meta(p).Clustered() {
+			namespaced = append(namespaced, p)
+		}
+	}
+	if len(namespaced) > 0 {
+		ps = namespaced
+	}
+	if len(ps) > 1 {
+		return zero, fmt.Sprintf("left alone: %s and %s both select it", meta(ps[0]), meta(ps[1]))
+	}
+	return ps[0], ""
+}
+
+// couldSelect reports whether a broken policy might govern t.
+func (b *Broken) couldSelect(t Target) bool {
+	if b.Kind == KindStrategy || b.Kind == KindClusterStrategy || b.Kind == KindConsolidation {
+		// A strategy governs through the policies that refer to it, and
+		// those are broken in turn; consolidation changes no workload.
+		return false
+	}
+	if b.Scope == nil {
+		return b.Namespace == "" || b.Namespace == t.Ref.Namespace
+	}
+	return b.Scope.Selects(b.Meta, t)
+}

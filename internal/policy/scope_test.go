@@ -1,0 +1,107 @@
+package policy_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+const strategyDoc = `apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: ClusterAutomationStrategy
+metadata:
+  name: s
+spec:
+  experimental:
+    gpuKaiContract: v1alpha1-2026-07
+  enablement:
+    gpu:
+      requests:
+        upsize: true
+---
+`
+
+func TestScopeSelects(t *testing.T) {
+	target := func(ns, kind string, labels map[string]string) policy.Target {
+		return policy.Target{Ref: usage.Ref{Namespace: ns, Kind: kind, Name: "w"}, Labels: labels}
+	}
+	gpu := map[string]string{"nvidia.com/gpu.present": "true", "tier": "gold"}
+	tests := []struct {
+		name  string
+		scope string
+		kind  string // ClusterProactivePolicy unless set
+		ns    string // metadata.namespace for namespaced kinds
+		t     policy.Target
+		want  bool
+	}{
+		{name: "all namespaces", scope: "namespaceSelector: {operator: In, values: ['*']}", t: target("a", "Deployment", nil), want: true},
+		{name: "no namespace selector means all", scope: "", t: target("a", "Deployment", nil), want: true},
+		{name: "In lists it", scope: "namespaceSelector: {operator: In, values: [a, b]}", t: target("b", "Deployment", nil), want: true},
+		{name: "In does not list it", scope: "namespaceSelector: {operator: In, values: [a]}", t: target("c", "Deployment", nil), want: false},
+		{name: "NotIn lists it", scope: "namespaceSelector: {operator: NotIn, values: [kube-system]}", t: target("kube-system", "Deployment", nil), want: false},
+		{name: "NotIn does not list it", scope: "namespaceSelector: {operator: NotIn, values: [kube-system]}", t: target("ml", "Deployment", nil), want: true},
+		{name: "NotIn star excludes all", scope: "namespaceSelector: {operator: NotIn, values: ['*']}", t: target("ml", "Deployment", nil), want: false},
+		{name: "matchLabels hit", scope: "labelSelector: {matchLabels: {nvidia.com/gpu.present: 'true'}}", t: target("a", "Deployment", gpu), want: true},
+		{name: "matchLabels miss", scope: "labelSelector: {matchLabels: {nvidia.com/gpu.present: 'true'}}", t: target("a", "Deployment", nil), want: false},
+		{name: "expression In", scope: "labelSelector: {matchExpressions: [{key: tier, operator: In, values: [gold, silver]}]}", t: target("a", "Deployment", gpu), want: true},
+		{name: "expression NotIn", scope: "labelSelector: {matchExpressions: [{key: tier, operator: NotIn, values: [gold]}]}", t: target("a", "Deployment", gpu), want: false},
+		{name: "expression NotIn absent key", scope: "labelSelector: {matchExpressions: [{key: tier, operator: NotIn, values: [gold]}]}", t: target("a", "Deployment", nil), want: true},
+		{name: "expression Exists", scope: "labelSelector: {matchExpressions: [{key: tier, operator: Exists}]}", t: target("a", "Deployment", gpu), want: true},
+		{name: "expression DoesNotExist", scope: "labelSelector: {matchExpressions: [{key: tier, operator: DoesNotExist}]}", t: target("a", "Deployment", gpu), want: false},
+		{name: "workload type", scope: "", t: target("a", "StatefulSet", gpu), want: false},
+		{name: "namespaced kind in its namespace", kind: "ProactivePolicy", ns: "ml", scope: "", t: target("ml", "Deployment", nil), want: true},
+		{name: "namespaced kind elsewhere", kind: "ProactivePolicy", ns: "ml", scope: "", t: target("other", "Deployment", nil), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind := tt.kind
+			if kind == "" {
+				kind = "ClusterProactivePolicy"
+			}
+			doc := strategyDoc + "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: " + kind + "\nmetadata:\n  name: p\n"
+			if tt.ns != "" {
+				doc += "  namespace: " + tt.ns + "\n"
+			}
+			doc += "spec:\n  scope:\n    workloadTypes: [Deployment]\n"
+			if tt.scope != "" {
+				doc += "    " + tt.scope + "\n"
+			}
+			doc += "  automationStrategyRef: {name: s}\n"
+			set := policy.Parse("p.yaml", []byte(doc))
+			require.Empty(t, set.Errors)
+			require.Len(t, set.Proactive, 1)
+			p := set.Proactive[0]
+			require.Equal(t, tt.want, p.Spec.Scope.Selects(p.Meta, tt.t))
+			require.Equal(t, tt.want, set.Govern(tt.t).Skip == "")
+		})
+	}
+}
+
+func TestGovernPrecedence(t *testing.T) {
+	cluster := func(name string) string {
+		return "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterProactivePolicy\nmetadata: {name: " + name +
+			"}\nspec:\n  scope: {workloadTypes: [Deployment]}\n  automationStrategyRef: {name: s}\n---\n"
+	}
+	namespaced := "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ProactivePolicy\nmetadata: {name: local, namespace: ml}\n" +
+		"spec:\n  scope: {workloadTypes: [Deployment]}\n  automationStrategyRef: {name: s}\n"
+	ml := policy.Target{Ref: usage.Ref{Namespace: "ml", Kind: "Deployment", Name: "w"}}
+	other := policy.Target{Ref: usage.Ref{Namespace: "other", Kind: "Deployment", Name: "w"}}
+
+	set := policy.Parse("p.yaml", []byte(strategyDoc+cluster("wide")+namespaced))
+	require.Empty(t, set.Errors)
+	g := set.Govern(ml)
+	require.Empty(t, g.Skip)
+	require.Equal(t, "local", g.Policies[0].Name, "a namespaced policy overrides a cluster one")
+	require.Equal(t, "wide", set.Govern(other).Policies[0].Name)
+
+	set = policy.Parse("p.yaml", []byte(strategyDoc+cluster("one")+cluster("two")))
+	require.Empty(t, set.Errors)
+	require.Equal(t, "left alone: ClusterProactivePolicy one and ClusterProactivePolicy two both select it", set.Govern(other).Skip)
+
+	set = policy.Parse("p.yaml", []byte(strategyDoc+cluster("same")+cluster("same")))
+	require.Len(t, set.Errors, 2)
+	require.Contains(t, set.Errors[0].Error(), "is defined more than once")
+	require.Contains(t, set.Govern(other).Skip, "left alone")
+}

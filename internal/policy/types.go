@@ -1,0 +1,242 @@
+package policy
+
+// The API groups whose documents are policies. Kubex's group must load the
+// guide's starter example unchanged; the project's own group accepts the
+// same kinds plus GitOps settings.
+const (
+	KubexGroup   = "rightsizing.kubex.ai"
+	ProjectGroup = "gpu-rightsizing.github.io"
+	Version      = "v1alpha1"
+
+	// KAIContract is the only spec.experimental.gpuKaiContract accepted:
+	// the GPU/KAI fields are experimental, and their meaning is pinned to
+	// this contract version.
+	KAIContract = "v1alpha1-2026-07"
+)
+
+// Kinds, as they appear in documents.
+const (
+	KindClusterStrategy  = "ClusterAutomationStrategy"
+	KindStrategy         = "AutomationStrategy"
+	KindClusterProactive = "ClusterProactivePolicy"
+	KindProactive        = "ProactivePolicy"
+	KindClusterReactive  = "ClusterGpuReactivePolicy"
+	KindReactive         = "GpuReactivePolicy"
+	KindConsolidation    = "GpuConsolidationPolicy"
+)
+
+// Interpretations of a GPU metric's value.
+const (
+	// FullGPU: the value is a percentage of one whole GPU.
+	FullGPU = "fullGPU"
+	// CurrentAllocation: the value is a percentage of the container's
+	// current GPU allocation.
+	CurrentAllocation = "currentAllocation"
+)
+
+// Meta is what every policy document carries besides its spec.
+type Meta struct {
+	APIVersion string
+	Kind       string
+	Name       string
+	Namespace  string // empty for cluster-scoped kinds
+	File       string // slash path relative to the repo root
+	Line       int    // line of the document's first key
+}
+
+// Clustered reports whether the document's kind is cluster-scoped.
+func (m Meta) Clustered() bool {
+	switch m.Kind {
+	case KindClusterStrategy, KindClusterProactive, KindClusterReactive, KindConsolidation:
+		return true
+	}
+	return false
+}
+
+func (m Meta) String() string {
+	if m.Namespace != "" {
+		return m.Kind + " " + m.Namespace + "/" + m.Name
+	}
+	return m.Kind + " " + m.Name
+}
+
+// Strategy is an AutomationStrategy or ClusterAutomationStrategy: how
+// changes are made to the workloads that policies hand to it.
+type Strategy struct {
+	Meta
+	Spec StrategySpec
+}
+
+type StrategySpec struct {
+	Experimental  *Experimental `yaml:"experimental"`
+	Enablement    Enablement    `yaml:"enablement"`
+	KAI           KAISettings   `yaml:"kai"`
+	InPlaceResize Toggle        `yaml:"inPlaceResize"`
+	PodEviction   Toggle        `yaml:"podEviction"`
+	GitOps        *GitOps       `yaml:"gitops" group:"project"`
+}
+
+type Experimental struct {
+	GpuKaiContract string `yaml:"gpuKaiContract"`
+}
+
+type Enablement struct {
+	// OverrideScheduler "kai" moves workloads that are not on KAI yet onto it.
+	OverrideScheduler string         `yaml:"overrideScheduler"`
+	GPU               *GPUEnablement `yaml:"gpu"`
+}
+
+type GPUEnablement struct {
+	Requests GPURequests `yaml:"requests"`
+}
+
+type GPURequests struct {
+	Downsize           *bool     `yaml:"downsize"`
+	Upsize             *bool     `yaml:"upsize"`
+	Ceiling            *Quantity `yaml:"ceiling"`
+	Floor              *Quantity `yaml:"floor" group:"project"`
+	SetFromUnspecified *bool     `yaml:"setFromUnspecified"`
+}
+
+type KAISettings struct {
+	VLLM                  *VLLMSettings `yaml:"vllm"`
+	SetQueueWhenSpecified *bool         `yaml:"setQueueWhenSpecified"`
+	// Queue is the kai.scheduler/queue given to workloads moved onto KAI.
+	Queue string `yaml:"queue" group:"project"`
+	// HAMiCore says HAMi-core enforces each pod's memory share, so vLLM
+	// sees only its share of the GPU.
+	HAMiCore *bool `yaml:"hamiCore" group:"project"`
+}
+
+type VLLMSettings struct {
+	GpuMemoryUtilizationBufferPercent *int `yaml:"gpuMemoryUtilizationBufferPercent"`
+}
+
+type Toggle struct {
+	Enabled *bool `yaml:"enabled"`
+}
+
+// GitOps holds the project's settings for pull requests.
+type GitOps struct {
+	// MinChangePercent is the smallest change, relative to the current
+	// allocation, worth a pull request.
+	MinChangePercent *int     `yaml:"minChangePercent"`
+	Grouping         string   `yaml:"grouping"`
+	Labels           []string `yaml:"labels"`
+	Reviewers        []string `yaml:"reviewers"`
+	LiveUpsize       *bool    `yaml:"liveUpsize"`
+}
+
+// Scope selects the workloads a policy governs.
+type Scope struct {
+	NamespaceSelector *NamespaceSelector `yaml:"namespaceSelector"`
+	LabelSelector     *LabelSelector     `yaml:"labelSelector"`
+	WorkloadTypes     []string           `yaml:"workloadTypes"`
+	// Containers restricts the containers whose usage counts; empty: all.
+	Containers []string `yaml:"containers"`
+}
+
+type NamespaceSelector struct {
+	Operator string   `yaml:"operator"`
+	Values   []string `yaml:"values"`
+}
+
+type LabelSelector struct {
+	MatchLabels      map[string]string `yaml:"matchLabels"`
+	MatchExpressions []Requirement     `yaml:"matchExpressions"`
+}
+
+type Requirement struct {
+	Key      string   `yaml:"key"`
+	Operator string   `yaml:"operator"`
+	Values   []string `yaml:"values"`
+}
+
+type StrategyRef struct {
+	Name string `yaml:"name"`
+}
+
+// ProactivePolicy is a ProactivePolicy or ClusterProactivePolicy: it puts
+// workloads under a strategy and sets their long-term baseline.
+type ProactivePolicy struct {
+	Meta
+	Spec ProactiveSpec
+
+	strategy *Strategy
+	refAt    position
+}
+
+type ProactiveSpec struct {
+	Scope                 Scope       `yaml:"scope"`
+	AutomationStrategyRef StrategyRef `yaml:"automationStrategyRef"`
+	// Window is how much history the baseline is taken from.
+	Window *Duration `yaml:"window" group:"project"`
+	// HeadroomPercent is added on top of the observed peak.
+	HeadroomPercent *int `yaml:"headroomPercent" group:"project"`
+	// MinHistory is the gap-free history a downsize needs.
+	MinHistory *Duration `yaml:"minHistory" group:"project"`
+}
+
+// ReactivePolicy is a GpuReactivePolicy or ClusterGpuReactivePolicy: it
+// answers pressure now, from recent usage.
+type ReactivePolicy struct {
+	Meta
+	Spec ReactiveSpec
+
+	strategy *Strategy
+	refAt    position
+}
+
+type ReactiveSpec struct {
+	Experimental          *Experimental   `yaml:"experimental"`
+	Scope                 Scope           `yaml:"scope"`
+	MinPodMetricsAge      *Duration       `yaml:"minPodMetricsAge"`
+	Metrics               ReactiveMetrics `yaml:"metrics"`
+	AutomationStrategyRef StrategyRef     `yaml:"automationStrategyRef"`
+}
+
+type ReactiveMetrics struct {
+	Compute *MetricPolicy `yaml:"compute"`
+	Memory  *MetricPolicy `yaml:"memory"`
+}
+
+type MetricPolicy struct {
+	Upsize     *UpsizeSpec    `yaml:"upsize"`
+	ScaleBack  *ScaleBackSpec `yaml:"scaleBack"`
+	Prometheus *Prometheus    `yaml:"prometheus"`
+}
+
+type UpsizeSpec struct {
+	ThresholdPercent *int      `yaml:"thresholdPercent"`
+	MetricsWindow    *Duration `yaml:"metricsWindow"`
+	HeadroomPercent  *int      `yaml:"headroomPercent"`
+	MaxPercent       *int      `yaml:"maxPercent"`
+}
+
+type ScaleBackSpec struct {
+	ThresholdPercent *int      `yaml:"thresholdPercent"`
+	MetricsWindow    *Duration `yaml:"metricsWindow"`
+	HeadroomPercent  *int      `yaml:"headroomPercent"`
+}
+
+type Prometheus struct {
+	Metric         string `yaml:"metric"`
+	Interpretation string `yaml:"interpretation"`
+	NamespaceLabel string `yaml:"namespaceLabel"`
+	PodLabel       string `yaml:"podLabel"`
+	ContainerLabel string `yaml:"containerLabel"`
+}
+
+// ConsolidationPolicy is a GpuConsolidationPolicy. It only produces a
+// report: GitOps never evicts pods.
+type ConsolidationPolicy struct {
+	Meta
+	Spec ConsolidationSpec
+}
+
+type ConsolidationSpec struct {
+	Experimental                *Experimental `yaml:"experimental"`
+	NodeSelector                LabelSelector `yaml:"nodeSelector"`
+	UtilizationThresholdPercent *int          `yaml:"utilizationThresholdPercent"`
+	RequeueAfter                *Duration     `yaml:"requeueAfter"`
+}
