@@ -1,0 +1,428 @@
+package patcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Result is what Apply would change. It is never nil on success; a result
+// with no Files means nothing to change.
+type Result struct {
+	Files   []File    // only files whose bytes changed, sorted by Path
+	Refused []Refusal // edits refused, with why; a refused edit changes nothing
+	Notes   []Note    // things left alone on purpose, without a Change
+}
+
+// Changed reports whether any file would change.
+func (r *Result) Changed() bool { return len(r.Files) > 0 }
+
+// Refusal is an edit that was not applied.
+type Refusal struct {
+	Workload usage.Ref
+	File     string
+	Err      error // names file:line and the field; wraps a sentinel
+}
+
+func (r Refusal) Error() string { return r.Workload.String() + ": " + r.Err.Error() }
+func (r Refusal) Unwrap() error { return r.Err }
+
+// Note is something an Op deliberately left alone, e.g. a vLLM container
+// whose --kv-cache-memory-bytes makes --gpu-memory-utilization moot.
+type Note struct {
+	Workload usage.Ref
+	File     string
+	Line     int
+	Field    string
+	Err      error
+}
+
+func (n Note) Error() string { return fmt.Sprintf("%s:%d: %s: %v", n.File, n.Line, n.Field, n.Err) }
+func (n Note) Unwrap() error { return n.Err }
+
+// File is one changed file.
+type File struct {
+	Path     string // slash-separated, relative to the root
+	Old, New []byte
+	Changes  []Change
+	// Splices turn Old into New: each replaces Old[Off:Off+Len] with Text.
+	// They are sorted and do not overlap.
+	Splices []Splice
+}
+
+// Splice is one byte-level replacement in a file's original text.
+type Splice struct {
+	Off, Len int
+	Text     string
+}
+
+// Change is one field changed on one workload.
+type Change struct {
+	Workload usage.Ref
+	// Field is a YAML path, e.g. spec.template.metadata.annotations.gpu-fraction
+	// or spec.template.spec.containers[vllm].args.
+	Field string
+	// Old and New are the values; Old is "" for an addition, New for a
+	// removal.
+	Old, New string
+	Reason   string
+}
+
+// Apply reads the files of the edits under root, applies the edits in
+// memory and returns what would change. It never writes.
+//
+// Each edit is applied atomically and verified on its own: after its
+// splices, the whole file is parsed again and every document compared
+// with the expected trees. A refused edit leaves no trace in its file;
+// other edits of the same file still apply. Whole-file problems (invalid
+// YAML, conflict markers, unusual line breaks) refuse every edit of the
+// file. The error is only for an unusable root or a cancelled ctx.
+func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Result, error) {
+	if inv == nil {
+		return nil, errors.New("patcher: nil inventory")
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("open checkout: %w", err)
+	}
+	defer r.Close()
+
+	byRef := map[usage.Ref][]Workload{}
+	for _, w := range inv.Workloads {
+		byRef[w.Ref] = append(byRef[w.Ref], w)
+	}
+	res := &Result{}
+	refuse := func(e Edit, file string, err error) {
+		res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: file, Err: err})
+	}
+	byFile := map[string][]Edit{}
+	var files []string
+	for _, e := range edits {
+		ws := byRef[e.Workload]
+		if e.File != "" {
+			var in []Workload
+			for _, w := range ws {
+				if w.File == e.File {
+					in = append(in, w)
+				}
+			}
+			ws = in
+		}
+		switch _, ok := kindSpecFor(e.Workload.Kind); {
+		case !ok:
+			refuse(e, "", fmt.Errorf("%w: %s", ErrUnsupportedKind, e.Workload.Kind))
+			continue
+		case len(ws) == 0:
+			refuse(e, "", fmt.Errorf("%w: %s", ErrNotFound, e.Workload))
+			continue
+		case len(ws) > 1:
+			where := make([]string, len(ws))
+			for i, w := range ws {
+				where[i] = fmt.Sprintf("%s:%d", w.File, w.Line)
+			}
+			refuse(e, ws[0].File, fmt.Errorf("%w: %s in %s", ErrAmbiguous, e.Workload, strings.Join(where, ", ")))
+			continue
+		}
+		f := ws[0].File
+		if _, ok := byFile[f]; !ok {
+			files = append(files, f)
+		}
+		byFile[f] = append(byFile[f], e)
+	}
+	sort.Strings(files)
+
+	for _, path := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		es := byFile[path]
+		b, err := readFile(r, path)
+		if err != nil {
+			for _, e := range es {
+				refuse(e, path, &editError{file: path, err: err})
+			}
+			continue
+		}
+		fe, err := newFileEdit(path, b)
+		if err != nil {
+			for _, e := range es {
+				refuse(e, path, err)
+			}
+			continue
+		}
+		for _, e := range es {
+			if err := fe.apply(e); err != nil {
+				refuse(e, path, err)
+			}
+		}
+		res.Notes = append(res.Notes, fe.notes...)
+		if f, ok := fe.result(); ok {
+			res.Files = append(res.Files, f)
+		}
+	}
+	return res, nil
+}
+
+// fileEdit is one file being edited: the original bytes, the current text
+// as pieces of the original and inserted text, and the expected trees.
+type fileEdit struct {
+	path    string
+	orig    []byte
+	segs    []segment
+	cur     []byte
+	exp     []*yaml.Node // expected documents
+	changes []Change
+	notes   []Note
+}
+
+func newFileEdit(path string, b []byte) (*fileEdit, error) {
+	fail := func(line int, err error) error { return &editError{file: path, line: line, err: err} }
+	if !utf8.Valid(b) {
+		return nil, fail(0, fmt.Errorf("%w: not UTF-8", ErrUnsupported))
+	}
+	s, err := parseStream(b)
+	if err != nil {
+		var le *lineErr
+		if errors.As(err, &le) {
+			return nil, fail(le.line, le.err)
+		}
+		return nil, fail(0, err)
+	}
+	if s.t.odd {
+		return nil, fail(0, fmt.Errorf("%w: line breaks other than LF and CRLF", ErrUnsupported))
+	}
+	exp, err := parseStream(b) // a second parse: the expected trees, mutated by the ops
+	if err != nil {
+		return nil, fail(0, err)
+	}
+	return &fileEdit{
+		path: path, orig: b, cur: b,
+		segs: []segment{{orig: true, off: 0, end: len(b)}},
+		exp:  exp.docs,
+	}, nil
+}
+
+// apply applies one Edit, all or nothing.
+func (f *fileEdit) apply(e Edit) error {
+	fail := func(line int, field string, err error) error {
+		return &editError{file: f.path, line: line, field: field, err: err}
+	}
+	s, err := parseStream(f.cur)
+	if err != nil {
+		return fail(0, "", err)
+	}
+	idx := -1
+	for i, doc := range s.docs {
+		if len(doc.Content) == 0 {
+			continue
+		}
+		if ref, _, ok := identify(doc.Content[0]); ok && ref == e.Workload {
+			if idx >= 0 {
+				return fail(doc.Line, "", fmt.Errorf("%w: %s", ErrAmbiguous, e.Workload))
+			}
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return fail(0, "", fmt.Errorf("%w: %s is no longer in the file", ErrNotFound, e.Workload))
+	}
+	if k := duplicateKey(s.docs[idx]); k != nil {
+		return fail(k.Line, k.Value, ErrDuplicateKey)
+	}
+	spec, _ := kindSpecFor(e.Workload.Kind)
+
+	saved := struct {
+		cur  []byte
+		segs []segment
+		exp  *yaml.Node
+	}{f.cur, append([]segment(nil), f.segs...), cloneNode(f.exp[idx])}
+	rollback := func() { f.cur, f.segs, f.exp[idx] = saved.cur, saved.segs, saved.exp }
+
+	var changes []Change
+	var notes []Note
+	for n, op := range e.Ops {
+		if n > 0 {
+			if s, err = parseStream(f.cur); err != nil || len(s.docs) <= idx {
+				rollback()
+				return fail(0, "", fmt.Errorf("%w: after %s: %v", ErrVerify, e.Ops[n-1], err))
+			}
+		}
+		doc := s.docs[idx]
+		d := &docEdit{
+			file: f.path, t: s.t, sp: spanner{t: s.t, pl: places(doc)},
+			root: doc.Content[0], exp: f.exp[idx].Content[0],
+			tmpl: spec.template, ref: e.Workload, reason: e.Reason, step: indentStep(doc),
+		}
+		if err := d.editable(d.root, ""); err != nil {
+			rollback()
+			return err
+		}
+		if err := op.apply(d); err != nil {
+			rollback()
+			return err
+		}
+		if err := f.splice(d.splices); err != nil {
+			rollback()
+			return fail(0, "", fmt.Errorf("%s: %w", op, err))
+		}
+		changes = append(changes, d.changes...)
+		notes = append(notes, d.notes...)
+	}
+	if err := f.verify(); err != nil {
+		rollback()
+		return err
+	}
+	f.changes = append(f.changes, changes...)
+	f.notes = append(f.notes, notes...)
+	return nil
+}
+
+// verify parses the current text and compares every document with the
+// expected trees.
+func (f *fileEdit) verify() error {
+	s, err := parseStream(f.cur)
+	if err != nil {
+		line := 0
+		var le *lineErr
+		if errors.As(err, &le) {
+			line = le.line
+		}
+		return &editError{file: f.path, line: line, err: fmt.Errorf("%w: the result does not parse: %v", ErrVerify, err)}
+	}
+	if len(s.docs) != len(f.exp) {
+		return &editError{file: f.path, err: fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, len(f.exp), len(s.docs))}
+	}
+	for i := range s.docs {
+		if m := compare(f.exp[i], s.docs[i], ""); m != nil {
+			return &editError{file: f.path, line: m.line, field: m.path, err: fmt.Errorf("%w: %s", ErrVerify, m.msg)}
+		}
+	}
+	return nil
+}
+
+// segment is a piece of the current text: either orig[off:end] or lit.
+type segment struct {
+	orig     bool
+	off, end int
+	lit      string
+}
+
+func (s segment) len() int {
+	if s.orig {
+		return s.end - s.off
+	}
+	return len(s.lit)
+}
+
+func (s segment) sub(i, j int) segment {
+	if s.orig {
+		return segment{orig: true, off: s.off + i, end: s.off + j}
+	}
+	return segment{lit: s.lit[i:j]}
+}
+
+// splice applies splices given in current-text offsets.
+func (f *fileEdit) splice(sps []splice) error {
+	sort.SliceStable(sps, func(i, j int) bool {
+		if sps[i].off != sps[j].off {
+			return sps[i].off < sps[j].off
+		}
+		return sps[i].end < sps[j].end
+	})
+	for i, s := range sps {
+		if s.off > s.end || s.end > len(f.cur) {
+			return fmt.Errorf("%w: splice out of range", ErrVerify)
+		}
+		if i > 0 && (sps[i-1].end > s.off || sps[i-1].off == s.off && sps[i-1].off == sps[i-1].end && s.off == s.end) {
+			return fmt.Errorf("%w: overlapping splices", ErrVerify)
+		}
+	}
+	for i := len(sps) - 1; i >= 0; i-- {
+		f.segs = replaceSegs(f.segs, sps[i].off, sps[i].end, sps[i].text)
+	}
+	var b strings.Builder
+	for _, s := range f.segs {
+		if s.orig {
+			b.Write(f.orig[s.off:s.end])
+		} else {
+			b.WriteString(s.lit)
+		}
+	}
+	f.cur = []byte(b.String())
+	return nil
+}
+
+// replaceSegs replaces the current-text range [o, e) with lit.
+func replaceSegs(segs []segment, o, e int, lit string) []segment {
+	var out []segment
+	pos, done := 0, false
+	insert := func() {
+		if !done && lit != "" {
+			out = append(out, segment{lit: lit})
+		}
+		done = true
+	}
+	for _, s := range segs {
+		n := s.len()
+		a, z := pos, pos+n
+		pos = z
+		if z <= o {
+			out = append(out, s)
+			continue
+		}
+		if a < o {
+			out = append(out, s.sub(0, o-a))
+		}
+		insert()
+		if z > e {
+			out = append(out, s.sub(max(e-a, 0), n))
+		}
+	}
+	insert()
+	return out
+}
+
+// result returns the file when its bytes changed.
+func (f *fileEdit) result() (File, bool) {
+	if string(f.cur) == string(f.orig) {
+		return File{}, false
+	}
+	var sps []Splice
+	cur := 0
+	var pend strings.Builder
+	flush := func(to int) {
+		if to != cur || pend.Len() > 0 {
+			sps = append(sps, Splice{Off: cur, Len: to - cur, Text: pend.String()})
+			pend.Reset()
+		}
+	}
+	for _, s := range f.segs {
+		if !s.orig {
+			pend.WriteString(s.lit)
+			continue
+		}
+		flush(s.off)
+		cur = s.end
+	}
+	flush(len(f.orig))
+	return File{Path: f.path, Old: f.orig, New: f.cur, Changes: f.changes, Splices: sps}, true
+}
+
+// cloneNode deep-copies a node tree. (kyaml's RNode.Copy would unwrap a
+// document node.) Alias targets are shared, which compare never follows.
+func cloneNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = cloneNode(k)
+	}
+	return &c
+}

@@ -1,0 +1,626 @@
+package patcher
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// splice replaces t.b[off:end] with text.
+type splice struct {
+	off, end int
+	text     string
+}
+
+// docEdit is one Op at work on one document. Positions come from root, a
+// parse of the current text; meaning goes to exp, the expected tree that the
+// result must parse to. Every primitive below does both halves: it records
+// byte splices against the current text and applies the same change to exp.
+type docEdit struct {
+	file   string
+	t      *text
+	sp     spanner
+	root   *yaml.Node // document root of the current parse
+	exp    *yaml.Node // document root of the expected tree
+	tmpl   []string   // path of the pod template
+	ref    usage.Ref
+	reason string
+	step   int // indentation step of the file
+
+	splices []splice
+	changes []Change
+	notes   []Note
+}
+
+func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	return &editError{file: d.file, line: line, field: name, err: err}
+}
+
+func (d *docEdit) change(name, old, new string) {
+	d.changes = append(d.changes, Change{Workload: d.ref, Field: name, Old: old, New: new, Reason: d.reason})
+}
+
+func (d *docEdit) note(n *yaml.Node, name string, err error) {
+	d.notes = append(d.notes, Note{Workload: d.ref, File: d.file, Line: n.Line, Field: name, Err: err})
+}
+
+// tmplField is the dotted path of the pod template plus rest.
+func (d *docEdit) tmplField(rest ...string) string {
+	return strings.Join(append(append([]string{}, d.tmpl...), rest...), ".")
+}
+
+// editable refuses nodes that are aliases, carry anchors or merge keys: an
+// edit there would change other places too (or not the place it seems to).
+func (d *docEdit) editable(n *yaml.Node, name string) error {
+	if n == nil {
+		return nil
+	}
+	switch {
+	case n.Kind == yaml.AliasNode:
+		return d.fail(n, name, fmt.Errorf("%w: alias *%s", ErrAlias, n.Value))
+	case n.Anchor != "":
+		return d.fail(n, name, fmt.Errorf("%w: anchor &%s", ErrAlias, n.Anchor))
+	case n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Style == 0 {
+				return d.fail(k, name, fmt.Errorf("%w: merge key <<", ErrAlias))
+			}
+		}
+	}
+	return nil
+}
+
+// expNode returns the node of the expected tree at the same path as n in
+// the current parse.
+func (d *docEdit) expNode(n *yaml.Node) (*yaml.Node, error) {
+	var path []func(*yaml.Node) *yaml.Node
+	for c := n; c != d.root; {
+		p, ok := d.sp.pl[c]
+		if !ok || p.parent == nil {
+			return nil, fmt.Errorf("%w: node outside the document", ErrVerify)
+		}
+		switch p.parent.Kind {
+		case yaml.MappingNode:
+			if p.key == nil {
+				return nil, fmt.Errorf("%w: a key is not editable", ErrUnsupported)
+			}
+			k := p.key.Value
+			path = append(path, func(m *yaml.Node) *yaml.Node { _, v := field(m, k); return v })
+		case yaml.SequenceNode:
+			i := indexOf(p.parent.Content, c)
+			path = append(path, func(s *yaml.Node) *yaml.Node {
+				if s == nil || s.Kind != yaml.SequenceNode || i >= len(s.Content) {
+					return nil
+				}
+				return s.Content[i]
+			})
+		}
+		c = p.parent
+	}
+	e := d.exp
+	for i := len(path) - 1; i >= 0 && e != nil; i-- {
+		e = path[i](e)
+	}
+	if e == nil || e.Kind != n.Kind {
+		return nil, fmt.Errorf("%w: the expected tree has no node at %s:%d", ErrVerify, d.file, n.Line)
+	}
+	return e, nil
+}
+
+func indexOf(ns []*yaml.Node, n *yaml.Node) int {
+	for i, c := range ns {
+		if c == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// isEmptyNull is a key with no value at all (`key:`).
+func isEmptyNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && n.Value == "" && n.Style == 0
+}
+
+// setString sets the string at path below from (a mapping of the current
+// parse), creating the mappings on the way when they are missing. name
+// names the path for messages and changes. With quote, a new value is
+// always double-quoted (KAI's docs write gpu-fraction: "0.5"); with
+// needString a replaced plain value is quoted when YAML would read it as
+// something else than a string.
+func (d *docEdit) setString(from *yaml.Node, name string, path []string, value string, quote, needString bool) error {
+	cur := from
+	leaf := entry{key: path[len(path)-1], value: value, quote: quote}
+	for i, p := range path {
+		if err := d.editable(cur, name); err != nil {
+			return err
+		}
+		if cur.Kind != yaml.MappingNode {
+			return d.fail(cur, name, fmt.Errorf("%w: expected a mapping", ErrUnsupported))
+		}
+		k, v := field(cur, p)
+		if k == nil {
+			e := nest(path[i:len(path)-1], leaf)
+			if err := d.insertEntry(cur, e, beforeKey(p), name); err != nil {
+				return err
+			}
+			d.change(name, "", value)
+			return nil
+		}
+		if err := d.editable(v, name); err != nil {
+			return err
+		}
+		if i == len(path)-1 {
+			if v.Kind != yaml.ScalarNode {
+				return d.fail(v, name, fmt.Errorf("%w: expected a scalar", ErrUnsupported))
+			}
+			old := v.Value
+			changed, err := d.replaceScalar(v, value, needString, name)
+			if err != nil || !changed {
+				return err
+			}
+			d.change(name, old, value)
+			return nil
+		}
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+			if err := d.fillNull(k, v, nest(path[i+1:len(path)-1], leaf), name); err != nil {
+				return err
+			}
+			d.change(name, "", value)
+			return nil
+		}
+		cur = v
+	}
+	return nil
+}
+
+// beforeKey says where a created key goes: Kubernetes writes metadata
+// before spec.
+func beforeKey(key string) string {
+	if key == "metadata" {
+		return "spec"
+	}
+	return ""
+}
+
+// replaceScalar replaces scalar n with value, keeping its quoting style.
+// It reports false when n already holds value.
+func (d *docEdit) replaceScalar(n *yaml.Node, value string, needString bool, name string) (bool, error) {
+	if err := d.editable(n, name); err != nil {
+		return false, err
+	}
+	if n.Value == value && (!needString || n.ShortTag() == "!!str") {
+		return false, nil
+	}
+	switch {
+	case strings.Contains(n.Value, "{{"):
+		return false, d.fail(n, name, fmt.Errorf("%w: %q", ErrTemplate, n.Value))
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		return false, d.fail(n, name, fmt.Errorf("%w: block scalar", ErrUnsupported))
+	case n.Style&yaml.TaggedStyle != 0 && n.ShortTag() != "!!str":
+		return false, d.fail(n, name, fmt.Errorf("%w: explicit tag %s", ErrUnsupported, n.Tag))
+	}
+	start, end, err := d.sp.span(n)
+	if err != nil {
+		return false, d.fail(n, name, err)
+	}
+	txt, style := renderScalar(value, n.Style, needString, d.sp.pl[n].flow)
+	d.splices = append(d.splices, splice{off: start, end: end, text: txt})
+	e, err := d.expNode(n)
+	if err != nil {
+		return false, d.fail(n, name, err)
+	}
+	e.Value = value
+	if n.Style&yaml.TaggedStyle != 0 {
+		e.Style = style | yaml.TaggedStyle
+	} else {
+		e.Style, e.Tag = style, ""
+	}
+	return true, nil
+}
+
+// nodes builds the expected-tree nodes of an inserted entry.
+func (e entry) nodes(flow bool) (k, v *yaml.Node) {
+	k = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e.key}
+	if e.children == nil {
+		_, style := e.scalar(flow)
+		return k, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e.value, Style: style}
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, c := range e.children {
+		ck, cv := c.nodes(flow)
+		m.Content = append(m.Content, ck, cv)
+	}
+	return k, m
+}
+
+// insertEntry adds e to mapping m (block or flow): before the key named
+// before when m has it, else at the end.
+func (d *docEdit) insertEntry(m *yaml.Node, e entry, before, name string) error {
+	flow := m.Style&yaml.FlowStyle != 0
+	var err error
+	if flow {
+		err = d.insertFlow(m, e.flow(), before)
+	} else {
+		err = d.insertBlock(m, e, before)
+	}
+	if err != nil {
+		return d.fail(m, name, err)
+	}
+	em, err := d.expNode(m)
+	if err != nil {
+		return d.fail(m, name, err)
+	}
+	k, v := e.nodes(flow)
+	if bk, _ := field(em, before); before != "" && bk != nil {
+		i := indexOf(em.Content, bk)
+		em.Content = append(em.Content[:i], append([]*yaml.Node{k, v}, em.Content[i:]...)...)
+		return nil
+	}
+	if _, err := yaml.NewRNode(em).Pipe(yaml.SetField(e.key, yaml.NewRNode(v))); err != nil {
+		return d.fail(m, name, err)
+	}
+	return nil
+}
+
+// insertBlock inserts e as new lines into block mapping m.
+func (d *docEdit) insertBlock(m *yaml.Node, e entry, before string) error {
+	if bk, _ := field(m, before); before != "" && bk != nil {
+		ks, err := d.t.nodeOffset(bk)
+		if err != nil {
+			return err
+		}
+		indent, ok := d.t.indentOf(ks)
+		if !ok {
+			return fmt.Errorf("%w: key %q shares its line", ErrUnsupported, before)
+		}
+		off := d.headCommentStart(ks, indent)
+		d.splices = append(d.splices, splice{off: off, end: off, text: e.block(indent, d.step, d.t.eolAt(ks))})
+		return nil
+	}
+	if len(m.Content) == 0 {
+		return fmt.Errorf("%w: empty block mapping", ErrUnsupported)
+	}
+	_, end, err := d.sp.span(m.Content[len(m.Content)-1])
+	if err != nil {
+		return err
+	}
+	indent, err := d.keyIndent(m)
+	if err != nil {
+		return err
+	}
+	d.insertLines(end, e.block(indent, d.step, d.t.eolAt(end)))
+	return nil
+}
+
+// insertLines inserts whole lines after the line holding off. On a last
+// line without a line break, the break goes first and none is added at the
+// end, so the file still ends without one.
+func (d *docEdit) insertLines(off int, lines string) {
+	at := d.t.nextLine(off)
+	if d.t.lineEnd(off) == len(d.t.b) {
+		eol := d.t.eol
+		lines = eol + strings.TrimSuffix(lines, eol)
+	}
+	d.splices = append(d.splices, splice{off: at, end: at, text: lines})
+}
+
+// keyIndent is the indentation of m's keys, copied from a key that starts
+// its line.
+func (d *docEdit) keyIndent(m *yaml.Node) (string, error) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		ks, err := d.t.nodeOffset(m.Content[i])
+		if err != nil {
+			return "", err
+		}
+		if ind, ok := d.t.indentOf(ks); ok {
+			return ind, nil
+		}
+	}
+	return strings.Repeat(" ", m.Content[0].Column-1), nil
+}
+
+// headCommentStart walks back from the line of ks over the comment lines
+// right above it that have the same indentation, so that a line inserted
+// before a key does not separate the key from its comment.
+func (d *docEdit) headCommentStart(ks int, indent string) int {
+	start := d.t.lineStart(ks)
+	for start > d.t.bom {
+		prev := d.t.lineStart(start - 1)
+		line := string(d.t.b[prev:d.t.lineEnd(prev)])
+		if !strings.HasPrefix(line, indent+"#") {
+			break
+		}
+		start = prev
+	}
+	return start
+}
+
+// fillNull gives a key without a value (`key:` or `key: ~`) the mapping e.
+func (d *docEdit) fillNull(k, v *yaml.Node, e entry, name string) error {
+	start, end, err := d.sp.span(v)
+	if err != nil {
+		return d.fail(v, name, err)
+	}
+	if start == end && !d.sp.pl[v].flow {
+		ks, err := d.t.nodeOffset(k)
+		if err != nil {
+			return d.fail(k, name, err)
+		}
+		indent := strings.Repeat(" ", k.Column-1+d.step)
+		if ind, ok := d.t.indentOf(ks); ok {
+			indent = ind + strings.Repeat(" ", d.step)
+		}
+		d.insertLines(ks, e.block(indent, d.step, d.t.eolAt(ks)))
+	} else {
+		txt := "{" + e.flow() + "}"
+		if start == end {
+			txt = " " + txt
+		}
+		d.splices = append(d.splices, splice{off: start, end: end, text: txt})
+	}
+	ev, err := d.expNode(v)
+	if err != nil {
+		return d.fail(v, name, err)
+	}
+	ek, evv := e.nodes(start != end)
+	*ev = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{ek, evv}}
+	return nil
+}
+
+var flowSepRE = regexp.MustCompile(`^[ \t]*,[ \t\r\n]*$`)
+
+// flowSep is the separator used between the items of a flow collection,
+// ", " when it has fewer than two.
+func (d *docEdit) flowSep(c *yaml.Node) string {
+	step := 1
+	if c.Kind == yaml.MappingNode {
+		step = 2
+	}
+	if len(c.Content) < 2*step {
+		return ", "
+	}
+	_, e, err := d.sp.span(c.Content[step-1])
+	if err != nil {
+		return ", "
+	}
+	s, err := d.t.nodeOffset(c.Content[step])
+	if err != nil || s < e {
+		return ", "
+	}
+	if sep := string(d.t.b[e:s]); flowSepRE.MatchString(sep) {
+		return sep
+	}
+	return ", "
+}
+
+// insertFlow inserts item text into flow collection c, before the key
+// named before when c is a mapping that has it, else at the end.
+func (d *docEdit) insertFlow(c *yaml.Node, item, before string) error {
+	b := d.t.b
+	cs, ce, err := d.sp.span(c)
+	if err != nil {
+		return err
+	}
+	if len(c.Content) == 0 {
+		inner := string(b[cs+1 : ce-1])
+		if strings.Trim(inner, " \t") != "" {
+			return fmt.Errorf("%w: empty flow collection with comments or line breaks", ErrUnsupported)
+		}
+		if inner != "" {
+			item = " " + item + " "
+		}
+		d.splices = append(d.splices, splice{off: cs + 1, end: ce - 1, text: item})
+		return nil
+	}
+	sep := d.flowSep(c)
+	if bk, _ := field(c, before); before != "" && c.Kind == yaml.MappingNode && bk != nil {
+		ks, err := d.sp.entryStart(bk)
+		if err != nil {
+			return err
+		}
+		d.splices = append(d.splices, splice{off: ks, end: ks, text: item + sep})
+		return nil
+	}
+	_, le, err := d.sp.span(c.Content[len(c.Content)-1])
+	if err != nil {
+		return err
+	}
+	if after := d.t.skipSpaceComments(le); after < len(b) && b[after] == ',' {
+		d.splices = append(d.splices, splice{off: after + 1, end: after + 1, text: " " + item})
+		return nil
+	}
+	d.splices = append(d.splices, splice{off: le, end: le, text: sep + item})
+	return nil
+}
+
+// deleteEntry removes the entry k: v from mapping m: whole lines in a block
+// mapping, the entry and one comma in a flow mapping.
+func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
+	for _, n := range []*yaml.Node{m, v} {
+		if err := d.editable(n, name); err != nil {
+			return err
+		}
+	}
+	b := d.t.b
+	ks, err := d.sp.entryStart(k)
+	if err != nil {
+		return d.fail(k, name, err)
+	}
+	_, ve, err := d.sp.span(v)
+	if err != nil {
+		return d.fail(v, name, err)
+	}
+	if ve < ks { // an empty value is positioned right after the colon
+		ve = ks
+	}
+	if m.Style&yaml.FlowStyle != 0 {
+		i := indexOf(m.Content, k)
+		switch after := d.t.skipSpaceComments(ve); {
+		case after < len(b) && b[after] == ',':
+			d.splices = append(d.splices, splice{off: ks, end: d.t.skipBlank(after + 1)})
+		case i > 0:
+			_, pe, err := d.sp.span(m.Content[i-1])
+			if err != nil {
+				return d.fail(m, name, err)
+			}
+			d.splices = append(d.splices, splice{off: pe, end: ve})
+		default:
+			d.splices = append(d.splices, splice{off: ks, end: ve})
+		}
+	} else {
+		if _, ok := d.t.indentOf(ks); !ok {
+			return d.fail(k, name, fmt.Errorf("%w: key shares its line with a sequence dash", ErrUnsupported))
+		}
+		start, end := d.t.lineStart(ks), d.t.nextLine(ve)
+		if d.t.lineEnd(ve) == len(b) && start > d.t.bom {
+			// last line without a line break: take the break before instead
+			start -= prevBreakLen(b, start)
+		}
+		d.splices = append(d.splices, splice{off: start, end: end})
+	}
+	em, err := d.expNode(m)
+	if err != nil {
+		return d.fail(m, name, err)
+	}
+	if _, err := yaml.NewRNode(em).Pipe(yaml.Clear(k.Value)); err != nil {
+		return d.fail(m, name, err)
+	}
+	return nil
+}
+
+func prevBreakLen(b []byte, at int) int {
+	if at >= 2 && b[at-2] == '\r' && b[at-1] == '\n' {
+		return 2
+	}
+	return 1
+}
+
+// appendItem adds a string item at the end of sequence s, in the style of
+// its sibling items.
+func (d *docEdit) appendItem(s *yaml.Node, value, name string) error {
+	if err := d.editable(s, name); err != nil {
+		return err
+	}
+	if s.Kind != yaml.SequenceNode {
+		return d.fail(s, name, fmt.Errorf("%w: expected a sequence", ErrUnsupported))
+	}
+	flow := s.Style&yaml.FlowStyle != 0
+	txt, style := renderScalar(value, siblingStyle(s), true, flow)
+	if flow {
+		if err := d.insertFlow(s, txt, ""); err != nil {
+			return d.fail(s, name, err)
+		}
+	} else {
+		last := s.Content[len(s.Content)-1]
+		ls, err := d.t.nodeOffset(last)
+		if err != nil {
+			return d.fail(last, name, err)
+		}
+		prefix := string(d.t.b[d.t.lineStart(ls):ls])
+		if !dashPrefixRE.MatchString(prefix) {
+			return d.fail(last, name, fmt.Errorf("%w: sequence item shares its line", ErrUnsupported))
+		}
+		_, end, err := d.sp.span(last)
+		if err != nil {
+			return d.fail(last, name, err)
+		}
+		d.insertLines(end, prefix+txt+d.t.eolAt(end))
+	}
+	es, err := d.expNode(s)
+	if err != nil {
+		return d.fail(s, name, err)
+	}
+	item := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: style}
+	if _, err := yaml.NewRNode(es).Pipe(yaml.Append(item)); err != nil {
+		return d.fail(s, name, err)
+	}
+	return nil
+}
+
+// siblingStyle is the quoting of the last flag-like item (starting with
+// "-"), else of the last item.
+func siblingStyle(s *yaml.Node) yaml.Style {
+	for i := len(s.Content) - 1; i >= 0; i-- {
+		if it := s.Content[i]; it.Kind == yaml.ScalarNode && strings.HasPrefix(it.Value, "-") {
+			return it.Style
+		}
+	}
+	if len(s.Content) > 0 {
+		return s.Content[len(s.Content)-1].Style
+	}
+	return 0
+}
+
+var dashPrefixRE = regexp.MustCompile(`^[ \t]*-[ \t]+$`)
+
+// subst is one replacement inside a string: s[start:end] becomes repl.
+// key identifies it, so that the same replacement can be found both in a
+// scalar's source text and in its decoded value.
+type subst struct {
+	start, end int
+	key, repl  string
+}
+
+// editInScalar applies find's replacements inside scalar n: to the bytes of
+// its source (keeping quotes, block header and line structure) and to its
+// decoded value in the expected tree. Both must yield the same
+// replacements, else the edit is refused: this is what makes edits inside
+// sh -c strings and | or > blocks exact.
+func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]subst, error)) error {
+	if err := d.editable(n, name); err != nil {
+		return err
+	}
+	start, end, err := d.sp.span(n)
+	if err != nil {
+		return d.fail(n, name, err)
+	}
+	inSrc, err := find(string(d.t.b[start:end]))
+	if err != nil {
+		return d.fail(n, name, err)
+	}
+	inVal, err := find(n.Value)
+	if err != nil {
+		return d.fail(n, name, err)
+	}
+	if len(inSrc) != len(inVal) {
+		return d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
+	}
+	for i := range inSrc {
+		if inSrc[i].key != inVal[i].key {
+			return d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
+		}
+	}
+	value := n.Value
+	for i := len(inVal) - 1; i >= 0; i-- {
+		s := inVal[i]
+		value = value[:s.start] + s.repl + value[s.end:]
+		d.splices = append(d.splices, splice{off: start + inSrc[i].start, end: start + inSrc[i].end, text: inSrc[i].repl})
+	}
+	e, err := d.expNode(n)
+	if err != nil {
+		return d.fail(n, name, err)
+	}
+	e.Value = value
+	return nil
+}
+
+// validFraction accepts what KAI accepts for gpu-fraction: a decimal
+// strictly between 0 and 1.
+func validFraction(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !fractionRE.MatchString(v) || f <= 0 || f >= 1 {
+		return fmt.Errorf("%w: gpu-fraction %q must be a decimal strictly between 0 and 1", ErrInvalidValue, v)
+	}
+	return nil
+}
+
+var fractionRE = regexp.MustCompile(`^0?\.[0-9]+$`)

@@ -1,0 +1,250 @@
+package patcher_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*/expected from the current output")
+
+func dep(ns, name string) usage.Ref { return usage.Ref{Namespace: ns, Kind: "Deployment", Name: name} }
+
+// goldenCase is one directory testdata/golden/<name>: original/ is a repo
+// checkout, expected/ holds only the files the edits change.
+type goldenCase struct {
+	name string
+	// ops are applied to every workload Discover finds, unless edits is set.
+	ops   []patcher.Op
+	edits []patcher.Edit
+	// inventory replaces Discover: for files that Discover rejects but
+	// that an older inventory may still point at.
+	inventory *patcher.Inventory
+	refused   []error // one per refusal, in order, matched with errors.Is
+	notes     []error
+	problems  []error
+}
+
+var (
+	fractionAndVLLM = []patcher.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}
+	toKAI           = []patcher.Op{
+		patcher.RemoveWholeGPUs(),
+		patcher.SetGPUFraction("0.5"),
+		patcher.SetSchedulerName("kai-scheduler"),
+		patcher.SetPodLabel("kai.scheduler/queue", "default-queue"),
+		patcher.SetVLLMMemoryUtilization("0.45"),
+	}
+)
+
+func goldenCases() []goldenCase {
+	return []goldenCase{
+		{name: "comments", ops: fractionAndVLLM},
+		{name: "indent4", ops: fractionAndVLLM},
+		{name: "sequences-mixed", ops: fractionAndVLLM},
+		{name: "flow", ops: fractionAndVLLM},
+		{name: "crlf", ops: fractionAndVLLM},
+		{name: "bom", ops: fractionAndVLLM},
+		{name: "no-final-newline", ops: fractionAndVLLM},
+		{name: "no-final-newline-delete", ops: toKAI},
+		{name: "trailing-whitespace", ops: fractionAndVLLM},
+		{name: "header-comment", ops: fractionAndVLLM},
+		{name: "multi-doc", ops: fractionAndVLLM},
+		{name: "block-literal", ops: fractionAndVLLM},
+		{name: "block-folded", ops: fractionAndVLLM},
+		{name: "sh-c-strings", ops: fractionAndVLLM},
+		{name: "kai-migration", ops: toKAI},
+		{name: "metadata-missing", ops: []patcher.Op{patcher.SetGPUFraction("0.2"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue")}},
+		{name: "annotations-shapes", ops: []patcher.Op{patcher.SetGPUFraction("0.2")}},
+		{name: "vllm-forms", ops: fractionAndVLLM, notes: []error{patcher.ErrKVCacheBytes}},
+		{name: "remove-and-whole", edits: []patcher.Edit{
+			{Workload: dep("", "to-fraction"), Reason: "gpu-memory to gpu-fraction", Ops: []patcher.Op{
+				patcher.RemovePodAnnotation("gpu-memory"), patcher.SetGPUFraction("0.25"),
+			}},
+			{Workload: dep("", "to-whole"), Reason: "needs a whole GPU", Ops: []patcher.Op{
+				patcher.SetWholeGPUs(1), patcher.RemovePodAnnotation("gpu-fraction"), patcher.RemovePodAnnotation("gpu-fraction-container-name"),
+			}},
+		}},
+		{name: "idempotent", ops: fractionAndVLLM},
+		{name: "partial", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
+		{name: "refuse-alias", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
+		{name: "refuse-merge-key", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
+		{name: "refuse-duplicate-key", ops: fractionAndVLLM, refused: []error{patcher.ErrDuplicateKey}},
+		{name: "refuse-template", ops: fractionAndVLLM, refused: []error{patcher.ErrTemplate}},
+		{name: "refuse-vllm-template", ops: fractionAndVLLM, refused: []error{
+			patcher.ErrTemplate, patcher.ErrUnsupported, patcher.ErrNoVLLMCommand,
+		}},
+		{
+			name:      "refuse-conflict-markers",
+			inventory: &patcher.Inventory{Workloads: []patcher.Workload{{Ref: dep("", "conflicted"), File: "deploy.yaml"}}},
+			ops:       fractionAndVLLM,
+			refused:   []error{patcher.ErrConflictMarkers},
+		},
+		{
+			name:      "refuse-invalid-yaml",
+			inventory: &patcher.Inventory{Workloads: []patcher.Workload{{Ref: dep("", "broken"), File: "deploy.yaml"}}},
+			ops:       fractionAndVLLM,
+			refused:   []error{patcher.ErrInvalidYAML},
+		},
+		{name: "refuse-kinds", edits: []patcher.Edit{
+			{Workload: usage.Ref{Kind: "StatefulSet", Name: "db"}, Ops: fractionAndVLLM},
+			{Workload: dep("", "db"), Ops: fractionAndVLLM},
+		}, refused: []error{patcher.ErrUnsupportedKind, patcher.ErrNotFound}},
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join("testdata", "golden", tc.name)
+			orig := filepath.Join(dir, "original")
+
+			inv := tc.inventory
+			if inv == nil {
+				var err error
+				inv, err = patcher.Discover(ctx, orig)
+				require.NoError(t, err)
+			}
+			requireErrors(t, tc.problems, problemErrs(inv.Problems), "problems")
+			edits := tc.edits
+			if edits == nil {
+				for _, w := range inv.Workloads {
+					edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "golden", Ops: tc.ops})
+				}
+			}
+			res, err := patcher.Apply(ctx, orig, inv, edits)
+			require.NoError(t, err)
+			var refused []error
+			for _, r := range res.Refused {
+				refused = append(refused, r.Err)
+				t.Logf("refused: %v", r)
+			}
+			requireErrors(t, tc.refused, refused, "refusals")
+			var notes []error
+			for _, n := range res.Notes {
+				notes = append(notes, n.Err)
+				t.Logf("note: %v", n)
+			}
+			requireErrors(t, tc.notes, notes, "notes")
+
+			out := t.TempDir()
+			copyTree(t, orig, out)
+			require.NoError(t, res.Write(out))
+			for _, f := range res.Files {
+				require.NotEqual(t, f.Old, f.New, f.Path)
+				require.NotEmpty(t, f.Changes, f.Path)
+				requireSplicesMake(t, f)
+			}
+
+			expected := filepath.Join(dir, "expected")
+			if *update {
+				require.NoError(t, os.RemoveAll(expected))
+				for _, f := range res.Files {
+					p := filepath.Join(expected, filepath.FromSlash(f.Path))
+					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+					require.NoError(t, os.WriteFile(p, f.New, 0o644))
+				}
+			}
+			compareTrees(t, orig, expected, out)
+		})
+	}
+}
+
+func problemErrs(ps []patcher.Problem) []error {
+	var out []error
+	for _, p := range ps {
+		out = append(out, p)
+	}
+	return out
+}
+
+// requireErrors checks got against want one by one with errors.Is.
+func requireErrors(t *testing.T, want, got []error, what string) {
+	t.Helper()
+	require.Len(t, got, len(want), "%s: %v", what, got)
+	for i := range want {
+		require.ErrorIs(t, got[i], want[i], "%s[%d]", what, i)
+	}
+}
+
+// requireSplicesMake checks that the reported splices turn Old into New.
+func requireSplicesMake(t *testing.T, f patcher.File) {
+	t.Helper()
+	var b []byte
+	at := 0
+	for _, s := range f.Splices {
+		require.GreaterOrEqual(t, s.Off, at, "splices sorted and disjoint")
+		b = append(b, f.Old[at:s.Off]...)
+		b = append(b, s.Text...)
+		at = s.Off + s.Len
+	}
+	b = append(b, f.Old[at:]...)
+	require.Equal(t, string(f.New), string(b), "splices of %s", f.Path)
+}
+
+// compareTrees checks that out equals expected for the files in expected,
+// and equals orig for every other file.
+func compareTrees(t *testing.T, orig, expected, out string) {
+	t.Helper()
+	want := readTree(t, orig)
+	for p, b := range readTree(t, expected) {
+		require.Contains(t, want, p, "expected/%s has no original", p)
+		require.NotEqual(t, string(want[p]), string(b), "expected/%s is unchanged: expected/ holds only changed files", p)
+		want[p] = b
+	}
+	got := readTree(t, out)
+	require.Equal(t, sortedKeys(want), sortedKeys(got))
+	for p := range want {
+		require.Equal(t, string(want[p]), string(got[p]), "file %s", p)
+	}
+}
+
+func readTree(t *testing.T, root string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == root {
+			return filepath.SkipDir
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	require.NoError(t, err)
+	return files
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	for p, b := range readTree(t, from) {
+		dst := filepath.Join(to, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		require.NoError(t, os.WriteFile(dst, b, 0o644))
+	}
+}

@@ -1,0 +1,470 @@
+package patcher
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Op is one small edit of a workload, built by one of the constructors
+// below and composed into an Edit, in the spirit of kyaml's filters
+// (yaml.SetField, AnnotationSetter). Paths are relative to the pod template
+// of the workload's kind (spec.template for a Deployment).
+type Op interface {
+	fmt.Stringer
+	apply(d *docEdit) error
+}
+
+// SetGPUFraction sets the pod annotation gpu-fraction to v, a decimal
+// strictly between 0 and 1, written as a quoted string. Missing
+// annotations:/metadata: mappings are created (a created metadata goes
+// before the template's spec).
+func SetGPUFraction(v string) Op {
+	return setPodAnnotation{key: annFraction, value: v, check: validFraction}
+}
+
+// SetVLLMMemoryUtilization sets --gpu-memory-utilization of every vLLM
+// container to v, in whatever form the flag already has (separate argument,
+// --flag=v, underscore spelling, inside a sh -c string or block scalar), or
+// adds it: as a new --gpu-memory-utilization=v argument, or right after
+// `vllm serve <model>` / the vllm.entrypoints module in a shell string.
+// A container with --kv-cache-memory-bytes is left alone with a Note.
+func SetVLLMMemoryUtilization(v string) Op { return setVLLMUtil{value: v} }
+
+// SetSchedulerName sets the pod's spec.schedulerName.
+func SetSchedulerName(name string) Op { return setSchedulerName{name: name} }
+
+// SetPodLabel sets a label of the pod template. It refuses to change a
+// label the workload's selector matches on.
+func SetPodLabel(k, v string) Op { return setPodLabel{key: k, value: v} }
+
+// RemoveWholeGPUs deletes nvidia.com/gpu from the limits and requests of
+// every container and init container (KAI refuses a gpu-fraction next to
+// it). A limits:/requests: mapping left empty is removed, and resources:
+// too when it is left empty.
+func RemoveWholeGPUs() Op { return removeWholeGPUs{} }
+
+// RemovePodAnnotation deletes a pod annotation; an annotations: mapping
+// left empty is removed, and the template's metadata: too when empty.
+func RemovePodAnnotation(k string) Op { return removePodAnnotation{key: k} }
+
+// SetWholeGPUs sets nvidia.com/gpu: "n" in the limits of the GPU container
+// (the one named by gpu-fraction-container-name, else the first), and in
+// its requests when they name nvidia.com/gpu too (Kubernetes wants them
+// equal).
+func SetWholeGPUs(n int64) Op { return setWholeGPUs{n: n} }
+
+// template returns the pod template mapping of the current parse.
+func (d *docEdit) template() (*yaml.Node, error) {
+	cur := d.root
+	for i, p := range d.tmpl {
+		if err := d.editable(cur, strings.Join(d.tmpl[:i], ".")); err != nil {
+			return nil, err
+		}
+		_, next := field(cur, p)
+		if next == nil || next.Kind != yaml.MappingNode {
+			return nil, d.fail(cur, strings.Join(d.tmpl[:i+1], "."), fmt.Errorf("%w: no pod template mapping", ErrUnsupported))
+		}
+		cur = next
+	}
+	return cur, d.editable(cur, d.tmplField())
+}
+
+// podSpec returns the template's spec mapping.
+func (d *docEdit) podSpec() (*yaml.Node, error) {
+	tmpl, err := d.template()
+	if err != nil {
+		return nil, err
+	}
+	_, pod := field(tmpl, "spec")
+	if pod == nil || pod.Kind != yaml.MappingNode {
+		return nil, d.fail(tmpl, d.tmplField("spec"), fmt.Errorf("%w: no pod spec mapping", ErrUnsupported))
+	}
+	return pod, d.editable(pod, d.tmplField("spec"))
+}
+
+// containers returns the items of the pod's containers or initContainers
+// list, after checking the path to them can be edited.
+func (d *docEdit) containers(list string) ([]*yaml.Node, error) {
+	pod, err := d.podSpec()
+	if err != nil {
+		return nil, err
+	}
+	_, s := field(pod, list)
+	if s == nil {
+		return nil, nil
+	}
+	if err := d.editable(s, d.tmplField("spec", list)); err != nil {
+		return nil, err
+	}
+	cs := containerNodes(pod, list)
+	for i, c := range cs {
+		if err := d.editable(c, d.tmplField("spec", list)+"["+containerLabel(c, i)+"]"); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
+}
+
+type setPodAnnotation struct {
+	key, value string
+	check      func(string) error
+}
+
+func (o setPodAnnotation) String() string {
+	if o.key == annFraction {
+		return fmt.Sprintf("SetGPUFraction(%q)", o.value)
+	}
+	return fmt.Sprintf("SetPodAnnotation(%q, %q)", o.key, o.value)
+}
+
+func (o setPodAnnotation) apply(d *docEdit) error {
+	name := d.tmplField("metadata", "annotations", o.key)
+	tmpl, err := d.template()
+	if err != nil {
+		return err
+	}
+	if o.check != nil {
+		if err := o.check(o.value); err != nil {
+			return d.fail(tmpl, name, err)
+		}
+	}
+	return d.setString(tmpl, name, []string{"metadata", "annotations", o.key}, o.value, true, true)
+}
+
+type setSchedulerName struct{ name string }
+
+func (o setSchedulerName) String() string { return fmt.Sprintf("SetSchedulerName(%q)", o.name) }
+
+var dnsNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+func (o setSchedulerName) apply(d *docEdit) error {
+	name := d.tmplField("spec", "schedulerName")
+	tmpl, err := d.template()
+	if err != nil {
+		return err
+	}
+	if !dnsNameRE.MatchString(o.name) || len(o.name) > 253 {
+		return d.fail(tmpl, name, fmt.Errorf("%w: scheduler name %q", ErrInvalidValue, o.name))
+	}
+	return d.setString(tmpl, name, []string{"spec", "schedulerName"}, o.name, false, true)
+}
+
+type setPodLabel struct{ key, value string }
+
+func (o setPodLabel) String() string { return fmt.Sprintf("SetPodLabel(%q, %q)", o.key, o.value) }
+
+var labelValueRE = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+
+func (o setPodLabel) apply(d *docEdit) error {
+	name := d.tmplField("metadata", "labels", o.key)
+	tmpl, err := d.template()
+	if err != nil {
+		return err
+	}
+	if o.key == "" || strings.ContainsAny(o.key, " \t\n") || len(o.value) > 63 || !labelValueRE.MatchString(o.value) {
+		return d.fail(tmpl, name, fmt.Errorf("%w: label %q=%q", ErrInvalidValue, o.key, o.value))
+	}
+	if sel := lookup(d.root, "spec", "selector", "matchLabels"); sel != nil {
+		if _, v := field(sel, o.key); v != nil && v.Value != o.value {
+			return d.fail(v, name, fmt.Errorf("%w: the selector matches on %s=%s; changing it would orphan the pods", ErrInvalidValue, o.key, v.Value))
+		}
+	}
+	return d.setString(tmpl, name, []string{"metadata", "labels", o.key}, o.value, false, true)
+}
+
+type removePodAnnotation struct{ key string }
+
+func (o removePodAnnotation) String() string { return fmt.Sprintf("RemovePodAnnotation(%q)", o.key) }
+
+func (o removePodAnnotation) apply(d *docEdit) error {
+	name := d.tmplField("metadata", "annotations", o.key)
+	tmpl, err := d.template()
+	if err != nil {
+		return err
+	}
+	mk, md := field(tmpl, "metadata")
+	ak, ann := field(md, "annotations")
+	k, v := field(ann, o.key)
+	if k == nil {
+		return nil
+	}
+	for _, n := range []*yaml.Node{md, ann} {
+		if err := d.editable(n, name); err != nil {
+			return err
+		}
+	}
+	old := v.Value
+	switch {
+	case len(ann.Content) > 2:
+		err = d.deleteEntry(ann, k, v, name)
+	case len(md.Content) > 2:
+		err = d.deleteEntry(md, ak, ann, name)
+	default:
+		err = d.deleteEntry(tmpl, mk, md, name)
+	}
+	if err != nil {
+		return err
+	}
+	d.change(name, old, "")
+	return nil
+}
+
+type removeWholeGPUs struct{}
+
+func (removeWholeGPUs) String() string { return "RemoveWholeGPUs()" }
+
+func (o removeWholeGPUs) apply(d *docEdit) error {
+	for _, list := range []string{"containers", "initContainers"} {
+		cs, err := d.containers(list)
+		if err != nil {
+			return err
+		}
+		for i, c := range cs {
+			base := d.tmplField("spec", list) + "[" + containerLabel(c, i) + "].resources"
+			if err := d.removeGPUs(c, base); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeGPUs deletes nvidia.com/gpu from one container's limits and
+// requests, removing the mappings it leaves empty.
+func (d *docEdit) removeGPUs(c *yaml.Node, base string) error {
+	rk, res := field(c, "resources")
+	if res == nil || res.Kind != yaml.MappingNode {
+		return nil
+	}
+	type hit struct {
+		lk, l, k, v *yaml.Node
+		list        string
+	}
+	var hits []hit
+	emptied := 0
+	for _, list := range []string{"limits", "requests"} {
+		lk, l := field(res, list)
+		k, v := field(l, resourceGPU)
+		if k == nil {
+			continue
+		}
+		hits = append(hits, hit{lk: lk, l: l, k: k, v: v, list: list})
+		if len(l.Content) == 2 {
+			emptied++
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	if err := d.editable(res, base); err != nil {
+		return err
+	}
+	if emptied*2 == len(res.Content) {
+		if err := d.deleteEntry(c, rk, res, base); err != nil {
+			return err
+		}
+	} else {
+		for _, h := range hits {
+			name := base + "." + h.list + "." + resourceGPU
+			var err error
+			if len(h.l.Content) == 2 {
+				err = d.deleteEntry(res, h.lk, h.l, name)
+			} else {
+				err = d.deleteEntry(h.l, h.k, h.v, name)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for _, h := range hits {
+		d.change(base+"."+h.list+"."+resourceGPU, h.v.Value, "")
+	}
+	return nil
+}
+
+type setWholeGPUs struct{ n int64 }
+
+func (o setWholeGPUs) String() string { return fmt.Sprintf("SetWholeGPUs(%d)", o.n) }
+
+func (o setWholeGPUs) apply(d *docEdit) error {
+	cs, err := d.containers("containers")
+	if err != nil {
+		return err
+	}
+	tmpl, _ := d.template()
+	if o.n < 1 {
+		return d.fail(tmpl, d.tmplField("spec", "containers"), fmt.Errorf("%w: %d whole GPUs", ErrInvalidValue, o.n))
+	}
+	pod, _ := d.podSpec()
+	i := gpuContainerIndex(pod, str(lookup(tmpl, "metadata", "annotations"), annContainerName))
+	if i < 0 || i >= len(cs) {
+		return d.fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: no GPU container", ErrNotFound))
+	}
+	c := cs[i]
+	base := d.tmplField("spec", "containers") + "[" + containerLabel(c, i) + "].resources."
+	v := strconv.FormatInt(o.n, 10)
+	if err := d.setString(c, base+"limits."+resourceGPU, []string{"resources", "limits", resourceGPU}, v, true, false); err != nil {
+		return err
+	}
+	if str(lookup(c, "resources", "requests"), resourceGPU) != "" {
+		return d.setString(c, base+"requests."+resourceGPU, []string{"resources", "requests", resourceGPU}, v, true, false)
+	}
+	return nil
+}
+
+type setVLLMUtil struct{ value string }
+
+func (o setVLLMUtil) String() string { return fmt.Sprintf("SetVLLMMemoryUtilization(%q)", o.value) }
+
+var utilValueRE = regexp.MustCompile(`^(0?\.[0-9]+|1(\.0*)?)$`)
+
+func (o setVLLMUtil) apply(d *docEdit) error {
+	cs, err := d.containers("containers")
+	if err != nil {
+		return err
+	}
+	if f, perr := strconv.ParseFloat(o.value, 64); perr != nil || !utilValueRE.MatchString(o.value) || f <= 0 || f > 1 {
+		tmpl, _ := d.template()
+		return d.fail(tmpl, d.tmplField("spec", "containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
+	}
+	pod, _ := d.podSpec()
+	tmpl, _ := d.template()
+	gpu := gpuContainerIndex(pod, str(lookup(tmpl, "metadata", "annotations"), annContainerName))
+	for i, c := range cs {
+		v := scanVLLM(c)
+		if !v.isVLLM() {
+			continue
+		}
+		base := d.tmplField("spec", "containers") + "[" + containerLabel(c, i) + "]"
+		if v.kvBytes {
+			d.note(c, base, ErrKVCacheBytes)
+			continue
+		}
+		if v.err != nil {
+			return d.fail(c, base, v.err)
+		}
+		if len(v.sites) > 0 {
+			if err := d.setUtil(v, base, o.value); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := d.addUtil(c, v, base, o.value, i == gpu || hasGPU(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listName says whether item n belongs to the command or the args list.
+func (v *vllmScan) listName(n *yaml.Node) string {
+	if v.command != nil && indexOf(v.command.Content, n) >= 0 {
+		return "command"
+	}
+	return "args"
+}
+
+// setUtil rewrites every existing --gpu-memory-utilization value.
+func (d *docEdit) setUtil(v *vllmScan, base, value string) error {
+	done := map[*yaml.Node]bool{}
+	for _, s := range v.sites {
+		if done[s.n] {
+			continue
+		}
+		done[s.n] = true
+		name := base + "." + v.listName(s.n)
+		if s.whole {
+			cur := strings.TrimSpace(s.n.Value)
+			if !numberRE.MatchString(cur) || numberRE.FindString(cur) != cur {
+				if strings.Contains(cur, "{{") {
+					return d.fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization %s", ErrTemplate, cur))
+				}
+				return d.fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", ErrUnsupported, cur))
+			}
+			changed, err := d.replaceScalar(s.n, value, true, name)
+			if err != nil {
+				return err
+			}
+			if changed {
+				d.change(name, cur, value)
+			}
+			continue
+		}
+		var olds []string
+		err := d.editInScalar(s.n, name, func(text string) ([]subst, error) {
+			hits, err := utilHits(text)
+			var out []subst
+			for _, h := range hits {
+				if h.value != value {
+					out = append(out, subst{start: h.start, end: h.end, key: h.value, repl: value})
+				}
+			}
+			olds = olds[:0]
+			for _, s := range out {
+				olds = append(olds, s.key)
+			}
+			return out, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, old := range olds {
+			d.change(name, old, value)
+		}
+	}
+	return nil
+}
+
+// addUtil adds the flag to a vLLM container that has none: inside the
+// shell string that runs vllm, or as a new argument. A container that
+// looks like vLLM only by its image and does not hold the GPU is noted
+// and left alone.
+func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string, gpu bool) error {
+	flag := "--gpu-memory-utilization=" + value
+	switch {
+	case len(v.scripts) > 0:
+		for _, s := range v.scripts {
+			name := base + "." + v.listName(s)
+			err := d.editInScalar(s, name, func(text string) ([]subst, error) {
+				var out []subst
+				for _, m := range serveRE.FindAllStringIndex(text, -1) {
+					key := strings.TrimLeft(text[m[0]:m[1]], " \t\r\n/;&|(")
+					out = append(out, subst{start: m[1], end: m[1], key: key, repl: " " + flag})
+				}
+				return out, nil
+			})
+			if err != nil {
+				return err
+			}
+			d.change(name, "", value)
+		}
+		return nil
+	case v.shell:
+		return d.fail(c, base, fmt.Errorf("%w: the shell command does not run vllm serve or vllm.entrypoints", ErrNoVLLMCommand))
+	case !v.invoked && !gpu:
+		d.note(c, base, fmt.Errorf("%w: the container looks like vLLM only by its image and has no GPU", ErrNoVLLMCommand))
+		return nil
+	case v.invoked || v.command == nil:
+		target, name := v.args, "args"
+		if _, a := field(c, "args"); a != nil && v.args == nil {
+			return d.fail(a, base+".args", fmt.Errorf("%w: args is not a list", ErrUnsupported))
+		}
+		if target == nil && v.tokens {
+			target, name = v.command, "command"
+		}
+		if target == nil {
+			return d.fail(c, base, fmt.Errorf("%w: the container runs the image's default command", ErrNoVLLMCommand))
+		}
+		if err := d.appendItem(target, flag, base+"."+name); err != nil {
+			return err
+		}
+		d.change(base+"."+name, "", value)
+		return nil
+	}
+	return d.fail(c, base, fmt.Errorf("%w: the command does not run vllm", ErrNoVLLMCommand))
+}

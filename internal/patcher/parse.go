@@ -1,0 +1,204 @@
+package patcher
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// stream is one parsed file: its text and every document, decoded over the
+// whole stream so that node positions are absolute.
+type stream struct {
+	t    *text
+	docs []*yaml.Node // DocumentNodes
+}
+
+// lineErr is an error that knows its line, so messages can say file:line.
+type lineErr struct {
+	line int
+	err  error
+}
+
+func (e *lineErr) Error() string { return e.err.Error() }
+func (e *lineErr) Unwrap() error { return e.err }
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// parseStream decodes every document of b. Errors carry the line they are
+// about when the parser says it.
+func parseStream(b []byte) (*stream, error) {
+	t := newText(b)
+	if l := conflictMarkerLine(b); l > 0 {
+		return nil, &lineErr{line: l, err: ErrConflictMarkers}
+	}
+	s := &stream{t: t}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return s, nil
+		}
+		if err != nil {
+			line := 0
+			msg := err.Error()
+			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+				line, _ = strconv.Atoi(m[1])
+				msg = "yaml: " + msg[len(m[0]):]
+			}
+			return nil, &lineErr{line: line, err: fmt.Errorf("%w: %s", ErrInvalidYAML, msg)}
+		}
+		s.docs = append(s.docs, &n)
+	}
+}
+
+// conflictMarkerLine returns the 1-based line of the first git merge-conflict
+// marker (<<<<<<<, >>>>>>> or ||||||| at the start of a line), 0 if none.
+func conflictMarkerLine(b []byte) int {
+	line := 1
+	for i := 0; i < len(b); {
+		rest := b[i:]
+		if bytes.HasPrefix(rest, []byte("<<<<<<<")) || bytes.HasPrefix(rest, []byte(">>>>>>>")) ||
+			bytes.HasPrefix(rest, []byte("|||||||")) {
+			return line
+		}
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 {
+			return 0
+		}
+		i += j + 1
+		line++
+	}
+	return 0
+}
+
+// place is where a node sits: what holds it and in which context.
+type place struct {
+	parent *yaml.Node // mapping or sequence holding the node; nil for a document root
+	key    *yaml.Node // the key when the node is a mapping value
+	flow   bool       // inside a flow collection
+	// indent is the indentation of the block structure that holds the
+	// node: a key's column-1 for a mapping value, the dash column-1 for a
+	// block sequence item; -1 at the top.
+	indent int
+}
+
+// places indexes every node of doc below the document node.
+func places(doc *yaml.Node) map[*yaml.Node]place {
+	m := map[*yaml.Node]place{}
+	var walk func(n *yaml.Node, p place)
+	walk = func(n *yaml.Node, p place) {
+		if _, seen := m[n]; seen {
+			return
+		}
+		m[n] = p
+		flow := p.flow || n.Style&yaml.FlowStyle != 0
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				ind := p.indent
+				if !flow {
+					ind = k.Column - 1
+				}
+				walk(k, place{parent: n, flow: flow, indent: ind})
+				walk(v, place{parent: n, key: k, flow: flow, indent: ind})
+			}
+		case yaml.SequenceNode:
+			ind := p.indent
+			if !flow {
+				ind = n.Column - 1
+			}
+			for _, c := range n.Content {
+				walk(c, place{parent: n, flow: flow, indent: ind})
+			}
+		}
+	}
+	for _, c := range doc.Content {
+		walk(c, place{indent: -1})
+	}
+	return m
+}
+
+// duplicateKey returns the first key that appears twice in one mapping of n.
+func duplicateKey(n *yaml.Node) *yaml.Node {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if d := duplicateKey(c); d != nil {
+				return d
+			}
+		}
+	case yaml.MappingNode:
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yaml.ScalarNode {
+				id := k.ShortTag() + "\x00" + k.Value
+				if seen[id] {
+					return k
+				}
+				seen[id] = true
+			}
+			if d := duplicateKey(n.Content[i+1]); d != nil {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// field returns the key and value nodes of name in mapping m, using kyaml's
+// RNode.Field; nil when m is not a mapping or has no such key.
+func field(m *yaml.Node, name string) (k, v *yaml.Node) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	f := yaml.NewRNode(m).Field(name)
+	if f == nil {
+		return nil, nil
+	}
+	return f.Key.YNode(), f.Value.YNode()
+}
+
+// str returns the value of a scalar field, "" when absent or not a scalar.
+func str(m *yaml.Node, name string) string {
+	_, v := field(m, name)
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return v.Value
+}
+
+// stringMap returns the scalar entries of a mapping.
+func stringMap(m *yaml.Node) map[string]string {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Kind == yaml.ScalarNode && v.Kind == yaml.ScalarNode {
+			out[k.Value] = v.Value
+		}
+	}
+	return out
+}
+
+// lookup follows a path of mapping keys with kyaml's Lookup; nil when any
+// step is missing or not a mapping.
+func lookup(n *yaml.Node, path ...string) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	rn, err := yaml.NewRNode(n).Pipe(yaml.Lookup(path...))
+	if err != nil || rn == nil {
+		return nil
+	}
+	return rn.YNode()
+}

@@ -1,0 +1,164 @@
+// Package patcher finds GPU workloads in the YAML files of a repository
+// checkout and edits them with the smallest possible change.
+//
+// Edits never re-serialise a file. Each Op locates its nodes by parsing the
+// whole file with yaml.NewDecoder (absolute positions) and navigating with
+// kyaml, then splices new bytes into the original text at those positions.
+// The same change is applied with kyaml to a parsed copy of the document
+// (the expected tree); after splicing, the new file is parsed again and
+// compared with the expected trees. Any difference refuses the edit and
+// leaves the file as it was (DESIGN §10, invariant 2). Comments, key order,
+// quoting, indentation, blank lines, trailing whitespace, document
+// separators, CRLF line endings, a byte order mark and a missing final
+// newline all survive, because those bytes are never touched.
+//
+// The package takes a directory and returns values: it never talks to git,
+// the network or a cluster, and it writes only when Result.Write is called.
+package patcher
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Sentinel errors. Refusals and problems wrap one of them, so callers can
+// classify with errors.Is.
+var (
+	// ErrInvalidYAML: the file does not parse.
+	ErrInvalidYAML = errors.New("invalid YAML")
+	// ErrConflictMarkers: the file contains git merge-conflict markers.
+	ErrConflictMarkers = errors.New("file contains merge-conflict markers")
+	// ErrDuplicateKey: a mapping of the edited document has a key twice.
+	ErrDuplicateKey = errors.New("duplicate mapping key")
+	// ErrAlias: an anchor, alias or merge key lies on the edit path;
+	// editing through it would change other places too.
+	ErrAlias = errors.New("anchor, alias or merge key on the edit path")
+	// ErrTemplate: the value is written through a Helm/Go template.
+	ErrTemplate = errors.New("value is a template expression")
+	// ErrUnsupportedKind: the workload kind cannot be edited.
+	ErrUnsupportedKind = errors.New("unsupported workload kind")
+	// ErrNotFound: the workload is not in the inventory or its file.
+	ErrNotFound = errors.New("workload not found")
+	// ErrAmbiguous: the workload is defined more than once.
+	ErrAmbiguous = errors.New("workload defined more than once")
+	// ErrUnsupported: the source has a shape the editor does not handle
+	// safely (odd line breaks, a key sharing its line with a dash, ...).
+	ErrUnsupported = errors.New("unsupported source layout")
+	// ErrInvalidValue: the value to write is not acceptable for the field.
+	ErrInvalidValue = errors.New("invalid value")
+	// ErrVerify: after splicing, the file did not parse to exactly the
+	// intended result.
+	ErrVerify = errors.New("edit verification failed")
+	// ErrKVCacheBytes: the container sets --kv-cache-memory-bytes, which
+	// makes vLLM ignore --gpu-memory-utilization; it is left alone.
+	ErrKVCacheBytes = errors.New("--kv-cache-memory-bytes is set, so vLLM ignores --gpu-memory-utilization")
+	// ErrNoVLLMCommand: a vLLM container has no command line the flag can
+	// be added to.
+	ErrNoVLLMCommand = errors.New("no vLLM command line to add --gpu-memory-utilization to")
+	// ErrOutsideRoot: a symlink leads outside the checkout.
+	ErrOutsideRoot = errors.New("symlink leads outside the checkout")
+)
+
+// Inventory is what Discover found.
+type Inventory struct {
+	// Workloads are sorted by File, then position in the file.
+	Workloads []Workload
+	// Problems are files that could not be read or parsed, and documents
+	// that could not be understood. They are not fatal.
+	Problems []Problem
+}
+
+// Problem is a file or document that was skipped.
+type Problem struct {
+	File string // slash-separated, relative to the root
+	Line int    // 0 when unknown
+	Err  error
+}
+
+func (p Problem) Error() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", p.File, p.Line, p.Err)
+	}
+	return fmt.Sprintf("%s: %v", p.File, p.Err)
+}
+
+func (p Problem) Unwrap() error { return p.Err }
+
+// Workload is one workload found in a file.
+type Workload struct {
+	// Ref is the identity. Namespace is metadata.namespace, "" when
+	// absent: the caller decides the default.
+	Ref usage.Ref
+	// File is slash-separated and relative to the root.
+	File string
+	// Line is where the document starts.
+	Line int
+
+	Labels         map[string]string // metadata.labels
+	PodLabels      map[string]string // <template>.metadata.labels
+	PodAnnotations map[string]string // <template>.metadata.annotations
+	SchedulerName  string            // <template>.spec.schedulerName
+	// Queue is the kai.scheduler/queue label: the workload's own label
+	// first, then the pod template's (what KAI does).
+	Queue      string
+	GPU        GPU
+	Containers []Container // <template>.spec.containers, not initContainers
+}
+
+// GPU is the GPU request of a workload as KAI reads it.
+type GPU struct {
+	Fraction     float64 // gpu-fraction parsed; 0 when absent or invalid (KAI wants 0 < f < 1)
+	FractionText string  // raw gpu-fraction annotation
+	Whole        int64   // nvidia.com/gpu: the largest limit or request over containers
+	MemoryMiB    int64   // gpu-memory annotation
+	NumDevices   int     // gpu-fraction-num-devices; 1 when absent
+}
+
+// Container is one container of the pod template.
+type Container struct {
+	Name, Image string
+	// VLLM is true when the image names vllm, or command/args run
+	// `vllm serve` or `vllm.entrypoints` (also inside sh -c strings).
+	VLLM bool
+	// GPUMemoryUtilization is the current --gpu-memory-utilization value
+	// in any spelling, "" when absent.
+	GPUMemoryUtilization string
+	// KVCacheMemoryBytes is true when --kv-cache-memory-bytes is set: vLLM
+	// then ignores the utilization flag.
+	KVCacheMemoryBytes bool
+}
+
+// Edit is every change wanted on one workload. It is atomic: if any of its
+// Ops cannot be applied exactly, none is.
+type Edit struct {
+	Workload usage.Ref
+	// File, when set, picks the definition in that file (slash-separated,
+	// relative to the root) when the inventory has the same Ref in several
+	// files, e.g. a base and a patch. Empty means the Ref must be unique.
+	File   string
+	Reason string // one line, carried into every Change
+	Ops    []Op
+}
+
+// editError is a refusal reason that names file:line and the field.
+type editError struct {
+	file  string
+	line  int
+	field string
+	err   error
+}
+
+func (e *editError) Error() string {
+	s := e.file
+	if e.line > 0 {
+		s += fmt.Sprintf(":%d", e.line)
+	}
+	if e.field != "" {
+		s += ": " + e.field
+	}
+	return s + ": " + e.err.Error()
+}
+
+func (e *editError) Unwrap() error { return e.err }

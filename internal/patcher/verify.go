@@ -1,0 +1,132 @@
+package patcher
+
+import (
+	"fmt"
+	"strconv"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// mismatch describes the first place where two trees differ.
+type mismatch struct {
+	path string
+	line int // in the tree that was parsed
+	msg  string
+}
+
+func (m *mismatch) Error() string { return m.path + ": " + m.msg }
+
+// compare reports the first semantic difference between the expected tree
+// want and the parsed tree got: kind, resolved tag, value, anchors, mapping
+// keys in order and sequence items. Style, comments and positions are
+// ignored.
+func compare(want, got *yaml.Node, path string) *mismatch {
+	if want == nil || got == nil {
+		if want == got {
+			return nil
+		}
+		return &mismatch{path: path, msg: "node missing"}
+	}
+	line := got.Line
+	if want.Kind != got.Kind {
+		return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %s, got %s", kindName(want.Kind), kindName(got.Kind))}
+	}
+	if want.Anchor != got.Anchor {
+		return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected anchor %q, got %q", want.Anchor, got.Anchor)}
+	}
+	switch want.Kind {
+	case yaml.ScalarNode:
+		if want.ShortTag() != got.ShortTag() {
+			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
+		}
+		if want.Value != got.Value {
+			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %q, got %q", want.Value, got.Value)}
+		}
+	case yaml.AliasNode:
+		if want.Value != got.Value {
+			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected alias *%s, got *%s", want.Value, got.Value)}
+		}
+	case yaml.DocumentNode, yaml.SequenceNode:
+		if want.Kind == yaml.SequenceNode && want.ShortTag() != got.ShortTag() {
+			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
+		}
+		if len(want.Content) != len(got.Content) {
+			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %d items, got %d", len(want.Content), len(got.Content))}
+		}
+		for i := range want.Content {
+			p := path
+			if want.Kind == yaml.SequenceNode {
+				p += "[" + strconv.Itoa(i) + "]"
+			}
+			if m := compare(want.Content[i], got.Content[i], p); m != nil {
+				return m
+			}
+		}
+	case yaml.MappingNode:
+		if want.ShortTag() != got.ShortTag() {
+			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
+		}
+		if len(want.Content) != len(got.Content) {
+			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %d keys, got %d", len(want.Content)/2, len(got.Content)/2)}
+		}
+		for i := 0; i+1 < len(want.Content); i += 2 {
+			k := want.Content[i].Value
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if m := compare(want.Content[i], got.Content[i], p+" (key)"); m != nil {
+				return m
+			}
+			if m := compare(want.Content[i+1], got.Content[i+1], p); m != nil {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.DocumentNode:
+		return "document"
+	case yaml.SequenceNode:
+		return "sequence"
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.ScalarNode:
+		return "scalar"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "node"
+}
+
+// indentStep is the most common number of columns by which a block
+// mapping's keys are indented under their parent key; 2 when the document
+// has no nested block mapping.
+func indentStep(doc *yaml.Node) int {
+	counts := map[int]int{}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode && n.Style&yaml.FlowStyle == 0 {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle == 0 && v.Line > k.Line && v.Column > k.Column {
+					counts[v.Column-k.Column]++
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(doc)
+	best, n := 2, 0
+	for step, c := range counts {
+		if c > n || c == n && step < best {
+			best, n = step, c
+		}
+	}
+	return best
+}
