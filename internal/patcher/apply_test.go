@@ -1,0 +1,272 @@
+package patcher_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+)
+
+const applyDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  selector:
+    matchLabels:
+      app: app
+  template:
+    metadata:
+      labels:
+        app: app
+      annotations:
+        gpu-fraction: "0.5"
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.8.5
+        args: ["--model", "m", "--gpu-memory-utilization=0.45"]
+`
+
+// applyOne writes files into a fresh root, discovers it and applies ops to
+// the Deployment named app.
+func applyOne(t *testing.T, files map[string]string, ops ...patcher.Op) (string, *patcher.Result) {
+	t.Helper()
+	root := t.TempDir()
+	writeFiles(t, root, files)
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Reason: "test", Ops: ops}})
+	require.NoError(t, err)
+	return root, res
+}
+
+func TestApplyRefusals(t *testing.T) {
+	tests := []struct {
+		name     string
+		manifest string
+		ops      []patcher.Op
+		wantErr  error
+		wantMsg  string
+	}{
+		{
+			name: "fraction of one", ops: []patcher.Op{patcher.SetGPUFraction("1")}, wantErr: patcher.ErrInvalidValue,
+			wantMsg: `d.yaml:10: spec.template.metadata.annotations.gpu-fraction: invalid value: gpu-fraction "1" must be a decimal strictly between 0 and 1`,
+		},
+		{name: "fraction not a number", ops: []patcher.Op{patcher.SetGPUFraction("half")}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction NaN", ops: []patcher.Op{patcher.SetGPUFraction("NaN")}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction zero", ops: []patcher.Op{patcher.SetGPUFraction("0.0")}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction negative", ops: []patcher.Op{patcher.SetGPUFraction("-0.5")}, wantErr: patcher.ErrInvalidValue},
+		{name: "utilization above one", ops: []patcher.Op{patcher.SetVLLMMemoryUtilization("1.5")}, wantErr: patcher.ErrInvalidValue},
+		{name: "scheduler name", ops: []patcher.Op{patcher.SetSchedulerName("KAI Scheduler")}, wantErr: patcher.ErrInvalidValue},
+		{name: "whole GPUs zero", ops: []patcher.Op{patcher.SetWholeGPUs(0)}, wantErr: patcher.ErrInvalidValue},
+		{
+			name: "label the selector matches on", ops: []patcher.Op{patcher.SetPodLabel("app", "other")}, wantErr: patcher.ErrInvalidValue,
+			wantMsg: "d.yaml:8: spec.template.metadata.labels.app: invalid value: the selector matches on app=app; changing it would orphan the pods",
+		},
+		{
+			name:     "atomic: a bad op undoes the good ones",
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.2"), patcher.SetGPUFraction("7")},
+			wantErr:  patcher.ErrInvalidValue,
+			manifest: applyDeployment,
+		},
+		{
+			name:     "anchor on the path names its line",
+			manifest: strings.Replace(applyDeployment, "      annotations:\n", "      annotations: &a\n", 1),
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  patcher.ErrAlias,
+			wantMsg:  "d.yaml:13: spec.template.metadata.annotations.gpu-fraction: anchor, alias or merge key on the edit path: anchor &a",
+		},
+		{
+			name:     "anchor on a container",
+			manifest: strings.Replace(applyDeployment, "      - name: vllm\n", "      - &c\n        name: vllm\n", 1),
+			ops:      []patcher.Op{patcher.SetVLLMMemoryUtilization("0.3")},
+			wantErr:  patcher.ErrAlias,
+		},
+		{
+			name:     "duplicate key",
+			manifest: strings.Replace(applyDeployment, "        app: app\n      annotations", "        app: app\n        app: app\n      annotations", 1),
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  patcher.ErrDuplicateKey,
+			wantMsg:  "d.yaml:13: app: duplicate mapping key",
+		},
+		{
+			name:     "helm template",
+			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-fraction: "{{ .Values.fraction }}"`, 1),
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  patcher.ErrTemplate,
+			wantMsg:  `d.yaml:14: spec.template.metadata.annotations.gpu-fraction: value is a template expression: "{{ .Values.fraction }}"`,
+		},
+		{
+			name:     "GPU container named but missing",
+			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-fraction-container-name: model`, 1),
+			ops:      []patcher.Op{patcher.SetWholeGPUs(1)},
+			wantErr:  patcher.ErrNotFound,
+		},
+		{
+			name:     "pod template is not a mapping",
+			manifest: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template: []\n",
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  patcher.ErrUnsupported,
+			wantMsg:  "d.yaml:6: spec.template: unsupported source layout: no pod template mapping",
+		},
+		{
+			name:     "lone CR line breaks",
+			manifest: strings.ReplaceAll(applyDeployment, "\n", "\r"),
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  patcher.ErrUnsupported,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.manifest
+			if m == "" {
+				m = strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `team: ml`, 1)
+			}
+			_, res := applyOne(t, map[string]string{"d.yaml": m}, tc.ops...)
+			require.Empty(t, res.Files)
+			require.Len(t, res.Refused, 1)
+			require.ErrorIs(t, res.Refused[0].Err, tc.wantErr)
+			if tc.wantMsg != "" {
+				require.Equal(t, tc.wantMsg, res.Refused[0].Err.Error())
+			}
+		})
+	}
+}
+
+// A `|+` block keeps its trailing blank line; a key inserted after its last
+// text line would steal it. The splice is wrong, and verification catches it.
+func TestApplyVerificationRefusesWhatTheSplicerGotWrong(t *testing.T) {
+	m := strings.Replace(applyDeployment, "        gpu-fraction: \"0.5\"\n", "        note: |+\n          kept\n\n", 1)
+	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.SetGPUFraction("0.3"))
+	require.Empty(t, res.Files)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrVerify)
+	require.Equal(t, `d.yaml:14: spec.template.metadata.annotations.note: edit verification failed: expected "kept\n\n", got "kept\n"`, res.Refused[0].Err.Error())
+}
+
+// Invariant 4: the same inputs twice, and the second run writes nothing.
+func TestApplyIdempotent(t *testing.T) {
+	ops := []patcher.Op{
+		patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"), patcher.SetSchedulerName("kai-scheduler"),
+		patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.RemoveWholeGPUs(),
+	}
+	root, res := applyOne(t, map[string]string{"d.yaml": applyDeployment}, ops...)
+	require.Len(t, res.Files, 1)
+	require.NoError(t, res.Write(root))
+
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	again, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Ops: ops}})
+	require.NoError(t, err)
+	require.False(t, again.Changed())
+	require.Empty(t, again.Refused)
+}
+
+func TestApplyNeverWrites(t *testing.T) {
+	root, res := applyOne(t, map[string]string{"d.yaml": applyDeployment}, patcher.SetGPUFraction("0.3"))
+	require.Len(t, res.Files, 1)
+	b, err := os.ReadFile(filepath.Join(root, "d.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, applyDeployment, string(b))
+}
+
+func TestApplyFileChangedSinceDiscover(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"d.yaml": applyDeployment})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	writeFiles(t, root, map[string]string{"d.yaml": strings.Replace(applyDeployment, "name: app", "name: renamed", 1)})
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}}})
+	require.NoError(t, err)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
+}
+
+func TestApplySameRefInTwoFiles(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"base/d.yaml": applyDeployment, "overlay/d.yaml": applyDeployment})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	ops := []patcher.Op{patcher.SetGPUFraction("0.3")}
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{
+		{Workload: dep("", "app"), Ops: ops},
+		{Workload: dep("", "app"), File: "overlay/d.yaml", Ops: ops},
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrAmbiguous)
+	require.Contains(t, res.Refused[0].Err.Error(), "base/d.yaml:1, overlay/d.yaml:1")
+	require.Len(t, res.Files, 1)
+	require.Equal(t, "overlay/d.yaml", res.Files[0].Path)
+}
+
+func TestApplyChanges(t *testing.T) {
+	_, res := applyOne(t, map[string]string{"d.yaml": applyDeployment},
+		patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"), patcher.SetSchedulerName("kai-scheduler"))
+	require.Len(t, res.Files, 1)
+	ref := dep("", "app")
+	require.Equal(t, []patcher.Change{
+		{Workload: ref, Field: "spec.template.metadata.annotations.gpu-fraction", Old: "0.5", New: "0.3", Reason: "test"},
+		{Workload: ref, Field: "spec.template.spec.containers[vllm].args", Old: "0.45", New: "0.27", Reason: "test"},
+		{Workload: ref, Field: "spec.template.spec.schedulerName", Old: "", New: "kai-scheduler", Reason: "test"},
+	}, res.Files[0].Changes)
+}
+
+func TestWrite(t *testing.T) {
+	root, res := applyOne(t, map[string]string{"d.yaml": applyDeployment}, patcher.SetGPUFraction("0.3"))
+	p := filepath.Join(root, "d.yaml")
+	require.NoError(t, os.Chmod(p, 0o600))
+	require.NoError(t, res.Write(root))
+
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, string(res.Files[0].New), string(b))
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	es, err := os.ReadDir(root)
+	require.NoError(t, err)
+	require.Len(t, es, 1, "no temporary file left behind")
+
+	// The file is now New, not Old: writing the same result again is refused.
+	require.ErrorContains(t, res.Write(root), "changed since it was read")
+}
+
+func TestDiff(t *testing.T) {
+	tests := []struct {
+		name     string
+		old, new string
+		want     string
+	}{
+		{
+			name: "no final newline",
+			old:  "a: 1\nb: 2",
+			new:  "a: 1\nb: 2\nc: 3",
+			want: "--- a/f.yaml\n+++ b/f.yaml\n@@ -1,2 +1,3 @@\n a: 1\n-b: 2\n\\ No newline at end of file\n+b: 2\n+c: 3\n\\ No newline at end of file\n",
+		},
+		{
+			name: "CRLF kept",
+			old:  "a: 1\r\nb: 2\r\n",
+			new:  "a: 1\r\nb: 3\r\n",
+			want: "--- a/f.yaml\n+++ b/f.yaml\n@@ -1,2 +1,2 @@\n a: 1\r\n-b: 2\r\n+b: 3\r\n",
+		},
+		{
+			name: "context of three lines",
+			old:  "1\n2\n3\n4\n5\n6\n7\n8\n9\n",
+			new:  "1\n2\n3\n4\nfive\n6\n7\n8\n9\n",
+			want: "--- a/f.yaml\n+++ b/f.yaml\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := patcher.File{Path: "f.yaml", Old: []byte(tc.old), New: []byte(tc.new)}
+			require.Equal(t, tc.want, f.Diff())
+		})
+	}
+}

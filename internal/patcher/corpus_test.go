@@ -1,0 +1,135 @@
+package patcher_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+)
+
+// corpusDir is the shared corpus of real public manifests. It is not in the
+// repository; CI may not have it.
+func corpusDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("RECOMMENDER_CORPUS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "corpus", "manifests")
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Skipf("corpus %s not available (set RECOMMENDER_CORPUS)", dir)
+	}
+	return dir
+}
+
+// TestCorpus edits every Deployment of the real-world corpus: a gpu-fraction
+// for all, --gpu-memory-utilization where vLLM runs. Every accepted edit
+// must re-parse to the intended values and touch only the lines that carry
+// them (or lines it inserts).
+func TestCorpus(t *testing.T) {
+	dir := corpusDir(t)
+	ctx := context.Background()
+	inv, err := patcher.Discover(ctx, dir)
+	require.NoError(t, err)
+
+	// The three upstream-invalid files are problems, nothing else.
+	var bad []string
+	for _, p := range inv.Problems {
+		bad = append(bad, p.File)
+		t.Logf("problem: %v", p)
+	}
+	require.Len(t, bad, 3)
+	for i, want := range []string{"gke-model-armor", "infw-gw", "k8s-sglang-distributed-sts"} {
+		require.Contains(t, bad[i], want)
+	}
+	require.ErrorIs(t, inv.Problems[0].Err, patcher.ErrInvalidYAML)
+	require.ErrorIs(t, inv.Problems[1].Err, patcher.ErrInvalidYAML)
+	require.ErrorIs(t, inv.Problems[2].Err, patcher.ErrConflictMarkers)
+
+	var edits []patcher.Edit
+	withDeployment := map[string]bool{}
+	vllm := map[string]bool{} // workload key → has vLLM
+	for _, w := range inv.Workloads {
+		withDeployment[w.File] = true
+		ops := []patcher.Op{patcher.SetGPUFraction("0.37")}
+		for _, c := range w.Containers {
+			if c.VLLM {
+				ops = append(ops, patcher.SetVLLMMemoryUtilization("0.33"))
+				vllm[w.File+" "+w.Ref.String()] = true
+				break
+			}
+		}
+		edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "corpus", Ops: ops})
+	}
+	res, err := patcher.Apply(ctx, dir, inv, edits)
+	require.NoError(t, err)
+
+	for _, f := range res.Files {
+		require.NoError(t, onlyIntendedLines(f.Old, f.New, "0.37", "0.33"), f.Path)
+		require.NoError(t, splicesCoverDiff(f), f.Path)
+
+		// Re-parse the result and check the values landed.
+		tmp := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(tmp, "f.yaml"), f.New, 0o644))
+		after, err := patcher.Discover(ctx, tmp)
+		require.NoError(t, err)
+		require.Empty(t, after.Problems, f.Path)
+		for _, w := range after.Workloads {
+			require.Equal(t, "0.37", w.GPU.FractionText, "%s %s", f.Path, w.Ref)
+			if !vllm[f.Path+" "+w.Ref.String()] {
+				continue
+			}
+			found := false
+			for _, c := range w.Containers {
+				if c.VLLM && c.GPUMemoryUtilization != "" {
+					require.Equal(t, "0.33", c.GPUMemoryUtilization, "%s %s %s", f.Path, w.Ref, c.Name)
+					found = true
+				}
+			}
+			require.True(t, found, "%s %s: no vLLM container carries the flag", f.Path, w.Ref)
+		}
+	}
+
+	reasons := map[string]int{}
+	for _, r := range res.Refused {
+		for _, s := range []error{patcher.ErrAmbiguous, patcher.ErrAlias, patcher.ErrTemplate, patcher.ErrUnsupported, patcher.ErrNoVLLMCommand, patcher.ErrVerify, patcher.ErrDuplicateKey} {
+			if errors.Is(r.Err, s) {
+				reasons[s.Error()]++
+			}
+		}
+		t.Logf("refused: %v", r)
+	}
+	for _, n := range res.Notes {
+		t.Logf("note: %v", n)
+	}
+	var paths []string
+	for _, f := range res.Files {
+		paths = append(paths, f.Path)
+	}
+	sort.Strings(paths)
+	t.Logf("corpus: %d files, %d with a Deployment (%d Deployments), %d problems; edited %d files, refused %d edits %v, %d notes",
+		countYAML(t, dir), len(withDeployment), len(inv.Workloads), len(inv.Problems), len(res.Files), len(res.Refused), reasons, len(res.Notes))
+	t.Logf("edited: %s", strings.Join(paths, ", "))
+	// Every file with a Deployment is edited: none of the corpus is refused.
+	require.Len(t, res.Files, len(withDeployment))
+	require.Empty(t, res.Refused)
+}
+
+func countYAML(t *testing.T, dir string) int {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	n := 0
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml") {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,228 @@
+package patcher_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+)
+
+// writeFiles creates files under root; a value starting with "->" makes a
+// symlink to the rest.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		if target, ok := strings.CutPrefix(body, "->"); ok {
+			require.NoError(t, os.Symlink(target, p))
+			continue
+		}
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+}
+
+const discoverDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: chat
+  namespace: ml
+  labels:
+    app: chat
+    kai.scheduler/queue: team-a
+spec:
+  selector:
+    matchLabels:
+      app: chat
+  template:
+    metadata:
+      labels:
+        app: chat
+        kai.scheduler/queue: team-b
+      annotations:
+        gpu-fraction: "0.5"
+        gpu-memory: "4096"
+        gpu-fraction-num-devices: "2"
+    spec:
+      schedulerName: kai-scheduler
+      initContainers:
+      - name: fetch
+        image: busybox
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.8.5
+        args: ["--model", "m", "--gpu_memory_utilization", "0.9"]
+        resources:
+          limits:
+            nvidia.com/gpu: 2
+          requests:
+            nvidia.com/gpu: "1"
+      - name: sidecar
+        image: envoyproxy/envoy:v1.31
+`
+
+func TestDiscover(t *testing.T) {
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"secret.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: outside\n"})
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"apps/chat.yaml": discoverDeployment,
+		"apps/multi.yml": `apiVersion: v1
+kind: Service
+metadata:
+  name: a
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: b
+spec:
+  template:
+    metadata:
+      annotations:
+        gpu-fraction: "1.0"
+    spec:
+      containers:
+      - name: c
+        image: nginx
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: a
+`,
+		"apps/sts.yaml":         "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n",
+		"apps/crd.yaml":         "apiVersion: example.com/v1\nkind: Deployment\nmetadata:\n  name: not-apps\n",
+		"apps/noname.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {}\n",
+		"apps/bad.yaml":         "a: b\n c: d\n",
+		"apps/README.md":        "not yaml",
+		".git/config.yaml":      discoverDeployment,
+		".github/workflow.yaml": discoverDeployment,
+		"links/same.yaml":       "->../apps/chat.yaml",
+		"links/outside.yaml":    "->" + filepath.Join(outside, "secret.yaml"),
+		"links/dir.yaml":        "->../apps",
+	})
+
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+
+	var problems []string
+	for _, p := range inv.Problems {
+		problems = append(problems, p.Error())
+	}
+	require.Len(t, problems, 3, problems)
+	require.Contains(t, problems[0], "apps/bad.yaml:2: invalid YAML")
+	require.Equal(t, "apps/noname.yaml:1: Deployment without metadata.name", problems[1])
+	require.Equal(t, "links/outside.yaml: symlink leads outside the checkout", problems[2])
+	require.ErrorIs(t, inv.Problems[2], patcher.ErrOutsideRoot)
+
+	want := []patcher.Workload{
+		{
+			Ref: dep("ml", "chat"), File: "apps/chat.yaml", Line: 1,
+			Labels:         map[string]string{"app": "chat", "kai.scheduler/queue": "team-a"},
+			PodLabels:      map[string]string{"app": "chat", "kai.scheduler/queue": "team-b"},
+			PodAnnotations: map[string]string{"gpu-fraction": "0.5", "gpu-memory": "4096", "gpu-fraction-num-devices": "2"},
+			SchedulerName:  "kai-scheduler",
+			Queue:          "team-a",
+			GPU:            patcher.GPU{Fraction: 0.5, FractionText: "0.5", Whole: 2, MemoryMiB: 4096, NumDevices: 2},
+			Containers: []patcher.Container{
+				{Name: "vllm", Image: "vllm/vllm-openai:v0.8.5", VLLM: true, GPUMemoryUtilization: "0.9"},
+				{Name: "sidecar", Image: "envoyproxy/envoy:v1.31"},
+			},
+		},
+		{
+			Ref: dep("", "b"), File: "apps/multi.yml", Line: 5,
+			PodAnnotations: map[string]string{"gpu-fraction": "1.0"},
+			GPU:            patcher.GPU{FractionText: "1.0", NumDevices: 1},
+			Containers:     []patcher.Container{{Name: "c", Image: "nginx"}},
+		},
+		{Ref: dep("", "a"), File: "apps/multi.yml", Line: 19, GPU: patcher.GPU{NumDevices: 1}},
+	}
+	require.Equal(t, want, inv.Workloads)
+}
+
+func TestDiscoverCancelled(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"a.yaml": discoverDeployment})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := patcher.Discover(ctx, root)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestDiscoverContainers(t *testing.T) {
+	tests := []struct {
+		name      string
+		container string
+		want      patcher.Container
+	}{
+		{
+			name:      "image only",
+			container: "image: vllm/vllm-openai:v0.8.5",
+			want:      patcher.Container{VLLM: true},
+		},
+		{
+			name:      "vllm serve as arguments, separate value",
+			container: "image: registry/llm:1\ncommand: [vllm, serve, m]\nargs: [--gpu-memory-utilization, \"0.8\"]",
+			want:      patcher.Container{VLLM: true, GPUMemoryUtilization: "0.8"},
+		},
+		{
+			name:      "module entrypoint, equals form",
+			container: "image: registry/llm:1\ncommand: [python3, -m, vllm.entrypoints.openai.api_server]\nargs: [--gpu-memory-utilization=0.7]",
+			want:      patcher.Container{VLLM: true, GPUMemoryUtilization: "0.7"},
+		},
+		{
+			name:      "underscore in a shell string",
+			container: "image: registry/llm:1\ncommand: [sh, -c, \"exec vllm serve m --gpu_memory_utilization 0.6\"]",
+			want:      patcher.Container{VLLM: true, GPUMemoryUtilization: "0.6"},
+		},
+		{
+			name:      "block scalar with quoted value",
+			container: "image: registry/llm:1\nargs:\n- |\n  vllm serve m \\\n    --gpu-memory-utilization='0.5'",
+			want:      patcher.Container{VLLM: true, GPUMemoryUtilization: "0.5"},
+		},
+		{
+			name:      "kv cache bytes",
+			container: "image: vllm/vllm-openai\nargs: [--kv-cache-memory-bytes, \"1000\", --gpu-memory-utilization=0.9]",
+			want:      patcher.Container{VLLM: true, GPUMemoryUtilization: "0.9", KVCacheMemoryBytes: true},
+		},
+		{
+			name:      "not vllm",
+			container: "image: ghcr.io/huggingface/text-generation-inference:2.4\nargs: [--model-id, m]",
+			want:      patcher.Container{},
+		},
+		{
+			name:      "longer flag name is not the flag",
+			container: "image: registry/x:1\nargs: [--gpu-memory-utilization-max=0.9]",
+			want:      patcher.Container{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			body := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n" +
+				indent(tc.container, "        ") + "\n"
+			writeFiles(t, root, map[string]string{"d.yaml": body})
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			require.Empty(t, inv.Problems)
+			require.Len(t, inv.Workloads, 1)
+			got := inv.Workloads[0].Containers[0]
+			got.Name, got.Image = "", ""
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,143 @@
+package patcher_test
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+)
+
+var (
+	// What a changed line may lose: an old number, maybe quoted, or a null.
+	oldMiddleRE = regexp.MustCompile(`^(["']?[0-9.]*["']?|~|null)$`)
+	// What a changed line may gain: a new number, maybe quoted, maybe as a
+	// new flow entry or a flag added to a shell string.
+	newMiddleRE = regexp.MustCompile(`^[ ,{]*(gpu-fraction: )?["']?(--gpu-memory-utilization=)?[0-9.]*["']?[ ,}]*$`)
+	// Lines an edit may insert without a value: created parent keys.
+	createdKeyRE = regexp.MustCompile(`^\s*(metadata|annotations):\s*$`)
+)
+
+// splitLines splits on LF and drops a CR before it, so that line endings
+// are compared separately.
+func splitLines(b []byte) []string {
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
+}
+
+// onlyIntendedLines checks the line-level diff of old and new: a changed
+// line may differ only by a number that became one of values (possibly
+// quoted, possibly as an added flow entry or flag), an inserted line must
+// carry one of values or be a created metadata:/annotations: key, and no
+// line may disappear. Line endings and the final-newline state must be
+// kept.
+func onlyIntendedLines(old, new []byte, values ...string) error {
+	if len(old) > 0 && bytes.HasSuffix(old, []byte("\n")) != bytes.HasSuffix(new, []byte("\n")) {
+		return fmt.Errorf("final newline state changed")
+	}
+	if bytes.Count(old, []byte("\r\n")) > 0 && bytes.Count(new, []byte("\n")) != bytes.Count(new, []byte("\r\n")) && bytes.Count(old, []byte("\n")) == bytes.Count(old, []byte("\r\n")) {
+		return fmt.Errorf("a CRLF file gained LF-only lines")
+	}
+	a, b := splitLines(old), splitLines(new)
+	hasValue := func(l string) bool {
+		for _, v := range values {
+			if strings.Contains(l, v) {
+				return true
+			}
+		}
+		return false
+	}
+	inserted := func(l string) bool { return hasValue(l) || createdKeyRE.MatchString(l) }
+	changed := func(o, n string) bool {
+		if !hasValue(n) {
+			return false
+		}
+		p := 0
+		for p < len(o) && p < len(n) && o[p] == n[p] {
+			p++
+		}
+		s := 0
+		for s < len(o)-p && s < len(n)-p && o[len(o)-1-s] == n[len(n)-1-s] {
+			s++
+		}
+		return oldMiddleRE.MatchString(o[p:len(o)-s]) && newMiddleRE.MatchString(n[p:len(n)-s])
+	}
+	m := difflib.NewMatcher(a, b)
+	for _, op := range m.GetOpCodes() {
+		switch op.Tag {
+		case 'd':
+			return fmt.Errorf("line %d deleted: %q", op.I1+1, a[op.I1])
+		case 'i':
+			for j := op.J1; j < op.J2; j++ {
+				if !inserted(b[j]) {
+					return fmt.Errorf("unexpected inserted line %d: %q", j+1, b[j])
+				}
+			}
+		case 'r':
+			j := op.J1
+			for i := op.I1; i < op.I2; i++ {
+				for j < op.J2 && !changed(a[i], b[j]) && inserted(b[j]) {
+					j++
+				}
+				if j >= op.J2 || !changed(a[i], b[j]) {
+					return fmt.Errorf("line %d changed beyond the intended value: %q", i+1, a[i])
+				}
+				j++
+			}
+			for ; j < op.J2; j++ {
+				if !inserted(b[j]) {
+					return fmt.Errorf("unexpected inserted line %d: %q", j+1, b[j])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// splicesCoverDiff checks that the splices turn Old into New and that every
+// line the line-level diff reports as changed is a line a splice touched.
+func splicesCoverDiff(f patcher.File) error {
+	var out []byte
+	at := 0
+	touched := map[int]bool{}
+	lineOf := func(off int) int { return bytes.Count(f.Old[:off], []byte("\n")) }
+	for _, s := range f.Splices {
+		if s.Off < at || s.Off+s.Len > len(f.Old) {
+			return fmt.Errorf("splices unsorted or out of range")
+		}
+		out = append(out, f.Old[at:s.Off]...)
+		out = append(out, s.Text...)
+		at = s.Off + s.Len
+		for l := lineOf(s.Off); l <= lineOf(s.Off+s.Len); l++ {
+			touched[l] = true
+		}
+	}
+	out = append(out, f.Old[at:]...)
+	if !bytes.Equal(out, f.New) {
+		return fmt.Errorf("splices do not produce New")
+	}
+	a, b := splitLines(f.Old), splitLines(f.New)
+	for _, op := range difflib.NewMatcher(a, b).GetOpCodes() {
+		switch op.Tag {
+		case 'e':
+			continue
+		case 'i':
+			if !touched[op.I1] && !touched[op.I1-1] {
+				return fmt.Errorf("lines inserted at line %d, away from every splice", op.I1+1)
+			}
+		default:
+			for i := op.I1; i < op.I2; i++ {
+				if !touched[i] {
+					return fmt.Errorf("line %d changed but no splice touched it: %q", i+1, a[i])
+				}
+			}
+		}
+	}
+	return nil
+}
