@@ -1,0 +1,35 @@
+# The first two targets are the README's quickstart.
+GO ?= go
+PKGS := ./...
+
+.PHONY: demo test test-deps lint bench fuzz tidy
+
+## demo: plan the embedded quickstart repository against its recorded metrics
+demo:
+	$(GO) run ./cmd/recommender plan --repo examples/quickstart --metrics-file examples/quickstart/metrics.om
+
+## test: install what the tests run (promtool, git) and run every test
+test: test-deps
+	RECOMMENDER_TEST_STRICT=1 $(GO) test -race -count=1 $(PKGS)
+
+test-deps:
+	./scripts/install-test-deps.sh
+
+## lint: gofmt, go vet and staticcheck must be clean
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+
+## bench: the benchmarks behind BENCHMARKS.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+## fuzz: a short run of every fuzz target (FUZZTIME=1m for longer)
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done

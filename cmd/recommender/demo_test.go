@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func run(t *testing.T, args ...string) (stdout, stderr string, code exitCode) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// treeHash fingerprints every file under root, to prove a run wrote nothing.
+func treeHash(t *testing.T, root string) map[string][32]byte {
+	t.Helper()
+	sums := map[string][32]byte{}
+	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		sums[path] = sha256.Sum256(b)
+		return err
+	}))
+	return sums
+}
+
+// TestQuickstartPlan is `make demo`: the plan of the embedded default, as
+// a golden file. It must show every case the quickstart exists to show.
+func TestQuickstartPlan(t *testing.T) {
+	before := treeHash(t, quickstartRepo)
+	out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
+	require.Equal(t, exitOK, code, errOut)
+	require.Empty(t, errOut)
+	golden(t, "quickstart-plan.txt", []byte(out))
+	require.Equal(t, before, treeHash(t, quickstartRepo), "plan must write nothing")
+
+	for _, want := range []string{
+		"upsize     compute peaked at 120% of its 0.50 allocation over 2m (≥ 100%) → 0.60 × 1.2 = 0.72",
+		"scaleBack  7d baseline",
+		"no change: incomplete data in the window",
+		"no change: pod too young to judge",
+		"skipped    out of scope: no policy selects it",
+		"--- a/apps/chat/deployment.yaml\n+++ b/apps/chat/deployment.yaml\n",
+		`+        gpu-fraction: "0.72"`,
+	} {
+		require.Contains(t, out, want)
+	}
+}
+
+func TestQuickstartPlanJSON(t *testing.T) {
+	args := []string{"plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--at", "2026-11-30T12:00:00Z", "-o", "json"}
+	first, errOut, code := run(t, args...)
+	require.Equal(t, exitOK, code, errOut)
+	second, _, _ := run(t, args...)
+	require.Equal(t, first, second, "same inputs and --at must give byte-identical output")
+	golden(t, "quickstart-plan.json", []byte(first))
+
+	var got struct {
+		At        string `json:"at"`
+		Decisions []struct {
+			Namespace, Kind, Name, File, Action, Reason string
+			Current, Recommended                        *float64
+		} `json:"decisions"`
+		Edits []struct {
+			File, Diff string
+		} `json:"edits"`
+		Errors []json.RawMessage `json:"errors"`
+	}
+	dec := json.NewDecoder(strings.NewReader(first))
+	require.NoError(t, dec.Decode(&got))
+	require.Equal(t, "2026-11-30T12:00:00Z", got.At)
+	require.Empty(t, got.Errors)
+	actions := map[string]string{}
+	for _, d := range got.Decisions {
+		require.Equal(t, "Deployment", d.Kind)
+		require.NotEmpty(t, d.File)
+		actions[d.Name] = d.Action
+	}
+	require.Equal(t, map[string]string{
+		"asr-whisper": "scaleBack", "chat": "upsize", "embed": "none", "ocr": "skipped",
+		"rerank": "none", "summarize": "scaleBack", "translate": "upsize",
+	}, actions)
+	require.Len(t, got.Edits, 4)
+	for _, e := range got.Edits {
+		require.True(t, strings.HasPrefix(e.Diff, "--- a/"+e.File+"\n+++ b/"+e.File+"\n"), e.Diff)
+	}
+}
+
+// TestPlanRefusesBadPolicy: a policy with an error is reported with file,
+// line and field, the run exits non-zero, and no workload it governs is
+// edited, while the plan is still printed.
+func TestPlanRefusesBadPolicy(t *testing.T) {
+	repo := t.TempDir()
+	require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
+	policyFile := filepath.Join(repo, "policies", "kai-gpu-sharing.yaml")
+	b, err := os.ReadFile(policyFile)
+	require.NoError(t, err)
+	broken := strings.Replace(string(b), "metricsWindow: 2m", "metricsWindow: 2 minutes", 1)
+	require.NoError(t, os.WriteFile(policyFile, []byte(broken), 0o644))
+
+	out, errOut, code := run(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
+	require.Equal(t, exitError, code)
+	require.Empty(t, errOut)
+	require.Contains(t, out, "1 problem(s); whatever they touch is left alone:\n"+
+		`  policies/kai-gpu-sharing.yaml:81:24: spec.metrics.compute.upsize.metricsWindow: invalid duration "2 minutes"`)
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "inference/Deployment/") && !strings.Contains(line, "/ocr ") {
+			require.Regexp(t, `skipped +left alone: ClusterGpuReactivePolicy kai-gpu-sharing-reactive is invalid \(policies/kai-gpu-sharing.yaml:56\)`, line)
+		}
+	}
+	require.NotContains(t, out, "--- a/", "no file may be edited")
+}
+
+func TestPlanBadInputs(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{name: "missing repo", args: []string{"--repo", "does-not-exist", "--metrics-file", quickstartMetrics},
+			err: "error: repository does-not-exist: not a readable directory\n"},
+		{name: "missing metrics", args: []string{"--repo", quickstartRepo, "--metrics-file", "nope.om"},
+			err: "error: read recorded usage: open nope.om: no such file or directory\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, append([]string{"plan"}, tt.args...)...)
+			require.Equal(t, exitError, code)
+			require.Empty(t, out)
+			require.Equal(t, tt.err, errOut)
+		})
+	}
+	out, errOut, code := run(t, "plan", "--repo", quickstartRepo)
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, out)
+	require.True(t, strings.HasPrefix(errOut, "`--metrics-file` is required"), errOut)
+}

@@ -1,0 +1,73 @@
+// Command recommender proposes GPU fractions for inference services that
+// share GPUs through the KAI scheduler, as edits to the manifests in a
+// GitOps repository.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// exitCode is what the process returns; its values are documented in the
+// README and stable.
+type exitCode int
+
+const (
+	exitOK exitCode = 0
+	// exitError: the run failed, or found problems in its input (the plan
+	// is still printed, and whatever the problems touch is left alone).
+	exitError exitCode = 1
+	// exitUsage: the command line is wrong.
+	exitUsage exitCode = 2
+)
+
+func main() {
+	os.Exit(int(Main(os.Args[1:], os.Stdout, os.Stderr)))
+}
+
+// Main runs the command line and maps its outcome to an exit code, in one
+// place.
+func Main(args []string, stdout, stderr io.Writer) exitCode {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newCmdRoot(streams{Out: stdout, Err: stderr}, nil)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var flagErr *flagError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errProblems):
+		// The plan already said what the problems are.
+		return exitError
+	case errors.As(err, &flagErr):
+		fmt.Fprintf(stderr, "%v\n\n%s", err, root.UsageString())
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitError
+	}
+}
+
+// streams are where a command writes.
+type streams struct {
+	Out, Err io.Writer
+}
+
+// flagError is a mistake on the command line.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
+
+func flagErrorf(format string, args ...any) error {
+	return &flagError{fmt.Errorf(format, args...)}
+}
+
+// errProblems says the run finished but refused some of its input.
+var errProblems = errors.New("problems found in the input")

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+)
+
+type planOptions struct {
+	IO     streams
+	Logger *slog.Logger
+
+	Repo             string
+	MetricsFile      string
+	At               time.Time // zero: the newest recorded sample, or now
+	Output           string
+	PolicyPaths      []string
+	DefaultNamespace string
+
+	// Now is the clock, for the default evaluation time.
+	Now func() time.Time
+}
+
+func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *planOptions) error) *cobra.Command {
+	opts := &planOptions{IO: io, Now: time.Now}
+	var at string
+	cmd := &cobra.Command{
+		Use:   "plan --repo DIR --metrics-file FILE",
+		Short: "Print the decisions, reasons and diffs for a repository, writing nothing",
+		Example: "  recommender plan --repo examples/quickstart --metrics-file examples/quickstart/metrics.om\n" +
+			"  recommender plan --repo . --metrics-file usage.om --at 2026-11-30T12:00:00Z --output json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Repo == "" {
+				return flagErrorf("`--repo` is required")
+			}
+			if opts.MetricsFile == "" {
+				return flagErrorf("`--metrics-file` is required: the Prometheus source is not built yet")
+			}
+			switch opts.Output {
+			case "table", "json":
+			default:
+				return flagErrorf("invalid `--output` %q: use table or json", opts.Output)
+			}
+			if at != "" {
+				t, err := parseTime(at)
+				if err != nil {
+					return flagErrorf("invalid `--at`: %v", err)
+				}
+				opts.At = t
+			}
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			opts.Logger = log
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runPlan(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
+	f.StringVar(&opts.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
+	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample)")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: `table` or json")
+	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
+	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	return cmd
+}
+
+func runPlan(ctx context.Context, opts *planOptions) error {
+	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
+		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
+	}
+	src, err := metrics.OpenRecorded(opts.MetricsFile)
+	if err != nil {
+		return err
+	}
+	at := opts.At
+	if at.IsZero() {
+		at = src.Newest()
+		if at.IsZero() {
+			at = opts.Now()
+		}
+	}
+	p, err := plan.Make(ctx, plan.Options{
+		Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, At: at, Source: src,
+		DefaultNamespace: opts.DefaultNamespace, Logger: opts.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	opts.Logger.Info("plan ready", "summary", p.Summary())
+	if opts.Output == "json" {
+		err = p.WriteJSON(opts.IO.Out)
+	} else {
+		err = p.WriteTable(opts.IO.Out)
+	}
+	if err != nil {
+		return err
+	}
+	if len(p.Problems) > 0 {
+		return errProblems
+	}
+	return nil
+}
+
+// parseTime reads an evaluation time: RFC 3339, or Unix seconds.
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	secs, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs < 0 {
+		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2026-11-30T12:00:00Z) nor Unix seconds", s)
+	}
+	whole, frac := math.Modf(secs)
+	return time.Unix(int64(whole), int64(frac*1e9)).UTC(), nil
+}

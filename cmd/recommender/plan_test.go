@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewCmdPlan(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want planOptions
+		err  string
+	}{
+		{
+			name: "defaults",
+			args: []string{"--repo", "r", "--metrics-file", "m.om"},
+			want: planOptions{Repo: "r", MetricsFile: "m.om", Output: "table", DefaultNamespace: "default"},
+		},
+		{
+			name: "everything",
+			args: []string{"--repo", "r", "--metrics-file", "m.om", "--at", "2026-11-30T12:00:00Z", "-o", "json",
+				"--policies", "policies", "--policies", "more", "--default-namespace", "ml"},
+			want: planOptions{Repo: "r", MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Output: "json",
+				PolicyPaths: []string{"policies", "more"}, DefaultNamespace: "ml"},
+		},
+		{
+			name: "unix seconds",
+			args: []string{"--repo", "r", "--metrics-file", "m.om", "--at", "1796040000"},
+			want: planOptions{Repo: "r", MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Output: "table", DefaultNamespace: "default"},
+		},
+		{name: "no repo", args: []string{"--metrics-file", "m.om"}, err: "`--repo` is required"},
+		{name: "no metrics", args: []string{"--repo", "r"}, err: "`--metrics-file` is required: the Prometheus source is not built yet"},
+		{name: "bad output", args: []string{"--repo", "r", "--metrics-file", "m", "-o", "yaml"}, err: "invalid `--output` \"yaml\": use table or json"},
+		{name: "bad at", args: []string{"--repo", "r", "--metrics-file", "m", "--at", "yesterday"},
+			err: "invalid `--at`: \"yesterday\" is neither RFC 3339 (2026-11-30T12:00:00Z) nor Unix seconds"},
+		{name: "bad log level", args: []string{"--repo", "r", "--metrics-file", "m", "--log-level", "loud"},
+			err: "invalid `--log-level` \"loud\": use debug, info, warn or error"},
+		{name: "unknown flag", args: []string{"--repo", "r", "--metrics", "m"}, err: "unknown flag: --metrics"},
+		{name: "stray argument", args: []string{"--repo", "r", "--metrics-file", "m", "extra"}, err: `unknown command "extra" for "recommender plan"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *planOptions
+			io := streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+			root := newCmdRoot(io, func(_ context.Context, o *planOptions) error {
+				got = o
+				return nil
+			})
+			root.SetArgs(append([]string{"plan"}, tt.args...))
+			err := root.Execute()
+			if tt.err != "" {
+				require.EqualError(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			got.IO, got.Now, got.Logger = streams{}, nil, nil
+			require.Equal(t, tt.want, *got)
+		})
+	}
+}

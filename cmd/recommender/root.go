@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// newCmdRoot builds the command tree. planRunF, when not nil, replaces what
+// plan runs once its flags are parsed: the seam for command-line tests.
+func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) *cobra.Command {
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "recommender <command>",
+		Short: "Right-size shared GPUs through pull requests",
+		Long: "recommender reads GPU usage, evaluates it against the rightsizing policies kept in a GitOps\n" +
+			"repository, and proposes new KAI gpu-fraction values as minimal edits to the manifests.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	cmd.SetOut(io.Out)
+	cmd.SetErr(io.Err)
+	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level on stderr: `debug`, info, warn or error")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
+	logger := func() (*slog.Logger, error) {
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(strings.ToUpper(logLevel))); err != nil {
+			return nil, flagErrorf("invalid `--log-level` %q: use debug, info, warn or error", logLevel)
+		}
+		return slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level})), nil
+	}
+	cmd.AddCommand(newCmdPlan(io, logger, planRunF))
+	return cmd
+}

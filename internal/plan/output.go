@@ -1,0 +1,128 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+)
+
+// Counts summarises the decisions by action.
+func (p *Plan) Counts() map[policy.Action]int {
+	c := map[policy.Action]int{}
+	for _, d := range p.Decisions {
+		c[d.Action]++
+	}
+	return c
+}
+
+// WriteTable renders the plan for people: one row per workload, then the
+// diff of every edited file, then the problems.
+func (p *Plan) WriteTable(w io.Writer) error {
+	c := p.Counts()
+	fmt.Fprintf(w, "Plan at %s: %d upsize, %d scale-back, %d unchanged, %d skipped\n\n",
+		p.At.UTC().Format(time.RFC3339), c[policy.Upsize], c[policy.ScaleBack], c[policy.NoChange], c[policy.Skipped])
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tCURRENT\tRECOMMENDED\tACTION\tREASON")
+	for _, d := range p.Decisions {
+		rec := "-"
+		if d.Action == policy.Upsize || d.Action == policy.ScaleBack {
+			rec = d.Recommended.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Workload.Ref, d.Current, rec, d.Action, d.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if p.Hidden > 0 {
+		fmt.Fprintf(w, "(%d Deployment(s) without a GPU request and out of scope not shown)\n", p.Hidden)
+	}
+	for _, f := range p.Files {
+		fmt.Fprintln(w)
+		io.WriteString(w, f.Diff())
+	}
+	if len(p.Problems) > 0 {
+		fmt.Fprintf(w, "\n%d problem(s); whatever they touch is left alone:\n", len(p.Problems))
+		for _, pr := range p.Problems {
+			fmt.Fprintf(w, "  %s\n", pr)
+		}
+	}
+	return nil
+}
+
+// jsonPlan is the machine-readable plan; its field names are a contract.
+type jsonPlan struct {
+	At        string         `json:"at"`
+	Decisions []jsonDecision `json:"decisions"`
+	Edits     []jsonEdit     `json:"edits"`
+	Errors    []Problem      `json:"errors"`
+}
+
+type jsonDecision struct {
+	Namespace       string   `json:"namespace"`
+	Kind            string   `json:"kind"`
+	Name            string   `json:"name"`
+	File            string   `json:"file"`
+	Current         *float64 `json:"current"`
+	CurrentForm     string   `json:"currentForm"`
+	Recommended     *float64 `json:"recommended"`
+	RecommendedForm string   `json:"recommendedForm"`
+	Action          string   `json:"action"`
+	Urgent          bool     `json:"urgent,omitempty"`
+	Rule            string   `json:"rule,omitempty"`
+	Reason          string   `json:"reason"`
+	Policies        []string `json:"policies,omitempty"`
+}
+
+type jsonEdit struct {
+	File string `json:"file"`
+	Diff string `json:"diff"`
+}
+
+// WriteJSON renders the plan for machines. Equal plans render to equal
+// bytes.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	out := jsonPlan{At: p.At.UTC().Format(time.RFC3339), Decisions: []jsonDecision{}, Edits: []jsonEdit{}, Errors: []Problem{}}
+	gpus := func(a policy.Allocation) *float64 {
+		if a.Form == policy.NoGPU || a.Form == policy.GPUMemory {
+			return nil
+		}
+		v := a.GPUs
+		return &v
+	}
+	for _, d := range p.Decisions {
+		jd := jsonDecision{
+			Namespace: d.Workload.Ref.Namespace, Kind: d.Workload.Ref.Kind, Name: d.Workload.Ref.Name, File: d.Workload.File,
+			Current: gpus(d.Current), CurrentForm: string(d.Current.Form),
+			Recommended: gpus(d.Recommended), RecommendedForm: string(d.Recommended.Form),
+			Action: string(d.Action), Urgent: d.Urgent, Rule: d.Rule, Reason: d.Reason,
+		}
+		for _, m := range d.Policies {
+			jd.Policies = append(jd.Policies, m.String())
+		}
+		out.Decisions = append(out.Decisions, jd)
+	}
+	for _, f := range p.Files {
+		out.Edits = append(out.Edits, jsonEdit{File: f.Path, Diff: f.Diff()})
+	}
+	out.Errors = append(out.Errors, p.Problems...)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+// Summary is a one-line account of the plan, for logs.
+func (p *Plan) Summary() string {
+	c := p.Counts()
+	parts := []string{fmt.Sprintf("%d upsize", c[policy.Upsize]), fmt.Sprintf("%d scale-back", c[policy.ScaleBack]),
+		fmt.Sprintf("%d file(s) edited", len(p.Files))}
+	if len(p.Problems) > 0 {
+		parts = append(parts, fmt.Sprintf("%d problem(s)", len(p.Problems)))
+	}
+	return strings.Join(parts, ", ")
+}
