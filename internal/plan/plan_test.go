@@ -1,0 +1,130 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+const (
+	repo        = "../../examples/quickstart"
+	metricsFile = repo + "/metrics.om"
+)
+
+var at = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// counting records the queries a plan makes of a real recorded source.
+type counting struct {
+	src     plan.UsageSource
+	queries []usage.Query
+	err     error
+}
+
+func (c *counting) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+	c.queries = append(c.queries, q)
+	if c.err != nil {
+		return usage.Result{}, c.err
+	}
+	return c.src.Usage(ctx, q)
+}
+
+var _ plan.UsageSource = (*metrics.Recorded)(nil)
+
+func recorded(t *testing.T) *metrics.Recorded {
+	t.Helper()
+	src, err := metrics.OpenRecorded(metricsFile)
+	require.NoError(t, err)
+	return src
+}
+
+// TestMakeBatchesUsageQueries: workloads governed alike share one query,
+// never one per workload or pod (DESIGN §2).
+func TestMakeBatchesUsageQueries(t *testing.T) {
+	src := &counting{src: recorded(t)}
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: src})
+	require.NoError(t, err)
+	require.Len(t, src.queries, 1)
+	q := src.queries[0]
+	require.Equal(t, at, q.At)
+	require.Equal(t, 7*24*time.Hour+15*time.Minute, q.Lookback)
+	var names []string
+	for _, r := range q.Workloads {
+		names = append(names, r.Name)
+	}
+	require.ElementsMatch(t, []string{"asr-whisper", "chat", "embed", "rerank", "summarize", "translate"}, names)
+	require.Equal(t, "kubex_gpu_container_sm_utilization_percent", q.Metrics[usage.Compute].Metric)
+	require.Equal(t, "kubex_gpu_container_memory_footprint_percent", q.Metrics[usage.Memory].Metric)
+	require.Len(t, p.Decisions, 7)
+	require.Equal(t, 1, p.Hidden)
+}
+
+// TestMakeUsageErrorNeverShrinks is DESIGN §10 invariant 1 for a failing
+// source: every workload it was asked about keeps its allocation, and the
+// error is reported.
+func TestMakeUsageErrorNeverShrinks(t *testing.T) {
+	src := &counting{err: errors.New("prometheus: 503 Service Unavailable")}
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: src})
+	require.NoError(t, err)
+	require.Empty(t, p.Files)
+	require.Equal(t, []plan.Problem{{Message: "usage query for 6 workload(s) failed: prometheus: 503 Service Unavailable"}}, p.Problems)
+	for _, d := range p.Decisions {
+		if d.Workload.Ref.Name == "ocr" {
+			continue
+		}
+		require.Equal(t, policy.NoChange, d.Action, d.Workload.Ref.Name)
+		require.Equal(t, d.Current, d.Recommended)
+		require.Equal(t, "no change: usage unavailable: prometheus: 503 Service Unavailable", d.Reason)
+	}
+}
+
+// TestMakeNoFuture: a plan at an earlier time sees only what was recorded
+// by then: before chat's spike, chat has no reason to grow (and the hot
+// chat-canary next to it must not lend it one).
+func TestMakeNoFuture(t *testing.T) {
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at.Add(-10 * time.Minute), Source: recorded(t)})
+	require.NoError(t, err)
+	for _, d := range p.Decisions {
+		if d.Workload.Ref.Name == "chat" {
+			require.Equal(t, policy.NoChange, d.Action, d.Reason)
+			return
+		}
+	}
+	t.Fatal("no decision for chat")
+}
+
+func TestMakeEditsOnlyWhatDecisionsChange(t *testing.T) {
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	require.Empty(t, p.Problems)
+	var files []string
+	for _, f := range p.Files {
+		files = append(files, f.Path)
+	}
+	require.Equal(t, []string{"apps/asr/deployment.yaml", "apps/chat/deployment.yaml", "apps/summarize/deployment.yaml", "apps/translate/deployment.yaml"}, files)
+	for _, f := range p.Files {
+		for _, c := range f.Changes {
+			require.NotEmpty(t, c.Reason, "every change carries its reason")
+		}
+	}
+	// chat: 0.72, and vLLM keeps 10% of it free without HAMi-core.
+	chat := string(p.Files[1].New)
+	require.Contains(t, chat, `gpu-fraction: "0.72"`)
+	require.Contains(t, chat, "- --gpu-memory-utilization\n            - \"0.64\"\n")
+	// asr-whisper moves onto KAI: scheduler, queue, fraction, and no
+	// nvidia.com/gpu left beside the fraction.
+	asr := string(p.Files[0].New)
+	require.Contains(t, asr, "schedulerName: kai-scheduler")
+	require.Contains(t, asr, "kai.scheduler/queue: kubex-unlimited-gpu-queue")
+	require.Contains(t, asr, `gpu-fraction: "0.24"`)
+	require.NotContains(t, asr, "nvidia.com/gpu:")
+	require.True(t, strings.HasPrefix(p.Files[0].Diff(), "--- a/apps/asr/deployment.yaml\n"))
+}
