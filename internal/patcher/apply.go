@@ -337,14 +337,26 @@ func (f *fileEdit) splice(sps []splice) error {
 		}
 		return sps[i].end < sps[j].end
 	})
-	for i, s := range sps {
+	var merged []splice
+	for _, s := range sps {
 		if s.off > s.end || s.end > len(f.cur) {
 			return fmt.Errorf("%w: splice out of range", ErrVerify)
 		}
-		if i > 0 && (sps[i-1].end > s.off || sps[i-1].off == s.off && sps[i-1].off == sps[i-1].end && s.off == s.end) {
-			return fmt.Errorf("%w: overlapping splices", ErrVerify)
+		if n := len(merged); n > 0 {
+			prev := &merged[n-1]
+			switch {
+			case prev.end > s.off && prev.text == "" && s.text == "":
+				// two deletions that share bytes (e.g. both take the same
+				// line break): delete the union
+				prev.end = max(prev.end, s.end)
+				continue
+			case prev.end > s.off, prev.off == s.off && prev.off == prev.end && s.off == s.end:
+				return fmt.Errorf("%w: overlapping splices", ErrVerify)
+			}
 		}
+		merged = append(merged, s)
 	}
+	sps = merged
 	for i := len(sps) - 1; i >= 0; i-- {
 		f.segs = replaceSegs(f.segs, sps[i].off, sps[i].end, sps[i].text)
 	}

@@ -139,15 +139,31 @@ func TestApplyRefusals(t *testing.T) {
 	}
 }
 
-// A `|+` block keeps its trailing blank line; a key inserted after its last
-// text line would steal it. The splice is wrong, and verification catches it.
+// Keys written in the explicit `? key` form are not at the start of their
+// line, so a key inserted after them gets the wrong indentation. The splice
+// is wrong, and verification refuses it instead of writing it.
 func TestApplyVerificationRefusesWhatTheSplicerGotWrong(t *testing.T) {
-	m := strings.Replace(applyDeployment, "        gpu-fraction: \"0.5\"\n", "        note: |+\n          kept\n\n", 1)
+	m := strings.Replace(applyDeployment, "        gpu-fraction: \"0.5\"\n", "        ? team\n        : ml\n", 1)
 	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.SetGPUFraction("0.3"))
 	require.Empty(t, res.Files)
 	require.Len(t, res.Refused, 1)
 	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrVerify)
-	require.Equal(t, `d.yaml:14: spec.template.metadata.annotations.note: edit verification failed: expected "kept\n\n", got "kept\n"`, res.Refused[0].Err.Error())
+	require.Contains(t, res.Refused[0].Err.Error(), "d.yaml:16: edit verification failed: the result does not parse")
+}
+
+// A `|+` block keeps its trailing blank lines, and a `|` block on the last
+// line of a file without a final newline would gain one: a line inserted
+// after either would change it, so the new key goes before the last one.
+func TestApplyBlockScalarAtTheEnd(t *testing.T) {
+	keep := strings.Replace(applyDeployment, "        gpu-fraction: \"0.5\"\n", "        note: |+\n          kept\n\n", 1)
+	_, res := applyOne(t, map[string]string{"d.yaml": keep}, patcher.SetGPUFraction("0.3"))
+	require.Empty(t, res.Refused)
+	require.Contains(t, string(res.Files[0].New), "      annotations:\n        gpu-fraction: \"0.3\"\n        note: |+\n          kept\n\n    spec:")
+
+	eof := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: x\n        args:\n        - |\n          run"
+	_, res = applyOne(t, map[string]string{"d.yaml": eof}, patcher.SetSchedulerName("kai-scheduler"))
+	require.Empty(t, res.Refused)
+	require.Contains(t, string(res.Files[0].New), "    spec:\n      schedulerName: kai-scheduler\n      containers:\n")
 }
 
 // Invariant 4: the same inputs twice, and the second run writes nothing.

@@ -246,6 +246,11 @@ func (e entry) nodes(flow bool) (k, v *yaml.Node) {
 // before when m has it, else at the end.
 func (d *docEdit) insertEntry(m *yaml.Node, e entry, before, name string) error {
 	flow := m.Style&yaml.FlowStyle != 0
+	if before == "" && !flow && len(m.Content) >= 2 && d.absorbsNextLine(m.Content[len(m.Content)-1]) {
+		// A line after the last value would become part of it: insert
+		// before the last key instead.
+		before = m.Content[len(m.Content)-2].Value
+	}
 	var err error
 	if flow {
 		err = d.insertFlow(m, e.flow(), before)
@@ -299,6 +304,49 @@ func (d *docEdit) insertBlock(m *yaml.Node, e entry, before string) error {
 	}
 	d.insertLines(end, e.block(indent, d.step, d.t.eolAt(end)))
 	return nil
+}
+
+// absorbsNextLine reports whether a line inserted right after block node n
+// would change its value: n ends in a block scalar that keeps its trailing
+// line breaks (|+), or one whose last line is the file's last and has no
+// line break (the inserted break would become part of the value).
+func (d *docEdit) absorbsNextLine(n *yaml.Node) bool {
+	for (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0 && len(n.Content) > 0 {
+		n = n.Content[len(n.Content)-1]
+	}
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		return false
+	}
+	start, end, err := d.sp.span(n)
+	if err != nil {
+		return true
+	}
+	header := string(d.t.b[start:d.t.lineEnd(start)])
+	switch {
+	case strings.Contains(strings.SplitN(header, "#", 2)[0], "+"):
+		return true
+	case strings.Contains(strings.SplitN(header, "#", 2)[0], "-"):
+		return false
+	}
+	return d.t.lineEnd(end) == len(d.t.b)
+}
+
+// blockScalarBefore reports whether a literal or folded block scalar that
+// does not strip its final line break ends right before line start off.
+func (d *docEdit) blockScalarBefore(off int) bool {
+	for n := range d.sp.pl {
+		if n.Kind != yaml.ScalarNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			continue
+		}
+		start, end, err := d.sp.span(n)
+		if err != nil || end > off || strings.TrimSpace(string(d.t.b[end:off])) != "" {
+			continue
+		}
+		if header := strings.SplitN(string(d.t.b[start:d.t.lineEnd(start)]), "#", 2)[0]; !strings.Contains(header, "-") {
+			return true
+		}
+	}
+	return false
 }
 
 // insertLines inserts whole lines after the line holding off. On a last
@@ -481,8 +529,9 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 			return d.fail(k, name, fmt.Errorf("%w: key shares its line with a sequence dash", ErrUnsupported))
 		}
 		start, end := d.t.lineStart(ks), d.t.nextLine(ve)
-		if d.t.lineEnd(ve) == len(b) && start > d.t.bom {
-			// last line without a line break: take the break before instead
+		if d.t.lineEnd(ve) == len(b) && start > d.t.bom && !d.blockScalarBefore(start) {
+			// last line without a line break: take the break before instead,
+			// unless a block scalar above would lose it
 			start -= prevBreakLen(b, start)
 		}
 		d.splices = append(d.splices, splice{off: start, end: end})
@@ -521,6 +570,9 @@ func (d *docEdit) appendItem(s *yaml.Node, value, name string) error {
 		}
 	} else {
 		last := s.Content[len(s.Content)-1]
+		if d.absorbsNextLine(last) {
+			return d.fail(last, name, fmt.Errorf("%w: the last item is a block scalar that would absorb a new line", ErrUnsupported))
+		}
 		ls, err := d.t.nodeOffset(last)
 		if err != nil {
 			return d.fail(last, name, err)

@@ -16,7 +16,9 @@ var (
 	oldMiddleRE = regexp.MustCompile(`^(["']?[0-9.]*["']?|~|null)$`)
 	// What a changed line may gain: a new number, maybe quoted, maybe as a
 	// new flow entry or a flag added to a shell string.
-	newMiddleRE = regexp.MustCompile(`^[ ,{]*(gpu-fraction: )?["']?(--gpu-memory-utilization=)?[0-9.]*["']?[ ,}]*$`)
+	// (A flag inserted before another one shifts the common prefix, hence
+	// the dashes on both sides.)
+	newMiddleRE = regexp.MustCompile(`^[ ,{-]*((metadata|annotations): {)*(gpu-fraction: )?["']?(-*gpu-memory-utilization=)?[0-9.]*["']?[ ,}-]*$`)
 	// Lines an edit may insert without a value: created parent keys.
 	createdKeyRE = regexp.MustCompile(`^\s*(metadata|annotations):\s*$`)
 )
@@ -55,6 +57,9 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 	}
 	inserted := func(l string) bool { return hasValue(l) || createdKeyRE.MatchString(l) }
 	changed := func(o, n string) bool {
+		if n == o+"," {
+			return true // a flow entry was appended after this line's one
+		}
 		if !hasValue(n) {
 			return false
 		}
