@@ -172,12 +172,14 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 }
 
 // fileEdit is one file being edited: the original bytes, the current text
-// as pieces of the original and inserted text, and the expected trees.
+// as pieces of the original and inserted text, its parse, and the
+// expected trees.
 type fileEdit struct {
 	path    string
 	orig    []byte
 	segs    []segment
 	cur     []byte
+	parsed  *stream      // parse of cur
 	exp     []*yaml.Node // expected documents
 	changes []Change
 	notes   []Note
@@ -199,26 +201,22 @@ func newFileEdit(path string, b []byte) (*fileEdit, error) {
 	if s.t.odd {
 		return nil, fail(0, fmt.Errorf("%w: line breaks other than LF and CRLF", ErrUnsupported))
 	}
-	exp, err := parseStream(b) // a second parse: the expected trees, mutated by the ops
-	if err != nil {
-		return nil, fail(0, err)
+	f := &fileEdit{path: path, orig: b, cur: b, parsed: s, segs: []segment{{orig: true, off: 0, end: len(b)}}}
+	for _, d := range s.docs {
+		// The expected trees start as a copy of the parse; ops mutate them.
+		f.exp = append(f.exp, cloneNode(d))
 	}
-	return &fileEdit{
-		path: path, orig: b, cur: b,
-		segs: []segment{{orig: true, off: 0, end: len(b)}},
-		exp:  exp.docs,
-	}, nil
+	return f, nil
 }
 
-// apply applies one Edit, all or nothing.
+// apply applies one Edit, all or nothing. After every op the whole file
+// is parsed again and compared with the expected trees; that parse also
+// gives the next op its positions.
 func (f *fileEdit) apply(e Edit) error {
 	fail := func(line int, field string, err error) error {
 		return &editError{file: f.path, line: line, field: field, err: err}
 	}
-	s, err := parseStream(f.cur)
-	if err != nil {
-		return fail(0, "", err)
-	}
+	s := f.parsed
 	idx := -1
 	for i, doc := range s.docs {
 		if len(doc.Content) == 0 {
@@ -240,21 +238,16 @@ func (f *fileEdit) apply(e Edit) error {
 	spec, _ := kindSpecFor(e.Workload.Kind)
 
 	saved := struct {
-		cur  []byte
-		segs []segment
-		exp  *yaml.Node
-	}{f.cur, append([]segment(nil), f.segs...), cloneNode(f.exp[idx])}
-	rollback := func() { f.cur, f.segs, f.exp[idx] = saved.cur, saved.segs, saved.exp }
+		cur    []byte
+		segs   []segment
+		parsed *stream
+		exp    *yaml.Node
+	}{f.cur, append([]segment(nil), f.segs...), f.parsed, cloneNode(f.exp[idx])}
+	rollback := func() { f.cur, f.segs, f.parsed, f.exp[idx] = saved.cur, saved.segs, saved.parsed, saved.exp }
 
 	var changes []Change
 	var notes []Note
-	for n, op := range e.Ops {
-		if n > 0 {
-			if s, err = parseStream(f.cur); err != nil || len(s.docs) <= idx {
-				rollback()
-				return fail(0, "", fmt.Errorf("%w: after %s: %v", ErrVerify, e.Ops[n-1], err))
-			}
-		}
+	for _, op := range e.Ops {
 		doc := s.docs[idx]
 		d := &docEdit{
 			file: f.path, t: s.t, sp: spanner{t: s.t, pl: places(doc)},
@@ -269,43 +262,51 @@ func (f *fileEdit) apply(e Edit) error {
 			rollback()
 			return err
 		}
-		if err := f.splice(d.splices); err != nil {
+		if len(d.splices) > 0 {
+			if err := f.splice(d.splices); err != nil {
+				rollback()
+				return fail(0, "", fmt.Errorf("%s: %w", op, err))
+			}
+		}
+		var err error
+		if s, err = f.verify(); err != nil {
 			rollback()
-			return fail(0, "", fmt.Errorf("%s: %w", op, err))
+			return err
 		}
 		changes = append(changes, d.changes...)
 		notes = append(notes, d.notes...)
 	}
-	if err := f.verify(); err != nil {
-		rollback()
-		return err
-	}
+	f.parsed = s
 	f.changes = append(f.changes, changes...)
 	f.notes = append(f.notes, notes...)
 	return nil
 }
 
-// verify parses the current text and compares every document with the
-// expected trees.
-func (f *fileEdit) verify() error {
-	s, err := parseStream(f.cur)
-	if err != nil {
-		line := 0
-		var le *lineErr
-		if errors.As(err, &le) {
-			line = le.line
+// verify parses the current text (unless it is already parsed) and
+// compares every document with the expected trees. It returns the parse.
+func (f *fileEdit) verify() (*stream, error) {
+	s := f.parsed
+	if s == nil {
+		var err error
+		if s, err = parseStream(f.cur); err != nil {
+			line := 0
+			var le *lineErr
+			if errors.As(err, &le) {
+				line = le.line
+			}
+			return nil, &editError{file: f.path, line: line, err: fmt.Errorf("%w: the result does not parse: %v", ErrVerify, err)}
 		}
-		return &editError{file: f.path, line: line, err: fmt.Errorf("%w: the result does not parse: %v", ErrVerify, err)}
+		f.parsed = s
 	}
 	if len(s.docs) != len(f.exp) {
-		return &editError{file: f.path, err: fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, len(f.exp), len(s.docs))}
+		return nil, &editError{file: f.path, err: fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, len(f.exp), len(s.docs))}
 	}
 	for i := range s.docs {
 		if m := compare(f.exp[i], s.docs[i], ""); m != nil {
-			return &editError{file: f.path, line: m.line, field: m.path, err: fmt.Errorf("%w: %s", ErrVerify, m.msg)}
+			return nil, &editError{file: f.path, line: m.line, field: m.path, err: fmt.Errorf("%w: %s", ErrVerify, m.msg)}
 		}
 	}
-	return nil
+	return s, nil
 }
 
 // segment is a piece of the current text: either orig[off:end] or lit.
@@ -369,6 +370,7 @@ func (f *fileEdit) splice(sps []splice) error {
 		}
 	}
 	f.cur = []byte(b.String())
+	f.parsed = nil
 	return nil
 }
 

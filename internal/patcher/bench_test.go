@@ -1,0 +1,127 @@
+package patcher_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+)
+
+// benchDeployment is a ~45-line Deployment with comments and a vLLM
+// container; benchService a Service.
+func benchDeployment(name string) string {
+	return fmt.Sprintf(`# %[1]s: inference server
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: serving
+  labels:
+    app: %[1]s
+    kai.scheduler/queue: serving
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: %[1]s
+  template:
+    metadata:
+      labels:
+        app: %[1]s
+      annotations:
+        gpu-fraction: "0.5" # last set by the bot
+        prometheus.io/scrape: "true"
+    spec:
+      schedulerName: kai-scheduler
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          args:
+            - --model
+            - Qwen/Qwen2.5-7B-Instruct
+            - --gpu-memory-utilization
+            - "0.45"
+            - --max-model-len
+            - "8192"
+          ports:
+            - containerPort: 8000
+              name: http
+          readinessProbe:
+            httpGet:
+              path: /health
+              port: http
+            periodSeconds: 5
+      volumes:
+        - name: shm
+          emptyDir: {medium: Memory}
+`, name)
+}
+
+func benchService(name string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: %[1]s
+  namespace: serving
+spec:
+  selector:
+    app: %[1]s
+  ports:
+    - name: http
+      port: 80
+      targetPort: http
+`, name)
+}
+
+func BenchmarkApply(b *testing.B) {
+	var docs []string
+	for i := 0; len(strings.Split(strings.Join(docs, "---\n"), "\n")) < 300; i++ {
+		docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), benchDeployment(fmt.Sprintf("llm-%d", i)))
+	}
+	src := strings.Join(docs, "---\n")
+	root := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(root, "apps.yaml"), []byte(src), 0o644))
+	ctx := context.Background()
+	inv, err := patcher.Discover(ctx, root)
+	require.NoError(b, err)
+	target := inv.Workloads[len(inv.Workloads)/2].Ref
+	edits := []patcher.Edit{{Workload: target, Ops: []patcher.Op{
+		patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"),
+	}}}
+	b.ReportMetric(float64(strings.Count(src, "\n")), "lines")
+	b.SetBytes(int64(len(src)))
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := patcher.Apply(ctx, root, inv, edits)
+		if err != nil || len(res.Files) != 1 {
+			b.Fatal(err, res.Refused)
+		}
+	}
+}
+
+func BenchmarkDiscover(b *testing.B) {
+	root := b.TempDir()
+	for i := range 200 {
+		body := benchDeployment(fmt.Sprintf("llm-%d", i))
+		if i%2 == 0 {
+			body = benchService(fmt.Sprintf("llm-%d", i)) + "---\n" + body
+		}
+		p := filepath.Join(root, fmt.Sprintf("team-%d", i%10), fmt.Sprintf("app-%d.yaml", i))
+		require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(b, os.WriteFile(p, []byte(body), 0o644))
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		inv, err := patcher.Discover(ctx, root)
+		if err != nil || len(inv.Workloads) != 200 {
+			b.Fatal(err)
+		}
+	}
+}
