@@ -1,0 +1,468 @@
+package metrics
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Label is one label of a series.
+type Label struct {
+	Name, Value string
+}
+
+// Series is one time series of a recorded file.
+type Series struct {
+	Metric string
+	// Labels are sorted by name. They never include the metric name, nor a
+	// label with an empty value: as in Prometheus, an empty value is the
+	// same as no label, so x{a=""} and x are one series.
+	Labels []Label
+	// Samples are in strictly increasing time order.
+	Samples []usage.Sample
+}
+
+// series is a Series while it is being parsed.
+type series struct {
+	Series
+	// line is where the newest sample was read, for ordering errors.
+	line int
+}
+
+// parser reads the OpenMetrics text format as promtool's backfill (2.42)
+// does, one line at a time, with a timestamp required on every sample. It
+// holds files to two rules of OpenMetrics that promtool lets pass: a label
+// value may escape only \\, \" and \n (promtool keeps \t as two
+// characters), and a series' timestamps must strictly increase (promtool
+// drops a sample that does not, silently). And it rounds timestamps to the
+// nearest millisecond, where promtool truncates them.
+//
+// Recordings repeat a few hundred series over hundreds of thousands of
+// lines, so a series' text is looked up as written before anything else:
+// a line whose series was seen before costs one map lookup and two number
+// conversions, and allocates nothing beyond its sample.
+type parser struct {
+	file   string
+	line   int
+	series []series
+	// raw maps a series as written (name and label set) to its index;
+	// canon maps its canonical form, so that the same series written with
+	// another label order or escaping is still one series.
+	raw   map[string]int
+	canon map[string]int
+	strs  map[string]string
+	spans []labelSpan
+	key   []byte
+}
+
+// labelSpan locates one label of the line being parsed.
+type labelSpan struct {
+	name, val [2]int // byte offsets: [start, end)
+	escaped   bool
+}
+
+func newParser(file string) *parser {
+	return &parser{
+		file:  file,
+		raw:   make(map[string]int),
+		canon: make(map[string]int),
+		strs:  make(map[string]string),
+	}
+}
+
+func (p *parser) errorf(col int, format string, args ...any) error {
+	return &ParseError{File: p.file, Line: p.line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// parse reads a whole file. It ends at "# EOF", which must be the last
+// line, optionally followed by one newline, exactly as promtool wants.
+func (p *parser) parse(buf []byte) error {
+	rest := buf
+	for len(rest) > 0 {
+		p.line++
+		var line []byte
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			line, rest = rest, nil
+		}
+		if len(line) > 0 && line[0] == '#' {
+			eof, err := p.comment(line)
+			if err != nil {
+				return err
+			}
+			if eof {
+				if len(rest) > 0 {
+					p.line++
+					return p.errorf(0, `content after "# EOF" (it must be the last line)`)
+				}
+				return nil
+			}
+			continue
+		}
+		if err := p.sample(line); err != nil {
+			return err
+		}
+	}
+	if p.line == 0 {
+		p.line = 1
+	}
+	return p.errorf(0, `file ends without "# EOF" (OpenMetrics requires it as the last line)`)
+}
+
+// comment handles a line starting with '#': metadata or the end marker.
+func (p *parser) comment(line []byte) (eof bool, err error) {
+	s := string(line) // short lines, and rare ones: the allocation does not matter
+	switch {
+	case s == "# EOF":
+		return true, nil
+	case strings.HasPrefix(s, "# EOF"):
+		return false, p.errorf(6, `unexpected text after "# EOF"`)
+	case strings.HasPrefix(s, "# HELP "), strings.HasPrefix(s, "# TYPE "), strings.HasPrefix(s, "# UNIT "):
+		return false, p.metadata(s[2:6], line)
+	}
+	return false, p.errorf(1, "comment is not # HELP, # TYPE, # UNIT or # EOF (OpenMetrics allows no other)")
+}
+
+// metricTypes are the types OpenMetrics defines.
+var metricTypes = map[string]bool{
+	"counter": true, "gauge": true, "histogram": true, "gaugehistogram": true,
+	"summary": true, "info": true, "stateset": true, "unknown": true,
+}
+
+// metadata checks a # HELP, # TYPE or # UNIT line. Recordings carry no use
+// for it, but promtool rejects malformed metadata, so this does too.
+func (p *parser) metadata(kind string, line []byte) error {
+	const start = len("# HELP ")
+	n := scanMetricName(line[start:])
+	if n == 0 {
+		return p.errorf(start+1, "expected a metric name after # %s", kind)
+	}
+	end := start + n
+	if end == len(line) || line[end] != ' ' {
+		return p.errorf(end+1, "expected a space and the %s text after the metric name", strings.ToLower(kind))
+	}
+	name, text := string(line[start:end]), string(line[end+1:])
+	switch kind {
+	case "TYPE":
+		if !metricTypes[text] {
+			return p.errorf(end+2, "invalid metric type %q (want counter, gauge, histogram, gaugehistogram, summary, info, stateset or unknown)", text)
+		}
+	case "UNIT":
+		if text != "" && !strings.HasSuffix(name, "_"+text) {
+			return p.errorf(end+2, "unit %q is not a suffix of metric %q", text, name)
+		}
+	case "HELP":
+		if !utf8.ValidString(text) {
+			return p.errorf(end+2, "help text is not valid UTF-8")
+		}
+	}
+	return nil
+}
+
+// sample parses `name{labels} value timestamp [# {labels} value [timestamp]]`.
+func (p *parser) sample(line []byte) error {
+	if len(line) == 0 {
+		return p.errorf(0, "empty line (OpenMetrics allows none)")
+	}
+	n := scanMetricName(line)
+	if n == 0 {
+		return p.errorf(1, "expected a metric name, found %q", firstRune(line))
+	}
+	pos := n
+	p.spans = p.spans[:0]
+	if pos < len(line) && line[pos] == '{' {
+		var err error
+		if pos, p.spans, err = p.labels(line, pos+1, p.spans); err != nil {
+			return err
+		}
+	}
+	text := line[:pos]
+
+	if pos == len(line) || line[pos] != ' ' {
+		return p.errorf(pos+1, "expected a space and the sample value after the series")
+	}
+	vs, ve := pos+1, token(line, pos+1)
+	if vs == ve {
+		return p.errorf(vs+1, "expected the sample value")
+	}
+	v, ok := parseValue(line[vs:ve])
+	if !ok {
+		return p.errorf(vs+1, "invalid sample value %q", line[vs:ve])
+	}
+	pos = ve
+
+	if pos == len(line) || (pos+1 < len(line) && line[pos+1] == '#') {
+		return p.errorf(0, "sample has no timestamp (a recorded file needs one on every sample)")
+	}
+	ts, te := pos+1, token(line, pos+1)
+	if ts == te {
+		return p.errorf(ts+1, "expected the sample timestamp")
+	}
+	t, ok := parseTimestamp(line[ts:te])
+	if !ok {
+		return p.errorf(ts+1, "invalid timestamp %q (want seconds since the epoch)", line[ts:te])
+	}
+	if te < len(line) {
+		if err := p.exemplar(line, te, line[:n]); err != nil {
+			return err
+		}
+	}
+
+	i, ok := p.raw[string(text)]
+	if !ok {
+		var err error
+		if i, err = p.newSeries(line, n); err != nil {
+			return err
+		}
+		p.raw[string(text)] = i
+	}
+	s := &p.series[i]
+	if k := len(s.Samples); k > 0 && t <= s.Samples[k-1].T {
+		return p.errorf(ts+1, "series %s: timestamp %s is not after %s on line %d (OpenMetrics requires strictly increasing timestamps)",
+			text, formatSeconds(t), formatSeconds(s.Samples[k-1].T), s.line)
+	}
+	s.Samples = append(s.Samples, usage.Sample{T: t, V: v})
+	s.line = p.line
+	return nil
+}
+
+// exemplar checks the exemplar that follows a sample's timestamp at pos:
+// ` # {labels} value [timestamp]`. Exemplars are not kept.
+func (p *parser) exemplar(line []byte, pos int, name []byte) error {
+	if !bytes.HasPrefix(line[pos:], []byte(" # {")) {
+		return p.errorf(pos+1, "unexpected text after the timestamp (only an exemplar, ` # {...} value`, may follow)")
+	}
+	if !bytes.HasSuffix(name, []byte("_total")) && !bytes.HasSuffix(name, []byte("_bucket")) {
+		return p.errorf(pos+2, "exemplar on %s (OpenMetrics allows exemplars only on counters, _total, and histogram buckets, _bucket)", name)
+	}
+	var err error
+	start := len(p.spans)
+	if pos, p.spans, err = p.labels(line, pos+4, p.spans); err != nil {
+		return err
+	}
+	for _, s := range p.spans[start:] {
+		if !utf8.Valid(line[s.val[0]:s.val[1]]) {
+			return p.errorf(s.val[0]+1, "exemplar label value is not valid UTF-8")
+		}
+	}
+	p.spans = p.spans[:start]
+	if pos == len(line) || line[pos] != ' ' {
+		return p.errorf(pos+1, "expected a space and the exemplar value")
+	}
+	vs, ve := pos+1, token(line, pos+1)
+	if _, ok := parseValue(line[vs:ve]); !ok {
+		return p.errorf(vs+1, "invalid exemplar value %q", line[vs:ve])
+	}
+	if ve == len(line) {
+		return nil
+	}
+	ts, te := ve+1, token(line, ve+1)
+	if _, ok := parseTimestamp(line[ts:te]); !ok {
+		return p.errorf(ts+1, "invalid exemplar timestamp %q", line[ts:te])
+	}
+	if te < len(line) {
+		return p.errorf(te+1, "unexpected text after the exemplar")
+	}
+	return nil
+}
+
+// labels scans a label set from just after its '{' and returns the position
+// after its '}'. It checks the syntax only; newSeries checks the rest once
+// per distinct series.
+func (p *parser) labels(line []byte, pos int, spans []labelSpan) (int, []labelSpan, error) {
+	if pos < len(line) && line[pos] == '}' {
+		return pos + 1, spans, nil
+	}
+	for first := true; ; first = false {
+		n := scanLabelName(line[pos:])
+		if n == 0 {
+			if first {
+				return 0, nil, p.errorf(pos+1, "expected a label name or '}'")
+			}
+			return 0, nil, p.errorf(pos+1, "expected a label name after ','")
+		}
+		s := labelSpan{name: [2]int{pos, pos + n}}
+		pos += n
+		if pos == len(line) || line[pos] != '=' {
+			return 0, nil, p.errorf(pos+1, "expected '=' after label name %s", line[s.name[0]:s.name[1]])
+		}
+		pos++
+		if pos == len(line) || line[pos] != '"' {
+			return 0, nil, p.errorf(pos+1, "expected a double-quoted label value")
+		}
+		pos++
+		s.val[0] = pos
+		for ; pos < len(line) && line[pos] != '"'; pos++ {
+			if line[pos] != '\\' {
+				continue
+			}
+			if pos+1 == len(line) {
+				pos = len(line)
+				break
+			}
+			switch line[pos+1] {
+			case '\\', '"', 'n':
+				s.escaped = true
+				pos++
+			default:
+				return 0, nil, p.errorf(pos+1, `invalid escape %q in label value (only \\, \" and \n are allowed)`, "\\"+firstRune(line[pos+1:]))
+			}
+		}
+		if pos == len(line) {
+			return 0, nil, p.errorf(s.val[0], "unterminated label value")
+		}
+		s.val[1] = pos
+		spans = append(spans, s)
+		pos++
+		switch {
+		case pos < len(line) && line[pos] == '}':
+			return pos + 1, spans, nil
+		case pos < len(line) && line[pos] == ',':
+			pos++
+		default:
+			return 0, nil, p.errorf(pos+1, "expected ',' or '}' after a label value")
+		}
+	}
+}
+
+// newSeries resolves a series text seen for the first time to a series,
+// new or not, after the checks that only need doing once per text.
+func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
+	for i, s := range p.spans {
+		name := line[s.name[0]:s.name[1]]
+		if string(name) == "__name__" {
+			return 0, p.errorf(s.name[0]+1, "duplicate label name %q (it holds the metric name)", name)
+		}
+		for _, o := range p.spans[:i] {
+			if bytes.Equal(name, line[o.name[0]:o.name[1]]) {
+				return 0, p.errorf(s.name[0]+1, "duplicate label name %q", name)
+			}
+		}
+		if !utf8.Valid(line[s.val[0]:s.val[1]]) {
+			return 0, p.errorf(s.val[0]+1, "label value is not valid UTF-8")
+		}
+	}
+	ls := make([]Label, 0, len(p.spans))
+	for _, s := range p.spans {
+		if s.val[0] == s.val[1] {
+			continue
+		}
+		v := line[s.val[0]:s.val[1]]
+		if s.escaped {
+			v = unescape(v)
+		}
+		ls = append(ls, Label{Name: p.intern(line[s.name[0]:s.name[1]]), Value: p.intern(v)})
+	}
+	sortLabels(ls)
+	name := p.intern(line[:nameLen])
+
+	// Label names are ASCII and values valid UTF-8, so 0xff separates
+	// them unambiguously.
+	k := append(p.key[:0], name...)
+	for _, l := range ls {
+		k = append(k, 0xff)
+		k = append(k, l.Name...)
+		k = append(k, 0xff)
+		k = append(k, l.Value...)
+	}
+	p.key = k
+	if i, ok := p.canon[string(k)]; ok {
+		return i, nil
+	}
+	p.series = append(p.series, series{Series: Series{Metric: name, Labels: ls}})
+	p.canon[string(k)] = len(p.series) - 1
+	return len(p.series) - 1, nil
+}
+
+func (p *parser) intern(b []byte) string {
+	if s, ok := p.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	p.strs[s] = s
+	return s
+}
+
+// sortLabels sorts by name; label sets are short, so insertion sort wins.
+func sortLabels(ls []Label) {
+	for i := 1; i < len(ls); i++ {
+		for j := i; j > 0 && ls[j].Name < ls[j-1].Name; j-- {
+			ls[j], ls[j-1] = ls[j-1], ls[j]
+		}
+	}
+}
+
+// unescape resolves the escapes labels already checked: \\, \" and \n.
+func unescape(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '\\' && i+1 < len(b) {
+			i++
+			c = b[i]
+			if c == 'n' {
+				c = '\n'
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// scanMetricName returns the length of the metric name, [a-zA-Z_:][a-zA-Z0-9_:]*,
+// at the start of b.
+func scanMetricName(b []byte) int {
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':' || i > 0 && c >= '0' && c <= '9') {
+			break
+		}
+	}
+	return i
+}
+
+// scanLabelName returns the length of the label name, [a-zA-Z_][a-zA-Z0-9_]*,
+// at the start of b.
+func scanLabelName(b []byte) int {
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			break
+		}
+	}
+	return i
+}
+
+// token returns the end of the space-delimited token starting at pos.
+func token(line []byte, pos int) int {
+	if i := bytes.IndexByte(line[pos:], ' '); i >= 0 {
+		return pos + i
+	}
+	return len(line)
+}
+
+// firstRune returns the first character of b for an error message.
+func firstRune(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	_, n := utf8.DecodeRune(b)
+	return string(b[:n])
+}
+
+// formatSeconds renders Unix milliseconds as seconds, as a file writes them.
+func formatSeconds(ms int64) string {
+	sign := ""
+	u := uint64(ms)
+	if ms < 0 {
+		sign, u = "-", uint64(-ms)
+	}
+	return sign + strconv.FormatUint(u/1000, 10) + "." + fmt.Sprintf("%03d", u%1000)
+}

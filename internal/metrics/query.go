@@ -1,0 +1,354 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Which labels of a usage series came from exported_* (see label).
+const (
+	exportedNamespace uint8 = 1 << iota
+	exportedPod
+	exportedContainer
+)
+
+// podIndex holds the series of one metric by namespace and pod, as one
+// mapping reads them.
+type podIndex struct {
+	pods map[objKey][]podSeries
+	// byNS lists the pods of each namespace, sorted.
+	byNS map[string][]string
+}
+
+// podSeries is one series of a pod.
+type podSeries struct {
+	container    string
+	hasContainer bool
+	exported     uint8
+	samples      []usage.Sample
+}
+
+// podIndex returns the index of a mapping's metric, building it on first
+// use.
+func (r *Recorded) podIndex(m usage.Mapping) *podIndex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if x, ok := r.indexes[m]; ok {
+		return x
+	}
+	x := &podIndex{pods: make(map[objKey][]podSeries), byNS: make(map[string][]string)}
+	for _, i := range r.byName[m.Metric] {
+		s := r.series[i]
+		ns, e1, ok1 := label(s.Labels, m.NamespaceLabel)
+		pod, e2, ok2 := label(s.Labels, m.PodLabel)
+		if !ok1 || !ok2 {
+			continue
+		}
+		c, e3, hasC := label(s.Labels, m.ContainerLabel)
+		ps := podSeries{container: c, hasContainer: hasC, samples: s.Samples}
+		for _, e := range []struct {
+			used bool
+			bit  uint8
+		}{{e1, exportedNamespace}, {e2, exportedPod}, {e3, exportedContainer}} {
+			if e.used {
+				ps.exported |= e.bit
+			}
+		}
+		key := objKey{ns, pod}
+		if _, seen := x.pods[key]; !seen {
+			x.byNS[ns] = append(x.byNS[ns], pod)
+		}
+		x.pods[key] = append(x.pods[key], ps)
+	}
+	for _, pods := range x.byNS {
+		slices.Sort(pods)
+	}
+	r.indexes[m] = x
+	return x
+}
+
+// usageOf returns a pod's samples in w, summed over its series of the
+// selected containers (all when containers is empty), and which labels of
+// the series it used came from exported_*.
+func (x *podIndex) usageOf(key objKey, w usage.Window, containers []string) ([]usage.Sample, uint8) {
+	var parts [][]usage.Sample
+	var exported uint8
+	for _, s := range x.pods[key] {
+		if len(containers) > 0 && (!s.hasContainer || !slices.Contains(containers, s.container)) {
+			continue
+		}
+		in := usage.In(s.samples, w)
+		if len(in) == 0 {
+			continue
+		}
+		parts = append(parts, in)
+		exported |= s.exported
+	}
+	if len(containers) == 0 {
+		exported &^= exportedContainer
+	}
+	return sum(parts), exported
+}
+
+// sum adds up series sample by sample, aligned on identical timestamps: a
+// timestamp only some series have sums only those. A NaN anywhere makes
+// that timestamp's sum NaN, so a broken exporter reads as missing data and
+// never as low usage.
+func sum(parts [][]usage.Sample) []usage.Sample {
+	switch len(parts) {
+	case 0:
+		return nil
+	case 1:
+		return slices.Clone(parts[0])
+	}
+	n := 0
+	for _, p := range parts {
+		n = max(n, len(p))
+	}
+	out := make([]usage.Sample, 0, n)
+	next := make([]int, len(parts))
+	for {
+		var t int64
+		found := false
+		for i, p := range parts {
+			if next[i] < len(p) && (!found || p[next[i]].T < t) {
+				t, found = p[next[i]].T, true
+			}
+		}
+		if !found {
+			return out
+		}
+		var v float64
+		for i, p := range parts {
+			if next[i] < len(p) && p[next[i]].T == t {
+				v += p[next[i]].V
+				next[i]++
+			}
+		}
+		out = append(out, usage.Sample{T: t, V: v})
+	}
+}
+
+// queried is one metric of a query that the file has.
+type queried struct {
+	metric   usage.Metric
+	mapping  usage.Mapping
+	index    *podIndex
+	exported uint8
+}
+
+// Usage answers q from the recording. It never returns a sample after
+// q.At, so that a backtest replaying the file sees only the past.
+func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+	if err := checkQuery(q); err != nil {
+		return usage.Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return usage.Result{}, fmt.Errorf("usage from %s: %w", r.name, err)
+	}
+	w := usage.WindowEnding(q.At, q.Lookback)
+	res := usage.Result{Workloads: make(map[usage.Ref]usage.Workload)}
+
+	var metrics []*queried
+	var names []string
+	for _, m := range metricOrder(q.Metrics) {
+		mp := q.Metrics[m]
+		if len(r.byName[mp.Metric]) == 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("metric %s (%s) is not in %s", mp.Metric, m, r.name))
+			continue
+		}
+		metrics = append(metrics, &queried{metric: m, mapping: mp, index: r.podIndex(mp)})
+		names = append(names, mp.Metric)
+	}
+	step := r.step(names...)
+	// Liveness is judged against kube-state-metrics' own scrape interval.
+	tolerance := usage.GapTolerance(r.step(podOwnerMetric)).Milliseconds()
+
+	refs := make(map[string][]usage.Ref)
+	seen := make(map[usage.Ref]bool, len(q.Workloads))
+	for _, ref := range q.Workloads {
+		if !seen[ref] {
+			seen[ref] = true
+			refs[ref.Namespace] = append(refs[ref.Namespace], ref)
+		}
+	}
+	for _, ns := range slices.Sorted(maps.Keys(refs)) {
+		v := r.namespaceAt(ns, refs[ns], metrics, w, tolerance)
+		res.Warnings = append(res.Warnings, v.warnings...)
+		for _, ref := range refs[ns] {
+			if err := ctx.Err(); err != nil {
+				return usage.Result{}, fmt.Errorf("usage from %s: %w", r.name, err)
+			}
+			var pods []usage.Pod
+			for _, name := range v.owned[ref] {
+				if p, ok := r.pod(ns, name, v.live[name], metrics, w, q.Containers); ok {
+					pods = append(pods, p)
+				}
+			}
+			if len(pods) > 0 {
+				res.Workloads[ref] = usage.Workload{Step: step, LiveKnown: v.liveKnown, Pods: pods}
+			}
+		}
+	}
+
+	for _, m := range metrics {
+		if m.exported != 0 {
+			res.Warnings = append(res.Warnings, exportedWarning(m))
+		}
+	}
+	if warning := r.ksm.exportedWarning(); warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+	}
+	return res, nil
+}
+
+// namespaceView is what a query sees of one namespace at its evaluation
+// time.
+type namespaceView struct {
+	// live holds the pods that kube-state-metrics reports live; liveKnown
+	// is true when it reports any, that is when it covers the namespace.
+	live      map[string]bool
+	liveKnown bool
+	// owned lists the pods of each workload, sorted.
+	owned    map[usage.Ref][]string
+	warnings []string
+}
+
+// namespaceAt attributes the pods of a namespace, those with usage series
+// and the live ones kube-state-metrics knows, to workloads.
+func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
+	at := w.To
+	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string)}
+
+	// The pattern competes with every Deployment known at the time, not
+	// only the queried ones, so that the longest name can win.
+	candidates := r.ksm.deployments(ns, at)
+	for _, ref := range refs {
+		if ref.Kind == "Deployment" {
+			candidates = append(candidates, ref.Name)
+		}
+	}
+	slices.Sort(candidates)
+	candidates = slices.Compact(candidates)
+
+	pods := make(map[string]bool)
+	for _, m := range metrics {
+		for _, pod := range m.index.byNS[ns] {
+			pods[pod] = true
+		}
+	}
+	for _, pod := range r.ksm.podNames[ns] {
+		if live(r.ksm.pods[objKey{ns, pod}], at, tolerance) {
+			v.live[pod] = true
+			v.liveKnown = true
+			pods[pod] = true
+		}
+	}
+
+	for _, pod := range slices.Sorted(maps.Keys(pods)) {
+		ref, ok, others := r.ksm.owner(ns, pod, at, candidates)
+		if len(others) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
+			v.warnings = append(v.warnings, nameClashWarning(ns, pod, ref, ok, others))
+		}
+		if ok {
+			v.owned[ref] = append(v.owned[ref], pod)
+		}
+	}
+	return v
+}
+
+// pod returns the usage of one pod in w, and false when the pod has none
+// and is not live either.
+func (r *Recorded) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
+	key := objKey{ns, name}
+	p := usage.Pod{Name: name, Live: live, Start: r.ksm.start(key, w.To), Series: make(map[usage.Metric][]usage.Sample)}
+	for _, m := range metrics {
+		s, exported := m.index.usageOf(key, w, containers)
+		if len(s) > 0 {
+			p.Series[m.metric] = s
+			m.exported |= exported
+		}
+	}
+	return p, len(p.Series) > 0 || live
+}
+
+// hasData reports whether a pod has a sample of any metric in w.
+func hasData(metrics []*queried, key objKey, w usage.Window) bool {
+	for _, m := range metrics {
+		for _, s := range m.index.pods[key] {
+			if len(usage.In(s.samples, w)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nameClashWarning says that a pod name fits several Deployments, which
+// Kubernetes' 58-character cut of generated names can cause.
+func nameClashWarning(ns, pod string, ref usage.Ref, ok bool, others []string) string {
+	if !ok {
+		return fmt.Sprintf("pod %s/%s counts for no workload: its name fits Deployments %s alike (Kubernetes cut it at 58 characters); record kube_pod_owner to attribute it",
+			ns, pod, strings.Join(others, ", "))
+	}
+	return fmt.Sprintf("pod %s/%s counts for Deployment %s, the longest name it fits, but fits %s too (Kubernetes cut it at 58 characters); record kube_pod_owner to be sure",
+		ns, pod, ref.Name, strings.Join(others, ", "))
+}
+
+func exportedWarning(m *queried) string {
+	var from, to []string
+	for _, l := range []struct {
+		bit  uint8
+		name string
+	}{{exportedNamespace, m.mapping.NamespaceLabel}, {exportedPod, m.mapping.PodLabel}, {exportedContainer, m.mapping.ContainerLabel}} {
+		if m.exported&l.bit != 0 {
+			from = append(from, exportedPrefix+l.name)
+			to = append(to, l.name)
+		}
+	}
+	return fmt.Sprintf("metric %s (%s): took %s for %s (the scrape renamed the exporter's labels: a ServiceMonitor without honorLabels: true)",
+		m.mapping.Metric, m.metric, strings.Join(from, ", "), strings.Join(to, ", "))
+}
+
+// metricOrder lists the metrics of a query in a fixed order: the known
+// ones in usage.Metrics order, then any other by name.
+func metricOrder(ms map[usage.Metric]usage.Mapping) []usage.Metric {
+	var out []usage.Metric
+	for _, m := range usage.Metrics {
+		if _, ok := ms[m]; ok {
+			out = append(out, m)
+		}
+	}
+	var rest []usage.Metric
+	for m := range ms {
+		if !slices.Contains(usage.Metrics[:], m) {
+			rest = append(rest, m)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// checkQuery rejects a query that cannot be answered whatever the data.
+func checkQuery(q usage.Query) error {
+	switch {
+	case q.At.IsZero():
+		return fmt.Errorf("%w: no evaluation time", ErrBadQuery)
+	case q.Lookback <= 0:
+		return fmt.Errorf("%w: lookback %s is not positive", ErrBadQuery, q.Lookback)
+	case len(q.Metrics) == 0:
+		return fmt.Errorf("%w: no metric asked for", ErrBadQuery)
+	}
+	for _, m := range metricOrder(q.Metrics) {
+		mp := q.Metrics[m]
+		if mp.Metric == "" || mp.NamespaceLabel == "" || mp.PodLabel == "" {
+			return fmt.Errorf("%w: metric %s: the mapping needs a series name, a namespace label and a pod label", ErrBadQuery, m)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package metrics
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// defaultStep is the scrape interval assumed when a recording cannot tell:
+// Prometheus' default.
+const defaultStep = time.Minute
+
+// intervalCount says how often an interval between two consecutive samples
+// of one series occurs.
+type intervalCount struct {
+	d int64 // milliseconds
+	n int
+}
+
+// intervals returns the intervals between consecutive samples over all
+// series of a metric, by length. Scrapes are regular, so there are few
+// distinct lengths however many samples there are.
+func (r *Recorded) intervals(metric string) []intervalCount {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.steps[metric]; ok {
+		return h
+	}
+	counts := make(map[int64]int)
+	for _, i := range r.byName[metric] {
+		s := r.series[i].Samples
+		for j := 1; j < len(s); j++ {
+			counts[s[j].T-s[j-1].T]++ // positive: the parser saw to that
+		}
+	}
+	h := make([]intervalCount, 0, len(counts))
+	for d, n := range counts {
+		h = append(h, intervalCount{d: d, n: n})
+	}
+	slices.SortFunc(h, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
+	r.steps[metric] = h
+	return h
+}
+
+// step infers the scrape interval of the given metrics as the median
+// interval between consecutive samples of a series: a missed scrape or a
+// restart makes a few intervals longer, and the median ignores them. With
+// an even count it takes the lower middle, an interval that occurred.
+func (r *Recorded) step(metrics ...string) time.Duration {
+	var all []intervalCount
+	for _, m := range metrics {
+		all = append(all, r.intervals(m)...)
+	}
+	slices.SortFunc(all, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
+	total := 0
+	for _, c := range all {
+		total += c.n
+	}
+	if total == 0 {
+		return defaultStep
+	}
+	mid := (total - 1) / 2
+	for _, c := range all {
+		if mid < c.n {
+			return time.Duration(c.d) * time.Millisecond
+		}
+		mid -= c.n
+	}
+	return defaultStep // not reached
+}
