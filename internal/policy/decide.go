@@ -349,11 +349,11 @@ func (e *evaluation) reactiveUpsize(m usage.Metric) (candidate, bool) {
 	used := r.gpus(pk.raw)
 	factor := 1 + float64(u.HeadroomPercent)/100
 	target := used * factor
-	reason := fmt.Sprintf("%s peaked at %.0f%% of its %.2f allocation over %s (≥ %d%%) → %.2f × %g = %.2f",
-		m, r.pct(pk.raw), e.a, FormatDuration(u.Window), u.ThresholdPercent, used, factor, target)
+	reason := fmt.Sprintf("%s peaked at %.0f%% of its %.2f allocation over %s (≥ %d%%) → %s × %g = %s",
+		m, r.pct(pk.raw), e.a, FormatDuration(u.Window), u.ThresholdPercent, num(used), factor, num(target))
 	if limit := e.a * float64(u.MaxPercent) / 100; target > limit {
 		target = limit
-		reason += fmt.Sprintf(", capped at maxPercent %d%% = %.2f", u.MaxPercent, limit)
+		reason += fmt.Sprintf(", capped at maxPercent %d%% = %s", u.MaxPercent, num(limit))
 	}
 	return candidate{rule: fmt.Sprintf("reactive upsize (%s)", m), target: target, urgent: true, reason: reason}, true
 }
@@ -391,10 +391,10 @@ func (e *evaluation) baseline() *baseline {
 		target := used * factor
 		if !b.known || target > b.target {
 			b.target = target
-			b.reason = fmt.Sprintf("%s peaked at %.2f GPU over %s → %.2f × %g = %.2f", m, used, e.history(m, w), used, factor, target)
+			b.reason = fmt.Sprintf("%s peaked at %s GPU over %s → %s × %g = %s", m, num(used), e.history(m, w), num(used), factor, num(target))
 		}
 		b.known = true
-		parts = append(parts, fmt.Sprintf("%s peak %.2f", m, used))
+		parts = append(parts, fmt.Sprintf("%s peak %s", m, num(used)))
 		if b.complete {
 			if why := e.historyComplete(m, p.MinHistory); why != "" {
 				b.complete, b.incomplete = false, why
@@ -503,8 +503,8 @@ func (e *evaluation) scaleBacks() (blocked string, targets []candidate, reasons 
 		used := rd.gpus(pk.raw)
 		factor := 1 + float64(sb.HeadroomPercent)/100
 		targets = append(targets, candidate{rule: fmt.Sprintf("reactive scale-back (%s)", m), target: used * factor,
-			reason: fmt.Sprintf("%s stayed below %d%% for %s (peak %.0f%%) → %.2f × %g = %.2f", m, sb.ThresholdPercent,
-				FormatDuration(sb.Window), pct, used, factor, used*factor)})
+			reason: fmt.Sprintf("%s stayed below %d%% for %s (peak %.0f%%) → %s × %g = %s", m, sb.ThresholdPercent,
+				FormatDuration(sb.Window), pct, num(used), factor, num(used*factor))})
 		reasons = append(reasons, fmt.Sprintf("%s stayed below %d%% for %s (peak %.0f%%)", m, sb.ThresholdPercent, FormatDuration(sb.Window), pct))
 	}
 	return "", targets, reasons
@@ -533,7 +533,7 @@ func (e *evaluation) finish(d Decision, act Action, c candidate) Decision {
 	if act == Upsize {
 		if limit := e.a * e.maxStep(); target > limit {
 			target = limit
-			notes += fmt.Sprintf("; a step may not exceed %.0f%% of the allocation (%.2f)", e.maxStep()*100, limit)
+			notes += fmt.Sprintf("; a step may not exceed %.0f%% of the allocation (%s)", e.maxStep()*100, num(limit))
 		}
 		if target > st.Ceiling {
 			target = st.Ceiling
@@ -562,6 +562,9 @@ func (e *evaluation) finish(d Decision, act Action, c candidate) Decision {
 	}
 	d.Action, d.Recommended, d.Urgent, d.Rule = act, rec, c.urgent, c.rule
 	d.Reason = notes
+	if rec.Form == Fraction && math.Abs(rec.GPUs-target) > 1e-9 {
+		d.Reason += fmt.Sprintf("; %s in KAI's 0.01 steps", rec)
+	}
 	if rec.Form != e.in.Current.Form {
 		d.Reason += fmt.Sprintf("; moves from %s to %s", e.in.Current.Form, rec.Form)
 	}
@@ -600,6 +603,16 @@ func (e *evaluation) quantize(act Action, target float64) (Allocation, bool) {
 	}
 	f = math.Max(0.01, math.Min(0.99, f))
 	return Allocation{Form: Fraction, GPUs: f}, true
+}
+
+// num renders an amount of GPUs for a reason: two decimals when that is
+// exact, else three, so that the arithmetic shown can be followed.
+func num(v float64) string {
+	v = math.Round(v*1000) / 1000
+	if math.Abs(v*100-math.Round(v*100)) < 1e-6 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
 }
 
 func compare(x, y float64) int {

@@ -143,7 +143,7 @@ func TestDecide(t *testing.T) {
 			current: fraction(0.4),
 			usage:   workload(false, pod("chat-1", 2*day, flat(10), recent(time.Minute, 110, 50))),
 			action:  policy.Upsize, recommended: fraction(0.53), urgent: true, rule: "reactive upsize (memory)",
-			reason: "memory peaked at 110% of its 0.40 allocation over 2m (≥ 100%) → 0.44 × 1.2 = 0.53",
+			reason: "memory peaked at 110% of its 0.40 allocation over 2m (≥ 100%) → 0.44 × 1.2 = 0.528; 0.53 in KAI's 0.01 steps",
 		},
 		{
 			name:    "upsize acts on partial data",
@@ -171,8 +171,8 @@ func TestDecide(t *testing.T) {
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
 			action:  policy.ScaleBack, recommended: fraction(0.29), rule: "scale-back to baseline",
-			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history → 0.24 × 1.2 = 0.29 (compute peak 0.20, memory peak 0.24); " +
-				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%)",
+			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history → 0.24 × 1.2 = 0.288 (compute peak 0.20, memory peak 0.24); " +
+				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%); 0.29 in KAI's 0.01 steps",
 		},
 		{
 			name:    "scale-back never goes below the baseline",

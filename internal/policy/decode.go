@@ -102,10 +102,15 @@ func (d *decoder) decode(n *yaml.Node, field string, v reflect.Value) {
 		return
 	}
 	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			v.Set(reflect.New(v.Type().Elem()))
+		// Set the pointer only when its value decoded cleanly, so that
+		// validation does not report again on a value that never was.
+		before := len(d.errs)
+		nv := reflect.New(v.Type().Elem())
+		d.decode(n, field, nv.Elem())
+		if len(d.errs) == before {
+			v.Set(nv)
 		}
-		v = v.Elem()
+		return
 	}
 	if v.CanAddr() && v.Addr().Type().Implements(scalarDecoderType) {
 		if n.Kind != yaml.ScalarNode {
