@@ -31,6 +31,6 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 		}
 		return slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level})), nil
 	}
-	cmd.AddCommand(newCmdPlan(io, logger, planRunF))
+	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdBacktest(io, logger, nil))
 	return cmd
 }

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+type backtestOptions struct {
+	IO     streams
+	Logger *slog.Logger
+
+	Traces     []string
+	Policies   []string // NAME=PATH or PATH, each a strategy
+	Start      float64
+	Cadence    time.Duration
+	MergeDelay time.Duration
+	LiveUpsize bool
+	OutDir     string
+	Plot       []string // workloads to plot; empty: a few chosen
+	MaxPeak    float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
+}
+
+func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *backtestOptions) error) *cobra.Command {
+	opts := &backtestOptions{IO: io}
+	var start string
+	cmd := &cobra.Command{
+		Use:   "backtest --traces FILE --policies PATH",
+		Short: "Replay usage traces through the policies and the usual baselines, and score them",
+		Long: "backtest replays recorded usage through the decision engine under each --policies, at the job's\n" +
+			"cadence with changes landing after a merge delay, and through the baselines people use (static,\n" +
+			"VPA-like, KRR-like, and an oracle that knows the future). It scores each on relative slack,\n" +
+			"breach-minutes and churn.",
+		Example: "  recommender backtest --traces ../shared/traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(opts.Traces) == 0 {
+				return flagErrorf("`--traces` is required")
+			}
+			v, err := strconv.ParseFloat(start, 64)
+			if err != nil || v < 0.01 || v > 64 {
+				return flagErrorf("invalid `--start` %q: a number of GPUs between 0.01 and 64", start)
+			}
+			opts.Start = v
+			if opts.Cadence < time.Minute {
+				return flagErrorf("`--cadence` must be at least 1m")
+			}
+			if opts.MergeDelay < 0 {
+				return flagErrorf("`--merge-delay` must not be negative")
+			}
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			opts.Logger = log
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runBacktest(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&opts.Traces, "traces", nil, "usage traces, CSV `file` (workload,timestamp_s,sm_util_pct_of_gpu,mem_used_pct_of_gpu; .gz too) (repeatable)")
+	f.StringArrayVar(&opts.Policies, "policies", nil, "policy file or directory to backtest, as `name=path` or path (repeatable)")
+	f.StringVar(&start, "start", "1", "every workload's starting allocation, in GPUs (1 or more: whole GPUs)")
+	f.DurationVar(&opts.Cadence, "cadence", time.Hour, "interval between runs of the job")
+	f.DurationVar(&opts.MergeDelay, "merge-delay", 2*time.Hour, "time from a pull request to its merge")
+	f.BoolVar(&opts.LiveUpsize, "live-upsize", false, "apply urgent upsizes at once (the live fast path)")
+	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")
+	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
+	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time (repeatable; default: three chosen from the results)")
+	return cmd
+}
+
+func peakNote(p float64) string {
+	if p <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" peaking at most at %g%% of a GPU", p)
+}
+
+// backtestTarget is the Deployment every trace stands for when policies are
+// asked who governs it: the label is the one the Kubex starter policies
+// select on.
+func backtestTarget(name string) policy.Target {
+	return policy.Target{
+		Ref:    usage.Ref{Namespace: "backtest", Kind: "Deployment", Name: name},
+		Labels: map[string]string{"nvidia.com/gpu.present": "true"},
+	}
+}
+
+func loadEngine(ctx context.Context, spec string) (*backtest.Engine, error) {
+	name, path, ok := strings.Cut(spec, "=")
+	if !ok {
+		path = spec
+		name = strings.TrimSuffix(filepath.Base(spec), filepath.Ext(spec))
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("policies %s: %w", spec, err)
+	}
+	root, rel := path, []string(nil)
+	if !st.IsDir() {
+		root, rel = filepath.Dir(path), []string{filepath.Base(path)}
+	}
+	set, err := policy.Load(ctx, root, rel...)
+	if err != nil {
+		return nil, err
+	}
+	if len(set.Errors) > 0 {
+		return nil, fmt.Errorf("policies %s: %w", spec, set.Errors[0])
+	}
+	g := set.Govern(backtestTarget("trace"))
+	if g.Skip != "" {
+		return nil, fmt.Errorf("policies %s do not govern a Deployment labelled nvidia.com/gpu.present=true: %s", spec, g.Skip)
+	}
+	return &backtest.Engine{Label: name, Governance: g}, nil
+}
+
+func runBacktest(ctx context.Context, opts *backtestOptions) error {
+	var traces []*backtest.Trace
+	for _, f := range opts.Traces {
+		ts, err := backtest.ReadCSVFile(f)
+		if err != nil {
+			return err
+		}
+		traces = append(traces, ts...)
+	}
+	if opts.MaxPeak > 0 {
+		traces = slices.DeleteFunc(traces, func(t *backtest.Trace) bool { return t.Peak() > opts.MaxPeak })
+	}
+	if len(traces) == 0 {
+		return fmt.Errorf("no workload left to replay")
+	}
+	opts.Logger.Info("traces loaded", "workloads", len(traces))
+
+	startAlloc := policy.Allocation{Form: policy.Fraction, GPUs: opts.Start}
+	if opts.Start >= 1 {
+		startAlloc = policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(int(opts.Start))}
+	}
+	strategies := []backtest.Strategy{backtest.Static{}}
+	bounds := backtest.Bounds{Ceiling: policy.DefaultCeiling, Floor: policy.DefaultFloor, MinChangePercent: policy.DefaultMinChangePercent}
+	for _, spec := range opts.Policies {
+		e, err := loadEngine(ctx, spec)
+		if err != nil {
+			return err
+		}
+		strategies = append(strategies, e)
+		bounds = backtest.Bounds{Ceiling: e.Governance.Strategy.Ceiling, Floor: e.Governance.Strategy.Floor, MinChangePercent: e.Governance.Strategy.MinChangePercent}
+	}
+	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.KRR{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
+	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, LiveUpsize: opts.LiveUpsize}
+
+	began := time.Now()
+	results, err := backtest.Run(ctx, traces, strategies, cfg)
+	if err != nil {
+		return err
+	}
+	opts.Logger.Info("backtest done", "strategies", len(strategies), "workloads", len(traces), "elapsed", time.Since(began).Round(time.Millisecond))
+
+	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, live upsize %t\n\n",
+		len(traces), strings.Join(opts.Traces, ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, opts.LiveUpsize)
+	if err := backtest.WriteTable(opts.IO.Out, results); err != nil {
+		return err
+	}
+	if opts.OutDir == "" {
+		return nil
+	}
+	return writeBacktestFiles(opts, traces, cfg, results)
+}
+
+func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg backtest.Config, results []backtest.Result) error {
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, fn func(f *os.File) error) error {
+		f, err := os.Create(filepath.Join(opts.OutDir, name))
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return f.Close()
+	}
+	config := map[string]any{
+		"start": cfg.Start.String(), "cadence": cfg.Cadence.String(), "mergeDelay": cfg.MergeDelay.String(),
+		"liveUpsize": cfg.LiveUpsize, "policies": opts.Policies, "maxPeakPercent": opts.MaxPeak,
+	}
+	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTable(f, results) }); err != nil {
+		return err
+	}
+	if err := write("results.json", func(f *os.File) error { return backtest.WriteJSON(f, opts.Traces, config, results) }); err != nil {
+		return err
+	}
+	if err := write("tradeoff.svg", func(f *os.File) error {
+		return backtest.PlotTradeoff(f, fmt.Sprintf("%d workloads, start %s", len(traces), cfg.Start), results)
+	}); err != nil {
+		return err
+	}
+	names := opts.Plot
+	if len(names) == 0 {
+		names = chooseExamples(results)
+	}
+	for _, n := range names {
+		i := slices.IndexFunc(traces, func(t *backtest.Trace) bool { return t.Name == n })
+		if i < 0 {
+			return fmt.Errorf("`--plot` %q: no such workload in the traces", n)
+		}
+		if err := write("workload-"+n+".svg", func(f *os.File) error { return backtest.PlotWorkload(f, traces[i], results) }); err != nil {
+			return err
+		}
+	}
+	opts.Logger.Info("results written", "dir", opts.OutDir)
+	return nil
+}
+
+// chooseExamples picks up to three workloads worth looking at: where the
+// first policy leaves the most slack, and where it and the VPA-like
+// baseline breach memory the most.
+func chooseExamples(results []backtest.Result) []string {
+	pick := func(r backtest.Result, score func(backtest.Score) float64) string {
+		best, name := 0.0, ""
+		for _, w := range r.Workloads {
+			if v := score(w.Score); v > best {
+				best, name = v, w.Name
+			}
+		}
+		return name
+	}
+	var names []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	breach := func(s backtest.Score) float64 { return s.MemoryBreachMinutes }
+	if len(results) > 1 {
+		add(pick(results[1], func(s backtest.Score) float64 { return s.SlackGPUHours }))
+		add(pick(results[1], breach))
+	}
+	for _, r := range results {
+		if r.Strategy == "vpa-like" {
+			add(pick(r, breach))
+		}
+	}
+	return names
+}

@@ -1,0 +1,79 @@
+package backtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+)
+
+// WriteTable renders the results for people.
+func WriteTable(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\trelative slack\tmemory breach min\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\t")
+	for _, r := range results {
+		t := r.Total
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%.0f\t%.0f\t%d/%d (%.1f%%)\t%.2f\t\n", r.Strategy, 100*t.RelativeSlack(),
+			t.MemoryBreachMinutes, t.ComputeBreachMinutes, t.WorkloadsWithMemoryBreach, t.Workloads,
+			100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)), t.ChangesPerWorkloadDay())
+	}
+	return tw.Flush()
+}
+
+type jsonScore struct {
+	RelativeSlack             float64 `json:"relativeSlack"`
+	AllocatedGPUHours         float64 `json:"allocatedGPUHours"`
+	SlackGPUHours             float64 `json:"slackGPUHours"`
+	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes"`
+	ComputeBreachMinutes      float64 `json:"computeBreachMinutes"`
+	Workloads                 int     `json:"workloads"`
+	WorkloadsWithMemoryBreach int     `json:"workloadsWithMemoryBreach"`
+	Changes                   int     `json:"changes"`
+	ChangesPerWorkloadDay     float64 `json:"changesPerWorkloadDay"`
+}
+
+func toJSON(s Score) jsonScore {
+	return jsonScore{
+		RelativeSlack: round(s.RelativeSlack(), 4), AllocatedGPUHours: round(s.AllocatedGPUHours, 3),
+		SlackGPUHours: round(s.SlackGPUHours, 3), MemoryBreachMinutes: round(s.MemoryBreachMinutes, 1),
+		ComputeBreachMinutes: round(s.ComputeBreachMinutes, 1), Workloads: s.Workloads,
+		WorkloadsWithMemoryBreach: s.WorkloadsWithMemoryBreach, Changes: s.Changes,
+		ChangesPerWorkloadDay: round(s.ChangesPerWorkloadDay(), 3),
+	}
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow10(digits)
+	return math.Round(v*p) / p
+}
+
+type jsonStrategy struct {
+	Name      string         `json:"name"`
+	Total     jsonScore      `json:"total"`
+	Workloads []jsonWorkload `json:"workloads"`
+}
+
+type jsonWorkload struct {
+	Name string `json:"name"`
+	jsonScore
+}
+
+// WriteJSON renders the results for machines, with every workload's score.
+func WriteJSON(w io.Writer, inputs []string, config any, results []Result) error {
+	doc := struct {
+		Inputs     []string       `json:"inputs"`
+		Config     any            `json:"config"`
+		Strategies []jsonStrategy `json:"strategies"`
+	}{Inputs: inputs, Config: config}
+	for _, r := range results {
+		js := jsonStrategy{Name: r.Strategy, Total: toJSON(r.Total)}
+		for _, ws := range r.Workloads {
+			js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, jsonScore: toJSON(ws.Score)})
+		}
+		doc.Strategies = append(doc.Strategies, js)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

@@ -1,0 +1,213 @@
+package backtest
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Change is an allocation taking effect.
+type Change struct {
+	T     int64 // Unix ms
+	Alloc policy.Allocation
+}
+
+// Timeline is the allocation of one workload over time: the starting one,
+// then every change, in time order.
+type Timeline struct {
+	Changes []Change
+}
+
+// At returns the allocation in effect at t.
+func (tl *Timeline) At(t int64) policy.Allocation {
+	i, _ := slices.BinarySearchFunc(tl.Changes, t, func(c Change, t int64) int {
+		switch {
+		case c.T <= t:
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return tl.Changes[0].Alloc
+	}
+	return tl.Changes[i-1].Alloc
+}
+
+// Last is the newest allocation.
+func (tl *Timeline) Last() policy.Allocation { return tl.Changes[len(tl.Changes)-1].Alloc }
+
+// State is what a strategy sees at one run of the job.
+type State struct {
+	// At is the run time, Unix ms.
+	At int64
+	// Past is the workload's trace up to and including At; nothing later.
+	Past *Trace
+	// Current is the allocation in effect (merged) at At.
+	Current policy.Allocation
+	// Allocations is the allocation history up to At, for sources that
+	// report usage relative to the allocation.
+	Allocations *Timeline
+}
+
+// Proposal is a strategy's answer at one run.
+type Proposal struct {
+	Target policy.Allocation
+	// Urgent marks pressure now: with the live fast path, it takes effect
+	// at once instead of after the merge delay.
+	Urgent bool
+	// Immediate takes effect at once, whatever the configuration: the
+	// oracle's privilege.
+	Immediate bool
+}
+
+// Strategy decides allocations from the past.
+type Strategy interface {
+	Name() string
+	Decide(s State) Proposal
+}
+
+// Clairvoyant is a strategy that also sees the future; only the oracle is.
+type Clairvoyant interface {
+	Strategy
+	DecideWithFuture(s State, full *Trace) Proposal
+}
+
+// Config is how the job runs.
+type Config struct {
+	// Start is every workload's allocation at the start of its trace.
+	Start policy.Allocation
+	// Cadence is the interval between runs of the job.
+	Cadence time.Duration
+	// MergeDelay is how long a pull request waits to be merged.
+	MergeDelay time.Duration
+	// LiveUpsize applies urgent upsizes at once (DESIGN §7).
+	LiveUpsize bool
+}
+
+// Simulate replays one trace through one strategy.
+func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
+	tl := &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}
+	// pending is the open pull request: its value, and when it merges.
+	var pending *Change
+	cadence := cfg.Cadence.Milliseconds()
+	for at := tr.Start() + cadence; at <= tr.End(); at += cadence {
+		if pending != nil && pending.T <= at {
+			tl.Changes = append(tl.Changes, *pending)
+			pending = nil
+		}
+		cur := tl.Last()
+		st := State{At: at, Past: tr.upTo(at), Current: cur, Allocations: tl}
+		var p Proposal
+		if c, ok := s.(Clairvoyant); ok {
+			p = c.DecideWithFuture(st, tr)
+		} else {
+			p = s.Decide(st)
+		}
+		switch {
+		case p.Target == cur:
+			// Nothing to change: an open pull request is closed.
+			pending = nil
+		case p.Immediate || cfg.LiveUpsize && p.Urgent && p.Target.GPUs > cur.GPUs:
+			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
+			pending = nil
+		case pending != nil:
+			// The open pull request is updated; it merges when it would have.
+			pending.Alloc = p.Target
+		default:
+			pending = &Change{T: at + cfg.MergeDelay.Milliseconds(), Alloc: p.Target}
+		}
+	}
+	if pending != nil && pending.T <= tr.End() {
+		tl.Changes = append(tl.Changes, *pending)
+	}
+	return tl
+}
+
+// upTo returns the trace cut at t, sharing its samples.
+func (t *Trace) upTo(at int64) *Trace {
+	c := *t
+	w := usage.Window{From: math.MinInt64, To: at}
+	c.Compute, c.Memory = usage.In(t.Compute, w), usage.In(t.Memory, w)
+	return &c
+}
+
+// Score is how a strategy did on one or many traces.
+type Score struct {
+	// AllocatedGPUHours is the integral of the allocation; SlackGPUHours of
+	// the allocation left unused (the larger of compute and memory used).
+	AllocatedGPUHours, SlackGPUHours float64
+	// MemoryBreachMinutes and ComputeBreachMinutes: time with usage above
+	// the allocation. Under HAMi-core, a memory breach is a CUDA
+	// out-of-memory error; compute beyond the share is contention.
+	MemoryBreachMinutes, ComputeBreachMinutes float64
+	// Workloads scored, and how many had any memory breach.
+	Workloads, WorkloadsWithMemoryBreach int
+	// Changes applied, and the days they were spread over.
+	Changes int
+	Days    float64
+}
+
+// RelativeSlack is Σ(allocation − usage) / Σ allocation.
+func (s Score) RelativeSlack() float64 {
+	if s.AllocatedGPUHours == 0 {
+		return 0
+	}
+	return s.SlackGPUHours / s.AllocatedGPUHours
+}
+
+// ChangesPerWorkloadDay is the churn.
+func (s Score) ChangesPerWorkloadDay() float64 {
+	if s.Days == 0 {
+		return 0
+	}
+	return float64(s.Changes) / s.Days
+}
+
+// Add accumulates another score.
+func (s *Score) Add(o Score) {
+	s.AllocatedGPUHours += o.AllocatedGPUHours
+	s.SlackGPUHours += o.SlackGPUHours
+	s.MemoryBreachMinutes += o.MemoryBreachMinutes
+	s.ComputeBreachMinutes += o.ComputeBreachMinutes
+	s.Workloads += o.Workloads
+	s.WorkloadsWithMemoryBreach += o.WorkloadsWithMemoryBreach
+	s.Changes += o.Changes
+	s.Days += o.Days
+}
+
+// Evaluate scores a timeline against the usage it served. Each sample
+// stands for the interval until the next one.
+func Evaluate(tr *Trace, tl *Timeline) Score {
+	var s Score
+	s.Workloads = 1
+	s.Changes = len(tl.Changes) - 1
+	for i := range tr.Compute {
+		dt := tr.Step.Milliseconds()
+		if i+1 < len(tr.Compute) {
+			dt = tr.Compute[i+1].T - tr.Compute[i].T
+		}
+		c, m := tr.Compute[i], tr.Memory[i]
+		if !c.Valid() || !m.Valid() {
+			continue
+		}
+		hours := float64(dt) / float64(time.Hour.Milliseconds())
+		a := tl.At(c.T).GPUs
+		used := max(c.V, m.V) / 100
+		s.AllocatedGPUHours += a * hours
+		s.SlackGPUHours += max(0, a-used) * hours
+		if m.V/100 > a+1e-9 {
+			s.MemoryBreachMinutes += hours * 60
+		}
+		if c.V/100 > a+1e-9 {
+			s.ComputeBreachMinutes += hours * 60
+		}
+	}
+	if s.MemoryBreachMinutes > 0 {
+		s.WorkloadsWithMemoryBreach = 1
+	}
+	s.Days = float64(tr.End()-tr.Start()+tr.Step.Milliseconds()) / float64(24*time.Hour.Milliseconds())
+	return s
+}

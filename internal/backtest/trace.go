@@ -1,0 +1,165 @@
+// Package backtest replays recorded GPU usage through rightsizing
+// strategies — the project's own decision engine and the baselines people
+// use — at a GitOps cadence, and scores each on slack, breaches and churn,
+// the way Autopilot (EuroSys'20) judged its recommenders.
+package backtest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Trace is the usage of one workload over time, both metrics in percent of
+// one whole GPU (they may exceed 100 for demand beyond one GPU).
+type Trace struct {
+	Name string
+	// Compute and Memory share timestamps (Unix ms from the trace's own
+	// epoch), oldest first.
+	Compute, Memory []usage.Sample
+	// Step is the sampling interval.
+	Step time.Duration
+}
+
+// Start and End bound the trace.
+func (t *Trace) Start() int64 { return t.Compute[0].T }
+func (t *Trace) End() int64   { return t.Compute[len(t.Compute)-1].T }
+
+// Peak is the largest usage of either metric, in percent of one GPU.
+func (t *Trace) Peak() float64 {
+	c, _, _ := usage.Peak(t.Compute)
+	m, _, _ := usage.Peak(t.Memory)
+	return max(c, m)
+}
+
+// csvHeader is the schema of the shared traces (usage.csv and
+// usage_derived_llm.csv.gz).
+var csvHeader = []string{"workload", "timestamp_s", "sm_util_pct_of_gpu", "mem_used_pct_of_gpu"}
+
+// ReadCSVFile reads a trace file, gunzipping it when the name ends in .gz.
+func ReadCSVFile(path string) ([]*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer z.Close()
+		r = z
+	}
+	return ReadCSV(r, path)
+}
+
+// ReadCSV reads traces in the shared schema
+// workload,timestamp_s,sm_util_pct_of_gpu,mem_used_pct_of_gpu. Rows of one
+// workload must be contiguous with increasing timestamps; an error names
+// the line and column.
+func ReadCSV(r io.Reader, name string) ([]*Trace, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	line := 0
+	fail := func(col, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s: %s", name, line, col, fmt.Sprintf(format, args...))
+	}
+	var traces []*Trace
+	seen := map[string]bool{}
+	var cur *Trace
+	for sc.Scan() {
+		line++
+		text := strings.TrimSuffix(sc.Text(), "\r")
+		if line == 1 {
+			if got := strings.Split(text, ","); !slices.Equal(got, csvHeader) {
+				return nil, fmt.Errorf("%s:1: header is %q, want %q", name, text, strings.Join(csvHeader, ","))
+			}
+			continue
+		}
+		if text == "" {
+			continue
+		}
+		f := strings.Split(text, ",")
+		if len(f) != len(csvHeader) {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d", name, line, len(f), len(csvHeader))
+		}
+		if f[0] == "" {
+			return nil, fail(csvHeader[0], "empty")
+		}
+		secs, err := strconv.ParseFloat(f[1], 64)
+		if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > 1e12 {
+			return nil, fail(csvHeader[1], "%q is not a number of seconds", f[1])
+		}
+		var vals [2]float64
+		for i := range vals {
+			v, err := strconv.ParseFloat(f[2+i], 64)
+			if err != nil || math.IsInf(v, 0) || v < 0 {
+				return nil, fail(csvHeader[2+i], "%q is not a percentage (a number ≥ 0, or NaN)", f[2+i])
+			}
+			vals[i] = v
+		}
+		t := int64(math.Round(secs * 1000))
+		if cur == nil || cur.Name != f[0] {
+			if seen[f[0]] {
+				return nil, fail(csvHeader[0], "rows of %q are not contiguous", f[0])
+			}
+			seen[f[0]] = true
+			cur = &Trace{Name: f[0]}
+			traces = append(traces, cur)
+		} else if t <= cur.Compute[len(cur.Compute)-1].T {
+			return nil, fail(csvHeader[1], "%s is not after the previous row of %q", f[1], f[0])
+		}
+		cur.Compute = append(cur.Compute, usage.Sample{T: t, V: vals[0]})
+		cur.Memory = append(cur.Memory, usage.Sample{T: t, V: vals[1]})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+	}
+	if line == 0 {
+		return nil, fmt.Errorf("%s: empty file, want the header %q", name, strings.Join(csvHeader, ","))
+	}
+	for _, tr := range traces {
+		tr.Step = medianStep(tr.Compute)
+	}
+	return traces, nil
+}
+
+// medianStep is the median interval between samples: the sampling
+// interval, robust to the odd gap.
+func medianStep(s []usage.Sample) time.Duration {
+	if len(s) < 2 {
+		return time.Minute
+	}
+	d := make([]int64, len(s)-1)
+	for i := 1; i < len(s); i++ {
+		d[i-1] = s[i].T - s[i-1].T
+	}
+	slices.Sort(d)
+	return time.Duration(d[len(d)/2]) * time.Millisecond
+}
+
+// WriteCSV writes traces in the schema ReadCSV reads.
+func WriteCSV(w io.Writer, traces []*Trace) error {
+	var b bytes.Buffer
+	b.WriteString(strings.Join(csvHeader, ",") + "\n")
+	for _, tr := range traces {
+		for i := range tr.Compute {
+			fmt.Fprintf(&b, "%s,%s,%s,%s\n", tr.Name, strconv.FormatFloat(float64(tr.Compute[i].T)/1000, 'f', -1, 64),
+				strconv.FormatFloat(tr.Compute[i].V, 'f', -1, 64), strconv.FormatFloat(tr.Memory[i].V, 'f', -1, 64))
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
