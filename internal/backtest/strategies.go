@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -31,30 +32,51 @@ const lookbackMargin = 15 * time.Minute
 func (e *Engine) Decide(s State) Proposal {
 	g := e.Governance
 	w := usage.Window{From: s.At - (g.Lookback() + lookbackMargin).Milliseconds(), To: s.At}
-	pod := usage.Pod{Name: s.Past.Name, Start: s.Past.Start(), Series: map[usage.Metric][]usage.Sample{}}
-	for m, mr := range g.Sources() {
-		raw := usage.In(s.Past.series(m), w)
-		if mr.Interpretation != policy.CurrentAllocation {
-			pod.Series[m] = raw
-			continue
-		}
-		// The exporter reports usage relative to the allocation the pod
-		// had when the sample was taken.
-		conv := make([]usage.Sample, len(raw))
-		for i, x := range raw {
-			a := s.Allocations.At(x.T).GPUs
-			conv[i] = usage.Sample{T: x.T, V: x.V / a}
-		}
-		pod.Series[m] = conv
-	}
 	d := policy.Decide(policy.Input{
 		At: time.UnixMilli(s.At), Current: s.Current, Governance: g,
-		Usage: usage.Workload{Step: s.Past.Step, Pods: []usage.Pod{pod}},
+		Usage: usage.Workload{Step: s.Past.Step, LiveKnown: true, Pods: pods(s, g.Sources(), w)},
 	})
 	if d.Action != policy.Upsize && d.Action != policy.ScaleBack {
 		return Proposal{Target: s.Current}
 	}
 	return Proposal{Target: d.Recommended, Urgent: d.Urgent}
+}
+
+// pods replays the workload as the cluster would have run it: every change
+// of allocation rolled the Deployment, so each allocation period is a pod
+// of its own, started at the change, holding that share, and reporting
+// relative metrics against it.
+func pods(s State, sources map[usage.Metric]*policy.MetricRules, w usage.Window) []usage.Pod {
+	changes := s.Allocations.Changes
+	var out []usage.Pod
+	for i, ch := range changes {
+		last := i == len(changes)-1
+		end := s.At
+		if !last {
+			end = changes[i+1].T - 1
+		}
+		span := usage.Window{From: max(ch.T-1, w.From), To: min(end, s.At)}
+		if span.To <= span.From && !last {
+			continue
+		}
+		p := usage.Pod{Name: fmt.Sprintf("%s-%d", s.Past.Name, i), Start: ch.T, Live: last, Allocation: ch.Alloc.GPUs,
+			Series: map[usage.Metric][]usage.Sample{}}
+		for m, mr := range sources {
+			raw := usage.In(s.Past.series(m), span)
+			if mr.Interpretation != policy.CurrentAllocation {
+				p.Series[m] = raw
+				continue
+			}
+			// The exporter reports usage relative to the pod's share.
+			conv := make([]usage.Sample, len(raw))
+			for j, x := range raw {
+				conv[j] = usage.Sample{T: x.T, V: x.V / ch.Alloc.GPUs}
+			}
+			p.Series[m] = conv
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func (t *Trace) series(m usage.Metric) []usage.Sample {

@@ -163,13 +163,16 @@ func (e *evaluation) pods() string {
 		return fmt.Sprintf("no usage data in the last %s", FormatDuration(e.in.Governance.Lookback()))
 	}
 	minAge := e.minAge()
-	young := 0
+	young, youngLive := 0, 0
 	var oldest time.Duration
 	for _, p := range pods {
 		age, known := p.Age(e.at)
 		if known && age < minAge {
 			young++
 			oldest = max(oldest, age)
+			if e.isLive(p) {
+				youngLive++
+			}
 			continue
 		}
 		e.eligible = append(e.eligible, p)
@@ -177,9 +180,15 @@ func (e *evaluation) pods() string {
 			e.live = append(e.live, p)
 		}
 	}
+	tooYoung := fmt.Sprintf("pod too young to judge: %d pod(s), the oldest %s old, below minPodMetricsAge %s",
+		young, FormatDuration(oldest.Truncate(time.Second)), FormatDuration(minAge))
 	if len(e.eligible) == 0 {
-		return fmt.Sprintf("pod too young to judge: %d pod(s), the oldest %s old, below minPodMetricsAge %s",
-			young, FormatDuration(oldest.Truncate(time.Second)), FormatDuration(minAge))
+		return tooYoung
+	}
+	if len(e.live) == 0 && youngLive > 0 {
+		// The pods that ran long enough are gone (a rollout replaced them),
+		// and the running ones are too young.
+		return tooYoung
 	}
 	if len(e.live) == 0 {
 		newest := int64(math.MinInt64)
@@ -214,44 +223,45 @@ func newestSample(p usage.Pod) int64 {
 	return newest
 }
 
-// reading converts a metric's raw values for one allocation.
-type reading struct {
-	interp string
-	a      float64
-}
-
-// pct is usage as a percentage of the current allocation.
-func (r reading) pct(v float64) float64 {
-	if r.interp == CurrentAllocation {
-		return v
-	}
-	return v / r.a
-}
-
-// gpus is usage in GPUs.
-func (r reading) gpus(v float64) float64 {
-	if r.interp == CurrentAllocation {
-		return v / 100 * r.a
-	}
-	return v / 100
-}
-
-// peak is the hottest pod's peak of one metric over a window.
+// peak is the hottest pod's peak of one metric over a window, in GPUs.
 type peak struct {
 	pod   string
-	raw   float64
+	gpus  float64
 	found bool
 }
 
+// pct is a peak as a percentage of the current allocation.
+func (e *evaluation) pct(gpus float64) float64 { return gpus / e.a * 100 }
+
+// peak finds the hottest pod. Values are converted to GPUs pod by pod: a
+// metric relative to the allocation is relative to the share that pod was
+// created with, which differs from the current one across a rollout.
 func (e *evaluation) peak(m usage.Metric, w usage.Window, pods []usage.Pod) peak {
+	mr := e.sources[m]
 	var pk peak
 	for _, p := range pods {
 		v, _, ok := usage.Peak(usage.In(p.Series[m], w))
-		if ok && (!pk.found || v > pk.raw) {
-			pk = peak{pod: p.Name, raw: v, found: true}
+		if !ok {
+			continue
+		}
+		g := v / 100
+		if mr.Interpretation == CurrentAllocation {
+			g *= e.podShare(p)
+		}
+		if !pk.found || g > pk.gpus {
+			pk = peak{pod: p.Name, gpus: g, found: true}
 		}
 	}
 	return pk
+}
+
+// podShare is the GPU share a pod was created with, or the workload's
+// current one when the source does not know.
+func (e *evaluation) podShare(p usage.Pod) float64 {
+	if p.Allocation > 0 {
+		return p.Allocation
+	}
+	return e.a
 }
 
 // candidate is one rule's proposal.
@@ -341,16 +351,15 @@ func (e *evaluation) reactiveUpsize(m usage.Metric) (candidate, bool) {
 		return candidate{}, false
 	}
 	u := mr.Upsize
-	r := reading{mr.Interpretation, e.a}
 	pk := e.peak(m, usage.WindowEnding(e.in.At, u.Window), e.eligible)
-	if !pk.found || r.pct(pk.raw) < float64(u.ThresholdPercent) {
+	if !pk.found || e.pct(pk.gpus) < float64(u.ThresholdPercent) {
 		return candidate{}, false
 	}
-	used := r.gpus(pk.raw)
+	used := pk.gpus
 	factor := 1 + float64(u.HeadroomPercent)/100
 	target := used * factor
 	reason := fmt.Sprintf("%s peaked at %.0f%% of its %.2f allocation over %s (≥ %d%%) → %s × %g = %s",
-		m, r.pct(pk.raw), e.a, FormatDuration(u.Window), u.ThresholdPercent, num(used), factor, num(target))
+		m, e.pct(used), e.a, FormatDuration(u.Window), u.ThresholdPercent, num(used), factor, num(target))
 	if limit := e.a * float64(u.MaxPercent) / 100; target > limit {
 		target = limit
 		reason += fmt.Sprintf(", capped at maxPercent %d%% = %s", u.MaxPercent, num(limit))
@@ -380,14 +389,13 @@ func (e *evaluation) baseline() *baseline {
 		if mr == nil {
 			continue
 		}
-		r := reading{mr.Interpretation, e.a}
 		pk := e.peak(m, w, e.eligible)
 		if !pk.found {
 			b.complete = false
 			b.incomplete = fmt.Sprintf("incomplete data in the window: no %s samples in the last %s", m, FormatDuration(p.Window))
 			continue
 		}
-		used := r.gpus(pk.raw)
+		used := pk.gpus
 		target := used * factor
 		if !b.known || target > b.target {
 			b.target = target
@@ -490,17 +498,16 @@ func (e *evaluation) scaleBacks() (blocked string, targets []candidate, reasons 
 				return why, nil, nil
 			}
 		}
-		rd := reading{mr.Interpretation, e.a}
 		pk := e.peak(m, w, e.eligible)
 		if !pk.found {
 			return fmt.Sprintf("incomplete data in the window: no %s samples in the last %s", m, FormatDuration(sb.Window)), nil, nil
 		}
-		pct := rd.pct(pk.raw)
+		pct := e.pct(pk.gpus)
 		if pct >= float64(sb.ThresholdPercent) {
 			return fmt.Sprintf("%s reached %.0f%% of the allocation in the last %s (a scale-back needs it below %d%%)",
 				m, pct, FormatDuration(sb.Window), sb.ThresholdPercent), nil, nil
 		}
-		used := rd.gpus(pk.raw)
+		used := pk.gpus
 		factor := 1 + float64(sb.HeadroomPercent)/100
 		targets = append(targets, candidate{rule: fmt.Sprintf("reactive scale-back (%s)", m), target: used * factor,
 			reason: fmt.Sprintf("%s stayed below %d%% for %s (peak %.0f%%) → %s × %g = %s", m, sb.ThresholdPercent,

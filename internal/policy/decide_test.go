@@ -296,6 +296,31 @@ func TestDecide(t *testing.T) {
 			contains: "moves from nvidia.com/gpu to gpu-fraction",
 		},
 		{
+			name:    "relative usage is read against each pod's own share",
+			current: fraction(0.6),
+			// The old pod ran at 0.3 and used 80% of it; the new one, at
+			// 0.6, uses 40%: both are 0.24 GPU (not 0.48, as the old pod's
+			// 80% of the current 0.6 would read).
+			usage: func() usage.Workload {
+				w := workload(true,
+					podSpec{name: "old", age: 2 * day, until: time.Hour, compute: flat(10), memory: flat(80)},
+					pod("new", time.Hour, flat(10), flat(40)))
+				w.Pods[0].Allocation, w.Pods[1].Allocation = 0.3, 0.6
+				return w
+			}(),
+			action: policy.ScaleBack, recommended: fraction(0.29),
+			contains: "memory peaked at 0.24 GPU over 2d of history → 0.24 × 1.2 = 0.288",
+		},
+		{
+			name:    "after a rollout the running pod is too young",
+			current: fraction(0.6),
+			usage: workload(true,
+				podSpec{name: "old", age: 2 * day, until: 5 * time.Minute, compute: flat(10), memory: flat(40)},
+				pod("new", 5*time.Minute, flat(10), flat(40))),
+			action: policy.NoChange, recommended: fraction(0.6),
+			reason: "no change: pod too young to judge: 1 pod(s), the oldest 5m old, below minPodMetricsAge 10m",
+		},
+		{
 			name:    "no data at all",
 			current: fraction(0.5),
 			usage:   usage.Workload{},

@@ -53,6 +53,10 @@ type Pod struct {
 	// evaluation time. Without kube-state-metrics it is false for every pod
 	// and liveness is judged from the freshness of samples.
 	Live bool
+	// Allocation is the GPU share the pod was created with, in GPUs (pods
+	// keep theirs until replaced); 0 when the source does not know, and
+	// the workload's current allocation is assumed.
+	Allocation float64
 	// Series holds, per metric, the samples summed over the pod's selected
 	// containers, oldest first, in the unit of the metric's source (percent
 	// of one GPU, or percent of the current allocation).
