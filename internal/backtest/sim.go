@@ -58,6 +58,8 @@ type Proposal struct {
 	// Urgent marks pressure now: with the live fast path, it takes effect
 	// at once instead of after the merge delay.
 	Urgent bool
+	// Live says the strategy itself enables the live fast path.
+	Live bool
 	// Immediate takes effect at once, whatever the configuration: the
 	// oracle's privilege.
 	Immediate bool
@@ -110,7 +112,7 @@ func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
 		case p.Target == cur:
 			// Nothing to change: an open pull request is closed.
 			pending = nil
-		case p.Immediate || cfg.LiveUpsize && p.Urgent && p.Target.GPUs > cur.GPUs:
+		case p.Immediate || (cfg.LiveUpsize || p.Live) && p.Urgent && p.Target.GPUs > cur.GPUs:
 			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
 			pending = nil
 		case pending != nil:

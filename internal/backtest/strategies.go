@@ -39,7 +39,7 @@ func (e *Engine) Decide(s State) Proposal {
 	if d.Action != policy.Upsize && d.Action != policy.ScaleBack {
 		return Proposal{Target: s.Current}
 	}
-	return Proposal{Target: d.Recommended, Urgent: d.Urgent}
+	return Proposal{Target: d.Recommended, Urgent: d.Urgent, Live: g.Strategy.LiveUpsize}
 }
 
 // pods replays the workload as the cluster would have run it: every change

@@ -255,6 +255,40 @@ func (e *evaluation) peak(m usage.Metric, w usage.Window, pods []usage.Pod) peak
 	return pk
 }
 
+// quantile is the hottest pod's q-th percentile of one metric over a
+// window, in GPUs; q = 100 is the peak.
+func (e *evaluation) quantile(m usage.Metric, w usage.Window, pods []usage.Pod, q int) peak {
+	if q >= 100 {
+		return e.peak(m, w, pods)
+	}
+	mr := e.sources[m]
+	var pk peak
+	var vals []float64
+	for _, p := range pods {
+		vals = vals[:0]
+		for _, x := range usage.In(p.Series[m], w) {
+			if x.Valid() {
+				vals = append(vals, x.V)
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		slices.Sort(vals)
+		// Nearest rank: the smallest value with at least q% of the
+		// samples at or below it.
+		v := vals[max(0, int(math.Ceil(float64(q)/100*float64(len(vals))))-1)]
+		g := v / 100
+		if mr.Interpretation == CurrentAllocation {
+			g *= e.podShare(p)
+		}
+		if !pk.found || g > pk.gpus {
+			pk = peak{pod: p.Name, gpus: g, found: true}
+		}
+	}
+	return pk
+}
+
 // podShare is the GPU share a pod was created with, or the workload's
 // current one when the source does not know.
 func (e *evaluation) podShare(p usage.Pod) float64 {
@@ -389,7 +423,11 @@ func (e *evaluation) baseline() *baseline {
 		if mr == nil {
 			continue
 		}
-		pk := e.peak(m, w, e.eligible)
+		q := 100
+		if m == usage.Compute {
+			q = p.ComputePercentile
+		}
+		pk := e.quantile(m, w, e.eligible, q)
 		if !pk.found {
 			b.complete = false
 			b.incomplete = fmt.Sprintf("incomplete data in the window: no %s samples in the last %s", m, FormatDuration(p.Window))
@@ -397,12 +435,18 @@ func (e *evaluation) baseline() *baseline {
 		}
 		used := pk.gpus
 		target := used * factor
+		what := fmt.Sprintf("%s peaked at", m)
+		short := fmt.Sprintf("%s peak", m)
+		if q < 100 {
+			what = fmt.Sprintf("%s p%d was", m, q)
+			short = fmt.Sprintf("%s p%d", m, q)
+		}
 		if !b.known || target > b.target {
 			b.target = target
-			b.reason = fmt.Sprintf("%s peaked at %s GPU over %s → %s × %g = %s", m, num(used), e.history(m, w), num(used), factor, num(target))
+			b.reason = fmt.Sprintf("%s %s GPU over %s → %s × %g = %s", what, num(used), e.history(m, w), num(used), factor, num(target))
 		}
 		b.known = true
-		parts = append(parts, fmt.Sprintf("%s peak %s", m, num(used)))
+		parts = append(parts, fmt.Sprintf("%s %s", short, num(used)))
 		if b.complete {
 			if why := e.historyComplete(m, p.MinHistory); why != "" {
 				b.complete, b.incomplete = false, why

@@ -104,6 +104,11 @@ func TestDecide(t *testing.T) {
 	}
 	noProactive := with(func(g *policy.Governance) { g.Proactive = nil })
 	proactiveOnly := with(func(g *policy.Governance) { g.Reactive = nil })
+	computeP90 := with(func(g *policy.Governance) {
+		p := *g.Proactive
+		p.ComputePercentile = 90
+		g.Proactive = &p
+	})
 	tests := []struct {
 		name       string
 		governance policy.Governance
@@ -173,6 +178,16 @@ func TestDecide(t *testing.T) {
 			action:  policy.ScaleBack, recommended: fraction(0.29), rule: "scale-back to baseline",
 			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history → 0.24 × 1.2 = 0.288 (compute peak 0.20, memory peak 0.24); " +
 				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%); 0.29 in KAI's 0.01 steps",
+		},
+		{
+			name:       "compute sized on a percentile instead of the peak",
+			governance: computeP90,
+			current:    fraction(0.6),
+			// Compute at 20% of a GPU but for one hour at 45%; memory 10% of
+			// 0.6. The p90 ignores the busy hour (2% of two days).
+			usage:  workload(false, pod("sum-1", 2*day, between(day, day+time.Hour, 45, flat(20)), flat(10))),
+			action: policy.ScaleBack, recommended: fraction(0.24),
+			contains: "7d baseline compute p90 was 0.20 GPU over 2d of history → 0.20 × 1.2 = 0.24 (compute p90 0.20, memory peak 0.06)",
 		},
 		{
 			name:    "scale-back never goes below the baseline",

@@ -28,6 +28,7 @@ func genGovernance(t *rapid.T, base policy.Governance) policy.Governance {
 		p := *base.Proactive
 		p.MinHistory = rapid.SampledFrom([]time.Duration{time.Hour, 24 * time.Hour}).Draw(t, "minHistory")
 		p.HeadroomPercent = rapid.IntRange(0, 50).Draw(t, "proactiveHeadroom")
+		p.ComputePercentile = rapid.SampledFrom([]int{90, 99, 100}).Draw(t, "computePercentile")
 		g.Proactive = &p
 	} else {
 		g.Proactive = nil

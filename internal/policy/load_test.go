@@ -46,7 +46,7 @@ func TestLoadStarterExample(t *testing.T) {
 		Name: "kai-gpu-sharing", Upsize: true, Downsize: true, Ceiling: 1, Floor: policy.DefaultFloor,
 		MoveToKAI: true, VLLMBufferPercent: 10, Queue: policy.DefaultQueue, MinChangePercent: policy.DefaultMinChangePercent,
 	}, g.Strategy)
-	require.Equal(t, &policy.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20}, g.Proactive)
+	require.Equal(t, &policy.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20, ComputePercentile: 100}, g.Proactive)
 	mapping := func(metric string) usage.Mapping {
 		return usage.Mapping{Metric: metric, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"}
 	}

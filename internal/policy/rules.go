@@ -46,6 +46,9 @@ type StrategyRules struct {
 	Queue                 string
 	SetQueueWhenSpecified bool
 	MinChangePercent      int
+	// LiveUpsize applies urgent upsizes to the live workload at once,
+	// before their pull request merges (DESIGN §7).
+	LiveUpsize bool
 }
 
 // ProactiveRules sets the long-term baseline.
@@ -53,6 +56,9 @@ type ProactiveRules struct {
 	Window          time.Duration
 	MinHistory      time.Duration
 	HeadroomPercent int
+	// ComputePercentile is the percentile of compute samples the baseline
+	// is sized on; 100 is the peak.
+	ComputePercentile int
 }
 
 // ReactiveRules answers pressure now.
@@ -126,14 +132,19 @@ func (s *Strategy) rules() *StrategyRules {
 		r.Queue = k.Queue
 	}
 	r.SetQueueWhenSpecified = deref(k.SetQueueWhenSpecified, false)
-	if g := s.Spec.GitOps; g != nil && g.MinChangePercent != nil {
-		r.MinChangePercent = *g.MinChangePercent
+	if g := s.Spec.GitOps; g != nil {
+		r.MinChangePercent = deref(g.MinChangePercent, r.MinChangePercent)
+		r.LiveUpsize = deref(g.LiveUpsize, false)
 	}
 	return r
 }
 
 func (p *ProactivePolicy) rules() *ProactiveRules {
-	r := &ProactiveRules{Window: DefaultProactiveWindow, MinHistory: DefaultMinHistory, HeadroomPercent: DefaultHeadroomPercent}
+	r := &ProactiveRules{Window: DefaultProactiveWindow, MinHistory: DefaultMinHistory, HeadroomPercent: DefaultHeadroomPercent,
+		ComputePercentile: 100}
+	if p.Spec.ComputePercentile != nil {
+		r.ComputePercentile = *p.Spec.ComputePercentile
+	}
 	if p.Spec.Window != nil {
 		r.Window = p.Spec.Window.Duration
 	}

@@ -175,6 +175,10 @@ type ProactiveSpec struct {
 	HeadroomPercent *int `yaml:"headroomPercent" group:"project"`
 	// MinHistory is the gap-free history a downsize needs.
 	MinHistory *Duration `yaml:"minHistory" group:"project"`
+	// ComputePercentile sizes compute on this percentile of the window's
+	// samples instead of its peak (100). Compute beyond the share slows a
+	// pod down; memory beyond it fails, so memory stays on the peak.
+	ComputePercentile *int `yaml:"computePercentile" group:"project"`
 }
 
 // ReactivePolicy is a GpuReactivePolicy or ClusterGpuReactivePolicy: it

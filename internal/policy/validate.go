@@ -148,6 +148,7 @@ func (v validator) proactive(p *ProactivePolicy) {
 	v.minDuration("spec.window", p.Spec.Window, time.Hour)
 	v.minDuration("spec.minHistory", p.Spec.MinHistory, time.Hour)
 	v.percent("spec.headroomPercent", p.Spec.HeadroomPercent, 0, 500)
+	v.percent("spec.computePercentile", p.Spec.ComputePercentile, 50, 100)
 	if w, h := p.Spec.Window, p.Spec.MinHistory; h != nil && h.Duration > durationOr(w, DefaultProactiveWindow) {
 		v.fail("spec.minHistory", "%s is longer than the window %s", h, FormatDuration(durationOr(w, DefaultProactiveWindow)))
 	}
