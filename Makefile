@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: demo test test-deps lint bench fuzz tidy
+.PHONY: demo test test-deps lint bench fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -24,6 +24,15 @@ lint:
 ## bench: the benchmarks behind BENCHMARKS.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+## backtest: replay the shared traces (TRACES=dir) through the policies and baselines into docs/backtest
+TRACES ?= ../shared/traces
+backtest:
+	./scripts/backtest.sh $(TRACES) docs/backtest
+
+## backtest-variants: measure one-change variants of the guide policies (BENCHMARKS.md)
+backtest-variants:
+	./scripts/backtest-variants.sh $(TRACES) $${TMPDIR:-/tmp}/backtest-variants
 
 ## fuzz: a short run of every fuzz target (FUZZTIME=1m for longer)
 FUZZTIME ?= 20s

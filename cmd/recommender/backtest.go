@@ -170,8 +170,12 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 	}
 	opts.Logger.Info("backtest done", "strategies", len(strategies), "workloads", len(traces), "elapsed", time.Since(began).Round(time.Millisecond))
 
-	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, live upsize %t\n\n",
-		len(traces), strings.Join(opts.Traces, ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, opts.LiveUpsize)
+	live := "as each policy says"
+	if opts.LiveUpsize {
+		live = "on for every policy"
+	}
+	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, live upsize %s\n\n",
+		len(traces), strings.Join(opts.Traces, ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, live)
 	if err := backtest.WriteTable(opts.IO.Out, results); err != nil {
 		return err
 	}

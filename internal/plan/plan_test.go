@@ -39,7 +39,7 @@ func (c *counting) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 
 var _ plan.UsageSource = (*metrics.Recorded)(nil)
 
-func recorded(t *testing.T) *metrics.Recorded {
+func recorded(t testing.TB) *metrics.Recorded {
 	t.Helper()
 	src, err := metrics.OpenRecorded(metricsFile)
 	require.NoError(t, err)
