@@ -22,4 +22,4 @@ run gentd26-from-one-gpu --traces "$traces/usage.csv" --start 1
 run gentd26-from-half-gpu --traces "$traces/usage.csv" --start 0.5
 # Derived: LLM serving demand modelled from request traces (14 days).
 run llm-fitting-one-gpu --traces "$traces/usage_derived_llm.csv.gz" --max-peak 100 --start 1
-run llm-all --traces "$traces/usage_derived_llm.csv.gz" --start 1
+run llm-all --traces "$traces/usage_derived_llm.csv.gz" --start 1 --plot servegen-m-small-c002

@@ -80,7 +80,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.BoolVar(&opts.LiveUpsize, "live-upsize", false, "apply urgent upsizes at once (the live fast path)")
 	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")
 	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
-	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time (repeatable; default: three chosen from the results)")
+	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time, besides those chosen from the results (repeatable)")
 	return cmd
 }
 
@@ -215,9 +215,11 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 	}); err != nil {
 		return err
 	}
-	names := opts.Plot
-	if len(names) == 0 {
-		names = chooseExamples(results)
+	names := chooseExamples(results)
+	for _, n := range opts.Plot {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
 	}
 	for _, n := range names {
 		i := slices.IndexFunc(traces, func(t *backtest.Trace) bool { return t.Name == n })
