@@ -24,13 +24,16 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	cmd.SetErr(io.Err)
 	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level on stderr: `debug`, info, warn or error")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
-	logger := func() (*slog.Logger, error) {
-		var level slog.Level
-		if err := level.UnmarshalText([]byte(strings.ToUpper(logLevel))); err != nil {
-			return nil, flagErrorf("invalid `--log-level` %q: use debug, info, warn or error", logLevel)
-		}
-		return slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level})), nil
-	}
+	logger := func() (*slog.Logger, error) { return newLogger(io, logLevel) }
 	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdBacktest(io, logger, nil))
 	return cmd
+}
+
+// newLogger builds the stderr logger at a level named on the command line.
+func newLogger(io streams, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, flagErrorf("invalid `--log-level` %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: l})), nil
 }

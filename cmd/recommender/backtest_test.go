@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewCmdBacktest(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want backtestOptions
+		err  string
+	}{
+		{
+			name: "defaults",
+			args: []string{"--traces", "t.csv"},
+			want: backtestOptions{Traces: []string{"t.csv"}, Start: 1, Cadence: time.Hour, MergeDelay: 2 * time.Hour},
+		},
+		{
+			name: "everything",
+			args: []string{"--traces", "a.csv", "--traces", "b.csv.gz", "--policies", "g=p", "--start", "0.5", "--cadence", "30m",
+				"--merge-delay", "0s", "--live-upsize", "--out", "o", "--plot", "w", "--max-peak", "100"},
+			want: backtestOptions{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
+				LiveUpsize: true, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
+		},
+		{name: "no traces", args: nil, err: "`--traces` is required"},
+		{name: "bad start", args: []string{"--traces", "t", "--start", "none"}, err: "invalid `--start` \"none\": a number of GPUs between 0.01 and 64"},
+		{name: "tiny cadence", args: []string{"--traces", "t", "--cadence", "10s"}, err: "`--cadence` must be at least 1m"},
+		{name: "negative delay", args: []string{"--traces", "t", "--merge-delay", "-1h"}, err: "`--merge-delay` must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *backtestOptions
+			io := streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+			cmd := newCmdBacktest(io, func() (*slog.Logger, error) { return newLogger(io, "warn") }, func(_ context.Context, o *backtestOptions) error {
+				got = o
+				return nil
+			})
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Out)
+			cmd.SetErr(io.Err)
+			err := cmd.Execute()
+			if tt.err != "" {
+				require.EqualError(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			got.IO, got.Logger = streams{}, nil
+			require.Equal(t, tt.want, *got)
+		})
+	}
+}
+
+func TestBacktestRun(t *testing.T) {
+	out := t.TempDir()
+	stdout, stderr, code := run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "kubex-guide="+quickstartRepo+"/policies",
+		"--start", "0.5", "--out", out, "--plot", "quiet")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "2 workloads from testdata/trace.csv; start 0.50, a run every 1h0m0s, merged after 2h0m0s")
+	for _, s := range []string{"static", "kubex-guide", "vpa-like", "krr-like", "oracle"} {
+		require.Regexp(t, `(?m)^\s+`+s+`\s+\d+\.\d%`, stdout)
+	}
+	for _, f := range []string{"results.txt", "results.json", "tradeoff.svg", "workload-quiet.svg", "workload-bursty.svg"} {
+		require.FileExists(t, filepath.Join(out, f))
+	}
+	var doc struct {
+		Strategies []struct {
+			Name  string
+			Total struct {
+				RelativeSlack float64 `json:"relativeSlack"`
+				Workloads     int     `json:"workloads"`
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &doc))
+	require.Len(t, doc.Strategies, 5)
+	for _, s := range doc.Strategies {
+		require.Equal(t, 2, s.Total.Workloads, s.Name)
+		require.True(t, s.Total.RelativeSlack >= 0 && s.Total.RelativeSlack < 1, s.Name)
+	}
+	// The oracle is the lower bound on slack.
+	require.Equal(t, "oracle", doc.Strategies[4].Name)
+	for _, s := range doc.Strategies[:4] {
+		require.GreaterOrEqual(t, s.Total.RelativeSlack, doc.Strategies[4].Total.RelativeSlack, s.Name)
+	}
+
+	_, stderr, code = run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "nope.yaml")
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr, "error: policies nope.yaml: stat nope.yaml: no such file or directory")
+}
