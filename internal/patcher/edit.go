@@ -45,8 +45,8 @@ func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
 	return &editError{file: d.file, line: line, field: name, err: err}
 }
 
-func (d *docEdit) change(name, old, new string) {
-	d.changes = append(d.changes, Change{Workload: d.ref, Field: name, Old: old, New: new, Reason: d.reason})
+func (d *docEdit) change(name, from, to string) {
+	d.changes = append(d.changes, Change{Workload: d.ref, Field: name, Old: from, New: to, Reason: d.reason})
 }
 
 func (d *docEdit) note(n *yaml.Node, name string, err error) {
@@ -123,11 +123,6 @@ func indexOf(ns []*yaml.Node, n *yaml.Node) int {
 		}
 	}
 	return -1
-}
-
-// isEmptyNull is a key with no value at all (`key:`).
-func isEmptyNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && n.Value == "" && n.Style == 0
 }
 
 // setString sets the string at path below from (a mapping of the current

@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	// What a changed line may lose: an old number, maybe quoted, or a null.
-	oldMiddleRE = regexp.MustCompile(`^(["']?[0-9.]*["']?|~|null)$`)
+	// What a changed line may lose: one old value token (usually a number,
+	// maybe quoted), never a comment or more than one token.
+	oldMiddleRE = regexp.MustCompile(`^["']?[^\s#"']*["']?$`)
 	// What a changed line may gain: a new number, maybe quoted, maybe as a
 	// new flow entry or a flag added to a shell string.
 	// (A flag inserted before another one shifts the common prefix, hence
@@ -57,8 +58,8 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 	}
 	inserted := func(l string) bool { return hasValue(l) || createdKeyRE.MatchString(l) }
 	changed := func(o, n string) bool {
-		if n == o+"," {
-			return true // a flow entry was appended after this line's one
+		if n == o+"," || (strings.HasSuffix(o, "}") || strings.HasSuffix(o, "]")) && n == o[:len(o)-1]+"," {
+			return true // a flow entry was appended after this line's one (the bracket moves down)
 		}
 		if !hasValue(n) {
 			return false

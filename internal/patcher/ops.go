@@ -433,7 +433,7 @@ func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string, gpu boo
 			err := d.editInScalar(s, name, func(text string) ([]subst, error) {
 				var out []subst
 				for _, m := range serveRE.FindAllStringIndex(text, -1) {
-					key := strings.TrimLeft(text[m[0]:m[1]], " \t\r\n/;&|(")
+					key := strings.TrimLeft(text[m[0]:m[1]], " \t\r\n/;&|(\"'")
 					out = append(out, subst{start: m[1], end: m[1], key: key, repl: " " + flag})
 				}
 				return out, nil

@@ -70,7 +70,7 @@ func (g *manifestGen) vllmContainer(level int, util string) {
 	dash, l := g.seq(level)
 	g.lines = append(g.lines, dash+"name: vllm")
 	item := strings.Repeat(" ", len(dash))
-	form := rapid.IntRange(0, 8).Draw(t, "vllm form")
+	form := rapid.IntRange(0, 9).Draw(t, "vllm form")
 	image := rapid.SampledFrom([]string{"vllm/vllm-openai:v0.8.5", "registry.example.com/llm:1"}).Draw(t, "image")
 	if form == 2 || form == 7 { // the image's entrypoint runs vllm: only the image says so
 		image = "vllm/vllm-openai:v0.8.5"
@@ -166,6 +166,16 @@ func (g *manifestGen) vllmContainer(level int, util string) {
 			items = append(items, flag+"="+util)
 		}
 		listItems("args", items)
+	case 9: // quoted script in a flow sequence
+		s := "vllm serve m/x"
+		if present {
+			s += " " + flag + "=" + util
+		}
+		if rapid.Bool().Draw(t, "port") {
+			s += " --port 8000"
+		}
+		q := rapid.SampledFrom([]string{`"`, "'"}).Draw(t, "script quote")
+		g.lines = append(g.lines, item+"command: ["+q+"sh"+q+", "+q+"-c"+q+", "+q+s+q+"]")
 	case 8: // everything in command
 		items := []string{"vllm", "serve", "m/x"}
 		if present {

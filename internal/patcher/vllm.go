@@ -18,7 +18,7 @@ var (
 	kvBytesRE  = regexp.MustCompile(`(?:^|[\s"'])--kv[-_]cache[-_]memory[-_]bytes(?:$|[\s=])`)
 	// Where a missing flag goes in a shell string: right after
 	// `vllm serve <model>` or after the module vllm.entrypoints.….
-	serveRE  = regexp.MustCompile(`(?:^|[\s/;&|(])vllm[ \t]+serve(?:[ \t]+(?:"[^"\s]*"|'[^'\s]*'|[^\s\\;&|'"#-][^\s;&|'"]*))?|vllm\.entrypoints(?:\.[A-Za-z0-9_]+)+`)
+	serveRE  = regexp.MustCompile(`(?:^|[\s/;&|("'])vllm[ \t]+serve(?:[ \t]+(?:"[^"\s]*"|'[^'\s]*'|[^\s\\;&|'"#-][^\s;&|'"]*))?|vllm\.entrypoints(?:\.[A-Za-z0-9_]+)+`)
 	numberRE = regexp.MustCompile(`^[0-9]*\.?[0-9]+`)
 	shellRE  = regexp.MustCompile(`^-[a-zA-Z]*c[a-zA-Z]*$`)
 )
