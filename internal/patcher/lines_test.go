@@ -64,6 +64,11 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 		if !hasValue(n) {
 			return false
 		}
+		for _, v := range values {
+			if ins := " --gpu-memory-utilization=" + v; strings.Contains(n, ins) && strings.Replace(n, ins, "", 1) == o {
+				return true // the flag added to a shell string
+			}
+		}
 		p := 0
 		for p < len(o) && p < len(n) && o[p] == n[p] {
 			p++
