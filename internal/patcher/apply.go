@@ -79,12 +79,13 @@ type Change struct {
 // Apply reads the files of the edits under root, applies the edits in
 // memory and returns what would change. It never writes.
 //
-// Each edit is applied atomically and verified on its own: after its
-// splices, the whole file is parsed again and every document compared
-// with the expected trees. A refused edit leaves no trace in its file;
-// other edits of the same file still apply. Whole-file problems (invalid
-// YAML, conflict markers, unusual line breaks) refuse every edit of the
-// file. The error is only for an unusable root or a cancelled ctx.
+// Each edit is applied atomically and verified on its own: after each of
+// its ops the whole file is parsed again and every document compared with
+// the expected trees (DESIGN §10, invariant 2). A refused edit leaves no
+// trace in its file; other edits of the same file still apply. Whole-file
+// problems (invalid YAML, conflict markers, unusual line breaks) refuse
+// every edit of the file. The error is only for an unusable root or a
+// cancelled ctx.
 func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Result, error) {
 	if inv == nil {
 		return nil, errors.New("patcher: nil inventory")

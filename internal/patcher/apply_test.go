@@ -166,6 +166,19 @@ func TestApplyBlockScalarAtTheEnd(t *testing.T) {
 	require.Contains(t, string(res.Files[0].New), "    spec:\n      schedulerName: kai-scheduler\n      containers:\n")
 }
 
+// Columns count runes; offsets are bytes. Multibyte text before a value on
+// its line must not shift the splice.
+func TestApplyMultibyteBeforeTheValue(t *testing.T) {
+	m := strings.Replace(applyDeployment, "      annotations:\n        gpu-fraction: \"0.5\"\n",
+		"      annotations: {équipe: \"données\", 模型: 千问, gpu-fraction: \"0.5\"}\n", 1)
+	m = strings.Replace(m, `args: ["--model", "m",`, `args: ["--model", "模型/千问-7B", "--served-model-name", "ünïcødé",`, 1)
+	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"))
+	require.Empty(t, res.Refused)
+	require.Len(t, res.Files, 1)
+	want := strings.Replace(strings.Replace(m, `gpu-fraction: "0.5"}`, `gpu-fraction: "0.3"}`, 1), "--gpu-memory-utilization=0.45", "--gpu-memory-utilization=0.27", 1)
+	require.Equal(t, want, string(res.Files[0].New))
+}
+
 // Invariant 4: the same inputs twice, and the second run writes nothing.
 func TestApplyIdempotent(t *testing.T) {
 	ops := []patcher.Op{

@@ -43,11 +43,11 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 	}
 	seen := map[string]bool{}
 	var files []string
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(realRoot, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		rel, rerr := filepath.Rel(root, p)
+		rel, rerr := filepath.Rel(realRoot, p)
 		if rerr != nil {
 			return rerr
 		}

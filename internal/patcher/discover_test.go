@@ -146,6 +146,18 @@ metadata:
 	require.Equal(t, want, inv.Workloads)
 }
 
+func TestDiscoverRootIsASymlink(t *testing.T) {
+	real := t.TempDir()
+	writeFiles(t, real, map[string]string{"a/d.yaml": discoverDeployment})
+	link := filepath.Join(t.TempDir(), "checkout")
+	require.NoError(t, os.Symlink(real, link))
+	inv, err := patcher.Discover(context.Background(), link)
+	require.NoError(t, err)
+	require.Empty(t, inv.Problems)
+	require.Len(t, inv.Workloads, 1)
+	require.Equal(t, "a/d.yaml", inv.Workloads[0].File)
+}
+
 func TestDiscoverCancelled(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"a.yaml": discoverDeployment})

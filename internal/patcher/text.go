@@ -151,9 +151,8 @@ func (t *text) indentOf(off int) (string, bool) {
 // eolAt returns the line break ending the line holding off, or the file's
 // usual one when that line has none.
 func (t *text) eolAt(off int) string {
-	e := t.lineEnd(off)
-	if n := breakLen(t.b, min(e, len(t.b)-1)); e < len(t.b) && n > 0 {
-		return string(t.b[e : e+n])
+	if e := t.lineEnd(off); e < len(t.b) {
+		return string(t.b[e : e+breakLen(t.b, e)])
 	}
 	return t.eol
 }
