@@ -104,7 +104,11 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	refuse := func(e Edit, file string, err error) {
 		res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: file, Err: err})
 	}
-	byFile := map[string][]Edit{}
+	type target struct {
+		e Edit
+		w Workload
+	}
+	byFile := map[string][]target{}
 	var files []string
 	for _, e := range edits {
 		ws := byRef[e.Workload]
@@ -136,7 +140,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		if _, ok := byFile[f]; !ok {
 			files = append(files, f)
 		}
-		byFile[f] = append(byFile[f], e)
+		byFile[f] = append(byFile[f], target{e, ws[0]})
 	}
 	sort.Strings(files)
 
@@ -144,24 +148,24 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		es := byFile[path]
+		ts := byFile[path]
 		b, err := readFile(r, path)
 		if err != nil {
-			for _, e := range es {
-				refuse(e, path, &editError{file: path, err: err})
+			for _, t := range ts {
+				refuse(t.e, path, &editError{file: path, err: err})
 			}
 			continue
 		}
 		fe, err := newFileEdit(path, b)
 		if err != nil {
-			for _, e := range es {
-				refuse(e, path, err)
+			for _, t := range ts {
+				refuse(t.e, path, err)
 			}
 			continue
 		}
-		for _, e := range es {
-			if err := fe.apply(e); err != nil {
-				refuse(e, path, err)
+		for _, t := range ts {
+			if err := fe.apply(t.e, t.w); err != nil {
+				refuse(t.e, path, err)
 			}
 		}
 		res.Notes = append(res.Notes, fe.notes...)
@@ -210,28 +214,17 @@ func newFileEdit(path string, b []byte) (*fileEdit, error) {
 	return f, nil
 }
 
-// apply applies one Edit, all or nothing. After every op the whole file
-// is parsed again and compared with the expected trees; that parse also
-// gives the next op its positions.
-func (f *fileEdit) apply(e Edit) error {
+// apply applies one Edit, all or nothing, to the document of workload w.
+// After every op the whole file is parsed again and compared with the
+// expected trees; that parse also gives the next op its positions.
+func (f *fileEdit) apply(e Edit, w Workload) error {
 	fail := func(line int, field string, err error) error {
 		return &editError{file: f.path, line: line, field: field, err: err}
 	}
 	s := f.parsed
-	idx := -1
-	for i, doc := range s.docs {
-		if len(doc.Content) == 0 {
-			continue
-		}
-		if ref, _, ok := identify(doc.Content[0]); ok && ref == e.Workload {
-			if idx >= 0 {
-				return fail(doc.Line, "", fmt.Errorf("%w: %s", ErrAmbiguous, e.Workload))
-			}
-			idx = i
-		}
-	}
-	if idx < 0 {
-		return fail(0, "", fmt.Errorf("%w: %s is no longer in the file", ErrNotFound, e.Workload))
+	idx, err := s.find(e.Workload, w.Line)
+	if err != nil {
+		return fail(0, "", err)
 	}
 	if k := duplicateKey(s.docs[idx]); k != nil {
 		return fail(k.Line, k.Value, ErrDuplicateKey)
@@ -281,6 +274,46 @@ func (f *fileEdit) apply(e Edit) error {
 	f.changes = append(f.changes, changes...)
 	f.notes = append(f.notes, notes...)
 	return nil
+}
+
+// find returns the index of the document that defines ref. A document
+// without metadata.namespace matches any namespace: the caller may have
+// filled in the default (as kubectl would). An exact namespace match wins;
+// among several loose ones, the document at line (where Discover saw the
+// workload) does.
+func (s *stream) find(ref usage.Ref, line int) (int, error) {
+	var exact, loose []int
+	for i, doc := range s.docs {
+		if len(doc.Content) == 0 {
+			continue
+		}
+		got, _, ok := identify(doc.Content[0])
+		if !ok || got.Kind != ref.Kind || got.Name != ref.Name {
+			continue
+		}
+		switch got.Namespace {
+		case ref.Namespace:
+			exact = append(exact, i)
+		case "":
+			loose = append(loose, i)
+		}
+	}
+	cands := exact
+	if len(cands) == 0 {
+		cands = loose
+	}
+	switch {
+	case len(cands) == 1:
+		return cands[0], nil
+	case len(cands) == 0:
+		return -1, fmt.Errorf("%w: %s is no longer in the file", ErrNotFound, ref)
+	}
+	for _, i := range cands {
+		if s.docs[i].Line == line {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: %s", ErrAmbiguous, ref)
 }
 
 // verify parses the current text (unless it is already parsed) and

@@ -217,6 +217,27 @@ func TestApplyFileChangedSinceDiscover(t *testing.T) {
 	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
 }
 
+// Discover leaves Namespace empty when metadata.namespace is absent and
+// the caller fills in its default; Apply must still find the document.
+func TestApplyDefaultedNamespace(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"d.yaml": applyDeployment + "---\n" + strings.Replace(applyDeployment, "  name: app\n", "  name: app\n  namespace: other\n", 1)})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 2)
+	inv.Workloads[0].Ref.Namespace = "default"
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{
+		{Workload: dep("default", "app"), Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}},
+		{Workload: dep("other", "app"), Ops: []patcher.Op{patcher.SetGPUFraction("0.2")}},
+	})
+	require.NoError(t, err)
+	require.Empty(t, res.Refused)
+	require.Len(t, res.Files, 1)
+	require.Equal(t, 1, strings.Count(string(res.Files[0].New), `gpu-fraction: "0.3"`))
+	require.Equal(t, 1, strings.Count(string(res.Files[0].New), `gpu-fraction: "0.2"`))
+	require.Less(t, strings.Index(string(res.Files[0].New), `"0.3"`), strings.Index(string(res.Files[0].New), `"0.2"`))
+}
+
 func TestApplySameRefInTwoFiles(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"base/d.yaml": applyDeployment, "overlay/d.yaml": applyDeployment})
