@@ -177,11 +177,15 @@ func (d *docEdit) setString(from *yaml.Node, name string, path []string, value s
 	return nil
 }
 
-// beforeKey says where a created key goes: Kubernetes writes metadata
-// before spec.
+// beforeKey says where a created key goes: before the key people write
+// after it (Kubernetes writes metadata before spec; KAI's examples put
+// schedulerName before containers), else last.
 func beforeKey(key string) string {
-	if key == "metadata" {
+	switch key {
+	case "metadata":
 		return "spec"
+	case "schedulerName":
+		return "containers"
 	}
 	return ""
 }

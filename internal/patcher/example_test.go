@@ -108,11 +108,9 @@ spec:
 	// -        gpu-fraction: "0.5"  # set by hand
 	// +        gpu-fraction: "0.25"  # set by hand
 	//      spec:
+	// +      schedulerName: kai-scheduler
 	//        containers:
 	//        - name: tgi
-	// -        image: ghcr.io/huggingface/text-generation-inference:2.4
-	// \ No newline at end of file
-	// +        image: ghcr.io/huggingface/text-generation-inference:2.4
-	// +      schedulerName: kai-scheduler
+	//          image: ghcr.io/huggingface/text-generation-inference:2.4
 	// \ No newline at end of file
 }
