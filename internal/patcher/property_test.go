@@ -67,7 +67,7 @@ func (g *manifestGen) vllmContainer(level int, util string) {
 	t := g.t
 	present := rapid.Bool().Draw(t, "flag present")
 	flag := rapid.SampledFrom([]string{"--gpu-memory-utilization", "--gpu_memory_utilization"}).Draw(t, "spelling")
-	dash, l := g.seq(level)
+	dash, _ := g.seq(level)
 	g.lines = append(g.lines, dash+"name: vllm")
 	item := strings.Repeat(" ", len(dash))
 	form := rapid.IntRange(0, 9).Draw(t, "vllm form")
@@ -79,13 +79,11 @@ func (g *manifestGen) vllmContainer(level int, util string) {
 	g.hasVLM = true
 	listItems := func(key string, items []string) {
 		g.lines = append(g.lines, item+key+":")
-		d, _ := g.seq(l + 1)
-		// item content is indented relative to the container keys
-		d = strings.Repeat(" ", len(item)) + strings.TrimPrefix(d, g.ind(l+1)) + ""
+		// Items sit under the container's keys, one indentation unit in
+		// when sequences are wide.
+		d := strings.Repeat(" ", len(item)) + "- "
 		if g.wide {
 			d = strings.Repeat(" ", len(item)+g.unit) + "- "
-		} else {
-			d = strings.Repeat(" ", len(item)) + "- "
 		}
 		for _, it := range items {
 			g.lines = append(g.lines, d+it)
