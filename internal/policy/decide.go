@@ -233,19 +233,27 @@ type peak struct {
 // pct is a peak as a percentage of the current allocation.
 func (e *evaluation) pct(gpus float64) float64 { return gpus / e.a * 100 }
 
-// peak finds the hottest pod. Values are converted to GPUs pod by pod: a
-// metric relative to the allocation is relative to the share that pod was
-// created with, which differs from the current one across a rollout.
+// peak finds the hottest pod's peak of m over w.
 func (e *evaluation) peak(m usage.Metric, w usage.Window, pods []usage.Pod) peak {
-	mr := e.sources[m]
+	return e.hottest(m, pods, func(p usage.Pod) (float64, bool) {
+		v, _, ok := usage.Peak(usage.In(p.Series[m], w))
+		return v, ok
+	})
+}
+
+// hottest applies stat to each pod's samples of m and returns the largest
+// result in GPUs. Values are converted pod by pod: a metric relative to the
+// allocation is relative to the share that pod was created with.
+func (e *evaluation) hottest(m usage.Metric, pods []usage.Pod, stat func(usage.Pod) (float64, bool)) peak {
+	relative := e.sources[m].Interpretation == CurrentAllocation
 	var pk peak
 	for _, p := range pods {
-		v, _, ok := usage.Peak(usage.In(p.Series[m], w))
+		v, ok := stat(p)
 		if !ok {
 			continue
 		}
 		g := v / 100
-		if mr.Interpretation == CurrentAllocation {
+		if relative {
 			g *= e.podShare(p)
 		}
 		if !pk.found || g > pk.gpus {
@@ -261,10 +269,8 @@ func (e *evaluation) quantile(m usage.Metric, w usage.Window, pods []usage.Pod, 
 	if q >= 100 {
 		return e.peak(m, w, pods)
 	}
-	mr := e.sources[m]
-	var pk peak
 	var vals []float64
-	for _, p := range pods {
+	return e.hottest(m, pods, func(p usage.Pod) (float64, bool) {
 		vals = vals[:0]
 		for _, x := range usage.In(p.Series[m], w) {
 			if x.Valid() {
@@ -272,21 +278,13 @@ func (e *evaluation) quantile(m usage.Metric, w usage.Window, pods []usage.Pod, 
 			}
 		}
 		if len(vals) == 0 {
-			continue
+			return 0, false
 		}
 		slices.Sort(vals)
 		// Nearest rank: the smallest value with at least q% of the
 		// samples at or below it.
-		v := vals[max(0, int(math.Ceil(float64(q)/100*float64(len(vals))))-1)]
-		g := v / 100
-		if mr.Interpretation == CurrentAllocation {
-			g *= e.podShare(p)
-		}
-		if !pk.found || g > pk.gpus {
-			pk = peak{pod: p.Name, gpus: g, found: true}
-		}
-	}
-	return pk
+		return vals[max(0, int(math.Ceil(float64(q)/100*float64(len(vals))))-1)], true
+	})
 }
 
 // podShare is the GPU share a pod was created with, or the workload's

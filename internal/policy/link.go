@@ -56,36 +56,30 @@ func (l *loader) link() {
 	for _, p := range s.Reactive {
 		seen[key(p.Meta)]++
 	}
-	var proactive []*ProactivePolicy
-	for _, p := range s.Proactive {
-		if seen[key(p.Meta)] > 1 {
-			l.fail(p.Meta, &p.Spec.Scope, position{File: p.File, Line: p.Line}, "metadata.name", "%s is defined more than once; none of them is used", p.Meta)
+	s.Proactive = linkAll(l, s.Proactive, seen, resolve)
+	s.Reactive = linkAll(l, s.Reactive, seen, resolve)
+}
+
+// linkAll links each policy to its strategy, keeping those that resolve.
+// seen counts the policies of each name, across both kinds: a name used
+// twice is a conflict nobody should resolve by guessing.
+func linkAll[P governing](l *loader, ps []P, seen map[string]int, resolve func(Meta, string) (*Strategy, string)) []P {
+	var linked []P
+	for _, p := range ps {
+		m := p.meta()
+		if seen[key(m)] > 1 {
+			l.fail(m, p.scope(), position{File: m.File, Line: m.Line}, "metadata.name", "%s is defined more than once; none of them is used", m)
 			continue
 		}
-		st, why := resolve(p.Meta, p.Spec.AutomationStrategyRef.Name)
+		st, why := resolve(m, p.strategyName())
 		if st == nil {
-			l.fail(p.Meta, &p.Spec.Scope, p.refAt, "spec.automationStrategyRef.name", "%s", why)
+			l.fail(m, p.scope(), p.links().refAt, "spec.automationStrategyRef.name", "%s", why)
 			continue
 		}
-		p.strategy = st
-		proactive = append(proactive, p)
+		p.links().strategy = st
+		linked = append(linked, p)
 	}
-	s.Proactive = proactive
-	var reactive []*ReactivePolicy
-	for _, p := range s.Reactive {
-		if seen[key(p.Meta)] > 1 {
-			l.fail(p.Meta, &p.Spec.Scope, position{File: p.File, Line: p.Line}, "metadata.name", "%s is defined more than once; none of them is used", p.Meta)
-			continue
-		}
-		st, why := resolve(p.Meta, p.Spec.AutomationStrategyRef.Name)
-		if st == nil {
-			l.fail(p.Meta, &p.Spec.Scope, p.refAt, "spec.automationStrategyRef.name", "%s", why)
-			continue
-		}
-		p.strategy = st
-		reactive = append(reactive, p)
-	}
-	s.Reactive = reactive
+	return linked
 }
 
 func (l *loader) fail(m Meta, scope *Scope, at position, field, format string, args ...any) {

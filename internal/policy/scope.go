@@ -143,31 +143,17 @@ func (s *Set) Govern(t Target) Governance {
 	return g
 }
 
-// policyOf is satisfied by both policy kinds, for mostSpecific.
-type policyOf interface {
-	*ProactivePolicy | *ReactivePolicy
-}
-
 // mostSpecific picks the policy that governs among those that select a
 // workload: a namespaced policy overrides cluster-wide ones; two at the same
 // level are a conflict nobody should resolve by guessing.
-func mostSpecific[P policyOf](ps []P) (P, string) {
+func mostSpecific[P governing](ps []P) (P, string) {
 	var zero P
 	if len(ps) == 0 {
 		return zero, ""
 	}
-	meta := func(p P) Meta {
-		switch p := any(p).(type) {
-		case *ProactivePolicy:
-			return p.Meta
-		case *ReactivePolicy:
-			return p.Meta
-		}
-		return Meta{}
-	}
 	var namespaced []P
 	for _, p := range ps {
-		if !meta(p).Clustered() {
+		if !p.meta().Clustered() {
 			namespaced = append(namespaced, p)
 		}
 	}
@@ -175,7 +161,7 @@ func mostSpecific[P policyOf](ps []P) (P, string) {
 		ps = namespaced
 	}
 	if len(ps) > 1 {
-		return zero, fmt.Sprintf("left alone: %s and %s both select it", meta(ps[0]), meta(ps[1]))
+		return zero, fmt.Sprintf("left alone: %s and %s both select it", ps[0].meta(), ps[1].meta())
 	}
 	return ps[0], ""
 }

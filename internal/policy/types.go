@@ -161,9 +161,7 @@ type StrategyRef struct {
 type ProactivePolicy struct {
 	Meta
 	Spec ProactiveSpec
-
-	strategy *Strategy
-	refAt    position
+	link
 }
 
 type ProactiveSpec struct {
@@ -186,9 +184,7 @@ type ProactiveSpec struct {
 type ReactivePolicy struct {
 	Meta
 	Spec ReactiveSpec
-
-	strategy *Strategy
-	refAt    position
+	link
 }
 
 type ReactiveSpec struct {
@@ -230,6 +226,32 @@ type Prometheus struct {
 	PodLabel       string `yaml:"podLabel"`
 	ContainerLabel string `yaml:"containerLabel"`
 }
+
+// link ties a policy to its strategy once the whole repository is read.
+type link struct {
+	strategy *Strategy
+	// refAt is where automationStrategyRef.name stands, for errors.
+	refAt position
+}
+
+// governing is what the two kinds of policies that govern workloads have
+// in common.
+type governing interface {
+	*ProactivePolicy | *ReactivePolicy
+	meta() Meta
+	scope() *Scope
+	strategyName() string
+	links() *link
+}
+
+func (p *ProactivePolicy) meta() Meta           { return p.Meta }
+func (p *ProactivePolicy) scope() *Scope        { return &p.Spec.Scope }
+func (p *ProactivePolicy) strategyName() string { return p.Spec.AutomationStrategyRef.Name }
+func (p *ProactivePolicy) links() *link         { return &p.link }
+func (p *ReactivePolicy) meta() Meta            { return p.Meta }
+func (p *ReactivePolicy) scope() *Scope         { return &p.Spec.Scope }
+func (p *ReactivePolicy) strategyName() string  { return p.Spec.AutomationStrategyRef.Name }
+func (p *ReactivePolicy) links() *link          { return &p.link }
 
 // ConsolidationPolicy is a GpuConsolidationPolicy. It only produces a
 // report: GitOps never evicts pods.
