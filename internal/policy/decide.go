@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -76,13 +77,18 @@ type Decision struct {
 }
 
 // Sources returns, per metric, where usage is read and how it is
-// interpreted: the reactive policy's mapping, or the Kubex exporter's
-// metrics when only a proactive policy governs.
+// interpreted: the reactive policy's mapping where it configures the
+// metric, else the Kubex exporter's series. Both metrics always count: a
+// baseline that ignored memory because a policy only watches compute would
+// shrink a workload into out-of-memory errors.
 func (g Governance) Sources() map[usage.Metric]*MetricRules {
+	s := defaultSources()
 	if g.Reactive != nil {
-		return g.Reactive.Metrics
+		for m, mr := range g.Reactive.Metrics {
+			s[m] = mr
+		}
 	}
-	return defaultSources()
+	return s
 }
 
 // Lookback is how much history Decide reads for this governance.
@@ -138,6 +144,9 @@ type evaluation struct {
 	sources map[usage.Metric]*MetricRules
 	// eligible pods are old enough to judge; live ones run now.
 	eligible, live []usage.Pod
+	// youngLive names a running pod too young to judge: upsizes ignore it
+	// (its start says little), but no downsize may happen while it runs.
+	youngLive string
 }
 
 func newEvaluation(in Input) *evaluation {
@@ -172,6 +181,7 @@ func (e *evaluation) pods() string {
 			oldest = max(oldest, age)
 			if e.isLive(p) {
 				youngLive++
+				e.youngLive = p.Name
 			}
 			continue
 		}
@@ -327,9 +337,17 @@ func (e *evaluation) decide(d Decision) Decision {
 		// Compare targets as the step limit will leave them, so that a rule
 		// whose ask is cut down anyway does not win on the uncut number.
 		limit := e.a * e.maxStep()
-		best := slices.MaxFunc(ups, func(x, y candidate) int { return compare(min(x.target, limit), min(y.target, limit)) })
-		for _, c := range ups {
-			best.urgent = best.urgent || c.urgent
+		best := slices.MaxFunc(ups, func(x, y candidate) int { return cmp.Compare(min(x.target, limit), min(y.target, limit)) })
+		if !best.urgent {
+			// Pressure now makes the change urgent even when the baseline
+			// asks for more: the reviewer should see both.
+			for _, c := range ups {
+				if c.urgent {
+					best.urgent = true
+					best.reason += "; and now " + c.reason
+					break
+				}
+			}
 		}
 		if !st.Upsize {
 			return d.none(best.reason + "; but the strategy does not allow upsizes (enablement.gpu.requests.upsize)")
@@ -359,6 +377,9 @@ func (e *evaluation) decide(d Decision) Decision {
 		return d.none(base.incomplete)
 	case blocked != "":
 		return d.none(blocked)
+	case e.youngLive != "":
+		return d.none(fmt.Sprintf("pod %s is younger than minPodMetricsAge %s: a downsize waits until it can be judged",
+			e.youngLive, FormatDuration(e.minAge())))
 	}
 	c := candidate{rule: "proactive baseline", target: base.target,
 		reason: fmt.Sprintf("%s baseline %s", FormatDuration(g.Proactive.Window), base.reason)}
@@ -390,6 +411,11 @@ func (e *evaluation) reactiveUpsize(m usage.Metric) (candidate, bool) {
 	used := pk.gpus
 	factor := 1 + float64(u.HeadroomPercent)/100
 	target := used * factor
+	if target <= e.a {
+		// A threshold below 100% with little headroom can ask for less
+		// than the allocation: that is no upsize.
+		return candidate{}, false
+	}
 	reason := fmt.Sprintf("%s peaked at %.0f%% of its %.2f allocation over %s (≥ %d%%) → %s × %g = %s",
 		m, e.pct(used), e.a, FormatDuration(u.Window), u.ThresholdPercent, num(used), factor, num(target))
 	if limit := e.a * float64(u.MaxPercent) / 100; target > limit {
@@ -465,8 +491,11 @@ func (e *evaluation) baseline() *baseline {
 func (e *evaluation) history(m usage.Metric, w usage.Window) string {
 	first := w.To
 	for _, p := range e.eligible {
-		if s := usage.In(p.Series[m], w); len(s) > 0 {
-			first = min(first, s[0].T)
+		for _, x := range usage.In(p.Series[m], w) {
+			if x.Valid() {
+				first = min(first, x.T)
+				break
+			}
 		}
 	}
 	span := time.Duration(w.To-first) * time.Millisecond
@@ -580,23 +609,33 @@ func (e *evaluation) finish(d Decision, act Action, c candidate) Decision {
 	target := c.target
 	notes := c.reason
 	if act == Upsize {
-		if limit := e.a * e.maxStep(); target > limit {
-			target = limit
+		if limit := e.a * e.maxStep(); target > limit && target > st.Floor {
+			target = max(limit, st.Floor)
 			notes += fmt.Sprintf("; a step may not exceed %.0f%% of the allocation (%s)", e.maxStep()*100, num(limit))
 		}
 		if target > st.Ceiling {
 			target = st.Ceiling
 			notes += fmt.Sprintf("; clamped to the ceiling %g", st.Ceiling)
 		}
+		if target < st.Floor {
+			// An allocation below the floor moves into bounds, however
+			// small its step.
+			target = st.Floor
+			notes += fmt.Sprintf("; raised to the floor %g", st.Floor)
+		}
 		if target <= e.a {
-			return d.none(notes + "; already at the limit")
+			return d.none(notes + "; already at the ceiling")
 		}
 	} else {
+		if target > st.Ceiling {
+			// Clamping would cut below measured usage: nothing safe to
+			// shrink to.
+			return d.none(notes + fmt.Sprintf("; that is above the ceiling %g, and a scale-back to the ceiling would cut below measured usage", st.Ceiling))
+		}
 		if target < st.Floor {
 			target = st.Floor
 			notes += fmt.Sprintf("; raised to the floor %g", st.Floor)
 		}
-		target = min(target, st.Ceiling)
 		if target >= e.a {
 			return d.none(notes)
 		}
@@ -628,7 +667,7 @@ func (e *evaluation) quantize(act Action, target float64) (Allocation, bool) {
 	st := e.in.Governance.Strategy
 	limit := st.Ceiling
 	if act == Upsize {
-		limit = min(limit, e.a*e.maxStep())
+		limit = min(limit, max(e.a*e.maxStep(), st.Floor))
 	}
 	wholeOnly := e.in.Current.Form == WholeGPUs && !st.MoveToKAI
 	if wholeOnly || target > 0.99 {
@@ -662,14 +701,4 @@ func num(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprintf("%.3f", v)
-}
-
-func compare(x, y float64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }

@@ -104,6 +104,21 @@ func TestDecide(t *testing.T) {
 	}
 	noProactive := with(func(g *policy.Governance) { g.Proactive = nil })
 	proactiveOnly := with(func(g *policy.Governance) { g.Reactive = nil })
+	// reactive copies the reactive rules deeply before f changes them.
+	reactive := func(f func(r *policy.ReactiveRules)) policy.Governance {
+		return with(func(g *policy.Governance) {
+			r := *g.Reactive
+			r.Metrics = map[usage.Metric]*policy.MetricRules{}
+			for m, mr := range g.Reactive.Metrics {
+				c := *mr
+				up, sb := *mr.Upsize, *mr.ScaleBack
+				c.Upsize, c.ScaleBack = &up, &sb
+				r.Metrics[m] = &c
+			}
+			f(&r)
+			g.Reactive = &r
+		})
+	}
 	computeP90 := with(func(g *policy.Governance) {
 		p := *g.Proactive
 		p.ComputePercentile = 90
@@ -256,13 +271,13 @@ func TestDecide(t *testing.T) {
 			reason: "no change: pod too young to judge: 1 pod(s), the oldest 5m old, below minPodMetricsAge 10m",
 		},
 		{
-			name:    "a young hot pod is ignored while an old one is judged",
+			name:    "a young hot pod does not upsize, and a downsize waits for it",
 			current: fraction(0.5),
 			usage: workload(false,
 				pod("chat-old", 2*day, flat(20), flat(50)),
 				pod("chat-new", 3*time.Minute, flat(90), flat(150))),
-			action: policy.ScaleBack, recommended: fraction(0.3),
-			contains: "memory peaked at 0.25 GPU",
+			action: policy.NoChange, recommended: fraction(0.5),
+			reason: "no change: pod chat-new is younger than minPodMetricsAge 10m: a downsize waits until it can be judged",
 		},
 		{
 			name:    "stale data changes nothing",
@@ -334,6 +349,54 @@ func TestDecide(t *testing.T) {
 				pod("new", 5*time.Minute, flat(10), flat(40))),
 			action: policy.NoChange, recommended: fraction(0.6),
 			reason: "no change: pod too young to judge: 1 pod(s), the oldest 5m old, below minPodMetricsAge 10m",
+		},
+		{
+			name: "an upsize rule that asks for less is no upsize",
+			governance: reactive(func(r *policy.ReactiveRules) {
+				r.Metrics[usage.Compute].Upsize.ThresholdPercent = 50
+				r.Metrics[usage.Compute].Upsize.HeadroomPercent = 0
+			}),
+			current: fraction(0.5),
+			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 30, 20), flat(50))),
+			// 60% reaches the threshold of 50, but 0.30 × 1.0 is below 0.50:
+			// the quiet week decides instead.
+			action: policy.ScaleBack, recommended: fraction(0.36),
+			contains: "7d baseline compute peaked at 0.30 GPU",
+		},
+		{
+			name:    "pressure now keeps a bigger baseline upsize urgent, and says both",
+			current: fraction(0.5),
+			usage: workload(false, pod("chat-1", 4*day,
+				between(0, 2*time.Minute, 55, between(3*day, 3*day+time.Hour, 65, flat(20))), flat(50))),
+			action: policy.Upsize, recommended: fraction(0.78), urgent: true, rule: "proactive baseline",
+			contains: "7d baseline is above the allocation: compute peaked at 0.65 GPU over 4d of history → 0.65 × 1.2 = 0.78 " +
+				"(compute peak 0.65, memory peak 0.25); and now compute peaked at 110% of its 0.50 allocation",
+		},
+		{
+			name:       "a scale-back never cuts below usage to meet the ceiling",
+			governance: with(func(g *policy.Governance) { g.Strategy.Ceiling = 0.5 }),
+			current:    fraction(0.9),
+			usage:      workload(false, pod("big-1", 2*day, flat(20), flat(70))),
+			action:     policy.NoChange, recommended: fraction(0.9),
+			contains: "that is above the ceiling 0.5, and a scale-back to the ceiling would cut below measured usage",
+		},
+		{
+			name:       "an upsize below the floor goes to the floor",
+			governance: with(func(g *policy.Governance) { g.Strategy.Floor = 0.1 }),
+			current:    fraction(0.02),
+			usage:      workload(false, pod("tiny-1", 2*day, recent(2*time.Minute, 3, 1), flat(50))),
+			action:     policy.Upsize, recommended: fraction(0.1), urgent: true,
+			contains: "raised to the floor 0.1",
+		},
+		{
+			name: "a policy that watches only compute still sizes on memory",
+			governance: reactive(func(r *policy.ReactiveRules) {
+				delete(r.Metrics, usage.Memory)
+			}),
+			current: fraction(0.5),
+			usage:   workload(false, pod("chat-1", 2*day, flat(10), flat(90))),
+			action:  policy.Upsize, recommended: fraction(0.54), // not 0.12 from compute alone
+			contains: "memory peaked at 0.45 GPU",
 		},
 		{
 			name:    "no data at all",

@@ -52,10 +52,13 @@ type decoder struct {
 	// keys remembers the key node of each mapping field: a missing child is
 	// best reported at its parent's key.
 	keys map[string]*yaml.Node
+	// root is the document, where an error is reported when nothing
+	// closer was decoded.
+	root *yaml.Node
 }
 
-func newDecoder(file string, project bool) *decoder {
-	return &decoder{file: file, project: project, pos: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+func newDecoder(file string, project bool, root *yaml.Node) *decoder {
+	return &decoder{file: file, project: project, pos: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}, root: root}
 }
 
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
@@ -82,7 +85,7 @@ func (d *decoder) at(field string) *yaml.Node {
 		}
 		f = f[:i]
 	}
-	return nil
+	return d.root
 }
 
 // fail records a validation error on a field.

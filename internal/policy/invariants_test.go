@@ -154,8 +154,10 @@ func TestInvariantBounds(t *testing.T) {
 		}
 		switch d.Action {
 		case policy.Upsize:
-			if r.GPUs <= a || r.GPUs > a*maxStep(g)+1e-9 {
-				t.Fatalf("upsize %v → %v outside (a, a×%v]: %s", a, r.GPUs, maxStep(g), d.Reason)
+			// The step limit yields only to the floor: an allocation below
+			// the floor moves into bounds.
+			if limit := max(a*maxStep(g), g.Strategy.Floor); r.GPUs <= a || r.GPUs > limit+1e-9 {
+				t.Fatalf("upsize %v → %v outside (a, max(a×%v, floor)]: %s", a, r.GPUs, maxStep(g), d.Reason)
 			}
 		case policy.ScaleBack:
 			if r.GPUs >= a || r.GPUs < g.Strategy.Floor-1e-9 {

@@ -15,7 +15,12 @@ func (l *loader) link() {
 	brokenStrategies := map[string]bool{}
 	for _, b := range s.Broken {
 		if b.Kind == KindStrategy || b.Kind == KindClusterStrategy {
-			brokenStrategies[key(b.Meta)] = true
+			m := b.Meta
+			if m.Name == "" {
+				// Unnamed, it could be any strategy of its scope.
+				m.Name = "*"
+			}
+			brokenStrategies[key(m)] = true
 		}
 	}
 	var good []*Strategy
@@ -36,7 +41,9 @@ func (l *loader) link() {
 			candidates = append([]Meta{{Kind: KindStrategy, Namespace: m.Namespace, Name: name}}, candidates...)
 		}
 		for _, c := range candidates {
-			if brokenStrategies[key(c)] {
+			unnamed := c
+			unnamed.Name = "*"
+			if brokenStrategies[key(c)] || brokenStrategies[key(unnamed)] {
 				return nil, fmt.Sprintf("refers to %s, which is invalid", c)
 			}
 			if st := strategies[key(c)]; len(st) == 1 {

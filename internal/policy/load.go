@@ -53,10 +53,14 @@ func Load(ctx context.Context, root string, paths ...string) (*Set, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rel := filepath.ToSlash(mustRel(root, f))
+		rel := filepath.ToSlash(relOrSelf(root, f))
 		data, err := readInside(root, f)
 		if err != nil {
-			l.set.Errors = append(l.set.Errors, fmt.Errorf("%s: %w", rel, err))
+			// It may hold policies nobody can read: assume the worst about
+			// what they govern, as for a file that does not parse.
+			err := fmt.Errorf("%s: %w (every workload a policy in it could govern is left alone)", rel, err)
+			l.set.Errors = append(l.set.Errors, err)
+			l.set.Broken = append(l.set.Broken, &Broken{Meta: Meta{File: rel}, Err: err})
 			continue
 		}
 		l.file(rel, data)
@@ -132,7 +136,16 @@ func (l *loader) document(file string, top *yaml.Node) {
 		return
 	}
 	meta := Meta{APIVersion: apiVersion, Kind: kind, File: file, Line: top.Line}
-	d := newDecoder(file, group == ProjectGroup)
+	// Read the identity leniently first, so that a document refused
+	// before it is decoded still names what it was.
+	if md := mappingField(top, "metadata"); md != nil {
+		meta.Name, meta.Namespace = scalarField(md, "name"), scalarField(md, "namespace")
+	}
+	if meta.Clustered() {
+		// The API server ignores a namespace on cluster-scoped objects.
+		meta.Namespace = ""
+	}
+	d := newDecoder(file, group == ProjectGroup, top)
 	if version != Version {
 		d.errorf(top, "apiVersion", "%q is not supported: use %s/%s", apiVersion, group, Version)
 		l.broken(d, meta, nil)
@@ -170,23 +183,23 @@ func (l *loader) document(file string, top *yaml.Node) {
 			l.set.Consolidation = append(l.set.Consolidation, p)
 		}
 	default:
-		if group == ProjectGroup {
-			d.errorf(top, "kind", "unknown kind %q", kind)
-			l.broken(d, meta, nil)
+		if group == KubexGroup && slices.Contains(otherKubexKinds, kind) {
+			// Kubex's kinds for CPU, memory and operations are not ours
+			// to read.
+			return
 		}
-		// Kubex has kinds for CPU and memory (StaticPolicy, ...) that are
-		// not ours to read.
+		d.errorf(top, "kind", "unknown kind %q in %s (known: %s)", kind, apiVersion, strings.Join(policyKinds, ", "))
+		l.broken(d, meta, nil)
 	}
 }
 
 func decodeEnvelope[S any](d *decoder, top *yaml.Node, m *Meta) S {
 	var env envelope[S]
 	d.decode(top, "", reflect.ValueOf(&env).Elem())
-	m.Name, m.Namespace = env.Metadata.Name, env.Metadata.Namespace
-	if m.Clustered() {
-		// The API server ignores a namespace on cluster-scoped objects.
-		m.Namespace = ""
+	if !m.Clustered() {
+		m.Namespace = env.Metadata.Namespace
 	}
+	m.Name = env.Metadata.Name
 	return env.Spec
 }
 
@@ -209,6 +222,26 @@ func (l *loader) broken(d *decoder, m Meta, scope *Scope) bool {
 	}
 	l.set.Broken = append(l.set.Broken, &Broken{Meta: m, Scope: trusted, Err: errors.Join(joined...)})
 	return true
+}
+
+// policyKinds are the kinds this tool reads.
+var policyKinds = []string{KindClusterStrategy, KindStrategy, KindClusterProactive, KindProactive,
+	KindClusterReactive, KindReactive, KindConsolidation}
+
+// otherKubexKinds are Kubex's kinds that say nothing about GPU fractions.
+// Any other kind in Kubex's group is an error: a misspelt GpuReactivePolicy
+// must not vanish silently.
+var otherKubexKinds = []string{"StaticPolicy", "ClusterStaticPolicy", "GlobalConfiguration", "PolicyEvaluation",
+	"PodAffinityPolicy", "GpuRebalancingPolicy", "ClusterGpuRebalancingPolicy", "ContainerArgsPolicy",
+	"VllmOptimizationPolicy", "ClusterCompactionPolicy", "RollbackPolicy", "ClusterRollbackPolicy"}
+
+func mappingField(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml.MappingNode {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }
 
 func scalarField(m *yaml.Node, key string) string {
@@ -272,7 +305,7 @@ func readInside(root, path string) ([]byte, error) {
 	return os.ReadFile(real)
 }
 
-func mustRel(root, path string) string {
+func relOrSelf(root, path string) string {
 	rel, err := filepath.Rel(root, path)
 	if err != nil {
 		return path

@@ -228,6 +228,92 @@ func TestLoadRefusesPathsOutsideTheRepository(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, set.Errors, 1)
 	require.ErrorContains(t, set.Errors[0], "link.yaml: symlink leads outside the repository")
+	require.Contains(t, set.Govern(gpuDeployment).Skip, "left alone", "an unreadable file may hold policies")
+}
+
+func TestLoadRefusesMoreBadDocuments(t *testing.T) {
+	const strategy = `apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: ClusterAutomationStrategy
+metadata: {name: gpu}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  enablement: {gpu: {requests: {downsize: true}}}
+---
+`
+	const proactive = `apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: ProactivePolicy
+metadata: {name: p, namespace: team-a}
+spec:
+  scope: {workloadTypes: [Deployment]}
+  automationStrategyRef: {name: gpu}
+`
+	teamA := policy.Target{Ref: usage.Ref{Namespace: "team-a", Kind: "Deployment", Name: "w"}}
+	tests := []struct {
+		name, doc, err string
+	}{
+		{
+			name: "a namespaced strategy of an unknown version does not fall back to the cluster one",
+			doc: strategy + `apiVersion: rightsizing.kubex.ai/v1beta1
+kind: AutomationStrategy
+metadata: {name: gpu, namespace: team-a}
+spec: {}
+---
+` + proactive,
+			err: `p.yaml:8:1: apiVersion: "rightsizing.kubex.ai/v1beta1" is not supported`,
+		},
+		{
+			name: "a misspelt kind",
+			doc:  strategy + "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: GPUReactivePolicy\nmetadata: {name: r, namespace: team-a}\n",
+			err:  `p.yaml:8:1: kind: unknown kind "GPUReactivePolicy" in rightsizing.kubex.ai/v1alpha1`,
+		},
+		{
+			name: "no kind",
+			doc:  strategy + "apiVersion: rightsizing.kubex.ai/v1alpha1\nmetadata: {name: r, namespace: team-a}\n",
+			err:  `p.yaml:8:1: kind: unknown kind ""`,
+		},
+		{
+			name: "a defaulted scale-back threshold above the upsize one",
+			doc: strategy + `apiVersion: rightsizing.kubex.ai/v1alpha1
+kind: GpuReactivePolicy
+metadata: {name: r, namespace: team-a}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  scope: {workloadTypes: [Deployment]}
+  metrics:
+    compute:
+      upsize: {thresholdPercent: 60}
+      scaleBack: {metricsWindow: 10m}
+      prometheus: {metric: m}
+  automationStrategyRef: {name: gpu}
+`,
+			err: "p.yaml:17:7: spec.metrics.compute.scaleBack.thresholdPercent: 75 must be below the upsize threshold 60",
+		},
+		{
+			name: "a missing field of a missing parent still has a line",
+			doc:  strategy + "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ProactivePolicy\n",
+			err:  "p.yaml:8:1: metadata.name: missing",
+		},
+		{
+			name: "a duration too long to represent",
+			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ProactivePolicy
+metadata: {name: p, namespace: team-a}
+spec:
+  scope: {workloadTypes: [Deployment]}
+  window: 65535w
+  automationStrategyRef: {name: gpu}
+`,
+			err: `p.yaml:13:11: spec.window: invalid duration "65535w": longer than 3650d`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := policy.Parse("p.yaml", []byte(tt.doc))
+			require.NotEmpty(t, set.Errors)
+			require.ErrorContains(t, set.Errors[0], tt.err)
+			require.Contains(t, set.Govern(teamA).Skip, "left alone")
+		})
+	}
 }
 
 func TestParseDuration(t *testing.T) {

@@ -29,6 +29,10 @@ func (d *Duration) decodeScalar(n *yaml.Node) error {
 	return nil
 }
 
+// maxDuration bounds policy durations well below where time.Duration
+// overflows (292 years).
+const maxDuration = 10 * 365 * 24 * time.Hour
+
 // ParseDuration parses a positive duration in Go's syntax, where d (24h)
 // and w (7d) are units too.
 func ParseDuration(s string) (time.Duration, error) {
@@ -71,6 +75,9 @@ func ParseDuration(s string) (time.Duration, error) {
 			part = p
 		}
 		total += part
+		if part > maxDuration || total > maxDuration {
+			return 0, fmt.Errorf("invalid duration %q: longer than %s", s, FormatDuration(maxDuration))
+		}
 	}
 	if total <= 0 {
 		return 0, fmt.Errorf("invalid duration %q: must be more than zero", s)

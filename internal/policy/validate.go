@@ -8,7 +8,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// WorkloadTypes are the workloadTypes a scope may name. Only Deployment is
+// workloadTypes are the workloadTypes a scope may name. Only Deployment is
 // discovered and edited today; the others are accepted so that a policy
 // written for them loads, and govern nothing yet.
 var workloadTypes = []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout", "LeaderWorkerSet", "Model"}
@@ -189,10 +189,12 @@ func (v validator) reactive(p *ReactivePolicy) {
 			v.percent(f+".scaleBack.thresholdPercent", s.ThresholdPercent, 1, 100)
 			v.minDuration(f+".scaleBack.metricsWindow", s.MetricsWindow, time.Minute)
 			v.percent(f+".scaleBack.headroomPercent", s.HeadroomPercent, 0, 500)
-			if u := mp.Upsize; u != nil && s.ThresholdPercent != nil &&
-				*s.ThresholdPercent >= deref(u.ThresholdPercent, DefaultUpsizeThreshold) {
-				v.fail(f+".scaleBack.thresholdPercent", "%d must be below the upsize threshold %d, or the two rules fight",
-					*s.ThresholdPercent, deref(u.ThresholdPercent, DefaultUpsizeThreshold))
+			// Compare the values in force, defaults included.
+			if u := mp.Upsize; u != nil {
+				sb, up := deref(s.ThresholdPercent, DefaultScaleBackThresh), deref(u.ThresholdPercent, DefaultUpsizeThreshold)
+				if sb >= up {
+					v.fail(f+".scaleBack.thresholdPercent", "%d must be below the upsize threshold %d, or the two rules fight", sb, up)
+				}
 			}
 		}
 	}
