@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,8 +51,9 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 				return flagErrorf("`--traces` is required")
 			}
 			v, err := strconv.ParseFloat(start, 64)
-			if err != nil || v < 0.01 || v > 64 {
-				return flagErrorf("invalid `--start` %q: a number of GPUs between 0.01 and 64", start)
+			onGrid := math.Abs(v*100-math.Round(v*100)) < 1e-9 && (v < 1 || v == math.Trunc(v))
+			if err != nil || v < 0.01 || v > 64 || !onGrid {
+				return flagErrorf("invalid `--start` %q: a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)", start)
 			}
 			opts.Start = v
 			if opts.Cadence < time.Minute {
@@ -151,14 +153,18 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 		startAlloc = policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(int(opts.Start))}
 	}
 	strategies := []backtest.Strategy{backtest.Static{}}
+	// The baselines are held to the first policy's bounds (or the
+	// defaults), so that they differ from it in how they pick a number.
 	bounds := backtest.Bounds{Ceiling: policy.DefaultCeiling, Floor: policy.DefaultFloor, MinChangePercent: policy.DefaultMinChangePercent}
-	for _, spec := range opts.Policies {
+	for i, spec := range opts.Policies {
 		e, err := loadEngine(ctx, spec)
 		if err != nil {
 			return err
 		}
 		strategies = append(strategies, e)
-		bounds = backtest.Bounds{Ceiling: e.Governance.Strategy.Ceiling, Floor: e.Governance.Strategy.Floor, MinChangePercent: e.Governance.Strategy.MinChangePercent}
+		if st := e.Governance.Strategy; i == 0 {
+			bounds = backtest.Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
+		}
 	}
 	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.KRR{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
 	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, LiveUpsize: opts.LiveUpsize}

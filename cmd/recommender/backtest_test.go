@@ -33,7 +33,9 @@ func TestNewCmdBacktest(t *testing.T) {
 				LiveUpsize: true, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
 		},
 		{name: "no traces", args: nil, err: "`--traces` is required"},
-		{name: "bad start", args: []string{"--traces", "t", "--start", "none"}, err: "invalid `--start` \"none\": a number of GPUs between 0.01 and 64"},
+		{name: "bad start", args: []string{"--traces", "t", "--start", "none"}, err: "invalid `--start` \"none\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
+		{name: "start off KAI's grid", args: []string{"--traces", "t", "--start", "0.555"}, err: "invalid `--start` \"0.555\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
+		{name: "start between whole GPUs", args: []string{"--traces", "t", "--start", "1.5"}, err: "invalid `--start` \"1.5\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
 		{name: "tiny cadence", args: []string{"--traces", "t", "--cadence", "10s"}, err: "`--cadence` must be at least 1m"},
 		{name: "negative delay", args: []string{"--traces", "t", "--merge-delay", "-1h"}, err: "`--merge-delay` must not be negative"},
 	}

@@ -110,7 +110,7 @@ func TestPlanRefusesBadPolicy(t *testing.T) {
 	require.NoError(t, os.WriteFile(policyFile, []byte(broken), 0o644))
 
 	out, errOut, code := run(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
-	require.Equal(t, exitError, code)
+	require.Equal(t, exitProblems, code)
 	require.Empty(t, errOut)
 	require.Contains(t, out, "1 problem(s); whatever they touch is left alone:\n"+
 		`  policies/kai-gpu-sharing.yaml:81:24: spec.metrics.compute.upsize.metricsWindow: invalid duration "2 minutes"`)
@@ -145,4 +145,5 @@ func TestPlanBadInputs(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Empty(t, out)
 	require.True(t, strings.HasPrefix(errOut, "`--metrics-file` is required"), errOut)
+	require.Contains(t, errOut, "Usage:\n  recommender plan --repo DIR --metrics-file FILE [flags]", "the usage of the command that failed")
 }

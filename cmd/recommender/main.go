@@ -19,11 +19,14 @@ type exitCode int
 
 const (
 	exitOK exitCode = 0
-	// exitError: the run failed, or found problems in its input (the plan
-	// is still printed, and whatever the problems touch is left alone).
+	// exitError: the run failed; nothing was proposed.
 	exitError exitCode = 1
 	// exitUsage: the command line is wrong.
 	exitUsage exitCode = 2
+	// exitProblems: the run finished but refused some of its input (a bad
+	// policy, an unreadable manifest, a refused edit, a failed usage
+	// query); the output says what, and what it touches is left alone.
+	exitProblems exitCode = 3
 )
 
 func main() {
@@ -37,16 +40,16 @@ func Main(args []string, stdout, stderr io.Writer) exitCode {
 	defer stop()
 	root := newCmdRoot(streams{Out: stdout, Err: stderr}, nil)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	var flagErr *flagError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errProblems):
-		// The plan already said what the problems are.
-		return exitError
+		// The output already said what the problems are.
+		return exitProblems
 	case errors.As(err, &flagErr):
-		fmt.Fprintf(stderr, "%v\n\n%s", err, root.UsageString())
+		fmt.Fprintf(stderr, "%v\n\n%s", err, cmd.UsageString())
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "error: %v\n", err)

@@ -173,6 +173,14 @@ func TestEvaluate(t *testing.T) {
 	require.Equal(t, 1, s.WorkloadsWithMemoryBreach)
 	require.Equal(t, 0, s.Changes)
 	require.InDelta(t, 4.0/(24*60), s.Days, 1e-12)
+
+	// A change made at the time of the sample it answers does not serve
+	// that sample: the breach at minute 2 stands, the one at 3 is gone.
+	tr = trace("w", 4, constant(10), func(i int) float64 { return []float64{20, 20, 60, 60}[i] })
+	tl = &backtest.Timeline{Changes: []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 2 * minute, Alloc: fraction(0.8)}}}
+	s = backtest.Evaluate(tr, tl)
+	require.InDelta(t, 1, s.MemoryBreachMinutes, 1e-9)
+	require.Equal(t, 1, s.Changes)
 }
 
 func TestBaselines(t *testing.T) {

@@ -180,23 +180,26 @@ func (s *Score) Add(o Score) {
 	s.Days += o.Days
 }
 
-// Evaluate scores a timeline against the usage it served. Each sample
-// stands for the interval until the next one.
+// Evaluate scores a timeline against the usage it served. A sample at T
+// stands for the interval since the previous one, (T−dt, T], as a
+// Prometheus gauge does, and is served by the allocation in effect when
+// that interval began: a change made at T in answer to the sample at T
+// does not take credit for it.
 func Evaluate(tr *Trace, tl *Timeline) Score {
 	var s Score
 	s.Workloads = 1
 	s.Changes = len(tl.Changes) - 1
 	for i := range tr.Compute {
 		dt := tr.Step.Milliseconds()
-		if i+1 < len(tr.Compute) {
-			dt = tr.Compute[i+1].T - tr.Compute[i].T
+		if i > 0 {
+			dt = tr.Compute[i].T - tr.Compute[i-1].T
 		}
 		c, m := tr.Compute[i], tr.Memory[i]
 		if !c.Valid() || !m.Valid() {
 			continue
 		}
 		hours := float64(dt) / float64(time.Hour.Milliseconds())
-		a := tl.At(c.T).GPUs
+		a := tl.At(c.T - dt).GPUs
 		used := max(c.V, m.V) / 100
 		s.AllocatedGPUHours += a * hours
 		s.SlackGPUHours += max(0, a-used) * hours

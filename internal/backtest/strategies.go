@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -25,13 +26,9 @@ type Engine struct {
 
 func (e *Engine) Name() string { return e.Label }
 
-// lookbackMargin matches the plan's: the query reaches a little past the
-// longest window, so that pod age judged from samples is not cut short.
-const lookbackMargin = 15 * time.Minute
-
 func (e *Engine) Decide(s State) Proposal {
 	g := e.Governance
-	w := usage.Window{From: s.At - (g.Lookback() + lookbackMargin).Milliseconds(), To: s.At}
+	w := usage.Window{From: s.At - g.Lookback().Milliseconds(), To: s.At}
 	d := policy.Decide(policy.Input{
 		At: time.UnixMilli(s.At), Current: s.Current, Governance: g,
 		Usage: usage.Workload{Step: s.Past.Step, LiveKnown: true, Pods: pods(s, g.Sources(), w)},
@@ -177,7 +174,7 @@ func quantile(xs []weighted, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	slices.SortFunc(xs, func(a, b weighted) int { return cmpFloat(a.v, b.v) })
+	slices.SortFunc(xs, func(a, b weighted) int { return cmp.Compare(a.v, b.v) })
 	var total float64
 	for _, x := range xs {
 		total += x.w
@@ -190,16 +187,6 @@ func quantile(xs []weighted, q float64) float64 {
 		}
 	}
 	return xs[len(xs)-1].v
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // KRR is Robusta KRR's memory rule applied to both metrics: the maximum
@@ -237,8 +224,11 @@ func (Oracle) Name() string { return "oracle" }
 
 func (o Oracle) Decide(s State) Proposal { return Proposal{Target: s.Current} }
 
+// DecideWithFuture sizes for the samples the change will serve: each
+// sample stands for the interval before it, so those until one step past
+// the next run.
 func (o Oracle) DecideWithFuture(s State, full *Trace) Proposal {
-	w := usage.Window{From: s.At - 1, To: s.At + o.Cadence.Milliseconds() - 1}
+	w := usage.Window{From: s.At, To: s.At + o.Cadence.Milliseconds() + full.Step.Milliseconds()}
 	c, _, okc := usage.Peak(usage.In(full.Compute, w))
 	m, _, okm := usage.Peak(usage.In(full.Memory, w))
 	if !okc && !okm {

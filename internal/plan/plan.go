@@ -32,11 +32,6 @@ const (
 	fractionLabel = "gpu-fraction"
 )
 
-// lookbackMargin widens every usage query beyond what the rules read, so
-// that a pod whose age is judged from its oldest sample is seen as older
-// than minPodMetricsAge when it is.
-const lookbackMargin = 15 * time.Minute
-
 // Options configures one plan.
 type Options struct {
 	// Repo is the checkout to read.
@@ -142,15 +137,25 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 	var work []pending
 	groups := map[string]*usage.Query{}
 	var groupKeys []string
+	inv = withNamespaces(inv, ns)
+	files := map[usage.Ref][]string{}
 	for _, w := range inv.Workloads {
-		if w.Ref.Namespace == "" {
-			w.Ref.Namespace = ns
-		}
+		files[w.Ref] = append(files[w.Ref], fmt.Sprintf("%s:%d", w.File, w.Line))
+	}
+	for _, w := range inv.Workloads {
 		g := set.Govern(policy.Target{Ref: w.Ref, Labels: w.Labels})
-		cur := allocation(w.GPU)
-		if g.Skip != "" && cur.Form == policy.NoGPU {
+		cur, bad := allocation(w.GPU)
+		if g.Skip != "" && cur.Form == policy.NoGPU && bad == "" {
 			p.Hidden++
 			continue
+		}
+		if where := files[w.Ref]; len(where) > 1 {
+			bad = fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))
+		}
+		if bad != "" {
+			// The manifest itself is in doubt: leave it alone, and say so.
+			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: bad})
+			g = policy.Governance{Skip: "left alone: " + bad}
 		}
 		work = append(work, pending{w, g, cur})
 		if g.Skip != "" || cur.Form == policy.NoGPU || cur.Form == policy.GPUMemory {
@@ -159,7 +164,7 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 		k := queryKey(g)
 		q, ok := groups[k]
 		if !ok {
-			q = &usage.Query{At: opts.At, Lookback: g.Lookback() + lookbackMargin, Metrics: map[usage.Metric]usage.Mapping{}, Containers: g.Containers}
+			q = &usage.Query{At: opts.At, Lookback: g.Lookback(), Metrics: map[usage.Metric]usage.Mapping{}, Containers: g.Containers}
 			for m, mr := range g.Sources() {
 				q.Metrics[m] = mr.Source
 			}
@@ -215,7 +220,7 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 	})
 
 	if len(edits) > 0 {
-		res, err := patcher.Apply(ctx, opts.Repo, withNamespaces(inv, ns), edits)
+		res, err := patcher.Apply(ctx, opts.Repo, inv, edits)
 		if err != nil {
 			return nil, err
 		}
@@ -244,15 +249,17 @@ func withNamespaces(inv *patcher.Inventory, ns string) *patcher.Inventory {
 	return &c
 }
 
-// refuse records a refused edit: the decision stays, but is marked, and
-// nothing is written for its file.
+// refuse records a refused edit: nothing changes for its workload, whose
+// decision says what it wanted and why it could not be written.
 func (p *Plan) refuse(r patcher.Refusal) {
 	for i := range p.Decisions {
-		if p.Decisions[i].Workload.Ref == r.Workload {
-			p.Decisions[i].Reason += "; edit refused: " + r.Err.Error()
+		d := &p.Decisions[i]
+		if d.Workload.Ref == r.Workload && d.Workload.File == r.File {
+			d.Reason = fmt.Sprintf("no change: the edit was refused (%v); it wanted %s → %s: %s", r.Err, d.Current, d.Recommended, d.Reason)
+			d.Action, d.Recommended, d.Urgent = policy.NoChange, d.Current, false
 		}
 	}
-	p.problem(fmt.Errorf("%s: edit of %s refused: %w", r.File, r.Workload, r.Err))
+	p.Problems = append(p.Problems, Problem{File: r.File, Message: fmt.Sprintf("edit of %s refused: %v", r.Workload, r.Err)})
 }
 
 func (p *Plan) problem(err error) {
@@ -268,17 +275,25 @@ func (p *Plan) problem(err error) {
 	}
 }
 
-// allocation reads a workload's GPU request the way KAI does.
-func allocation(g patcher.GPU) policy.Allocation {
+// allocation reads a workload's GPU request the way KAI does. bad says why
+// the request cannot be worked with, when it cannot.
+func allocation(g patcher.GPU) (a policy.Allocation, bad string) {
 	switch {
 	case g.MemoryMiB > 0:
-		return policy.Allocation{Form: policy.GPUMemory}
+		return policy.Allocation{Form: policy.GPUMemory}, ""
+	case g.FractionText != "" && g.Fraction == 0:
+		return policy.Allocation{Form: policy.Fraction}, fmt.Sprintf("gpu-fraction %q is not a fraction KAI accepts (strictly between 0 and 1)", g.FractionText)
+	case g.Fraction > 0 && g.NumDevices > 1:
+		// The request is N × the fraction; deciding on the fraction alone
+		// would misread usage by a factor of N.
+		return policy.Allocation{Form: policy.Fraction, GPUs: g.Fraction},
+			fmt.Sprintf("gpu-fraction-num-devices %d: fractions over several devices are not supported yet", g.NumDevices)
 	case g.Fraction > 0:
-		return policy.Allocation{Form: policy.Fraction, GPUs: g.Fraction}
+		return policy.Allocation{Form: policy.Fraction, GPUs: g.Fraction}, ""
 	case g.Whole > 0:
-		return policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(g.Whole)}
+		return policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(g.Whole)}, ""
 	}
-	return policy.Allocation{Form: policy.NoGPU}
+	return policy.Allocation{Form: policy.NoGPU}, ""
 }
 
 // queryKey identifies how a governance reads usage: workloads with equal
@@ -300,7 +315,7 @@ func editFor(d Decision, st *policy.StrategyRules) (patcher.Edit, bool) {
 		return patcher.Edit{}, false
 	}
 	w, rec := d.Workload, d.Recommended
-	e := patcher.Edit{Workload: w.Ref, Reason: d.Reason}
+	e := patcher.Edit{Workload: w.Ref, File: w.File, Reason: d.Reason}
 	switch rec.Form {
 	case policy.Fraction:
 		e.Ops = append(e.Ops, patcher.SetGPUFraction(fmt.Sprintf("%.2f", rec.GPUs)))

@@ -3,6 +3,8 @@ package plan_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +129,90 @@ func TestMakeEditsOnlyWhatDecisionsChange(t *testing.T) {
 	require.Contains(t, asr, `gpu-fraction: "0.24"`)
 	require.NotContains(t, asr, "nvidia.com/gpu:")
 	require.True(t, strings.HasPrefix(p.Files[0].Diff(), "--- a/apps/asr/deployment.yaml\n"))
+}
+
+// quickstartCopy copies the quickstart repository so that a test may
+// change it, applying each edit (file → old → new) once.
+func quickstartCopy(t *testing.T, edits map[string][2]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(repo)))
+	for file, e := range edits {
+		path := filepath.Join(dir, file)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Contains(t, string(b), e[0])
+		require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), e[0], e[1], 1)), 0o644))
+	}
+	return dir
+}
+
+func decisionOf(t *testing.T, p *plan.Plan, name string) plan.Decision {
+	t.Helper()
+	for _, d := range p.Decisions {
+		if d.Workload.Ref.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no decision for %s", name)
+	return plan.Decision{}
+}
+
+// TestMakeLeavesDoubtfulManifestsAlone: a request the tool cannot read
+// correctly, or a workload defined twice, is reported and left alone.
+func TestMakeLeavesDoubtfulManifestsAlone(t *testing.T) {
+	dir := quickstartCopy(t, map[string][2]string{
+		"apps/chat/deployment.yaml":      {`gpu-fraction: "0.5"`, `gpu-fraction: "0.5"` + "\n        gpu-fraction-num-devices: \"2\""},
+		"apps/translate/deployment.yaml": {`gpu-fraction: '0.25'`, `gpu-fraction: '1.5'`},
+	})
+	b, err := os.ReadFile(filepath.Join(dir, "apps/summarize/deployment.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "legacy"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "legacy/summarize.yaml"), b, 0o644))
+
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	chat := decisionOf(t, p, "chat")
+	require.Equal(t, policy.Skipped, chat.Action)
+	require.Equal(t, "left alone: gpu-fraction-num-devices 2: fractions over several devices are not supported yet", chat.Reason)
+	translate := decisionOf(t, p, "translate")
+	require.Equal(t, policy.Skipped, translate.Action)
+	require.Equal(t, `left alone: gpu-fraction "1.5" is not a fraction KAI accepts (strictly between 0 and 1)`, translate.Reason)
+	for _, d := range p.Decisions {
+		if d.Workload.Ref.Name == "summarize" {
+			require.Equal(t, policy.Skipped, d.Action)
+			require.Contains(t, d.Reason, "inference/Deployment/summarize is defined 2 times (apps/summarize/deployment.yaml:1, legacy/summarize.yaml:1)")
+		}
+	}
+	var edited []string
+	for _, f := range p.Files {
+		edited = append(edited, f.Path)
+	}
+	require.Equal(t, []string{"apps/asr/deployment.yaml"}, edited)
+	require.Len(t, p.Problems, 4)
+	require.Equal(t, plan.Problem{File: "apps/chat/deployment.yaml", Line: 1,
+		Message: "gpu-fraction-num-devices 2: fractions over several devices are not supported yet"}, p.Problems[0])
+}
+
+// TestMakeRefusedEditChangesNothing: when the editor refuses, the decision
+// becomes "no change", says what it wanted, and the problem names the file.
+func TestMakeRefusedEditChangesNothing(t *testing.T) {
+	// An alias on the annotation's path: editing it would change the
+	// anchor's other users too.
+	dir := quickstartCopy(t, map[string][2]string{
+		"apps/chat/deployment.yaml": {"      annotations:\n        gpu-fraction: \"0.5\"", "      annotations: &ann\n        gpu-fraction: \"0.5\""},
+	})
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	chat := decisionOf(t, p, "chat")
+	require.Equal(t, policy.NoChange, chat.Action)
+	require.Equal(t, chat.Current, chat.Recommended)
+	require.False(t, chat.Urgent)
+	require.Contains(t, chat.Reason, "no change: the edit was refused (apps/chat/deployment.yaml:")
+	require.Contains(t, chat.Reason, "it wanted 0.50 → 0.72: compute peaked at 120%")
+	require.Len(t, p.Problems, 1)
+	require.Equal(t, "apps/chat/deployment.yaml", p.Problems[0].File)
+	for _, f := range p.Files {
+		require.NotEqual(t, "apps/chat/deployment.yaml", f.Path)
+	}
 }

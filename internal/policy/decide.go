@@ -91,9 +91,15 @@ func (g Governance) Sources() map[usage.Metric]*MetricRules {
 	return s
 }
 
-// Lookback is how much history Decide reads for this governance.
+// lookbackMargin widens what Decide reads beyond its longest window, so
+// that a pod whose age is judged from its oldest sample is seen as older
+// than minPodMetricsAge when it is.
+const lookbackMargin = 15 * time.Minute
+
+// Lookback is how much history Decide reads for this governance: what a
+// usage query must cover.
 func (g Governance) Lookback() time.Duration {
-	return max(Lookback(g.Proactive, g.Reactive), DefaultMinPodMetricsAge)
+	return max(Lookback(g.Proactive, g.Reactive), DefaultMinPodMetricsAge) + lookbackMargin
 }
 
 // Decide computes the recommendation for one workload (DESIGN §4): the
