@@ -175,7 +175,8 @@ func (e *evaluation) minAge() time.Duration {
 func (e *evaluation) pods() string {
 	pods := e.in.Usage.Pods
 	if len(pods) == 0 {
-		return fmt.Sprintf("no usage data in the last %s", FormatDuration(e.in.Governance.Lookback()))
+		g := e.in.Governance
+		return fmt.Sprintf("no usage data in the last %s", FormatDuration(max(Lookback(g.Proactive, g.Reactive), e.minAge())))
 	}
 	minAge := e.minAge()
 	young, youngLive := 0, 0
