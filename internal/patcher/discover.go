@@ -63,6 +63,11 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 			if rel != "." && strings.HasPrefix(d.Name(), ".") {
 				return fs.SkipDir
 			}
+			if d.Name() == "templates" && isFile(filepath.Join(filepath.Dir(p), "Chart.yaml")) {
+				// A Helm chart's templates are not YAML until rendered;
+				// its values are edited elsewhere, or not at all.
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if !isYAMLName(d.Name()) {
@@ -174,4 +179,9 @@ func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
 		ws = append(ws, w)
 	}
 	return ws, probs
+}
+
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }

@@ -238,3 +238,23 @@ func indent(s, prefix string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestDiscoverSkipsHelmTemplates: a chart's templates are not YAML until
+// rendered, and must not flood the run with parse problems; its other
+// files, and a templates directory outside a chart, are read.
+func TestDiscoverSkipsHelmTemplates(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"charts/chat/Chart.yaml":                "apiVersion: v2\nname: chat\nversion: 0.1.0\n",
+		"charts/chat/values.yaml":               "replicas: 1\n",
+		"charts/chat/templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.gpu }}\n",
+		"apps/templates/deployment.yaml":        discoverDeployment,
+		"apps/templates/broken.yaml":            "key: [unclosed\n",
+	})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	require.Equal(t, "apps/templates/deployment.yaml", inv.Workloads[0].File)
+	require.Len(t, inv.Problems, 1)
+	require.Equal(t, "apps/templates/broken.yaml", inv.Problems[0].File)
+}
