@@ -273,6 +273,13 @@ func yamlFiles(root string, paths []string) ([]string, error) {
 				if path != start && strings.HasPrefix(e.Name(), ".") {
 					return filepath.SkipDir
 				}
+				if e.Name() == "templates" {
+					if st, err := os.Stat(filepath.Join(filepath.Dir(path), "Chart.yaml")); err == nil && st.Mode().IsRegular() {
+						// A Helm chart's templates are not YAML until
+						// rendered (the patcher skips them too).
+						return filepath.SkipDir
+					}
+				}
 				return nil
 			}
 			if ext := filepath.Ext(path); ext == ".yaml" || ext == ".yml" {

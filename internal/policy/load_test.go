@@ -357,3 +357,16 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func TestLoadSkipsHelmTemplates(t *testing.T) {
+	root := t.TempDir()
+	chart := filepath.Join(root, "charts", "policies")
+	require.NoError(t, os.MkdirAll(filepath.Join(chart, "templates"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: policies\nversion: 0.1.0\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(chart, "templates", "strategy.yaml"),
+		[]byte("apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterAutomationStrategy\nmetadata:\n  name: {{ .Values.name }}\n{{- end }}\n"), 0o644))
+	set, err := policy.Load(context.Background(), root)
+	require.NoError(t, err)
+	require.Empty(t, set.Errors)
+	require.Empty(t, set.Broken)
+}
