@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -23,15 +25,17 @@ type backtestOptions struct {
 	IO     streams
 	Logger *slog.Logger
 
-	Traces     []string
-	Policies   []string // NAME=PATH or PATH, each a strategy
-	Start      float64
-	Cadence    time.Duration
-	MergeDelay time.Duration
-	LiveUpsize bool
-	OutDir     string
-	Plot       []string // workloads to plot; empty: a few chosen
-	MaxPeak    float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
+	Traces      []string
+	MetricsFile string // a recording, replayed for the GPU workloads of Repo
+	Repo        string
+	Policies    []string // NAME=PATH or PATH, each a strategy
+	Start       float64
+	Cadence     time.Duration
+	MergeDelay  time.Duration
+	LiveUpsize  bool
+	OutDir      string
+	Plot        []string // workloads to plot; empty: a few chosen
+	MaxPeak     float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
 }
 
 func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *backtestOptions) error) *cobra.Command {
@@ -47,8 +51,11 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 		Example: "  recommender backtest --traces ../shared/traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(opts.Traces) == 0 {
-				return flagErrorf("`--traces` is required")
+			if len(opts.Traces) == 0 && opts.MetricsFile == "" {
+				return flagErrorf("`--traces` or `--metrics-file` is required")
+			}
+			if (opts.MetricsFile == "") != (opts.Repo == "") {
+				return flagErrorf("`--metrics-file` and `--repo` go together: the repository names the workloads of the recording")
 			}
 			v, err := strconv.ParseFloat(start, 64)
 			onGrid := math.Abs(v*100-math.Round(v*100)) < 1e-9 && (v < 1 || v == math.Trunc(v))
@@ -75,6 +82,8 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&opts.Traces, "traces", nil, "usage traces, CSV `file` (workload,timestamp_s,sm_util_pct_of_gpu,mem_used_pct_of_gpu; .gz too) (repeatable)")
+	f.StringVar(&opts.MetricsFile, "metrics-file", "", "a recording (OpenMetrics with timestamps) to replay for the GPU Deployments of `--repo`")
+	f.StringVar(&opts.Repo, "repo", "", "repository whose GPU Deployments the recording is replayed for")
 	f.StringArrayVar(&opts.Policies, "policies", nil, "policy file or directory to backtest, as `name=path` or path (repeatable)")
 	f.StringVar(&start, "start", "1", "every workload's starting allocation, in GPUs (1 or more: whole GPUs)")
 	f.DurationVar(&opts.Cadence, "cadence", time.Hour, "interval between runs of the job")
@@ -84,6 +93,63 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
 	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time, besides those chosen from the results (repeatable)")
 	return cmd
+}
+
+// inputs names where the traces came from.
+func (o *backtestOptions) inputs() []string {
+	in := slices.Clone(o.Traces)
+	if o.MetricsFile != "" {
+		in = append(in, o.MetricsFile+" (for "+o.Repo+")")
+	}
+	return in
+}
+
+// recordedTraces replays a recording for the GPU Deployments of a
+// repository: each becomes a trace of its hottest pod, read through the
+// metric mapping of the governance given (the first policy's, or Kubex's
+// exporter by default).
+func recordedTraces(ctx context.Context, repo, file string, g policy.Governance) ([]*backtest.Trace, error) {
+	src, err := metrics.OpenRecorded(file)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := patcher.Discover(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	q := usage.Query{At: src.Newest(), Lookback: src.Newest().Sub(src.Oldest()) + time.Millisecond, Metrics: map[usage.Metric]usage.Mapping{}}
+	relative := map[usage.Metric]bool{}
+	for m, mr := range g.Sources() {
+		q.Metrics[m] = mr.Source
+		relative[m] = mr.Interpretation == policy.CurrentAllocation
+	}
+	alloc := map[usage.Ref]float64{}
+	for _, w := range inv.Workloads {
+		if w.Ref.Namespace == "" {
+			w.Ref.Namespace = "default"
+		}
+		a := w.GPU.Fraction
+		if a == 0 {
+			a = float64(w.GPU.Whole)
+		}
+		if a > 0 {
+			alloc[w.Ref] = a
+			q.Workloads = append(q.Workloads, w.Ref)
+		}
+	}
+	res, err := src.Usage(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var traces []*backtest.Trace
+	for _, r := range q.Workloads {
+		if w, ok := res.Workloads[r]; ok {
+			if tr := backtest.FromUsage(r.Namespace+"-"+r.Name, w, relative, alloc[r]); len(tr.Compute) > 0 {
+				traces = append(traces, tr)
+			}
+		}
+	}
+	return traces, nil
 }
 
 func peakNote(p float64) string {
@@ -132,9 +198,28 @@ func loadEngine(ctx context.Context, spec string) (*backtest.Engine, error) {
 }
 
 func runBacktest(ctx context.Context, opts *backtestOptions) error {
+	var engines []*backtest.Engine
+	for _, spec := range opts.Policies {
+		e, err := loadEngine(ctx, spec)
+		if err != nil {
+			return err
+		}
+		engines = append(engines, e)
+	}
 	var traces []*backtest.Trace
 	for _, f := range opts.Traces {
 		ts, err := backtest.ReadCSVFile(f)
+		if err != nil {
+			return err
+		}
+		traces = append(traces, ts...)
+	}
+	if opts.MetricsFile != "" {
+		g := policy.Governance{}
+		if len(engines) > 0 {
+			g = engines[0].Governance
+		}
+		ts, err := recordedTraces(ctx, opts.Repo, opts.MetricsFile, g)
 		if err != nil {
 			return err
 		}
@@ -156,11 +241,7 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 	// The baselines are held to the first policy's bounds (or the
 	// defaults), so that they differ from it in how they pick a number.
 	bounds := backtest.Bounds{Ceiling: policy.DefaultCeiling, Floor: policy.DefaultFloor, MinChangePercent: policy.DefaultMinChangePercent}
-	for i, spec := range opts.Policies {
-		e, err := loadEngine(ctx, spec)
-		if err != nil {
-			return err
-		}
+	for i, e := range engines {
 		strategies = append(strategies, e)
 		if st := e.Governance.Strategy; i == 0 {
 			bounds = backtest.Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
@@ -181,7 +262,7 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 		live = "on for every policy"
 	}
 	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, live upsize %s\n\n",
-		len(traces), strings.Join(opts.Traces, ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, live)
+		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, live)
 	if err := backtest.WriteTable(opts.IO.Out, results); err != nil {
 		return err
 	}
@@ -213,7 +294,7 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTable(f, results) }); err != nil {
 		return err
 	}
-	if err := write("results.json", func(f *os.File) error { return backtest.WriteJSON(f, opts.Traces, config, results) }); err != nil {
+	if err := write("results.json", func(f *os.File) error { return backtest.WriteJSON(f, opts.inputs(), config, results) }); err != nil {
 		return err
 	}
 	if err := write("tradeoff.svg", func(f *os.File) error {

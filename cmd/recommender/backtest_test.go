@@ -32,7 +32,8 @@ func TestNewCmdBacktest(t *testing.T) {
 			want: backtestOptions{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
 				LiveUpsize: true, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
 		},
-		{name: "no traces", args: nil, err: "`--traces` is required"},
+		{name: "no traces", args: nil, err: "`--traces` or `--metrics-file` is required"},
+		{name: "recording without repo", args: []string{"--metrics-file", "m.om"}, err: "`--metrics-file` and `--repo` go together: the repository names the workloads of the recording"},
 		{name: "bad start", args: []string{"--traces", "t", "--start", "none"}, err: "invalid `--start` \"none\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
 		{name: "start off KAI's grid", args: []string{"--traces", "t", "--start", "0.555"}, err: "invalid `--start` \"0.555\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
 		{name: "start between whole GPUs", args: []string{"--traces", "t", "--start", "1.5"}, err: "invalid `--start` \"1.5\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
@@ -100,4 +101,16 @@ func TestBacktestRun(t *testing.T) {
 	_, stderr, code = run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "nope.yaml")
 	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "error: policies nope.yaml: stat nope.yaml: no such file or directory")
+}
+
+// TestBacktestRecording replays the quickstart's recording for its GPU
+// Deployments: the OpenMetrics input of the recorded source.
+func TestBacktestRecording(t *testing.T) {
+	stdout, stderr, code := run(t, "backtest", "--metrics-file", quickstartMetrics, "--repo", quickstartRepo,
+		"--policies", "kubex-guide="+quickstartRepo+"/policies", "--start", "0.5", "--cadence", "10m", "--merge-delay", "20m")
+	require.Equal(t, exitOK, code, stderr)
+	// Seven GPU Deployments have samples (ocr too: scope is the policy's
+	// business, not the recording's); the gateway has no GPU.
+	require.Contains(t, stdout, "7 workloads from ../../examples/quickstart/metrics.om (for ../../examples/quickstart)")
+	require.Regexp(t, `(?m)^\s+kubex-guide\s+\d+\.\d%`, stdout)
 }

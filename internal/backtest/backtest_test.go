@@ -278,3 +278,24 @@ func TestRunNeverSeesTheFuture(t *testing.T) {
 		require.Equal(t, b[i].Workloads[0].Timeline.Changes, before, strategies[i].Name())
 	}
 }
+
+func TestFromUsage(t *testing.T) {
+	w := usage.Workload{Step: time.Minute, Pods: []usage.Pod{
+		{Name: "a", Allocation: 0.5, Series: map[usage.Metric][]usage.Sample{
+			usage.Compute: {{T: 0, V: 10}, {T: minute, V: 30}},
+			usage.Memory:  {{T: 0, V: 50}, {T: minute, V: math.NaN()}},
+		}},
+		{Name: "b", Series: map[usage.Metric][]usage.Sample{
+			usage.Compute: {{T: 0, V: 20}, {T: 2 * minute, V: 5}},
+			usage.Memory:  {{T: 0, V: 10}, {T: 2 * minute, V: 80}},
+		}},
+	}}
+	// Memory is relative: pod a at its own 0.5, pod b (share unknown) at
+	// the workload's 0.4.
+	tr := backtest.FromUsage("w", w, map[usage.Metric]bool{usage.Memory: true}, 0.4)
+	require.Equal(t, time.Minute, tr.Step)
+	require.Equal(t, []usage.Sample{{T: 0, V: 20}, {T: minute, V: 30}, {T: 2 * minute, V: 5}}, tr.Compute)
+	require.Equal(t, usage.Sample{T: 0, V: 25}, tr.Memory[0], "the hottest of 50% of 0.5 and 10% of 0.4")
+	require.True(t, math.IsNaN(tr.Memory[1].V), "no pod reported memory then")
+	require.InDelta(t, 32, tr.Memory[2].V, 1e-9)
+}

@@ -163,3 +163,56 @@ func WriteCSV(w io.Writer, traces []*Trace) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// FromUsage turns a workload's recorded usage into a trace: at every
+// timestamp, the hottest pod of each metric (replicas share one template),
+// in percent of one GPU. Metrics recorded relative to the allocation are
+// converted with each pod's own share, or alloc when the recording does
+// not know it. A timestamp where no pod reports a metric holds NaN there.
+func FromUsage(name string, w usage.Workload, relative map[usage.Metric]bool, alloc float64) *Trace {
+	type point struct{ c, m float64 }
+	byT := map[int64]*point{}
+	for _, p := range w.Pods {
+		share := alloc
+		if p.Allocation > 0 {
+			share = p.Allocation
+		}
+		for _, m := range usage.Metrics {
+			for _, x := range p.Series[m] {
+				if !x.Valid() {
+					continue
+				}
+				v := x.V
+				if relative[m] {
+					v *= share
+				}
+				pt := byT[x.T]
+				if pt == nil {
+					pt = &point{c: math.NaN(), m: math.NaN()}
+					byT[x.T] = pt
+				}
+				dst := &pt.c
+				if m == usage.Memory {
+					dst = &pt.m
+				}
+				if math.IsNaN(*dst) || v > *dst {
+					*dst = v
+				}
+			}
+		}
+	}
+	ts := make([]int64, 0, len(byT))
+	for t := range byT {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	tr := &Trace{Name: name, Step: w.Step}
+	for _, t := range ts {
+		tr.Compute = append(tr.Compute, usage.Sample{T: t, V: byT[t].c})
+		tr.Memory = append(tr.Memory, usage.Sample{T: t, V: byT[t].m})
+	}
+	if tr.Step <= 0 {
+		tr.Step = medianStep(tr.Compute)
+	}
+	return tr
+}
