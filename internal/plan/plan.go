@@ -150,9 +150,13 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 			continue
 		}
 		if where := files[w.Ref]; len(where) > 1 {
-			bad = fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))
-		}
-		if bad != "" {
+			// One problem for the lot, at the first definition.
+			if where[0] == fmt.Sprintf("%s:%d", w.File, w.Line) {
+				p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line,
+					Message: fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))})
+			}
+			g = policy.Governance{Skip: fmt.Sprintf("left alone: defined %d times, so which one is deployed is not known", len(where))}
+		} else if bad != "" {
 			// The manifest itself is in doubt: leave it alone, and say so.
 			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: bad})
 			g = policy.Governance{Skip: "left alone: " + bad}
