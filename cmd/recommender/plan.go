@@ -73,7 +73,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
 	f.StringVar(&opts.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
 	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample)")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: `table` or json")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table or json")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	return cmd

@@ -22,7 +22,7 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	}
 	cmd.SetOut(io.Out)
 	cmd.SetErr(io.Err)
-	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level on stderr: `debug`, info, warn or error")
+	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
 	logger := func() (*slog.Logger, error) { return newLogger(io, logLevel) }
 	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdBacktest(io, logger, nil))
