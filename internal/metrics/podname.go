@@ -10,6 +10,11 @@ const (
 	maxGeneratedPrefix = 58
 	randomSuffixLen    = 5
 	maxHashLen         = 10
+	// minHashLen: the hash is a uint32 written in decimal, one safe
+	// character per digit, so it has fewer than 6 characters once in
+	// 40,000 templates. Requiring 6 keeps a Job's or a DaemonSet's pod
+	// (chat-2-k8s9q) from passing for a pod of Deployment chat.
+	minHashLen = 6
 	// safeChars is the alphabet of the random suffix and of the
 	// pod-template hash: no vowels, nothing that reads as a word.
 	safeChars = "bcdfghjklmnpqrstvwxz2456789"
@@ -53,7 +58,7 @@ func matchDeploymentPod(d, pod string) (hashShown int, ok bool) {
 		return 0, true // only the dash fitted: rest is empty
 	}
 	if hash, whole := strings.CutSuffix(rest, "-"); whole {
-		return len(hash), len(hash) >= 1 && len(hash) <= maxHashLen && isSafe(hash)
+		return len(hash), len(hash) >= minHashLen && len(hash) <= maxHashLen && isSafe(hash)
 	}
 	// Without its trailing dash, the hash was cut, so the name must have
 	// been cut too.
@@ -68,7 +73,7 @@ func matchReplicaSet(d, rs string) bool {
 		return false
 	}
 	hash := rs[n+1:]
-	return len(hash) <= maxHashLen && isSafe(hash)
+	return len(hash) >= minHashLen && len(hash) <= maxHashLen && isSafe(hash)
 }
 
 // claim returns the deployment among candidates that pod belongs to by its

@@ -21,10 +21,12 @@ func TestMatchDeploymentPod(t *testing.T) {
 		wantShown  int
 	}{
 		{name: "ten-character hash", deployment: "chat", pod: "chat-7d9f8c6b5d-x2b4z", want: true, wantShown: 10},
-		{name: "one-character hash", deployment: "chat", pod: "chat-7-x2b4z", want: true, wantShown: 1},
-		{name: "another deployment's pod", deployment: "chat", pod: "chat-canary-6d4b9-x2b4z"},
-		{name: "consonant-only name suffix", deployment: "chat", pod: "chat-bcd-5f6d7-x2b4z"},
-		{name: "prefix without dash", deployment: "chat", pod: "chatbot-5f6d7-x2b4z"},
+		{name: "six-character hash", deployment: "chat", pod: "chat-7d9f8c-x2b4z", want: true, wantShown: 6},
+		{name: "too short for a hash: another controller's pod", deployment: "chat", pod: "chat-2-k8s9q", wantShown: 1},
+		{name: "five characters is still too short", deployment: "chat", pod: "chat-v2db4-k8s9q", wantShown: 5},
+		{name: "another deployment's pod", deployment: "chat", pod: "chat-canary-6d4b9c-x2b4z"},
+		{name: "consonant-only name suffix", deployment: "chat", pod: "chat-bcd-5f6d7c-x2b4z"},
+		{name: "prefix without dash", deployment: "chat", pod: "chatbot-5f6d7c-x2b4z"},
 		{name: "no hash", deployment: "chat", pod: "chat-x2b4z"},
 		{name: "eleven-character hash", deployment: "chat", pod: "chat-7d9f8c6b5d7-x2b4z"},
 		{name: "vowel in hash", deployment: "chat", pod: "chat-7d9a8c6b5d-x2b4z"},

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -96,9 +98,9 @@ func (x *podIndex) usageOf(key objKey, w usage.Window, containers []string) ([]u
 }
 
 // sum adds up series sample by sample, aligned on identical timestamps: a
-// timestamp only some series have sums only those. A NaN anywhere makes
-// that timestamp's sum NaN, so a broken exporter reads as missing data and
-// never as low usage.
+// timestamp only some series have sums only those. An invalid value
+// anywhere (NaN, negative, infinite) makes that timestamp's sum NaN, so a
+// broken exporter reads as missing data and never as low usage.
 func sum(parts [][]usage.Sample) []usage.Sample {
 	switch len(parts) {
 	case 0:
@@ -126,7 +128,13 @@ func sum(parts [][]usage.Sample) []usage.Sample {
 		var v float64
 		for i, p := range parts {
 			if next[i] < len(p) && p[next[i]].T == t {
-				v += p[next[i]].V
+				if x := p[next[i]]; x.Valid() {
+					v += x.V
+				} else {
+					// A part a broken exporter sent (NaN, negative,
+					// infinite) must not read as lower usage.
+					v = math.NaN()
+				}
 				next[i]++
 			}
 		}
@@ -165,7 +173,6 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 		metrics = append(metrics, &queried{metric: m, mapping: mp, index: r.podIndex(mp)})
 		names = append(names, mp.Metric)
 	}
-	step := r.step(names...)
 	// Liveness is judged against kube-state-metrics' own scrape interval.
 	tolerance := usage.GapTolerance(r.step(podOwnerMetric)).Milliseconds()
 
@@ -191,11 +198,12 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 				}
 			}
 			if len(pods) > 0 {
-				res.Workloads[ref] = usage.Workload{Step: step, LiveKnown: v.liveKnown, Pods: pods}
+				res.Workloads[ref] = usage.Workload{LiveKnown: v.liveKnown, Pods: pods}
 			}
 		}
 	}
 
+	r.setSteps(res.Workloads, metrics)
 	for _, m := range metrics {
 		if m.exported != 0 {
 			res.Warnings = append(res.Warnings, exportedWarning(m))
@@ -352,3 +360,44 @@ func checkQuery(q usage.Query) error {
 	}
 	return nil
 }
+
+// setSteps gives every answered workload each metric's sampling interval,
+// inferred from the samples the query returns (so from the window, never
+// from after the evaluation time), and as Step the longest of them: the
+// one that judges liveness most leniently, so that a pod counts as running,
+// and must show complete data, for as long as any metric could still
+// report it. Too few samples to tell fall back to the whole file.
+func (r *Recorded) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
+	steps := make(map[usage.Metric]time.Duration, len(metrics))
+	var longest time.Duration
+	for _, m := range metrics {
+		counts := make(map[int64]int)
+		n := 0
+		for _, w := range ws {
+			for _, p := range w.Pods {
+				s := p.Series[m.metric]
+				for j := 1; j < len(s); j++ {
+					counts[s[j].T-s[j-1].T]++
+					n++
+				}
+			}
+		}
+		step := medianInterval(counts, n)
+		if n < minIntervals {
+			step = r.step(m.mapping.Metric)
+		}
+		steps[m.metric] = step
+		longest = max(longest, step)
+	}
+	if longest == 0 {
+		longest = defaultStep
+	}
+	for ref, w := range ws {
+		w.Step, w.Steps = longest, steps
+		ws[ref] = w
+	}
+}
+
+// minIntervals is how many intervals a query's own samples need for their
+// median to be trusted as the scrape interval.
+const minIntervals = 10

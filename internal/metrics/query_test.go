@@ -68,7 +68,7 @@ func TestRecordedUsage(t *testing.T) {
 	const (
 		a1 = "chat-7d9f8c6b5d-x2b4z"
 		a2 = "chat-7d9f8c6b5d-k8s9q"
-		c1 = "chat-canary-6d4b9-x2b4z"
+		c1 = "chat-canary-6d4b9c-x2b4z"
 	)
 	min := time.Minute
 
@@ -178,7 +178,7 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 10@0 20@60
 team-a/Deployment/chat-canary step=1m0s liveKnown=false
-  chat-canary-6d4b9-x2b4z live=false start=-
+  chat-canary-6d4b9c-x2b4z live=false start=-
     compute: 90@0 91@60
     memory: 5@0 6@60
 `,

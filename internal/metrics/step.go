@@ -51,20 +51,32 @@ func (r *Recorded) step(metrics ...string) time.Duration {
 	for _, m := range metrics {
 		all = append(all, r.intervals(m)...)
 	}
-	slices.SortFunc(all, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
+	counts := make(map[int64]int, len(all))
 	total := 0
 	for _, c := range all {
+		counts[c.d] += c.n
 		total += c.n
 	}
+	return medianInterval(counts, total)
+}
+
+// medianInterval is the lower median of intervals counted by length (total
+// of them), or defaultStep when there are none.
+func medianInterval(counts map[int64]int, total int) time.Duration {
 	if total == 0 {
 		return defaultStep
 	}
+	lengths := make([]int64, 0, len(counts))
+	for d := range counts {
+		lengths = append(lengths, d)
+	}
+	slices.Sort(lengths)
 	mid := (total - 1) / 2
-	for _, c := range all {
-		if mid < c.n {
-			return time.Duration(c.d) * time.Millisecond
+	for _, d := range lengths {
+		if mid < counts[d] {
+			return time.Duration(d) * time.Millisecond
 		}
-		mid -= c.n
+		mid -= counts[d]
 	}
 	return defaultStep // not reached
 }

@@ -220,6 +220,14 @@ func (e *evaluation) pods() string {
 	return ""
 }
 
+// stepOf is the sampling interval of metric m.
+func (e *evaluation) stepOf(m usage.Metric) time.Duration {
+	if s := e.in.Usage.StepOf(m); s > 0 {
+		return s
+	}
+	return e.step
+}
+
 func (e *evaluation) isLive(p usage.Pod) bool {
 	if e.in.Usage.LiveKnown {
 		return p.Live
@@ -506,7 +514,7 @@ func (e *evaluation) history(m usage.Metric, w usage.Window) string {
 		}
 	}
 	span := time.Duration(w.To-first) * time.Millisecond
-	if span >= w.Duration()-e.step {
+	if span >= w.Duration()-e.stepOf(m) {
 		return FormatDuration(w.Duration())
 	}
 	return FormatDuration(span.Round(time.Minute)) + " of history"
@@ -530,12 +538,13 @@ func (e *evaluation) historyComplete(m usage.Metric, need time.Duration) string 
 	for i, t := range ts {
 		merged[i] = usage.Sample{T: t}
 	}
-	tol := usage.GapTolerance(e.step).Milliseconds()
+	step := e.stepOf(m)
+	tol := usage.GapTolerance(step).Milliseconds()
 	if len(ts) > 0 && ts[0]-w.From > tol {
 		return fmt.Sprintf("incomplete data in the window: a downsize needs %s of %s history, and it has %s",
 			FormatDuration(need), m, FormatDuration(time.Duration(w.To-ts[0])*time.Millisecond))
 	}
-	if c := usage.Cover(merged, w, e.step); !c.Complete {
+	if c := usage.Cover(merged, w, step); !c.Complete {
 		return fmt.Sprintf("incomplete data in the window: a downsize needs %s of %s history without gaps, and it has a %s gap",
 			FormatDuration(need), m, FormatDuration(c.MaxGap.Round(time.Second)))
 	}
@@ -570,7 +579,7 @@ func (e *evaluation) scaleBacks() (blocked string, targets []candidate, reasons 
 		sb := mr.ScaleBack
 		w := usage.WindowEnding(e.in.At, sb.Window)
 		for _, p := range e.live {
-			if c := usage.Cover(p.Series[m], w, e.step); !c.Complete {
+			if c := usage.Cover(p.Series[m], w, e.stepOf(m)); !c.Complete {
 				why := fmt.Sprintf("incomplete data in the window: pod %s has %d of %d %s samples in the last %s",
 					p.Name, c.Samples, c.Expected, m, FormatDuration(sb.Window))
 				return why, nil, nil

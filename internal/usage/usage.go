@@ -68,10 +68,21 @@ type Workload struct {
 	// Step is the expected interval between two samples of one series (the
 	// scrape interval). Coverage and gaps are judged against it.
 	Step time.Duration
+	// Steps holds a metric's own interval where it differs from Step (two
+	// exporters can scrape at different rates).
+	Steps map[Metric]time.Duration
 	// LiveKnown is true when pod liveness comes from kube-state-metrics
 	// (Pod.Live is meaningful).
 	LiveKnown bool
 	Pods      []Pod
+}
+
+// StepOf is the sampling interval of metric m.
+func (w Workload) StepOf(m Metric) time.Duration {
+	if s, ok := w.Steps[m]; ok && s > 0 {
+		return s
+	}
+	return w.Step
 }
 
 // Window is the half-open interval (From, To] in Unix milliseconds: a
