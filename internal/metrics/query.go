@@ -163,7 +163,6 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 	res := usage.Result{Workloads: make(map[usage.Ref]usage.Workload)}
 
 	var metrics []*queried
-	var names []string
 	for _, m := range metricOrder(q.Metrics) {
 		mp := q.Metrics[m]
 		if len(r.byName[mp.Metric]) == 0 {
@@ -171,7 +170,6 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 			continue
 		}
 		metrics = append(metrics, &queried{metric: m, mapping: mp, index: r.podIndex(mp)})
-		names = append(names, mp.Metric)
 	}
 	// Liveness is judged against kube-state-metrics' own scrape interval.
 	tolerance := usage.GapTolerance(r.step(podOwnerMetric)).Milliseconds()
