@@ -320,3 +320,35 @@ func TestDiff(t *testing.T) {
 		})
 	}
 }
+
+// The GPU container is the one that requests nvidia.com/gpu when the pod
+// names none: SetWholeGPUs and SetVLLMMemoryUtilization change it, not the
+// first container.
+func TestApplyGPUContainerIsTheOneWithTheGPU(t *testing.T) {
+	m := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  template:
+    spec:
+      containers:
+      - name: proxy
+        image: vllm/vllm-openai:v0.8.0
+        args: ["--model", "router", "--gpu-memory-utilization", "0.1"]
+      - name: vllm
+        image: vllm/vllm-openai:v0.8.0
+        args: ["--model", "m", "--gpu-memory-utilization", "0.9"]
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+`
+	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.SetWholeGPUs(2), patcher.SetVLLMMemoryUtilization("0.8"))
+	require.Empty(t, res.Refused)
+	require.Len(t, res.Files, 1)
+	want := strings.Replace(strings.Replace(m, "nvidia.com/gpu: 1", "nvidia.com/gpu: 2", 1), `"0.9"`, `"0.8"`, 1)
+	require.Equal(t, want, string(res.Files[0].New))
+	require.Len(t, res.Notes, 1)
+	require.ErrorIs(t, res.Notes[0], patcher.ErrNotGPUContainer)
+	require.Equal(t, "spec.template.spec.containers[proxy]", res.Notes[0].Field)
+}

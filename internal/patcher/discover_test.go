@@ -129,7 +129,8 @@ metadata:
 			PodAnnotations: map[string]string{"gpu-fraction": "0.5", "gpu-memory": "4096", "gpu-fraction-num-devices": "2"},
 			SchedulerName:  "kai-scheduler",
 			Queue:          "team-a",
-			GPU:            patcher.GPU{Fraction: 0.5, FractionText: "0.5", Whole: 2, MemoryMiB: 4096, NumDevices: 2},
+			GPU: patcher.GPU{Fraction: 0.5, FractionText: "0.5", Whole: 2, MemoryMiB: 4096, NumDevices: 2,
+				WholeContainers: []string{"vllm"}, Container: "vllm"},
 			Containers: []patcher.Container{
 				{Name: "vllm", Image: "vllm/vllm-openai:v0.8.5", VLLM: true, GPUMemoryUtilization: "0.9"},
 				{Name: "sidecar", Image: "envoyproxy/envoy:v1.31"},
@@ -138,7 +139,7 @@ metadata:
 		{
 			Ref: dep("", "b"), File: "apps/multi.yml", Line: 5,
 			PodAnnotations: map[string]string{"gpu-fraction": "1.0"},
-			GPU:            patcher.GPU{FractionText: "1.0", NumDevices: 1},
+			GPU:            patcher.GPU{FractionText: "1.0", NumDevices: 1, Container: "c"},
 			Containers:     []patcher.Container{{Name: "c", Image: "nginx"}},
 		},
 		{Ref: dep("", "a"), File: "apps/multi.yml", Line: 19, GPU: patcher.GPU{NumDevices: 1}},
@@ -257,4 +258,91 @@ func TestDiscoverSkipsHelmTemplates(t *testing.T) {
 	require.Equal(t, "apps/templates/deployment.yaml", inv.Workloads[0].File)
 	require.Len(t, inv.Problems, 1)
 	require.Equal(t, "apps/templates/broken.yaml", inv.Problems[0].File)
+}
+
+// TestDiscoverGPU: Whole counts GPUs as Kubernetes does (containers add up,
+// init containers run alone), and Container is where KAI puts the GPU.
+func TestDiscoverGPU(t *testing.T) {
+	gpu := func(name, n string) string {
+		return "      - name: " + name + "\n        image: x\n        resources: {limits: {nvidia.com/gpu: " + n + "}}\n"
+	}
+	plain := func(name string) string { return "      - name: " + name + "\n        image: x\n" }
+	tests := []struct {
+		name             string
+		annotations      string
+		containers, init string
+		want             patcher.GPU
+	}{
+		{
+			name:       "containers add up",
+			containers: gpu("a", "1") + gpu("b", "2"),
+			want:       patcher.GPU{Whole: 3, WholeContainers: []string{"a", "b"}},
+		},
+		{
+			name:       "an init container runs alone",
+			containers: gpu("a", "1") + gpu("b", "1"),
+			init:       gpu("i", "4"),
+			want:       patcher.GPU{Whole: 4, WholeContainers: []string{"a", "b", "i"}},
+		},
+		{
+			name:       "init container smaller than the sum",
+			containers: gpu("a", "2") + gpu("b", "1"),
+			init:       gpu("i", "2"),
+			want:       patcher.GPU{Whole: 3, WholeContainers: []string{"a", "b", "i"}},
+		},
+		{
+			name:       "the GPU is the second container's",
+			containers: plain("envoy") + gpu("vllm", "1"),
+			want:       patcher.GPU{Whole: 1, WholeContainers: []string{"vllm"}, Container: "vllm"},
+		},
+		{
+			name:       "zero is no GPU",
+			containers: gpu("envoy", "0") + gpu("vllm", `"1"`),
+			want:       patcher.GPU{Whole: 1, WholeContainers: []string{"vllm"}, Container: "vllm"},
+		},
+		{
+			name:       "only an init container",
+			containers: plain("app"),
+			init:       gpu("warmup", "1"),
+			want:       patcher.GPU{Whole: 1, WholeContainers: []string{"warmup"}, Container: "warmup"},
+		},
+		{
+			name:        "a fraction goes to the first container",
+			annotations: `{gpu-fraction: "0.5"}`,
+			containers:  plain("envoy") + plain("vllm"),
+			want:        patcher.GPU{Fraction: 0.5, FractionText: "0.5", Container: "envoy"},
+		},
+		{
+			name:        "unless the pod names another",
+			annotations: `{gpu-fraction: "0.5", gpu-fraction-container-name: vllm}`,
+			containers:  plain("envoy") + plain("vllm"),
+			want:        patcher.GPU{Fraction: 0.5, FractionText: "0.5", Container: "vllm"},
+		},
+		{
+			name:        "the named container is missing",
+			annotations: `{gpu-fraction: "0.5", gpu-fraction-container-name: model}`,
+			containers:  plain("envoy"),
+			want:        patcher.GPU{Fraction: 0.5, FractionText: "0.5"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\nspec:\n  template:\n"
+			if tc.annotations != "" {
+				body += "    metadata:\n      annotations: " + tc.annotations + "\n"
+			}
+			body += "    spec:\n      containers:\n" + tc.containers
+			if tc.init != "" {
+				body += "      initContainers:\n" + tc.init
+			}
+			root := t.TempDir()
+			writeFiles(t, root, map[string]string{"d.yaml": body})
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			require.Empty(t, inv.Problems)
+			require.Len(t, inv.Workloads, 1)
+			tc.want.NumDevices = 1
+			require.Equal(t, tc.want, inv.Workloads[0].GPU, body)
+		})
+	}
 }

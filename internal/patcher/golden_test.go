@@ -63,6 +63,10 @@ func goldenCases() []goldenCase {
 		{name: "block-folded", ops: fractionAndVLLM},
 		{name: "sh-c-strings", ops: fractionAndVLLM},
 		{name: "kai-migration", ops: toKAI},
+		{name: "refuse-several-gpu-containers", ops: toKAI, refused: []error{patcher.ErrSeveralGPUContainers}},
+		// The fraction goes to the container that held the GPU, by name
+		// when it is not the first; the vLLM flag of that container only.
+		{name: "gpu-container-name", ops: toKAI, notes: []error{patcher.ErrNotGPUContainer}},
 		{name: "metadata-missing", ops: []patcher.Op{patcher.SetGPUFraction("0.2"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue")}},
 		{name: "annotations-shapes", ops: []patcher.Op{patcher.SetGPUFraction("0.2")}},
 		{name: "vllm-forms", ops: fractionAndVLLM, notes: []error{patcher.ErrKVCacheBytes}},

@@ -26,12 +26,16 @@ func SetGPUFraction(v string) Op {
 	return setPodAnnotation{key: annFraction, value: v, check: validFraction}
 }
 
-// SetVLLMMemoryUtilization sets --gpu-memory-utilization of every vLLM
-// container to v, in whatever form the flag already has (separate argument,
+// SetVLLMMemoryUtilization sets --gpu-memory-utilization of the vLLM
+// container that gets the pod's GPU to v, in whatever form the flag already has (separate argument,
 // --flag=v, underscore spelling, inside a sh -c string or block scalar), or
 // adds it: as a new --gpu-memory-utilization=v argument, or right after
 // `vllm serve <model>` / the vllm.entrypoints module in a shell string.
-// A container with --kv-cache-memory-bytes is left alone with a Note.
+// The GPU container is the one named by gpu-fraction-container-name
+// (also when an earlier op of the same Edit set it); else the one that
+// requests nvidia.com/gpu; else the first, where KAI puts a fraction
+// (Workload.GPU.Container). Other vLLM containers, and one with
+// --kv-cache-memory-bytes, are left alone with a Note.
 func SetVLLMMemoryUtilization(v string) Op { return setVLLMUtil{value: v} }
 
 // SetSchedulerName sets the pod's spec.schedulerName.
@@ -44,7 +48,10 @@ func SetPodLabel(k, v string) Op { return setPodLabel{key: k, value: v} }
 // RemoveWholeGPUs deletes nvidia.com/gpu from the limits and requests of
 // every container and init container (KAI refuses a gpu-fraction next to
 // it). A limits:/requests: mapping left empty is removed, and resources:
-// too when it is left empty.
+// too when it is left empty. A fraction reaches one container only: when
+// the GPU was not the first container's, the pod annotation
+// gpu-fraction-container-name is set to the one that had it, and when
+// several containers had GPUs the op refuses with ErrSeveralGPUContainers.
 func RemoveWholeGPUs() Op { return removeWholeGPUs{} }
 
 // RemovePodAnnotation deletes a pod annotation; an annotations: mapping
@@ -52,9 +59,8 @@ func RemoveWholeGPUs() Op { return removeWholeGPUs{} }
 func RemovePodAnnotation(k string) Op { return removePodAnnotation{key: k} }
 
 // SetWholeGPUs sets nvidia.com/gpu: "n" in the limits of the GPU container
-// (the one named by gpu-fraction-container-name, else the first), and in
-// its requests when they name nvidia.com/gpu too (Kubernetes wants them
-// equal).
+// (as for SetVLLMMemoryUtilization), and in its requests when they name
+// nvidia.com/gpu too (Kubernetes wants them equal).
 func SetWholeGPUs(n int64) Op { return setWholeGPUs{n: n} }
 
 // template returns the pod template mapping of the current parse.
@@ -218,19 +224,74 @@ type removeWholeGPUs struct{}
 func (removeWholeGPUs) String() string { return "RemoveWholeGPUs()" }
 
 func (o removeWholeGPUs) apply(d *docEdit) error {
+	var refs []containerRef
 	for _, list := range []string{"containers", "initContainers"} {
 		cs, err := d.containers(list)
 		if err != nil {
 			return err
 		}
 		for i, c := range cs {
-			base := d.tmplField("spec", list) + "[" + containerLabel(c, i) + "].resources"
-			if err := d.removeGPUs(c, base); err != nil {
-				return err
-			}
+			refs = append(refs, containerRef{list: list, i: i, c: c})
 		}
 	}
-	return nil
+	tmpl, err := d.template()
+	if err != nil {
+		return err
+	}
+	pod, err := d.podSpec()
+	if err != nil {
+		return err
+	}
+	holders := gpuHolders(pod)
+	if len(holders) > 1 {
+		names := make([]string, len(holders))
+		for i, h := range holders {
+			names[i] = d.containerField(h)
+		}
+		return d.fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
+	}
+	for _, r := range refs {
+		if err := d.removeGPUs(r.c, d.containerField(r)+".resources"); err != nil {
+			return err
+		}
+	}
+	if len(holders) == 0 {
+		return nil
+	}
+	// KAI gives a fraction to the first container unless the pod names
+	// another: name the one that held the GPU, unless it is the first.
+	h := holders[0]
+	named := str(lookup(tmpl, "metadata", "annotations"), annContainerName)
+	if h.list == "containers" && h.i == 0 && named == "" {
+		return nil
+	}
+	field := d.tmplField("metadata", "annotations", annContainerName)
+	name := str(h.c, "name")
+	if name == "" {
+		return d.fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", ErrUnsupported, d.containerField(h)))
+	}
+	return d.setString(tmpl, field, []string{"metadata", "annotations", annContainerName}, name, false, true)
+}
+
+// containerField names a container in a field path, e.g.
+// spec.template.spec.containers[vllm].
+func (d *docEdit) containerField(r containerRef) string {
+	return d.tmplField("spec", r.list) + "[" + containerLabel(r.c, r.i) + "]"
+}
+
+// gpuTargets returns the containers the GPU goes to in the current parse
+// (see gpuTargets), refusing when the container the pod names is missing.
+func (d *docEdit) gpuTargets() ([]containerRef, error) {
+	tmpl, err := d.template()
+	if err != nil {
+		return nil, err
+	}
+	ts, ok := gpuTargets(tmpl)
+	if !ok {
+		name := str(lookup(tmpl, "metadata", "annotations"), annContainerName)
+		return nil, d.fail(tmpl, d.tmplField("metadata", "annotations", annContainerName), fmt.Errorf("%w: no container named %q", ErrNotFound, name))
+	}
+	return ts, nil
 }
 
 // removeGPUs deletes nvidia.com/gpu from one container's limits and
@@ -292,21 +353,32 @@ type setWholeGPUs struct{ n int64 }
 func (o setWholeGPUs) String() string { return fmt.Sprintf("SetWholeGPUs(%d)", o.n) }
 
 func (o setWholeGPUs) apply(d *docEdit) error {
-	cs, err := d.containers("containers")
+	pod, err := d.podSpec()
 	if err != nil {
 		return err
 	}
-	tmpl, _ := d.template()
 	if o.n < 1 {
-		return d.fail(tmpl, d.tmplField("spec", "containers"), fmt.Errorf("%w: %d whole GPUs", ErrInvalidValue, o.n))
+		return d.fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: %d whole GPUs", ErrInvalidValue, o.n))
 	}
-	pod, _ := d.podSpec()
-	i := gpuContainerIndex(pod, str(lookup(tmpl, "metadata", "annotations"), annContainerName))
-	if i < 0 || i >= len(cs) {
+	ts, err := d.gpuTargets()
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(ts) == 0:
 		return d.fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: no GPU container", ErrNotFound))
+	case len(ts) > 1:
+		names := make([]string, len(ts))
+		for i, t := range ts {
+			names[i] = d.containerField(t)
+		}
+		return d.fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
 	}
-	c := cs[i]
-	base := d.tmplField("spec", "containers") + "[" + containerLabel(c, i) + "].resources."
+	if _, err := d.containers(ts[0].list); err != nil {
+		return err
+	}
+	c := ts[0].c
+	base := d.containerField(ts[0]) + ".resources."
 	v := strconv.FormatInt(o.n, 10)
 	if err := d.setString(c, base+"limits."+resourceGPU, []string{"resources", "limits", resourceGPU}, v, true, false); err != nil {
 		return err
@@ -332,15 +404,26 @@ func (o setVLLMUtil) apply(d *docEdit) error {
 		tmpl, _ := d.template()
 		return d.fail(tmpl, d.tmplField("spec", "containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
 	}
-	pod, _ := d.podSpec()
-	tmpl, _ := d.template()
-	gpu := gpuContainerIndex(pod, str(lookup(tmpl, "metadata", "annotations"), annContainerName))
+	ts, err := d.gpuTargets()
+	if err != nil {
+		return err
+	}
+	gpu := map[*yaml.Node]bool{}
+	for _, t := range ts {
+		gpu[t.c] = true
+	}
 	for i, c := range cs {
 		v := scanVLLM(c)
 		if !v.isVLLM() {
 			continue
 		}
-		base := d.tmplField("spec", "containers") + "[" + containerLabel(c, i) + "]"
+		base := d.containerField(containerRef{list: "containers", i: i, c: c})
+		if !gpu[c] {
+			// vLLM sizes itself by the memory of the GPU it sees; this
+			// container gets none of the pod's GPU, or not this one.
+			d.note(c, base, ErrNotGPUContainer)
+			continue
+		}
 		if v.kvBytes {
 			d.note(c, base, ErrKVCacheBytes)
 			continue
@@ -354,7 +437,7 @@ func (o setVLLMUtil) apply(d *docEdit) error {
 			}
 			continue
 		}
-		if err := d.addUtil(c, v, base, o.value, i == gpu || hasGPU(c)); err != nil {
+		if err := d.addUtil(c, v, base, o.value); err != nil {
 			return err
 		}
 	}
@@ -421,10 +504,8 @@ func (d *docEdit) setUtil(v *vllmScan, base, value string) error {
 }
 
 // addUtil adds the flag to a vLLM container that has none: inside the
-// shell string that runs vllm, or as a new argument. A container that
-// looks like vLLM only by its image and does not hold the GPU is noted
-// and left alone.
-func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string, gpu bool) error {
+// shell string that runs vllm, or as a new argument.
+func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 	flag := "--gpu-memory-utilization=" + value
 	switch {
 	case len(v.scripts) > 0:
@@ -446,9 +527,6 @@ func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string, gpu boo
 		return nil
 	case v.shell:
 		return d.fail(c, base, fmt.Errorf("%w: the shell command does not run vllm serve or vllm.entrypoints", ErrNoVLLMCommand))
-	case !v.invoked && !gpu:
-		d.note(c, base, fmt.Errorf("%w: the container looks like vLLM only by its image and has no GPU", ErrNoVLLMCommand))
-		return nil
 	case v.invoked || v.command == nil:
 		target, name := v.args, "args"
 		if _, a := field(c, "args"); a != nil && v.args == nil {

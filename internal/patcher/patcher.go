@@ -57,6 +57,13 @@ var (
 	// ErrNoVLLMCommand: a vLLM container has no command line the flag can
 	// be added to.
 	ErrNoVLLMCommand = errors.New("no vLLM command line to add --gpu-memory-utilization to")
+	// ErrSeveralGPUContainers: more than one container (or an init
+	// container and a container) requests nvidia.com/gpu, and the op needs
+	// one: a fraction reaches one container only.
+	ErrSeveralGPUContainers = errors.New("several containers request nvidia.com/gpu; a fraction reaches one container only")
+	// ErrNotGPUContainer: a vLLM container that does not get the pod's
+	// GPU; its --gpu-memory-utilization is left alone.
+	ErrNotGPUContainer = errors.New("not the container that gets the pod's GPU")
 	// ErrOutsideRoot: a symlink leads outside the checkout.
 	ErrOutsideRoot = errors.New("symlink leads outside the checkout")
 )
@@ -111,9 +118,23 @@ type Workload struct {
 type GPU struct {
 	Fraction     float64 // gpu-fraction parsed; 0 when absent or invalid (KAI wants 0 < f < 1)
 	FractionText string  // raw gpu-fraction annotation
-	Whole        int64   // nvidia.com/gpu: the largest limit or request over containers
 	MemoryMiB    int64   // gpu-memory annotation
 	NumDevices   int     // gpu-fraction-num-devices; 1 when absent
+	// Whole is the pod's nvidia.com/gpu as Kubernetes counts it: the sum
+	// over containers, or the largest init container when that is more; a
+	// container counts the larger of its limit and request.
+	Whole int64
+	// WholeContainers names the containers, then the init containers, that
+	// request nvidia.com/gpu. A fraction reaches one container only, so
+	// RemoveWholeGPUs refuses when there are several.
+	WholeContainers []string
+	// Container names the container the GPU goes to, as KAI reads the pod:
+	// the one named by gpu-fraction-container-name; else the only container
+	// or init container that requests nvidia.com/gpu; else the first
+	// container (where KAI puts gpu-fraction and gpu-memory). It is "" when
+	// several request nvidia.com/gpu, the named one is missing or there
+	// are no containers, and an index when the container has no name.
+	Container string
 }
 
 // Container is one container of the pod template.

@@ -23,6 +23,11 @@ type manifestGen struct {
 	wide   bool // sequences indented under their key
 	lines  []string
 	hasVLM bool // a vLLM container that must carry the flag afterwards
+	// migrate: the pod moves from whole GPUs to a fraction, so it may
+	// request nvidia.com/gpu (else the fraction could not be set).
+	migrate bool
+	gpu     bool // the vLLM container requests nvidia.com/gpu
+	initGPU bool // the init container does
 }
 
 func (g *manifestGen) ind(level int) string { return strings.Repeat(" ", level*g.unit) }
@@ -181,16 +186,26 @@ func (g *manifestGen) vllmContainer(level int, util string) {
 		}
 		listItems("command", items)
 	}
-	switch rapid.IntRange(0, 4).Draw(t, "resources") {
+	// Whole GPUs only when the ops remove them: KAI refuses them next to a
+	// fraction.
+	gpu := func(whole, other string) string {
+		if g.migrate {
+			return whole
+		}
+		return other
+	}
+	r := rapid.IntRange(0, 4).Draw(t, "resources")
+	g.gpu = g.migrate && r != 0
+	switch r {
 	case 1:
-		g.lines = append(g.lines, item+"resources:", item+g.ind(1)+"limits:", item+g.ind(2)+`nvidia.com/gpu: "1"`)
+		g.lines = append(g.lines, item+"resources:", item+g.ind(1)+"limits:", item+g.ind(2)+gpu(`nvidia.com/gpu: "1"`, `cpu: "1"`))
 	case 4:
-		g.lines = append(g.lines, item+"resources:", item+g.ind(1)+"requests:", item+g.ind(2)+"memory: 1Gi", item+g.ind(2)+"nvidia.com/gpu: 1",
-			item+g.ind(1)+"limits:", item+g.ind(2)+"nvidia.com/gpu: 1")
+		g.lines = append(g.lines, item+"resources:", item+g.ind(1)+"requests:", item+g.ind(2)+"memory: 1Gi", item+g.ind(2)+gpu("nvidia.com/gpu: 1", "cpu: 1"),
+			item+g.ind(1)+"limits:", item+g.ind(2)+gpu("nvidia.com/gpu: 1", "memory: 1Gi"))
 	case 2:
-		g.lines = append(g.lines, item+"resources:", item+g.ind(1)+"limits:", item+g.ind(2)+"cpu: 2", item+g.ind(2)+"nvidia.com/gpu : 1 # whole")
+		g.lines = append(g.lines, item+"resources:", item+g.ind(1)+"limits:", item+g.ind(2)+"cpu: 2", item+g.ind(2)+gpu("nvidia.com/gpu : 1 # whole", "memory : 1Gi # all"))
 	case 3:
-		g.lines = append(g.lines, item+"resources: {limits: {nvidia.com/gpu: 1}}")
+		g.lines = append(g.lines, item+"resources: {limits: {"+gpu("nvidia.com/gpu: 1", "cpu: 1")+"}}")
 	}
 }
 
@@ -240,18 +255,35 @@ func (g *manifestGen) deployment(util string) {
 	}
 	g.line(2, "spec:", false)
 	g.line(3, "containers:", false)
+	var vllm []string
 	if rapid.Bool().Draw(t, "vllm") {
+		before := g.lines
+		g.lines = nil
 		g.vllmContainer(3, rapid.SampledFrom([]string{"0.9", "0.95", ".8"}).Draw(t, "old util"))
+		vllm, g.lines = g.lines, before
 	}
 	if !g.hasVLM || rapid.Bool().Draw(t, "sidecar") {
 		dash, _ := g.seq(3)
-		g.lines = append(g.lines, dash+"name: sidecar", strings.Repeat(" ", len(dash))+"image: envoyproxy/envoy:v1.31")
+		sidecar := []string{dash + "name: sidecar", strings.Repeat(" ", len(dash)) + "image: envoyproxy/envoy:v1.31"}
+		// A GPU container after another one gets the fraction by name.
+		if g.gpu && rapid.Bool().Draw(t, "sidecar first") {
+			vllm = append(sidecar, vllm...)
+		} else {
+			vllm = append(vllm, sidecar...)
+		}
 	}
+	g.lines = append(g.lines, vllm...)
 	if rapid.Bool().Draw(t, "init container") {
 		g.line(3, "initContainers:", false)
 		dash, _ := g.seq(3)
+		// The init container may hold the GPU when no vLLM container
+		// needs it: the fraction then goes to it by name.
+		res := "resources: {limits: {memory: 1Gi}}"
+		if g.migrate && !g.hasVLM {
+			res, g.initGPU = "resources: {limits: {nvidia.com/gpu: 1, memory: 1Gi}}", true
+		}
 		g.lines = append(g.lines, dash+"name: fetch", strings.Repeat(" ", len(dash))+"image: busybox",
-			strings.Repeat(" ", len(dash))+"resources: {limits: {nvidia.com/gpu: 1, memory: 1Gi}}")
+			strings.Repeat(" ", len(dash))+res)
 	}
 	if !metaFirst {
 		meta()
@@ -261,6 +293,8 @@ func (g *manifestGen) deployment(util string) {
 func TestApplyProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		g := &manifestGen{t: rt, unit: rapid.SampledFrom([]int{2, 4}).Draw(rt, "unit"), wide: rapid.Bool().Draw(rt, "wide")}
+		extra := rapid.Bool().Draw(rt, "kai migration")
+		g.migrate = extra
 		if rapid.Bool().Draw(rt, "header") {
 			g.lines = append(g.lines, "# Copyright header", "", "---")
 		}
@@ -283,7 +317,6 @@ func TestApplyProperties(t *testing.T) {
 		frac := fmt.Sprintf("0.%02d", rapid.IntRange(1, 99).Draw(rt, "fraction"))
 		util := fmt.Sprintf("0.%02d", rapid.IntRange(1, 99).Draw(rt, "util"))
 		ops := []patcher.Op{patcher.SetGPUFraction(frac), patcher.SetVLLMMemoryUtilization(util)}
-		extra := rapid.Bool().Draw(rt, "kai migration")
 		if extra {
 			ops = append(ops, patcher.RemoveWholeGPUs(), patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue"))
 		}
@@ -319,6 +352,12 @@ func TestApplyProperties(t *testing.T) {
 			if c.Name == "vllm" {
 				require.Equal(rt, util, c.GPUMemoryUtilization, "diff:\n%s", f.Diff())
 			}
+		}
+		switch {
+		case g.gpu:
+			require.Equal(rt, "vllm", w.GPU.Container, "diff:\n%s", f.Diff())
+		case g.initGPU:
+			require.Equal(rt, "fetch", w.GPU.Container, "diff:\n%s", f.Diff())
 		}
 		if extra {
 			require.Zero(rt, w.GPU.Whole)

@@ -92,12 +92,26 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 		w.GPU.NumDevices = n
 	}
 
-	for _, c := range containerNodes(pod, "containers") {
-		for _, list := range []string{"limits", "requests"} {
-			if n, err := strconv.ParseInt(strings.TrimSpace(str(lookup(c, "resources", list), resourceGPU)), 10, 64); err == nil && n > w.GPU.Whole {
-				w.GPU.Whole = n
-			}
+	var sum, initMax int64
+	for _, r := range allContainers(pod) {
+		n, _ := gpuCount(r.c)
+		if r.list == "containers" {
+			sum += n
+		} else {
+			initMax = max(initMax, n)
 		}
+		if n > 0 {
+			w.GPU.WholeContainers = append(w.GPU.WholeContainers, containerLabel(r.c, r.i))
+		}
+	}
+	// Kubernetes sums what the containers request and takes the larger of
+	// that and the largest init container, which runs alone.
+	w.GPU.Whole = max(sum, initMax)
+	if ts, ok := gpuTargets(tmpl); ok && len(ts) == 1 {
+		w.GPU.Container = containerLabel(ts[0].c, ts[0].i)
+	}
+
+	for _, c := range containerNodes(pod, "containers") {
 		v := scanVLLM(c)
 		w.Containers = append(w.Containers, Container{
 			Name:                 str(c, "name"),
@@ -125,22 +139,83 @@ func containerNodes(pod *yaml.Node, list string) []*yaml.Node {
 	return out
 }
 
-// gpuContainerIndex is the container KAI gives the fraction to: the one
-// named by gpu-fraction-container-name, else the first.
-func gpuContainerIndex(pod *yaml.Node, name string) int {
-	if name == "" {
-		return 0
-	}
-	for i, c := range containerNodes(pod, "containers") {
-		if str(c, "name") == name {
-			return i
-		}
-	}
-	return -1
+// containerRef is one container or init container of a pod spec.
+type containerRef struct {
+	list string // "containers" or "initContainers"
+	i    int    // index in list
+	c    *yaml.Node
 }
 
-func hasGPU(c *yaml.Node) bool {
-	return str(lookup(c, "resources", "limits"), resourceGPU) != "" || str(lookup(c, "resources", "requests"), resourceGPU) != ""
+// allContainers returns the containers, then the init containers of pod.
+func allContainers(pod *yaml.Node) []containerRef {
+	var out []containerRef
+	for _, list := range []string{"containers", "initContainers"} {
+		for i, c := range containerNodes(pod, list) {
+			out = append(out, containerRef{list: list, i: i, c: c})
+		}
+	}
+	return out
+}
+
+// gpuCount is a container's nvidia.com/gpu: the larger of its limit and
+// request. present is true when either is written, even as 0; a value that
+// is not a plain count (a template, ...) counts as 1.
+func gpuCount(c *yaml.Node) (n int64, present bool) {
+	for _, list := range []string{"limits", "requests"} {
+		_, v := field(lookup(c, "resources", list), resourceGPU)
+		if v == nil {
+			continue
+		}
+		present = true
+		q, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+		if err != nil {
+			q = 1
+		}
+		n = max(n, q)
+	}
+	return n, present
+}
+
+// gpuHolders returns the containers and init containers that request
+// nvidia.com/gpu (a count that is not zero).
+func gpuHolders(pod *yaml.Node) []containerRef {
+	var out []containerRef
+	for _, r := range allContainers(pod) {
+		if n, _ := gpuCount(r.c); n > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// gpuTargets returns the containers the pod's GPU goes to, as KAI reads
+// the pod template tmpl: the one named by gpu-fraction-container-name
+// (containers first, then init containers); else those that request
+// nvidia.com/gpu; else the first container, which is where KAI puts a
+// fraction or gpu-memory. ok is false when the named container does not
+// exist.
+//
+// A pod with both a fraction and nvidia.com/gpu is one that an Edit is
+// moving to a fraction (KAI refuses both): RemoveWholeGPUs will name the
+// container that held the GPU, so the answer does not depend on the order
+// of the ops.
+func gpuTargets(tmpl *yaml.Node) (ts []containerRef, ok bool) {
+	pod := lookup(tmpl, "spec")
+	if name := str(lookup(tmpl, "metadata", "annotations"), annContainerName); name != "" {
+		for _, r := range allContainers(pod) {
+			if str(r.c, "name") == name {
+				return []containerRef{r}, true
+			}
+		}
+		return nil, false
+	}
+	if hs := gpuHolders(pod); len(hs) > 0 {
+		return hs, true
+	}
+	if cs := containerNodes(pod, "containers"); len(cs) > 0 {
+		return []containerRef{{list: "containers", i: 0, c: cs[0]}}, true
+	}
+	return nil, true
 }
 
 // containerLabel names a container in a field path: its name, else its
