@@ -252,6 +252,11 @@ func (f *fileEdit) apply(e Edit, w Workload) error {
 			rollback()
 			return err
 		}
+		before, err := s.t.comments(s.docs)
+		if err != nil {
+			rollback()
+			return fail(0, "", err)
+		}
 		if err := op.apply(d); err != nil {
 			rollback()
 			return err
@@ -262,10 +267,17 @@ func (f *fileEdit) apply(e Edit, w Workload) error {
 				return fail(0, "", fmt.Errorf("%s: %w", op, err))
 			}
 		}
-		var err error
 		if s, err = f.verify(); err != nil {
 			rollback()
 			return err
+		}
+		after, err := s.t.comments(s.docs)
+		if err == nil {
+			err = keptComments(before, after, d.removed)
+		}
+		if err != nil {
+			rollback()
+			return fail(0, "", fmt.Errorf("%s: %w", op, err))
 		}
 		changes = append(changes, d.changes...)
 		notes = append(notes, d.notes...)

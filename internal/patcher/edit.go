@@ -33,6 +33,9 @@ type docEdit struct {
 	step   int // indentation step of the file
 
 	splices []splice
+	// removed are the ranges of the current text that the op means to
+	// remove, comments included; every other comment must survive it.
+	removed [][2]int
 	changes []Change
 	notes   []Note
 }
@@ -510,19 +513,14 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 		ve = ks
 	}
 	if m.Style&yaml.FlowStyle != 0 {
-		i := indexOf(m.Content, k)
-		switch after := d.t.skipSpaceComments(ve); {
-		case after < len(b) && b[after] == ',':
-			d.splices = append(d.splices, splice{off: ks, end: d.t.skipBlank(after + 1)})
-		case i > 0:
-			_, pe, err := d.sp.span(m.Content[i-1])
-			if err != nil {
-				return d.fail(m, name, err)
-			}
-			d.splices = append(d.splices, splice{off: pe, end: ve})
-		default:
-			d.splices = append(d.splices, splice{off: ks, end: ve})
+		cuts, err := d.flowCuts(m, k, ks, ve)
+		if err != nil {
+			return d.fail(k, name, err)
 		}
+		for _, c := range cuts {
+			d.splices = append(d.splices, splice{off: c[0], end: c[1]})
+		}
+		d.removed = append(d.removed, [2]int{ks, ve})
 	} else {
 		if _, ok := d.t.indentOf(ks); !ok {
 			return d.fail(k, name, fmt.Errorf("%w: key shares its line with a sequence dash", ErrUnsupported))
@@ -534,6 +532,8 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 			start -= prevBreakLen(b, start)
 		}
 		d.splices = append(d.splices, splice{off: start, end: end})
+		// whole lines go, with the comments on them
+		d.removed = append(d.removed, [2]int{start, end})
 	}
 	em, err := d.expNode(m)
 	if err != nil {
@@ -543,6 +543,81 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 		return d.fail(m, name, err)
 	}
 	return nil
+}
+
+// flowCuts returns what to delete to remove the entry [ks, ve) of flow
+// mapping m: the entry and one comma next to it (the one after it, else
+// the one before), never a comment. A line left empty or blank goes; a
+// line left ending in blanks loses them.
+func (d *docEdit) flowCuts(m, k *yaml.Node, ks, ve int) ([][2]int, error) {
+	b := d.t.b
+	var cuts [][2]int
+	// blanks after a comma go when an item follows on the same line, or a
+	// comment that would then start where the entry did
+	afterComma := func(c int) int {
+		n := d.t.skipBlank(c + 1)
+		if n < len(b) && breakLen(b, n) == 0 && (b[n] != '#' || d.onlyBlanksBefore(ks)) {
+			return n
+		}
+		return c + 1
+	}
+	if c := d.t.skipSpaceComments(ve); c < len(b) && b[c] == ',' {
+		if d.t.skipBlank(ve) == c {
+			cuts = append(cuts, [2]int{ks, afterComma(c)})
+		} else {
+			cuts = append(cuts, [2]int{ks, ve}, [2]int{c, afterComma(c)})
+		}
+	} else if i := indexOf(m.Content, k); i > 0 {
+		_, pe, err := d.sp.span(m.Content[i-1])
+		if err != nil {
+			return nil, err
+		}
+		c := d.t.skipSpaceComments(pe)
+		if c >= ks || b[c] != ',' {
+			return nil, fmt.Errorf("%w: no comma before the flow entry", ErrUnsupported)
+		}
+		if d.t.skipBlank(c+1) == ks {
+			start := c
+			if d.t.skipBlank(pe) == c {
+				start = pe
+			}
+			cuts = append(cuts, [2]int{start, ve})
+		} else {
+			cuts = append(cuts, [2]int{c, c + 1}, [2]int{ks, ve})
+		}
+	} else {
+		cuts = append(cuts, [2]int{ks, ve})
+	}
+	for i, c := range cuts {
+		x, y := c[0], c[1]
+		ls, le := d.t.lineStart(x), d.t.lineEnd(y)
+		if !blankText(b[y:le]) {
+			continue
+		}
+		if blankText(b[ls:x]) && le < len(b) {
+			cuts[i] = [2]int{ls, d.t.nextLine(y)} // the line is left blank: it goes
+			continue
+		}
+		for x > ls && isBlank(b[x-1]) {
+			x--
+		}
+		cuts[i] = [2]int{x, le}
+	}
+	return cuts, nil
+}
+
+// onlyBlanksBefore reports whether off is the first non-blank of its line.
+func (d *docEdit) onlyBlanksBefore(off int) bool {
+	return blankText(d.t.b[d.t.lineStart(off):off])
+}
+
+func blankText(b []byte) bool {
+	for _, c := range b {
+		if !isBlank(c) {
+			return false
+		}
+	}
+	return true
 }
 
 func prevBreakLen(b []byte, at int) int {

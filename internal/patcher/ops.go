@@ -56,6 +56,9 @@ func RemoveWholeGPUs() Op { return removeWholeGPUs{} }
 
 // RemovePodAnnotation deletes a pod annotation; an annotations: mapping
 // left empty is removed, and the template's metadata: too when empty.
+// From a block mapping the entry's lines go, with their comments; from a
+// flow mapping the entry and one comma, and a line only when nothing but
+// blanks is left on it.
 func RemovePodAnnotation(k string) Op { return removePodAnnotation{key: k} }
 
 // SetWholeGPUs sets nvidia.com/gpu: "n" in the limits of the GPU container

@@ -1,0 +1,134 @@
+package patcher
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// comment is one comment of a text: b[off:end] runs from the # to the end
+// of its line.
+type comment struct {
+	off, end int
+	text     string
+}
+
+// comments returns every comment of t in order: a # at the start of a line
+// or after a blank, outside quoted and block scalars. docs are the parse of
+// t; they say where its quoted and block scalars are.
+func (t *text) comments(docs []*yaml.Node) ([]comment, error) {
+	var skip [][2]int // quoted scalars and block scalar bodies, in any order
+	for _, doc := range docs {
+		pl := places(doc)
+		for n, p := range pl {
+			if n.Kind != yaml.ScalarNode || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+				continue
+			}
+			s, e, err := t.scalarText(n, p)
+			if err != nil {
+				return nil, err
+			}
+			skip = append(skip, [2]int{s, e})
+		}
+	}
+	inside := make([]bool, len(t.b)+1)
+	for _, r := range skip {
+		for i := r[0]; i < r[1]; i++ {
+			inside[i] = true
+		}
+	}
+	var out []comment
+	b := t.b
+	for i := t.bom; i < len(b); i++ {
+		if b[i] != '#' || inside[i] {
+			continue
+		}
+		if i > t.bom && !isBlank(b[i-1]) && breakLen(b, i-1) == 0 {
+			continue
+		}
+		e := t.lineEnd(i)
+		out = append(out, comment{off: i, end: e, text: string(b[i:e])})
+		i = e
+	}
+	return out, nil
+}
+
+// scalarText returns the bytes of quoted scalar n, quotes included, or the
+// body lines of block scalar n (its header line, which may hold a
+// comment, excluded). Unlike spanner.span it accepts anchors, tags and
+// indentation indicators, and does not check the reading: it only has to
+// say where comments cannot be.
+func (t *text) scalarText(n *yaml.Node, p place) (int, int, error) {
+	b := t.b
+	i, err := t.nodeOffset(n)
+	if err != nil {
+		return 0, 0, err
+	}
+	// skip an anchor and a tag, and the blanks or line breaks after them
+	for i < len(b) && (b[i] == '&' || b[i] == '!') {
+		for i < len(b) && !isBlank(b[i]) && breakLen(b, i) == 0 {
+			i++
+		}
+		for i < len(b) && (isBlank(b[i]) || breakLen(b, i) > 0) {
+			i += max(breakLen(b, i), 1)
+		}
+	}
+	fail := fmt.Errorf("%w: cannot find the scalar at %d:%d to tell its text from comments", ErrVerify, n.Line, n.Column)
+	if i >= len(b) {
+		return 0, 0, fail
+	}
+	switch q := b[i]; {
+	case q == '"' || q == '\'':
+		for j := i + 1; j < len(b); j++ {
+			switch {
+			case q == '"' && b[j] == '\\':
+				j++
+			case q == '\'' && b[j] == '\'' && j+1 < len(b) && b[j+1] == '\'':
+				j++
+			case b[j] == q:
+				return i, j + 1, nil
+			}
+		}
+		return 0, 0, fail
+	case q == '|' || q == '>':
+		start := t.nextLine(i)
+		end := start
+		for l := start; l < len(b); l = t.nextLine(l) {
+			j := t.skipBlank(l)
+			if j < len(b) && breakLen(b, j) == 0 && j-l <= p.indent {
+				break
+			}
+			end = t.lineEnd(l)
+		}
+		return start, end, nil
+	}
+	return 0, 0, fail
+}
+
+// keptComments checks that every comment of before that lies outside the
+// ranges an op meant to remove is in after, in the same order, and that
+// after has no other comment.
+func keptComments(before, after []comment, removed [][2]int) error {
+	var want []comment
+	for _, c := range before {
+		gone := false
+		for _, r := range removed {
+			if r[0] <= c.off && c.end <= r[1] {
+				gone = true
+				break
+			}
+		}
+		if !gone {
+			want = append(want, c)
+		}
+	}
+	for i, c := range want {
+		if i >= len(after) || after[i].text != c.text {
+			return fmt.Errorf("%w: the comment %q is lost", ErrVerify, c.text)
+		}
+	}
+	if len(after) > len(want) {
+		return fmt.Errorf("%w: new comment %q", ErrVerify, after[len(want)].text)
+	}
+	return nil
+}
