@@ -282,6 +282,14 @@ func (f *fileEdit) apply(e Edit, w Workload) error {
 		changes = append(changes, d.changes...)
 		notes = append(notes, d.notes...)
 	}
+	// KAI refuses a pod that asks for a GPU in two ways at once: check the
+	// result of the whole Edit, whatever the order of its ops.
+	if tmpl := lookup(s.docs[idx].Content[0], spec.template...); tmpl != nil {
+		if n, field, err := kaiConflict(tmpl, strings.Join(spec.template, ".")); err != nil {
+			rollback()
+			return fail(n.Line, field, err)
+		}
+	}
 	f.parsed = s
 	f.changes = append(f.changes, changes...)
 	f.notes = append(f.notes, notes...)

@@ -56,7 +56,38 @@ func TestApplyRefusals(t *testing.T) {
 	}{
 		{
 			name: "fraction of one", ops: []patcher.Op{patcher.SetGPUFraction("1")}, wantErr: patcher.ErrInvalidValue,
-			wantMsg: `d.yaml:10: spec.template.metadata.annotations.gpu-fraction: invalid value: gpu-fraction "1" must be a decimal strictly between 0 and 1`,
+			wantMsg: `d.yaml:10: spec.template.metadata.annotations.gpu-fraction: invalid value: gpu-fraction "1" must be a decimal from 0.01 to 0.99 with at most two places`,
+		},
+		{name: "fraction with three places", ops: []patcher.Op{patcher.SetGPUFraction("0.125")}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction below 0.01", ops: []patcher.Op{patcher.SetGPUFraction("0.005")}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction 0.00", ops: []patcher.Op{patcher.SetGPUFraction("0.00")}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction in scientific notation", ops: []patcher.Op{patcher.SetGPUFraction("5e-1")}, wantErr: patcher.ErrInvalidValue},
+		{
+			name:     "fraction next to gpu-memory",
+			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-memory: "2000"`, 1),
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  patcher.ErrInvalidValue,
+			wantMsg:  `d.yaml:14: spec.template.metadata.annotations.gpu-fraction: invalid value: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)`,
+		},
+		{
+			name:     "fraction next to a whole GPU",
+			manifest: applyDeployment + "        resources:\n          limits: {cpu: 1}\n          requests: {nvidia.com/gpu: 1}\n",
+			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  patcher.ErrInvalidValue,
+			wantMsg:  `d.yaml:22: spec.template.spec.containers[vllm].resources.requests.nvidia.com/gpu: invalid value: next to the pod's gpu-fraction, which KAI refuses (RemoveWholeGPUs removes it)`,
+		},
+		{
+			name:     "fraction next to an init container's whole GPU",
+			manifest: applyDeployment + "      initContainers:\n      - name: warmup\n        image: x\n        resources: {limits: {nvidia.com/gpu: 1}}\n",
+			ops:      []patcher.Op{patcher.SetVLLMMemoryUtilization("0.3")},
+			wantErr:  patcher.ErrInvalidValue,
+			wantMsg:  `d.yaml:23: spec.template.spec.initContainers[warmup].resources.limits.nvidia.com/gpu: invalid value: next to the pod's gpu-fraction, which KAI refuses (RemoveWholeGPUs removes it)`,
+		},
+		{
+			name:     "whole GPUs next to gpu-memory",
+			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-memory: "2000"`, 1),
+			ops:      []patcher.Op{patcher.SetWholeGPUs(1)},
+			wantErr:  patcher.ErrInvalidValue,
 		},
 		{name: "fraction not a number", ops: []patcher.Op{patcher.SetGPUFraction("half")}, wantErr: patcher.ErrInvalidValue},
 		{name: "fraction NaN", ops: []patcher.Op{patcher.SetGPUFraction("NaN")}, wantErr: patcher.ErrInvalidValue},
@@ -351,4 +382,16 @@ spec:
 	require.Len(t, res.Notes, 1)
 	require.ErrorIs(t, res.Notes[0], patcher.ErrNotGPUContainer)
 	require.Equal(t, "spec.template.spec.containers[proxy]", res.Notes[0].Field)
+}
+
+// The fraction check is on the result of the whole Edit: setting the
+// fraction before removing the whole GPUs is fine, and a valid fraction
+// of two places is kept as written.
+func TestApplyFractionThenRemoveWholeGPUs(t *testing.T) {
+	m := applyDeployment + "        resources:\n          limits: {cpu: 1, nvidia.com/gpu: 1}\n"
+	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.SetGPUFraction(".05"), patcher.RemoveWholeGPUs())
+	require.Empty(t, res.Refused)
+	require.Len(t, res.Files, 1)
+	want := strings.Replace(strings.Replace(m, `"0.5"`, `".05"`, 1), "{cpu: 1, nvidia.com/gpu: 1}", "{cpu: 1}", 1)
+	require.Equal(t, want, string(res.Files[0].New))
 }

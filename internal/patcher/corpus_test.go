@@ -58,6 +58,10 @@ func TestCorpus(t *testing.T) {
 	for _, w := range inv.Workloads {
 		withDeployment[w.File] = true
 		ops := []patcher.Op{patcher.SetGPUFraction("0.37")}
+		if len(w.GPU.WholeContainers) > 0 {
+			// KAI refuses a fraction next to nvidia.com/gpu
+			ops = append(ops, patcher.RemoveWholeGPUs())
+		}
 		for _, c := range w.Containers {
 			if c.VLLM {
 				ops = append(ops, patcher.SetVLLMMemoryUtilization("0.33"))
@@ -71,7 +75,7 @@ func TestCorpus(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, f := range res.Files {
-		require.NoError(t, onlyIntendedLines(f.Old, f.New, "0.37", "0.33"), f.Path)
+		require.NoError(t, onlyIntendedLines(f.Old, f.New, "0.37", "0.33", removedGPU), f.Path)
 		require.NoError(t, splicesCoverDiff(f), f.Path)
 
 		// Re-parse the result and check the values landed.
@@ -85,14 +89,15 @@ func TestCorpus(t *testing.T) {
 			if !vllm[f.Path+" "+w.Ref.String()] {
 				continue
 			}
+			// The GPU container carries the flag (when it is vLLM).
 			found := false
 			for _, c := range w.Containers {
-				if c.VLLM && c.GPUMemoryUtilization != "" {
+				if c.Name == w.GPU.Container && c.VLLM {
 					require.Equal(t, "0.33", c.GPUMemoryUtilization, "%s %s %s", f.Path, w.Ref, c.Name)
 					found = true
 				}
 			}
-			require.True(t, found, "%s %s: no vLLM container carries the flag", f.Path, w.Ref)
+			require.True(t, found, "%s %s: no vLLM GPU container carries the flag", f.Path, w.Ref)
 		}
 	}
 

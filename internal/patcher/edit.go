@@ -3,7 +3,6 @@ package patcher
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -739,14 +738,44 @@ func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]s
 	return nil
 }
 
-// validFraction accepts what KAI accepts for gpu-fraction: a decimal
-// strictly between 0 and 1.
+// validFraction accepts what KAI accepts for gpu-fraction and keeps
+// exactly: a decimal strictly between 0 and 1 with at most two places,
+// 0.01 to 0.99.
 func validFraction(v string) error {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !fractionRE.MatchString(v) || f <= 0 || f >= 1 {
-		return fmt.Errorf("%w: gpu-fraction %q must be a decimal strictly between 0 and 1", ErrInvalidValue, v)
+	if !fractionRE.MatchString(v) {
+		return fmt.Errorf("%w: gpu-fraction %q must be a decimal from 0.01 to 0.99 with at most two places", ErrInvalidValue, v)
 	}
 	return nil
 }
 
-var fractionRE = regexp.MustCompile(`^0?\.[0-9]+$`)
+var fractionRE = regexp.MustCompile(`^0?\.(0[1-9]|[1-9][0-9]?)$`)
+
+// kaiConflict says why KAI would refuse the GPU request of pod template
+// tmpl, at path: gpu-fraction next to gpu-memory, or either of them next
+// to an nvidia.com/gpu limit or request in a container or init container.
+// It returns the node to blame, its field and the reason; a nil error
+// when there is none.
+func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
+	ann := lookup(tmpl, "metadata", "annotations")
+	fk, _ := field(ann, annFraction)
+	mk, _ := field(ann, annMemory)
+	if fk != nil && mk != nil {
+		return fk, path + ".metadata.annotations." + annFraction, fmt.Errorf("%w: next to gpu-memory, which KAI refuses", ErrInvalidValue)
+	}
+	share, name := fk, annFraction
+	if share == nil {
+		share, name = mk, annMemory
+	}
+	if share == nil {
+		return nil, "", nil
+	}
+	for _, r := range allContainers(lookup(tmpl, "spec")) {
+		for _, list := range []string{"limits", "requests"} {
+			if k, _ := field(lookup(r.c, "resources", list), resourceGPU); k != nil {
+				return k, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), list, resourceGPU),
+					fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
+			}
+		}
+	}
+	return nil, "", nil
+}

@@ -37,6 +37,8 @@ type goldenCase struct {
 
 var (
 	fractionAndVLLM = []patcher.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}
+	// wholeToFraction: KAI refuses a fraction next to nvidia.com/gpu.
+	wholeToFraction = append([]patcher.Op{patcher.RemoveWholeGPUs()}, fractionAndVLLM...)
 	toKAI           = []patcher.Op{
 		patcher.RemoveWholeGPUs(),
 		patcher.SetGPUFraction("0.5"),
@@ -49,10 +51,10 @@ var (
 func goldenCases() []goldenCase {
 	return []goldenCase{
 		{name: "comments", ops: fractionAndVLLM},
-		{name: "indent4", ops: fractionAndVLLM},
+		{name: "indent4", ops: wholeToFraction},
 		{name: "sequences-mixed", ops: fractionAndVLLM},
 		{name: "flow", ops: fractionAndVLLM},
-		{name: "crlf", ops: fractionAndVLLM},
+		{name: "crlf", ops: wholeToFraction},
 		{name: "bom", ops: fractionAndVLLM},
 		{name: "no-final-newline", ops: fractionAndVLLM},
 		{name: "no-final-newline-delete", ops: toKAI},

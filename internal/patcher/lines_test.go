@@ -22,7 +22,16 @@ var (
 	newMiddleRE = regexp.MustCompile(`^[ ,{-]*((metadata|annotations): {)*(gpu-fraction: )?["']?(-*gpu-memory-utilization=)?[0-9.]*["']?[ ,}-]*$`)
 	// Lines an edit may insert without a value: created parent keys.
 	createdKeyRE = regexp.MustCompile(`^\s*(metadata|annotations):\s*$`)
+	// With removedGPU: lines RemoveWholeGPUs may delete, and what it may
+	// take out of a line (a flow entry).
+	gpuLineRE  = regexp.MustCompile(`^\s*(-\s+)?(["']?nvidia\.com/gpu["']?\s*:.*|(resources|limits|requests)\s*:.*)$`)
+	gpuEntryRE = regexp.MustCompile(`^[ ,]*["']?nvidia\.com/gpu["']?\s*:\s*["']?[0-9]+["']?[ ,]*$`)
 )
+
+// removedGPU, among the values of onlyIntendedLines, allows what
+// RemoveWholeGPUs does: deleted nvidia.com/gpu lines (and the emptied
+// resources/limits/requests above them), flow entries taken out.
+const removedGPU = "\x00removed nvidia.com/gpu"
 
 // splitLines splits on LF and drops a CR before it, so that line endings
 // are compared separately.
@@ -48,6 +57,10 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 		return fmt.Errorf("a CRLF file gained LF-only lines")
 	}
 	a, b := splitLines(old), splitLines(new)
+	gpu := false
+	for _, v := range values {
+		gpu = gpu || v == removedGPU
+	}
 	hasValue := func(l string) bool {
 		for _, v := range values {
 			if strings.Contains(l, v) {
@@ -60,6 +73,18 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 	changed := func(o, n string) bool {
 		if n == o+"," || (strings.HasSuffix(o, "}") || strings.HasSuffix(o, "]")) && n == o[:len(o)-1]+"," {
 			return true // a flow entry was appended after this line's one (the bracket moves down)
+		}
+		if gpu {
+			p, s := 0, 0
+			for p < len(o) && p < len(n) && o[p] == n[p] {
+				p++
+			}
+			for s < len(o)-p && s < len(n)-p && o[len(o)-1-s] == n[len(n)-1-s] {
+				s++
+			}
+			if strings.Trim(n[p:len(n)-s], " ,") == "" && gpuEntryRE.MatchString(o[p:len(o)-s]) {
+				return true
+			}
 		}
 		if !hasValue(n) {
 			return false
@@ -83,7 +108,11 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 	for _, op := range m.GetOpCodes() {
 		switch op.Tag {
 		case 'd':
-			return fmt.Errorf("line %d deleted: %q", op.I1+1, a[op.I1])
+			for i := op.I1; i < op.I2; i++ {
+				if !gpu || !gpuLineRE.MatchString(a[i]) {
+					return fmt.Errorf("line %d deleted: %q", i+1, a[i])
+				}
+			}
 		case 'i':
 			for j := op.J1; j < op.J2; j++ {
 				if !inserted(b[j]) {
@@ -93,6 +122,9 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 		case 'r':
 			j := op.J1
 			for i := op.I1; i < op.I2; i++ {
+				if gpu && gpuLineRE.MatchString(a[i]) && (j >= op.J2 || !changed(a[i], b[j])) {
+					continue // deleted
+				}
 				for j < op.J2 && !changed(a[i], b[j]) && inserted(b[j]) {
 					j++
 				}

@@ -19,9 +19,12 @@ type Op interface {
 }
 
 // SetGPUFraction sets the pod annotation gpu-fraction to v, a decimal
-// strictly between 0 and 1, written as a quoted string. Missing
-// annotations:/metadata: mappings are created (a created metadata goes
-// before the template's spec).
+// with at most two places from 0.01 to 0.99 (KAI keeps two), written as a
+// quoted string. Missing annotations:/metadata: mappings are created (a
+// created metadata goes before the template's spec). It refuses a pod
+// with gpu-memory, which KAI does not take together with a fraction; and
+// an Edit whose result has gpu-fraction next to nvidia.com/gpu in any
+// container is refused as a whole (RemoveWholeGPUs first).
 func SetGPUFraction(v string) Op {
 	return setPodAnnotation{key: annFraction, value: v, check: validFraction}
 }
@@ -139,6 +142,11 @@ func (o setPodAnnotation) apply(d *docEdit) error {
 	if o.check != nil {
 		if err := o.check(o.value); err != nil {
 			return d.fail(tmpl, name, err)
+		}
+	}
+	if o.key == annFraction {
+		if _, v := field(lookup(tmpl, "metadata", "annotations"), annMemory); v != nil {
+			return d.fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
 		}
 	}
 	return d.setString(tmpl, name, []string{"metadata", "annotations", o.key}, o.value, true, true)
