@@ -395,3 +395,62 @@ func TestApplyFractionThenRemoveWholeGPUs(t *testing.T) {
 	want := strings.Replace(strings.Replace(m, `"0.5"`, `".05"`, 1), "{cpu: 1, nvidia.com/gpu: 1}", "{cpu: 1}", 1)
 	require.Equal(t, want, string(res.Files[0].New))
 }
+
+// A key written without a value (or with ~) gets one after a blank, and a
+// comment after it stays.
+func TestApplyEmptyValues(t *testing.T) {
+	head := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n"
+	pod := "    spec:\n      containers: [{name: c, image: x}]\n"
+	tests := []struct {
+		name, src, want string
+		ops             []patcher.Op
+	}{
+		{
+			name: "followed by a key",
+			src:  head + "    metadata:\n      annotations:\n        gpu-fraction:\n        other: x\n" + pod,
+			want: head + "    metadata:\n      annotations:\n        gpu-fraction: \"0.3\"\n        other: x\n" + pod,
+			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+		},
+		{
+			name: "with a comment",
+			src:  head + "    metadata:\n      annotations:\n        gpu-fraction:   # to be set\n" + pod,
+			want: head + "    metadata:\n      annotations:\n        gpu-fraction: \"0.3\"   # to be set\n" + pod,
+			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+		},
+		{
+			name: "scheduler name and label",
+			src:  head + "    metadata:\n      labels:\n        kai.scheduler/queue:\n    spec:\n      schedulerName:\n      containers: [{name: c, image: x}]\n",
+			want: head + "    metadata:\n      labels:\n        kai.scheduler/queue: q\n    spec:\n      schedulerName: kai-scheduler\n      containers: [{name: c, image: x}]\n",
+			ops:  []patcher.Op{patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "q")},
+		},
+		{
+			name: "tilde",
+			src:  head + pod + "      schedulerName: ~ # unset\n",
+			want: head + pod + "      schedulerName: kai-scheduler # unset\n",
+			ops:  []patcher.Op{patcher.SetSchedulerName("kai-scheduler")},
+		},
+		{
+			name: "in a flow mapping",
+			src:  head + "    metadata: {annotations: {gpu-fraction: , team: ml}}\n" + pod,
+			want: head + "    metadata: {annotations: {gpu-fraction: \"0.3\", team: ml}}\n" + pod,
+			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+		},
+		{
+			name: "last line without a line break",
+			src:  head + pod + "    metadata:\n      annotations:\n        gpu-fraction:",
+			want: head + pod + "    metadata:\n      annotations:\n        gpu-fraction: \"0.3\"",
+			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, res := applyOne(t, map[string]string{"d.yaml": tc.src}, tc.ops...)
+			require.Empty(t, res.Refused)
+			require.Len(t, res.Files, 1)
+			require.Equal(t, tc.want, string(res.Files[0].New))
+			for _, c := range res.Files[0].Changes {
+				require.Empty(t, c.Old, c.Field)
+			}
+		})
+	}
+}

@@ -160,6 +160,9 @@ func (d *docEdit) setString(from *yaml.Node, name string, path []string, value s
 				return d.fail(v, name, fmt.Errorf("%w: expected a scalar", ErrUnsupported))
 			}
 			old := v.Value
+			if v.ShortTag() == "!!null" {
+				old = "" // key: ~ has no value
+			}
 			changed, err := d.replaceScalar(v, value, needString, name)
 			if err != nil || !changed {
 				return err
@@ -214,6 +217,11 @@ func (d *docEdit) replaceScalar(n *yaml.Node, value string, needString bool, nam
 		return false, d.fail(n, name, err)
 	}
 	txt, style := renderScalar(value, n.Style, needString, d.sp.pl[n].flow)
+	if start == end && (start == 0 || !isBlank(d.t.b[start-1])) {
+		// an empty value sits right after its colon: `key:` becomes
+		// `key: value`, and a comment after it stays
+		txt = " " + txt
+	}
 	d.splices = append(d.splices, splice{off: start, end: end, text: txt})
 	e, err := d.expNode(n)
 	if err != nil {
