@@ -454,3 +454,65 @@ func TestApplyEmptyValues(t *testing.T) {
 		})
 	}
 }
+
+const aliasedGPU = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+x-gpu: &gpu
+  limits: &gpulimits
+    nvidia.com/gpu: 1
+x-small: &small {limits: {cpu: 1}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai
+        args: ["--model", "m"]
+        resources: RESOURCES
+      - name: envoy
+        image: envoyproxy/envoy:v1.31
+        resources: *small
+`
+
+// A GPU request written through an alias, an anchor or a merge key cannot
+// be removed without changing the other places that share it: refused,
+// never skipped. Sharing that holds no GPU is left alone.
+func TestApplyRemoveWholeGPUsThroughAliases(t *testing.T) {
+	tests := []struct {
+		name, resources string
+		wantErr         error
+	}{
+		{name: "alias", resources: "*gpu", wantErr: patcher.ErrAlias},
+		{name: "anchor", resources: "&mine {limits: {nvidia.com/gpu: 1}}", wantErr: patcher.ErrAlias},
+		{name: "merge key", resources: "{<<: *gpu, requests: {cpu: 1}}", wantErr: patcher.ErrAlias},
+		{name: "merged limits", resources: "{limits: {<<: {nvidia.com/gpu: 1}, cpu: 1}}", wantErr: patcher.ErrAlias},
+		{name: "aliased limits", resources: "{limits: *gpulimits}", wantErr: patcher.ErrAlias},
+		{name: "plain, next to an alias without GPUs", resources: "{limits: {nvidia.com/gpu: 1}}"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := strings.Replace(aliasedGPU, "RESOURCES", tc.resources, 1)
+			_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5"))
+			if tc.wantErr == nil {
+				require.Empty(t, res.Refused)
+				require.Len(t, res.Files, 1)
+				require.NotContains(t, string(res.Files[0].New), "resources: {limits: {nvidia.com/gpu: 1}}")
+				return
+			}
+			require.Empty(t, res.Files)
+			require.Len(t, res.Refused, 1)
+			require.ErrorIs(t, res.Refused[0].Err, tc.wantErr)
+			t.Log(res.Refused[0].Err)
+		})
+	}
+
+	// A container that is itself an alias.
+	m := strings.Replace(aliasedGPU, "      - name: envoy\n        image: envoyproxy/envoy:v1.31\n        resources: *small\n", "      - *side\n", 1)
+	m = strings.Replace(m, "RESOURCES", "{limits: {cpu: 1}}", 1)
+	m = strings.Replace(m, "x-small: &small {limits: {cpu: 1}}\n", "x-side: &side {name: side, image: x, resources: {limits: {nvidia.com/gpu: 1}}}\n", 1)
+	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5"))
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrAlias)
+}

@@ -346,3 +346,34 @@ func TestDiscoverGPU(t *testing.T) {
 		})
 	}
 }
+
+// A GPU request written through an alias is read through it, and marked:
+// the editor will not change it.
+func TestDiscoverGPUThroughAnAlias(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"d.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: a
+x-gpu: &gpu
+  limits:
+    nvidia.com/gpu: 2
+spec:
+  template:
+    spec:
+      containers:
+      - name: envoy
+        image: envoyproxy/envoy:v1.31
+      - name: vllm
+        image: vllm/vllm-openai
+        resources: *gpu
+`})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	g := inv.Workloads[0].GPU
+	require.Equal(t, int64(2), g.Whole)
+	require.Equal(t, "vllm", g.Container)
+	require.ErrorIs(t, g.Err, patcher.ErrAlias)
+	require.EqualError(t, g.Err, "anchor, alias or merge key on the edit path: line 16: the nvidia.com/gpu of spec.template.spec.containers[vllm] is written through it, so it is read but not edited")
+}

@@ -778,11 +778,9 @@ func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
 		return nil, "", nil
 	}
 	for _, r := range allContainers(lookup(tmpl, "spec")) {
-		for _, list := range []string{"limits", "requests"} {
-			if k, _ := field(lookup(r.c, "resources", list), resourceGPU); k != nil {
-				return k, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), list, resourceGPU),
-					fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
-			}
+		if g := readGPU(r); g.present {
+			return g.at, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), g.list, resourceGPU),
+				fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
 		}
 	}
 	return nil, "", nil

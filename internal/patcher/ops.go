@@ -112,11 +112,12 @@ func (d *docEdit) containers(list string) ([]*yaml.Node, error) {
 	if err := d.editable(s, d.tmplField("spec", list)); err != nil {
 		return nil, err
 	}
-	cs := containerNodes(pod, list)
-	for i, c := range cs {
-		if err := d.editable(c, d.tmplField("spec", list)+"["+containerLabel(c, i)+"]"); err != nil {
+	var cs []*yaml.Node
+	for _, r := range containerRefs(pod, list) {
+		if err := d.editable(r.item, d.containerField(r)); err != nil {
 			return nil, err
 		}
+		cs = append(cs, r.c)
 	}
 	return cs, nil
 }
@@ -262,6 +263,9 @@ func (o removeWholeGPUs) apply(d *docEdit) error {
 		return d.fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
 	}
 	for _, r := range refs {
+		if g := readGPU(r); g.via != nil {
+			return d.fail(g.via, d.containerField(r)+".resources", fmt.Errorf("%w: nvidia.com/gpu is written through it", ErrAlias))
+		}
 		if err := d.removeGPUs(r.c, d.containerField(r)+".resources"); err != nil {
 			return err
 		}

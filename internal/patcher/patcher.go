@@ -138,6 +138,11 @@ type GPU struct {
 	// several request nvidia.com/gpu, the named one is missing or there
 	// are no containers, and an index when the container has no name.
 	Container string
+	// Err is set when an nvidia.com/gpu limit or request is written
+	// through an alias, an anchor or a merge key: Whole reads through it,
+	// but RemoveWholeGPUs and SetWholeGPUs refuse to edit it (ErrAlias,
+	// which Err wraps). Leave such a workload alone.
+	Err error
 }
 
 // Container is one container of the pod template.

@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -94,7 +95,12 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 
 	var sum, initMax int64
 	for _, r := range allContainers(pod) {
-		n, _ := gpuCount(r.c)
+		g := readGPU(r)
+		n := g.n
+		if g.via != nil && w.GPU.Err == nil {
+			w.GPU.Err = fmt.Errorf("%w: line %d: the nvidia.com/gpu of %s[%s] is written through it, so it is read but not edited",
+				ErrAlias, g.via.Line, strings.Join(append(slices.Clone(spec.template), "spec", r.list), "."), containerLabel(r.c, r.i))
+		}
 		if r.list == "containers" {
 			sum += n
 		} else {
@@ -124,17 +130,12 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 	return w
 }
 
-// containerNodes returns the mapping items of pod.<list>.
+// containerNodes returns the mapping items of pod.<list>; an item
+// written as an alias is the mapping it names.
 func containerNodes(pod *yaml.Node, list string) []*yaml.Node {
-	_, s := field(pod, list)
-	if s == nil || s.Kind != yaml.SequenceNode {
-		return nil
-	}
 	var out []*yaml.Node
-	for _, c := range s.Content {
-		if c.Kind == yaml.MappingNode {
-			out = append(out, c)
-		}
+	for _, r := range containerRefs(pod, list) {
+		out = append(out, r.c)
 	}
 	return out
 }
@@ -144,36 +145,138 @@ type containerRef struct {
 	list string // "containers" or "initContainers"
 	i    int    // index in list
 	c    *yaml.Node
+	item *yaml.Node // the sequence item: c, or an alias of it
 }
 
-// allContainers returns the containers, then the init containers of pod.
-func allContainers(pod *yaml.Node) []containerRef {
+func containerRefs(pod *yaml.Node, list string) []containerRef {
+	_, s := field(pod, list)
+	if s == nil || s.Kind != yaml.SequenceNode {
+		return nil
+	}
 	var out []containerRef
-	for _, list := range []string{"containers", "initContainers"} {
-		for i, c := range containerNodes(pod, list) {
-			out = append(out, containerRef{list: list, i: i, c: c})
+	for _, it := range s.Content {
+		if c := resolved(it); c != nil && c.Kind == yaml.MappingNode {
+			out = append(out, containerRef{list: list, i: len(out), c: c, item: it})
 		}
 	}
 	return out
 }
 
-// gpuCount is a container's nvidia.com/gpu: the larger of its limit and
-// request. present is true when either is written, even as 0; a value that
-// is not a plain count (a template, ...) counts as 1.
-func gpuCount(c *yaml.Node) (n int64, present bool) {
-	for _, list := range []string{"limits", "requests"} {
-		_, v := field(lookup(c, "resources", list), resourceGPU)
-		if v == nil {
+// allContainers returns the containers, then the init containers of pod.
+func allContainers(pod *yaml.Node) []containerRef {
+	return append(containerRefs(pod, "containers"), containerRefs(pod, "initContainers")...)
+}
+
+// resolved follows aliases to the node they name.
+func resolved(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// indirect reports whether n is written through YAML's sharing: an
+// alias, an anchor (other places may alias it) or a merge key.
+func indirect(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return true
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Style == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readField returns the value of key name in mapping m as a YAML reader
+// sees it: through aliases, and from a merged mapping (<<) when m has no
+// such key of its own.
+func readField(m *yaml.Node, name string) *yaml.Node {
+	m = resolved(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	if _, v := field(m, name); v != nil {
+		return resolved(v)
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind != yaml.ScalarNode || k.Value != "<<" || k.Style != 0 {
 			continue
 		}
-		present = true
+		srcs := []*yaml.Node{resolved(m.Content[i+1])}
+		if srcs[0] != nil && srcs[0].Kind == yaml.SequenceNode {
+			srcs = srcs[0].Content
+		}
+		for _, src := range srcs {
+			if v := readField(src, name); v != nil {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
+// gpuRequest is what a container asks of nvidia.com/gpu.
+type gpuRequest struct {
+	// n is the larger of the limit and the request; a value that is not a
+	// plain count (a template, ...) counts as 1.
+	n int64
+	// present: a limit or request is written, even as 0.
+	present bool
+	// via is the alias, anchor or merge key it is written through, nil
+	// when none: an edit there would change other places too.
+	via *yaml.Node
+	// at is the first value found, in list (limits or requests).
+	at   *yaml.Node
+	list string
+}
+
+// readGPU reads a container's nvidia.com/gpu, through aliases and merge
+// keys as Kubernetes would.
+func readGPU(r containerRef) gpuRequest {
+	var g gpuRequest
+	mark := func(n *yaml.Node) {
+		if g.via == nil && n != nil && indirect(n) {
+			g.via = n
+		}
+	}
+	mark(r.item)
+	_, res := field(r.c, "resources")
+	if res == nil {
+		return g
+	}
+	mark(res)
+	mark(resolved(res))
+	for _, list := range []string{"limits", "requests"} {
+		l := readField(res, list)
+		if l == nil {
+			continue
+		}
+		if _, own := field(resolved(res), list); own != nil {
+			mark(own)
+		}
+		mark(l)
+		v := readField(l, resourceGPU)
+		if v == nil || v.Kind != yaml.ScalarNode {
+			continue
+		}
+		if !g.present {
+			g.at, g.list = v, list
+		}
+		g.present = true
 		q, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
 		if err != nil {
 			q = 1
 		}
-		n = max(n, q)
+		g.n = max(g.n, q)
 	}
-	return n, present
+	if !g.present {
+		g.via = nil
+	}
+	return g
 }
 
 // gpuHolders returns the containers and init containers that request
@@ -181,7 +284,7 @@ func gpuCount(c *yaml.Node) (n int64, present bool) {
 func gpuHolders(pod *yaml.Node) []containerRef {
 	var out []containerRef
 	for _, r := range allContainers(pod) {
-		if n, _ := gpuCount(r.c); n > 0 {
+		if readGPU(r).n > 0 {
 			out = append(out, r)
 		}
 	}
