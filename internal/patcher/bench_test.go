@@ -125,33 +125,37 @@ func BenchmarkDiscover(b *testing.B) {
 }
 
 // BenchmarkApplyManyDocuments edits every Deployment of one large
-// multi-document file (300 Deployments and their Services), four ops each:
+// multi-document file (n Deployments and their Services), four ops each:
 // the cost of verification must grow with the edited document, not with
-// the file.
+// the file, so the time per Deployment stays flat as n grows.
 func BenchmarkApplyManyDocuments(b *testing.B) {
-	var docs []string
-	for i := range 300 {
-		docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), benchDeployment(fmt.Sprintf("llm-%d", i)))
+	for _, n := range []int{100, 300, 600} {
+		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
+			var docs []string
+			for i := range n {
+				docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), benchDeployment(fmt.Sprintf("llm-%d", i)))
+			}
+			src := strings.Join(docs, "---\n")
+			root := b.TempDir()
+			require.NoError(b, os.WriteFile(filepath.Join(root, "apps.yaml"), []byte(src), 0o644))
+			ctx := context.Background()
+			inv, err := patcher.Discover(ctx, root)
+			require.NoError(b, err)
+			var edits []patcher.Edit
+			for _, w := range inv.Workloads {
+				edits = append(edits, patcher.Edit{Workload: w.Ref, Ops: []patcher.Op{
+					patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"),
+					patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue"),
+				}})
+			}
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				res, err := patcher.Apply(ctx, root, inv, edits)
+				if err != nil || len(res.Files) != 1 || len(res.Refused) > 0 {
+					b.Fatal(err, res.Refused)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "µs/deployment")
+		})
 	}
-	src := strings.Join(docs, "---\n")
-	root := b.TempDir()
-	require.NoError(b, os.WriteFile(filepath.Join(root, "apps.yaml"), []byte(src), 0o644))
-	ctx := context.Background()
-	inv, err := patcher.Discover(ctx, root)
-	require.NoError(b, err)
-	var edits []patcher.Edit
-	for _, w := range inv.Workloads {
-		edits = append(edits, patcher.Edit{Workload: w.Ref, Ops: []patcher.Op{
-			patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"),
-			patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue"),
-		}})
-	}
-	b.SetBytes(int64(len(src)))
-	for b.Loop() {
-		res, err := patcher.Apply(ctx, root, inv, edits)
-		if err != nil || len(res.Files) != 1 || len(res.Refused) > 0 {
-			b.Fatal(err, res.Refused)
-		}
-	}
-	b.ReportMetric(float64(len(inv.Workloads)), "deployments")
 }

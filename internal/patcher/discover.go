@@ -2,7 +2,6 @@ package patcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -153,12 +152,7 @@ func readFile(r *os.Root, rel string) ([]byte, error) {
 func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
 	s, err := parseStream(b)
 	if err != nil {
-		line := 0
-		var le *lineErr
-		if errors.As(err, &le) {
-			line = le.line
-		}
-		return nil, []Problem{{File: rel, Line: line, Err: err}}
+		return nil, []Problem{{File: rel, Line: errLine(err), Err: err}}
 	}
 	var ws []Workload
 	var probs []Problem

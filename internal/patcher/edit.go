@@ -22,6 +22,7 @@ type splice struct {
 // byte splices against the current text and applies the same change to exp.
 type docEdit struct {
 	file   string
+	line0  int // lines of the file before t
 	t      *text
 	sp     spanner
 	root   *yaml.Node // document root of the current parse
@@ -42,7 +43,7 @@ type docEdit struct {
 func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
 	line := 0
 	if n != nil {
-		line = n.Line
+		line = n.Line + d.line0
 	}
 	return &editError{file: d.file, line: line, field: name, err: err}
 }
@@ -52,7 +53,7 @@ func (d *docEdit) change(name, from, to string) {
 }
 
 func (d *docEdit) note(n *yaml.Node, name string, err error) {
-	d.notes = append(d.notes, Note{Workload: d.ref, File: d.file, Line: n.Line, Field: name, Err: err})
+	d.notes = append(d.notes, Note{Workload: d.ref, File: d.file, Line: n.Line + d.line0, Field: name, Err: err})
 }
 
 // tmplField is the dotted path of the pod template plus rest.
@@ -113,7 +114,7 @@ func (d *docEdit) expNode(n *yaml.Node) (*yaml.Node, error) {
 		e = path[i](e)
 	}
 	if e == nil || e.Kind != n.Kind {
-		return nil, fmt.Errorf("%w: the expected tree has no node at %s:%d", ErrVerify, d.file, n.Line)
+		return nil, fmt.Errorf("%w: the expected tree has no node at %s:%d", ErrVerify, d.file, n.Line+d.line0)
 	}
 	return e, nil
 }

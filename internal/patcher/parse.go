@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// stream is one parsed file: its text and every document, decoded over the
-// whole stream so that node positions are absolute.
+// stream is one parsed text (a file, or a run of its documents): the text
+// and every document, with positions relative to the text.
 type stream struct {
 	t    *text
 	docs []*yaml.Node // DocumentNodes
@@ -26,6 +26,15 @@ type lineErr struct {
 
 func (e *lineErr) Error() string { return e.err.Error() }
 func (e *lineErr) Unwrap() error { return e.err }
+
+// errLine is the line an error of parseStream is about, 0 when unknown.
+func errLine(err error) int {
+	var le *lineErr
+	if errors.As(err, &le) {
+		return le.line
+	}
+	return 0
+}
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
 

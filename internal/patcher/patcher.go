@@ -1,16 +1,19 @@
 // Package patcher finds GPU workloads in the YAML files of a repository
 // checkout and edits them with the smallest possible change.
 //
-// Edits never re-serialise a file. Each Op locates its nodes by parsing the
-// whole file with yaml.NewDecoder (absolute positions) and navigating with
-// kyaml, then splices new bytes into the original text at those positions.
-// The same change is applied with kyaml to a parsed copy of the document
-// (the expected tree); after splicing, the new file is parsed again and
-// compared with the expected trees, and its comments with the original's:
+// Edits never re-serialise a file. Each Op locates its nodes by parsing
+// its document's text (from one --- to the next) with yaml.NewDecoder and
+// navigating with kyaml, then splices new bytes into the original text at
+// those positions. The same change is applied with kyaml to a parsed copy
+// of the document (the expected tree); after splicing, the document is
+// parsed again and compared with its expected tree, and its comments with
+// the original's:
 // every comment outside what an op removes must still be there, in order
 // (an op removes the whole lines of a deleted block entry, and from a flow
 // mapping only the entry and one comma). Any difference refuses the edit
-// and leaves the file as it was (DESIGN §10, invariant 2). Comments, key
+// and leaves the file as it was (DESIGN §10, invariant 2); once every edit
+// of a file is done, the whole file is parsed and compared once more.
+// Comments, key
 // order, quoting, indentation, blank lines, trailing whitespace, document
 // separators, CRLF line endings, a byte order mark and a missing final
 // newline all survive, because those bytes are never touched.
