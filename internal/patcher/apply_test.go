@@ -101,6 +101,15 @@ func TestApplyRefusals(t *testing.T) {
 			wantMsg: "d.yaml:8: spec.template.metadata.labels.app: invalid value: the selector matches on app=app; changing it would orphan the pods",
 		},
 		{
+			name:     "label a selector expression uses",
+			manifest: strings.Replace(applyDeployment, "    matchLabels:\n      app: app\n", "    matchExpressions:\n    - {key: tier, operator: In, values: [gpu]}\n", 1),
+			ops:      []patcher.Op{patcher.SetPodLabel("tier", "cpu")},
+			wantErr:  patcher.ErrInvalidValue,
+			wantMsg:  "d.yaml:8: spec.template.metadata.labels.tier: invalid value: the selector's matchExpressions use the label tier; changing it could orphan the pods",
+		},
+		{name: "workload label value", ops: []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "no spaces please")}, wantErr: patcher.ErrInvalidValue},
+		{name: "workload label key", ops: []patcher.Op{patcher.SetWorkloadLabel("", "q")}, wantErr: patcher.ErrInvalidValue},
+		{
 			name:     "atomic: a bad op undoes the good ones",
 			ops:      []patcher.Op{patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.2"), patcher.SetGPUFraction("7")},
 			wantErr:  patcher.ErrInvalidValue,
@@ -515,4 +524,50 @@ func TestApplyRemoveWholeGPUsThroughAliases(t *testing.T) {
 	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5"))
 	require.Len(t, res.Refused, 1)
 	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrAlias)
+}
+
+// SetWorkloadLabel sets the Deployment's own label, where KAI looks for the
+// queue first; SetPodLabel may set a label the selector's expressions do
+// not use, or one they use to the value it has.
+func TestApplyLabels(t *testing.T) {
+	withLabels := strings.Replace(applyDeployment, "  name: app\n", "  name: app\n  labels:\n    team: ml # owners\n", 1)
+	exprs := strings.Replace(applyDeployment, "    matchLabels:\n      app: app\n", "    matchExpressions:\n    - {key: app, operator: In, values: [app]}\n", 1)
+	tests := []struct {
+		name, src, want string
+		ops             []patcher.Op
+	}{
+		{
+			name: "workload label added",
+			src:  withLabels,
+			want: strings.Replace(withLabels, "    team: ml # owners\n", "    team: ml # owners\n    kai.scheduler/queue: research\n", 1),
+			ops:  []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "research")},
+		},
+		{
+			name: "workload labels created",
+			src:  applyDeployment,
+			want: strings.Replace(applyDeployment, "  name: app\n", "  name: app\n  labels:\n    kai.scheduler/queue: research\n", 1),
+			ops:  []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "research")},
+		},
+		{
+			name: "pod label the expressions do not use",
+			src:  exprs,
+			want: strings.Replace(exprs, "        app: app\n", "        app: app\n        kai.scheduler/queue: q\n", 1),
+			ops:  []patcher.Op{patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.SetPodLabel("app", "app")},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root, res := applyOne(t, map[string]string{"d.yaml": tc.src}, tc.ops...)
+			require.Empty(t, res.Refused)
+			require.Len(t, res.Files, 1)
+			require.Equal(t, tc.want, string(res.Files[0].New))
+			require.NoError(t, res.Write(root))
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			if strings.Contains(tc.name, "workload") {
+				require.Equal(t, "research", inv.Workloads[0].Labels["kai.scheduler/queue"])
+				require.Equal(t, "research", inv.Workloads[0].Queue)
+			}
+		})
+	}
 }

@@ -45,8 +45,15 @@ func SetVLLMMemoryUtilization(v string) Op { return setVLLMUtil{value: v} }
 func SetSchedulerName(name string) Op { return setSchedulerName{name: name} }
 
 // SetPodLabel sets a label of the pod template. It refuses to change a
-// label the workload's selector matches on.
+// label the workload's selector matches on (spec.selector.matchLabels, or
+// a key of its matchExpressions).
 func SetPodLabel(k, v string) Op { return setPodLabel{key: k, value: v} }
+
+// SetWorkloadLabel sets a label of the workload itself (its
+// metadata.labels), with the same checks of key and value as SetPodLabel.
+// KAI reads the queue label (kai.scheduler/queue) there before the pod
+// template's.
+func SetWorkloadLabel(k, v string) Op { return setWorkloadLabel{key: k, value: v} }
 
 // RemoveWholeGPUs deletes nvidia.com/gpu from the limits and requests of
 // every container and init container (KAI refuses a gpu-fraction next to
@@ -177,21 +184,52 @@ func (o setPodLabel) String() string { return fmt.Sprintf("SetPodLabel(%q, %q)",
 
 var labelValueRE = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
 
+// validLabel checks a label key and value as Kubernetes would have them.
+func validLabel(k, v string) error {
+	if k == "" || strings.ContainsAny(k, " \t\n") || len(v) > 63 || !labelValueRE.MatchString(v) {
+		return fmt.Errorf("%w: label %q=%q", ErrInvalidValue, k, v)
+	}
+	return nil
+}
+
 func (o setPodLabel) apply(d *docEdit) error {
 	name := d.tmplField("metadata", "labels", o.key)
 	tmpl, err := d.template()
 	if err != nil {
 		return err
 	}
-	if o.key == "" || strings.ContainsAny(o.key, " \t\n") || len(o.value) > 63 || !labelValueRE.MatchString(o.value) {
-		return d.fail(tmpl, name, fmt.Errorf("%w: label %q=%q", ErrInvalidValue, o.key, o.value))
+	if err := validLabel(o.key, o.value); err != nil {
+		return d.fail(tmpl, name, err)
 	}
-	if sel := lookup(d.root, "spec", "selector", "matchLabels"); sel != nil {
-		if _, v := field(sel, o.key); v != nil && v.Value != o.value {
+	_, cur := field(lookup(tmpl, "metadata", "labels"), o.key)
+	if cur == nil || cur.Value != o.value {
+		sel := lookup(d.root, "spec", "selector")
+		if _, v := field(lookup(sel, "matchLabels"), o.key); v != nil && v.Value != o.value {
 			return d.fail(v, name, fmt.Errorf("%w: the selector matches on %s=%s; changing it would orphan the pods", ErrInvalidValue, o.key, v.Value))
+		}
+		if _, exprs := field(sel, "matchExpressions"); exprs != nil && exprs.Kind == yaml.SequenceNode {
+			for _, x := range exprs.Content {
+				if _, k := field(resolved(x), "key"); k != nil && k.Value == o.key {
+					return d.fail(k, name, fmt.Errorf("%w: the selector's matchExpressions use the label %s; changing it could orphan the pods", ErrInvalidValue, o.key))
+				}
+			}
 		}
 	}
 	return d.setString(tmpl, name, []string{"metadata", "labels", o.key}, o.value, false, true)
+}
+
+type setWorkloadLabel struct{ key, value string }
+
+func (o setWorkloadLabel) String() string {
+	return fmt.Sprintf("SetWorkloadLabel(%q, %q)", o.key, o.value)
+}
+
+func (o setWorkloadLabel) apply(d *docEdit) error {
+	name := "metadata.labels." + o.key
+	if err := validLabel(o.key, o.value); err != nil {
+		return d.fail(d.root, name, err)
+	}
+	return d.setString(d.root, name, []string{"metadata", "labels", o.key}, o.value, false, true)
 }
 
 type removePodAnnotation struct{ key string }
