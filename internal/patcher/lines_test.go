@@ -12,9 +12,9 @@ import (
 )
 
 var (
-	// What a changed line may lose: one old value token (usually a number,
-	// maybe quoted), never a comment or more than one token.
-	oldMiddleRE = regexp.MustCompile(`^["']?[^\s#"']*["']?$`)
+	// What a changed line may lose: one old value (usually a number, maybe
+	// quoted; a quoted template may hold blanks), never a comment.
+	oldMiddleRE = regexp.MustCompile(`^["']?[^#"']*["']?$`)
 	// What a changed line may gain: a new number, maybe quoted, maybe as a
 	// new flow entry or a flag added to a shell string.
 	// (A flag inserted before another one shifts the common prefix, hence
