@@ -492,12 +492,50 @@ func (d *docEdit) insertFlow(c *yaml.Node, item, before string) error {
 	if err != nil {
 		return err
 	}
-	if after := d.t.skipSpaceComments(le); after < len(b) && b[after] == ',' {
+	after := d.t.skipSpaceComments(le)
+	comma := after < len(b) && b[after] == ','
+	end := le
+	if comma {
+		end = after + 1
+	}
+	if indent, ok := d.itemsStartLines(c, le); ok && d.t.lineStart(ce-1) > d.t.lineStart(end) {
+		// The collection spreads over lines and its closing bracket has a
+		// line of its own: the new item gets one too, after the last, in
+		// the same style (a trailing comma or none).
+		line := indent + item
+		if comma {
+			line += ","
+		} else {
+			d.splices = append(d.splices, splice{off: le, end: le, text: ","})
+		}
+		d.insertLines(end, line+d.t.eolAt(end))
+		return nil
+	}
+	if comma {
 		d.splices = append(d.splices, splice{off: after + 1, end: after + 1, text: " " + item})
 		return nil
 	}
 	d.splices = append(d.splices, splice{off: le, end: le, text: sep + item})
 	return nil
+}
+
+// itemsStartLines reports whether the line holding off starts with an
+// item of flow collection c (a key for a mapping), and returns the blanks
+// before it.
+func (d *docEdit) itemsStartLines(c *yaml.Node, off int) (string, bool) {
+	ls := d.t.lineStart(off)
+	first := d.t.skipBlank(ls)
+	step := 1
+	if c.Kind == yaml.MappingNode {
+		step = 2
+	}
+	for i := 0; i < len(c.Content); i += step {
+		s, err := d.t.nodeOffset(c.Content[i])
+		if err == nil && s == first {
+			return string(d.t.b[ls:first]), true
+		}
+	}
+	return "", false
 }
 
 // deleteEntry removes the entry k: v from mapping m: whole lines in a block

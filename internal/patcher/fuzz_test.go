@@ -35,6 +35,8 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte(applyDeployment), ".5")
 	f.Add([]byte(discoverDeployment), "0.05")
 
+	f.Add([]byte(flowGPUs), "0.5")
+
 	f.Fuzz(func(t *testing.T, src []byte, frac string) {
 		if len(src) > 1<<15 {
 			t.Skip()
@@ -47,7 +49,7 @@ func FuzzApply(f *testing.F) {
 		var edits []patcher.Edit
 		for _, w := range inv.Workloads {
 			edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Ops: []patcher.Op{
-				patcher.SetGPUFraction(frac), patcher.SetVLLMMemoryUtilization(frac),
+				patcher.RemoveWholeGPUs(), patcher.SetGPUFraction(frac), patcher.SetVLLMMemoryUtilization(frac),
 			}})
 		}
 		res, err := patcher.Apply(ctx, root, inv, edits)
@@ -62,7 +64,7 @@ func FuzzApply(f *testing.F) {
 		}
 		for _, file := range res.Files {
 			require.NoError(t, splicesCoverDiff(file))
-			require.NoError(t, onlyIntendedLines(file.Old, file.New, frac), "old:\n%s\nnew:\n%s", file.Old, file.New)
+			require.NoError(t, onlyIntendedLines(file.Old, file.New, frac, removedGPU, containerNameKey), "old:\n%s\nnew:\n%s", file.Old, file.New)
 
 			after := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(after, "d.yaml"), file.New, 0o644))
@@ -75,6 +77,7 @@ func FuzzApply(f *testing.F) {
 					continue
 				}
 				require.Equal(t, frac, w.GPU.FractionText, "%s\nnew:\n%s", w.Ref, file.New)
+				require.Empty(t, w.GPU.WholeContainers, "%s\nnew:\n%s", w.Ref, file.New)
 				for _, c := range w.Containers {
 					if c.VLLM && !c.KVCacheMemoryBytes && c.GPUMemoryUtilization != "" && !kept[w.Ref] {
 						require.Equal(t, frac, c.GPUMemoryUtilization, "%s %s\nnew:\n%s", w.Ref, c.Name, file.New)
@@ -94,3 +97,30 @@ func problemLines(ps []patcher.Problem) []string {
 	}
 	return out
 }
+
+// flowGPUs has GPUs in flow mappings, next to comments, and in the second
+// container.
+const flowGPUs = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: flow
+spec:
+  template:
+    metadata:
+      annotations: {
+        prometheus.io/scrape: "true",  # scrape me
+      }
+    spec:
+      containers:
+      - name: envoy
+        image: envoyproxy/envoy:v1.31
+      - name: vllm
+        image: vllm/vllm-openai
+        args: ["--model", "m", "--gpu-memory-utilization", "0.9"]
+        resources:
+          requests: {
+            cpu: 4,   # four cores
+            nvidia.com/gpu: 1
+          }
+          limits: {nvidia.com/gpu: 1, memory: 8Gi}
+`

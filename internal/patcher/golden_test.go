@@ -80,6 +80,7 @@ func goldenCases() []goldenCase {
 				patcher.SetWholeGPUs(1), patcher.RemovePodAnnotation("gpu-fraction"), patcher.RemovePodAnnotation("gpu-fraction-container-name"),
 			}},
 		}},
+		{name: "flow-multi-line", ops: fractionAndVLLM},
 		{name: "flow-delete", ops: []patcher.Op{patcher.RemovePodAnnotation("gpu-memory"), patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5")}},
 		{name: "idempotent", ops: fractionAndVLLM},
 		{name: "partial", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},

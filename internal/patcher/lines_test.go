@@ -33,6 +33,10 @@ var (
 // resources/limits/requests above them), flow entries taken out.
 const removedGPU = "\x00removed nvidia.com/gpu"
 
+// containerNameKey is how RemoveWholeGPUs names the container that held the
+// GPU, when it was not the first.
+const containerNameKey = "gpu-fraction-container-name: "
+
 // splitLines splits on LF and drops a CR before it, so that line endings
 // are compared separately.
 func splitLines(b []byte) []string {
@@ -74,7 +78,24 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 		if n == o+"," || (strings.HasSuffix(o, "}") || strings.HasSuffix(o, "]")) && n == o[:len(o)-1]+"," {
 			return true // a flow entry was appended after this line's one (the bracket moves down)
 		}
+		if len(n) == len(o)+1 {
+			for i := 0; i < len(n); i++ {
+				if n[i] == ',' && n[:i]+n[i+1:] == o {
+					return true // a comma before a flow entry appended on the next line
+				}
+			}
+		}
 		if gpu {
+			if len(o) == len(n)+1 {
+				for i := 0; i < len(o); i++ {
+					if o[i] == ',' && o[:i]+o[i+1:] == n {
+						return true // the comma of a deleted flow entry
+					}
+				}
+			}
+			if k, _, ok := strings.Cut(o, containerNameKey); ok && strings.HasPrefix(n, k+containerNameKey) {
+				return true // the fraction follows the GPU to another container
+			}
 			p, s := 0, 0
 			for p < len(o) && p < len(n) && o[p] == n[p] {
 				p++
