@@ -205,6 +205,11 @@ func TestDiscoverContainers(t *testing.T) {
 			want:      patcher.Container{VLLM: true, GPUMemoryUtilization: "0.9", KVCacheMemoryBytes: true},
 		},
 		{
+			name:      "the last of several wins, as in vLLM's argument parser",
+			container: "image: vllm/vllm-openai\nargs: [--gpu-memory-utilization=0.9, --model, m, --gpu_memory_utilization, \"0.7\"]",
+			want:      patcher.Container{VLLM: true, GPUMemoryUtilization: "0.7"},
+		},
+		{
 			name:      "not vllm",
 			container: "image: ghcr.io/huggingface/text-generation-inference:2.4\nargs: [--model-id, m]",
 			want:      patcher.Container{},

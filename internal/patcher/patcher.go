@@ -155,7 +155,8 @@ type Container struct {
 	// `vllm serve` or `vllm.entrypoints` (also inside sh -c strings).
 	VLLM bool
 	// GPUMemoryUtilization is the current --gpu-memory-utilization value
-	// in any spelling, "" when absent.
+	// in any spelling, "" when absent; of several, the last, which is the
+	// one vLLM uses.
 	GPUMemoryUtilization string
 	// KVCacheMemoryBytes is true when --kv-cache-memory-bytes is set: vLLM
 	// then ignores the utilization flag.

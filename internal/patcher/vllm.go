@@ -109,9 +109,11 @@ type vllmScan struct {
 
 func (v *vllmScan) isVLLM() bool { return v.image || v.invoked || len(v.sites) > 0 }
 
+// current is the value vLLM uses: its argument parser takes the last
+// occurrence of a flag.
 func (v *vllmScan) current() string {
 	if len(v.sites) > 0 {
-		return v.sites[0].value
+		return v.sites[len(v.sites)-1].value
 	}
 	return ""
 }
