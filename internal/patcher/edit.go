@@ -331,14 +331,26 @@ func (d *docEdit) absorbsNextLine(n *yaml.Node) bool {
 	if err != nil {
 		return true
 	}
-	header := string(d.t.b[start:d.t.lineEnd(start)])
-	switch {
-	case strings.Contains(strings.SplitN(header, "#", 2)[0], "+"):
+	switch d.chomping(start) {
+	case '+':
 		return true
-	case strings.Contains(strings.SplitN(header, "#", 2)[0], "-"):
+	case '-':
 		return false
 	}
 	return d.t.lineEnd(end) == len(d.t.b)
+}
+
+// chomping returns the chomping indicator of the block scalar whose header
+// starts at start (its | or >): '+' keeps the final line breaks, '-'
+// strips them, 0 (clip) keeps one.
+func (d *docEdit) chomping(start int) byte {
+	b := d.t.b
+	for i := start + 1; i < len(b) && (b[i] == '+' || b[i] == '-' || b[i] >= '0' && b[i] <= '9'); i++ {
+		if b[i] == '+' || b[i] == '-' {
+			return b[i]
+		}
+	}
+	return 0
 }
 
 // blockScalarBefore reports whether a literal or folded block scalar that
@@ -352,7 +364,7 @@ func (d *docEdit) blockScalarBefore(off int) bool {
 		if err != nil || end > off || strings.TrimSpace(string(d.t.b[end:off])) != "" {
 			continue
 		}
-		if header := strings.SplitN(string(d.t.b[start:d.t.lineEnd(start)]), "#", 2)[0]; !strings.Contains(header, "-") {
+		if d.chomping(start) != '-' {
 			return true
 		}
 	}
@@ -746,29 +758,30 @@ type subst struct {
 // its source (keeping quotes, block header and line structure) and to its
 // decoded value in the expected tree. Both must yield the same
 // replacements, else the edit is refused: this is what makes edits inside
-// sh -c strings and | or > blocks exact.
-func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]subst, error)) error {
+// sh -c strings and | or > blocks exact. It returns the replacements made,
+// as found in the value.
+func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]subst, error)) ([]subst, error) {
 	if err := d.editable(n, name); err != nil {
-		return err
+		return nil, err
 	}
 	start, end, err := d.sp.span(n)
 	if err != nil {
-		return d.fail(n, name, err)
+		return nil, d.fail(n, name, err)
 	}
 	inSrc, err := find(string(d.t.b[start:end]))
 	if err != nil {
-		return d.fail(n, name, err)
+		return nil, d.fail(n, name, err)
 	}
 	inVal, err := find(n.Value)
 	if err != nil {
-		return d.fail(n, name, err)
+		return nil, d.fail(n, name, err)
 	}
 	if len(inSrc) != len(inVal) {
-		return d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
+		return nil, d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
 	}
 	for i := range inSrc {
 		if inSrc[i].key != inVal[i].key {
-			return d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
+			return nil, d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
 		}
 	}
 	value := n.Value
@@ -779,10 +792,10 @@ func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]s
 	}
 	e, err := d.expNode(n)
 	if err != nil {
-		return d.fail(n, name, err)
+		return nil, d.fail(n, name, err)
 	}
 	e.Value = value
-	return nil
+	return inVal, nil
 }
 
 // validFraction accepts what KAI accepts for gpu-fraction and keeps

@@ -25,9 +25,7 @@ type Op interface {
 // with gpu-memory, which KAI does not take together with a fraction; and
 // an Edit whose result has gpu-fraction next to nvidia.com/gpu in any
 // container is refused as a whole (RemoveWholeGPUs first).
-func SetGPUFraction(v string) Op {
-	return setPodAnnotation{key: annFraction, value: v, check: validFraction}
-}
+func SetGPUFraction(v string) Op { return setGPUFraction{value: v} }
 
 // SetVLLMMemoryUtilization sets --gpu-memory-utilization of the vLLM
 // container that gets the pod's GPU to v, in whatever form the flag already has (separate argument,
@@ -129,35 +127,23 @@ func (d *docEdit) containers(list string) ([]*yaml.Node, error) {
 	return cs, nil
 }
 
-type setPodAnnotation struct {
-	key, value string
-	check      func(string) error
-}
+type setGPUFraction struct{ value string }
 
-func (o setPodAnnotation) String() string {
-	if o.key == annFraction {
-		return fmt.Sprintf("SetGPUFraction(%q)", o.value)
-	}
-	return fmt.Sprintf("SetPodAnnotation(%q, %q)", o.key, o.value)
-}
+func (o setGPUFraction) String() string { return fmt.Sprintf("SetGPUFraction(%q)", o.value) }
 
-func (o setPodAnnotation) apply(d *docEdit) error {
-	name := d.tmplField("metadata", "annotations", o.key)
+func (o setGPUFraction) apply(d *docEdit) error {
+	name := d.tmplField("metadata", "annotations", annFraction)
 	tmpl, err := d.template()
 	if err != nil {
 		return err
 	}
-	if o.check != nil {
-		if err := o.check(o.value); err != nil {
-			return d.fail(tmpl, name, err)
-		}
+	if err := validFraction(o.value); err != nil {
+		return d.fail(tmpl, name, err)
 	}
-	if o.key == annFraction {
-		if _, v := field(lookup(tmpl, "metadata", "annotations"), annMemory); v != nil {
-			return d.fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
-		}
+	if _, v := field(lookup(tmpl, "metadata", "annotations"), annMemory); v != nil {
+		return d.fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
 	}
-	return d.setString(tmpl, name, []string{"metadata", "annotations", o.key}, o.value, true, true)
+	return d.setString(tmpl, name, []string{"metadata", "annotations", annFraction}, o.value, true, true)
 }
 
 type setSchedulerName struct{ name string }
@@ -454,8 +440,11 @@ func (o setVLLMUtil) apply(d *docEdit) error {
 		return err
 	}
 	if f, perr := strconv.ParseFloat(o.value, 64); perr != nil || !utilValueRE.MatchString(o.value) || f <= 0 || f > 1 {
-		tmpl, _ := d.template()
-		return d.fail(tmpl, d.tmplField("spec", "containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
+		pod, err := d.podSpec()
+		if err != nil {
+			return err
+		}
+		return d.fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
 	}
 	ts, err := d.gpuTargets()
 	if err != nil {
@@ -531,8 +520,7 @@ func (d *docEdit) setUtil(v *vllmScan, base, value string) error {
 			}
 			continue
 		}
-		var olds []string
-		err := d.editInScalar(s.n, name, func(text string) ([]subst, error) {
+		subs, err := d.editInScalar(s.n, name, func(text string) ([]subst, error) {
 			hits, err := utilHits(text)
 			var out []subst
 			for _, h := range hits {
@@ -540,17 +528,13 @@ func (d *docEdit) setUtil(v *vllmScan, base, value string) error {
 					out = append(out, subst{start: h.start, end: h.end, key: h.value, repl: value})
 				}
 			}
-			olds = olds[:0]
-			for _, s := range out {
-				olds = append(olds, s.key)
-			}
 			return out, err
 		})
 		if err != nil {
 			return err
 		}
-		for _, old := range olds {
-			d.change(name, old, value)
+		for _, sub := range subs {
+			d.change(name, sub.key, value)
 		}
 	}
 	return nil
@@ -564,7 +548,7 @@ func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 	case len(v.scripts) > 0:
 		for _, s := range v.scripts {
 			name := base + "." + v.listName(s)
-			err := d.editInScalar(s, name, func(text string) ([]subst, error) {
+			subs, err := d.editInScalar(s, name, func(text string) ([]subst, error) {
 				var out []subst
 				for _, m := range serveRE.FindAllStringIndex(text, -1) {
 					key := strings.TrimLeft(text[m[0]:m[1]], " \t\r\n/;&|(\"'")
@@ -575,7 +559,9 @@ func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 			if err != nil {
 				return err
 			}
-			d.change(name, "", value)
+			if len(subs) > 0 {
+				d.change(name, "", value)
+			}
 		}
 		return nil
 	case v.shell:

@@ -12,15 +12,16 @@ import (
 // the edit is then refused rather than guessed.
 var errSpan = errors.New("cannot locate the node's source text")
 
-// span finds the source bytes [start, end) of node n. For scalars it is the
-// scalar itself (quotes and block header included, a tag before it
-// excluded); for collections it runs to the end of the last item (block)
-// or the closing bracket (flow).
+// spanner finds where the nodes of one parse are in its text.
 type spanner struct {
 	t  *text
 	pl map[*yaml.Node]place
 }
 
+// span finds the source bytes [start, end) of node n. For scalars it is the
+// scalar itself (quotes and block header included, a tag before it
+// excluded); for collections it runs to the end of the last item (block)
+// or the closing bracket (flow).
 func (s spanner) span(n *yaml.Node) (start, end int, err error) {
 	start, err = s.t.nodeOffset(n)
 	if err != nil {
