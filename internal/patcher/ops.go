@@ -28,10 +28,11 @@ type Op interface {
 func SetGPUFraction(v string) Op { return setGPUFraction{value: v} }
 
 // SetVLLMMemoryUtilization sets --gpu-memory-utilization of the vLLM
-// container that gets the pod's GPU to v, in whatever form the flag already has (separate argument,
-// --flag=v, underscore spelling, inside a sh -c string or block scalar), or
-// adds it: as a new --gpu-memory-utilization=v argument, or right after
-// `vllm serve <model>` / the vllm.entrypoints module in a shell string.
+// container that gets the pod's GPU to v, in whatever form the flag
+// already has (separate argument, --flag=v, underscore spelling, inside a
+// sh -c string or block scalar), or adds it: as a new
+// --gpu-memory-utilization=v argument, or right after `vllm serve <model>`
+// / the vllm.entrypoints module in a shell string.
 // The GPU container is the one named by gpu-fraction-container-name
 // (also when an earlier op of the same Edit set it); else the one that
 // requests nvidia.com/gpu; else the first, where KAI puts a fraction
