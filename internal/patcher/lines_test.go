@@ -75,7 +75,7 @@ func onlyIntendedLines(old, new []byte, values ...string) error {
 	}
 	inserted := func(l string) bool { return hasValue(l) || createdKeyRE.MatchString(l) }
 	changed := func(o, n string) bool {
-		if n == o+"," || (strings.HasSuffix(o, "}") || strings.HasSuffix(o, "]")) && n == o[:len(o)-1]+"," {
+		if n == o+"," || (strings.HasSuffix(o, "}") || strings.HasSuffix(o, "]")) && n == strings.TrimRight(o[:len(o)-1], " \t")+"," {
 			return true // a flow entry was appended after this line's one (the bracket moves down)
 		}
 		if len(n) == len(o)+1 {
