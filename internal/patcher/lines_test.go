@@ -25,7 +25,7 @@ var (
 	// With removedGPU: lines RemoveWholeGPUs may delete, and what it may
 	// take out of a line (a flow entry).
 	gpuLineRE  = regexp.MustCompile(`^\s*(-\s+)?(["']?nvidia\.com/gpu["']?\s*:.*|(resources|limits|requests)\s*:.*)$`)
-	gpuEntryRE = regexp.MustCompile(`^[ ,]*["']?nvidia\.com/gpu["']?\s*:\s*["']?[0-9]+["']?[ ,]*$`)
+	gpuEntryRE = regexp.MustCompile(`^[ ,]*["']?nvidia\.com/gpu["']?\s*:\s*[^,{}\s#]+[ ,]*$`)
 )
 
 // removedGPU, among the values of onlyIntendedLines, allows what
