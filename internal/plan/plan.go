@@ -283,6 +283,11 @@ func (p *Plan) problem(err error) {
 // the request cannot be worked with, when it cannot.
 func allocation(g patcher.GPU) (a policy.Allocation, bad string) {
 	switch {
+	case g.Err != nil:
+		return policy.Allocation{Form: policy.NoGPU}, fmt.Sprintf("its GPU request cannot be edited: %v", g.Err)
+	case len(g.WholeContainers) > 1:
+		return policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(g.Whole)},
+			fmt.Sprintf("nvidia.com/gpu is requested by several containers (%s): a fraction reaches one only", strings.Join(g.WholeContainers, ", "))
 	case g.MemoryMiB > 0:
 		return policy.Allocation{Form: policy.GPUMemory}, ""
 	case g.FractionText != "" && g.Fraction == 0:
@@ -329,8 +334,18 @@ func editFor(d Decision, st *policy.StrategyRules) (patcher.Edit, bool) {
 		if st.MoveToKAI && w.SchedulerName != kaiScheduler {
 			e.Ops = append(e.Ops, patcher.SetSchedulerName(kaiScheduler))
 		}
-		if w.Queue == "" || st.SetQueueWhenSpecified && w.Queue != st.Queue {
+		switch {
+		case w.Queue == "":
 			e.Ops = append(e.Ops, patcher.SetPodLabel(queueLabel, st.Queue))
+		case st.SetQueueWhenSpecified && w.Queue != st.Queue:
+			// KAI reads the workload's own label before the template's:
+			// change it wherever it is set.
+			if _, ok := w.Labels[queueLabel]; ok {
+				e.Ops = append(e.Ops, patcher.SetWorkloadLabel(queueLabel, st.Queue))
+			}
+			if _, ok := w.PodLabels[queueLabel]; ok {
+				e.Ops = append(e.Ops, patcher.SetPodLabel(queueLabel, st.Queue))
+			}
 		}
 	case policy.WholeGPUs:
 		if d.Current.Form == policy.Fraction {
@@ -349,7 +364,9 @@ func editFor(d Decision, st *policy.StrategyRules) (patcher.Edit, bool) {
 // against the memory it sees: the whole GPU without HAMi-core, its share
 // with it.
 func vllmUtilization(d Decision, st *policy.StrategyRules) (string, bool) {
-	if st.VLLMBufferPercent < 0 || !slices.ContainsFunc(d.Workload.Containers, func(c patcher.Container) bool { return c.VLLM }) {
+	// Only the container the GPU goes to is sized by the fraction.
+	gpu := d.Workload.GPU.Container
+	if st.VLLMBufferPercent < 0 || !slices.ContainsFunc(d.Workload.Containers, func(c patcher.Container) bool { return c.VLLM && c.Name == gpu }) {
 		return "", false
 	}
 	keep := 1 - float64(st.VLLMBufferPercent)/100

@@ -218,3 +218,32 @@ func TestMakeRefusedEditChangesNothing(t *testing.T) {
 		require.NotEqual(t, "apps/chat/deployment.yaml", f.Path)
 	}
 }
+
+// TestMakeSetsTheQueueWhereKAIReadsIt: with setQueueWhenSpecified, the
+// queue changes wherever a label sets it; KAI reads the Deployment's own
+// label before the template's.
+func TestMakeSetsTheQueueWhereKAIReadsIt(t *testing.T) {
+	dir := quickstartCopy(t, map[string][2]string{
+		"policies/kai-gpu-sharing.yaml": {"  kai:\n    vllm:", "  kai:\n    setQueueWhenSpecified: true\n    queue: gpu-shared\n    vllm:"},
+		"apps/summarize/deployment.yaml": {"  labels:\n    app.kubernetes.io/name: summarize\n", "  labels:\n    app.kubernetes.io/name: summarize\n    kai.scheduler/queue: team-docs\n"},
+	})
+	// The queue setting is the project's: move the file to its group.
+	pf := filepath.Join(dir, "policies/kai-gpu-sharing.yaml")
+	b, err := os.ReadFile(pf)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(pf, []byte(strings.ReplaceAll(string(b), "rightsizing.kubex.ai/", "gpu-rightsizing.github.io/")), 0o644))
+
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	require.Empty(t, p.Problems)
+	files := map[string]string{}
+	for _, f := range p.Files {
+		files[f.Path] = string(f.New)
+	}
+	// chat: the template's label.
+	require.Contains(t, files["apps/chat/deployment.yaml"], "        kai.scheduler/queue: gpu-shared\n")
+	require.NotContains(t, files["apps/chat/deployment.yaml"], "team-assistants")
+	// summarize: both labels, the Deployment's and the template's.
+	require.Equal(t, 2, strings.Count(files["apps/summarize/deployment.yaml"], "kai.scheduler/queue: gpu-shared"))
+	require.NotContains(t, files["apps/summarize/deployment.yaml"], "team-docs")
+}
