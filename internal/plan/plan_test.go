@@ -224,7 +224,7 @@ func TestMakeRefusedEditChangesNothing(t *testing.T) {
 // label before the template's.
 func TestMakeSetsTheQueueWhereKAIReadsIt(t *testing.T) {
 	dir := quickstartCopy(t, map[string][2]string{
-		"policies/kai-gpu-sharing.yaml": {"  kai:\n    vllm:", "  kai:\n    setQueueWhenSpecified: true\n    queue: gpu-shared\n    vllm:"},
+		"policies/kai-gpu-sharing.yaml":  {"  kai:\n    vllm:", "  kai:\n    setQueueWhenSpecified: true\n    queue: gpu-shared\n    vllm:"},
 		"apps/summarize/deployment.yaml": {"  labels:\n    app.kubernetes.io/name: summarize\n", "  labels:\n    app.kubernetes.io/name: summarize\n    kai.scheduler/queue: team-docs\n"},
 	})
 	// The queue setting is the project's: move the file to its group.
