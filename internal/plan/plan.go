@@ -232,6 +232,9 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 		for _, r := range res.Refused {
 			p.refuse(r)
 		}
+		for _, n := range res.Notes {
+			p.note(n)
+		}
 	}
 	slices.SortFunc(p.Problems, func(a, b Problem) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
@@ -264,6 +267,17 @@ func (p *Plan) refuse(r patcher.Refusal) {
 		}
 	}
 	p.Problems = append(p.Problems, Problem{File: r.File, Message: fmt.Sprintf("edit of %s refused: %v", r.Workload, r.Err)})
+}
+
+// note adds to a decision what its edit left alone on purpose, e.g. a vLLM
+// flag that --kv-cache-memory-bytes makes moot: the reviewer must know.
+func (p *Plan) note(n patcher.Note) {
+	for i := range p.Decisions {
+		d := &p.Decisions[i]
+		if d.Workload.Ref == n.Workload && d.Workload.File == n.File {
+			d.Reason += fmt.Sprintf("; left alone: %s: %v", n.Field, n.Err)
+		}
+	}
 }
 
 func (p *Plan) problem(err error) {

@@ -247,3 +247,27 @@ func TestMakeSetsTheQueueWhereKAIReadsIt(t *testing.T) {
 	require.Equal(t, 2, strings.Count(files["apps/summarize/deployment.yaml"], "kai.scheduler/queue: gpu-shared"))
 	require.NotContains(t, files["apps/summarize/deployment.yaml"], "team-docs")
 }
+
+// TestMakeSaysWhatTheEditLeftAlone: a vLLM container whose KV cache is
+// sized in bytes ignores --gpu-memory-utilization; the fraction changes,
+// the flag does not, and the decision says so.
+func TestMakeSaysWhatTheEditLeftAlone(t *testing.T) {
+	dir := quickstartCopy(t, map[string][2]string{
+		"apps/chat/deployment.yaml": {"            - --gpu-memory-utilization\n            - \"0.45\"\n",
+			"            - --gpu-memory-utilization\n            - \"0.45\"\n            - --kv-cache-memory-bytes=4000000000\n"},
+	})
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	chat := decisionOf(t, p, "chat")
+	require.Equal(t, policy.Upsize, chat.Action)
+	require.Contains(t, chat.Reason, "; left alone: ")
+	require.Contains(t, chat.Reason, "--kv-cache-memory-bytes is set, so vLLM ignores --gpu-memory-utilization")
+	for _, f := range p.Files {
+		if f.Path == "apps/chat/deployment.yaml" {
+			require.Contains(t, string(f.New), `gpu-fraction: "0.72"`)
+			require.Contains(t, string(f.New), "- \"0.45\"")
+			return
+		}
+	}
+	t.Fatal("chat not edited")
+}
