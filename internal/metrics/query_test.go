@@ -64,6 +64,18 @@ func podName(replicaSet, random string) string {
 	return prefix + random
 }
 
+// ownerChange records a pod that kube-state-metrics moves from chat's
+// ReplicaSet to chat-canary's after five minutes.
+func ownerChange() *recording {
+	const min = time.Minute
+	return new(recording).
+		add(podOwner("team-a", "adopted", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1, 1).
+		add(podOwner("team-a", "adopted", "ReplicaSet", "chat-canary-5f6d7b8c9"), 5*min, min, 1, 1, 1, 1, 1).
+		add(replicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1).
+		add(replicaSetOwner("team-a", "chat-canary-5f6d7b8c9", "Deployment", "chat-canary"), 0, min, 1).
+		add(usageOf(sm, "team-a", "adopted", "server"), 0, min, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+}
+
 func TestRecordedUsage(t *testing.T) {
 	const (
 		a1 = "chat-7d9f8c6b5d-x2b4z"
@@ -259,13 +271,8 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 `,
 		},
 		{
-			name: "kube-state-metrics: the owner at the evaluation time, before a change",
-			rec: new(recording).
-				add(podOwner("team-a", "adopted", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1, 1).
-				add(podOwner("team-a", "adopted", "ReplicaSet", "chat-canary-5f6d7b8c9"), 5*min, min, 1, 1, 1, 1, 1).
-				add(replicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1).
-				add(replicaSetOwner("team-a", "chat-canary-5f6d7b8c9", "Deployment", "chat-canary"), 0, min, 1).
-				add(usageOf(sm, "team-a", "adopted", "server"), 0, min, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+			name:      "kube-state-metrics: the owner at the evaluation time, before a change",
+			rec:       ownerChange(),
 			at:        4 * min,
 			lookback:  time.Hour,
 			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-a", "chat-canary")},
@@ -276,13 +283,8 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 `,
 		},
 		{
-			name: "kube-state-metrics: the owner at the evaluation time, after a change",
-			rec: new(recording).
-				add(podOwner("team-a", "adopted", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1, 1).
-				add(podOwner("team-a", "adopted", "ReplicaSet", "chat-canary-5f6d7b8c9"), 5*min, min, 1, 1, 1, 1, 1).
-				add(replicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1).
-				add(replicaSetOwner("team-a", "chat-canary-5f6d7b8c9", "Deployment", "chat-canary"), 0, min, 1).
-				add(usageOf(sm, "team-a", "adopted", "server"), 0, min, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+			name:      "kube-state-metrics: the owner at the evaluation time, after a change",
+			rec:       ownerChange(),
 			at:        9 * min,
 			lookback:  time.Hour,
 			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-a", "chat-canary")},
