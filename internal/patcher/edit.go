@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -817,21 +818,21 @@ var fractionRE = regexp.MustCompile(`^0?\.(0[1-9]|[1-9][0-9]?)$`)
 // when there is none.
 func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
 	ann := lookup(tmpl, "metadata", "annotations")
-	fk, _ := field(ann, annFraction)
-	mk, _ := field(ann, annMemory)
+	fk, _ := field(ann, kai.FractionAnnotation)
+	mk, _ := field(ann, kai.MemoryAnnotation)
 	if fk != nil && mk != nil {
-		return fk, path + ".metadata.annotations." + annFraction, fmt.Errorf("%w: next to gpu-memory, which KAI refuses", ErrInvalidValue)
+		return fk, path + ".metadata.annotations." + kai.FractionAnnotation, fmt.Errorf("%w: next to gpu-memory, which KAI refuses", ErrInvalidValue)
 	}
-	share, name := fk, annFraction
+	share, name := fk, kai.FractionAnnotation
 	if share == nil {
-		share, name = mk, annMemory
+		share, name = mk, kai.MemoryAnnotation
 	}
 	if share == nil {
 		return nil, "", nil
 	}
 	for _, r := range allContainers(lookup(tmpl, "spec")) {
 		if g := readGPU(r); g.present {
-			return g.at, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), g.list, resourceGPU),
+			return g.at, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), g.list, kai.GPUResource),
 				fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -133,7 +134,7 @@ type setGPUFraction struct{ value string }
 func (o setGPUFraction) String() string { return fmt.Sprintf("SetGPUFraction(%q)", o.value) }
 
 func (o setGPUFraction) apply(d *docEdit) error {
-	name := d.tmplField("metadata", "annotations", annFraction)
+	name := d.tmplField("metadata", "annotations", kai.FractionAnnotation)
 	tmpl, err := d.template()
 	if err != nil {
 		return err
@@ -141,10 +142,10 @@ func (o setGPUFraction) apply(d *docEdit) error {
 	if err := validFraction(o.value); err != nil {
 		return d.fail(tmpl, name, err)
 	}
-	if _, v := field(lookup(tmpl, "metadata", "annotations"), annMemory); v != nil {
+	if _, v := field(lookup(tmpl, "metadata", "annotations"), kai.MemoryAnnotation); v != nil {
 		return d.fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
 	}
-	return d.setString(tmpl, name, []string{"metadata", "annotations", annFraction}, o.value, true, true)
+	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.FractionAnnotation}, o.value, true, true)
 }
 
 type setSchedulerName struct{ name string }
@@ -301,16 +302,16 @@ func (o removeWholeGPUs) apply(d *docEdit) error {
 	// KAI gives a fraction to the first container unless the pod names
 	// another: name the one that held the GPU, unless it is the first.
 	h := holders[0]
-	named := str(lookup(tmpl, "metadata", "annotations"), annContainerName)
+	named := str(lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
 	if h.list == "containers" && h.i == 0 && named == "" {
 		return nil
 	}
-	field := d.tmplField("metadata", "annotations", annContainerName)
+	field := d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation)
 	name := str(h.c, "name")
 	if name == "" {
 		return d.fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", ErrUnsupported, d.containerField(h)))
 	}
-	return d.setString(tmpl, field, []string{"metadata", "annotations", annContainerName}, name, false, true)
+	return d.setString(tmpl, field, []string{"metadata", "annotations", kai.ContainerNameAnnotation}, name, false, true)
 }
 
 // containerField names a container in a field path, e.g.
@@ -328,8 +329,8 @@ func (d *docEdit) gpuTargets() ([]containerRef, error) {
 	}
 	ts, ok := gpuTargets(tmpl)
 	if !ok {
-		name := str(lookup(tmpl, "metadata", "annotations"), annContainerName)
-		return nil, d.fail(tmpl, d.tmplField("metadata", "annotations", annContainerName), fmt.Errorf("%w: no container named %q", ErrNotFound, name))
+		name := str(lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
+		return nil, d.fail(tmpl, d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation), fmt.Errorf("%w: no container named %q", ErrNotFound, name))
 	}
 	return ts, nil
 }
@@ -349,7 +350,7 @@ func (d *docEdit) removeGPUs(c *yaml.Node, base string) error {
 	emptied := 0
 	for _, list := range []string{"limits", "requests"} {
 		lk, l := field(res, list)
-		k, v := field(l, resourceGPU)
+		k, v := field(l, kai.GPUResource)
 		if k == nil {
 			continue
 		}
@@ -370,7 +371,7 @@ func (d *docEdit) removeGPUs(c *yaml.Node, base string) error {
 		}
 	} else {
 		for _, h := range hits {
-			name := base + "." + h.list + "." + resourceGPU
+			name := base + "." + h.list + "." + kai.GPUResource
 			var err error
 			if len(h.l.Content) == 2 {
 				err = d.deleteEntry(res, h.lk, h.l, name)
@@ -383,7 +384,7 @@ func (d *docEdit) removeGPUs(c *yaml.Node, base string) error {
 		}
 	}
 	for _, h := range hits {
-		d.change(base+"."+h.list+"."+resourceGPU, h.v.Value, "")
+		d.change(base+"."+h.list+"."+kai.GPUResource, h.v.Value, "")
 	}
 	return nil
 }
@@ -420,11 +421,11 @@ func (o setWholeGPUs) apply(d *docEdit) error {
 	c := ts[0].c
 	base := d.containerField(ts[0]) + ".resources."
 	v := strconv.FormatInt(o.n, 10)
-	if err := d.setString(c, base+"limits."+resourceGPU, []string{"resources", "limits", resourceGPU}, v, true, false); err != nil {
+	if err := d.setString(c, base+"limits."+kai.GPUResource, []string{"resources", "limits", kai.GPUResource}, v, true, false); err != nil {
 		return err
 	}
-	if str(lookup(c, "resources", "requests"), resourceGPU) != "" {
-		return d.setString(c, base+"requests."+resourceGPU, []string{"resources", "requests", resourceGPU}, v, true, false)
+	if str(lookup(c, "resources", "requests"), kai.GPUResource) != "" {
+		return d.setString(c, base+"requests."+kai.GPUResource, []string{"resources", "requests", kai.GPUResource}, v, true, false)
 	}
 	return nil
 }

@@ -9,17 +9,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
-)
-
-// KAI annotation and label keys (KAI-Scheduler pkg/common/constants).
-const (
-	annFraction      = "gpu-fraction"
-	annMemory        = "gpu-memory"
-	annNumDevices    = "gpu-fraction-num-devices"
-	annContainerName = "gpu-fraction-container-name"
-	labelQueue       = "kai.scheduler/queue"
-	resourceGPU      = "nvidia.com/gpu"
 )
 
 // kindSpec says how to read one workload kind: which API groups it lives
@@ -76,20 +67,20 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 	w.PodAnnotations = stringMap(lookup(tmpl, "metadata", "annotations"))
 	pod := lookup(tmpl, "spec")
 	w.SchedulerName = str(pod, "schedulerName")
-	w.Queue = w.Labels[labelQueue]
+	w.Queue = w.Labels[kai.QueueLabel]
 	if w.Queue == "" {
-		w.Queue = w.PodLabels[labelQueue]
+		w.Queue = w.PodLabels[kai.QueueLabel]
 	}
 
-	w.GPU.FractionText = w.PodAnnotations[annFraction]
+	w.GPU.FractionText = w.PodAnnotations[kai.FractionAnnotation]
 	if f, err := strconv.ParseFloat(strings.TrimSpace(w.GPU.FractionText), 64); err == nil && f > 0 && f < 1 && !math.IsNaN(f) {
 		w.GPU.Fraction = f
 	}
-	if m, err := strconv.ParseInt(strings.TrimSpace(w.PodAnnotations[annMemory]), 10, 64); err == nil && m > 0 {
+	if m, err := strconv.ParseInt(strings.TrimSpace(w.PodAnnotations[kai.MemoryAnnotation]), 10, 64); err == nil && m > 0 {
 		w.GPU.MemoryMiB = m
 	}
 	w.GPU.NumDevices = 1
-	if n, err := strconv.Atoi(strings.TrimSpace(w.PodAnnotations[annNumDevices])); err == nil && n > 0 {
+	if n, err := strconv.Atoi(strings.TrimSpace(w.PodAnnotations[kai.NumDevicesAnnotation])); err == nil && n > 0 {
 		w.GPU.NumDevices = n
 	}
 
@@ -259,7 +250,7 @@ func readGPU(r containerRef) gpuRequest {
 			mark(own)
 		}
 		mark(l)
-		v := readField(l, resourceGPU)
+		v := readField(l, kai.GPUResource)
 		if v == nil || v.Kind != yaml.ScalarNode {
 			continue
 		}
@@ -304,7 +295,7 @@ func gpuHolders(pod *yaml.Node) []containerRef {
 // of the ops.
 func gpuTargets(tmpl *yaml.Node) (ts []containerRef, ok bool) {
 	pod := lookup(tmpl, "spec")
-	if name := str(lookup(tmpl, "metadata", "annotations"), annContainerName); name != "" {
+	if name := str(lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation); name != "" {
 		for _, r := range allContainers(pod) {
 			if str(r.c, "name") == name {
 				return []containerRef{r}, true
