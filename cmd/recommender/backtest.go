@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
@@ -121,7 +122,7 @@ func recordedTraces(ctx context.Context, repo, file string, g policy.Governance)
 	relative := map[usage.Metric]bool{}
 	for m, mr := range g.Sources() {
 		q.Metrics[m] = mr.Source
-		relative[m] = mr.Interpretation == policy.CurrentAllocation
+		relative[m] = mr.Interpretation == engine.CurrentAllocation
 	}
 	alloc := map[usage.Ref]float64{}
 	for _, w := range inv.Workloads {
@@ -233,9 +234,9 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 	}
 	opts.Logger.Info("traces loaded", "workloads", len(traces))
 
-	startAlloc := policy.Allocation{Form: policy.Fraction, GPUs: opts.Start}
+	startAlloc := engine.Allocation{Form: engine.Fraction, GPUs: opts.Start}
 	if opts.Start >= 1 {
-		startAlloc = policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(int(opts.Start))}
+		startAlloc = engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(int(opts.Start))}
 	}
 	strategies := []backtest.Strategy{backtest.Static{}}
 	// The baselines are held to the first policy's bounds (or the

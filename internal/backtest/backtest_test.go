@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 const minute = int64(60_000)
 
-func fraction(v float64) policy.Allocation { return policy.Allocation{Form: policy.Fraction, GPUs: v} }
+func fraction(v float64) engine.Allocation { return engine.Allocation{Form: engine.Fraction, GPUs: v} }
 
 // trace builds a trace sampled every minute from two value functions of the
 // sample index (percent of one GPU).
@@ -100,7 +101,7 @@ func FuzzReadCSV(f *testing.F) {
 
 // fixed proposes the same target at every run.
 type fixed struct {
-	target policy.Allocation
+	target engine.Allocation
 	urgent bool
 	seen   []int64
 }
@@ -134,7 +135,7 @@ func TestSimulateMergeDelay(t *testing.T) {
 
 // flipping proposes a then b then back: an open pull request is updated in
 // place, and closed when the proposal returns to the current value.
-type flipping struct{ plan []policy.Allocation }
+type flipping struct{ plan []engine.Allocation }
 
 func (f *flipping) Name() string { return "flipping" }
 func (f *flipping) Decide(s backtest.State) backtest.Proposal {
@@ -147,11 +148,11 @@ func TestSimulatePullRequestLifecycle(t *testing.T) {
 	cfg := backtest.Config{Start: fraction(0.5), Cadence: time.Hour, MergeDelay: 150 * time.Minute}
 	// 1h: open PR for 0.4 (merges at 3h30); 2h: update it to 0.3; 3h: back
 	// to 0.5 = current → closed; 4h: 0.2 (merges 6h30).
-	s := &flipping{plan: []policy.Allocation{fraction(0.4), fraction(0.3), fraction(0.5), fraction(0.2)}}
+	s := &flipping{plan: []engine.Allocation{fraction(0.4), fraction(0.3), fraction(0.5), fraction(0.2)}}
 	tl := backtest.Simulate(tr, s, cfg)
 	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 390 * minute, Alloc: fraction(0.2)}}, tl.Changes)
 
-	s = &flipping{plan: []policy.Allocation{fraction(0.4), fraction(0.3)}}
+	s = &flipping{plan: []engine.Allocation{fraction(0.4), fraction(0.3)}}
 	tl = backtest.Simulate(tr, s, cfg)
 	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 210 * minute, Alloc: fraction(0.3)}}, tl.Changes,
 		"an updated pull request merges when the first would have")
@@ -191,10 +192,10 @@ func TestBaselines(t *testing.T) {
 	st := backtest.State{At: at, Past: tr, Current: fraction(0.5)}
 
 	// KRR: max 100% × 1.15, clamped to the ceiling: one whole GPU.
-	require.Equal(t, policy.Allocation{Form: policy.WholeGPUs, GPUs: 1}, backtest.KRR{Bounds: bounds}.Decide(st).Target)
+	require.Equal(t, engine.Allocation{Form: engine.WholeGPUs, GPUs: 1}, backtest.KRR{Bounds: bounds}.Decide(st).Target)
 	// VPA: p90 of samples decayed over 100 minutes (barely) ≈ 90%, × 1.15.
 	got := backtest.VPA{Bounds: bounds}.Decide(st).Target
-	require.Equal(t, policy.WholeGPUs, got.Form)
+	require.Equal(t, engine.WholeGPUs, got.Form)
 	flat := trace("w", 100, constant(40), constant(30))
 	st.Past = flat
 	require.Equal(t, fraction(0.46), backtest.VPA{Bounds: bounds}.Decide(st).Target)
@@ -226,7 +227,7 @@ func TestEngineReplaysThePolicy(t *testing.T) {
 	g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
 	require.Empty(t, g.Skip)
 	e := &backtest.Engine{Label: "guide", Governance: g}
-	cfg := backtest.Config{Start: policy.Allocation{Form: policy.WholeGPUs, GPUs: 1}, Cadence: time.Hour, MergeDelay: 2 * time.Hour}
+	cfg := backtest.Config{Start: engine.Allocation{Form: engine.WholeGPUs, GPUs: 1}, Cadence: time.Hour, MergeDelay: 2 * time.Hour}
 
 	quiet := trace("quiet", 30*60, constant(20), constant(30))
 	tl := backtest.Simulate(quiet, e, cfg)

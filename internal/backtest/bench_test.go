@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -22,7 +23,7 @@ func BenchmarkSimulateEngine(b *testing.B) {
 	g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
 	e := &backtest.Engine{Label: "guide", Governance: g}
 	tr := trace("w", 14*24*60, func(i int) float64 { return 20 + 15*math.Sin(float64(i)/200) }, func(i int) float64 { return 30 + 5*math.Cos(float64(i)/700) })
-	cfg := backtest.Config{Start: policy.Allocation{Form: policy.WholeGPUs, GPUs: 1}, Cadence: time.Hour, MergeDelay: 2 * time.Hour}
+	cfg := backtest.Config{Start: engine.Allocation{Form: engine.WholeGPUs, GPUs: 1}, Cadence: time.Hour, MergeDelay: 2 * time.Hour}
 	b.ReportAllocs()
 	for b.Loop() {
 		backtest.Simulate(tr, e, cfg)

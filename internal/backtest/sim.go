@@ -5,14 +5,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // Change is an allocation taking effect.
 type Change struct {
 	T     int64 // Unix ms
-	Alloc policy.Allocation
+	Alloc engine.Allocation
 }
 
 // Timeline is the allocation of one workload over time: the starting one,
@@ -22,7 +22,7 @@ type Timeline struct {
 }
 
 // At returns the allocation in effect at t.
-func (tl *Timeline) At(t int64) policy.Allocation {
+func (tl *Timeline) At(t int64) engine.Allocation {
 	i, _ := slices.BinarySearchFunc(tl.Changes, t, func(c Change, t int64) int {
 		switch {
 		case c.T <= t:
@@ -37,7 +37,7 @@ func (tl *Timeline) At(t int64) policy.Allocation {
 }
 
 // Last is the newest allocation.
-func (tl *Timeline) Last() policy.Allocation { return tl.Changes[len(tl.Changes)-1].Alloc }
+func (tl *Timeline) Last() engine.Allocation { return tl.Changes[len(tl.Changes)-1].Alloc }
 
 // State is what a strategy sees at one run of the job.
 type State struct {
@@ -46,7 +46,7 @@ type State struct {
 	// Past is the workload's trace up to and including At; nothing later.
 	Past *Trace
 	// Current is the allocation in effect (merged) at At.
-	Current policy.Allocation
+	Current engine.Allocation
 	// Allocations is the allocation history up to At, for sources that
 	// report usage relative to the allocation.
 	Allocations *Timeline
@@ -54,7 +54,7 @@ type State struct {
 
 // Proposal is a strategy's answer at one run.
 type Proposal struct {
-	Target policy.Allocation
+	Target engine.Allocation
 	// Urgent marks pressure now: with the live fast path, it takes effect
 	// at once instead of after the merge delay.
 	Urgent bool
@@ -80,7 +80,7 @@ type Clairvoyant interface {
 // Config is how the job runs.
 type Config struct {
 	// Start is every workload's allocation at the start of its trace.
-	Start policy.Allocation
+	Start engine.Allocation
 	// Cadence is the interval between runs of the job.
 	Cadence time.Duration
 	// MergeDelay is how long a pull request waits to be merged.

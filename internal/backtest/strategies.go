@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -29,11 +30,11 @@ func (e *Engine) Name() string { return e.Label }
 func (e *Engine) Decide(s State) Proposal {
 	g := e.Governance
 	w := usage.Window{From: s.At - g.Lookback().Milliseconds(), To: s.At}
-	d := policy.Decide(policy.Input{
-		At: time.UnixMilli(s.At), Current: s.Current, Governance: g,
+	d := engine.Decide(engine.Input{
+		At: time.UnixMilli(s.At), Current: s.Current, Rules: g.Rules,
 		Usage: usage.Workload{Step: s.Past.Step, LiveKnown: true, Pods: pods(s, g.Sources(), w)},
 	})
-	if d.Action != policy.Upsize && d.Action != policy.ScaleBack {
+	if d.Action != engine.Upsize && d.Action != engine.ScaleBack {
 		return Proposal{Target: s.Current}
 	}
 	return Proposal{Target: d.Recommended, Urgent: d.Urgent, Live: g.Strategy.LiveUpsize}
@@ -43,7 +44,7 @@ func (e *Engine) Decide(s State) Proposal {
 // of allocation rolled the Deployment, so each allocation period is a pod
 // of its own, started at the change, holding that share, and reporting
 // relative metrics against it.
-func pods(s State, sources map[usage.Metric]*policy.MetricRules, w usage.Window) []usage.Pod {
+func pods(s State, sources map[usage.Metric]*engine.MetricRules, w usage.Window) []usage.Pod {
 	changes := s.Allocations.Changes
 	var out []usage.Pod
 	for i, ch := range changes {
@@ -60,7 +61,7 @@ func pods(s State, sources map[usage.Metric]*policy.MetricRules, w usage.Window)
 			Series: map[usage.Metric][]usage.Sample{}}
 		for m, mr := range sources {
 			raw := usage.In(s.Past.series(m), span)
-			if mr.Interpretation != policy.CurrentAllocation {
+			if mr.Interpretation != engine.CurrentAllocation {
 				p.Series[m] = raw
 				continue
 			}
@@ -94,14 +95,14 @@ type Bounds struct {
 }
 
 // apply turns a raw target in GPUs into a proposal.
-func (b Bounds) apply(cur policy.Allocation, target float64) policy.Allocation {
+func (b Bounds) apply(cur engine.Allocation, target float64) engine.Allocation {
 	target = min(max(target, b.Floor), b.Ceiling)
-	var next policy.Allocation
+	var next engine.Allocation
 	if target > 0.99 {
 		n := math.Min(math.Ceil(target-1e-9), math.Floor(b.Ceiling+1e-9))
-		next = policy.Allocation{Form: policy.WholeGPUs, GPUs: math.Max(1, n)}
+		next = engine.Allocation{Form: engine.WholeGPUs, GPUs: math.Max(1, n)}
 	} else {
-		next = policy.Allocation{Form: policy.Fraction, GPUs: math.Max(0.01, math.Ceil(target*100-1e-9)/100)}
+		next = engine.Allocation{Form: engine.Fraction, GPUs: math.Max(0.01, math.Ceil(target*100-1e-9)/100)}
 	}
 	minChange := math.Max(0.01, cur.GPUs*float64(b.MinChangePercent)/100)
 	if math.Abs(next.GPUs-cur.GPUs) < minChange-1e-9 {

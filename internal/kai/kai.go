@@ -43,11 +43,16 @@ const (
 // 0.29*100 = 28.999999999999996. It is far below the grid's step.
 const tolerance = 1e-9
 
+// perGPU is the number of grid steps in one GPU. Grid arithmetic divides
+// by it rather than multiplying by Step, whose binary value is inexact:
+// 29 * 0.01 is 0.29000000000000004, 29 / 100.0 is 0.29.
+const perGPU = 100
+
 // CeilFraction rounds v up to the grid.
-func CeilFraction(v float64) float64 { return math.Ceil(v/Step-tolerance) * Step }
+func CeilFraction(v float64) float64 { return math.Ceil(v*perGPU-tolerance) / perGPU }
 
 // FloorFraction rounds v down to the grid.
-func FloorFraction(v float64) float64 { return math.Floor(v/Step+tolerance) * Step }
+func FloorFraction(v float64) float64 { return math.Floor(v*perGPU+tolerance) / perGPU }
 
 // CeilGPUs rounds v up to whole GPUs.
 func CeilGPUs(v float64) float64 { return math.Ceil(v - tolerance) }
@@ -64,7 +69,7 @@ func OnGrid(v float64) bool {
 	if v >= 1 {
 		return Same(v, math.Round(v))
 	}
-	return Same(v/Step, math.Round(v/Step))
+	return Same(v*perGPU, math.Round(v*perGPU))
 }
 
 // Same reports whether two amounts of GPU are equal up to floating-point

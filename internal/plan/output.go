@@ -8,12 +8,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 )
 
 // Counts summarises the decisions by action.
-func (p *Plan) Counts() map[policy.Action]int {
-	c := map[policy.Action]int{}
+func (p *Plan) Counts() map[engine.Action]int {
+	c := map[engine.Action]int{}
 	for _, d := range p.Decisions {
 		c[d.Action]++
 	}
@@ -25,15 +25,15 @@ func (p *Plan) Counts() map[policy.Action]int {
 func (p *Plan) WriteTable(w io.Writer) error {
 	c := p.Counts()
 	fmt.Fprintf(w, "Plan at %s: %d upsize, %d scale-back, %d unchanged, %d skipped\n\n",
-		p.At.UTC().Format(time.RFC3339), c[policy.Upsize], c[policy.ScaleBack], c[policy.NoChange], c[policy.Skipped])
+		p.At.UTC().Format(time.RFC3339), c[engine.Upsize], c[engine.ScaleBack], c[engine.NoChange], c[engine.Skipped])
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tCURRENT\tRECOMMENDED\tACTION\tREASON")
 	for _, d := range p.Decisions {
 		rec := "-"
-		if d.Action == policy.Upsize || d.Action == policy.ScaleBack {
+		if d.Action == engine.Upsize || d.Action == engine.ScaleBack {
 			rec = d.Recommended.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Workload.Ref, d.Current, rec, d.Action, d.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Workload.Ref, d.Current, rec, d.Action, d.Reason())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -75,7 +75,10 @@ type jsonDecision struct {
 	Urgent          bool     `json:"urgent,omitempty"`
 	Rule            string   `json:"rule,omitempty"`
 	Reason          string   `json:"reason"`
-	Policies        []string `json:"policies,omitempty"`
+	// Cause says why nothing changes; absent when something does.
+	Cause    engine.Cause    `json:"cause,omitempty"`
+	Evidence engine.Evidence `json:"evidence"`
+	Policies []string        `json:"policies,omitempty"`
 }
 
 type jsonEdit struct {
@@ -87,8 +90,8 @@ type jsonEdit struct {
 // bytes.
 func (p *Plan) WriteJSON(w io.Writer) error {
 	out := jsonPlan{At: p.At.UTC().Format(time.RFC3339), Decisions: []jsonDecision{}, Edits: []jsonEdit{}, Errors: []Problem{}}
-	gpus := func(a policy.Allocation) *float64 {
-		if a.Form == policy.NoGPU || a.Form == policy.GPUMemory {
+	gpus := func(a engine.Allocation) *float64 {
+		if a.Form == engine.NoGPU || a.Form == engine.GPUMemory {
 			return nil
 		}
 		v := a.GPUs
@@ -99,7 +102,8 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 			Namespace: d.Workload.Ref.Namespace, Kind: d.Workload.Ref.Kind, Name: d.Workload.Ref.Name, File: d.Workload.File,
 			Current: gpus(d.Current), CurrentForm: string(d.Current.Form),
 			Recommended: gpus(d.Recommended), RecommendedForm: string(d.Recommended.Form),
-			Action: string(d.Action), Urgent: d.Urgent, Rule: d.Rule, Reason: d.Reason,
+			Action: string(d.Action), Urgent: d.Urgent, Rule: d.Rule, Reason: d.Reason(),
+			Cause: d.Cause, Evidence: d.Evidence,
 		}
 		for _, m := range d.Policies {
 			jd.Policies = append(jd.Policies, m.String())
@@ -119,7 +123,7 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 // Summary is a one-line account of the plan, for logs.
 func (p *Plan) Summary() string {
 	c := p.Counts()
-	parts := []string{fmt.Sprintf("%d upsize", c[policy.Upsize]), fmt.Sprintf("%d scale-back", c[policy.ScaleBack]),
+	parts := []string{fmt.Sprintf("%d upsize", c[engine.Upsize]), fmt.Sprintf("%d scale-back", c[engine.ScaleBack]),
 		fmt.Sprintf("%d file(s) edited", len(p.Files))}
 	if len(p.Problems) > 0 {
 		parts = append(parts, fmt.Sprintf("%d problem(s)", len(p.Problems)))

@@ -1,7 +1,9 @@
-// Package plan runs the recommender's pipeline once, read-only: policies
-// and workloads from a repository checkout, usage from a source, decisions
-// from the policy engine, and the edits those decisions make to the
-// manifests. It writes nothing; publishing the edits is another step's job.
+// Package plan runs the recommender's pipeline, read-only, in stages a
+// caller can run one by one (DESIGN §2): Govern reads policies and
+// workloads from a checkout and batches the usage queries; Fetch runs
+// them; Decide asks the engine; ChangeSets groups the edits for
+// publishing, and Preview applies them all to one copy for a printed plan.
+// Nothing here writes: publishing is another step's job.
 package plan
 
 import (
@@ -10,11 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -24,13 +27,6 @@ import (
 type UsageSource interface {
 	Usage(ctx context.Context, q usage.Query) (usage.Result, error)
 }
-
-// KAI's names for what the editor writes.
-const (
-	kaiScheduler  = "kai-scheduler"
-	queueLabel    = "kai.scheduler/queue"
-	fractionLabel = "gpu-fraction"
-)
 
 // Options configures one plan.
 type Options struct {
@@ -47,26 +43,46 @@ type Options struct {
 	Logger           *slog.Logger
 }
 
-// Plan is the outcome of one run.
+// Plan is one run, filled in stage by stage.
 type Plan struct {
 	At time.Time
 	// Decisions holds one entry per workload in scope or asking for a GPU,
 	// sorted by namespace, kind and name.
 	Decisions []Decision
-	// Files are the files the decisions edit, sorted by path.
+	// Files are the files the decisions edit, sorted by path, once Preview
+	// has run.
 	Files []patcher.File
 	// Problems are inputs that were refused: policies, manifests, edits,
 	// usage queries. Whatever they touch is left alone.
 	Problems []Problem
 	// Hidden counts Deployments neither in scope nor asking for a GPU.
 	Hidden int
+	// Queries are the batched usage queries, one per way of reading usage.
+	Queries []usage.Query
+
+	repo  string
+	inv   *patcher.Inventory
+	log   *slog.Logger
+	work  []pending
+	usage map[usage.Ref]usage.Workload
+	// failed holds, per workload, why its usage query failed.
+	failed map[usage.Ref]string
+}
+
+// pending is a governed workload waiting for its decision.
+type pending struct {
+	w   patcher.Workload
+	g   policy.Governance
+	cur engine.Allocation
 }
 
 // Decision is one workload's decision and where it stands.
 type Decision struct {
-	policy.Decision
+	engine.Decision
 	Workload patcher.Workload
 	Policies []policy.Meta
+	// strategy is what the edit may do.
+	strategy *engine.StrategyRules
 }
 
 // Problem is one refused input, located as precisely as known.
@@ -96,17 +112,34 @@ func (p Problem) String() string {
 	return loc + ": " + msg
 }
 
-// Make runs the pipeline once.
+// Make runs every stage once, for a printed plan.
 func Make(ctx context.Context, opts Options) (*Plan, error) {
+	if opts.Source == nil {
+		return nil, errors.New("plan: no usage source")
+	}
+	p, err := Govern(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Fetch(ctx, opts.Source); err != nil {
+		return nil, err
+	}
+	p.Decide()
+	if err := p.Preview(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Govern is the first stage: it reads the policies and workloads of the
+// checkout, decides who governs each workload, and batches the usage
+// queries so that workloads read alike share one.
+func Govern(ctx context.Context, opts Options) (*Plan, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if opts.Source == nil {
-		return nil, errors.New("plan: no usage source")
-	}
-	ns := cmp.Or(opts.DefaultNamespace, "default")
-	p := &Plan{At: opts.At}
+	p := &Plan{At: opts.At, repo: opts.Repo, log: log}
 
 	set, err := policy.Load(ctx, opts.Repo, opts.PolicyPaths...)
 	if err != nil {
@@ -127,93 +160,98 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 	}
 	log.Info("workloads discovered", "count", len(inv.Workloads), "unreadable", len(inv.Problems))
 
-	// Decide who governs what, and group the governed workloads by how
-	// their usage is read, so that each group is one batched query.
-	type pending struct {
-		w   patcher.Workload
-		g   policy.Governance
-		cur policy.Allocation
-	}
-	var work []pending
-	groups := map[string]*usage.Query{}
-	var groupKeys []string
-	inv = withNamespaces(inv, ns)
+	p.inv = withNamespaces(inv, cmp.Or(opts.DefaultNamespace, "default"))
 	files := map[usage.Ref][]string{}
-	for _, w := range inv.Workloads {
+	for _, w := range p.inv.Workloads {
 		files[w.Ref] = append(files[w.Ref], fmt.Sprintf("%s:%d", w.File, w.Line))
 	}
-	for _, w := range inv.Workloads {
+	groups := map[string]int{}
+	for _, w := range p.inv.Workloads {
 		g := set.Govern(policy.Target{Ref: w.Ref, Labels: w.Labels})
 		cur, bad := allocation(w.GPU)
-		if g.Skip != "" && cur.Form == policy.NoGPU && bad == "" {
+		if g.Skip != "" && cur.Form == engine.NoGPU && bad == "" {
 			p.Hidden++
 			continue
 		}
-		if where := files[w.Ref]; len(where) > 1 {
+		switch where := files[w.Ref]; {
+		case len(where) > 1:
 			// One problem for the lot, at the first definition.
 			if where[0] == fmt.Sprintf("%s:%d", w.File, w.Line) {
 				p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line,
 					Message: fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))})
 			}
-			g = policy.Governance{Skip: fmt.Sprintf("left alone: defined %d times, so which one is deployed is not known", len(where))}
-		} else if bad != "" {
+			g = policy.Governance{Skip: engine.CauseDuplicated, Why: fmt.Sprintf("defined %d times, so which one is deployed is not known", len(where))}
+		case bad != "":
 			// The manifest itself is in doubt: leave it alone, and say so.
 			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: bad})
-			g = policy.Governance{Skip: "left alone: " + bad}
+			g = policy.Governance{Skip: engine.CauseManifestInvalid, Why: bad}
+		case g.Skip == engine.CausePolicyConflict:
+			// Nobody should resolve a conflict by guessing, and nobody
+			// should miss that one is left unresolved.
+			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why)})
 		}
-		work = append(work, pending{w, g, cur})
-		if g.Skip != "" || cur.Form == policy.NoGPU || cur.Form == policy.GPUMemory {
+		p.work = append(p.work, pending{w, g, cur})
+		if g.Skip != "" || cur.Form == engine.NoGPU || cur.Form == engine.GPUMemory {
 			continue
 		}
 		k := queryKey(g)
-		q, ok := groups[k]
+		i, ok := groups[k]
 		if !ok {
-			q = &usage.Query{At: opts.At, Lookback: g.Lookback(), Metrics: map[usage.Metric]usage.Mapping{}, Containers: g.Containers}
+			q := usage.Query{At: opts.At, Lookback: g.Lookback(), Metrics: map[usage.Metric]usage.Mapping{}, Containers: g.Containers}
 			for m, mr := range g.Sources() {
 				q.Metrics[m] = mr.Source
 			}
-			groups[k] = q
-			groupKeys = append(groupKeys, k)
+			i = len(p.Queries)
+			groups[k] = i
+			p.Queries = append(p.Queries, q)
 		}
-		q.Workloads = append(q.Workloads, w.Ref)
+		p.Queries[i].Workloads = append(p.Queries[i].Workloads, w.Ref)
 	}
+	return p, nil
+}
 
-	usages := map[usage.Ref]usage.Workload{}
-	failed := map[usage.Ref]string{}
-	for _, k := range groupKeys {
-		q := groups[k]
-		res, err := opts.Source.Usage(ctx, *q)
+// Fetch is the second stage: it runs the batched queries. A failed query
+// is a problem, not an error: its workloads get no change. The error is
+// for a cancelled ctx.
+func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
+	p.usage = map[usage.Ref]usage.Workload{}
+	p.failed = map[usage.Ref]string{}
+	for _, q := range p.Queries {
+		res, err := src.Usage(ctx, q)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 			// A usage error must never shrink anything: the workloads of
 			// this query get no decision beyond "no change".
 			p.problem(fmt.Errorf("usage query for %d workload(s) failed: %w", len(q.Workloads), err))
 			for _, r := range q.Workloads {
-				failed[r] = err.Error()
+				p.failed[r] = err.Error()
 			}
 			continue
 		}
 		for _, warn := range res.Warnings {
-			log.Warn("usage", "warning", warn)
+			p.log.Warn("usage", "warning", warn)
 		}
 		for r, u := range res.Workloads {
-			usages[r] = u
+			p.usage[r] = u
 		}
 	}
+	return nil
+}
 
-	var edits []patcher.Edit
-	for _, pw := range work {
-		d := Decision{Workload: pw.w, Policies: pw.g.Policies}
-		if why, bad := failed[pw.w.Ref]; bad {
-			d.Decision = policy.Decision{Action: policy.NoChange, Current: pw.cur, Recommended: pw.cur,
-				Reason: "no change: usage unavailable: " + why}
-		} else {
-			d.Decision = policy.Decide(policy.Input{At: opts.At, Current: pw.cur, Governance: pw.g, Usage: usages[pw.w.Ref]})
-		}
-		if e, ok := editFor(d, pw.g.Strategy); ok {
-			edits = append(edits, e)
+// Decide is the third stage: one decision per governed workload.
+func (p *Plan) Decide() {
+	p.Decisions = p.Decisions[:0]
+	for _, pw := range p.work {
+		d := Decision{Workload: pw.w, Policies: pw.g.Policies, strategy: pw.g.Strategy}
+		switch why, failed := p.failed[pw.w.Ref]; {
+		case pw.g.Skip != "":
+			d.Decision = engine.LeftAlone(pw.cur, pw.g.Skip, pw.g.Why)
+		case failed:
+			d.Decision = engine.Unjudged(pw.cur, engine.CauseQueryFailed, why)
+		default:
+			d.Decision = engine.Decide(engine.Input{At: p.At, Current: pw.cur, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref]})
 		}
 		p.Decisions = append(p.Decisions, d)
 	}
@@ -222,11 +260,92 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 			cmp.Compare(a.Workload.Ref.Kind, b.Workload.Ref.Kind), cmp.Compare(a.Workload.Ref.Name, b.Workload.Ref.Name),
 			cmp.Compare(a.Workload.File, b.Workload.File))
 	})
+}
 
+// Grouping says which decisions share a change set, and so a pull request.
+type Grouping string
+
+const (
+	ByWorkload  Grouping = "workload"
+	ByNamespace Grouping = "namespace"
+	ByPolicy    Grouping = "policy"
+)
+
+// ChangeSet is the edits of one pull request: applied together, alone, on
+// a fresh copy of the base branch.
+type ChangeSet struct {
+	// Key names the change set: the workload, namespace or policies it
+	// groups.
+	Key       string
+	Decisions []Decision
+	Edits     []patcher.Edit
+}
+
+// ChangeSets is the publishing stage: the decisions that change something,
+// grouped, with their edits. Nothing is applied: each change set is
+// applied on its own (ChangeSet.Apply), so that one refused edit or one
+// merged pull request does not touch the others.
+func (p *Plan) ChangeSets(by Grouping) ([]ChangeSet, error) {
+	var sets []ChangeSet
+	index := map[string]int{}
+	for _, d := range p.Decisions {
+		e, ok := editFor(d)
+		if !ok {
+			continue
+		}
+		var key string
+		switch by {
+		case ByWorkload, "":
+			key = d.Workload.Ref.String()
+		case ByNamespace:
+			key = d.Workload.Ref.Namespace
+		case ByPolicy:
+			names := make([]string, len(d.Policies))
+			for i, m := range d.Policies {
+				names[i] = m.String()
+			}
+			key = strings.Join(names, " + ")
+		default:
+			return nil, fmt.Errorf("unknown grouping %q: use %s, %s or %s", by, ByWorkload, ByNamespace, ByPolicy)
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(sets)
+			index[key] = i
+			sets = append(sets, ChangeSet{Key: key})
+		}
+		sets[i].Decisions = append(sets[i].Decisions, d)
+		sets[i].Edits = append(sets[i].Edits, e)
+	}
+	slices.SortFunc(sets, func(a, b ChangeSet) int { return cmp.Compare(a.Key, b.Key) })
+	return sets, nil
+}
+
+// Apply applies the change set's edits to the checkout at root, which must
+// hold the same files the plan read (e.g. a fresh copy of the base
+// branch). It writes nothing; Result.Write does.
+func (cs ChangeSet) Apply(ctx context.Context, root string, inv *patcher.Inventory) (*patcher.Result, error) {
+	return patcher.Apply(ctx, root, inv, cs.Edits)
+}
+
+// Inventory is the workloads the plan discovered, with default namespaces
+// filled in, for ChangeSet.Apply on a copy of the same checkout.
+func (p *Plan) Inventory() *patcher.Inventory { return p.inv }
+
+// Preview applies every change to one copy of the checkout, in memory, so
+// that the plan shows each file's diff once however many workloads it
+// holds. Refused edits turn their decisions into no change.
+func (p *Plan) Preview(ctx context.Context) error {
+	var edits []patcher.Edit
+	for _, d := range p.Decisions {
+		if e, ok := editFor(d); ok {
+			edits = append(edits, e)
+		}
+	}
 	if len(edits) > 0 {
-		res, err := patcher.Apply(ctx, opts.Repo, inv, edits)
+		res, err := patcher.Apply(ctx, p.repo, p.inv, edits)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.Files = res.Files
 		for _, r := range res.Refused {
@@ -240,7 +359,7 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
 			cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
 	})
-	return p, nil
+	return nil
 }
 
 // withNamespaces returns the inventory with the default namespace filled
@@ -262,8 +381,7 @@ func (p *Plan) refuse(r patcher.Refusal) {
 	for i := range p.Decisions {
 		d := &p.Decisions[i]
 		if d.Workload.Ref == r.Workload && d.Workload.File == r.File {
-			d.Reason = fmt.Sprintf("no change: the edit was refused (%v); it wanted %s → %s: %s", r.Err, d.Current, d.Recommended, d.Reason)
-			d.Action, d.Recommended, d.Urgent = policy.NoChange, d.Current, false
+			d.Decision = d.Refused(r.Err.Error())
 		}
 	}
 	p.Problems = append(p.Problems, Problem{File: r.File, Message: fmt.Sprintf("edit of %s refused: %v", r.Workload, r.Err)})
@@ -275,7 +393,7 @@ func (p *Plan) note(n patcher.Note) {
 	for i := range p.Decisions {
 		d := &p.Decisions[i]
 		if d.Workload.Ref == n.Workload && d.Workload.File == n.File {
-			d.Reason += fmt.Sprintf("; left alone: %s: %v", n.Field, n.Err)
+			d.Decision = d.Note(n.Field, n.Err.Error())
 		}
 	}
 }
@@ -295,28 +413,28 @@ func (p *Plan) problem(err error) {
 
 // allocation reads a workload's GPU request the way KAI does. bad says why
 // the request cannot be worked with, when it cannot.
-func allocation(g patcher.GPU) (a policy.Allocation, bad string) {
+func allocation(g patcher.GPU) (a engine.Allocation, bad string) {
 	switch {
 	case g.Err != nil:
-		return policy.Allocation{Form: policy.NoGPU}, fmt.Sprintf("its GPU request cannot be edited: %v", g.Err)
+		return engine.Allocation{Form: engine.NoGPU}, fmt.Sprintf("its GPU request cannot be edited: %v", g.Err)
 	case len(g.WholeContainers) > 1:
-		return policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(g.Whole)},
+		return engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(g.Whole)},
 			fmt.Sprintf("nvidia.com/gpu is requested by several containers (%s): a fraction reaches one only", strings.Join(g.WholeContainers, ", "))
 	case g.MemoryMiB > 0:
-		return policy.Allocation{Form: policy.GPUMemory}, ""
+		return engine.Allocation{Form: engine.GPUMemory}, ""
 	case g.FractionText != "" && g.Fraction == 0:
-		return policy.Allocation{Form: policy.Fraction}, fmt.Sprintf("gpu-fraction %q is not a fraction KAI accepts (strictly between 0 and 1)", g.FractionText)
+		return engine.Allocation{Form: engine.Fraction}, fmt.Sprintf("gpu-fraction %q is not a fraction KAI accepts (strictly between 0 and 1)", g.FractionText)
 	case g.Fraction > 0 && g.NumDevices > 1:
 		// The request is N × the fraction; deciding on the fraction alone
 		// would misread usage by a factor of N.
-		return policy.Allocation{Form: policy.Fraction, GPUs: g.Fraction},
+		return engine.Allocation{Form: engine.Fraction, GPUs: g.Fraction},
 			fmt.Sprintf("gpu-fraction-num-devices %d: fractions over several devices are not supported yet", g.NumDevices)
 	case g.Fraction > 0:
-		return policy.Allocation{Form: policy.Fraction, GPUs: g.Fraction}, ""
+		return engine.Allocation{Form: engine.Fraction, GPUs: g.Fraction}, ""
 	case g.Whole > 0:
-		return policy.Allocation{Form: policy.WholeGPUs, GPUs: float64(g.Whole)}, ""
+		return engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(g.Whole)}, ""
 	}
-	return policy.Allocation{Form: policy.NoGPU}, ""
+	return engine.Allocation{Form: engine.NoGPU}, ""
 }
 
 // queryKey identifies how a governance reads usage: workloads with equal
@@ -333,37 +451,38 @@ func queryKey(g policy.Governance) string {
 }
 
 // editFor turns a decision into the edit of its workload's manifest.
-func editFor(d Decision, st *policy.StrategyRules) (patcher.Edit, bool) {
-	if d.Action != policy.Upsize && d.Action != policy.ScaleBack {
+func editFor(d Decision) (patcher.Edit, bool) {
+	if !d.Action.Changes() {
 		return patcher.Edit{}, false
 	}
+	st := d.strategy
 	w, rec := d.Workload, d.Recommended
-	e := patcher.Edit{Workload: w.Ref, File: w.File, Reason: d.Reason}
+	e := patcher.Edit{Workload: w.Ref, File: w.File, Reason: d.Reason()}
 	switch rec.Form {
-	case policy.Fraction:
-		e.Ops = append(e.Ops, patcher.SetGPUFraction(fmt.Sprintf("%.2f", rec.GPUs)))
-		if d.Current.Form == policy.WholeGPUs {
+	case engine.Fraction:
+		e.Ops = append(e.Ops, patcher.SetGPUFraction(kai.FormatFraction(rec.GPUs)))
+		if d.Current.Form == engine.WholeGPUs {
 			e.Ops = append(e.Ops, patcher.RemoveWholeGPUs())
 		}
-		if st.MoveToKAI && w.SchedulerName != kaiScheduler {
-			e.Ops = append(e.Ops, patcher.SetSchedulerName(kaiScheduler))
+		if st.MoveToKAI && w.SchedulerName != kai.SchedulerName {
+			e.Ops = append(e.Ops, patcher.SetSchedulerName(kai.SchedulerName))
 		}
 		switch {
 		case w.Queue == "":
-			e.Ops = append(e.Ops, patcher.SetPodLabel(queueLabel, st.Queue))
+			e.Ops = append(e.Ops, patcher.SetPodLabel(kai.QueueLabel, st.Queue))
 		case st.SetQueueWhenSpecified && w.Queue != st.Queue:
 			// KAI reads the workload's own label before the template's:
 			// change it wherever it is set.
-			if _, ok := w.Labels[queueLabel]; ok {
-				e.Ops = append(e.Ops, patcher.SetWorkloadLabel(queueLabel, st.Queue))
+			if _, ok := w.Labels[kai.QueueLabel]; ok {
+				e.Ops = append(e.Ops, patcher.SetWorkloadLabel(kai.QueueLabel, st.Queue))
 			}
-			if _, ok := w.PodLabels[queueLabel]; ok {
-				e.Ops = append(e.Ops, patcher.SetPodLabel(queueLabel, st.Queue))
+			if _, ok := w.PodLabels[kai.QueueLabel]; ok {
+				e.Ops = append(e.Ops, patcher.SetPodLabel(kai.QueueLabel, st.Queue))
 			}
 		}
-	case policy.WholeGPUs:
-		if d.Current.Form == policy.Fraction {
-			e.Ops = append(e.Ops, patcher.RemovePodAnnotation(fractionLabel))
+	case engine.WholeGPUs:
+		if d.Current.Form == engine.Fraction {
+			e.Ops = append(e.Ops, patcher.RemovePodAnnotation(kai.FractionAnnotation))
 		}
 		e.Ops = append(e.Ops, patcher.SetWholeGPUs(int64(rec.GPUs)))
 	}
@@ -377,7 +496,7 @@ func editFor(d Decision, st *policy.StrategyRules) (patcher.Edit, bool) {
 // strategy's buffer of the new allocation unused (DESIGN §5). vLLM measures
 // against the memory it sees: the whole GPU without HAMi-core, its share
 // with it.
-func vllmUtilization(d Decision, st *policy.StrategyRules) (string, bool) {
+func vllmUtilization(d Decision, st *engine.StrategyRules) (string, bool) {
 	// Only the container the GPU goes to is sized by the fraction.
 	gpu := d.Workload.GPU.Container
 	if st.VLLMBufferPercent < 0 || !slices.ContainsFunc(d.Workload.Containers, func(c patcher.Container) bool { return c.VLLM && c.Name == gpu }) {
@@ -385,10 +504,10 @@ func vllmUtilization(d Decision, st *policy.StrategyRules) (string, bool) {
 	}
 	keep := 1 - float64(st.VLLMBufferPercent)/100
 	share := d.Recommended.GPUs
-	if st.HAMiCore || d.Recommended.Form == policy.WholeGPUs {
+	if st.HAMiCore || d.Recommended.Form == engine.WholeGPUs {
 		share = 1
 	}
 	// Round down: a utilization above the share would let vLLM take memory
 	// its neighbours were promised.
-	return fmt.Sprintf("%.2f", math.Floor(share*keep*100+1e-9)/100), true
+	return kai.FormatFraction(kai.FloorFraction(share * keep)), true
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
-	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -82,9 +82,11 @@ func TestMakeUsageErrorNeverShrinks(t *testing.T) {
 		if d.Workload.Ref.Name == "ocr" {
 			continue
 		}
-		require.Equal(t, policy.NoChange, d.Action, d.Workload.Ref.Name)
+		require.Equal(t, engine.NoChange, d.Action, d.Workload.Ref.Name)
 		require.Equal(t, d.Current, d.Recommended)
-		require.Equal(t, "no change: usage unavailable: prometheus: 503 Service Unavailable", d.Reason)
+		require.Equal(t, engine.CauseQueryFailed, d.Cause, "a failed query is no judgement: an open pull request stays")
+		require.False(t, d.Cause.Conclusive())
+		require.Equal(t, "no change: usage unavailable: prometheus: 503 Service Unavailable", d.Reason())
 	}
 }
 
@@ -96,7 +98,7 @@ func TestMakeNoFuture(t *testing.T) {
 	require.NoError(t, err)
 	for _, d := range p.Decisions {
 		if d.Workload.Ref.Name == "chat" {
-			require.Equal(t, policy.NoChange, d.Action, d.Reason)
+			require.Equal(t, engine.NoChange, d.Action, d.Reason())
 			return
 		}
 	}
@@ -173,15 +175,17 @@ func TestMakeLeavesDoubtfulManifestsAlone(t *testing.T) {
 	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
 	require.NoError(t, err)
 	chat := decisionOf(t, p, "chat")
-	require.Equal(t, policy.Skipped, chat.Action)
-	require.Equal(t, "left alone: gpu-fraction-num-devices 2: fractions over several devices are not supported yet", chat.Reason)
+	require.Equal(t, engine.Skipped, chat.Action)
+	require.Equal(t, engine.CauseManifestInvalid, chat.Cause)
+	require.Equal(t, "left alone: gpu-fraction-num-devices 2: fractions over several devices are not supported yet", chat.Reason())
 	translate := decisionOf(t, p, "translate")
-	require.Equal(t, policy.Skipped, translate.Action)
-	require.Equal(t, `left alone: gpu-fraction "1.5" is not a fraction KAI accepts (strictly between 0 and 1)`, translate.Reason)
+	require.Equal(t, engine.Skipped, translate.Action)
+	require.Equal(t, `left alone: gpu-fraction "1.5" is not a fraction KAI accepts (strictly between 0 and 1)`, translate.Reason())
 	for _, d := range p.Decisions {
 		if d.Workload.Ref.Name == "summarize" {
-			require.Equal(t, policy.Skipped, d.Action)
-			require.Equal(t, "left alone: defined 2 times, so which one is deployed is not known", d.Reason)
+			require.Equal(t, engine.Skipped, d.Action)
+			require.Equal(t, engine.CauseDuplicated, d.Cause)
+			require.Equal(t, "left alone: defined 2 times, so which one is deployed is not known", d.Reason())
 		}
 	}
 	var edited []string
@@ -207,11 +211,14 @@ func TestMakeRefusedEditChangesNothing(t *testing.T) {
 	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
 	require.NoError(t, err)
 	chat := decisionOf(t, p, "chat")
-	require.Equal(t, policy.NoChange, chat.Action)
+	require.Equal(t, engine.NoChange, chat.Action)
 	require.Equal(t, chat.Current, chat.Recommended)
 	require.False(t, chat.Urgent)
-	require.Contains(t, chat.Reason, "no change: the edit was refused (apps/chat/deployment.yaml:")
-	require.Contains(t, chat.Reason, "it wanted 0.50 → 0.72: compute peaked at 120%")
+	require.Equal(t, engine.CauseEditRefused, chat.Cause)
+	require.Equal(t, engine.Fraction, chat.Evidence.Wanted.Recommended.Form, "the evidence keeps what the edit wanted")
+	require.InDelta(t, 0.72, chat.Evidence.Wanted.Recommended.GPUs, 1e-9)
+	require.Contains(t, chat.Reason(), "no change: the edit was refused (apps/chat/deployment.yaml:")
+	require.Contains(t, chat.Reason(), "it wanted 0.50 → 0.72: compute peaked at 120%")
 	require.Len(t, p.Problems, 1)
 	require.Equal(t, "apps/chat/deployment.yaml", p.Problems[0].File)
 	for _, f := range p.Files {
@@ -259,9 +266,11 @@ func TestMakeSaysWhatTheEditLeftAlone(t *testing.T) {
 	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
 	require.NoError(t, err)
 	chat := decisionOf(t, p, "chat")
-	require.Equal(t, policy.Upsize, chat.Action)
-	require.Contains(t, chat.Reason, "; left alone: ")
-	require.Contains(t, chat.Reason, "--kv-cache-memory-bytes is set, so vLLM ignores --gpu-memory-utilization")
+	require.Equal(t, engine.Upsize, chat.Action)
+	require.Len(t, chat.Evidence.Notes, 1)
+	require.Contains(t, chat.Evidence.Notes[0].Why, "--kv-cache-memory-bytes is set")
+	require.Contains(t, chat.Reason(), "; left alone: ")
+	require.Contains(t, chat.Reason(), "--kv-cache-memory-bytes is set, so vLLM ignores --gpu-memory-utilization")
 	for _, f := range p.Files {
 		if f.Path == "apps/chat/deployment.yaml" {
 			require.Contains(t, string(f.New), `gpu-fraction: "0.72"`)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -42,26 +43,26 @@ func TestLoadStarterExample(t *testing.T) {
 
 	g := set.Govern(gpuDeployment)
 	require.Empty(t, g.Skip)
-	require.Equal(t, &policy.StrategyRules{
+	require.Equal(t, &engine.StrategyRules{
 		Name: "kai-gpu-sharing", Upsize: true, Downsize: true, Ceiling: 1, Floor: policy.DefaultFloor,
 		MoveToKAI: true, VLLMBufferPercent: 10, Queue: policy.DefaultQueue, MinChangePercent: policy.DefaultMinChangePercent,
 	}, g.Strategy)
-	require.Equal(t, &policy.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20, ComputePercentile: 100}, g.Proactive)
+	require.Equal(t, &engine.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20, ComputePercentile: 100}, g.Proactive)
 	mapping := func(metric string) usage.Mapping {
 		return usage.Mapping{Metric: metric, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"}
 	}
-	require.Equal(t, &policy.ReactiveRules{
+	require.Equal(t, &engine.ReactiveRules{
 		MinPodMetricsAge: 10 * time.Minute,
-		Metrics: map[usage.Metric]*policy.MetricRules{
+		Metrics: map[usage.Metric]*engine.MetricRules{
 			usage.Compute: {
 				Source: mapping("kubex_gpu_container_sm_utilization_percent"), Interpretation: policy.FullGPU,
-				Upsize:    &policy.UpsizeRules{ThresholdPercent: 100, Window: 2 * time.Minute, HeadroomPercent: 20, MaxPercent: 200},
-				ScaleBack: &policy.ScaleBackRules{ThresholdPercent: 75, Window: 10 * time.Minute, HeadroomPercent: 20},
+				Upsize:    &engine.UpsizeRules{ThresholdPercent: 100, Window: 2 * time.Minute, HeadroomPercent: 20, MaxPercent: 200},
+				ScaleBack: &engine.ScaleBackRules{ThresholdPercent: 75, Window: 10 * time.Minute, HeadroomPercent: 20},
 			},
 			usage.Memory: {
 				Source: mapping("kubex_gpu_container_memory_footprint_percent"), Interpretation: policy.CurrentAllocation,
-				Upsize:    &policy.UpsizeRules{ThresholdPercent: 100, Window: 2 * time.Minute, HeadroomPercent: 20, MaxPercent: 200},
-				ScaleBack: &policy.ScaleBackRules{ThresholdPercent: 75, Window: 10 * time.Minute, HeadroomPercent: 20},
+				Upsize:    &engine.UpsizeRules{ThresholdPercent: 100, Window: 2 * time.Minute, HeadroomPercent: 20, MaxPercent: 200},
+				ScaleBack: &engine.ScaleBackRules{ThresholdPercent: 75, Window: 10 * time.Minute, HeadroomPercent: 20},
 			},
 		},
 	}, g.Reactive)
@@ -69,7 +70,9 @@ func TestLoadStarterExample(t *testing.T) {
 
 	unlabelled := gpuDeployment
 	unlabelled.Labels = map[string]string{"app": "chat"}
-	require.Equal(t, "out of scope: no policy selects it", set.Govern(unlabelled).Skip)
+	out := set.Govern(unlabelled)
+	require.Equal(t, engine.CauseOutOfScope, out.Skip)
+	require.Equal(t, "no policy selects it", out.Why)
 }
 
 func TestLoadConsolidationPolicy(t *testing.T) {
@@ -190,7 +193,7 @@ func TestLoadRefusesBadPolicies(t *testing.T) {
 
 			// DESIGN §3: a bad policy stops that policy, and nothing it
 			// governs is changed.
-			require.Contains(t, set.Govern(gpuDeployment).Skip, "left alone")
+			require.Equal(t, engine.CausePolicyInvalid, set.Govern(gpuDeployment).Skip)
 		})
 	}
 }
@@ -199,7 +202,8 @@ func TestLoadUnparsablePolicyFileBlocksEverything(t *testing.T) {
 	set := policy.Parse("broken.yaml", []byte("apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: [unclosed\n"))
 	require.Len(t, set.Errors, 1)
 	require.Contains(t, set.Errors[0].Error(), "broken.yaml: yaml: line")
-	require.Contains(t, set.Govern(gpuDeployment).Skip, "a policy file is invalid")
+	require.Equal(t, engine.CausePolicyInvalid, set.Govern(gpuDeployment).Skip)
+	require.Contains(t, set.Govern(gpuDeployment).Why, "a policy file is invalid")
 }
 
 func TestLoadIgnoresOtherGroupsAndKubexKinds(t *testing.T) {
@@ -228,7 +232,7 @@ func TestLoadRefusesPathsOutsideTheRepository(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, set.Errors, 1)
 	require.ErrorContains(t, set.Errors[0], "link.yaml: symlink leads outside the repository")
-	require.Contains(t, set.Govern(gpuDeployment).Skip, "left alone", "an unreadable file may hold policies")
+	require.Equal(t, engine.CausePolicyInvalid, set.Govern(gpuDeployment).Skip, "an unreadable file may hold policies")
 }
 
 func TestLoadRefusesMoreBadDocuments(t *testing.T) {
@@ -311,7 +315,7 @@ spec:
 			set := policy.Parse("p.yaml", []byte(tt.doc))
 			require.NotEmpty(t, set.Errors)
 			require.ErrorContains(t, set.Errors[0], tt.err)
-			require.Contains(t, set.Govern(teamA).Skip, "left alone")
+			require.Equal(t, engine.CausePolicyInvalid, set.Govern(teamA).Skip)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -90,25 +91,7 @@ func ParseDuration(s string) (time.Duration, error) {
 func (d Duration) String() string { return FormatDuration(d.Duration) }
 
 // FormatDuration renders d as policies write durations: 2m, 1h30m, 7d.
-func FormatDuration(d time.Duration) string {
-	if d <= 0 {
-		return "0s"
-	}
-	var b strings.Builder
-	for _, u := range []struct {
-		name string
-		size time.Duration
-	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}} {
-		if d >= u.size {
-			fmt.Fprintf(&b, "%d%s", d/u.size, u.name)
-			d %= u.size
-		}
-	}
-	if d > 0 || b.Len() == 0 {
-		b.WriteString(d.String())
-	}
-	return b.String()
-}
+func FormatDuration(d time.Duration) string { return engine.FormatDuration(d) }
 
 // Quantity is an amount of GPUs: "1", 0.5, "500m" (Kubernetes' milli
 // suffix). It must be positive.

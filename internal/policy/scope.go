@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -69,13 +70,14 @@ func (ls *LabelSelector) Matches(labels map[string]string) bool {
 
 // Governance is what governs one workload.
 type Governance struct {
-	// Skip, when not empty, says why the workload must be left alone; the
-	// other fields are then unset.
-	Skip string
+	// Skip, when not empty, says why the workload must be left alone, and
+	// Why says it in words; the other fields are then unset.
+	Skip engine.Cause
+	Why  string
 
-	Strategy  *StrategyRules
-	Proactive *ProactiveRules // nil: no proactive policy selects it
-	Reactive  *ReactiveRules  // nil: no reactive policy selects it
+	// Rules are the governing policies' rules; Proactive or Reactive is
+	// nil when no such policy selects the workload.
+	engine.Rules
 	// Policies names the governing policies, for reasons and PR bodies.
 	Policies []Meta
 	// Containers restricts the containers whose usage counts.
@@ -92,7 +94,7 @@ func (s *Set) Govern(t Target) Governance {
 			if b.Kind == "" {
 				what = "a policy file"
 			}
-			return Governance{Skip: fmt.Sprintf("left alone: %s is invalid (%s:%d) and could govern it", what, b.File, b.Line)}
+			return Governance{Skip: engine.CausePolicyInvalid, Why: fmt.Sprintf("%s is invalid (%s:%d) and could govern it", what, b.File, b.Line)}
 		}
 	}
 	var pro []*ProactivePolicy
@@ -109,19 +111,19 @@ func (s *Set) Govern(t Target) Governance {
 	}
 	p, why := mostSpecific(pro)
 	if why != "" {
-		return Governance{Skip: why}
+		return Governance{Skip: engine.CausePolicyConflict, Why: why}
 	}
 	r, why := mostSpecific(re)
 	if why != "" {
-		return Governance{Skip: why}
+		return Governance{Skip: engine.CausePolicyConflict, Why: why}
 	}
 	if p == nil && r == nil {
-		return Governance{Skip: "out of scope: no policy selects it"}
+		return Governance{Skip: engine.CauseOutOfScope, Why: "no policy selects it"}
 	}
 	g := Governance{}
 	switch {
 	case p != nil && r != nil && p.strategy != r.strategy:
-		return Governance{Skip: fmt.Sprintf("left alone: %s and %s select it but use different strategies (%s, %s)",
+		return Governance{Skip: engine.CausePolicyConflict, Why: fmt.Sprintf("%s and %s select it but use different strategies (%s, %s)",
 			p.Meta, r.Meta, p.strategy.Name, r.strategy.Name)}
 	case p != nil:
 		g.Strategy = p.strategy.rules()
@@ -161,7 +163,7 @@ func mostSpecific[P governing](ps []P) (P, string) {
 		ps = namespaced
 	}
 	if len(ps) > 1 {
-		return zero, fmt.Sprintf("left alone: %s and %s both select it", ps[0].meta(), ps[1].meta())
+		return zero, fmt.Sprintf("%s and %s both select it", ps[0].meta(), ps[1].meta())
 	}
 	return ps[0], ""
 }

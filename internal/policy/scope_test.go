@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -98,10 +99,12 @@ func TestGovernPrecedence(t *testing.T) {
 
 	set = policy.Parse("p.yaml", []byte(strategyDoc+cluster("one")+cluster("two")))
 	require.Empty(t, set.Errors)
-	require.Equal(t, "left alone: ClusterProactivePolicy one and ClusterProactivePolicy two both select it", set.Govern(other).Skip)
+	conflict := set.Govern(other)
+	require.Equal(t, engine.CausePolicyConflict, conflict.Skip)
+	require.Equal(t, "ClusterProactivePolicy one and ClusterProactivePolicy two both select it", conflict.Why)
 
 	set = policy.Parse("p.yaml", []byte(strategyDoc+cluster("same")+cluster("same")))
 	require.Len(t, set.Errors, 2)
 	require.Contains(t, set.Errors[0].Error(), "is defined more than once")
-	require.Contains(t, set.Govern(other).Skip, "left alone")
+	require.Equal(t, engine.CausePolicyInvalid, set.Govern(other).Skip)
 }

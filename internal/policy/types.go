@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/gpu-rightsizing/recommender/internal/engine"
+
 // The API groups whose documents are policies. Kubex's group must load the
 // guide's starter example unchanged; the project's own group accepts the
 // same kinds plus GitOps settings.
@@ -28,10 +30,10 @@ const (
 // Interpretations of a GPU metric's value.
 const (
 	// FullGPU: the value is a percentage of one whole GPU.
-	FullGPU = "fullGPU"
+	FullGPU = engine.FullGPU
 	// CurrentAllocation: the value is a percentage of the container's
 	// current GPU allocation.
-	CurrentAllocation = "currentAllocation"
+	CurrentAllocation = engine.CurrentAllocation
 )
 
 // Meta is what every policy document carries besides its spec.

@@ -1,10 +1,11 @@
-package policy_test
+package engine_test
 
 import (
 	"math"
 	"testing"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -12,8 +13,14 @@ import (
 // BenchmarkDecide is one decision over a week of one-minute samples from
 // three pods: the work a run does per workload.
 func BenchmarkDecide(b *testing.B) {
-	set := must(policy.Load(b.Context(), "../../examples/quickstart/policies"))
-	g := set.Govern(gpuDeployment)
+	set, err := policy.Load(b.Context(), "../../examples/quickstart/policies")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := set.Govern(policy.Target{
+		Ref:    usage.Ref{Namespace: "inference", Kind: "Deployment", Name: "chat"},
+		Labels: map[string]string{"nvidia.com/gpu.present": "true"},
+	})
 	w := usage.Workload{Step: time.Minute}
 	for i := range 3 {
 		p := usage.Pod{Name: string(rune('a' + i)), Series: map[usage.Metric][]usage.Sample{}}
@@ -25,11 +32,11 @@ func BenchmarkDecide(b *testing.B) {
 		}
 		w.Pods = append(w.Pods, p)
 	}
-	in := policy.Input{At: at, Current: fraction(0.6), Governance: g, Usage: w}
+	in := engine.Input{At: at, Current: fraction(0.6), Rules: g.Rules, Usage: w}
 	b.ReportAllocs()
 	for b.Loop() {
-		if d := policy.Decide(in); d.Action == policy.Skipped {
-			b.Fatal(d.Reason)
+		if d := engine.Decide(in); d.Action == engine.Skipped {
+			b.Fatal(d.Reason())
 		}
 	}
 }

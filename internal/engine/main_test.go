@@ -1,4 +1,4 @@
-package policy_test
+package engine_test
 
 import (
 	"flag"

@@ -1,4 +1,4 @@
-package policy_test
+package engine_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -81,34 +82,41 @@ func pod(name string, age time.Duration, compute, memory curve) podSpec {
 
 // starter returns the governance the quickstart's starter policies give a
 // labelled GPU Deployment, loaded from the file itself.
-func starter(t *testing.T) policy.Governance {
+func starter(t *testing.T) engine.Rules {
 	t.Helper()
 	set, err := policy.Load(context.Background(), filepath.Dir(starterPath))
 	require.NoError(t, err)
-	g := set.Govern(gpuDeployment)
+	g := set.Govern(policy.Target{
+		Ref:    usage.Ref{Namespace: "inference", Kind: "Deployment", Name: "chat"},
+		Labels: map[string]string{"nvidia.com/gpu.present": "true"},
+	})
 	require.Empty(t, g.Skip)
-	return g
+	return g.Rules
 }
 
-func fraction(v float64) policy.Allocation { return policy.Allocation{Form: policy.Fraction, GPUs: v} }
-func whole(n float64) policy.Allocation    { return policy.Allocation{Form: policy.WholeGPUs, GPUs: n} }
+// starterPath is the quickstart's policy file, in the shape of the Kubex
+// guide's starter example.
+const starterPath = "../../examples/quickstart/policies/kai-gpu-sharing.yaml"
+
+func fraction(v float64) engine.Allocation { return engine.Allocation{Form: engine.Fraction, GPUs: v} }
+func whole(n float64) engine.Allocation    { return engine.Allocation{Form: engine.WholeGPUs, GPUs: n} }
 
 func TestDecide(t *testing.T) {
 	base := starter(t)
-	with := func(f func(g *policy.Governance)) policy.Governance {
+	with := func(f func(g *engine.Rules)) engine.Rules {
 		g := base
 		st := *base.Strategy
 		g.Strategy = &st
 		f(&g)
 		return g
 	}
-	noProactive := with(func(g *policy.Governance) { g.Proactive = nil })
-	proactiveOnly := with(func(g *policy.Governance) { g.Reactive = nil })
+	noProactive := with(func(g *engine.Rules) { g.Proactive = nil })
+	proactiveOnly := with(func(g *engine.Rules) { g.Reactive = nil })
 	// reactive copies the reactive rules deeply before f changes them.
-	reactive := func(f func(r *policy.ReactiveRules)) policy.Governance {
-		return with(func(g *policy.Governance) {
+	reactive := func(f func(r *engine.ReactiveRules)) engine.Rules {
+		return with(func(g *engine.Rules) {
 			r := *g.Reactive
-			r.Metrics = map[usage.Metric]*policy.MetricRules{}
+			r.Metrics = map[usage.Metric]*engine.MetricRules{}
 			for m, mr := range g.Reactive.Metrics {
 				c := *mr
 				up, sb := *mr.Upsize, *mr.ScaleBack
@@ -119,78 +127,79 @@ func TestDecide(t *testing.T) {
 			g.Reactive = &r
 		})
 	}
-	computeP90 := with(func(g *policy.Governance) {
+	computeP90 := with(func(g *engine.Rules) {
 		p := *g.Proactive
 		p.ComputePercentile = 90
 		g.Proactive = &p
 	})
 	tests := []struct {
 		name       string
-		governance policy.Governance
-		current    policy.Allocation
+		governance engine.Rules
+		current    engine.Allocation
 		usage      usage.Workload
 		// want* are checked when set.
-		action      policy.Action
-		recommended policy.Allocation
+		action      engine.Action
+		recommended engine.Allocation
 		urgent      bool
 		rule        string
 		reason      string // exact, when set
 		contains    string // substring of the reason
+		cause       engine.Cause
 	}{
 		{
 			name:    "reactive upsize on compute",
 			current: fraction(0.5),
 			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 20), flat(50))),
-			action:  policy.Upsize, recommended: fraction(0.72), urgent: true, rule: "reactive upsize (compute)",
+			action:  engine.Upsize, recommended: fraction(0.72), urgent: true, rule: "reactive upsize (compute)",
 			reason: "compute peaked at 120% of its 0.50 allocation over 2m (≥ 100%) → 0.60 × 1.2 = 0.72",
 		},
 		{
 			name:    "upsize capped at maxPercent",
 			current: fraction(0.25),
 			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 10), flat(50))),
-			action:  policy.Upsize, recommended: fraction(0.5), urgent: true,
+			action:  engine.Upsize, recommended: fraction(0.5), urgent: true,
 			contains: "→ 0.60 × 1.2 = 0.72, capped at maxPercent 200% = 0.50",
 		},
 		{
 			name:    "upsize past the ceiling becomes one whole GPU",
 			current: fraction(0.6),
 			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 90, 20), flat(50))),
-			action:  policy.Upsize, recommended: whole(1), urgent: true,
+			action:  engine.Upsize, recommended: whole(1), urgent: true,
 			contains: "clamped to the ceiling 1; moves from gpu-fraction to nvidia.com/gpu",
 		},
 		{
 			name:    "memory upsize in percent of the allocation",
 			current: fraction(0.4),
 			usage:   workload(false, pod("chat-1", 2*day, flat(10), recent(time.Minute, 110, 50))),
-			action:  policy.Upsize, recommended: fraction(0.53), urgent: true, rule: "reactive upsize (memory)",
+			action:  engine.Upsize, recommended: fraction(0.53), urgent: true, rule: "reactive upsize (memory)",
 			reason: "memory peaked at 110% of its 0.40 allocation over 2m (≥ 100%) → 0.44 × 1.2 = 0.528; 0.53 in KAI's 0.01 steps",
 		},
 		{
 			name:    "upsize acts on partial data",
 			current: fraction(0.5),
 			usage:   workload(false, podSpec{name: "chat-1", age: 2 * day, until: 0, live: true, compute: recent(time.Minute, 60, missing)}),
-			action:  policy.Upsize, recommended: fraction(0.72), urgent: true,
+			action:  engine.Upsize, recommended: fraction(0.72), urgent: true,
 		},
 		{
 			name:       "upsize not allowed by the strategy",
-			governance: with(func(g *policy.Governance) { g.Strategy.Upsize = false }),
+			governance: with(func(g *engine.Rules) { g.Strategy.Upsize = false }),
 			current:    fraction(0.5),
 			usage:      workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 20), flat(50))),
-			action:     policy.NoChange, recommended: fraction(0.5),
+			action:     engine.NoChange, recommended: fraction(0.5), cause: engine.CauseNotAllowed,
 			contains: "but the strategy does not allow upsizes (enablement.gpu.requests.upsize)",
 		},
 		{
 			name:    "weekly peak above the allocation is a non-urgent upsize",
 			current: fraction(0.5),
 			usage:   workload(false, pod("chat-1", 4*day, between(3*day, 3*day+time.Hour, 55, flat(20)), flat(50))),
-			action:  policy.Upsize, recommended: fraction(0.66), urgent: false, rule: "proactive baseline",
+			action:  engine.Upsize, recommended: fraction(0.66), urgent: false, rule: "proactive baseline",
 			reason: "7d baseline is above the allocation: compute peaked at 0.55 GPU over 4d of history → 0.55 × 1.2 = 0.66 (compute peak 0.55, memory peak 0.25)",
 		},
 		{
 			name:    "scale-back to the baseline",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
-			action:  policy.ScaleBack, recommended: fraction(0.29), rule: "scale-back to baseline",
+			action:  engine.ScaleBack, recommended: fraction(0.29), rule: "scale-back to baseline",
 			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history → 0.24 × 1.2 = 0.288 (compute peak 0.20, memory peak 0.24); " +
 				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%); 0.29 in KAI's 0.01 steps",
 		},
@@ -201,28 +210,28 @@ func TestDecide(t *testing.T) {
 			// Compute at 20% of a GPU but for one hour at 45%; memory 10% of
 			// 0.6. The p90 ignores the busy hour (2% of two days).
 			usage:  workload(false, pod("sum-1", 2*day, between(day, day+time.Hour, 45, flat(20)), flat(10))),
-			action: policy.ScaleBack, recommended: fraction(0.24),
+			action: engine.ScaleBack, recommended: fraction(0.24),
 			contains: "7d baseline compute p90 was 0.20 GPU over 2d of history → 0.20 × 1.2 = 0.24 (compute p90 0.20, memory peak 0.06)",
 		},
 		{
 			name:    "scale-back never goes below the baseline",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(day, day+time.Hour, 70, flat(40)))),
-			action:  policy.ScaleBack, recommended: fraction(0.51),
+			action:  engine.ScaleBack, recommended: fraction(0.51),
 			contains: "memory peaked at 0.42 GPU",
 		},
 		{
 			name:    "a reactive window above its threshold blocks a scale-back",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), recent(5*time.Minute, 80, 40))),
-			action:  policy.NoChange, recommended: fraction(0.6),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseFits,
 			reason: "no change: memory reached 80% of the allocation in the last 10m (a scale-back needs it below 75%)",
 		},
 		{
 			name:    "a gap in the scale-back window blocks it",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, between(3*time.Minute, 8*time.Minute, missing, flat(20)), flat(40))),
-			action:  policy.NoChange, recommended: fraction(0.6),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
 			contains: "no change: incomplete data in the window",
 		},
 		{
@@ -230,29 +239,29 @@ func TestDecide(t *testing.T) {
 			governance: noProactive,
 			current:    fraction(0.6),
 			usage:      workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
-			action:     policy.NoChange, recommended: fraction(0.6),
+			action:     engine.NoChange, recommended: fraction(0.6), cause: engine.CauseNoBaseline,
 			reason: "no change: compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%), but without a proactive baseline there is no scale-back",
 		},
 		{
 			name:    "a downsize needs a day of history",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 10*time.Hour, flat(20), flat(40))),
-			action:  policy.NoChange, recommended: fraction(0.6),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
 			reason: "no change: incomplete data in the window: a downsize needs 1d of compute history, and it has 10h",
 		},
 		{
 			name:       "downsize not allowed by the strategy",
-			governance: with(func(g *policy.Governance) { g.Strategy.Downsize = false }),
+			governance: with(func(g *engine.Rules) { g.Strategy.Downsize = false }),
 			current:    fraction(0.6),
 			usage:      workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
-			action:     policy.NoChange, recommended: fraction(0.6),
+			action:     engine.NoChange, recommended: fraction(0.6), cause: engine.CauseNotAllowed,
 			contains: "but the strategy does not allow downsizes (enablement.gpu.requests.downsize)",
 		},
 		{
 			name:    "a scale-back stops at the floor",
 			current: fraction(0.3),
 			usage:   workload(false, pod("idle-1", 2*day, flat(1), flat(4))),
-			action:  policy.ScaleBack, recommended: fraction(0.05),
+			action:  engine.ScaleBack, recommended: fraction(0.05),
 			contains: "raised to the floor 0.05",
 		},
 		{
@@ -260,14 +269,14 @@ func TestDecide(t *testing.T) {
 			governance: proactiveOnly,
 			current:    fraction(0.3),
 			usage:      workload(false, pod("sum-1", 2*day, flat(24), flat(40))),
-			action:     policy.NoChange, recommended: fraction(0.3),
+			action:     engine.NoChange, recommended: fraction(0.3), cause: engine.CauseBelowMinChange,
 			contains: "0.30 → 0.29 is below the minimum change (5%)",
 		},
 		{
 			name:    "pods younger than minPodMetricsAge are not judged",
 			current: fraction(0.5),
 			usage:   workload(false, pod("new-1", 5*time.Minute, flat(90), flat(120))),
-			action:  policy.NoChange, recommended: fraction(0.5),
+			action:  engine.NoChange, recommended: fraction(0.5), cause: engine.CauseTooYoung,
 			reason: "no change: pod too young to judge: 1 pod(s), the oldest 5m old, below minPodMetricsAge 10m",
 		},
 		{
@@ -276,22 +285,55 @@ func TestDecide(t *testing.T) {
 			usage: workload(false,
 				pod("chat-old", 2*day, flat(20), flat(50)),
 				pod("chat-new", 3*time.Minute, flat(90), flat(150))),
-			action: policy.NoChange, recommended: fraction(0.5),
+			action: engine.NoChange, recommended: fraction(0.5), cause: engine.CauseTooYoung,
 			reason: "no change: pod chat-new is younger than minPodMetricsAge 10m: a downsize waits until it can be judged",
 		},
 		{
 			name:    "stale data changes nothing",
 			current: fraction(0.6),
 			usage:   workload(false, podSpec{name: "sum-1", age: 2 * day, until: time.Hour, compute: flat(20), memory: flat(40)}),
-			action:  policy.NoChange, recommended: fraction(0.6),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataStale,
 			reason: "no change: stale data: the newest sample is 1h old",
 		},
 		{
 			name:    "NaN samples never shrink",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(0, 5*time.Minute, math.NaN(), flat(40)))),
-			action:  policy.NoChange, recommended: fraction(0.6),
-			contains: "incomplete data in the window",
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
+			reason: "no change: invalid data in the window: pod sum-1 reported 5 NaN, infinite or negative memory sample(s) in the last 1d, and a scale-back relies on that window",
+		},
+		{
+			// Every other scrape missing is tolerated; every other value
+			// NaN is a broken exporter, and must not look the same.
+			name:    "every other sample NaN for a day blocks a scale-back",
+			current: fraction(0.6),
+			usage: workload(false, pod("sum-1", 2*day, flat(20), func(ago time.Duration) float64 {
+				if ago < day && ago/time.Minute%2 == 0 {
+					return math.NaN()
+				}
+				return 40
+			})),
+			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
+			contains: "reported 720 NaN, infinite or negative memory sample(s) in the last 1d",
+		},
+		{
+			name:    "one NaN two minutes ago blocks a scale-back",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, between(2*time.Minute, 3*time.Minute, math.NaN(), flat(20)), flat(40))),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
+			contains: "pod sum-1 reported 1 NaN, infinite or negative compute sample(s)",
+		},
+		{
+			name:    "a negative sample blocks a scale-back",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(3*time.Hour, 3*time.Hour+time.Minute, -5, flat(40)))),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
+		},
+		{
+			name:    "an invalid sample older than the windows a scale-back relies on is only a missing one",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(30*time.Hour, 30*time.Hour+time.Minute, math.Inf(1), flat(40)))),
+			action:  engine.ScaleBack, recommended: fraction(0.29), rule: "scale-back to baseline",
 		},
 		{
 			name:    "the hottest pod decides",
@@ -299,7 +341,7 @@ func TestDecide(t *testing.T) {
 			usage: workload(false,
 				pod("chat-a", 2*day, flat(20), flat(50)),
 				pod("chat-b", 2*day, recent(2*time.Minute, 60, 20), flat(50))),
-			action: policy.Upsize, recommended: fraction(0.72), urgent: true,
+			action: engine.Upsize, recommended: fraction(0.72), urgent: true,
 		},
 		{
 			name:    "a running pod without samples blocks a scale-back",
@@ -307,22 +349,22 @@ func TestDecide(t *testing.T) {
 			usage: workload(true,
 				pod("sum-a", 2*day, flat(20), flat(40)),
 				podSpec{name: "sum-b", age: 2 * day, live: true}),
-			action: policy.NoChange, recommended: fraction(0.6),
+			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
 			contains: "incomplete data in the window",
 		},
 		{
 			name:       "whole GPUs stay whole without KAI",
-			governance: with(func(g *policy.Governance) { g.Strategy.MoveToKAI = false }),
+			governance: with(func(g *engine.Rules) { g.Strategy.MoveToKAI = false }),
 			current:    whole(1),
 			usage:      workload(false, pod("asr-1", 2*day, flat(20), flat(24))),
-			action:     policy.NoChange, recommended: whole(1),
+			action:     engine.NoChange, recommended: whole(1), cause: engine.CauseBelowMinChange,
 			contains: "as nvidia.com/gpu that stays 1 GPU",
 		},
 		{
 			name:    "a whole GPU moves to a KAI fraction",
 			current: whole(1),
 			usage:   workload(false, pod("asr-1", 2*day, flat(20), flat(24))),
-			action:  policy.ScaleBack, recommended: fraction(0.29),
+			action:  engine.ScaleBack, recommended: fraction(0.29),
 			contains: "moves from nvidia.com/gpu to gpu-fraction",
 		},
 		{
@@ -338,7 +380,7 @@ func TestDecide(t *testing.T) {
 				w.Pods[0].Allocation, w.Pods[1].Allocation = 0.3, 0.6
 				return w
 			}(),
-			action: policy.ScaleBack, recommended: fraction(0.29),
+			action: engine.ScaleBack, recommended: fraction(0.29),
 			contains: "memory peaked at 0.24 GPU over 2d of history → 0.24 × 1.2 = 0.288",
 		},
 		{
@@ -347,12 +389,12 @@ func TestDecide(t *testing.T) {
 			usage: workload(true,
 				podSpec{name: "old", age: 2 * day, until: 5 * time.Minute, compute: flat(10), memory: flat(40)},
 				pod("new", 5*time.Minute, flat(10), flat(40))),
-			action: policy.NoChange, recommended: fraction(0.6),
+			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseTooYoung,
 			reason: "no change: pod too young to judge: 1 pod(s), the oldest 5m old, below minPodMetricsAge 10m",
 		},
 		{
 			name: "an upsize rule that asks for less is no upsize",
-			governance: reactive(func(r *policy.ReactiveRules) {
+			governance: reactive(func(r *engine.ReactiveRules) {
 				r.Metrics[usage.Compute].Upsize.ThresholdPercent = 50
 				r.Metrics[usage.Compute].Upsize.HeadroomPercent = 0
 			}),
@@ -360,7 +402,7 @@ func TestDecide(t *testing.T) {
 			usage:   workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 30, 20), flat(50))),
 			// 60% reaches the threshold of 50, but 0.30 × 1.0 is below 0.50:
 			// the quiet week decides instead.
-			action: policy.ScaleBack, recommended: fraction(0.36),
+			action: engine.ScaleBack, recommended: fraction(0.36),
 			contains: "7d baseline compute peaked at 0.30 GPU",
 		},
 		{
@@ -368,82 +410,87 @@ func TestDecide(t *testing.T) {
 			current: fraction(0.5),
 			usage: workload(false, pod("chat-1", 4*day,
 				between(0, 2*time.Minute, 55, between(3*day, 3*day+time.Hour, 65, flat(20))), flat(50))),
-			action: policy.Upsize, recommended: fraction(0.78), urgent: true, rule: "proactive baseline",
+			action: engine.Upsize, recommended: fraction(0.78), urgent: true, rule: "proactive baseline",
 			contains: "7d baseline is above the allocation: compute peaked at 0.65 GPU over 4d of history → 0.65 × 1.2 = 0.78 " +
 				"(compute peak 0.65, memory peak 0.25); and now compute peaked at 110% of its 0.50 allocation",
 		},
 		{
 			name:       "a scale-back never cuts below usage to meet the ceiling",
-			governance: with(func(g *policy.Governance) { g.Strategy.Ceiling = 0.5 }),
+			governance: with(func(g *engine.Rules) { g.Strategy.Ceiling = 0.5 }),
 			current:    fraction(0.9),
 			usage:      workload(false, pod("big-1", 2*day, flat(20), flat(70))),
-			action:     policy.NoChange, recommended: fraction(0.9),
+			action:     engine.NoChange, recommended: fraction(0.9), cause: engine.CauseAtBound,
 			contains: "that is above the ceiling 0.5, and a scale-back to the ceiling would cut below measured usage",
 		},
 		{
 			name:       "an upsize below the floor goes to the floor",
-			governance: with(func(g *policy.Governance) { g.Strategy.Floor = 0.1 }),
+			governance: with(func(g *engine.Rules) { g.Strategy.Floor = 0.1 }),
 			current:    fraction(0.02),
 			usage:      workload(false, pod("tiny-1", 2*day, recent(2*time.Minute, 3, 1), flat(50))),
-			action:     policy.Upsize, recommended: fraction(0.1), urgent: true,
+			action:     engine.Upsize, recommended: fraction(0.1), urgent: true,
 			contains: "raised to the floor 0.1",
 		},
 		{
 			name: "a policy that watches only compute still sizes on memory",
-			governance: reactive(func(r *policy.ReactiveRules) {
+			governance: reactive(func(r *engine.ReactiveRules) {
 				delete(r.Metrics, usage.Memory)
 			}),
 			current: fraction(0.5),
 			usage:   workload(false, pod("chat-1", 2*day, flat(10), flat(90))),
-			action:  policy.Upsize, recommended: fraction(0.54), // not 0.12 from compute alone
+			action:  engine.Upsize, recommended: fraction(0.54), // not 0.12 from compute alone
 			contains: "memory peaked at 0.45 GPU",
 		},
 		{
 			name:    "no data at all",
 			current: fraction(0.5),
 			usage:   usage.Workload{},
-			action:  policy.NoChange, recommended: fraction(0.5),
+			action:  engine.NoChange, recommended: fraction(0.5), cause: engine.CauseDataIncomplete,
 			reason: "no change: no usage data in the last 7d",
 		},
 		{
 			name:    "no GPU request",
-			current: policy.Allocation{Form: policy.NoGPU},
-			action:  policy.Skipped, recommended: policy.Allocation{Form: policy.NoGPU},
+			current: engine.Allocation{Form: engine.NoGPU},
+			action:  engine.Skipped, recommended: engine.Allocation{Form: engine.NoGPU}, cause: engine.CauseNotAllowed,
 			reason: "no GPU request (setFromUnspecified is false)",
 		},
 		{
 			name:    "gpu-memory requests",
-			current: policy.Allocation{Form: policy.GPUMemory},
-			action:  policy.Skipped, recommended: policy.Allocation{Form: policy.GPUMemory},
+			current: engine.Allocation{Form: engine.GPUMemory},
+			action:  engine.Skipped, recommended: engine.Allocation{Form: engine.GPUMemory}, cause: engine.CauseUnsupported,
 			reason: "requests GPU memory (gpu-memory): not supported yet",
 		},
 		{
-			name:       "governance says skip",
-			governance: policy.Governance{Skip: "out of scope: no policy selects it"},
+			name:       "no strategy",
+			governance: engine.Rules{Proactive: base.Proactive},
 			current:    fraction(0.5),
-			action:     policy.Skipped, recommended: fraction(0.5),
-			reason: "out of scope: no policy selects it",
+			action:     engine.Skipped, recommended: fraction(0.5), cause: engine.CausePolicyInvalid,
+			reason: "left alone: no strategy governs it",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := tt.governance
-			if g.Strategy == nil && g.Skip == "" {
+			if g.Strategy == nil && g.Proactive == nil {
 				g = base
 			}
-			d := policy.Decide(policy.Input{At: at, Current: tt.current, Governance: g, Usage: tt.usage})
-			require.Equal(t, tt.action, d.Action, d.Reason)
-			require.Equal(t, tt.recommended.Form, d.Recommended.Form, d.Reason)
-			require.InDelta(t, tt.recommended.GPUs, d.Recommended.GPUs, 1e-9, d.Reason)
+			d := engine.Decide(engine.Input{At: at, Current: tt.current, Rules: g, Usage: tt.usage})
+			require.Equal(t, tt.action, d.Action, d.Reason())
+			require.Equal(t, tt.recommended.Form, d.Recommended.Form, d.Reason())
+			require.InDelta(t, tt.recommended.GPUs, d.Recommended.GPUs, 1e-9, d.Reason())
 			require.Equal(t, tt.urgent, d.Urgent)
 			if tt.rule != "" {
 				require.Equal(t, tt.rule, d.Rule)
 			}
 			if tt.reason != "" {
-				require.Equal(t, tt.reason, d.Reason)
+				require.Equal(t, tt.reason, d.Reason())
 			}
-			require.Contains(t, d.Reason, tt.contains)
+			require.Contains(t, d.Reason(), tt.contains)
 			require.Equal(t, tt.current, d.Current)
+			require.Equal(t, tt.cause, d.Cause, d.Reason())
+			if d.Action.Changes() {
+				require.NotNil(t, d.Evidence.Proposal, "a change names its proposal")
+				require.Equal(t, d.Rule, d.Evidence.Proposal.String())
+			}
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package policy_test
+package engine_test
 
 import (
 	"math"
@@ -8,13 +8,13 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // genGovernance draws a valid governance around the starter policies:
 // either policy may be absent, and every bound varies.
-func genGovernance(t *rapid.T, base policy.Governance) policy.Governance {
+func genGovernance(t *rapid.T, base engine.Rules) engine.Rules {
 	g := base
 	st := *base.Strategy
 	st.Upsize = rapid.Bool().Draw(t, "upsize")
@@ -35,7 +35,7 @@ func genGovernance(t *rapid.T, base policy.Governance) policy.Governance {
 	}
 	if rapid.Bool().Draw(t, "withReactive") || g.Proactive == nil {
 		r := *base.Reactive
-		r.Metrics = map[usage.Metric]*policy.MetricRules{}
+		r.Metrics = map[usage.Metric]*engine.MetricRules{}
 		for m, mr := range base.Reactive.Metrics {
 			c := *mr
 			up := *mr.Upsize
@@ -99,15 +99,15 @@ func genUsage(t *rapid.T) usage.Workload {
 	return w
 }
 
-func genCurrent(t *rapid.T) policy.Allocation {
+func genCurrent(t *rapid.T) engine.Allocation {
 	if rapid.IntRange(0, 4).Draw(t, "form") == 0 {
 		return whole(1)
 	}
 	return fraction(float64(rapid.IntRange(5, 99).Draw(t, "fraction")) / 100)
 }
 
-func maxStep(g policy.Governance) float64 {
-	limit := policy.DefaultMaxPercent
+func maxStep(g engine.Rules) float64 {
+	limit := engine.DefaultMaxPercent
 	if g.Reactive != nil {
 		limit = math.MaxInt
 		for _, m := range g.Reactive.Metrics {
@@ -124,25 +124,25 @@ func maxStep(g policy.Governance) float64 {
 // something KAI accepts.
 func TestInvariantBounds(t *testing.T) {
 	base := starter(t)
-	seen := map[policy.Action]int{}
+	seen := map[engine.Action]int{}
 	rapid.Check(t, func(t *rapid.T) {
 		g := genGovernance(t, base)
 		cur := genCurrent(t)
-		d := policy.Decide(policy.Input{At: at, Current: cur, Governance: g, Usage: genUsage(t)})
+		d := engine.Decide(engine.Input{At: at, Current: cur, Rules: g, Usage: genUsage(t)})
 		seen[d.Action]++
 		r, a := d.Recommended, cur.GPUs
-		if d.Action != policy.Upsize && d.Action != policy.ScaleBack {
+		if d.Action != engine.Upsize && d.Action != engine.ScaleBack {
 			if r != cur {
 				t.Fatalf("%s changed the allocation %v → %v", d.Action, cur, r)
 			}
 			return
 		}
 		switch r.Form {
-		case policy.Fraction:
+		case engine.Fraction:
 			if r.GPUs < 0.01 || r.GPUs > 0.99 || math.Abs(r.GPUs*100-math.Round(r.GPUs*100)) > 1e-6 {
 				t.Fatalf("fraction %v is not one KAI accepts (0.01–0.99, two decimals)", r.GPUs)
 			}
-		case policy.WholeGPUs:
+		case engine.WholeGPUs:
 			if r.GPUs < 1 || r.GPUs != math.Trunc(r.GPUs) {
 				t.Fatalf("whole GPUs %v is not a positive integer", r.GPUs)
 			}
@@ -153,25 +153,25 @@ func TestInvariantBounds(t *testing.T) {
 			t.Fatalf("%v exceeds the ceiling %v", r.GPUs, g.Strategy.Ceiling)
 		}
 		switch d.Action {
-		case policy.Upsize:
+		case engine.Upsize:
 			// The step limit yields only to the floor: an allocation below
 			// the floor moves into bounds.
 			if limit := max(a*maxStep(g), g.Strategy.Floor); r.GPUs <= a || r.GPUs > limit+1e-9 {
-				t.Fatalf("upsize %v → %v outside (a, max(a×%v, floor)]: %s", a, r.GPUs, maxStep(g), d.Reason)
+				t.Fatalf("upsize %v → %v outside (a, max(a×%v, floor)]: %s", a, r.GPUs, maxStep(g), d.Reason())
 			}
-		case policy.ScaleBack:
+		case engine.ScaleBack:
 			if r.GPUs >= a || r.GPUs < g.Strategy.Floor-1e-9 {
-				t.Fatalf("scale-back %v → %v outside [floor %v, a): %s", a, r.GPUs, g.Strategy.Floor, d.Reason)
+				t.Fatalf("scale-back %v → %v outside [floor %v, a): %s", a, r.GPUs, g.Strategy.Floor, d.Reason())
 			}
 			if g.Proactive == nil {
-				t.Fatalf("scale-back without a proactive baseline: %s", d.Reason)
+				t.Fatalf("scale-back without a proactive baseline: %s", d.Reason())
 			}
 		}
 	})
 	// The property says nothing unless the generator reaches the actions it
 	// bounds.
 	t.Logf("actions: %v", seen)
-	if seen[policy.Upsize] == 0 || seen[policy.ScaleBack] == 0 {
+	if seen[engine.Upsize] == 0 || seen[engine.ScaleBack] == 0 {
 		t.Fatalf("the generator never produced both an upsize and a scale-back: %v", seen)
 	}
 }
@@ -187,7 +187,7 @@ func TestInvariantMissingDataNeverShrinks(t *testing.T) {
 		g := genGovernance(t, base)
 		cur := genCurrent(t)
 		w := genUsage(t)
-		if policy.Decide(policy.Input{At: at, Current: cur, Governance: g, Usage: clone(w)}).Action == policy.ScaleBack {
+		if engine.Decide(engine.Input{At: at, Current: cur, Rules: g, Usage: clone(w)}).Action == engine.ScaleBack {
 			prevented++
 		}
 		tol := usage.GapTolerance(w.Step)
@@ -223,9 +223,9 @@ func TestInvariantMissingDataNeverShrinks(t *testing.T) {
 				w.Pods[i].Series = nil
 			}
 		}
-		d := policy.Decide(policy.Input{At: at, Current: cur, Governance: g, Usage: w})
-		if d.Action == policy.ScaleBack || d.Recommended.GPUs < cur.GPUs {
-			t.Fatalf("damaged data lowered %v → %v: %s", cur, d.Recommended, d.Reason)
+		d := engine.Decide(engine.Input{At: at, Current: cur, Rules: g, Usage: w})
+		if d.Action == engine.ScaleBack || d.Recommended.GPUs < cur.GPUs {
+			t.Fatalf("damaged data lowered %v → %v: %s", cur, d.Recommended, d.Reason())
 		}
 	})
 	// Vacuous unless some inputs would have scaled back before the damage.

@@ -1,0 +1,70 @@
+package engine
+
+// Cause says why a decision changes nothing. Its values are a contract:
+// they appear in JSON output, and the pull-request lifecycle acts on them.
+type Cause string
+
+const (
+	// CauseFits: usage fits the current allocation.
+	CauseFits Cause = "fits"
+	// CauseNoBaseline: usage is low, but without a proactive baseline
+	// nothing may scale back.
+	CauseNoBaseline Cause = "no-baseline"
+	// CauseAtBound: the ceiling or the floor leaves nothing to change.
+	CauseAtBound Cause = "at-bound"
+	// CauseBelowMinChange: the change is smaller than the strategy's
+	// minimum, or than the request form's step.
+	CauseBelowMinChange Cause = "below-min-change"
+	// CauseNotAllowed: the strategy does not allow the change.
+	CauseNotAllowed Cause = "not-allowed"
+	// CauseDataIncomplete: samples are missing where the decision needs
+	// them (gaps, too little history, no data).
+	CauseDataIncomplete Cause = "data-incomplete"
+	// CauseDataInvalid: NaN, infinite or negative samples lie in a window
+	// a scale-back relies on.
+	CauseDataInvalid Cause = "data-invalid"
+	// CauseDataStale: no running pod reports now.
+	CauseDataStale Cause = "data-stale"
+	// CauseTooYoung: the pods that run now are too young to judge.
+	CauseTooYoung Cause = "too-young"
+	// CauseQueryFailed: the usage query failed.
+	CauseQueryFailed Cause = "query-failed"
+	// CauseEditRefused: the decision wanted a change the editor could not
+	// write exactly.
+	CauseEditRefused Cause = "edit-refused"
+	// CauseOutOfScope: no policy selects the workload.
+	CauseOutOfScope Cause = "out-of-scope"
+	// CauseDuplicated: the workload is defined more than once.
+	CauseDuplicated Cause = "duplicated"
+	// CausePolicyInvalid: a policy that could govern it is invalid, or its
+	// strategy is missing.
+	CausePolicyInvalid Cause = "policy-invalid"
+	// CausePolicyConflict: two policies claim it and neither wins.
+	CausePolicyConflict Cause = "policy-conflict"
+	// CauseUnsupported: it asks for GPU in a form the tool does not size.
+	CauseUnsupported Cause = "unsupported"
+	// CauseManifestInvalid: its GPU request is in doubt (KAI would refuse
+	// it, or it cannot be edited safely).
+	CauseManifestInvalid Cause = "manifest-invalid"
+)
+
+// Conclusive reports whether the cause is a judgement made on good data
+// under valid policies. A pull request whose change now has a conclusive
+// cause is obsolete and may be closed; with any other cause the inputs are
+// in doubt, and an open pull request is left as it is.
+func (c Cause) Conclusive() bool {
+	switch c {
+	case CauseFits, CauseNoBaseline, CauseAtBound, CauseBelowMinChange, CauseNotAllowed, CauseOutOfScope:
+		return true
+	}
+	return false
+}
+
+// aboutData reports whether the cause says the usage data is in doubt.
+func (c Cause) aboutData() bool {
+	switch c {
+	case CauseDataIncomplete, CauseDataInvalid, CauseDataStale, CauseTooYoung:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Defaults the decision math needs when no policy says otherwise; the
+// policy loader fills every other default in.
+const (
+	DefaultMinPodMetricsAge = 15 * time.Minute
+	DefaultMaxPercent       = 200
+	DefaultNamespaceLabel   = "namespace"
+	DefaultPodLabel         = "pod"
+	DefaultContainerLabel   = "container"
+	DefaultComputeMetric    = "kubex_gpu_container_sm_utilization_percent"
+	DefaultMemoryMetric     = "kubex_gpu_container_memory_footprint_percent"
+)
+
+// Interpretations of a GPU metric's value.
+const (
+	// FullGPU: the value is a percentage of one whole GPU.
+	FullGPU = "fullGPU"
+	// CurrentAllocation: the value is a percentage of the container's
+	// current GPU allocation.
+	CurrentAllocation = "currentAllocation"
+)
+
+// Rules are the validated policies that govern one workload. Proactive and
+// Reactive are nil when no such policy selects it.
+type Rules struct {
+	Strategy  *StrategyRules
+	Proactive *ProactiveRules
+	Reactive  *ReactiveRules
+}
+
+// StrategyRules is a validated strategy with its defaults filled in: what
+// the decision engine and the editor may do.
+type StrategyRules struct {
+	Name               string
+	Upsize, Downsize   bool
+	SetFromUnspecified bool
+	// Ceiling and Floor bound every recommendation, in GPUs.
+	Ceiling, Floor float64
+	// MoveToKAI: workloads not on KAI yet are moved onto it.
+	MoveToKAI bool
+	// VLLMBufferPercent is the share of its allocation vLLM must leave
+	// unused; negative when the strategy does not manage vLLM.
+	VLLMBufferPercent     int
+	HAMiCore              bool
+	Queue                 string
+	SetQueueWhenSpecified bool
+	MinChangePercent      int
+	// LiveUpsize applies urgent upsizes to the live workload at once,
+	// before their pull request merges (DESIGN §7).
+	LiveUpsize bool
+}
+
+// ProactiveRules sets the long-term baseline.
+type ProactiveRules struct {
+	Window          time.Duration
+	MinHistory      time.Duration
+	HeadroomPercent int
+	// ComputePercentile is the percentile of compute samples the baseline
+	// is sized on; 100 is the peak.
+	ComputePercentile int
+}
+
+// ReactiveRules answers pressure now.
+type ReactiveRules struct {
+	MinPodMetricsAge time.Duration
+	// Metrics holds the rules of each configured metric.
+	Metrics map[usage.Metric]*MetricRules
+}
+
+// MetricRules is how one metric is read and acted on.
+type MetricRules struct {
+	Source         usage.Mapping
+	Interpretation string
+	Upsize         *UpsizeRules    // nil: this metric never upsizes
+	ScaleBack      *ScaleBackRules // nil: this metric never allows a scale-back
+}
+
+type UpsizeRules struct {
+	ThresholdPercent int
+	Window           time.Duration
+	HeadroomPercent  int
+	MaxPercent       int
+}
+
+type ScaleBackRules struct {
+	ThresholdPercent int
+	Window           time.Duration
+	HeadroomPercent  int
+}
+
+// Sources returns, per metric, where usage is read and how it is
+// interpreted: the reactive policy's mapping where it configures the
+// metric, else the Kubex exporter's series. Both metrics always count: a
+// baseline that ignored memory because a policy only watches compute would
+// shrink a workload into out-of-memory errors.
+func (r Rules) Sources() map[usage.Metric]*MetricRules {
+	mapping := func(metric string) usage.Mapping {
+		return usage.Mapping{Metric: metric, NamespaceLabel: DefaultNamespaceLabel, PodLabel: DefaultPodLabel, ContainerLabel: DefaultContainerLabel}
+	}
+	s := map[usage.Metric]*MetricRules{
+		usage.Compute: {Source: mapping(DefaultComputeMetric), Interpretation: FullGPU},
+		usage.Memory:  {Source: mapping(DefaultMemoryMetric), Interpretation: CurrentAllocation},
+	}
+	if r.Reactive != nil {
+		for m, mr := range r.Reactive.Metrics {
+			s[m] = mr
+		}
+	}
+	return s
+}
+
+// lookbackMargin widens what Decide reads beyond its longest window, so
+// that a pod whose age is judged from its oldest sample is seen as older
+// than minPodMetricsAge when it is.
+const lookbackMargin = 15 * time.Minute
+
+// Lookback is how much history Decide reads under these rules: what a
+// usage query must cover.
+func (r Rules) Lookback() time.Duration {
+	return max(r.window(), DefaultMinPodMetricsAge) + lookbackMargin
+}
+
+// window is the longest window the rules read.
+func (r Rules) window() time.Duration {
+	var d time.Duration
+	if p := r.Proactive; p != nil {
+		d = max(d, p.Window)
+	}
+	if re := r.Reactive; re != nil {
+		d = max(d, re.MinPodMetricsAge)
+		for _, m := range re.Metrics {
+			if m.Upsize != nil {
+				d = max(d, m.Upsize.Window)
+			}
+			if m.ScaleBack != nil {
+				d = max(d, m.ScaleBack.Window)
+			}
+		}
+	}
+	return d
+}
+
+func (r Rules) minPodAge() time.Duration {
+	if r.Reactive != nil {
+		return r.Reactive.MinPodMetricsAge
+	}
+	return DefaultMinPodMetricsAge
+}
+
+// maxStep is the largest upsize allowed in one step, as a multiple of the
+// current allocation: the reactive policy's tightest maxPercent.
+func (r Rules) maxStep() float64 {
+	limit := DefaultMaxPercent
+	if r.Reactive != nil {
+		first := true
+		for _, m := range r.Reactive.Metrics {
+			if m.Upsize != nil && (first || m.Upsize.MaxPercent < limit) {
+				limit, first = m.Upsize.MaxPercent, false
+			}
+		}
+	}
+	return float64(limit) / 100
+}
