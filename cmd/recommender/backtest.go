@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
@@ -59,7 +59,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 				return flagErrorf("`--metrics-file` and `--repo` go together: the repository names the workloads of the recording")
 			}
 			v, err := strconv.ParseFloat(start, 64)
-			onGrid := math.Abs(v*100-math.Round(v*100)) < 1e-9 && (v < 1 || v == math.Trunc(v))
+			onGrid := kai.OnGrid(v)
 			if err != nil || v < 0.01 || v > 64 || !onGrid {
 				return flagErrorf("invalid `--start` %q: a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)", start)
 			}

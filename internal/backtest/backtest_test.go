@@ -169,8 +169,8 @@ func TestEvaluate(t *testing.T) {
 	require.InDelta(t, 3*0.5*hour, s.AllocatedGPUHours, 1e-12)
 	require.InDelta(t, 0.3*hour, s.SlackGPUHours, 1e-12)
 	require.InDelta(t, 0.2, s.RelativeSlack(), 1e-12)
-	require.InDelta(t, 1, s.ComputeBreachMinutes, 1e-9)
-	require.InDelta(t, 1, s.MemoryBreachMinutes, 1e-9)
+	require.InDelta(t, 1, s.ComputeBreachMinutes, 1e-6)
+	require.InDelta(t, 1, s.MemoryBreachMinutes, 1e-6)
 	require.Equal(t, 1, s.WorkloadsWithMemoryBreach)
 	require.Equal(t, 0, s.Changes)
 	require.InDelta(t, 4.0/(24*60), s.Days, 1e-12)
@@ -180,7 +180,7 @@ func TestEvaluate(t *testing.T) {
 	tr = trace("w", 4, constant(10), func(i int) float64 { return []float64{20, 20, 60, 60}[i] })
 	tl = &backtest.Timeline{Changes: []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 2 * minute, Alloc: fraction(0.8)}}}
 	s = backtest.Evaluate(tr, tl)
-	require.InDelta(t, 1, s.MemoryBreachMinutes, 1e-9)
+	require.InDelta(t, 1, s.MemoryBreachMinutes, 1e-6)
 	require.Equal(t, 1, s.Changes)
 }
 
@@ -298,5 +298,5 @@ func TestFromUsage(t *testing.T) {
 	require.Equal(t, []usage.Sample{{T: 0, V: 20}, {T: minute, V: 30}, {T: 2 * minute, V: 5}}, tr.Compute)
 	require.Equal(t, usage.Sample{T: 0, V: 25}, tr.Memory[0], "the hottest of 50% of 0.5 and 10% of 0.4")
 	require.True(t, math.IsNaN(tr.Memory[1].V), "no pod reported memory then")
-	require.InDelta(t, 32, tr.Memory[2].V, 1e-9)
+	require.InDelta(t, 32, tr.Memory[2].V, 1e-6)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -203,10 +204,10 @@ func Evaluate(tr *Trace, tl *Timeline) Score {
 		used := max(c.V, m.V) / 100
 		s.AllocatedGPUHours += a * hours
 		s.SlackGPUHours += max(0, a-used) * hours
-		if m.V/100 > a+1e-9 {
+		if kai.Above(m.V/100, a) {
 			s.MemoryBreachMinutes += hours * 60
 		}
-		if c.V/100 > a+1e-9 {
+		if kai.Above(c.V/100, a) {
 			s.ComputeBreachMinutes += hours * 60
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -98,14 +99,14 @@ type Bounds struct {
 func (b Bounds) apply(cur engine.Allocation, target float64) engine.Allocation {
 	target = min(max(target, b.Floor), b.Ceiling)
 	var next engine.Allocation
-	if target > 0.99 {
-		n := math.Min(math.Ceil(target-1e-9), math.Floor(b.Ceiling+1e-9))
+	if target > kai.MaxFraction {
+		n := min(kai.CeilGPUs(target), kai.FloorGPUs(b.Ceiling))
 		next = engine.Allocation{Form: engine.WholeGPUs, GPUs: math.Max(1, n)}
 	} else {
-		next = engine.Allocation{Form: engine.Fraction, GPUs: math.Max(0.01, math.Ceil(target*100-1e-9)/100)}
+		next = engine.Allocation{Form: engine.Fraction, GPUs: max(kai.MinFraction, kai.CeilFraction(target))}
 	}
-	minChange := math.Max(0.01, cur.GPUs*float64(b.MinChangePercent)/100)
-	if math.Abs(next.GPUs-cur.GPUs) < minChange-1e-9 {
+	minChange := math.Max(kai.Step, cur.GPUs*float64(b.MinChangePercent)/100)
+	if kai.Above(minChange, math.Abs(next.GPUs-cur.GPUs)) {
 		return cur
 	}
 	return next

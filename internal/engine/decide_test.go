@@ -476,7 +476,7 @@ func TestDecide(t *testing.T) {
 			d := engine.Decide(engine.Input{At: at, Current: tt.current, Rules: g, Usage: tt.usage})
 			require.Equal(t, tt.action, d.Action, d.Reason())
 			require.Equal(t, tt.recommended.Form, d.Recommended.Form, d.Reason())
-			require.InDelta(t, tt.recommended.GPUs, d.Recommended.GPUs, 1e-9, d.Reason())
+			require.InDelta(t, tt.recommended.GPUs, d.Recommended.GPUs, 1e-6, d.Reason())
 			require.Equal(t, tt.urgent, d.Urgent)
 			if tt.rule != "" {
 				require.Equal(t, tt.rule, d.Rule)

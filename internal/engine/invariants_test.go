@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -149,18 +150,18 @@ func TestInvariantBounds(t *testing.T) {
 		default:
 			t.Fatalf("recommended form %q", r.Form)
 		}
-		if r.GPUs > g.Strategy.Ceiling+1e-9 {
+		if kai.Above(r.GPUs, g.Strategy.Ceiling) {
 			t.Fatalf("%v exceeds the ceiling %v", r.GPUs, g.Strategy.Ceiling)
 		}
 		switch d.Action {
 		case engine.Upsize:
 			// The step limit yields only to the floor: an allocation below
 			// the floor moves into bounds.
-			if limit := max(a*maxStep(g), g.Strategy.Floor); r.GPUs <= a || r.GPUs > limit+1e-9 {
+			if limit := max(a*maxStep(g), g.Strategy.Floor); r.GPUs <= a || kai.Above(r.GPUs, limit) {
 				t.Fatalf("upsize %v → %v outside (a, max(a×%v, floor)]: %s", a, r.GPUs, maxStep(g), d.Reason())
 			}
 		case engine.ScaleBack:
-			if r.GPUs >= a || r.GPUs < g.Strategy.Floor-1e-9 {
+			if r.GPUs >= a || kai.Above(g.Strategy.Floor, r.GPUs) {
 				t.Fatalf("scale-back %v → %v outside [floor %v, a): %s", a, r.GPUs, g.Strategy.Floor, d.Reason())
 			}
 			if g.Proactive == nil {

@@ -207,6 +207,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		}
 		p.Queries[i].Workloads = append(p.Queries[i].Workloads, w.Ref)
 	}
+	p.sortProblems()
 	return p, nil
 }
 
@@ -237,6 +238,7 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 			p.usage[r] = u
 		}
 	}
+	p.sortProblems()
 	return nil
 }
 
@@ -355,11 +357,17 @@ func (p *Plan) Preview(ctx context.Context) error {
 			p.note(n)
 		}
 	}
+	p.sortProblems()
+	return nil
+}
+
+// sortProblems orders the problems by where they are, so that equal
+// inputs print equal plans.
+func (p *Plan) sortProblems() {
 	slices.SortFunc(p.Problems, func(a, b Problem) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
 			cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
 	})
-	return nil
 }
 
 // withNamespaces returns the inventory with the default namespace filled

@@ -216,7 +216,7 @@ func TestMakeRefusedEditChangesNothing(t *testing.T) {
 	require.False(t, chat.Urgent)
 	require.Equal(t, engine.CauseEditRefused, chat.Cause)
 	require.Equal(t, engine.Fraction, chat.Evidence.Wanted.Recommended.Form, "the evidence keeps what the edit wanted")
-	require.InDelta(t, 0.72, chat.Evidence.Wanted.Recommended.GPUs, 1e-9)
+	require.InDelta(t, 0.72, chat.Evidence.Wanted.Recommended.GPUs, 1e-6)
 	require.Contains(t, chat.Reason(), "no change: the edit was refused (apps/chat/deployment.yaml:")
 	require.Contains(t, chat.Reason(), "it wanted 0.50 → 0.72: compute peaked at 120%")
 	require.Len(t, p.Problems, 1)
