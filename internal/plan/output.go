@@ -33,7 +33,7 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		if d.Action == engine.Upsize || d.Action == engine.ScaleBack {
 			rec = d.Recommended.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Workload.Ref, d.Current, rec, d.Action, d.Reason())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(d.Workload.Ref.String(), ""), d.Current, rec, d.Action, printable(d.Reason(), ""))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -43,12 +43,12 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	}
 	for _, f := range p.Files {
 		fmt.Fprintln(w)
-		io.WriteString(w, f.Diff())
+		io.WriteString(w, printable(f.Diff(), "\n\t"))
 	}
 	if len(p.Problems) > 0 {
 		fmt.Fprintf(w, "\n%d problem(s); whatever they touch is left alone:\n", len(p.Problems))
 		for _, pr := range p.Problems {
-			fmt.Fprintf(w, "  %s\n", pr)
+			fmt.Fprintf(w, "  %s\n", printable(pr.String(), ""))
 		}
 	}
 	return nil

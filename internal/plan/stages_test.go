@@ -1,0 +1,127 @@
+package plan_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+)
+
+// TestStagesMakeThePlan: running the stages one by one gives the plan Make
+// gives, byte for byte.
+func TestStagesMakeThePlan(t *testing.T) {
+	ctx := context.Background()
+	opts := plan.Options{Repo: repo, At: at, Source: recorded(t)}
+	whole, err := plan.Make(ctx, opts)
+	require.NoError(t, err)
+
+	p, err := plan.Govern(ctx, opts)
+	require.NoError(t, err)
+	require.Len(t, p.Queries, 1, "the starter policies read usage one way")
+	require.Empty(t, p.Decisions, "nothing is decided before usage is fetched")
+	require.NoError(t, p.Fetch(ctx, opts.Source))
+	p.Decide()
+	require.NotEmpty(t, p.Decisions)
+	require.Empty(t, p.Files, "nothing is edited before Preview")
+	require.NoError(t, p.Preview(ctx))
+
+	var a, b bytes.Buffer
+	require.NoError(t, whole.WriteJSON(&a))
+	require.NoError(t, p.WriteJSON(&b))
+	require.Equal(t, a.String(), b.String())
+}
+
+// TestChangeSets: edits come grouped for publishing, each group applied
+// alone on a fresh copy of the checkout, and a group's files are exactly
+// what the plan previews for its workloads.
+func TestChangeSets(t *testing.T) {
+	ctx := context.Background()
+	p, err := plan.Make(ctx, plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	preview := map[string]string{}
+	for _, f := range p.Files {
+		preview[f.Path] = string(f.New)
+	}
+
+	tests := []struct {
+		name string
+		by   plan.Grouping
+		keys []string
+	}{
+		{name: "one per workload by default", by: "", keys: []string{
+			"inference/Deployment/asr-whisper", "inference/Deployment/chat", "inference/Deployment/summarize", "inference/Deployment/translate"}},
+		{name: "by namespace", by: plan.ByNamespace, keys: []string{"inference"}},
+		{name: "by policy", by: plan.ByPolicy, keys: []string{
+			"ClusterProactivePolicy kai-gpu-sharing-baseline + ClusterGpuReactivePolicy kai-gpu-sharing-reactive"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sets, err := p.ChangeSets(tt.by)
+			require.NoError(t, err)
+			var keys []string
+			edits := 0
+			for _, cs := range sets {
+				keys = append(keys, cs.Key)
+				require.Len(t, cs.Edits, len(cs.Decisions))
+				edits += len(cs.Edits)
+				for _, d := range cs.Decisions {
+					require.True(t, d.Action.Changes(), "%s: only changes are published", d.Workload.Ref)
+				}
+				// A fresh copy of the base for each change set: applying one
+				// never depends on another having been applied.
+				dir := quickstartCopy(t, nil)
+				res, err := cs.Apply(ctx, dir, p.Inventory())
+				require.NoError(t, err)
+				require.Empty(t, res.Refused)
+				require.Len(t, res.Files, len(cs.Edits), "each workload of the quickstart has a file of its own")
+				for _, f := range res.Files {
+					require.Equal(t, preview[f.Path], string(f.New), f.Path)
+				}
+			}
+			require.Equal(t, tt.keys, keys)
+			require.Equal(t, 4, edits, "two upsizes and two scale-backs")
+		})
+	}
+	_, err = p.ChangeSets("team")
+	require.ErrorContains(t, err, `unknown grouping "team"`)
+}
+
+// TestPolicyConflictIsAProblem: two cluster policies of one kind claiming
+// the same workloads leave them alone, and the run says so (exit 3), not
+// silently.
+func TestPolicyConflictIsAProblem(t *testing.T) {
+	dir := quickstartCopy(t, nil)
+	pf := filepath.Join(dir, "policies/kai-gpu-sharing.yaml")
+	b, err := os.ReadFile(pf)
+	require.NoError(t, err)
+	doc := string(b)
+	start := strings.Index(doc, "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterProactivePolicy")
+	end := strings.Index(doc, "kind: ClusterGpuReactivePolicy")
+	require.True(t, start >= 0 && end > start)
+	second := strings.Replace(doc[start:end], "name: kai-gpu-sharing-baseline", "name: second-baseline", 1)
+	second = strings.TrimSuffix(second, "apiVersion: rightsizing.kubex.ai/v1alpha1\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policies/second.yaml"), []byte(second), 0o644))
+
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	require.Empty(t, p.Files)
+	chat := decisionOf(t, p, "chat")
+	require.Equal(t, engine.Skipped, chat.Action)
+	require.Equal(t, engine.CausePolicyConflict, chat.Cause)
+	require.Equal(t, "left alone: ClusterProactivePolicy kai-gpu-sharing-baseline and ClusterProactivePolicy second-baseline both select it", chat.Reason())
+	require.NotEmpty(t, p.Problems)
+	found := false
+	for _, pr := range p.Problems {
+		if pr.File == "apps/chat/deployment.yaml" && strings.Contains(pr.Message, "both select it") {
+			found = true
+		}
+	}
+	require.True(t, found, "the conflict is a problem at the workload: %v", p.Problems)
+}
