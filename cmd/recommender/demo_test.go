@@ -147,3 +147,38 @@ func TestPlanBadInputs(t *testing.T) {
 	require.True(t, strings.HasPrefix(errOut, "`--metrics-file` is required"), errOut)
 	require.Contains(t, errOut, "Usage:\n  recommender plan --repo DIR --metrics-file FILE [flags]", "the usage of the command that failed")
 }
+
+// TestPlanRefusesAnUnreadableFraction: a gpu-fraction KAI would not read
+// as written is a problem of the file, and the workload is left alone,
+// never taken for one without a GPU request.
+func TestPlanRefusesAnUnreadableFraction(t *testing.T) {
+	tests := []struct {
+		name, value, problem string
+	}{
+		{name: "empty", value: `""`,
+			problem: `apps/translate/deployment.yaml:12: line 30: not a gpu-fraction KAI accepts: it is empty`},
+		{name: "a sequence", value: `['0.25']`,
+			problem: `apps/translate/deployment.yaml:12: invalid value: line 30: gpu-fraction is a sequence, not a string`},
+		{name: "a leading blank", value: `' 0.25'`,
+			problem: `apps/translate/deployment.yaml:12: gpu-fraction " 0.25" is not a fraction KAI accepts (strictly between 0 and 1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := t.TempDir()
+			require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
+			file := filepath.Join(repo, "apps", "translate", "deployment.yaml")
+			b, err := os.ReadFile(file)
+			require.NoError(t, err)
+			broken := strings.Replace(string(b), "gpu-fraction: '0.25'", "gpu-fraction: "+tt.value, 1)
+			require.NotEqual(t, string(b), broken)
+			require.NoError(t, os.WriteFile(file, []byte(broken), 0o644))
+
+			out, errOut, code := run(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
+			require.Equal(t, exitProblems, code, out)
+			require.Empty(t, errOut)
+			require.Contains(t, out, "\n  "+tt.problem+"\n")
+			require.Regexp(t, `inference/Deployment/translate +.*skipped +left alone: `, out)
+			require.NotContains(t, out, "--- a/apps/translate/")
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 )
 
@@ -144,6 +145,9 @@ metadata:
 		},
 		{Ref: dep("", "a"), File: "apps/multi.yml", Line: 19, GPU: patcher.GPU{NumDevices: 1}},
 	}
+	require.Len(t, inv.Workloads, len(want))
+	require.EqualError(t, inv.Workloads[1].GPU.FractionErr, `line 14: not a gpu-fraction KAI accepts: "1.0" is not strictly between 0 and 1`)
+	inv.Workloads[1].GPU.FractionErr = nil
 	require.Equal(t, want, inv.Workloads)
 }
 
@@ -381,4 +385,130 @@ spec:
 	require.Equal(t, "vllm", g.Container)
 	require.ErrorIs(t, g.Err, patcher.ErrAlias)
 	require.EqualError(t, g.Err, "anchor, alias or merge key on the edit path: line 16: the nvidia.com/gpu of spec.template.spec.containers[vllm] is written through it, so it is read but not edited")
+}
+
+// An annotation KAI would not read as written is reported with its line,
+// never taken for "no GPU request" or read leniently.
+func TestDiscoverGPUAnnotationsKAIRefuses(t *testing.T) {
+	const head = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"
+	const tail = "    spec:\n      containers:\n      - name: c\n        image: x\n"
+	tests := []struct {
+		name string
+		// body goes between head and tail: the spec and pod metadata.
+		body    string
+		wantErr error
+		wantMsg string
+	}{
+		{
+			name:    "empty",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"\"\n",
+			wantErr: kai.ErrFraction,
+			wantMsg: "line 9: not a gpu-fraction KAI accepts: it is empty",
+		},
+		{
+			name:    "null",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction:\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-fraction is null, not a string",
+		},
+		{
+			name:    "a sequence",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: [\"0.5\"]\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-fraction is a sequence, not a string",
+		},
+		{
+			name:    "a mapping",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: {v: \"0.5\"}\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-fraction is a mapping, not a string",
+		},
+		{
+			name:    "an alias",
+			body:    "x-f: &f \"0.5\"\nspec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: *f\n",
+			wantErr: patcher.ErrAlias,
+			wantMsg: "anchor, alias or merge key on the edit path: line 10: gpu-fraction is written through an alias",
+		},
+		{
+			name:    "annotations through an alias",
+			body:    "x-a: &a {gpu-fraction: \"0.5\"}\nspec:\n  template:\n    metadata:\n      annotations: *a\n",
+			wantErr: patcher.ErrAlias,
+			wantMsg: "anchor, alias or merge key on the edit path: line 9: gpu-fraction is written through an alias",
+		},
+		{
+			name:    "a merge key",
+			body:    "x-a: &a {gpu-fraction: \"0.5\"}\nspec:\n  template:\n    metadata:\n      annotations:\n        <<: *a\n",
+			wantErr: patcher.ErrAlias,
+			wantMsg: "anchor, alias or merge key on the edit path: line 10: gpu-fraction is written through a << merge key",
+		},
+		{
+			name:    "a leading blank",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \" 0.5\"\n",
+			wantErr: kai.ErrFraction,
+			wantMsg: `line 9: not a gpu-fraction KAI accepts: " 0.5" is not a plain decimal`,
+		},
+		{
+			name:    "a hex float",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"0x1p-1\"\n",
+			wantErr: kai.ErrFraction,
+			wantMsg: `line 9: not a gpu-fraction KAI accepts: "0x1p-1" is not a plain decimal`,
+		},
+		{
+			name:    "gpu-memory with a blank",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-memory: \"2000 \"\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: `invalid value: line 9: gpu-memory "2000 " is not a whole number of MiB above 0`,
+		},
+		{
+			name:    "gpu-memory a sequence",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-memory: [2000]\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-memory is a sequence, not a string",
+		},
+		{
+			name:    "num-devices with a sign",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"0.5\"\n        gpu-fraction-num-devices: \"+2\"\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: `invalid value: line 10: gpu-fraction-num-devices "+2" is not a whole number above 0`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, map[string]string{"d.yaml": head + tc.body + tail})
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			require.Len(t, inv.Workloads, 1)
+			g := inv.Workloads[0].GPU
+			require.ErrorIs(t, g.FractionErr, tc.wantErr)
+			require.EqualError(t, g.FractionErr, tc.wantMsg)
+		})
+	}
+}
+
+// Sharing that does not reach the annotation is no reason to refuse it.
+func TestDiscoverGPUAnnotationsBesideAnAlias(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"d.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: x
+x-l: &l {app: x}
+spec:
+  template:
+    metadata:
+      labels: *l
+      annotations:
+        gpu-fraction: "0.5"
+    spec:
+      containers:
+      - name: c
+        image: x
+`})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	g := inv.Workloads[0].GPU
+	require.NoError(t, g.FractionErr)
+	require.Equal(t, 0.5, g.Fraction)
 }
