@@ -512,3 +512,64 @@ spec:
 	require.NoError(t, g.FractionErr)
 	require.Equal(t, 0.5, g.Fraction)
 }
+
+// A name Kubernetes would refuse is a problem of its file, quoted so that
+// nothing raw reaches a terminal: a line break and an escape sequence in
+// a name would otherwise forge a plan row and colour the terminal.
+func TestDiscoverRefusesInvalidNames(t *testing.T) {
+	tests := []struct {
+		name      string
+		metadata  string
+		want      string // the problem; "" when the workload is read
+		wantNames int
+	}{
+		{
+			name:     "a line break and an escape sequence",
+			metadata: `  name: "chat\n\e[31minference/Deployment/x  0.50  0.99  upsize"`,
+			want:     `d.yaml:1: metadata.name "chat\n\x1b[31minference/Deployment/x  0.50  0.99  upsize" is not a valid Kubernetes name: a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "upper case",
+			metadata: "  name: Chat",
+			want:     `d.yaml:1: metadata.name "Chat" is not a valid Kubernetes name: a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "ends with a dash",
+			metadata: "  name: chat-",
+			want:     `d.yaml:1: metadata.name "chat-" is not a valid Kubernetes name: a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "too long",
+			metadata: "  name: " + strings.Repeat("a", 254),
+			want:     `d.yaml:1: metadata.name "` + strings.Repeat("a", 254) + `" is not a valid Kubernetes name: it has 254 characters, a name at most 253`,
+		},
+		{
+			name:     "a namespace with a dot",
+			metadata: "  name: chat\n  namespace: ml.prod",
+			want:     `d.yaml:1: metadata.namespace "ml.prod" is not a valid Kubernetes name: a namespace has lowercase letters, digits and '-', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "a namespace too long",
+			metadata: "  name: chat\n  namespace: " + strings.Repeat("n", 64),
+			want:     `d.yaml:1: metadata.namespace "` + strings.Repeat("n", 64) + `" is not a valid Kubernetes name: it has 64 characters, a namespace at most 63`,
+		},
+		{name: "dots in a name", metadata: "  name: chat.v2\n  namespace: ml-prod", wantNames: 1},
+		{name: "the longest name", metadata: "  name: " + strings.Repeat("a", 253), wantNames: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, map[string]string{"d.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n" + tc.metadata + "\n"})
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			require.Len(t, inv.Workloads, tc.wantNames)
+			if tc.want == "" {
+				require.Empty(t, inv.Problems)
+				return
+			}
+			require.Len(t, inv.Problems, 1)
+			require.ErrorIs(t, inv.Problems[0], patcher.ErrInvalidName)
+			require.Equal(t, tc.want, inv.Problems[0].Error())
+		})
+	}
+}

@@ -72,6 +72,9 @@ var (
 	ErrNotGPUContainer = errors.New("not the container that gets the pod's GPU")
 	// ErrOutsideRoot: a symlink leads outside the checkout.
 	ErrOutsideRoot = errors.New("symlink leads outside the checkout")
+	// ErrInvalidName: a metadata.name or metadata.namespace that
+	// Kubernetes would refuse; the workload is not read.
+	ErrInvalidName = errors.New("not a valid Kubernetes name")
 )
 
 // Inventory is what Discover found.

@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,54 @@ func identify(root *yaml.Node) (usage.Ref, kindSpec, bool) {
 	md := lookup(root, "metadata")
 	return usage.Ref{Kind: kind, Namespace: str(md, "namespace"), Name: str(md, "name")}, spec, true
 }
+
+// validRef refuses a workload whose name or namespace Kubernetes would
+// not accept. Besides sparing a plan for an object that cannot exist, it
+// keeps input out of the terminal: a name is printed in plan rows and
+// pull requests, and one holding a line break or an escape sequence would
+// forge a row or colour the terminal. The error quotes the name with %q,
+// so nothing raw is printed.
+func validRef(ref usage.Ref) error {
+	if why := dns1123Subdomain(ref.Name); why != "" {
+		return fmt.Errorf("metadata.name %q is %w: %s", ref.Name, ErrInvalidName, why)
+	}
+	if ref.Namespace == "" {
+		return nil // absent: the caller's default applies
+	}
+	if why := dns1123Label(ref.Namespace); why != "" {
+		return fmt.Errorf("metadata.namespace %q is %w: %s", ref.Namespace, ErrInvalidName, why)
+	}
+	return nil
+}
+
+// dns1123Label says why s is not a DNS-1123 label, the rule for
+// namespaces; "" when it is one.
+func dns1123Label(s string) string {
+	switch {
+	case len(s) > 63:
+		return fmt.Sprintf("it has %d characters, a namespace at most 63", len(s))
+	case !dns1123LabelRE.MatchString(s):
+		return "a namespace has lowercase letters, digits and '-', and starts and ends with a letter or digit"
+	}
+	return ""
+}
+
+// dns1123Subdomain says why s is not a DNS-1123 subdomain, the rule for
+// Deployment names; "" when it is one.
+func dns1123Subdomain(s string) string {
+	switch {
+	case len(s) > 253:
+		return fmt.Sprintf("it has %d characters, a name at most 253", len(s))
+	case !dns1123SubdomainRE.MatchString(s):
+		return "a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit"
+	}
+	return ""
+}
+
+var (
+	dns1123LabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dns1123SubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
 
 // readWorkload builds a Workload from a document root that identify
 // accepted.
