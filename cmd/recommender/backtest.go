@@ -49,7 +49,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 			"VPA-like, KRR-like, and an oracle that knows the future). It scores each on relative slack,\n" +
 			"breach-minutes and churn.",
 		Example: "  recommender backtest --traces ../shared/traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(opts.Traces) == 0 && opts.MetricsFile == "" {
 				return flagErrorf("`--traces` or `--metrics-file` is required")

@@ -182,3 +182,41 @@ func TestPlanRefusesAnUnreadableFraction(t *testing.T) {
 		})
 	}
 }
+
+// TestMainExitCodes: the README's exit codes, through Main. A command line
+// that is wrong in any way is a usage mistake: 2, with the message and the
+// usage of the command it reached, and nothing on stdout.
+func TestMainExitCodes(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		code      exitCode
+		errPrefix string
+		usage     string
+	}{
+		{name: "no command prints help", args: nil, code: exitOK},
+		{name: "unknown command", args: []string{"bogus"}, code: exitUsage,
+			errPrefix: "unknown command \"bogus\" for \"recommender\"\n\nUsage:\n", usage: "recommender <command> [flags]"},
+		{name: "misspelt command", args: []string{"pln"}, code: exitUsage,
+			errPrefix: "unknown command \"pln\" for \"recommender\"\n\nDid you mean this?\n\tplan\n\nUsage:\n", usage: "recommender <command> [flags]"},
+		{name: "extra argument to plan", args: []string{"plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "extra"}, code: exitUsage,
+			errPrefix: "unknown command \"extra\" for \"recommender plan\"\n\nUsage:\n", usage: "recommender plan --repo DIR --metrics-file FILE [flags]"},
+		{name: "extra argument to backtest", args: []string{"backtest", "extra"}, code: exitUsage,
+			errPrefix: "unknown command \"extra\" for \"recommender backtest\"\n\nUsage:\n", usage: "recommender backtest"},
+		{name: "unknown flag", args: []string{"--bogus"}, code: exitUsage,
+			errPrefix: "unknown flag: --bogus\n\nUsage:\n", usage: "recommender <command> [flags]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			require.Equal(t, tt.code, code, errOut)
+			if tt.code == exitOK {
+				require.Contains(t, out, "Available Commands:")
+				return
+			}
+			require.Empty(t, out)
+			require.True(t, strings.HasPrefix(errOut, tt.errPrefix), errOut)
+			require.Contains(t, errOut, "Usage:\n  "+tt.usage)
+		})
+	}
+}

@@ -38,7 +38,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 		Short: "Print the decisions, reasons and diffs for a repository, writing nothing",
 		Example: "  recommender plan --repo examples/quickstart --metrics-file examples/quickstart/metrics.om\n" +
 			"  recommender plan --repo . --metrics-file usage.om --at 2026-11-30T12:00:00Z --output json",
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Repo == "" {
 				return flagErrorf("`--repo` is required")
