@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -219,4 +220,56 @@ func TestMainExitCodes(t *testing.T) {
 			require.Contains(t, errOut, "Usage:\n  "+tt.usage)
 		})
 	}
+}
+
+// TestPlanEvaluationTime: an evaluation time far from the recording is a
+// usage mistake that names the recording's span, and a lone sample dated a
+// year ahead neither moves the default evaluation time nor goes unsaid.
+func TestPlanEvaluationTime(t *testing.T) {
+	const span = "its samples run from 2026-11-29T10:00:00Z to 2026-11-30T12:00:00Z"
+	tests := []struct {
+		name string
+		at   string
+		code exitCode
+		err  string
+	}{
+		{name: "a year after", at: "2027-11-30T12:00:00Z", code: exitUsage,
+			err: "`--at` 2027-11-30T12:00:00Z is outside the recording: " + span + ", and an evaluation time must fall within them or up to a day after\n"},
+		{name: "before the oldest sample", at: "2026-11-29T09:59:59Z", code: exitUsage,
+			err: "`--at` 2026-11-29T09:59:59Z is outside the recording: " + span + ", and an evaluation time must fall within them or up to a day after\n"},
+		{name: "zero", at: "0", code: exitUsage,
+			err: "invalid `--at`: \"0\" is not a plausible time: Unix seconds from 946684800 (2000) to 32503680000 (3000)\n"},
+		{name: "the newest sample", at: "2026-11-30T12:00:00Z", code: exitOK},
+		{name: "a day after", at: "2026-12-01T12:00:00Z", code: exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--at", tt.at)
+			require.Equal(t, tt.code, code, errOut)
+			if tt.code == exitOK {
+				require.Empty(t, errOut)
+				return
+			}
+			require.Empty(t, out)
+			require.True(t, strings.HasPrefix(errOut, tt.err+"\nUsage:\n"), errOut)
+		})
+	}
+
+	t.Run("a sample a year ahead", func(t *testing.T) {
+		b, err := os.ReadFile(quickstartMetrics)
+		require.NoError(t, err)
+		body, ok := strings.CutSuffix(string(b), "# EOF\n")
+		require.True(t, ok)
+		lines := strings.Count(body, "\n")
+		file := filepath.Join(t.TempDir(), "metrics.om")
+		stray := `kube_pod_start_time{namespace="staging",pod="summarize-6b8f9c7d5-t4hxm"} 1795968000.00 1827576000` + "\n"
+		require.NoError(t, os.WriteFile(file, []byte(body+stray+"# EOF\n"), 0o644))
+
+		out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", file)
+		require.Equal(t, exitOK, code, errOut)
+		want, err := os.ReadFile(filepath.Join("testdata", "quickstart-plan.txt"))
+		require.NoError(t, err)
+		require.Equal(t, string(want), out, "the plan of the recording without the stray sample")
+		require.Contains(t, errOut, "level=WARN msg=\"ignoring samples far after the rest of the recording: a clock was wrong when they were taken\" samples=1 newest=2027-11-30T12:00:00Z line="+strconv.Itoa(lines+1))
+	})
 }
