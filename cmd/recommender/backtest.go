@@ -50,7 +50,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 			"VPA-like, KRR-like, and an oracle that knows the future). It scores each on relative slack,\n" +
 			"breach-minutes and churn.",
 		Example: "  recommender backtest --traces ../shared/traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(opts.Traces) == 0 && opts.MetricsFile == "" {
 				return flagErrorf("`--traces` or `--metrics-file` is required")
@@ -277,8 +277,15 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
 	}
+	// Every write goes through a Root: whatever a name holds, no file
+	// lands outside --out.
+	out, err := os.OpenRoot(opts.OutDir)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
 	write := func(name string, fn func(f *os.File) error) error {
-		f, err := os.Create(filepath.Join(opts.OutDir, name))
+		f, err := out.Create(name)
 		if err != nil {
 			return err
 		}
@@ -309,17 +316,46 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 			names = append(names, n)
 		}
 	}
+	used := map[string]bool{"results.txt": true, "results.json": true, "tradeoff.svg": true}
 	for _, n := range names {
 		i := slices.IndexFunc(traces, func(t *backtest.Trace) bool { return t.Name == n })
 		if i < 0 {
 			return fmt.Errorf("`--plot` %q: no such workload in the traces", n)
 		}
-		if err := write("workload-"+n+".svg", func(f *os.File) error { return backtest.PlotWorkload(f, traces[i], results) }); err != nil {
+		file := plotFile(n, used)
+		if err := write(file, func(f *os.File) error { return backtest.PlotWorkload(f, traces[i], results) }); err != nil {
 			return err
 		}
+		opts.Logger.Debug("workload plotted", "workload", n, "file", file)
 	}
 	opts.Logger.Info("results written", "dir", opts.OutDir)
 	return nil
+}
+
+// plotFile names the plot of workload name: workload-<name>.svg, with
+// every byte outside [A-Za-z0-9._-] replaced by '_', so that a name from
+// a trace (x/../../pwned, a line break, a NUL) can only ever be one plain
+// file name. The replacement can make two names one, so a name already in
+// used gets -2, -3, ...; the result is added to used.
+func plotFile(name string, used map[string]bool) string {
+	// File names are limited to 255 bytes; leave room for the rest.
+	const maxName = 200
+	b := []byte(name)
+	if len(b) > maxName {
+		b = b[:maxName]
+	}
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	base := "workload-" + string(b)
+	file := base + ".svg"
+	for k := 2; used[file]; k++ {
+		file = fmt.Sprintf("%s-%d.svg", base, k)
+	}
+	used[file] = true
+	return file
 }
 
 // chooseExamples picks up to three workloads worth looking at: where the

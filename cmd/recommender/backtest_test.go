@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +115,61 @@ func TestBacktestRecording(t *testing.T) {
 	// business, not the recording's); the gateway has no GPU.
 	require.Contains(t, stdout, "7 workloads from ../../examples/quickstart/metrics.om (for ../../examples/quickstart)")
 	require.Regexp(t, `(?m)^\s+kubex-guide\s+\d+\.\d%`, stdout)
+}
+
+// TestBacktestWritesOnlyUnderOut: a workload name from a trace cannot put
+// a file outside --out, and two names that read alike do not overwrite
+// each other's plot.
+func TestBacktestWritesOnlyUnderOut(t *testing.T) {
+	tmp := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("testdata", "trace.csv"))
+	require.NoError(t, err)
+	const evil, alike = "x/../../../pwned", "x_.._.._.._pwned"
+	csv := strings.ReplaceAll(strings.ReplaceAll(string(b), "\nquiet,", "\n"+evil+","), "\nbursty,", "\n"+alike+",")
+	traces := filepath.Join(tmp, "trace.csv")
+	require.NoError(t, os.WriteFile(traces, []byte(csv), 0o644))
+	out := filepath.Join(tmp, "a", "b", "c", "out")
+
+	_, stderr, code := run(t, "backtest", "--traces", traces, "--policies", "kubex-guide="+quickstartRepo+"/policies",
+		"--start", "0.5", "--out", out, "--plot", evil, "--plot", alike)
+	require.Equal(t, exitOK, code, stderr)
+
+	var files []string
+	require.NoError(t, filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(tmp, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	}))
+	require.ElementsMatch(t, []string{
+		"trace.csv",
+		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/tradeoff.svg",
+		"a/b/c/out/workload-x_.._.._.._pwned.svg", "a/b/c/out/workload-x_.._.._.._pwned-2.svg",
+	}, files)
+}
+
+func TestPlotFile(t *testing.T) {
+	tests := []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{name: "plain", names: []string{"chat-v2.1_a"}, want: []string{"workload-chat-v2.1_a.svg"}},
+		{name: "a path", names: []string{"x/../../../pwned"}, want: []string{"workload-x_.._.._.._pwned.svg"}},
+		{name: "dot dot", names: []string{".."}, want: []string{"workload-...svg"}},
+		{name: "control characters and non-ASCII", names: []string{"a\nb\x00ü"}, want: []string{"workload-a_b___.svg"}},
+		{name: "names that read alike", names: []string{"a/b", "a_b", "a b"}, want: []string{"workload-a_b.svg", "workload-a_b-2.svg", "workload-a_b-3.svg"}},
+		{name: "too long", names: []string{strings.Repeat("n", 300)}, want: []string{"workload-" + strings.Repeat("n", 200) + ".svg"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			used := map[string]bool{}
+			var got []string
+			for _, n := range tt.names {
+				got = append(got, plotFile(n, used))
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
 }

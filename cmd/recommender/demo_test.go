@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -146,4 +147,129 @@ func TestPlanBadInputs(t *testing.T) {
 	require.Empty(t, out)
 	require.True(t, strings.HasPrefix(errOut, "`--metrics-file` is required"), errOut)
 	require.Contains(t, errOut, "Usage:\n  recommender plan --repo DIR --metrics-file FILE [flags]", "the usage of the command that failed")
+}
+
+// TestPlanRefusesAnUnreadableFraction: a gpu-fraction KAI would not read
+// as written is a problem of the file, and the workload is left alone,
+// never taken for one without a GPU request.
+func TestPlanRefusesAnUnreadableFraction(t *testing.T) {
+	tests := []struct {
+		name, value, problem string
+	}{
+		{name: "empty", value: `""`,
+			problem: `apps/translate/deployment.yaml:12: line 30: invalid gpu-fraction: it is empty`},
+		{name: "a sequence", value: `['0.25']`,
+			problem: `apps/translate/deployment.yaml:12: invalid value: line 30: gpu-fraction is a sequence, not a string`},
+		{name: "a leading blank", value: `' 0.25'`,
+			problem: `apps/translate/deployment.yaml:12: line 30: invalid gpu-fraction " 0.25": KAI reads a plain decimal, without blanks, signs, exponents or hex`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := t.TempDir()
+			require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
+			file := filepath.Join(repo, "apps", "translate", "deployment.yaml")
+			b, err := os.ReadFile(file)
+			require.NoError(t, err)
+			broken := strings.Replace(string(b), "gpu-fraction: '0.25'", "gpu-fraction: "+tt.value, 1)
+			require.NotEqual(t, string(b), broken)
+			require.NoError(t, os.WriteFile(file, []byte(broken), 0o644))
+
+			out, errOut, code := run(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
+			require.Equal(t, exitProblems, code, out)
+			require.Empty(t, errOut)
+			require.Contains(t, out, "\n  "+tt.problem+"\n")
+			require.Regexp(t, `inference/Deployment/translate +.*skipped +left alone: `, out)
+			require.NotContains(t, out, "--- a/apps/translate/")
+		})
+	}
+}
+
+// TestMainExitCodes: the README's exit codes, through Main. A command line
+// that is wrong in any way is a usage mistake: 2, with the message and the
+// usage of the command it reached, and nothing on stdout.
+func TestMainExitCodes(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		code      exitCode
+		errPrefix string
+		usage     string
+	}{
+		{name: "no command prints help", args: nil, code: exitOK},
+		{name: "unknown command", args: []string{"bogus"}, code: exitUsage,
+			errPrefix: "unknown command \"bogus\" for \"recommender\"\n\nUsage:\n", usage: "recommender <command> [flags]"},
+		{name: "misspelt command", args: []string{"pln"}, code: exitUsage,
+			errPrefix: "unknown command \"pln\" for \"recommender\"\n\nDid you mean this?\n\tplan\n\nUsage:\n", usage: "recommender <command> [flags]"},
+		{name: "extra argument to plan", args: []string{"plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "extra"}, code: exitUsage,
+			errPrefix: "unknown command \"extra\" for \"recommender plan\"\n\nUsage:\n", usage: "recommender plan --repo DIR --metrics-file FILE [flags]"},
+		{name: "extra argument to backtest", args: []string{"backtest", "extra"}, code: exitUsage,
+			errPrefix: "unknown command \"extra\" for \"recommender backtest\"\n\nUsage:\n", usage: "recommender backtest"},
+		{name: "unknown flag", args: []string{"--bogus"}, code: exitUsage,
+			errPrefix: "unknown flag: --bogus\n\nUsage:\n", usage: "recommender <command> [flags]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			require.Equal(t, tt.code, code, errOut)
+			if tt.code == exitOK {
+				require.Contains(t, out, "Available Commands:")
+				return
+			}
+			require.Empty(t, out)
+			require.True(t, strings.HasPrefix(errOut, tt.errPrefix), errOut)
+			require.Contains(t, errOut, "Usage:\n  "+tt.usage)
+		})
+	}
+}
+
+// TestPlanEvaluationTime: an evaluation time far from the recording is a
+// usage mistake that names the recording's span, and a lone sample dated a
+// year ahead neither moves the default evaluation time nor goes unsaid.
+func TestPlanEvaluationTime(t *testing.T) {
+	const span = "its samples run from 2026-11-29T10:00:00Z to 2026-11-30T12:00:00Z"
+	tests := []struct {
+		name string
+		at   string
+		code exitCode
+		err  string
+	}{
+		{name: "a year after", at: "2027-11-30T12:00:00Z", code: exitUsage,
+			err: "`--at` 2027-11-30T12:00:00Z is outside the recording: " + span + ", and an evaluation time must fall within them or up to a day after\n"},
+		{name: "before the oldest sample", at: "2026-11-29T09:59:59Z", code: exitUsage,
+			err: "`--at` 2026-11-29T09:59:59Z is outside the recording: " + span + ", and an evaluation time must fall within them or up to a day after\n"},
+		{name: "zero", at: "0", code: exitUsage,
+			err: "invalid `--at`: \"0\" is not a plausible time: Unix seconds from 946684800 (2000) to 32503680000 (3000)\n"},
+		{name: "the newest sample", at: "2026-11-30T12:00:00Z", code: exitOK},
+		{name: "a day after", at: "2026-12-01T12:00:00Z", code: exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--at", tt.at)
+			require.Equal(t, tt.code, code, errOut)
+			if tt.code == exitOK {
+				require.Empty(t, errOut)
+				return
+			}
+			require.Empty(t, out)
+			require.True(t, strings.HasPrefix(errOut, tt.err+"\nUsage:\n"), errOut)
+		})
+	}
+
+	t.Run("a sample a year ahead", func(t *testing.T) {
+		b, err := os.ReadFile(quickstartMetrics)
+		require.NoError(t, err)
+		body, ok := strings.CutSuffix(string(b), "# EOF\n")
+		require.True(t, ok)
+		lines := strings.Count(body, "\n")
+		file := filepath.Join(t.TempDir(), "metrics.om")
+		stray := `kube_pod_start_time{namespace="staging",pod="summarize-6b8f9c7d5-t4hxm"} 1795968000.00 1827576000` + "\n"
+		require.NoError(t, os.WriteFile(file, []byte(body+stray+"# EOF\n"), 0o644))
+
+		out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", file)
+		require.Equal(t, exitOK, code, errOut)
+		want, err := os.ReadFile(filepath.Join("testdata", "quickstart-plan.txt"))
+		require.NoError(t, err)
+		require.Equal(t, string(want), out, "the plan of the recording without the stray sample")
+		require.Contains(t, errOut, "level=WARN msg=\"ignoring samples far after the rest of the recording: a clock was wrong when they were taken\" samples=1 newest=2027-11-30T12:00:00Z line="+strconv.Itoa(lines+1))
+	})
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -19,6 +21,24 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 			"repository, and proposes new KAI gpu-fraction values as minimal edits to the manifests.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// cobra's own default, which SuggestionsFor does not apply.
+		SuggestionsMinimumDistance: 2,
+		// With Args set, cobra hands an unknown command to the root
+		// instead of failing with a plain error that Main could not tell
+		// from a failed run: it is a usage mistake (exit 2).
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+			return &flagError{errors.New(msg)}
+		},
+		// A runnable root, so that the Args above are checked; with no
+		// command it prints its help, as before.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.SetOut(io.Out)
 	cmd.SetErr(io.Err)
@@ -27,6 +47,15 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	logger := func() (*slog.Logger, error) { return newLogger(io, logLevel) }
 	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdBacktest(io, logger, nil))
 	return cmd
+}
+
+// noArgs is cobra.NoArgs as a usage mistake (exit 2): a command that
+// takes no arguments was given one.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return &flagError{err}
+	}
+	return nil
 }
 
 // newLogger builds the stderr logger at a level named on the command line.

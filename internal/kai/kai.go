@@ -83,7 +83,7 @@ func Above(a, b float64) bool { return a > b+tolerance }
 func FormatFraction(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // ErrFraction is wrapped by every error of ParseFraction.
-var ErrFraction = errors.New("not a gpu-fraction KAI accepts")
+var ErrFraction = errors.New("invalid gpu-fraction")
 
 // ParseFraction reads a gpu-fraction annotation the way KAI's webhook
 // does: a plain decimal strictly between 0 and 1. It refuses what Go's
@@ -100,18 +100,18 @@ func ParseFraction(s string) (float64, error) {
 		case c == '.' && !dot:
 			dot = true
 		default:
-			return 0, fmt.Errorf("%w: %q is not a plain decimal", ErrFraction, s)
+			return 0, fmt.Errorf("%w %q: KAI reads a plain decimal, without blanks, signs, exponents or hex", ErrFraction, s)
 		}
 	}
 	if s == "." {
-		return 0, fmt.Errorf("%w: %q is not a plain decimal", ErrFraction, s)
+		return 0, fmt.Errorf("%w %q: KAI reads a plain decimal, without blanks, signs, exponents or hex", ErrFraction, s)
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %q is not a plain decimal", ErrFraction, s)
+		return 0, fmt.Errorf("%w %q: KAI reads a plain decimal, without blanks, signs, exponents or hex", ErrFraction, s)
 	}
 	if f <= 0 || f >= 1 {
-		return 0, fmt.Errorf("%w: %q is not strictly between 0 and 1", ErrFraction, s)
+		return 0, fmt.Errorf("%w %q: KAI wants a fraction strictly between 0 and 1", ErrFraction, s)
 	}
 	return f, nil
 }

@@ -361,6 +361,37 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// A file name that would break the diff's header lines or reach the
+// terminal raw is quoted, as git does with core.quotePath.
+func TestDiffQuotesFileNames(t *testing.T) {
+	tests := []struct {
+		name, path, header string
+	}{
+		{name: "plain", path: "apps/chat.yaml", header: "--- a/apps/chat.yaml\n+++ b/apps/chat.yaml\n"},
+		{name: "not ASCII but printable", path: "apps/café.yaml", header: "--- a/apps/café.yaml\n+++ b/apps/café.yaml\n"},
+		{
+			name:   "a line break that would forge a header",
+			path:   "x.yaml\n+++ b/evil.yaml",
+			header: `--- "a/x.yaml\n+++ b/evil.yaml"` + "\n" + `+++ "b/x.yaml\n+++ b/evil.yaml"` + "\n",
+		},
+		{name: "an escape sequence", path: "\x1b[31mred.yaml", header: `--- "a/\x1b[31mred.yaml"` + "\n" + `+++ "b/\x1b[31mred.yaml"` + "\n"},
+		{name: "a space", path: "my app.yaml", header: `--- "a/my app.yaml"` + "\n" + `+++ "b/my app.yaml"` + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := patcher.File{Path: tc.path, Old: []byte("a: 1\n"), New: []byte("a: 2\n")}.Diff()
+			require.True(t, strings.HasPrefix(d, tc.header+"@@ "), d)
+			plus := 0
+			for _, l := range strings.Split(d, "\n") {
+				if strings.HasPrefix(l, "+++ ") {
+					plus++
+				}
+			}
+			require.Equal(t, 1, plus, "one +++ header: %q", d)
+		})
+	}
+}
+
 // The GPU container is the one that requests nvidia.com/gpu when the pod
 // names none: SetWholeGPUs and SetVLLMMemoryUtilization change it, not the
 // first container.

@@ -168,6 +168,10 @@ func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
 			probs = append(probs, Problem{File: rel, Line: doc.Line, Err: fmt.Errorf("%s without metadata.name", ref.Kind)})
 			continue
 		}
+		if err := validRef(ref); err != nil {
+			probs = append(probs, Problem{File: rel, Line: doc.Line, Err: err})
+			continue
+		}
 		w := readWorkload(doc.Content[0], ref, spec)
 		w.File, w.Line = rel, doc.Line
 		ws = append(ws, w)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 )
 
@@ -144,6 +145,9 @@ metadata:
 		},
 		{Ref: dep("", "a"), File: "apps/multi.yml", Line: 19, GPU: patcher.GPU{NumDevices: 1}},
 	}
+	require.Len(t, inv.Workloads, len(want))
+	require.EqualError(t, inv.Workloads[1].GPU.FractionErr, `line 14: invalid gpu-fraction "1.0": KAI wants a fraction strictly between 0 and 1`)
+	inv.Workloads[1].GPU.FractionErr = nil
 	require.Equal(t, want, inv.Workloads)
 }
 
@@ -381,4 +385,191 @@ spec:
 	require.Equal(t, "vllm", g.Container)
 	require.ErrorIs(t, g.Err, patcher.ErrAlias)
 	require.EqualError(t, g.Err, "anchor, alias or merge key on the edit path: line 16: the nvidia.com/gpu of spec.template.spec.containers[vllm] is written through it, so it is read but not edited")
+}
+
+// An annotation KAI would not read as written is reported with its line,
+// never taken for "no GPU request" or read leniently.
+func TestDiscoverGPUAnnotationsKAIRefuses(t *testing.T) {
+	const head = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"
+	const tail = "    spec:\n      containers:\n      - name: c\n        image: x\n"
+	tests := []struct {
+		name string
+		// body goes between head and tail: the spec and pod metadata.
+		body    string
+		wantErr error
+		wantMsg string
+	}{
+		{
+			name:    "empty",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"\"\n",
+			wantErr: kai.ErrFraction,
+			wantMsg: "line 9: invalid gpu-fraction: it is empty",
+		},
+		{
+			name:    "null",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction:\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-fraction is null, not a string",
+		},
+		{
+			name:    "a sequence",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: [\"0.5\"]\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-fraction is a sequence, not a string",
+		},
+		{
+			name:    "a mapping",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: {v: \"0.5\"}\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-fraction is a mapping, not a string",
+		},
+		{
+			name:    "an alias",
+			body:    "x-f: &f \"0.5\"\nspec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: *f\n",
+			wantErr: patcher.ErrAlias,
+			wantMsg: "anchor, alias or merge key on the edit path: line 10: gpu-fraction is written through an alias",
+		},
+		{
+			name:    "annotations through an alias",
+			body:    "x-a: &a {gpu-fraction: \"0.5\"}\nspec:\n  template:\n    metadata:\n      annotations: *a\n",
+			wantErr: patcher.ErrAlias,
+			wantMsg: "anchor, alias or merge key on the edit path: line 9: gpu-fraction is written through an alias",
+		},
+		{
+			name:    "a merge key",
+			body:    "x-a: &a {gpu-fraction: \"0.5\"}\nspec:\n  template:\n    metadata:\n      annotations:\n        <<: *a\n",
+			wantErr: patcher.ErrAlias,
+			wantMsg: "anchor, alias or merge key on the edit path: line 10: gpu-fraction is written through a << merge key",
+		},
+		{
+			name:    "a leading blank",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \" 0.5\"\n",
+			wantErr: kai.ErrFraction,
+			wantMsg: `line 9: invalid gpu-fraction " 0.5": KAI reads a plain decimal, without blanks, signs, exponents or hex`,
+		},
+		{
+			name:    "a hex float",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"0x1p-1\"\n",
+			wantErr: kai.ErrFraction,
+			wantMsg: `line 9: invalid gpu-fraction "0x1p-1": KAI reads a plain decimal, without blanks, signs, exponents or hex`,
+		},
+		{
+			name:    "gpu-memory with a blank",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-memory: \"2000 \"\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: `invalid value: line 9: gpu-memory "2000 " is not a whole number of MiB above 0`,
+		},
+		{
+			name:    "gpu-memory a sequence",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-memory: [2000]\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: "invalid value: line 9: gpu-memory is a sequence, not a string",
+		},
+		{
+			name:    "num-devices with a sign",
+			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"0.5\"\n        gpu-fraction-num-devices: \"+2\"\n",
+			wantErr: patcher.ErrInvalidValue,
+			wantMsg: `invalid value: line 10: gpu-fraction-num-devices "+2" is not a whole number above 0`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, map[string]string{"d.yaml": head + tc.body + tail})
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			require.Len(t, inv.Workloads, 1)
+			g := inv.Workloads[0].GPU
+			require.ErrorIs(t, g.FractionErr, tc.wantErr)
+			require.EqualError(t, g.FractionErr, tc.wantMsg)
+		})
+	}
+}
+
+// Sharing that does not reach the annotation is no reason to refuse it.
+func TestDiscoverGPUAnnotationsBesideAnAlias(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"d.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: x
+x-l: &l {app: x}
+spec:
+  template:
+    metadata:
+      labels: *l
+      annotations:
+        gpu-fraction: "0.5"
+    spec:
+      containers:
+      - name: c
+        image: x
+`})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	g := inv.Workloads[0].GPU
+	require.NoError(t, g.FractionErr)
+	require.Equal(t, 0.5, g.Fraction)
+}
+
+// A name Kubernetes would refuse is a problem of its file, quoted so that
+// nothing raw reaches a terminal: a line break and an escape sequence in
+// a name would otherwise forge a plan row and colour the terminal.
+func TestDiscoverRefusesInvalidNames(t *testing.T) {
+	tests := []struct {
+		name      string
+		metadata  string
+		want      string // the problem; "" when the workload is read
+		wantNames int
+	}{
+		{
+			name:     "a line break and an escape sequence",
+			metadata: `  name: "chat\n\e[31minference/Deployment/x  0.50  0.99  upsize"`,
+			want:     `d.yaml:1: metadata.name "chat\n\x1b[31minference/Deployment/x  0.50  0.99  upsize" is not a valid Kubernetes name: a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "upper case",
+			metadata: "  name: Chat",
+			want:     `d.yaml:1: metadata.name "Chat" is not a valid Kubernetes name: a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "ends with a dash",
+			metadata: "  name: chat-",
+			want:     `d.yaml:1: metadata.name "chat-" is not a valid Kubernetes name: a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "too long",
+			metadata: "  name: " + strings.Repeat("a", 254),
+			want:     `d.yaml:1: metadata.name "` + strings.Repeat("a", 254) + `" is not a valid Kubernetes name: it has 254 characters, a name at most 253`,
+		},
+		{
+			name:     "a namespace with a dot",
+			metadata: "  name: chat\n  namespace: ml.prod",
+			want:     `d.yaml:1: metadata.namespace "ml.prod" is not a valid Kubernetes name: a namespace has lowercase letters, digits and '-', and starts and ends with a letter or digit`,
+		},
+		{
+			name:     "a namespace too long",
+			metadata: "  name: chat\n  namespace: " + strings.Repeat("n", 64),
+			want:     `d.yaml:1: metadata.namespace "` + strings.Repeat("n", 64) + `" is not a valid Kubernetes name: it has 64 characters, a namespace at most 63`,
+		},
+		{name: "dots in a name", metadata: "  name: chat.v2\n  namespace: ml-prod", wantNames: 1},
+		{name: "the longest name", metadata: "  name: " + strings.Repeat("a", 253), wantNames: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, map[string]string{"d.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n" + tc.metadata + "\n"})
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			require.Len(t, inv.Workloads, tc.wantNames)
+			if tc.want == "" {
+				require.Empty(t, inv.Problems)
+				return
+			}
+			require.Len(t, inv.Problems, 1)
+			require.ErrorIs(t, inv.Problems[0], patcher.ErrInvalidName)
+			require.Equal(t, tc.want, inv.Problems[0].Error())
+		})
+	}
 }

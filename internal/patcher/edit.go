@@ -803,13 +803,14 @@ func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]s
 // exactly: a decimal strictly between 0 and 1 with at most two places,
 // 0.01 to 0.99.
 func validFraction(v string) error {
-	if !fractionRE.MatchString(v) {
-		return fmt.Errorf("%w: gpu-fraction %q must be a decimal from 0.01 to 0.99 with at most two places", ErrInvalidValue, v)
+	f, err := kai.ParseFraction(v)
+	_, places, _ := strings.Cut(v, ".")
+	if err != nil || len(places) > 2 || !kai.OnGrid(f) {
+		return fmt.Errorf("%w: %s %q must be a decimal from %s to %s with at most two places",
+			ErrInvalidValue, kai.FractionAnnotation, v, kai.FormatFraction(kai.MinFraction), kai.FormatFraction(kai.MaxFraction))
 	}
 	return nil
 }
-
-var fractionRE = regexp.MustCompile(`^0?\.(0[1-9]|[1-9][0-9]?)$`)
 
 // kaiConflict says why KAI would refuse the GPU request of pod template
 // tmpl, at path: gpu-fraction next to gpu-memory, or either of them next
@@ -820,8 +821,8 @@ func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
 	ann := lookup(tmpl, "metadata", "annotations")
 	fk, _ := field(ann, kai.FractionAnnotation)
 	mk, _ := field(ann, kai.MemoryAnnotation)
-	if fk != nil && mk != nil {
-		return fk, path + ".metadata.annotations." + kai.FractionAnnotation, fmt.Errorf("%w: next to gpu-memory, which KAI refuses", ErrInvalidValue)
+	if err := (kai.Request{Fraction: fk != nil, Memory: mk != nil}).Conflict(); err != nil {
+		return fk, path + ".metadata.annotations." + kai.FractionAnnotation, fmt.Errorf("%w: %w", ErrInvalidValue, err)
 	}
 	share, name := fk, kai.FractionAnnotation
 	if share == nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -21,15 +22,28 @@ func (f File) Diff() string {
 	d := difflib.UnifiedDiff{
 		A:        diffLines(f.Old),
 		B:        diffLines(f.New),
-		FromFile: "a/" + f.Path,
-		ToFile:   "b/" + f.Path,
+		FromFile: diffName("a/" + f.Path),
+		ToFile:   diffName("b/" + f.Path),
 		Context:  3,
 	}
 	s, err := difflib.GetUnifiedDiffString(d)
 	if err != nil {
-		return fmt.Sprintf("diff %s: %v\n", f.Path, err)
+		return fmt.Sprintf("diff %q: %v\n", f.Path, err)
 	}
 	return s
+}
+
+// diffName writes a file name for a diff header the way git does with
+// core.quotePath: quoted with escapes when it holds a control or other
+// unprintable character, a quote, a backslash or a space. A line break
+// in a raw name would end the header and start a forged line of the
+// diff; quoted, the name stays one line and reads back exactly.
+func diffName(name string) string {
+	q := strconv.Quote(name)
+	if q[1:len(q)-1] != name || strings.ContainsRune(name, ' ') {
+		return q
+	}
+	return name
 }
 
 // diffLines splits b after each LF, keeping the line endings. A last line

@@ -72,6 +72,9 @@ var (
 	ErrNotGPUContainer = errors.New("not the container that gets the pod's GPU")
 	// ErrOutsideRoot: a symlink leads outside the checkout.
 	ErrOutsideRoot = errors.New("symlink leads outside the checkout")
+	// ErrInvalidName: a metadata.name or metadata.namespace that
+	// Kubernetes would refuse; the workload is not read.
+	ErrInvalidName = errors.New("not a valid Kubernetes name")
 )
 
 // Inventory is what Discover found.
@@ -146,6 +149,14 @@ type GPU struct {
 	// but RemoveWholeGPUs and SetWholeGPUs refuse to edit it (ErrAlias,
 	// which Err wraps). Leave such a workload alone.
 	Err error
+	// FractionErr is set when gpu-fraction, gpu-memory or
+	// gpu-fraction-num-devices is present but not what KAI accepts: empty,
+	// null, a sequence or mapping, not a plain number, or written through
+	// an alias or a << merge key (the editor would change other places
+	// too). It names the line. The fields above then read as if the
+	// annotation were absent, so leave such a workload alone rather than
+	// take it for one without a GPU request.
+	FractionErr error
 }
 
 // Container is one container of the pod template.

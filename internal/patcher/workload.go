@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,54 @@ func identify(root *yaml.Node) (usage.Ref, kindSpec, bool) {
 	return usage.Ref{Kind: kind, Namespace: str(md, "namespace"), Name: str(md, "name")}, spec, true
 }
 
+// validRef refuses a workload whose name or namespace Kubernetes would
+// not accept. Besides sparing a plan for an object that cannot exist, it
+// keeps input out of the terminal: a name is printed in plan rows and
+// pull requests, and one holding a line break or an escape sequence would
+// forge a row or colour the terminal. The error quotes the name with %q,
+// so nothing raw is printed.
+func validRef(ref usage.Ref) error {
+	if why := dns1123Subdomain(ref.Name); why != "" {
+		return fmt.Errorf("metadata.name %q is %w: %s", ref.Name, ErrInvalidName, why)
+	}
+	if ref.Namespace == "" {
+		return nil // absent: the caller's default applies
+	}
+	if why := dns1123Label(ref.Namespace); why != "" {
+		return fmt.Errorf("metadata.namespace %q is %w: %s", ref.Namespace, ErrInvalidName, why)
+	}
+	return nil
+}
+
+// dns1123Label says why s is not a DNS-1123 label, the rule for
+// namespaces; "" when it is one.
+func dns1123Label(s string) string {
+	switch {
+	case len(s) > 63:
+		return fmt.Sprintf("it has %d characters, a namespace at most 63", len(s))
+	case !dns1123LabelRE.MatchString(s):
+		return "a namespace has lowercase letters, digits and '-', and starts and ends with a letter or digit"
+	}
+	return ""
+}
+
+// dns1123Subdomain says why s is not a DNS-1123 subdomain, the rule for
+// Deployment names; "" when it is one.
+func dns1123Subdomain(s string) string {
+	switch {
+	case len(s) > 253:
+		return fmt.Sprintf("it has %d characters, a name at most 253", len(s))
+	case !dns1123SubdomainRE.MatchString(s):
+		return "a name has lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit"
+	}
+	return ""
+}
+
+var (
+	dns1123LabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dns1123SubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
 // readWorkload builds a Workload from a document root that identify
 // accepted.
 func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
@@ -72,16 +121,44 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 		w.Queue = w.PodLabels[kai.QueueLabel]
 	}
 
-	w.GPU.FractionText = w.PodAnnotations[kai.FractionAnnotation]
-	if f, err := strconv.ParseFloat(strings.TrimSpace(w.GPU.FractionText), 64); err == nil && f > 0 && f < 1 && !math.IsNaN(f) {
-		w.GPU.Fraction = f
-	}
-	if m, err := strconv.ParseInt(strings.TrimSpace(w.PodAnnotations[kai.MemoryAnnotation]), 10, 64); err == nil && m > 0 {
-		w.GPU.MemoryMiB = m
-	}
 	w.GPU.NumDevices = 1
-	if n, err := strconv.Atoi(strings.TrimSpace(w.PodAnnotations[kai.NumDevicesAnnotation])); err == nil && n > 0 {
-		w.GPU.NumDevices = n
+	// Each annotation is read from its node, not from PodAnnotations:
+	// that map drops what is not a scalar, and a value KAI would refuse
+	// must be reported, never read as "no GPU request".
+	keep := func(err error) {
+		if w.GPU.FractionErr == nil {
+			w.GPU.FractionErr = err
+		}
+	}
+	if v, err := annotation(root, spec, kai.FractionAnnotation); err != nil {
+		keep(err)
+	} else if v != nil {
+		w.GPU.FractionText = v.Value
+		// kai.ParseFraction, not ParseFloat: KAI takes no blanks, signs,
+		// exponents or hex floats.
+		if f, err := kai.ParseFraction(v.Value); err != nil {
+			keep(fmt.Errorf("line %d: %w", v.Line, err))
+		} else {
+			w.GPU.Fraction = f
+		}
+	}
+	if v, err := annotation(root, spec, kai.MemoryAnnotation); err != nil {
+		keep(err)
+	} else if v != nil {
+		if m, ok := count(v.Value); ok {
+			w.GPU.MemoryMiB = m
+		} else {
+			keep(fmt.Errorf("%w: line %d: %s %q is not a whole number of MiB above 0", ErrInvalidValue, v.Line, kai.MemoryAnnotation, v.Value))
+		}
+	}
+	if v, err := annotation(root, spec, kai.NumDevicesAnnotation); err != nil {
+		keep(err)
+	} else if v != nil {
+		if n, ok := count(v.Value); ok && n <= math.MaxInt32 {
+			w.GPU.NumDevices = int(n)
+		} else {
+			keep(fmt.Errorf("%w: line %d: %s %q is not a whole number above 0", ErrInvalidValue, v.Line, kai.NumDevicesAnnotation, v.Value))
+		}
 	}
 
 	var sum, initMax int64
@@ -119,6 +196,78 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 		})
 	}
 	return w
+}
+
+// annotation returns the scalar node of pod annotation name of a
+// workload's document root, nil when the annotation is absent. The error
+// says why the value cannot be read as KAI reads it or edited in place:
+// written through an alias or a merge key, null, a sequence or a
+// mapping; it names the line.
+func annotation(root *yaml.Node, spec kindSpec, name string) (*yaml.Node, error) {
+	// via is the first alias or merge key on the way; it matters only
+	// when the annotation is there at the end of it.
+	var via error
+	n := root
+	for _, key := range append(slices.Clone(spec.template), "metadata", "annotations", name) {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil, nil
+		}
+		_, v := field(n, key)
+		switch {
+		case v == nil:
+			if v = readField(n, key); v != nil && via == nil {
+				via = fmt.Errorf("%w: line %d: %s is written through a << merge key", ErrAlias, mergeLine(n), name)
+			}
+		case v.Kind == yaml.AliasNode:
+			if via == nil {
+				via = fmt.Errorf("%w: line %d: %s is written through an alias", ErrAlias, v.Line, name)
+			}
+			v = resolved(v)
+		}
+		if v == nil {
+			return nil, nil
+		}
+		n = v
+	}
+	if via != nil {
+		return nil, via
+	}
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		return nil, fmt.Errorf("%w: line %d: %s is a sequence, not a string", ErrInvalidValue, n.Line, name)
+	case n.Kind == yaml.MappingNode:
+		return nil, fmt.Errorf("%w: line %d: %s is a mapping, not a string", ErrInvalidValue, n.Line, name)
+	case n.Kind != yaml.ScalarNode:
+		return nil, fmt.Errorf("%w: line %d: %s is not a string", ErrInvalidValue, n.Line, name)
+	case n.ShortTag() == "!!null":
+		return nil, fmt.Errorf("%w: line %d: %s is null, not a string", ErrInvalidValue, n.Line, name)
+	}
+	return n, nil
+}
+
+// mergeLine is the line of the first merge key (<<) of mapping m.
+func mergeLine(m *yaml.Node) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Style == 0 {
+			return k.Line
+		}
+	}
+	return m.Line
+}
+
+// count reads a whole number above 0 the way KAI reads gpu-memory and
+// gpu-fraction-num-devices: ASCII digits only, no blanks or signs.
+func count(s string) (int64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n > 0
 }
 
 // containerNodes returns the mapping items of pod.<list>; an item

@@ -428,10 +428,12 @@ func allocation(g patcher.GPU) (a engine.Allocation, bad string) {
 	case len(g.WholeContainers) > 1:
 		return engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(g.Whole)},
 			fmt.Sprintf("nvidia.com/gpu is requested by several containers (%s): a fraction reaches one only", strings.Join(g.WholeContainers, ", "))
+	case g.FractionErr != nil:
+		// An annotation KAI would not read as written: taking it for no
+		// request would hide it.
+		return engine.Allocation{Form: engine.NoGPU}, g.FractionErr.Error()
 	case g.MemoryMiB > 0:
 		return engine.Allocation{Form: engine.GPUMemory}, ""
-	case g.FractionText != "" && g.Fraction == 0:
-		return engine.Allocation{Form: engine.Fraction}, fmt.Sprintf("gpu-fraction %q is not a fraction KAI accepts (strictly between 0 and 1)", g.FractionText)
 	case g.Fraction > 0 && g.NumDevices > 1:
 		// The request is N × the fraction; deciding on the fraction alone
 		// would misread usage by a factor of N.

@@ -180,7 +180,7 @@ func TestMakeLeavesDoubtfulManifestsAlone(t *testing.T) {
 	require.Equal(t, "left alone: gpu-fraction-num-devices 2: fractions over several devices are not supported yet", chat.Reason())
 	translate := decisionOf(t, p, "translate")
 	require.Equal(t, engine.Skipped, translate.Action)
-	require.Equal(t, `left alone: gpu-fraction "1.5" is not a fraction KAI accepts (strictly between 0 and 1)`, translate.Reason())
+	require.Equal(t, `left alone: line 30: invalid gpu-fraction "1.5": KAI wants a fraction strictly between 0 and 1`, translate.Reason())
 	for _, d := range p.Decisions {
 		if d.Workload.Ref.Name == "summarize" {
 			require.Equal(t, engine.Skipped, d.Action)
