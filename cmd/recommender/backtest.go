@@ -118,7 +118,10 @@ func recordedTraces(ctx context.Context, repo, file string, g policy.Governance)
 	if err != nil {
 		return nil, err
 	}
-	q := usage.Query{At: src.Newest(), Lookback: src.Newest().Sub(src.Oldest()) + time.Millisecond, Metrics: map[usage.Metric]usage.Mapping{}}
+	// The span leaves out samples a wrong clock dated far after the rest,
+	// which would stretch the replay over empty months.
+	sp := src.Span()
+	q := usage.Query{At: sp.Newest, Lookback: sp.Newest.Sub(sp.Oldest) + time.Millisecond, Metrics: map[usage.Metric]usage.Mapping{}}
 	relative := map[usage.Metric]bool{}
 	for m, mr := range g.Sources() {
 		q.Metrics[m] = mr.Source
