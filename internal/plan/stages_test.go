@@ -3,6 +3,7 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,4 +125,51 @@ func TestPolicyConflictIsAProblem(t *testing.T) {
 		}
 	}
 	require.True(t, found, "the conflict is a problem at the workload: %v", p.Problems)
+}
+
+// TestJSONCarriesCauseAndEvidence: every decision of the JSON plan says
+// why in structure, not only in prose.
+func TestJSONCarriesCauseAndEvidence(t *testing.T) {
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, p.WriteJSON(&buf))
+	var out struct {
+		Decisions []struct {
+			Name     string
+			Action   string
+			Cause    string
+			Evidence struct {
+				Allocation float64
+				Proposal   *struct{ Rule, Metric string }
+				Upsizes    []struct{ Metric, Pod, Window string }
+				Shortfall  *struct{ Kind string }
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &out))
+	causes := map[string]string{}
+	for _, d := range out.Decisions {
+		causes[d.Name] = d.Cause
+		if d.Action == "upsize" || d.Action == "scaleBack" {
+			require.Empty(t, d.Cause, d.Name)
+			require.NotNil(t, d.Evidence.Proposal, d.Name)
+		} else {
+			require.NotEmpty(t, d.Cause, d.Name)
+		}
+	}
+	require.Equal(t, map[string]string{"asr-whisper": "", "chat": "", "embed": "data-incomplete", "ocr": "out-of-scope",
+		"rerank": "too-young", "summarize": "", "translate": ""}, causes)
+	for _, d := range out.Decisions {
+		if d.Name == "chat" {
+			require.Equal(t, "reactive upsize", d.Evidence.Proposal.Rule)
+			require.Equal(t, "compute", d.Evidence.Proposal.Metric)
+			require.Len(t, d.Evidence.Upsizes, 1)
+			require.Equal(t, "2m", d.Evidence.Upsizes[0].Window)
+			require.NotEmpty(t, d.Evidence.Upsizes[0].Pod, "the pod that peaked is named")
+		}
+		if d.Name == "embed" {
+			require.Equal(t, "gap", d.Evidence.Shortfall.Kind)
+		}
+	}
 }
