@@ -1,0 +1,230 @@
+// Package scm is the publishing shell around the plan: a git checkout of
+// the base branch (go-git), commits and branch pushes with a lease, and the
+// forges that hold pull requests (GitHub, GitLab, and a local stand-in for
+// offline use). Nothing here decides anything; it does what the publisher
+// asks and reports what happened.
+package scm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+)
+
+// ErrLeaseBroken says a branch moved since it was read: someone else
+// pushed to it, and the push was refused rather than overwrite their work.
+var ErrLeaseBroken = errors.New("the branch moved since it was read; not overwritten")
+
+// Auth says how to reach a remote. At most one of Token and SSHKeyFile is
+// set; neither for a local path. Secrets live here, never in URLs, so that
+// a URL can be printed.
+type Auth struct {
+	// Token is sent as HTTP basic auth with TokenUser (GitHub:
+	// x-access-token, GitLab: oauth2).
+	Token     string
+	TokenUser string
+	// SSHKeyFile is a private key; KnownHostsFile checks the server's key
+	// (required: an unchecked host key would hand the key to anyone).
+	SSHKeyFile     string
+	KnownHostsFile string
+}
+
+func (a Auth) method() (transport.AuthMethod, error) {
+	switch {
+	case a.Token != "":
+		user := a.TokenUser
+		if user == "" {
+			user = "x-access-token"
+		}
+		return &http.BasicAuth{Username: user, Password: a.Token}, nil
+	case a.SSHKeyFile != "":
+		if a.KnownHostsFile == "" {
+			return nil, errors.New("an SSH key needs a known_hosts file to check the server against")
+		}
+		keys, err := gitssh.NewPublicKeysFromFile("git", a.SSHKeyFile, "")
+		if err != nil {
+			return nil, fmt.Errorf("read SSH key %s: %w", a.SSHKeyFile, err)
+		}
+		cb, err := gitssh.NewKnownHostsCallback(a.KnownHostsFile)
+		if err != nil {
+			return nil, fmt.Errorf("read known_hosts %s: %w", a.KnownHostsFile, err)
+		}
+		keys.HostKeyCallback = cb
+		return keys, nil
+	}
+	return nil, nil
+}
+
+// Signature is who commits.
+type Signature struct {
+	Name, Email string
+}
+
+// Repo is a single-branch checkout of a remote's base branch, in a
+// directory of its own. Every change is committed on top of the base as
+// it was cloned: nothing is ever rebased.
+type Repo struct {
+	dir    string
+	url    string
+	base   string
+	head   plumbing.Hash
+	repo   *git.Repository
+	auth   transport.AuthMethod
+	secret string
+}
+
+// Clone clones the base branch of url into dir (which must be empty or
+// absent), shallow and single-branch.
+func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error) {
+	m, err := auth.method()
+	if err != nil {
+		return nil, err
+	}
+	r := &Repo{dir: dir, url: url, base: base, auth: m, secret: auth.Token}
+	repo, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
+		URL:           url,
+		Auth:          m,
+		ReferenceName: plumbing.NewBranchReferenceName(base),
+		SingleBranch:  true,
+		Depth:         1,
+		Tags:          git.NoTags,
+	})
+	if err != nil {
+		return nil, r.errorf("clone %s (branch %s): %w", url, base, err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return nil, r.errorf("clone %s: %w", url, err)
+	}
+	r.repo, r.head = repo, head.Hash()
+	return r, nil
+}
+
+// Dir is the checkout's directory, holding the base branch's files.
+func (r *Repo) Dir() string { return r.dir }
+
+// Base is the commit of the base branch the checkout holds.
+func (r *Repo) Base() plumbing.Hash { return r.head }
+
+// Branches lists the remote's branches whose names start with prefix,
+// with their commits, as the remote advertises them now.
+func (r *Repo) Branches(ctx context.Context, prefix string) (map[string]plumbing.Hash, error) {
+	rem, err := r.repo.Remote(git.DefaultRemoteName)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	if err != nil {
+		return nil, r.errorf("list branches of %s: %w", r.url, err)
+	}
+	out := map[string]plumbing.Hash{}
+	for _, ref := range refs {
+		if ref.Name().IsBranch() && strings.HasPrefix(ref.Name().Short(), prefix) && ref.Type() == plumbing.HashReference {
+			out[ref.Name().Short()] = ref.Hash()
+		}
+	}
+	return out, nil
+}
+
+// File is a file's new content, by slash-separated path in the checkout.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Commit makes one commit on top of the base holding files, and returns
+// it; the checkout's files are the base's again afterwards.
+func (r *Repo) Commit(files []File, message string, who Signature, at time.Time) (plumbing.Hash, error) {
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer wt.Checkout(&git.CheckoutOptions{Hash: r.head, Force: true}) //nolint:errcheck // best effort; the next Commit checks out again
+	if err := wt.Checkout(&git.CheckoutOptions{Hash: r.head, Force: true}); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("check out the base: %w", err)
+	}
+	for _, f := range files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) || path.Clean(f.Path) != f.Path {
+			return plumbing.ZeroHash, fmt.Errorf("%q is not a path inside the checkout", f.Path)
+		}
+		full := filepath.Join(r.dir, filepath.FromSlash(f.Path))
+		mode := os.FileMode(0o644)
+		if st, err := os.Lstat(full); err == nil {
+			if !st.Mode().IsRegular() {
+				return plumbing.ZeroHash, fmt.Errorf("%s is not a regular file", f.Path)
+			}
+			mode = st.Mode().Perm()
+		}
+		if err := os.WriteFile(full, f.Data, mode); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if _, err := wt.Add(f.Path); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("stage %s: %w", f.Path, err)
+		}
+	}
+	sig := &object.Signature{Name: who.Name, Email: who.Email, When: at}
+	h, err := wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig, Parents: []plumbing.Hash{r.head}})
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
+	}
+	return h, nil
+}
+
+// Push points the remote's branch at commit. expected is the commit the
+// branch held when it was read (zero: it did not exist): if the branch has
+// moved since, the push is refused with ErrLeaseBroken and nothing is
+// overwritten.
+func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error {
+	local := plumbing.NewBranchReferenceName(branch)
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, commit)); err != nil {
+		return err
+	}
+	opts := &git.PushOptions{
+		RemoteName: git.DefaultRemoteName,
+		Auth:       r.auth,
+		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", local, local))},
+	}
+	if !expected.IsZero() {
+		// go-git checks the lease against the remote-tracking ref: record
+		// what was read as that ref, and force only if it still holds.
+		tracking := plumbing.NewRemoteReferenceName(git.DefaultRemoteName, branch)
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(tracking, expected)); err != nil {
+			return err
+		}
+		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", local, local))}
+		opts.ForceWithLease = &git.ForceWithLease{RefName: local, Hash: expected}
+	}
+	err := r.repo.PushContext(ctx, opts)
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		return nil
+	case strings.Contains(err.Error(), "non-fast-forward"):
+		// Without a lease (a new branch), someone created it meanwhile;
+		// with one, it moved.
+		return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
+	}
+	return r.errorf("push %s to %s: %w", branch, r.url, err)
+}
+
+// errorf is fmt.Errorf that scrubs the token from the message: transport
+// errors may quote what they were given.
+func (r *Repo) errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if r.secret != "" && strings.Contains(err.Error(), r.secret) {
+		return errors.New(strings.ReplaceAll(err.Error(), r.secret, "***"))
+	}
+	return err
+}
