@@ -219,7 +219,7 @@ spec: {anything: goes}
 func TestLoadRefusesPathsOutsideTheRepository(t *testing.T) {
 	root := t.TempDir()
 	_, err := policy.Load(context.Background(), root, "../elsewhere")
-	require.ErrorContains(t, err, `policy path "../elsewhere" must be relative to the repository and stay inside it`)
+	require.ErrorContains(t, err, `policy path "../elsewhere" must be relative to the checkout and stay inside it`)
 
 	outside := filepath.Join(t.TempDir(), "secret.yaml")
 	require.NoError(t, os.WriteFile(outside, []byte("apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterAutomationStrategy\n"), 0o600))
@@ -227,7 +227,7 @@ func TestLoadRefusesPathsOutsideTheRepository(t *testing.T) {
 	set, err := policy.Load(context.Background(), root)
 	require.NoError(t, err)
 	require.Len(t, set.Errors, 1)
-	require.ErrorContains(t, set.Errors[0], "link.yaml: symlink leads outside the repository")
+	require.ErrorContains(t, set.Errors[0], "link.yaml: symlink leads outside the checkout")
 	require.Contains(t, set.Govern(gpuDeployment).Skip, "left alone", "an unreadable file may hold policies")
 }
 
