@@ -45,8 +45,8 @@ func TestCheckAliases(t *testing.T) {
 	fixture, err := os.ReadFile("testdata/alias-bomb.yaml")
 	require.NoError(t, err)
 	tests := []struct {
-		name string
-		src  string
+		name    string
+		src     string
 		refused bool
 		// line of the alias refused, 0 when any.
 		line  int

@@ -81,7 +81,7 @@ func TestRead(t *testing.T) {
 			name: "a chart's templates are skipped, other templates are not",
 			tree: map[string]string{
 				"charts/c/Chart.yaml": "name: c\n", "charts/c/values.yaml": "a: 1\n",
-				"charts/c/templates/d.yaml":    "{{ .Values }}\n",
+				"charts/c/templates/d.yaml":     "{{ .Values }}\n",
 				"charts/c/templates/sub/e.yaml": "{{ .Values }}\n",
 				"apps/templates/d.yaml":         "a: 1\n",
 				"odd/Chart.yaml/":               "",
@@ -124,8 +124,8 @@ func TestRead(t *testing.T) {
 			},
 		},
 		{
-			name: "links to directories are not followed",
-			tree: map[string]string{"apps/a.yaml": "a: 1\n", "again": "->apps", "again.yaml": "->apps", "loop/self": "->.."},
+			name:  "links to directories are not followed",
+			tree:  map[string]string{"apps/a.yaml": "a: 1\n", "again": "->apps", "again.yaml": "->apps", "loop/self": "->.."},
 			files: []string{"apps/a.yaml"},
 		},
 		{
