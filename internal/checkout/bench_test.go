@@ -166,4 +166,3 @@ func BenchmarkReadRepository(b *testing.B) {
 		}
 	})
 }
-
