@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -93,9 +93,9 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	if inv == nil {
 		return nil, errors.New("patcher: nil inventory")
 	}
-	r, err := os.OpenRoot(root)
+	r, err := checkout.OpenDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("open checkout: %w", err)
+		return nil, err
 	}
 	defer r.Close()
 
@@ -152,7 +152,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			return nil, err
 		}
 		ts := byFile[path]
-		b, err := readFile(r, path)
+		b, err := checkout.ReadFile(r, path)
 		if err != nil {
 			for _, t := range ts {
 				refuse(t.e, path, &editError{file: path, err: err})

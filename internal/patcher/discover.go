@@ -3,118 +3,42 @@ package patcher
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
 
-// maxFileSize bounds what Discover reads; manifests are far smaller.
-const maxFileSize = 8 << 20
-
-// Discover walks root (a repository checkout), reads every *.yaml and *.yml
-// file and returns the workloads it finds. Directories whose names start
-// with a dot (.git, .github, ...) are skipped. A symlink is followed only
-// when it stays inside root; one that leads outside is recorded as a
-// problem, and a link to a file that is also found directly is read once.
-// Files that cannot be read or parsed are recorded as problems, not
-// errors: the error is only for a root that cannot be read or a cancelled
-// ctx.
+// Discover reads the YAML files of the repository checkout at root (see
+// package checkout for which, and how safely) and returns the workloads it
+// finds. It is checkout.Read and DiscoverFiles in one call. Files that
+// cannot be read or parsed are recorded as problems, not errors: the error
+// is only for a root that cannot be opened or a cancelled ctx.
 func Discover(ctx context.Context, root string) (*Inventory, error) {
-	r, err := os.OpenRoot(root)
+	d, err := checkout.OpenDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("open checkout: %w", err)
+		return nil, err
 	}
-	defer r.Close()
-	realRoot, err := filepath.EvalSymlinks(root)
+	defer d.Close()
+	files, err := checkout.Read(ctx, d, checkout.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("open checkout: %w", err)
+		return nil, err
 	}
-	realRoot, err = filepath.Abs(realRoot)
-	if err != nil {
-		return nil, fmt.Errorf("open checkout: %w", err)
-	}
+	return DiscoverFiles(ctx, files)
+}
 
+// DiscoverFiles returns the workloads in files, read by checkout.Read.
+// Files it could not read, and files that do not parse, are problems.
+// The error is only for a cancelled ctx.
+func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, error) {
 	inv := &Inventory{}
-	problem := func(rel string, line int, err error) {
-		inv.Problems = append(inv.Problems, Problem{File: rel, Line: line, Err: err})
+	for _, p := range files.Problems {
+		inv.Problems = append(inv.Problems, Problem{File: p.Path, Err: p.Err})
 	}
-	seen := map[string]bool{}
-	var files []string
-	err = filepath.WalkDir(realRoot, func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		rel, rerr := filepath.Rel(realRoot, p)
-		if rerr != nil {
-			return rerr
-		}
-		rel = filepath.ToSlash(rel)
-		if err != nil {
-			problem(rel, 0, err)
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if rel != "." && strings.HasPrefix(d.Name(), ".") {
-				return fs.SkipDir
-			}
-			if d.Name() == "templates" && isFile(filepath.Join(filepath.Dir(p), "Chart.yaml")) {
-				// A Helm chart's templates are not YAML until rendered;
-				// its values are edited elsewhere, or not at all.
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !isYAMLName(d.Name()) {
-			return nil
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			target, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				problem(rel, 0, err)
-				return nil
-			}
-			if target, err = filepath.Abs(target); err != nil {
-				problem(rel, 0, err)
-				return nil
-			}
-			trel, err := filepath.Rel(realRoot, target)
-			if err != nil || trel == ".." || strings.HasPrefix(trel, ".."+string(filepath.Separator)) || filepath.IsAbs(trel) {
-				problem(rel, 0, ErrOutsideRoot)
-				return nil
-			}
-			if fi, err := os.Stat(target); err != nil || !fi.Mode().IsRegular() {
-				return nil // links to directories are not followed
-			}
-			rel = filepath.ToSlash(trel)
-		} else if !d.Type().IsRegular() {
-			return nil
-		}
-		if !seen[rel] {
-			seen[rel] = true
-			files = append(files, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("walk checkout: %w", err)
-	}
-	sort.Strings(files)
-
-	for _, rel := range files {
+	for _, f := range files.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b, err := readFile(r, rel)
-		if err != nil {
-			problem(rel, 0, err)
-			continue
-		}
-		ws, probs := discoverFile(rel, b)
+		ws, probs := discoverFile(f.Path, f.Data)
 		inv.Workloads = append(inv.Workloads, ws...)
 		inv.Problems = append(inv.Problems, probs...)
 	}
@@ -125,27 +49,6 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 		return inv.Problems[i].Line < inv.Problems[j].Line
 	})
 	return inv, nil
-}
-
-func isYAMLName(name string) bool {
-	ext := strings.ToLower(filepath.Ext(name))
-	return ext == ".yaml" || ext == ".yml"
-}
-
-// readFile reads rel through r, which refuses any path or symlink that
-// leaves the root.
-func readFile(r *os.Root, rel string) ([]byte, error) {
-	fi, err := r.Stat(filepath.FromSlash(rel))
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	if fi.Size() > maxFileSize {
-		return nil, fmt.Errorf("file larger than %d bytes", maxFileSize)
-	}
-	return r.ReadFile(filepath.FromSlash(rel))
 }
 
 // discoverFile returns the workloads of one file, in document order.
@@ -177,9 +80,4 @@ func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
 		ws = append(ws, w)
 	}
 	return ws, probs
-}
-
-func isFile(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
 }

@@ -2,13 +2,16 @@ package patcher_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 )
@@ -572,4 +575,62 @@ func TestDiscoverRefusesInvalidNames(t *testing.T) {
 			require.Equal(t, tc.want, inv.Problems[0].Error())
 		})
 	}
+}
+
+// TestDiscoverRefusesUnboundedInput: a file whose aliases expand without
+// bound, or above the size cap, is a problem found fast, not a crash.
+func TestDiscoverRefusesUnboundedInput(t *testing.T) {
+	bomb := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bomb}\nspec:\n  a0: &a0 [x]\n"
+	for i := 1; i <= 12; i++ {
+		bomb += fmt.Sprintf("  a%d: &a%d [%s*a%d]\n", i, i, strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 8), i-1)
+	}
+	tests := []struct {
+		name    string
+		files   map[string]string
+		problem string
+		is      error
+	}{
+		{
+			name: "an alias bomb", files: map[string]string{"bomb.yaml": bomb},
+			problem: "bomb.yaml:11: invalid YAML: aliases expand beyond the limit: with alias *a5, aliases add more than 1000000 nodes",
+			is:      patcher.ErrInvalidYAML,
+		},
+		{
+			name: "a file above the size cap", files: map[string]string{"huge.yaml": discoverDeployment + strings.Repeat("#", 8<<20)},
+			problem: "huge.yaml: file too large: more than 8388608 bytes",
+			is:      checkout.ErrTooLarge,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, tt.files)
+			start := time.Now()
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			require.Less(t, time.Since(start), 5*time.Second)
+			require.Empty(t, inv.Workloads)
+			require.Len(t, inv.Problems, 1)
+			require.Equal(t, tt.problem, inv.Problems[0].Error())
+			require.ErrorIs(t, inv.Problems[0], tt.is)
+		})
+	}
+}
+
+// TestDiscoverFiles: discovery consumes what the reader read, so policy
+// loading can share it.
+func TestDiscoverFiles(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"apps/chat.YAML": discoverDeployment, "out.yaml": "->/etc/hostname"})
+	d, err := checkout.OpenDir(root)
+	require.NoError(t, err)
+	defer d.Close()
+	files, err := checkout.Read(context.Background(), d, checkout.Options{})
+	require.NoError(t, err)
+	inv, err := patcher.DiscoverFiles(context.Background(), files)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	require.Equal(t, "apps/chat.YAML", inv.Workloads[0].File)
+	require.Len(t, inv.Problems, 1)
+	require.ErrorIs(t, inv.Problems[0], patcher.ErrOutsideRoot)
 }

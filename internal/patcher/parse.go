@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
 
 // stream is one parsed text (a file, or a run of its documents): the text
@@ -51,6 +53,15 @@ func parseStream(b []byte) (*stream, error) {
 		var n yaml.Node
 		err := dec.Decode(&n)
 		if errors.Is(err, io.EOF) {
+			// Readers of the tree follow aliases: bound what they expand
+			// to before anyone meets them.
+			if err := checkout.CheckAliases(s.docs...); err != nil {
+				line := 0
+				if ae := (*checkout.AliasError)(nil); errors.As(err, &ae) {
+					line = ae.Line
+				}
+				return nil, &lineErr{line: line, err: fmt.Errorf("%w: %w", ErrInvalidYAML, err)}
+			}
 			return s, nil
 		}
 		if err != nil {

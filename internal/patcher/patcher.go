@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -71,7 +72,7 @@ var (
 	// GPU; its --gpu-memory-utilization is left alone.
 	ErrNotGPUContainer = errors.New("not the container that gets the pod's GPU")
 	// ErrOutsideRoot: a symlink leads outside the checkout.
-	ErrOutsideRoot = errors.New("symlink leads outside the checkout")
+	ErrOutsideRoot = checkout.ErrOutsideRoot
 	// ErrInvalidName: a metadata.name or metadata.namespace that
 	// Kubernetes would refuse; the workload is not read.
 	ErrInvalidName = errors.New("not a valid Kubernetes name")

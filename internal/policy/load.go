@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
 
 // Set is every policy found in a repository, validated and linked.
@@ -41,29 +40,43 @@ type Broken struct {
 // Load reads the policy documents of the repository at root: every
 // document whose apiVersion is in Kubex's group or the project's, in the
 // YAML files under root, or only under paths (relative to root) when given.
-// Problems with documents are collected in Set.Errors; the error return is
-// for when the repository itself cannot be read.
+// It is checkout.Read and LoadFiles in one call. Problems with files and
+// documents are collected in Set.Errors; the error return is for a root or
+// path that cannot be used, and a cancelled ctx.
 func Load(ctx context.Context, root string, paths ...string) (*Set, error) {
-	files, err := yamlFiles(root, paths)
+	d, err := checkout.OpenDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("reading policies: %w", err)
+	}
+	defer d.Close()
+	files, err := checkout.Read(ctx, d, checkout.Options{})
 	if err != nil {
 		return nil, err
 	}
+	return LoadFiles(files, paths...)
+}
+
+// LoadFiles reads the policy documents among files, or only among those
+// under paths (relative to the checkout's root) when given. A file that
+// could not be read may hold policies: it is Broken, so that whatever they
+// might govern is left alone. The error is for a path that cannot be used.
+func LoadFiles(files *checkout.Files, paths ...string) (*Set, error) {
+	files, err := files.Select(paths...)
+	if err != nil {
+		return nil, fmt.Errorf("policy %w", err)
+	}
 	l := &loader{set: &Set{}}
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// Problems and files in path order, so that Errors is in file order.
+	probs := files.Problems
+	for _, f := range files.Files {
+		for len(probs) > 0 && probs[0].Path < f.Path {
+			l.unreadable(probs[0].Path, probs[0].Err)
+			probs = probs[1:]
 		}
-		rel := filepath.ToSlash(relOrSelf(root, f))
-		data, err := readInside(root, f)
-		if err != nil {
-			// It may hold policies nobody can read: assume the worst about
-			// what they govern, as for a file that does not parse.
-			err := fmt.Errorf("%s: %w (every workload a policy in it could govern is left alone)", rel, err)
-			l.set.Errors = append(l.set.Errors, err)
-			l.set.Broken = append(l.set.Broken, &Broken{Meta: Meta{File: rel}, Err: err})
-			continue
-		}
-		l.file(rel, data)
+		l.file(f.Path, f.Data)
+	}
+	for _, p := range probs {
+		l.unreadable(p.Path, p.Err)
 	}
 	l.link()
 	return l.set, nil
@@ -86,31 +99,90 @@ type loader struct {
 // not parse but mentions one may hold a policy nobody can read.
 var policyGroups = [][]byte{[]byte(KubexGroup + "/"), []byte(ProjectGroup + "/")}
 
+// mayHoldPolicy reports whether data could hold a policy document, before
+// any YAML is decoded: most files of a repository are manifests, and
+// decoding each of them twice (here and in discovery) doubled the cost of
+// a run. A policy's apiVersion is its group, a slash and a version, so
+// the group is in the text unless an escape in a double-quoted string
+// spells it, or the file is not UTF-8 (YAML allows UTF-16 and -32); those
+// files are decoded to be sure. Line folding cannot split the group: it
+// turns a line break into a space, and the group has none.
+func mayHoldPolicy(data []byte) bool {
+	return mentionsGroup(data) || bytes.IndexByte(data, '\\') >= 0 || bytes.IndexByte(data, 0) >= 0 ||
+		bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.HasPrefix(data, []byte{0xff, 0xfe})
+}
+
+func mentionsGroup(data []byte) bool {
+	for _, g := range policyGroups {
+		if bytes.Contains(data, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// unreadable records a file or directory that could not be read.
+func (l *loader) unreadable(name string, err error) {
+	// It may hold policies nobody can read: assume the worst about what
+	// they govern, as for a file that does not parse.
+	err = fmt.Errorf("%s: %w (every workload a policy in it could govern is left alone)", name, err)
+	l.set.Errors = append(l.set.Errors, err)
+	l.set.Broken = append(l.set.Broken, &Broken{Meta: Meta{File: name}, Err: err})
+}
+
+// unparsable records a file that mentions a policy group but cannot be
+// read as YAML: the file may hold policies we cannot read; assume the
+// worst about what they govern.
+func (l *loader) unparsable(name string, data []byte, err error) {
+	if !mentionsGroup(data) {
+		return
+	}
+	err = fmt.Errorf("%s: %w (policies in this file are ignored, and every workload they could govern is left alone)", name, err)
+	l.set.Broken = append(l.set.Broken, &Broken{Meta: Meta{File: name}, Err: err})
+	l.set.Errors = append(l.set.Errors, err)
+}
+
 func (l *loader) file(name string, data []byte) {
+	if !mayHoldPolicy(data) {
+		return
+	}
+	if len(data) > checkout.MaxFileSize {
+		l.unreadable(name, fmt.Errorf("%w: more than %d bytes", checkout.ErrTooLarge, checkout.MaxFileSize))
+		return
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*yaml.Node
+	var parseErr error
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
-			return
+			break
 		}
 		if err != nil {
-			for _, g := range policyGroups {
-				if bytes.Contains(data, g) {
-					// The file may hold policies we cannot read; assume
-					// the worst about what they govern.
-					err := fmt.Errorf("%s: %w (policies in this file are ignored, and every workload they could govern is left alone)", name, err)
-					l.set.Broken = append(l.set.Broken, &Broken{Meta: Meta{File: name}, Err: err})
-					l.set.Errors = append(l.set.Errors, err)
-					break
-				}
-			}
-			return
+			parseErr = err
+			break
 		}
+		docs = append(docs, &doc)
+	}
+	// The decoder follows aliases: bound what they expand to before it
+	// meets them.
+	if err := checkout.CheckAliases(docs...); err != nil {
+		var ae *checkout.AliasError
+		if errors.As(err, &ae) {
+			err = fmt.Errorf("line %d: %w", ae.Line, err)
+		}
+		l.unparsable(name, data, err)
+		return
+	}
+	for _, doc := range docs {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
 		}
 		l.document(name, doc.Content[0])
+	}
+	if parseErr != nil {
+		l.unparsable(name, data, parseErr)
 	}
 }
 
@@ -251,71 +323,4 @@ func scalarField(m *yaml.Node, key string) string {
 		}
 	}
 	return ""
-}
-
-// yamlFiles lists the YAML files to read, sorted, skipping dot-directories
-// (.git) and refusing paths that lead outside root.
-func yamlFiles(root string, paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	var files []string
-	for _, p := range paths {
-		if filepath.IsAbs(p) || !filepath.IsLocal(filepath.Clean(p)) && filepath.Clean(p) != "." {
-			return nil, fmt.Errorf("policy path %q must be relative to the repository and stay inside it", p)
-		}
-		start := filepath.Join(root, p)
-		err := filepath.WalkDir(start, func(path string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if e.IsDir() {
-				if path != start && strings.HasPrefix(e.Name(), ".") {
-					return filepath.SkipDir
-				}
-				if e.Name() == "templates" {
-					if st, err := os.Stat(filepath.Join(filepath.Dir(path), "Chart.yaml")); err == nil && st.Mode().IsRegular() {
-						// A Helm chart's templates are not YAML until
-						// rendered (the patcher skips them too).
-						return filepath.SkipDir
-					}
-				}
-				return nil
-			}
-			if ext := filepath.Ext(path); ext == ".yaml" || ext == ".yml" {
-				files = append(files, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("reading policies: %w", err)
-		}
-	}
-	slices.Sort(files)
-	return slices.Compact(files), nil
-}
-
-// readInside reads a file, refusing one that is a symlink leading outside
-// root: a repository must not make the tool read the host's files.
-func readInside(root, path string) ([]byte, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, err
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return nil, err
-	}
-	if rel, err := filepath.Rel(realRoot, real); err != nil || !filepath.IsLocal(rel) {
-		return nil, errors.New("symlink leads outside the repository; not read")
-	}
-	return os.ReadFile(real)
-}
-
-func relOrSelf(root, path string) string {
-	rel, err := filepath.Rel(root, path)
-	if err != nil {
-		return path
-	}
-	return rel
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,7 +224,7 @@ spec: {anything: goes}
 func TestLoadRefusesPathsOutsideTheRepository(t *testing.T) {
 	root := t.TempDir()
 	_, err := policy.Load(context.Background(), root, "../elsewhere")
-	require.ErrorContains(t, err, `policy path "../elsewhere" must be relative to the repository and stay inside it`)
+	require.ErrorContains(t, err, `policy path "../elsewhere" must be relative to the checkout and stay inside it`)
 
 	outside := filepath.Join(t.TempDir(), "secret.yaml")
 	require.NoError(t, os.WriteFile(outside, []byte("apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterAutomationStrategy\n"), 0o600))
@@ -231,7 +232,7 @@ func TestLoadRefusesPathsOutsideTheRepository(t *testing.T) {
 	set, err := policy.Load(context.Background(), root)
 	require.NoError(t, err)
 	require.Len(t, set.Errors, 1)
-	require.ErrorContains(t, set.Errors[0], "link.yaml: symlink leads outside the repository")
+	require.ErrorContains(t, set.Errors[0], "link.yaml: symlink leads outside the checkout")
 	require.Equal(t, engine.CausePolicyInvalid, set.Govern(gpuDeployment).Skip, "an unreadable file may hold policies")
 }
 
@@ -373,4 +374,103 @@ func TestLoadSkipsHelmTemplates(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, set.Errors)
 	require.Empty(t, set.Broken)
+}
+
+// TestLoadThroughTheReader: policies are read by package checkout's rules,
+// the same as workloads.
+func TestLoadThroughTheReader(t *testing.T) {
+	starter := readStarter(t)
+	// Each level names the one before nine times: a few hundred bytes
+	// that once took seconds and gigabytes to decode.
+	bomb := "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterAutomationStrategy\nmetadata: {name: bomb}\nspec:\n  a0: &a0 [x]\n"
+	for i := 1; i <= 12; i++ {
+		bomb += fmt.Sprintf("  a%d: &a%d [%s*a%d]\n", i, i, strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 8), i-1)
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, root string) (dir string, paths []string)
+		// loaded is how many strategies load; errs what Errors say.
+		loaded int
+		errs   []string
+	}{
+		{
+			name: "a symlinked root",
+			setup: func(t *testing.T, root string) (string, []string) {
+				writePolicy(t, root, "policies/p.yaml", starter)
+				link := filepath.Join(t.TempDir(), "repo")
+				require.NoError(t, os.Symlink(root, link))
+				return link, nil
+			},
+			loaded: 1,
+		},
+		{
+			name: "a policy path that is a symlink to a directory",
+			setup: func(t *testing.T, root string) (string, []string) {
+				writePolicy(t, root, "config/policies/p.yaml", starter)
+				writePolicy(t, root, "other/p.yaml", starter)
+				require.NoError(t, os.Symlink("config/policies", filepath.Join(root, "policies")))
+				return root, []string{"policies"}
+			},
+			loaded: 1,
+		},
+		{
+			name: "the extension in capitals",
+			setup: func(t *testing.T, root string) (string, []string) {
+				writePolicy(t, root, "P.YAML", starter)
+				return root, nil
+			},
+			loaded: 1,
+		},
+		{
+			name: "an alias bomb",
+			setup: func(t *testing.T, root string) (string, []string) {
+				writePolicy(t, root, "bomb.yaml", bomb)
+				return root, nil
+			},
+			errs: []string{"bomb.yaml: line 11: aliases expand beyond the limit: with alias *a5, aliases add more than 1000000 nodes (policies in this file are ignored, and every workload they could govern is left alone)"},
+		},
+		{
+			name: "a file above the size cap",
+			setup: func(t *testing.T, root string) (string, []string) {
+				writePolicy(t, root, "p.yaml", starter)
+				writePolicy(t, root, "huge.yaml", starter+strings.Repeat("#", 8<<20))
+				return root, nil
+			},
+			loaded: 1,
+			errs:   []string{"huge.yaml: file too large: more than 8388608 bytes (every workload a policy in it could govern is left alone)"},
+		},
+		{
+			name: "a FIFO",
+			setup: func(t *testing.T, root string) (string, []string) {
+				require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo.yaml"), 0o644))
+				return root, nil
+			},
+			errs: []string{"fifo.yaml: not a regular file (every workload a policy in it could govern is left alone)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, paths := tt.setup(t, t.TempDir())
+			start := time.Now()
+			set, err := policy.Load(context.Background(), dir, paths...)
+			require.NoError(t, err)
+			require.Less(t, time.Since(start), 5*time.Second)
+			var errs []string
+			for _, e := range set.Errors {
+				errs = append(errs, e.Error())
+			}
+			require.Equal(t, tt.errs, errs)
+			require.Len(t, set.Strategies, tt.loaded)
+			if len(tt.errs) > 0 {
+				require.Equal(t, engine.CausePolicyInvalid, set.Govern(gpuDeployment).Skip)
+			}
+		})
+	}
+}
+
+func writePolicy(t *testing.T, root, name, body string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(name))
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 }

@@ -1,0 +1,405 @@
+// Package checkout is the one reader of a repository's YAML files. Policy
+// loading and workload discovery both consume what it reads, so the rules
+// about what is read, and how safely, live here once (DESIGN §10,
+// invariants 7 and 8):
+//
+//   - directories whose names start with a dot (.git, .github) are
+//     skipped, except the root itself, and so is a Helm chart's templates
+//     directory (a directory named templates beside a regular file
+//     Chart.yaml): its files are not YAML until rendered;
+//   - YAML files are *.yaml and *.yml, the extension in any case;
+//   - symlinks are followed inside the checkout only; a file reached
+//     through one is read once, under the path it leads to; links to
+//     directories are not followed;
+//   - only regular files are read, checked again on the opened file, and
+//     none larger than MaxFileSize;
+//   - anything that cannot be read is a Problem, never a reason to stop.
+//
+// It works on any fs.FS that can tell symlinks apart (fs.ReadLinkFS): a
+// working tree through OpenDir, or a Git tree at a commit.
+package checkout
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// MaxFileSize bounds every file read; manifests and policies are far
+// smaller, and a bound keeps a huge or endless file from exhausting memory.
+const MaxFileSize = 8 << 20
+
+// maxLinks bounds the symlinks followed to resolve one path, as the
+// operating systems do (ELOOP).
+const maxLinks = 40
+
+// Sentinel errors of problems and of Select.
+var (
+	// ErrOutsideRoot: a symlink or path leads outside the checkout.
+	ErrOutsideRoot = errors.New("symlink leads outside the checkout")
+	// ErrNotRegular: a FIFO, device or socket, which is never read.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooLarge: a file larger than the size bound.
+	ErrTooLarge = errors.New("file too large")
+	// ErrSkipped: a path inside a directory the reader skips.
+	ErrSkipped = errors.New("inside a directory that is not read (a dot directory or a Helm chart's templates)")
+)
+
+// Files is what Read found.
+type Files struct {
+	// Files are sorted by Path.
+	Files []File
+	// Problems are what could not be read, sorted by Path.
+	Problems []Problem
+
+	// fsys resolves the paths given to Select.
+	fsys fs.FS
+}
+
+// File is one YAML file.
+type File struct {
+	// Path is slash-separated and relative to the root. A file reached
+	// through symlinks is named by the path they lead to.
+	Path string
+	// Links are the symlinks that lead to it, sorted.
+	Links []string
+	Data  []byte
+}
+
+// Problem is a file or directory that was not read.
+type Problem struct {
+	Path string // slash-separated, relative to the root
+	Err  error
+}
+
+func (p Problem) Error() string { return p.Path + ": " + p.Err.Error() }
+func (p Problem) Unwrap() error { return p.Err }
+
+// Options tunes Read.
+type Options struct {
+	// MaxFileSize bounds each file; 0 means MaxFileSize.
+	MaxFileSize int64
+}
+
+// Read reads every YAML file of fsys once, by the rules of the package.
+// The error is only for a cancelled ctx: what cannot be read is a Problem.
+func Read(ctx context.Context, fsys fs.FS, opts Options) (*Files, error) {
+	r := &reader{fsys: fsys, max: opts.MaxFileSize, byPath: map[string]int{}, failed: map[string]bool{}}
+	if r.max <= 0 {
+		r.max = MaxFileSize
+	}
+	var links []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			// The root or a directory that cannot be listed, or an entry
+			// gone since: whatever it holds is not read, and says so.
+			r.problem(p, err)
+			if d != nil && d.IsDir() && p != "." {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if p != "." && skipDir(fsys, p) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !isYAML(d.Name()) {
+			return nil
+		}
+		switch t := d.Type(); {
+		case t.IsRegular():
+			r.read(p, p)
+		case t&fs.ModeSymlink != 0:
+			// Resolved once the walk is done, so that a link to a file
+			// found directly adds a name to it instead of a second read.
+			links = append(links, p)
+		default:
+			r.problem(p, ErrNotRegular)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		target, fi, err := resolve(fsys, l)
+		switch {
+		case err != nil:
+			r.problem(l, err)
+		case fi.IsDir():
+			// Links to directories are not followed: the walk would
+			// otherwise meet the same files twice, or loop.
+		case !fi.Mode().IsRegular():
+			r.problem(l, ErrNotRegular)
+		default:
+			r.read(target, l)
+		}
+	}
+	slices.SortFunc(r.out.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(r.out.Problems, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+	for i := range r.out.Files {
+		slices.Sort(r.out.Files[i].Links)
+	}
+	r.out.fsys = fsys
+	return &r.out, nil
+}
+
+type reader struct {
+	fsys   fs.FS
+	max    int64
+	out    Files
+	byPath map[string]int  // index in out.Files
+	failed map[string]bool // paths already reported
+}
+
+// read reads name, reached as via (name itself or a symlink to it), unless
+// it was read or refused already.
+func (r *reader) read(name, via string) {
+	if i, ok := r.byPath[name]; ok {
+		if via != name {
+			r.out.Files[i].Links = append(r.out.Files[i].Links, via)
+		}
+		return
+	}
+	if r.failed[name] {
+		return
+	}
+	b, err := readFile(r.fsys, name, r.max)
+	if err != nil {
+		r.failed[name] = true
+		r.problem(name, err)
+		return
+	}
+	f := File{Path: name, Data: b}
+	if via != name {
+		f.Links = []string{via}
+	}
+	r.byPath[name] = len(r.out.Files)
+	r.out.Files = append(r.out.Files, f)
+}
+
+func (r *reader) problem(p string, err error) {
+	// A path error about the path itself says it twice: keep the cause.
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == p {
+		err = pe.Err
+	}
+	r.out.Problems = append(r.out.Problems, Problem{Path: p, Err: err})
+}
+
+// ReadFile reads one file of fsys by the rules of Read: symlinks are
+// followed inside fsys only, and the file must be regular and at most
+// MaxFileSize bytes. The patcher reads the files it edits with it.
+func ReadFile(fsys fs.FS, name string) ([]byte, error) {
+	target, fi, err := resolve(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, ErrNotRegular
+	}
+	return readFile(fsys, target, MaxFileSize)
+}
+
+// readFile reads name, which Lstat found to be a regular file. It is
+// checked again on the opened file, since it may have changed in between.
+func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, ErrNotRegular
+	}
+	tooLarge := fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	if fi.Size() > max {
+		return nil, tooLarge
+	}
+	// The size is a hint: the file may grow while it is read, so the
+	// bound is enforced on what is read too.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > max {
+		return nil, tooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+func isYAML(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// skipDir reports whether the directory p (not the root) is skipped: a dot
+// directory, or a Helm chart's templates.
+func skipDir(fsys fs.FS, p string) bool {
+	name := path.Base(p)
+	if strings.HasPrefix(name, ".") {
+		return true
+	}
+	if name == "templates" {
+		fi, err := fs.Lstat(fsys, path.Join(path.Dir(p), "Chart.yaml"))
+		return err == nil && fi.Mode().IsRegular()
+	}
+	return false
+}
+
+// resolve returns the path name leads to inside fsys, following every
+// symlink on the way as the operating system would, and what is there
+// (not following a final symlink, since there is none left). A link that
+// climbs above the root or is absolute leads outside: an absolute target
+// names the host's files, not the checkout's, and would mean another file
+// in a Git tree or another clone.
+func resolve(fsys fs.FS, name string) (string, fs.FileInfo, error) {
+	if !fs.ValidPath(name) {
+		return "", nil, &fs.PathError{Op: "resolve", Path: name, Err: fs.ErrInvalid}
+	}
+	var done []string
+	todo := strings.Split(name, "/")
+	links := 0
+	var fi fs.FileInfo
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", nil, ErrOutsideRoot
+			}
+			done = done[:len(done)-1]
+			fi = nil
+			continue
+		}
+		p := strings.Join(append(done, c), "/")
+		var err error
+		if fi, err = fs.Lstat(fsys, p); err != nil {
+			return "", nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if len(todo) > 0 && !fi.IsDir() {
+				return "", nil, &fs.PathError{Op: "resolve", Path: p, Err: errors.New("not a directory")}
+			}
+			done = append(done, c)
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", nil, &fs.PathError{Op: "resolve", Path: name, Err: errors.New("too many levels of symbolic links")}
+		}
+		t, err := fs.ReadLink(fsys, p)
+		if err != nil {
+			return "", nil, err
+		}
+		if t == "" || path.IsAbs(t) || filepath.IsAbs(t) || filepath.VolumeName(t) != "" {
+			return "", nil, ErrOutsideRoot
+		}
+		todo = append(strings.Split(filepath.ToSlash(t), "/"), todo...)
+		fi = nil
+	}
+	target := strings.Join(done, "/")
+	if target == "" {
+		target = "."
+	}
+	if fi == nil {
+		var err error
+		if fi, err = fs.Stat(fsys, target); err != nil {
+			return "", nil, err
+		}
+	}
+	return target, fi, nil
+}
+
+// Select returns the files and problems at or under paths, which are
+// relative to the root (slash- or OS-separated); none means all of them.
+// Each path is resolved inside the checkout, following symlinks, so a
+// symlink to a directory selects the files of the directory it leads to.
+// The error is for a path that leaves the checkout, does not exist or lies
+// where Read does not look.
+func (s *Files) Select(paths ...string) (*Files, error) {
+	if len(paths) == 0 {
+		return s, nil
+	}
+	var targets []string
+	for _, p := range paths {
+		clean := filepath.Clean(p)
+		if filepath.IsAbs(p) || !filepath.IsLocal(clean) && clean != "." {
+			return nil, fmt.Errorf("path %q must be relative to the checkout and stay inside it", p)
+		}
+		target := filepath.ToSlash(clean)
+		if s.fsys != nil {
+			t, fi, err := resolve(s.fsys, target)
+			if errors.Is(err, ErrOutsideRoot) {
+				return nil, fmt.Errorf("path %q must be relative to the checkout and stay inside it: %w", p, err)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("path %q: %w", p, err)
+			}
+			target = t
+			if skipped(s.fsys, target, fi.IsDir()) {
+				return nil, fmt.Errorf("path %q: %w", p, ErrSkipped)
+			}
+		}
+		targets = append(targets, target)
+	}
+	under := func(p string) bool {
+		for _, t := range targets {
+			if t == "." || p == t || strings.HasPrefix(p, t+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	out := &Files{fsys: s.fsys}
+	for _, f := range s.Files {
+		if under(f.Path) || slices.ContainsFunc(f.Links, under) {
+			out.Files = append(out.Files, f)
+		}
+	}
+	for _, p := range s.Problems {
+		if under(p.Path) {
+			out.Problems = append(out.Problems, p)
+		}
+	}
+	return out, nil
+}
+
+// skipped reports whether Read skips p, a path without symlinks: whether
+// p, when a directory, or one of the directories it lies in is skipped.
+func skipped(fsys fs.FS, p string, isDir bool) bool {
+	if p == "." {
+		return false
+	}
+	parts := strings.Split(p, "/")
+	if !isDir {
+		parts = parts[:len(parts)-1]
+	}
+	for i := range parts {
+		if skipDir(fsys, strings.Join(parts[:i+1], "/")) {
+			return true
+		}
+	}
+	return false
+}
