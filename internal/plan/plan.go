@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
@@ -141,29 +142,48 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 	}
 	p := &Plan{At: opts.At, repo: opts.Repo, log: log}
 
-	set, err := policy.Load(ctx, opts.Repo, opts.PolicyPaths...)
+	// One read of the checkout feeds both policy loading and discovery.
+	dir, err := checkout.OpenDir(opts.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("open checkout: %w", err)
+	}
+	defer dir.Close()
+	files, err := checkout.Read(ctx, dir, checkout.Options{})
+	if err != nil {
+		return nil, err
+	}
+	set, err := policy.LoadFiles(files, opts.PolicyPaths...)
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range set.Errors {
+		if rp, ok := readerProblem(e, files); ok {
+			// Located at the file, like every other problem.
+			p.Problems = append(p.Problems, Problem{File: rp.Path,
+				Message: fmt.Sprintf("%v (every workload a policy in it could govern is left alone)", rp.Err)})
+			continue
+		}
 		p.problem(e)
 	}
 	log.Info("policies loaded", "strategies", len(set.Strategies), "proactive", len(set.Proactive),
 		"reactive", len(set.Reactive), "invalid", len(set.Broken))
 
-	inv, err := patcher.Discover(ctx, opts.Repo)
+	inv, err := patcher.DiscoverFiles(ctx, files)
 	if err != nil {
 		return nil, err
 	}
 	for _, pr := range inv.Problems {
+		if reported(pr, files, set) {
+			continue
+		}
 		p.problem(pr)
 	}
 	log.Info("workloads discovered", "count", len(inv.Workloads), "unreadable", len(inv.Problems))
 
 	p.inv = withNamespaces(inv, cmp.Or(opts.DefaultNamespace, "default"))
-	files := map[usage.Ref][]string{}
+	definitions := map[usage.Ref][]string{}
 	for _, w := range p.inv.Workloads {
-		files[w.Ref] = append(files[w.Ref], fmt.Sprintf("%s:%d", w.File, w.Line))
+		definitions[w.Ref] = append(definitions[w.Ref], fmt.Sprintf("%s:%d", w.File, w.Line))
 	}
 	groups := map[string]int{}
 	for _, w := range p.inv.Workloads {
@@ -173,7 +193,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 			p.Hidden++
 			continue
 		}
-		switch where := files[w.Ref]; {
+		switch where := definitions[w.Ref]; {
 		case len(where) > 1:
 			// One problem for the lot, at the first definition.
 			if where[0] == fmt.Sprintf("%s:%d", w.File, w.Line) {
@@ -368,6 +388,29 @@ func (p *Plan) sortProblems() {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
 			cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
 	})
+}
+
+// reported says whether a discovery problem is a file the reader could
+// not read that policy loading already reported, with what it means for
+// governance: once is enough.
+func reported(pr patcher.Problem, files *checkout.Files, set *policy.Set) bool {
+	for _, e := range set.Errors {
+		if rp, ok := readerProblem(e, files); ok && rp.Path == pr.File && errors.Is(pr.Err, rp.Err) {
+			return true
+		}
+	}
+	return false
+}
+
+// readerProblem finds the file the reader refused that a policy error is
+// about, if it is about one.
+func readerProblem(err error, files *checkout.Files) (checkout.Problem, bool) {
+	for _, rp := range files.Problems {
+		if errors.Is(err, rp.Err) {
+			return rp, true
+		}
+	}
+	return checkout.Problem{}, false
 }
 
 // withNamespaces returns the inventory with the default namespace filled

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -172,4 +173,35 @@ func TestJSONCarriesCauseAndEvidence(t *testing.T) {
 			require.Equal(t, "gap", d.Evidence.Shortfall.Kind)
 		}
 	}
+}
+
+// TestGovernReadsTheCheckoutOnce: a file the reader refuses is one
+// problem, not one from policy loading and another from discovery; a
+// FIFO does not hang the run; a symlinked checkout plans like the real one.
+func TestGovernReadsTheCheckoutOnce(t *testing.T) {
+	dir := quickstartCopy(t, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "apps/huge.yaml"), bytes.Repeat([]byte("# pad\n"), 2<<20), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "apps/pipe.yaml"), 0o644))
+	link := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, os.Symlink(dir, link))
+
+	p, err := plan.Make(context.Background(), plan.Options{Repo: link, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	var files []string
+	for _, pr := range p.Problems {
+		files = append(files, pr.File)
+	}
+	require.Equal(t, []string{"apps/huge.yaml", "apps/pipe.yaml"}, files, "%v", p.Problems)
+	// The refused files may hold policies: what those could govern (every
+	// workload) is left alone, and nothing is edited.
+	require.Equal(t, engine.CausePolicyInvalid, decisionOf(t, p, "chat").Cause)
+	require.Empty(t, p.Files)
+
+	// Without them, the symlinked checkout plans like the quickstart.
+	require.NoError(t, os.Remove(filepath.Join(dir, "apps/huge.yaml")))
+	require.NoError(t, os.Remove(filepath.Join(dir, "apps/pipe.yaml")))
+	p, err = plan.Make(context.Background(), plan.Options{Repo: link, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	require.Empty(t, p.Problems)
+	require.Equal(t, engine.Upsize, decisionOf(t, p, "chat").Action)
 }
