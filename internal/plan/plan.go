@@ -82,8 +82,10 @@ type Decision struct {
 	engine.Decision
 	Workload patcher.Workload
 	Policies []policy.Meta
-	// strategy is what the edit may do.
-	strategy *engine.StrategyRules
+	// Rules are what decided, and what the edit may do; Usage is what the
+	// decision read. Both are for explaining it (a pull request's body).
+	Rules engine.Rules
+	Usage usage.Workload
 }
 
 // Problem is one refused input, located as precisely as known.
@@ -266,7 +268,7 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 func (p *Plan) Decide() {
 	p.Decisions = p.Decisions[:0]
 	for _, pw := range p.work {
-		d := Decision{Workload: pw.w, Policies: pw.g.Policies, strategy: pw.g.Strategy}
+		d := Decision{Workload: pw.w, Policies: pw.g.Policies, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref]}
 		switch why, failed := p.failed[pw.w.Ref]; {
 		case pw.g.Skip != "":
 			d.Decision = engine.LeftAlone(pw.cur, pw.g.Skip, pw.g.Why)
@@ -508,7 +510,7 @@ func editFor(d Decision) (patcher.Edit, bool) {
 	if !d.Action.Changes() {
 		return patcher.Edit{}, false
 	}
-	st := d.strategy
+	st := d.Rules.Strategy
 	w, rec := d.Workload, d.Recommended
 	e := patcher.Edit{Workload: w.Ref, File: w.File, Reason: d.Reason()}
 	switch rec.Form {
@@ -539,20 +541,21 @@ func editFor(d Decision) (patcher.Edit, bool) {
 		}
 		e.Ops = append(e.Ops, patcher.SetWholeGPUs(int64(rec.GPUs)))
 	}
-	if v, ok := vllmUtilization(d, st); ok {
+	if v, ok := VLLMUtilization(d); ok {
 		e.Ops = append(e.Ops, patcher.SetVLLMMemoryUtilization(v))
 	}
 	return e, true
 }
 
-// vllmUtilization is the --gpu-memory-utilization that leaves the
-// strategy's buffer of the new allocation unused (DESIGN §5). vLLM measures
-// against the memory it sees: the whole GPU without HAMi-core, its share
-// with it.
-func vllmUtilization(d Decision, st *engine.StrategyRules) (string, bool) {
+// VLLMUtilization is the --gpu-memory-utilization that leaves the
+// strategy's buffer of the new allocation unused (DESIGN §5), when the
+// decision's edit sets one. vLLM measures against the memory it sees: the
+// whole GPU without HAMi-core, its share with it.
+func VLLMUtilization(d Decision) (string, bool) {
+	st := d.Rules.Strategy
 	// Only the container the GPU goes to is sized by the fraction.
 	gpu := d.Workload.GPU.Container
-	if st.VLLMBufferPercent < 0 || !slices.ContainsFunc(d.Workload.Containers, func(c patcher.Container) bool { return c.VLLM && c.Name == gpu }) {
+	if st == nil || st.VLLMBufferPercent < 0 || !slices.ContainsFunc(d.Workload.Containers, func(c patcher.Container) bool { return c.VLLM && c.Name == gpu }) {
 		return "", false
 	}
 	keep := 1 - float64(st.VLLMBufferPercent)/100

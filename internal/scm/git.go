@@ -119,6 +119,15 @@ func (r *Repo) Dir() string { return r.dir }
 // Base is the commit of the base branch the checkout holds.
 func (r *Repo) Base() plumbing.Hash { return r.head }
 
+// Message is the base commit's message, "" when it cannot be read.
+func (r *Repo) Message() string {
+	c, err := r.repo.CommitObject(r.head)
+	if err != nil {
+		return ""
+	}
+	return c.Message
+}
+
 // Branches lists the remote's branches whose names start with prefix,
 // with their commits, as the remote advertises them now.
 func (r *Repo) Branches(ctx context.Context, prefix string) (map[string]plumbing.Hash, error) {

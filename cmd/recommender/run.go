@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+type runOptions struct {
+	IO     streams
+	Logger *slog.Logger
+
+	Repo        string
+	Base        string
+	SCM         string
+	MetricsFile string
+	At          time.Time
+	PolicyPaths []string
+	GroupBy     string
+	DryRun      bool
+
+	DefaultNamespace string
+	AuthorName       string
+	AuthorEmail      string
+	DeclinePercent   int
+	MaxOpen, MaxNew  int
+	Labels           []string
+	Reviewers        []string
+	Assignees        []string
+	Draft            bool
+	BranchPrefix     string
+
+	Now func() time.Time
+}
+
+func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
+	opts := &runOptions{IO: io, Now: time.Now}
+	var at string
+	cmd := &cobra.Command{
+		Use:   "run --repo REPO --scm local --metrics-file FILE",
+		Short: "Plan on the base branch, then open or update a pull request per change set",
+		Long: "run clones the base branch, plans on it (policies come from the base branch only), and\n" +
+			"publishes each change set as one commit on a branch of its own, with its pull request opened,\n" +
+			"updated, closed when the workload fits now, or left declined when a person closed it.",
+		Example: "  recommender run --scm local --repo ./gitops --base main --metrics-file usage.om\n" +
+			"  recommender run --scm local --repo ./gitops --metrics-file usage.om --dry-run",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case opts.Repo == "":
+				return flagErrorf("`--repo` is required")
+			case opts.SCM != "local":
+				return flagErrorf("invalid `--scm` %q: only local is built yet", opts.SCM)
+			case opts.MetricsFile == "":
+				return flagErrorf("`--metrics-file` is required")
+			}
+			switch plan.Grouping(opts.GroupBy) {
+			case plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
+			default:
+				return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", opts.GroupBy)
+			}
+			if at != "" {
+				t, err := parseTime(at)
+				if err != nil {
+					return flagErrorf("invalid `--at`: %v", err)
+				}
+				opts.At = t
+			}
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			opts.Logger = log
+			return runRun(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository: a local path (with --scm local)")
+	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
+	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository)")
+	f.StringVar(&opts.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
+	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample)")
+	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
+	f.StringVar(&opts.GroupBy, "group-by", "workload", "one pull request per workload, namespace or policy")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
+	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	f.StringVar(&opts.AuthorName, "author-name", "gpu-rightsizing", "commit author `name`")
+	f.StringVar(&opts.AuthorEmail, "author-email", "gpu-rightsizing@users.noreply.github.com", "commit author `email`")
+	f.IntVar(&opts.DeclinePercent, "decline-percent", 10, "a declined pull request comes back when its recommendation moves by more than this `percent`")
+	f.IntVar(&opts.MaxOpen, "max-open", 0, "open at most this many pull requests in all (0: no cap)")
+	f.IntVar(&opts.MaxNew, "max-new", 0, "open at most this many new pull requests per run (0: no cap)")
+	f.StringArrayVar(&opts.Labels, "label", nil, "add this `label` to every pull request (repeatable)")
+	f.StringArrayVar(&opts.Reviewers, "reviewer", nil, "ask this `user` to review (repeatable)")
+	f.StringArrayVar(&opts.Assignees, "assignee", nil, "assign this `user` (repeatable)")
+	f.BoolVar(&opts.Draft, "draft", false, "open pull requests as drafts")
+	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
+	return cmd
+}
+
+func runRun(ctx context.Context, opts *runOptions) error {
+	repo, err := filepath.Abs(opts.Repo)
+	if err != nil {
+		return err
+	}
+	gitDir := filepath.Join(repo, ".git")
+	if st, err := os.Stat(gitDir); err != nil || !st.IsDir() {
+		gitDir = repo // a bare repository
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
+		return fmt.Errorf("repository %s: not a git repository", opts.Repo)
+	}
+	forge, err := scm.NewLocal(filepath.Join(gitDir, "gpu-rightsizing", "pulls"))
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "recommender-run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	g, err := scm.Clone(ctx, repo, opts.Base, filepath.Join(work, "checkout"), scm.Auth{})
+	if err != nil {
+		return err
+	}
+	src, err := metrics.OpenRecorded(opts.MetricsFile)
+	if err != nil {
+		return err
+	}
+	at := opts.At
+	if at.IsZero() {
+		at = src.Span().Newest
+		if at.IsZero() {
+			at = opts.Now()
+		}
+	}
+	p, err := plan.Make(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, At: at, Source: src,
+		DefaultNamespace: opts.DefaultNamespace, Logger: opts.Logger})
+	if err != nil {
+		return err
+	}
+	opts.Logger.Info("plan ready", "summary", p.Summary())
+	rep, err := publish.Run(ctx, g, forge, p, publish.Options{
+		Base: opts.Base, BranchPrefix: opts.BranchPrefix, Grouping: plan.Grouping(opts.GroupBy),
+		Author:         scm.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail},
+		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
+		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
+		Conventional: conventionalRE.MatchString(g.Message()), Source: filepath.Base(opts.MetricsFile),
+		DryRun: opts.DryRun, Now: func() time.Time { return at }, Logger: opts.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeReport(opts.IO.Out, rep); err != nil {
+		return err
+	}
+	if rep.Failed() || len(p.Problems) > 0 {
+		for _, pr := range p.Problems {
+			fmt.Fprintf(opts.IO.Err, "problem: %s\n", pr)
+		}
+		return errProblems
+	}
+	return nil
+}
+
+// writeReport prints one row per change set or pull request, and the
+// summary.
+func writeReport(w io.Writer, rep *publish.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE SET\tBRANCH\tOUTCOME\tPULL REQUEST\tDETAIL")
+	for _, r := range rep.Results {
+		pr := "-"
+		if r.Number > 0 {
+			pr = fmt.Sprintf("#%d", r.Number)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Key, r.Branch, r.Outcome, pr, strings.ReplaceAll(r.Detail, "\n", " "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	prefix := ""
+	if rep.DryRun {
+		prefix = "dry run, nothing written: "
+	}
+	_, err := fmt.Fprintf(w, "\n%s%d opened, %d updated, %d unchanged, %d closed, %d declined, %d failed\n", prefix,
+		rep.Count(publish.Opened), rep.Count(publish.Updated), rep.Count(publish.Unchanged),
+		rep.Count(publish.Closed), rep.Count(publish.Declined), rep.Count(publish.Failed))
+	return err
+}
+
+// conventionalRE matches a Conventional Commits subject: the tool writes
+// its commits as the repository's newest one is written.
+var conventionalRE = regexp.MustCompile(`^[a-z]+(\([^)]*\))?!?: `)

@@ -1,0 +1,325 @@
+package publish
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// title is the pull request's title: what changes, in a line.
+func title(cs plan.ChangeSet) string {
+	if len(cs.Decisions) == 1 {
+		d := cs.Decisions[0]
+		verb := "Upsize"
+		if d.Action == engine.ScaleBack {
+			verb = "Scale back"
+		}
+		return fmt.Sprintf("%s the GPU of %s/%s: %s → %s", verb, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Current, d.Recommended)
+	}
+	return fmt.Sprintf("Rightsize the GPU of %d workloads (%s)", len(cs.Decisions), cs.Key)
+}
+
+// commitMessage follows Conventional Commits when the repository does.
+func commitMessage(cs plan.ChangeSet, conventional bool) string {
+	t := title(cs)
+	if conventional {
+		t = "chore(gpu): " + strings.ToLower(t[:1]) + t[1:]
+	}
+	var b strings.Builder
+	b.WriteString(t + "\n\n")
+	for _, d := range cs.Decisions {
+		fmt.Fprintf(&b, "%s: %s → %s (%s)\n", d.Workload.Ref, d.Current, d.Recommended, d.Rule)
+	}
+	return b.String()
+}
+
+// bodyOptions are what the body says beyond the decisions.
+type bodyOptions struct {
+	// DeclinePercent is how far a recommendation must move before a
+	// declined pull request comes back.
+	DeclinePercent int
+	// Source names where usage was read, e.g. a Prometheus URL or a file.
+	Source string
+	Now    time.Time
+}
+
+// body renders the pull request's body for a reviewer: every number comes
+// from a decision's evidence, and the marker closes it.
+func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
+	var b strings.Builder
+	urgent := false
+	for _, d := range cs.Decisions {
+		urgent = urgent || d.Urgent
+	}
+	fmt.Fprintf(&b, "The GPU rightsizing recommender proposes new GPU requests, from usage read from %s at %s.", o.Source, o.Now.UTC().Format(time.RFC3339))
+	if urgent {
+		b.WriteString(" **Urgent**: a workload is at or above its share now.")
+	}
+	b.WriteString("\n\n| Workload | Current → recommended | Rule | Why |\n|---|---|---|---|\n")
+	for _, d := range cs.Decisions {
+		fmt.Fprintf(&b, "| `%s` | %s → **%s** | %s | %s |\n", d.Workload.Ref, d.Current, d.Recommended, d.Rule, cell(d.Reason()))
+	}
+	for _, d := range cs.Decisions {
+		workloadSection(&b, d)
+	}
+	b.WriteString("\n### Declining\n\nClose this pull request without merging to decline it: no new one opens for these workloads")
+	fmt.Fprintf(&b, " until the recommendation moves by more than %d%%, unless you reopen it. Editing the branch by hand is safe: the tool never overwrites a branch someone else moved.\n\n", o.DeclinePercent)
+	enc, err := mk.encode()
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(enc + "\n")
+	return b.String(), nil
+}
+
+func workloadSection(b *strings.Builder, d plan.Decision) {
+	ev := d.Evidence
+	fmt.Fprintf(b, "\n### `%s` in `%s`\n\n", d.Workload.Ref, d.Workload.File)
+	b.WriteString("| Metric | Rule | Window | Peak | Typical (median) | Pod that peaked | Threshold | Headroom | Target |\n|---|---|---|---|---|---|---|---|---|\n")
+	row := func(rule string, r engine.Reading) {
+		stat := "peak"
+		if r.Percentile < 100 {
+			stat = fmt.Sprintf("p%d", r.Percentile)
+		}
+		threshold := "–"
+		if r.ThresholdPercent > 0 {
+			threshold = fmt.Sprintf("%d%%", r.ThresholdPercent)
+		}
+		window := r.Window.String()
+		if r.History > 0 {
+			window += " (" + r.History.String() + " of history)"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s %.3f GPU (%.0f%%) | %.3f GPU | `%s` | %s | %d%% | %.3f |\n",
+			r.Metric, rule, window, stat, r.Value, r.Percent, r.Typical, r.Pod, threshold, r.HeadroomPercent, r.Capped())
+	}
+	for _, r := range ev.Upsizes {
+		row("reactive upsize", r)
+	}
+	if ev.Baseline != nil {
+		for _, r := range ev.Baseline.Metrics {
+			row("proactive baseline", r)
+		}
+	}
+	for _, r := range ev.ScaleBacks {
+		row("reactive scale-back", r)
+	}
+	if p := ev.Proposal; p != nil {
+		fmt.Fprintf(b, "\nThe %s asked for %.3f GPU", p, p.Target)
+		for _, a := range ev.Adjustments {
+			switch a.Kind {
+			case engine.AdjustStepLimit:
+				fmt.Fprintf(b, "; one step may not exceed %.0f%% of the allocation (%.3f)", a.Percent, a.Limit)
+			case engine.AdjustCeiling:
+				fmt.Fprintf(b, "; the ceiling is %g", a.Limit)
+			case engine.AdjustFloor:
+				fmt.Fprintf(b, "; the floor is %g", a.Limit)
+			case engine.AdjustGrid:
+				fmt.Fprintf(b, "; KAI keeps two decimals, rounded up to %.2f", a.To)
+			case engine.AdjustForm:
+				fmt.Fprintf(b, "; the request moves from %s to %s", a.FromForm, a.ToForm)
+			}
+		}
+		fmt.Fprintf(b, ": **%s**.\n", d.Recommended)
+	}
+	chart(b, d)
+	series(b, d)
+	changes(b, d)
+	risks(b, d)
+}
+
+// chart draws usage against the current and the recommended allocation
+// over the longest window the decision read, as a Mermaid xychart, which
+// GitHub and GitLab render.
+func chart(b *strings.Builder, d plan.Decision) {
+	ev := d.Evidence
+	var window time.Duration
+	for _, r := range ev.Upsizes {
+		window = max(window, time.Duration(r.Window))
+	}
+	if ev.Baseline != nil {
+		window = max(window, time.Duration(ev.Baseline.Window))
+	}
+	if window <= 0 || len(d.Usage.Pods) == 0 {
+		return
+	}
+	const points = 24
+	sources := d.Rules.Sources()
+	var to int64
+	for _, p := range d.Usage.Pods {
+		for _, s := range p.Series {
+			if len(s) > 0 {
+				to = max(to, s[len(s)-1].T)
+			}
+		}
+	}
+	// From the oldest sample when the history is shorter than the window:
+	// an empty stretch would draw as zero usage.
+	from := to
+	for _, p := range d.Usage.Pods {
+		for _, s := range p.Series {
+			if len(s) > 0 {
+				from = min(from, s[0].T-1)
+			}
+		}
+	}
+	from = max(from, to-window.Milliseconds())
+	step := (to - from) / points
+	if step <= 0 {
+		return
+	}
+	lines := map[usage.Metric][]float64{}
+	top := max(d.Current.GPUs, d.Recommended.GPUs)
+	for _, m := range usage.Metrics {
+		src := sources[m]
+		if src == nil {
+			continue
+		}
+		vals := make([]float64, points)
+		seen := false
+		for _, p := range d.Usage.Pods {
+			scale := 1.0 / 100
+			if src.Interpretation == engine.CurrentAllocation {
+				share := p.Allocation
+				if share <= 0 {
+					share = d.Current.GPUs
+				}
+				scale *= share
+			}
+			for _, x := range usage.In(p.Series[m], usage.Window{From: from, To: to}) {
+				if !x.Valid() {
+					continue
+				}
+				i := min(points-1, int((x.T-from-1)/step))
+				vals[i] = max(vals[i], x.V*scale)
+				seen = true
+			}
+		}
+		if seen {
+			lines[m] = vals
+			for _, v := range vals {
+				top = max(top, v)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	labels := make([]string, points)
+	for i := range labels {
+		ago := (time.Duration(to-(from+int64(i+1)*step)) * time.Millisecond).Round(time.Minute)
+		labels[i] = fmt.Sprintf("%q", "-"+engine.FormatDuration(ago))
+	}
+	labels[points-1] = `"now"`
+	fmt.Fprintf(b, "\nUsage (the hottest pod, per %s) against the current allocation (%s) and the recommended one (%s), in GPUs: lines in the order %s, current, recommended.\n\n",
+		engine.FormatDuration((time.Duration(step)*time.Millisecond).Round(time.Second)), d.Current, d.Recommended, strings.Join(metricNames(lines), ", "))
+	b.WriteString("```mermaid\nxychart-beta\n")
+	fmt.Fprintf(b, "  title \"%s\"\n", d.Workload.Ref.Name)
+	fmt.Fprintf(b, "  x-axis [%s]\n", strings.Join(labels, ", "))
+	fmt.Fprintf(b, "  y-axis \"GPUs\" 0 --> %s\n", trim(math.Ceil(top*1.1*100)/100))
+	for _, m := range usage.Metrics {
+		if v, ok := lines[m]; ok {
+			fmt.Fprintf(b, "  line [%s]\n", joinFloats(v))
+		}
+	}
+	fmt.Fprintf(b, "  line [%s]\n", joinFloats(repeat(d.Current.GPUs, points)))
+	fmt.Fprintf(b, "  line [%s]\n", joinFloats(repeat(d.Recommended.GPUs, points)))
+	b.WriteString("```\n")
+}
+
+// series names the exact series behind the numbers.
+func series(b *strings.Builder, d plan.Decision) {
+	sources := d.Rules.Sources()
+	b.WriteString("\nSeries read (summed over the pod's containers, per pod):\n\n")
+	for _, m := range usage.Metrics {
+		src := sources[m]
+		if src == nil {
+			continue
+		}
+		fmt.Fprintf(b, "- %s: `%s{%s=%q, %s=~%q}` (%s)\n", m, src.Source.Metric, src.Source.NamespaceLabel, d.Workload.Ref.Namespace,
+			src.Source.PodLabel, d.Workload.Ref.Name+"-.*", src.Interpretation)
+	}
+}
+
+// changes lists what the edit does besides the request.
+func changes(b *strings.Builder, d plan.Decision) {
+	var out []string
+	if v, ok := plan.VLLMUtilization(d); ok {
+		for _, c := range d.Workload.Containers {
+			if c.Name == d.Workload.GPU.Container {
+				out = append(out, fmt.Sprintf("vLLM in container `%s`: `--gpu-memory-utilization` %s → **%s**, leaving %d%% of the new share unused.",
+					c.Name, orDash(c.GPUMemoryUtilization), v, d.Rules.Strategy.VLLMBufferPercent))
+			}
+		}
+	}
+	for _, n := range d.Evidence.Notes {
+		out = append(out, fmt.Sprintf("Left alone: %s: %s.", n.Field, n.Why))
+	}
+	if len(out) > 0 {
+		b.WriteString("\n" + strings.Join(out, "\n") + "\n")
+	}
+}
+
+// risks says what a reviewer should weigh.
+func risks(b *strings.Builder, d plan.Decision) {
+	st := d.Rules.Strategy
+	var out []string
+	if st != nil && !st.HAMiCore && d.Recommended.Form == engine.Fraction {
+		out = append(out, "HAMi-core is not enforcing memory: the fraction is what KAI schedules by, not a limit. A process that grows beyond it takes memory its neighbours were promised.")
+	}
+	if d.Action == engine.ScaleBack {
+		out = append(out, "A scale-back leaves less headroom: a burst above the recommended share that the history did not show would be throttled, or killed for memory under HAMi-core.")
+	}
+	if d.Current.Form == engine.WholeGPUs && d.Recommended.Form == engine.Fraction {
+		out = append(out, "The workload moves from a whole GPU to a shared one: it will share the card with others.")
+	}
+	out = append(out, "Merging rolls the Deployment: new pods start with the new request.")
+	b.WriteString("\nRisks:\n\n")
+	for _, r := range out {
+		b.WriteString("- " + r + "\n")
+	}
+}
+
+func metricNames(lines map[usage.Metric][]float64) []string {
+	var out []string
+	for _, m := range usage.Metrics {
+		if _, ok := lines[m]; ok {
+			out = append(out, string(m))
+		}
+	}
+	return out
+}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func joinFloats(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = trim(math.Round(x*1000) / 1000)
+	}
+	return strings.Join(s, ", ")
+}
+
+func trim(v float64) string { return fmt.Sprintf("%g", v) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "unset"
+	}
+	return s
+}
+
+// cell makes text safe inside a Markdown table cell.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

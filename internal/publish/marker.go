@@ -1,0 +1,69 @@
+package publish
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+// marker is what the tool hides in the body of its pull requests, to know
+// them again: which change set, the fingerprint of what it proposed, and
+// the recommended values, which a declined pull request is compared with.
+type marker struct {
+	Set         string             `json:"set"`
+	Fingerprint string             `json:"fingerprint"`
+	Recommended map[string]float64 `json:"recommended"`
+}
+
+const markerPrefix = "<!-- gpu-rightsizing "
+
+var markerRE = regexp.MustCompile(`<!-- gpu-rightsizing (\{[^\n]*\}) -->`)
+
+func (m marker) encode() (string, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("marker: %w", err)
+	}
+	// Keep the HTML comment well-formed whatever the set key holds.
+	return markerPrefix + strings.ReplaceAll(string(b), "--", `-\u002d`) + " -->", nil
+}
+
+// markerOf reads the marker of a pull request's body; ok is false for a
+// pull request the tool did not open (or whose marker a person removed).
+func markerOf(body string) (marker, bool) {
+	m := markerRE.FindStringSubmatch(body)
+	if m == nil {
+		return marker{}, false
+	}
+	var mk marker
+	if err := json.Unmarshal([]byte(m[1]), &mk); err != nil || mk.Fingerprint == "" {
+		return marker{}, false
+	}
+	return mk, true
+}
+
+// fingerprint identifies what a change set proposes on its base: the
+// recommendation and the exact bytes of every file it writes. The same
+// fingerprint means nothing to push or edit; a base that changed a file
+// under the change changes it, and so regenerates the branch.
+func fingerprint(cs plan.ChangeSet, files []scm.File) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "set %q\n", cs.Key)
+	for _, d := range cs.Decisions {
+		fmt.Fprintf(h, "decision %s %s %s %v\n", d.Workload.Ref, d.Action, d.Recommended.Form, d.Recommended.GPUs)
+	}
+	sorted := slices.Clone(files)
+	slices.SortFunc(sorted, func(a, b scm.File) int { return strings.Compare(a.Path, b.Path) })
+	for _, f := range sorted {
+		sum := sha256.Sum256(f.Data)
+		fmt.Fprintf(h, "file %q %x\n", f.Path, sum)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}

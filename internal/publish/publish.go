@@ -1,0 +1,412 @@
+// Package publish turns a plan's change sets into pull requests, the way
+// Renovate keeps its own (DESIGN §6): one branch and pull request per
+// change set, found again by branch name and a hidden marker; the same
+// recommendation writes nothing; a changed one force-updates its branch
+// with a lease; one that vanished because the workload fits now is closed,
+// one that vanished because the data is in doubt is left alone; one a
+// person closed unmerged stays declined until the recommendation moves.
+package publish
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+// Forge holds pull requests: GitHub, GitLab, or the local stand-in.
+type Forge interface {
+	// Find lists the pull requests of a head branch, in any state, newest
+	// first.
+	Find(ctx context.Context, branch string) ([]scm.PullRequest, error)
+	// ListOpen lists the open pull requests whose head branch starts with
+	// prefix.
+	ListOpen(ctx context.Context, prefix string) ([]scm.PullRequest, error)
+	Open(ctx context.Context, pr scm.NewPullRequest) (scm.PullRequest, error)
+	Update(ctx context.Context, number int, title, body string) error
+	Close(ctx context.Context, number int, comment string) error
+}
+
+// Git is the checkout of the base branch the plan was made on.
+type Git interface {
+	Dir() string
+	Base() plumbing.Hash
+	Branches(ctx context.Context, prefix string) (map[string]plumbing.Hash, error)
+	Commit(files []scm.File, message string, who scm.Signature, at time.Time) (plumbing.Hash, error)
+	Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error
+}
+
+// Options configures publishing.
+type Options struct {
+	// Base is the base branch's name.
+	Base string
+	// BranchPrefix starts every branch the tool owns.
+	BranchPrefix string
+	Grouping     plan.Grouping
+	Author       scm.Signature
+	// DeclinePercent is how far a recommendation must move before a
+	// declined pull request's change is proposed again.
+	DeclinePercent int
+	// MaxOpen caps the tool's open pull requests; MaxNew the ones opened
+	// in one run. Zero means no cap.
+	MaxOpen, MaxNew int
+	Labels          []string
+	Reviewers       []string
+	Assignees       []string
+	Draft           bool
+	// Conventional makes commit messages Conventional Commits.
+	Conventional bool
+	// Source names where usage was read, for the body.
+	Source string
+	DryRun bool
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Outcome is what happened to one change set or pull request.
+type Outcome string
+
+const (
+	Opened    Outcome = "opened"
+	Updated   Outcome = "updated"
+	Unchanged Outcome = "unchanged"
+	Closed    Outcome = "closed"
+	Declined  Outcome = "declined"
+	Capped    Outcome = "capped"
+	Kept      Outcome = "kept"
+	Failed    Outcome = "failed"
+)
+
+// Result is one change set's or pull request's outcome.
+type Result struct {
+	Key     string
+	Branch  string
+	Outcome Outcome
+	Number  int
+	URL     string
+	// Detail says why, for the summary: the error of a failure, the cause
+	// of a close, what a dry run would do.
+	Detail string
+}
+
+// Report is what a run did, change set by change set.
+type Report struct {
+	Results []Result
+	DryRun  bool
+}
+
+// Count is how many results had outcome o.
+func (r *Report) Count(o Outcome) int {
+	n := 0
+	for _, x := range r.Results {
+		if x.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// Failed reports whether any change set failed.
+func (r *Report) Failed() bool { return r.Count(Failed) > 0 }
+
+// Run publishes p's change sets. The plan must have been made on g's
+// checkout, so that policies and files come from the base branch. The
+// error is for what stops the whole run (a cancelled ctx, a forge or git
+// remote that cannot be listed); one change set's failure is a Failed
+// result, and the others go on.
+func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report, error) {
+	o = o.withDefaults()
+	sets, err := p.ChangeSets(o.Grouping)
+	if err != nil {
+		return nil, err
+	}
+	branches, err := g.Branches(ctx, o.BranchPrefix)
+	if err != nil {
+		return nil, err
+	}
+	open, err := f.ListOpen(ctx, o.BranchPrefix)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{g: g, f: f, p: p, o: o, branches: branches, open: len(open), report: &Report{DryRun: o.DryRun}}
+	kept := map[string]bool{}
+	for _, cs := range sets {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res := r.publish(ctx, cs)
+		kept[res.Branch] = true
+		r.report.Results = append(r.report.Results, res)
+	}
+	for _, pr := range open {
+		if kept[pr.Branch] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.report.Results = append(r.report.Results, r.vanished(ctx, pr))
+	}
+	return r.report, nil
+}
+
+func (o Options) withDefaults() Options {
+	o.BranchPrefix = cmp.Or(o.BranchPrefix, "gpu-rightsizing/")
+	o.Grouping = cmp.Or(o.Grouping, plan.ByWorkload)
+	o.Author.Name = cmp.Or(o.Author.Name, "gpu-rightsizing")
+	o.Author.Email = cmp.Or(o.Author.Email, "gpu-rightsizing@users.noreply.github.com")
+	o.Source = cmp.Or(o.Source, "the usage source")
+	if o.DeclinePercent <= 0 {
+		o.DeclinePercent = 10
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+type run struct {
+	g        Git
+	f        Forge
+	p        *plan.Plan
+	o        Options
+	branches map[string]plumbing.Hash
+	open     int
+	opened   int
+	report   *Report
+}
+
+// publish opens or updates the pull request of one change set.
+func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
+	res := Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, cs.Key)}
+	fail := func(err error) Result {
+		res.Outcome, res.Detail = Failed, err.Error()
+		r.o.Logger.Error("publish", "set", cs.Key, "branch", res.Branch, "err", err)
+		return res
+	}
+	applied, err := cs.Apply(ctx, r.g.Dir(), r.p.Inventory())
+	if err != nil {
+		return fail(err)
+	}
+	if len(applied.Refused) > 0 {
+		return fail(fmt.Errorf("edit refused: %w", applied.Refused[0]))
+	}
+	if len(applied.Files) == 0 {
+		// Nothing differs from the base: never an empty pull request.
+		res.Outcome, res.Detail = Unchanged, "the base already holds the recommendation"
+		return res
+	}
+	var files []scm.File
+	for _, f := range applied.Files {
+		files = append(files, scm.File{Path: f.Path, Data: f.New})
+	}
+	mk := marker{Set: cs.Key, Fingerprint: fingerprint(cs, files), Recommended: recommended(cs)}
+	t := title(cs)
+	b, err := body(cs, mk, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now()})
+	if err != nil {
+		return fail(err)
+	}
+
+	prs, err := r.f.Find(ctx, res.Branch)
+	if err != nil {
+		return fail(err)
+	}
+	// The newest of the tool's pull requests for the branch decides: open
+	// is updated, closed unmerged is declined, merged is history.
+	var current, declined *scm.PullRequest
+	for i := range prs {
+		if _, ok := markerOf(prs[i].Body); !ok {
+			continue
+		}
+		switch prs[i].State {
+		case scm.Open:
+			current = &prs[i]
+		case scm.Closed:
+			declined = &prs[i]
+		}
+		break
+	}
+	if current != nil {
+		res.Number, res.URL = current.Number, current.URL
+		if old, _ := markerOf(current.Body); old.Fingerprint == mk.Fingerprint {
+			res.Outcome = Unchanged
+			return res
+		}
+		if r.o.DryRun {
+			res.Outcome, res.Detail = Updated, "would force-update the branch and edit the pull request"
+			return res
+		}
+		if err := r.push(ctx, cs, res.Branch, files); err != nil {
+			return fail(err)
+		}
+		if err := r.f.Update(ctx, current.Number, t, b); err != nil {
+			return fail(err)
+		}
+		res.Outcome = Updated
+		return res
+	}
+	if declined != nil {
+		old, _ := markerOf(declined.Body)
+		if !moved(old.Recommended, mk.Recommended, r.o.DeclinePercent) {
+			res.Outcome, res.Number, res.URL = Declined, declined.Number, declined.URL
+			res.Detail = fmt.Sprintf("#%d was closed unmerged; the recommendation has not moved by more than %d%% since", declined.Number, r.o.DeclinePercent)
+			return res
+		}
+	}
+	if (r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew) {
+		res.Outcome, res.Detail = Capped, fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
+		return res
+	}
+	if r.o.DryRun {
+		res.Outcome, res.Detail = Opened, "would push the branch and open a pull request"
+		return res
+	}
+	if err := r.push(ctx, cs, res.Branch, files); err != nil {
+		return fail(err)
+	}
+	pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: res.Branch, Base: r.o.Base, Title: t, Body: b,
+		Labels: labels(cs, r.o.Labels), Reviewers: r.o.Reviewers, Assignees: r.o.Assignees, Draft: r.o.Draft})
+	if err != nil {
+		return fail(err)
+	}
+	r.open++
+	r.opened++
+	res.Outcome, res.Number, res.URL = Opened, pr.Number, pr.URL
+	return res
+}
+
+// push commits files on the base and points the branch at the commit,
+// with a lease on what the branch held when the run started.
+func (r *run) push(ctx context.Context, cs plan.ChangeSet, branch string, files []scm.File) error {
+	commit, err := r.g.Commit(files, commitMessage(cs, r.o.Conventional), r.o.Author, r.o.Now())
+	if err != nil {
+		return err
+	}
+	return r.g.Push(ctx, branch, commit, r.branches[branch])
+}
+
+// vanished decides about an open pull request whose change set the plan
+// no longer has: closed when every workload it changes was judged on good
+// data and needs nothing now; left alone when the data is in doubt.
+func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
+	res := Result{Key: pr.Branch, Branch: pr.Branch, Number: pr.Number, URL: pr.URL}
+	mk, ok := markerOf(pr.Body)
+	if !ok {
+		res.Outcome, res.Detail = Kept, "no marker of the tool in its body: not ours to close"
+		return res
+	}
+	res.Key = mk.Set
+	var why []string
+	for ref := range mk.Recommended {
+		d, found := r.decision(ref)
+		switch {
+		case !found:
+			why = append(why, fmt.Sprintf("%s is no longer in the repository", ref))
+		case d.Action.Changes():
+			// Still changing, under another change set (the grouping
+			// changed): this one is superseded.
+			why = append(why, fmt.Sprintf("%s now changes in another pull request", ref))
+		case d.Cause.Conclusive():
+			why = append(why, fmt.Sprintf("%s: %s", ref, d.Reason()))
+		default:
+			res.Outcome = Kept
+			res.Detail = fmt.Sprintf("%s: %s (%s): the data is in doubt, so the pull request stays as it is", ref, d.Cause, d.Reason())
+			return res
+		}
+	}
+	slices.Sort(why)
+	if r.o.DryRun {
+		res.Outcome, res.Detail = Closed, "would close: "+strings.Join(why, "; ")
+		return res
+	}
+	comment := "The recommendation is gone, so this pull request is closed:\n\n- " + strings.Join(why, "\n- ")
+	if err := r.f.Close(ctx, pr.Number, comment); err != nil {
+		res.Outcome, res.Detail = Failed, err.Error()
+		return res
+	}
+	r.open--
+	res.Outcome, res.Detail = Closed, strings.Join(why, "; ")
+	return res
+}
+
+func (r *run) decision(ref string) (plan.Decision, bool) {
+	for _, d := range r.p.Decisions {
+		if d.Workload.Ref.String() == ref {
+			return d, true
+		}
+	}
+	return plan.Decision{}, false
+}
+
+// recommended is the marker's record of a change set's values.
+func recommended(cs plan.ChangeSet) map[string]float64 {
+	out := map[string]float64{}
+	for _, d := range cs.Decisions {
+		out[d.Workload.Ref.String()] = d.Recommended.GPUs
+	}
+	return out
+}
+
+// moved reports whether any recommendation moved by more than pct percent
+// from what a declined pull request proposed, or a workload came or went.
+func moved(old, now map[string]float64, pct int) bool {
+	if len(old) != len(now) {
+		return true
+	}
+	for ref, v := range now {
+		o, ok := old[ref]
+		if !ok || o <= 0 || math.Abs(v-o)/o*100 > float64(pct) {
+			return true
+		}
+	}
+	return false
+}
+
+// labels are the pull request's labels: the configured ones, the
+// direction of the change, and urgent when it is.
+func labels(cs plan.ChangeSet, extra []string) []string {
+	out := slices.Clone(extra)
+	out = append(out, "gpu-rightsizing")
+	for _, d := range cs.Decisions {
+		switch d.Action {
+		case engine.Upsize:
+			out = append(out, "upsize")
+		case engine.ScaleBack:
+			out = append(out, "scale-back")
+		}
+		if d.Urgent {
+			out = append(out, "urgent")
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+var unsafeBranch = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// branchName derives a branch from a change set's key: lowercase, one
+// path segment after the prefix, nothing git refuses in a ref name.
+func branchName(prefix, key string) string {
+	k := strings.ToLower(key)
+	k = strings.ReplaceAll(k, "/deployment/", "/")
+	k = unsafeBranch.ReplaceAllString(k, "-")
+	k = strings.Trim(strings.ReplaceAll(k, "..", "-"), "-.")
+	if k == "" {
+		k = "all"
+	}
+	return prefix + k
+}
