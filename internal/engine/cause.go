@@ -68,3 +68,26 @@ func (c Cause) aboutData() bool {
 	}
 	return false
 }
+
+// NoUpsizeNeeded reports whether a decision that changes nothing shows,
+// on data good enough to say so, that no upsize is needed: its cause is
+// conclusive, or the data lacks only what a downsize needs (a day of
+// gap-free history, complete scale-back windows, a young pod's age). An
+// open upsize pull request whose workload now has such a decision is
+// obsolete; a scale-back one is not, since its data is still in doubt.
+func (d Decision) NoUpsizeNeeded() bool {
+	if d.Action.Changes() {
+		return false
+	}
+	if d.Cause.Conclusive() {
+		return true
+	}
+	if !d.Cause.aboutData() || d.Evidence.Shortfall == nil || len(d.Evidence.Upsizes) > 0 {
+		return false
+	}
+	switch d.Evidence.Shortfall.Kind {
+	case ShortHistory, ShortGap, ShortNotFresh, ShortFewSamples, ShortInvalidData, ShortYoungPod:
+		return true
+	}
+	return false
+}

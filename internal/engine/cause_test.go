@@ -40,3 +40,38 @@ func TestCauseConclusive(t *testing.T) {
 		})
 	}
 }
+
+// TestNoUpsizeNeeded: data that blocks only a downsize still rules out an
+// upsize; data missing altogether rules out nothing.
+func TestNoUpsizeNeeded(t *testing.T) {
+	alloc := engine.Allocation{Form: engine.Fraction, GPUs: 0.5}
+	none := func(c engine.Cause, k engine.ShortfallKind) engine.Decision {
+		d := engine.Unjudged(alloc, c, "")
+		if k != "" {
+			d.Evidence.Shortfall = &engine.Shortfall{Kind: k}
+		}
+		return d
+	}
+	tests := []struct {
+		name string
+		d    engine.Decision
+		want bool
+	}{
+		{name: "fits", d: none(engine.CauseFits, ""), want: true},
+		{name: "a downsize lacks history", d: none(engine.CauseDataIncomplete, engine.ShortHistory), want: true},
+		{name: "a downsize waits for a young pod", d: none(engine.CauseTooYoung, engine.ShortYoungPod), want: true},
+		{name: "invalid samples in a scale-back window", d: none(engine.CauseDataInvalid, engine.ShortInvalidData), want: true},
+		{name: "no data", d: none(engine.CauseDataIncomplete, engine.ShortNoData)},
+		{name: "stale", d: none(engine.CauseDataStale, engine.ShortStale)},
+		{name: "every pod too young", d: none(engine.CauseTooYoung, engine.ShortTooYoung)},
+		{name: "query failed", d: none(engine.CauseQueryFailed, "")},
+		{name: "a change", d: engine.Decision{Action: engine.Upsize}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.d.NoUpsizeNeeded(); got != tt.want {
+				t.Errorf("NoUpsizeNeeded() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -45,6 +46,7 @@ type Git interface {
 	Branches(ctx context.Context, prefix string) (map[string]plumbing.Hash, error)
 	Commit(files []scm.File, message string, who scm.Signature, at time.Time) (plumbing.Hash, error)
 	Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error
+	Author(ctx context.Context, branch string) (scm.Signature, error)
 }
 
 // Options configures publishing.
@@ -246,6 +248,15 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 			res.Outcome = Unchanged
 			return res
 		}
+		if who, err := r.g.Author(ctx, res.Branch); err != nil {
+			return fail(err)
+		} else if who.Email != r.o.Author.Email {
+			// A person pushed to the branch: their work is never
+			// overwritten, and the pull request stays as they left it.
+			res.Outcome = Kept
+			res.Detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", who.Name)
+			return res
+		}
 		if r.o.DryRun {
 			res.Outcome, res.Detail = Updated, "would force-update the branch and edit the pull request"
 			return res
@@ -311,8 +322,9 @@ func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
 	}
 	res.Key = mk.Set
 	var why []string
-	for ref := range mk.Recommended {
+	for _, ref := range slices.Sorted(maps.Keys(mk.Recommended)) {
 		d, found := r.decision(ref)
+		upsize := found && mk.Recommended[ref] > d.Current.GPUs
 		switch {
 		case !found:
 			why = append(why, fmt.Sprintf("%s is no longer in the repository", ref))
@@ -320,7 +332,7 @@ func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
 			// Still changing, under another change set (the grouping
 			// changed): this one is superseded.
 			why = append(why, fmt.Sprintf("%s now changes in another pull request", ref))
-		case d.Cause.Conclusive():
+		case d.Cause.Conclusive(), upsize && d.NoUpsizeNeeded():
 			why = append(why, fmt.Sprintf("%s: %s", ref, d.Reason()))
 		default:
 			res.Outcome = Kept

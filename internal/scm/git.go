@@ -93,6 +93,12 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 	if err != nil {
 		return nil, err
 	}
+	if st, err := os.Stat(filepath.Join(url, ".git")); err == nil && st.IsDir() {
+		// A local repository with a work tree: go-git reads a local
+		// remote's objects from the path it is given when it pushes, so
+		// give it the git directory.
+		url = filepath.Join(url, ".git")
+	}
 	r := &Repo{dir: dir, url: url, base: base, auth: m, secret: auth.Token}
 	repo, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
 		URL:           url,
@@ -207,11 +213,15 @@ func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbin
 		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", local, local))},
 	}
 	if !expected.IsZero() {
-		// go-git checks the lease against the remote-tracking ref: record
-		// what was read as that ref, and force only if it still holds.
-		tracking := plumbing.NewRemoteReferenceName(git.DefaultRemoteName, branch)
-		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(tracking, expected)); err != nil {
+		// go-git checks the lease against the remote-tracking ref, which
+		// fetching the branch sets: force only if it still holds what was
+		// read.
+		got, err := r.fetch(ctx, branch)
+		if err != nil {
 			return err
+		}
+		if got != expected {
+			return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
 		}
 		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", local, local))}
 		opts.ForceWithLease = &git.ForceWithLease{RefName: local, Hash: expected}
@@ -226,6 +236,43 @@ func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbin
 		return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
 	}
 	return r.errorf("push %s to %s: %w", branch, r.url, err)
+}
+
+// fetch fetches a branch of the remote (its newest commit only) into its
+// remote-tracking ref, and returns the commit: go-git needs it to compute
+// what a push sends.
+func (r *Repo) fetch(ctx context.Context, branch string) (plumbing.Hash, error) {
+	local := plumbing.NewBranchReferenceName(branch)
+	tracking := plumbing.NewRemoteReferenceName(git.DefaultRemoteName, branch)
+	err := r.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: git.DefaultRemoteName,
+		Auth:       r.auth,
+		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", local, tracking))},
+		Depth:      1,
+		Tags:       git.NoTags,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return plumbing.ZeroHash, r.errorf("fetch %s from %s: %w", branch, r.url, err)
+	}
+	ref, err := r.repo.Storer.Reference(tracking)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", branch, err)
+	}
+	return ref.Hash(), nil
+}
+
+// Author is who wrote the newest commit of a remote branch: a branch whose
+// newest commit is not the tool's was edited by a person.
+func (r *Repo) Author(ctx context.Context, branch string) (Signature, error) {
+	h, err := r.fetch(ctx, branch)
+	if err != nil {
+		return Signature{}, err
+	}
+	c, err := r.repo.CommitObject(h)
+	if err != nil {
+		return Signature{}, fmt.Errorf("read the newest commit of %s: %w", branch, err)
+	}
+	return Signature{Name: c.Author.Name, Email: c.Author.Email}, nil
 }
 
 // errorf is fmt.Errorf that scrubs the token from the message: transport

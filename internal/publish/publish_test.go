@@ -1,0 +1,263 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+const quickstart = "../../examples/quickstart"
+
+var at = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// gitops is a GitOps repository holding the quickstart on main, with the
+// local forge beside it: what a person and the tool share.
+type gitops struct {
+	t     *testing.T
+	git   string
+	dir   string
+	forge *scm.Local
+}
+
+func newGitops(t *testing.T) *gitops {
+	t.Helper()
+	g := &gitops{t: t, git: testenv.LookPath(t, "git"), dir: t.TempDir()}
+	require.NoError(t, os.CopyFS(g.dir, os.DirFS(quickstart)))
+	require.NoError(t, os.Remove(filepath.Join(g.dir, "metrics.om")))
+	g.run("init", "-q", "-b", "main")
+	g.run("add", "-A")
+	g.run("commit", "-q", "-m", "initial")
+	var err error
+	g.forge, err = scm.NewLocal(filepath.Join(g.dir, ".git", "gpu-rightsizing", "pulls"))
+	require.NoError(t, err)
+	return g
+}
+
+// run runs git in the repository as a person would.
+func (g *gitops) run(args ...string) string {
+	g.t.Helper()
+	cmd := exec.Command(g.git, args...)
+	cmd.Dir = g.dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=person", "GIT_AUTHOR_EMAIL=p@example.com",
+		"GIT_COMMITTER_NAME=person", "GIT_COMMITTER_EMAIL=p@example.com")
+	out, err := cmd.CombinedOutput()
+	require.NoError(g.t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+func (g *gitops) head(ref string) string { return g.run("rev-parse", ref) }
+
+// publish clones main, plans on the clone at t with src, and publishes.
+func (g *gitops) publish(src plan.UsageSource, when time.Time, o publish.Options) *publish.Report {
+	g.t.Helper()
+	ctx := context.Background()
+	repo, err := scm.Clone(ctx, g.dir, "main", filepath.Join(g.t.TempDir(), "checkout"), scm.Auth{})
+	require.NoError(g.t, err)
+	p, err := plan.Make(ctx, plan.Options{Repo: repo.Dir(), At: when, Source: src})
+	require.NoError(g.t, err)
+	o.Base = "main"
+	o.Now = func() time.Time { return when }
+	rep, err := publish.Run(ctx, repo, g.forge, p, o)
+	require.NoError(g.t, err)
+	return rep
+}
+
+func outcomes(rep *publish.Report) map[string]publish.Outcome {
+	out := map[string]publish.Outcome{}
+	for _, r := range rep.Results {
+		out[r.Key] = r.Outcome
+	}
+	return out
+}
+
+func recorded(t *testing.T) *metrics.Recorded {
+	t.Helper()
+	src, err := metrics.OpenRecorded(quickstart + "/metrics.om")
+	require.NoError(t, err)
+	return src
+}
+
+const (
+	chat      = "inference/Deployment/chat"
+	chatBr    = "gpu-rightsizing/inference-chat"
+	translate = "inference/Deployment/translate"
+)
+
+// TestRunOpensOnceThenWritesNothing: the first run opens a pull request
+// per changed workload, each a branch of one commit on main; the second,
+// on the same inputs, writes nothing at all.
+func TestRunOpensOnceThenWritesNothing(t *testing.T) {
+	g := newGitops(t)
+	src := recorded(t)
+	rep := g.publish(src, at, publish.Options{})
+	require.Equal(t, map[string]publish.Outcome{
+		"inference/Deployment/asr-whisper": publish.Opened, chat: publish.Opened,
+		"inference/Deployment/summarize": publish.Opened, translate: publish.Opened,
+	}, outcomes(rep))
+	main := g.head("main")
+	for _, r := range rep.Results {
+		require.Equal(t, main, g.head(r.Branch+"^"), "%s is one commit on main", r.Branch)
+		require.NotEmpty(t, g.run("diff", "--name-only", "main", r.Branch), "%s is not empty", r.Branch)
+	}
+	require.Empty(t, g.run("status", "--porcelain"), "the work tree stays clean")
+	prs, err := g.forge.All()
+	require.NoError(t, err)
+	require.Len(t, prs, 4)
+	chatPR := prs[1]
+	require.Equal(t, chatBr, chatPR.Branch)
+	require.Contains(t, chatPR.Body, "| `inference/Deployment/chat` | 0.50 → **0.72** | reactive upsize (compute) |")
+	require.Contains(t, chatPR.Body, "```mermaid\nxychart-beta")
+	require.Contains(t, chatPR.Body, "`--gpu-memory-utilization` 0.45 → **0.64**")
+	require.Contains(t, chatPR.Body, "HAMi-core is not enforcing memory")
+	require.Equal(t, []string{"gpu-rightsizing", "upsize", "urgent"}, chatPR.Labels)
+
+	before := snapshot(t, g)
+	rep = g.publish(src, at, publish.Options{})
+	for key, o := range outcomes(rep) {
+		require.Equal(t, publish.Unchanged, o, key)
+	}
+	require.Equal(t, before, snapshot(t, g), "an identical run writes nothing")
+}
+
+// snapshot is every branch head and every pull request file.
+func snapshot(t *testing.T, g *gitops) map[string]string {
+	t.Helper()
+	s := map[string]string{"refs": g.run("for-each-ref", "--format=%(refname) %(objectname)")}
+	entries, err := os.ReadDir(g.forge.Dir())
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(g.forge.Dir(), e.Name()))
+		require.NoError(t, err)
+		s[e.Name()] = string(b)
+	}
+	return s
+}
+
+// TestRunLifecycle: a base that moves under a change regenerates it; a
+// pull request closed unmerged stays declined; a merged one leaves the
+// base holding the recommended value; a change that fits now is closed;
+// data in doubt leaves pull requests alone; a branch a person moved is
+// never overwritten.
+func TestRunLifecycle(t *testing.T) {
+	g := newGitops(t)
+	src := recorded(t)
+	g.publish(src, at, publish.Options{})
+
+	// The base changes chat's file under the change: regenerate it.
+	chatFile := filepath.Join(g.dir, "apps/chat/deployment.yaml")
+	b, err := os.ReadFile(chatFile)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(chatFile, append(b, []byte("# reviewed by the platform team\n")...), 0o644))
+	g.run("commit", "-q", "-am", "chat: a comment")
+	rep := g.publish(src, at, publish.Options{})
+	require.Equal(t, publish.Updated, outcomes(rep)[chat], "%v", rep.Results)
+	require.Equal(t, g.head("main"), g.head(chatBr+"^"), "the branch is regenerated on the new base, not rebased")
+	require.Contains(t, g.run("show", chatBr+":apps/chat/deployment.yaml"), "# reviewed by the platform team")
+	require.Equal(t, publish.Unchanged, outcomes(rep)[translate])
+
+	// A person closes translate's pull request unmerged: declined.
+	translatePR := prNumber(t, g, "gpu-rightsizing/inference-translate")
+	require.NoError(t, g.forge.SetState(translatePR, scm.Closed, ""))
+	rep = g.publish(src, at, publish.Options{})
+	require.Equal(t, publish.Declined, outcomes(rep)[translate])
+	open, err := g.forge.ListOpen(context.Background(), "gpu-rightsizing/")
+	require.NoError(t, err)
+	require.Len(t, open, 3, "no new pull request for a declined change")
+
+	// A person pushes to chat's branch: the tool leaves it and says so,
+	// even when the base moves and the change would be regenerated.
+	g.run("checkout", "-q", chatBr)
+	require.NoError(t, os.WriteFile(filepath.Join(g.dir, "NOTES"), []byte("mine\n"), 0o644))
+	g.run("add", "NOTES")
+	g.run("commit", "-q", "-m", "a person's commit")
+	mine := g.head("HEAD")
+	g.run("checkout", "-q", "main")
+	require.NoError(t, os.WriteFile(chatFile, append(b, []byte("# moved again\n")...), 0o644))
+	g.run("commit", "-q", "-am", "chat: another comment")
+	rep = g.publish(src, at, publish.Options{})
+	require.Equal(t, publish.Kept, outcomes(rep)[chat])
+	require.Equal(t, mine, g.head(chatBr), "never overwrite a branch someone else moved")
+	require.Equal(t, publish.Unchanged, outcomes(rep)["inference/Deployment/summarize"])
+
+	// A person merges summarize's pull request: main holds its value.
+	summarizeBr := "gpu-rightsizing/inference-summarize"
+	g.run("merge", "-q", "--no-ff", "-m", "merge", summarizeBr)
+	require.NoError(t, g.forge.SetState(prNumber(t, g, summarizeBr), scm.Merged, ""))
+	require.Contains(t, g.run("show", "main:apps/summarize/deployment.yaml"), `gpu-fraction: "0.33"`)
+	merged := prNumber(t, g, summarizeBr)
+	rep = g.publish(src, at, publish.Options{})
+	for _, r := range rep.Results {
+		require.NotEqual(t, merged, r.Number, "a merged pull request is history: %v", r)
+	}
+	pr, err := g.forge.Get(merged)
+	require.NoError(t, err)
+	require.Equal(t, scm.Merged, pr.State)
+
+	// Usage that is in doubt (the query fails): open pull requests stay.
+	failing := failingSource{}
+	rep = g.publish(failing, at, publish.Options{})
+	for _, r := range rep.Results {
+		require.Equal(t, publish.Kept, r.Outcome, "%s: %s", r.Key, r.Detail)
+	}
+
+	// Ten minutes earlier, chat's spike had not happened: its pull
+	// request is closed with the reason. (Its branch was moved by a
+	// person, so it has been failing to update meanwhile; closing it is
+	// still right, and the branch is left as it is.)
+	rep = g.publish(src, at.Add(-10*time.Minute), publish.Options{})
+	require.Equal(t, publish.Closed, outcomes(rep)[chat], "%v", rep.Results)
+	pr, err = g.forge.Get(prNumber(t, g, chatBr))
+	require.NoError(t, err)
+	require.Equal(t, scm.Closed, pr.State)
+	require.Contains(t, pr.Body, "The recommendation is gone")
+	require.Equal(t, mine, g.head(chatBr))
+}
+
+// TestRunDryRunWritesNothing: a dry run says what it would do and writes
+// nothing.
+func TestRunDryRunWritesNothing(t *testing.T) {
+	g := newGitops(t)
+	before := snapshot(t, g)
+	rep := g.publish(recorded(t), at, publish.Options{DryRun: true})
+	require.Equal(t, 4, rep.Count(publish.Opened))
+	require.Equal(t, before, snapshot(t, g))
+}
+
+// TestRunCaps: at most MaxNew new pull requests a run.
+func TestRunCaps(t *testing.T) {
+	g := newGitops(t)
+	rep := g.publish(recorded(t), at, publish.Options{MaxNew: 1})
+	require.Equal(t, 1, rep.Count(publish.Opened))
+	require.Equal(t, 3, rep.Count(publish.Capped))
+	rep = g.publish(recorded(t), at, publish.Options{MaxOpen: 2})
+	require.Equal(t, 1, rep.Count(publish.Opened))
+	require.Equal(t, 1, rep.Count(publish.Unchanged))
+}
+
+func prNumber(t *testing.T, g *gitops, branch string) int {
+	t.Helper()
+	prs, err := g.forge.Find(context.Background(), branch)
+	require.NoError(t, err)
+	require.NotEmpty(t, prs, branch)
+	return prs[0].Number
+}
+
+type failingSource struct{}
+
+func (failingSource) Usage(context.Context, usage.Query) (usage.Result, error) {
+	return usage.Result{}, errors.New("prometheus: 503 Service Unavailable")
+}
