@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
+)
+
+// TestRunLocal is `run --scm local` on a git copy of the quickstart: a
+// branch per changed workload, a clean work tree, and a second identical
+// run that writes nothing.
+func TestRunLocal(t *testing.T) {
+	gitBin := testenv.LookPath(t, "git")
+	repo := t.TempDir()
+	require.NoError(t, os.CopyFS(repo, os.DirFS("../../examples/quickstart")))
+	require.NoError(t, os.Remove(filepath.Join(repo, "metrics.om")))
+	git := func(args ...string) string {
+		cmd := exec.Command(gitBin, args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "quickstart")
+
+	args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om"}
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
+	branches := strings.Fields(git("branch", "--list", "gpu-rightsizing/*", "--format=%(refname:short)"))
+	require.Equal(t, []string{"gpu-rightsizing/inference-asr-whisper", "gpu-rightsizing/inference-chat",
+		"gpu-rightsizing/inference-summarize", "gpu-rightsizing/inference-translate"}, branches)
+	require.Empty(t, git("status", "--porcelain"))
+	refs := git("for-each-ref")
+
+	out.Reset()
+	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "0 opened, 0 updated, 4 unchanged, 0 closed, 0 declined, 0 failed")
+	require.Equal(t, refs, git("for-each-ref"), "the second run moved no branch")
+
+	out.Reset()
+	require.Equal(t, exitUsage, Main([]string{"run", "--scm", "gitea", "--repo", repo, "--metrics-file", "x"}, &out, &errOut))
+}
