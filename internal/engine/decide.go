@@ -151,37 +151,99 @@ func (e *evaluation) pct(gpus float64) float64 { return gpus / e.a * 100 }
 func (e *evaluation) read(m usage.Metric, w usage.Window, q int) (Reading, bool) {
 	relative := e.sources[m].Interpretation == CurrentAllocation
 	var best Reading
-	found := false
+	var hottest []usage.Sample
+	var hottestScale float64
 	var vals []float64
 	for _, p := range e.eligible {
-		vals = vals[:0]
-		for _, x := range usage.In(p.Series[m], w) {
-			if x.Valid() {
-				vals = append(vals, x.V)
-			}
-		}
+		in := usage.In(p.Series[m], w)
+		vals = valid(vals[:0], in)
 		if len(vals) == 0 {
 			continue
 		}
-		slices.Sort(vals)
 		scale := 1.0 / 100
 		if relative {
 			scale *= e.podShare(p)
 		}
 		v := rank(vals, q) * scale
-		if !found || v > best.Value {
-			best = Reading{Metric: m, Window: Span(w.Duration()), Percentile: q, Value: v, Pod: p.Name, Typical: rank(vals, 50) * scale}
-			found = true
+		if hottest == nil || v > best.Value {
+			best = Reading{Metric: m, Window: Span(w.Duration()), Percentile: q, Value: v, Pod: p.Name}
+			hottest, hottestScale = in, scale
 		}
 	}
+	if hottest == nil {
+		return best, false
+	}
+	// The median is taken once, of the pod that won.
+	best.Typical = rank(valid(vals[:0], hottest), 50) * hottestScale
 	best.Percent = e.pct(best.Value)
-	return best, found
+	return best, true
 }
 
-// rank is the nearest-rank q-th percentile of sorted values: the smallest
-// value with at least q% of the values at or below it.
-func rank(sorted []float64, q int) float64 {
-	return sorted[max(0, int(math.Ceil(float64(q)/100*float64(len(sorted))))-1)]
+// valid appends the values of the valid samples of s to dst.
+func valid(dst []float64, s []usage.Sample) []float64 {
+	if cap(dst) < len(s) {
+		dst = make([]float64, 0, len(s))
+	}
+	for _, x := range s {
+		if x.Valid() {
+			dst = append(dst, x.V)
+		}
+	}
+	return dst
+}
+
+// rank is the nearest-rank q-th percentile of values: the smallest value
+// with at least q% of the values at or below it. It reorders values.
+func rank(values []float64, q int) float64 {
+	if q >= 100 {
+		// Values are valid (no NaN): a plain scan, without slices.Max's
+		// NaN handling.
+		m := values[0]
+		for _, v := range values[1:] {
+			if v > m {
+				m = v
+			}
+		}
+		return m
+	}
+	return nth(values, max(0, int(math.Ceil(float64(q)/100*float64(len(values))))-1))
+}
+
+// nth returns the k-th smallest of values (0-based) in linear expected
+// time, reordering them: a week of one-minute samples is sized on every
+// run for every pod, and sorting each of them dominated a decision.
+func nth(values []float64, k int) float64 {
+	lo, hi := 0, len(values)-1
+	for lo < hi {
+		// The median of three as the pivot, and a three-way partition, so
+		// that sorted input and long runs of equal values stay linear.
+		mid := lo + (hi-lo)/2
+		a, b, c := values[lo], values[mid], values[hi]
+		pivot := max(min(a, b), min(max(a, b), c))
+		lt, i, gt := lo, lo, hi
+		for i <= gt {
+			switch v := values[i]; {
+			case v < pivot:
+				values[lt], values[i] = values[i], values[lt]
+				lt++
+				i++
+			case v > pivot:
+				values[gt], values[i] = values[i], values[gt]
+				gt--
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt - 1
+		case k > gt:
+			lo = gt + 1
+		default:
+			return pivot
+		}
+	}
+	return values[k]
 }
 
 // podShare is the GPU share a pod was created with, or the workload's

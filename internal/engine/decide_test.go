@@ -4,10 +4,12 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
@@ -493,4 +495,22 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPercentile: the nearest-rank percentile of the linear-time selection
+// is the one a sort gives, on runs of equal values and sorted input too.
+func TestPercentile(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		vals := rapid.SliceOfN(rapid.SampledFrom([]float64{0, 1, 2, 2, 3, 50, 99.5, 100}), 1, 200).Draw(t, "values")
+		if rapid.Bool().Draw(t, "sorted") {
+			slices.Sort(vals)
+		}
+		q := rapid.IntRange(1, 100).Draw(t, "q")
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		want := sorted[max(0, int(math.Ceil(float64(q)/100*float64(len(sorted))))-1)]
+		if got := engine.Percentile(slices.Clone(vals), q); got != want {
+			t.Fatalf("p%d of %v = %v, want %v", q, vals, got, want)
+		}
+	})
 }
