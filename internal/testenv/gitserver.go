@@ -32,8 +32,27 @@ type GitServer struct {
 	backend http.Handler
 
 	mu       sync.Mutex
+	extra    []string
 	requests int
 	denied   int
+}
+
+// AddToken makes the server accept tok as well as Token: a GitHub App's
+// installation token, issued by a fake forge, reaches git with it.
+func (s *GitServer) AddToken(tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extra = append(s.extra, tok)
+}
+
+func (s *GitServer) accepts(pass string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := subtle.ConstantTimeCompare([]byte(pass), []byte(s.Token)) == 1
+	for _, tok := range s.extra {
+		ok = ok || subtle.ConstantTimeCompare([]byte(pass), []byte(tok)) == 1
+	}
+	return ok
 }
 
 // NewGitServer starts a server that stops when the test ends. It needs the
@@ -86,7 +105,7 @@ func (s *GitServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests++
 	s.mu.Unlock()
 	_, pass, ok := r.BasicAuth()
-	if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(s.Token)) != 1 {
+	if !ok || !s.accepts(pass) {
 		s.mu.Lock()
 		s.denied++
 		s.mu.Unlock()
