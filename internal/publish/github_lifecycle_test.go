@@ -219,3 +219,70 @@ func TestGitHubLifecycle(t *testing.T) {
 	require.Positive(t, merges)
 	require.Positive(t, seen[publish.Declined], "a declined pull request stays declined")
 }
+
+// TestTokensNeverLeak runs a lifecycle as a GitHub App, through rate
+// limits and server errors, and searches everything it produced for the
+// installation token and the personal token (DESIGN §10.6).
+func TestTokensNeverLeak(t *testing.T) {
+	l := newLifecycle(t, true)
+	secrets := []string{l.forge.GitAuth().Token, l.fake.Token}
+	require.True(t, strings.HasPrefix(secrets[0], "ghs_fake"))
+	newest := l.src.Span().Newest
+	for step := range 8 {
+		switch step {
+		case 2:
+			l.fake.Fail(1, testenv.SecondaryRateLimit(3*time.Second))
+		case 4:
+			l.fake.Fail(2, testenv.StatusFault(502))
+		case 6:
+			l.fake.Fail(1, testenv.PrimaryRateLimit(time.Now().Add(5*time.Second)))
+		}
+		l.person(t, step)
+		l.run(t, newest.Add(-time.Duration(step*20)*time.Minute))
+	}
+	// A run whose token GitHub refuses fails with an error that names
+	// the cause and not the token.
+	l.fake.Fail(1, testenv.StatusFault(401))
+	ctx := context.Background()
+	g, err := scm.Clone(ctx, l.forge.CloneURL(), "main", filepath.Join(l.workdir, "refused"), l.forge.GitAuth())
+	require.NoError(t, err)
+	p, err := plan.Make(ctx, plan.Options{Repo: g.Dir(), At: newest, Source: l.src, DefaultNamespace: "default"})
+	require.NoError(t, err)
+	_, err = publish.Run(ctx, g, l.forge, p, publish.Options{Base: "main"})
+	require.ErrorIs(t, err, scm.ErrUnauthorized)
+	l.said = append(l.said, err.Error())
+	// And git with a wrong token.
+	_, err = scm.Clone(ctx, l.forge.CloneURL(), "main", filepath.Join(l.workdir, "wrong"), scm.Auth{Token: secrets[0] + "x"})
+	require.Error(t, err)
+	l.said = append(l.said, err.Error())
+
+	var everything []string
+	everything = append(everything, l.said...)
+	everything = append(everything, l.logs.String())
+	for _, pr := range l.fake.Pulls() {
+		everything = append(everything, pr.Title, pr.Body, pr.Head)
+		everything = append(everything, pr.Comments...)
+	}
+	// Every object in the repository: commit messages, trees, files.
+	everything = append(everything, l.git.Git(t, "acme/gitops", "cat-file", "--batch-all-objects", "--batch"))
+	everything = append(everything, l.git.Git(t, "acme/gitops", "log", "--all", "--format=%an %ae %cn %ce %B"))
+	// Every file the runs wrote: clones, their git config and objects.
+	err = filepath.WalkDir(l.workdir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		everything = append(everything, path+"\n"+string(b))
+		return err
+	})
+	require.NoError(t, err)
+	require.Greater(t, len(everything), 50)
+
+	for _, s := range secrets {
+		for _, text := range everything {
+			require.NotContains(t, text, s)
+		}
+	}
+	require.NotEmpty(t, l.fake.Pulls(), "the lifecycle published something")
+	require.Contains(t, l.logs.String(), "waiting before trying again", "the faults were met")
+}
