@@ -27,6 +27,7 @@ type runOptions struct {
 	Repo        string
 	Base        string
 	SCM         string
+	GitHub      githubFlags
 	MetricsFile string
 	At          time.Time
 	PolicyPaths []string
@@ -60,12 +61,19 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 			"  recommender run --scm local --repo ./gitops --metrics-file usage.om --dry-run",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case opts.Repo == "":
-				return flagErrorf("`--repo` is required")
-			case opts.SCM != "local":
-				return flagErrorf("invalid `--scm` %q: only local is built yet", opts.SCM)
-			case opts.MetricsFile == "":
+			switch opts.SCM {
+			case "local":
+				if opts.Repo == "" {
+					return flagErrorf("`--repo` is required with `--scm local`")
+				}
+			case "github":
+				if err := opts.GitHub.check(); err != nil {
+					return err
+				}
+			default:
+				return flagErrorf("invalid `--scm` %q: use local or github", opts.SCM)
+			}
+			if opts.MetricsFile == "" {
 				return flagErrorf("`--metrics-file` is required")
 			}
 			switch plan.Grouping(opts.GroupBy) {
@@ -89,9 +97,10 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository: a local path (with --scm local)")
+	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
-	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository)")
+	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository) or github")
+	opts.GitHub.register(f)
 	f.StringVar(&opts.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
 	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample)")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
@@ -112,18 +121,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
-	repo, err := filepath.Abs(opts.Repo)
-	if err != nil {
-		return err
-	}
-	gitDir := filepath.Join(repo, ".git")
-	if st, err := os.Stat(gitDir); err != nil || !st.IsDir() {
-		gitDir = repo // a bare repository
-	}
-	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
-		return fmt.Errorf("repository %s: not a git repository", opts.Repo)
-	}
-	forge, err := scm.NewLocal(filepath.Join(gitDir, "gpu-rightsizing", "pulls"))
+	forge, url, auth, err := opts.forge(ctx)
 	if err != nil {
 		return err
 	}
@@ -132,7 +130,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	g, err := scm.Clone(ctx, repo, opts.Base, filepath.Join(work, "checkout"), scm.Auth{})
+	g, err := scm.Clone(ctx, url, opts.Base, filepath.Join(work, "checkout"), auth)
 	if err != nil {
 		return err
 	}
@@ -174,6 +172,40 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return errProblems
 	}
 	return nil
+}
+
+// forge opens where the pull requests live, and says where to clone from
+// and with which credentials.
+func (o *runOptions) forge(ctx context.Context) (publish.Forge, string, scm.Auth, error) {
+	switch o.SCM {
+	case "github":
+		cfg, err := o.GitHub.config()
+		if err != nil {
+			return nil, "", scm.Auth{}, err
+		}
+		cfg.Logger = o.Logger
+		gh, err := scm.NewGitHub(ctx, cfg)
+		if err != nil {
+			return nil, "", scm.Auth{}, err
+		}
+		return gh, gh.CloneURL(), gh.GitAuth(), nil
+	}
+	repo, err := filepath.Abs(o.Repo)
+	if err != nil {
+		return nil, "", scm.Auth{}, err
+	}
+	gitDir := filepath.Join(repo, ".git")
+	if st, err := os.Stat(gitDir); err != nil || !st.IsDir() {
+		gitDir = repo // a bare repository
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
+		return nil, "", scm.Auth{}, fmt.Errorf("repository %s: not a git repository", o.Repo)
+	}
+	local, err := scm.NewLocal(filepath.Join(gitDir, "gpu-rightsizing", "pulls"))
+	if err != nil {
+		return nil, "", scm.Auth{}, err
+	}
+	return local, repo, scm.Auth{}, nil
 }
 
 // writeReport prints one row per change set or pull request, and the

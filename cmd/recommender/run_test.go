@@ -51,3 +51,40 @@ func TestRunLocal(t *testing.T) {
 	out.Reset()
 	require.Equal(t, exitUsage, Main([]string{"run", "--scm", "gitea", "--repo", repo, "--metrics-file", "x"}, &out, &errOut))
 }
+
+// TestRunGitHub is `run --scm github` against the fake GitHub over a real
+// git server: the token comes from a file, clone and push go through git
+// http-backend, and a second run writes nothing.
+func TestRunGitHub(t *testing.T) {
+	git := testenv.NewGitServer(t)
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir("../../examples/quickstart", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) == ".om" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel("../../examples/quickstart", path)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	}))
+	git.NewRepo(t, "acme/gitops", files)
+	fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(fake.Token+"\n"), 0o600))
+
+	args := []string{"run", "--scm", "github", "--github-repo", "acme/gitops", "--github-url", fake.BaseURL(),
+		"--github-token-file", tokenFile, "--metrics-file", "../../examples/quickstart/metrics.om"}
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
+	require.Len(t, fake.Pulls(), 4)
+	writes := fake.Writes()
+
+	out.Reset()
+	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "0 opened, 0 updated, 4 unchanged")
+	require.Equal(t, writes, fake.Writes(), "the second run wrote nothing")
+	require.NotContains(t, out.String()+errOut.String(), fake.Token)
+
+	require.Equal(t, exitUsage, Main([]string{"run", "--scm", "github", "--github-repo", "acme", "--metrics-file", "x"}, &out, &errOut))
+}

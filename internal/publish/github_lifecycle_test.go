@@ -21,8 +21,6 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
-
-
 // quickstartFiles is the quickstart repository's manifests and policies.
 func quickstartFiles(t *testing.T) map[string]string {
 	t.Helper()

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+// githubFlags are run's GitHub settings. Secrets come from files or the
+// environment, never from a flag's value, which `ps` shows to everyone.
+type githubFlags struct {
+	Repo           string
+	URL            string
+	TokenFile      string
+	TokenEnv       string
+	AppID          int64
+	InstallationID int64
+	AppKeyFile     string
+}
+
+func (f *githubFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Repo, "github-repo", "", "GitHub repository as `owner/name` (with --scm github)")
+	fs.StringVar(&f.URL, "github-url", "", "GitHub Enterprise Server API `URL`, e.g. https://ghe.example.com/api/v3/ (default: github.com)")
+	fs.StringVar(&f.TokenFile, "github-token-file", "", "read the GitHub token from this `file`")
+	fs.StringVar(&f.TokenEnv, "github-token-env", "GITHUB_TOKEN", "read the GitHub token from this environment `variable` when no file is given")
+	fs.Int64Var(&f.AppID, "github-app-id", 0, "authenticate as this GitHub App `id` (with --github-installation-id and --github-app-key-file)")
+	fs.Int64Var(&f.InstallationID, "github-installation-id", 0, "the GitHub App's installation `id`")
+	fs.StringVar(&f.AppKeyFile, "github-app-key-file", "", "the GitHub App's private key (PEM) `file`")
+}
+
+func (f *githubFlags) check() error {
+	owner, name, ok := strings.Cut(f.Repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return flagErrorf("`--github-repo` must be owner/name, got %q", f.Repo)
+	}
+	app := f.AppID != 0 || f.InstallationID != 0 || f.AppKeyFile != ""
+	if app && (f.AppID == 0 || f.InstallationID == 0 || f.AppKeyFile == "") {
+		return flagErrorf("a GitHub App needs `--github-app-id`, `--github-installation-id` and `--github-app-key-file` together")
+	}
+	if app && f.TokenFile != "" {
+		return flagErrorf("use a token or a GitHub App, not both")
+	}
+	return nil
+}
+
+// config builds the forge's configuration, reading the token.
+func (f *githubFlags) config() (scm.GitHubConfig, error) {
+	owner, name, _ := strings.Cut(f.Repo, "/")
+	cfg := scm.GitHubConfig{Owner: owner, Repo: name, BaseURL: f.URL,
+		AppID: f.AppID, InstallationID: f.InstallationID, PrivateKeyFile: f.AppKeyFile}
+	if f.AppID != 0 {
+		return cfg, nil
+	}
+	tok, err := secret(f.TokenFile, f.TokenEnv)
+	if err != nil {
+		return cfg, fmt.Errorf("GitHub token: %w", err)
+	}
+	cfg.Token = tok
+	return cfg, nil
+}
+
+// secret reads a credential from file, or else from the environment
+// variable env; it is an error when neither holds one.
+func secret(file, env string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s, nil
+		}
+		return "", fmt.Errorf("%s is empty", file)
+	}
+	if s := strings.TrimSpace(os.Getenv(env)); env != "" && s != "" {
+		return s, nil
+	}
+	return "", fmt.Errorf("no token: give a file, or set $%s", env)
+}
