@@ -276,13 +276,17 @@ func (g *GitLab) Open(ctx context.Context, n NewPullRequest) (PullRequest, error
 		opt.AssigneeIDs = &assignees
 	}
 	var mr *gitlab.MergeRequest
+	conflict := false
 	err = g.do(ctx, "open a merge request for "+n.Branch, false, func(o gitlab.RequestOptionFunc) (*gitlab.Response, error) {
 		var resp *gitlab.Response
 		var err error
 		mr, resp, err = g.c.MergeRequests.CreateMergeRequest(g.projectID(), opt, o)
+		conflict = gitlab.HasStatusCode(err, http.StatusConflict)
 		return resp, err
 	})
-	if gitlab.HasStatusCode(err, http.StatusConflict) {
+	if conflict {
+		// "Another open merge request already exists for this source
+		// branch": GitLab's answer to a second one.
 		return g.adopt(ctx, n)
 	}
 	if err != nil {

@@ -419,7 +419,7 @@ func (f *FakeGitLab) getProject(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (f *FakeGitLab) mrJSON(mr *fakeMR) map[string]any {
+func (f *FakeGitLab) mrJSON(mr *fakeMR, heads map[string]string) map[string]any {
 	users := func(ids []int64) []map[string]any {
 		out := []map[string]any{}
 		for _, id := range ids {
@@ -449,7 +449,7 @@ func (f *FakeGitLab) mrJSON(mr *fakeMR) map[string]any {
 		"reviewers":        users(mr.ReviewerIDs), "assignees": users(mr.AssigneeIDs),
 		"author":     map[string]any{"id": 1, "username": "recommender-bot", "name": "recommender-bot", "state": "active"},
 		"created_at": mr.CreatedAt.Format(time.RFC3339Nano), "updated_at": mr.UpdatedAt.Format(time.RFC3339Nano),
-		"merge_commit_sha": merged, "sha": f.revParse(mr.SourceBranch),
+		"merge_commit_sha": merged, "sha": heads[mr.SourceBranch],
 		"user_notes_count": len(mr.Notes),
 		"web_url":          fmt.Sprintf("%s/%s/-/merge_requests/%d", f.URL, f.project.Path, mr.IID),
 		"references":       map[string]any{"short": fmt.Sprintf("!%d", mr.IID)},
@@ -494,8 +494,9 @@ func (f *FakeGitLab) listMRs(w http.ResponseWriter, r *http.Request) {
 	pages := max((total+perPage-1)/perPage, 1)
 	from, to := min((page-1)*perPage, total), min(page*perPage, total)
 	out := []map[string]any{}
+	heads := f.heads()
 	for _, mr := range sel[from:to] {
-		out = append(out, f.mrJSON(mr))
+		out = append(out, f.mrJSON(mr, heads))
 	}
 	h := w.Header()
 	h.Set("X-Page", strconv.Itoa(page))
@@ -626,7 +627,7 @@ func (f *FakeGitLab) createMR(w http.ResponseWriter, r *http.Request) {
 	}
 	mr.Labels, _ = req.labels()
 	f.mrs = append(f.mrs, mr)
-	writeJSON(w, http.StatusCreated, f.mrJSON(mr))
+	writeJSON(w, http.StatusCreated, f.mrJSON(mr, f.heads()))
 }
 
 func (f *FakeGitLab) getMR(w http.ResponseWriter, r *http.Request) {
@@ -635,7 +636,7 @@ func (f *FakeGitLab) getMR(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.mu.Unlock()
-	writeJSON(w, http.StatusOK, f.mrJSON(mr))
+	writeJSON(w, http.StatusOK, f.mrJSON(mr, f.heads()))
 }
 
 func (f *FakeGitLab) updateMR(w http.ResponseWriter, r *http.Request) {
@@ -673,7 +674,7 @@ func (f *FakeGitLab) updateMR(w http.ResponseWriter, r *http.Request) {
 		mr.AssigneeIDs = req.AssigneeIDs
 	}
 	mr.UpdatedAt = f.tick()
-	writeJSON(w, http.StatusOK, f.mrJSON(mr))
+	writeJSON(w, http.StatusOK, f.mrJSON(mr, f.heads()))
 }
 
 func (f *FakeGitLab) mergeMR(w http.ResponseWriter, r *http.Request) {
@@ -694,7 +695,7 @@ func (f *FakeGitLab) mergeMR(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusNotAcceptable, "Branch cannot be merged")
 		return
 	}
-	writeJSON(w, http.StatusOK, f.mrJSON(mr))
+	writeJSON(w, http.StatusOK, f.mrJSON(mr, f.heads()))
 }
 
 func (f *FakeGitLab) createNote(w http.ResponseWriter, r *http.Request) {
@@ -760,6 +761,22 @@ func (f *FakeGitLab) merge(mr *fakeMR) error {
 	}
 	mr.State, mr.MergeCommit, mr.UpdatedAt = "merged", commit, f.tick()
 	return nil
+}
+
+// heads maps every branch to its commit, read in one git process: the
+// commit a merge request's source branch holds is in every answer.
+func (f *FakeGitLab) heads() map[string]string {
+	out := map[string]string{}
+	refs, err := f.runGit("for-each-ref", "--format=%(refname:lstrip=2) %(objectname)", "refs/heads/")
+	if err != nil {
+		return out
+	}
+	for line := range strings.Lines(refs) {
+		if name, sha, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			out[name] = sha
+		}
+	}
+	return out
 }
 
 // revParse is the commit branch points at, "" when it does not exist.
