@@ -216,7 +216,7 @@ func chart(b *strings.Builder, d plan.Decision) {
 	}
 	labels[points-1] = `"now"`
 	fmt.Fprintf(b, "\nUsage (the hottest pod, per %s) against the current allocation (%s) and the recommended one (%s), in GPUs: lines in the order %s, current, recommended.\n\n",
-		engine.FormatDuration((time.Duration(step)*time.Millisecond).Round(time.Second)), d.Current, d.Recommended, strings.Join(metricNames(lines), ", "))
+		engine.FormatDuration((time.Duration(step) * time.Millisecond).Round(time.Second)), d.Current, d.Recommended, strings.Join(metricNames(lines), ", "))
 	b.WriteString("```mermaid\nxychart-beta\n")
 	fmt.Fprintf(b, "  title \"%s\"\n", d.Workload.Ref.Name)
 	fmt.Fprintf(b, "  x-axis [%s]\n", strings.Join(labels, ", "))
