@@ -15,16 +15,9 @@ import (
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 )
 
-// Errors a forge answers, classified once here so that a caller can tell
-// a credential problem (stop and say so) from a transient one (try again
-// next run) with errors.Is.
-var (
-	ErrUnauthorized = errors.New("the token is invalid or expired")
-	ErrForbidden    = errors.New("the token is not allowed to do this")
-	ErrNotFound     = errors.New("not found, or the token cannot see it")
-	ErrRateLimited  = errors.New("rate limited for longer than the run waits")
-	ErrUnavailable  = errors.New("the forge kept failing")
-)
+// ErrUnavailable: the forge kept answering server errors (or the network
+// kept failing) through every try.
+var ErrUnavailable = errors.New("the forge kept failing")
 
 // GitLabConfig says which GitLab project holds the merge requests, and how
 // to reach it.
@@ -196,7 +189,7 @@ func (g *GitLab) list(ctx context.Context, what string, opt *gitlab.ListProjectM
 			return nil, err
 		}
 		for _, mr := range mrs {
-			if pr := pullRequest(mr); keep(pr) {
+			if pr := mergeRequest(mr); keep(pr) {
 				out = append(out, pr)
 			}
 		}
@@ -219,7 +212,7 @@ const draftPrefix = "Draft: "
 
 var draftTitle = regexp.MustCompile(`(?i)^\s*(\[draft\]|\(draft\)|draft:|draft\s+-\s+)\s*`)
 
-func pullRequest(mr *gitlab.BasicMergeRequest) PullRequest {
+func mergeRequest(mr *gitlab.BasicMergeRequest) PullRequest {
 	pr := PullRequest{
 		Number: int(mr.IID),
 		URL:    mr.WebURL,
@@ -292,7 +285,7 @@ func (g *GitLab) Open(ctx context.Context, n NewPullRequest) (PullRequest, error
 	if err != nil {
 		return PullRequest{}, err
 	}
-	return pullRequest(&mr.BasicMergeRequest), nil
+	return mergeRequest(&mr.BasicMergeRequest), nil
 }
 
 // adopt updates the merge request already open for n's branch to n, and
@@ -478,34 +471,6 @@ func (g *GitLab) errorf(format string, args ...any) error {
 	if g.cfg.Token == "" || !strings.Contains(err.Error(), g.cfg.Token) {
 		return err
 	}
-	s := scrubbed{msg: strings.ReplaceAll(err.Error(), g.cfg.Token, "***")}
-	for _, kind := range []error{ErrUnauthorized, ErrForbidden, ErrNotFound, ErrRateLimited, ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, kind) {
-			s.kinds = append(s.kinds, kind)
-		}
-	}
-	return s
-}
-
-// scrubbed is an error whose message hides a secret. It unwraps to the
-// classes of its cause only, never to the cause, whose message holds the
-// secret.
-type scrubbed struct {
-	msg   string
-	kinds []error
-}
-
-func (s scrubbed) Error() string   { return s.msg }
-func (s scrubbed) Unwrap() []error { return s.kinds }
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// scrubbed (github.go) still answers errors.Is for the classes.
+	return &scrubbed{msg: strings.ReplaceAll(err.Error(), g.cfg.Token, "***"), err: err}
 }

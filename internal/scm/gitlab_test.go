@@ -279,7 +279,7 @@ func TestNewGitLab(t *testing.T) {
 		{name: "wrong token", cfg: scm.GitLabConfig{Project: project, Token: "glpat-wrong"}, is: scm.ErrUnauthorized,
 			message: "gitlab infra/gpu.team/gitops: read the project: the token is invalid or expired (HTTP 401)"},
 		{name: "unknown project", cfg: scm.GitLabConfig{Project: "infra/other", Token: fake.Token}, is: scm.ErrNotFound,
-			message: "gitlab infra/other: read the project: not found, or the token cannot see it"},
+			message: "gitlab infra/other: read the project: repository not found, or the token cannot see it"},
 		{name: "no token", cfg: scm.GitLabConfig{Project: project}, message: "gitlab: no token"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,147 @@
+package scm_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
+)
+
+var who = scm.Signature{Name: "gpu-rightsizing", Email: "bot@example.com"}
+
+// head is the commit a branch of the bare repository points at, zero
+// when it does not exist.
+func head(t *testing.T, srv *testenv.GitServer, repo, branch string) plumbing.Hash {
+	t.Helper()
+	out, err := srv.GitErr(repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	return plumbing.NewHash(strings.TrimSpace(out))
+}
+
+func commit(t *testing.T, r *scm.Repo, content string) plumbing.Hash {
+	t.Helper()
+	h, err := r.Commit([]scm.File{{Path: "app/a.yaml", Data: []byte(content)}}, "change a", who, time.Unix(1_800_000_000, 0))
+	require.NoError(t, err)
+	return h
+}
+
+func TestCloneAndPushOverSmartHTTP(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewGitServer(t)
+	url := srv.NewRepo(t, "acme/gitops", map[string]string{"app/a.yaml": "gpu: 0.5\n", "README.md": "hi\n"})
+	auth := scm.Auth{Token: srv.Token}
+
+	r1, err := scm.Clone(ctx, url, "main", filepath.Join(t.TempDir(), "one"), auth)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(r1.Dir(), "app", "a.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, "gpu: 0.5\n", string(b))
+	require.Equal(t, head(t, srv, "acme/gitops", "main"), r1.Base())
+	require.Equal(t, "Initial commit\n", r1.Message())
+
+	// A new branch is created.
+	c1 := commit(t, r1, "gpu: 0.25\n")
+	require.NoError(t, r1.Push(ctx, "gpu-rightsizing/a", c1, plumbing.ZeroHash))
+	require.Equal(t, c1, head(t, srv, "acme/gitops", "gpu-rightsizing/a"))
+	require.Equal(t, "gpu: 0.25\n", srv.Git(t, "acme/gitops", "show", "gpu-rightsizing/a:app/a.yaml"))
+
+	branches, err := r1.Branches(ctx, "gpu-rightsizing/")
+	require.NoError(t, err)
+	require.Equal(t, map[string]plumbing.Hash{"gpu-rightsizing/a": c1}, branches)
+
+	// It is force-updated with a lease on what it held: the new commit
+	// is a sibling, not a descendant.
+	c2 := commit(t, r1, "gpu: 0.3\n")
+	require.NoError(t, r1.Push(ctx, "gpu-rightsizing/a", c2, c1))
+	require.Equal(t, c2, head(t, srv, "acme/gitops", "gpu-rightsizing/a"))
+	// The same push again is nothing to do.
+	require.NoError(t, r1.Push(ctx, "gpu-rightsizing/a", c2, c2))
+
+	// Someone else moves the branch from a second clone: the lease on c2
+	// refuses to overwrite their commit.
+	r2, err := scm.Clone(ctx, url, "main", filepath.Join(t.TempDir(), "two"), auth)
+	require.NoError(t, err)
+	theirs := commit(t, r2, "gpu: 1\n")
+	require.NoError(t, r2.Push(ctx, "gpu-rightsizing/a", theirs, c2))
+	c3 := commit(t, r1, "gpu: 0.35\n")
+	err = r1.Push(ctx, "gpu-rightsizing/a", c3, c2)
+	require.ErrorIs(t, err, scm.ErrLeaseBroken)
+	require.Equal(t, theirs, head(t, srv, "acme/gitops", "gpu-rightsizing/a"))
+
+	// A branch someone created meanwhile is not overwritten either.
+	require.NoError(t, r2.Push(ctx, "gpu-rightsizing/b", theirs, plumbing.ZeroHash))
+	err = r1.Push(ctx, "gpu-rightsizing/b", c3, plumbing.ZeroHash)
+	require.ErrorIs(t, err, scm.ErrLeaseBroken)
+	require.Equal(t, theirs, head(t, srv, "acme/gitops", "gpu-rightsizing/b"))
+}
+
+func TestCloneWithoutTheToken(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewGitServer(t)
+	url := srv.NewRepo(t, "acme/gitops", map[string]string{"a.yaml": "x: 1\n"})
+
+	tests := []struct {
+		name string
+		auth scm.Auth
+	}{
+		{name: "wrong token", auth: scm.Auth{Token: "wrong-" + srv.Token[len(srv.Token)-8:] + "-secret"}},
+		{name: "wrong token, another user", auth: scm.Auth{Token: "ghp_notTheRightOne123", TokenUser: "oauth2"}},
+		{name: "no token", auth: scm.Auth{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := scm.Clone(ctx, url, "main", filepath.Join(t.TempDir(), "c"), tt.auth)
+			require.Error(t, err)
+			if tt.auth.Token != "" {
+				require.NotContains(t, err.Error(), tt.auth.Token)
+			}
+			require.NotContains(t, err.Error(), srv.Token)
+		})
+	}
+	_, denied := srv.Requests()
+	require.Positive(t, denied)
+}
+
+func TestGitServerAsksForBasicAuth(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	url := srv.NewRepo(t, "acme/gitops", nil)
+	tests := []struct {
+		name       string
+		user, pass string
+		want       int
+	}{
+		{name: "missing", want: http.StatusUnauthorized},
+		{name: "wrong", user: "x-access-token", pass: "nope", want: http.StatusUnauthorized},
+		{name: "right", user: "x-access-token", pass: srv.Token, want: http.StatusOK},
+		{name: "right, any user", user: "oauth2", pass: srv.Token, want: http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, url+"/info/refs?service=git-upload-pack", nil)
+			require.NoError(t, err)
+			if tt.user != "" {
+				req.SetBasicAuth(tt.user, tt.pass)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, tt.want, resp.StatusCode)
+			if tt.want == http.StatusUnauthorized {
+				require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Basic")
+			} else {
+				require.Equal(t, "application/x-git-upload-pack-advertisement", resp.Header.Get("Content-Type"))
+			}
+		})
+	}
+}
