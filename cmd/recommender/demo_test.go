@@ -199,7 +199,7 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "unknown command", args: []string{"bogus"}, code: exitUsage,
 			errPrefix: "unknown command \"bogus\" for \"recommender\"\n\nUsage:\n", usage: "recommender <command> [flags]"},
 		{name: "misspelt command", args: []string{"pln"}, code: exitUsage,
-			errPrefix: "unknown command \"pln\" for \"recommender\"\n\nDid you mean this?\n\tplan\n\nUsage:\n", usage: "recommender <command> [flags]"},
+			errPrefix: "unknown command \"pln\" for \"recommender\"\n\nDid you mean this?\n\tplan\n\trun\n\nUsage:\n", usage: "recommender <command> [flags]"},
 		{name: "extra argument to plan", args: []string{"plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "extra"}, code: exitUsage,
 			errPrefix: "unknown command \"extra\" for \"recommender plan\"\n\nUsage:\n", usage: "recommender plan --repo DIR --metrics-file FILE [flags]"},
 		{name: "extra argument to backtest", args: []string{"backtest", "extra"}, code: exitUsage,

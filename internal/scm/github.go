@@ -538,7 +538,7 @@ type scrubbed struct {
 	err error
 }
 
-func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Error() string        { return e.msg }
 func (e *scrubbed) Is(target error) bool { return errors.Is(e.err, target) }
 
 // sleep waits d, or until ctx ends.

@@ -202,10 +202,14 @@ func TestGitHubErrors(t *testing.T) {
 		wantTries int
 	}{
 		{name: "primary rate limit waits for the reset",
-			faults:    func(now time.Time) []testenv.GitHubFault { return []testenv.GitHubFault{testenv.PrimaryRateLimit(now.Add(30 * time.Second))} },
+			faults: func(now time.Time) []testenv.GitHubFault {
+				return []testenv.GitHubFault{testenv.PrimaryRateLimit(now.Add(30 * time.Second))}
+			},
 			wantSleep: []time.Duration{31 * time.Second}, wantTries: 2},
 		{name: "primary rate limit too long to wait",
-			faults:    func(now time.Time) []testenv.GitHubFault { return []testenv.GitHubFault{testenv.PrimaryRateLimit(now.Add(20 * time.Minute))} },
+			faults: func(now time.Time) []testenv.GitHubFault {
+				return []testenv.GitHubFault{testenv.PrimaryRateLimit(now.Add(20 * time.Minute))}
+			},
 			wantErr:   scm.ErrRateLimited,
 			wantText:  []string{"the primary rate limit asks to wait 20m1s, more than the 1m0s this run waits in all"},
 			wantTries: 1},
@@ -217,7 +221,9 @@ func TestGitHubErrors(t *testing.T) {
 			},
 			wantSleep: []time.Duration{6 * time.Second}, wantTries: 2},
 		{name: "secondary rate limit waits Retry-After",
-			faults:    func(time.Time) []testenv.GitHubFault { return []testenv.GitHubFault{testenv.SecondaryRateLimit(20 * time.Second)} },
+			faults: func(time.Time) []testenv.GitHubFault {
+				return []testenv.GitHubFault{testenv.SecondaryRateLimit(20 * time.Second)}
+			},
 			wantSleep: []time.Duration{20 * time.Second}, wantTries: 2},
 		{name: "secondary rate limits add up to the bound",
 			faults: func(time.Time) []testenv.GitHubFault {
@@ -241,19 +247,27 @@ func TestGitHubErrors(t *testing.T) {
 			},
 			wantText: []string{"502 Server Error"}, wantSleep: []time.Duration{time.Second, 2 * time.Second}, wantTries: 3},
 		{name: "401",
-			faults:   func(time.Time) []testenv.GitHubFault { return []testenv.GitHubFault{testenv.StatusFault(http.StatusUnauthorized)} },
+			faults: func(time.Time) []testenv.GitHubFault {
+				return []testenv.GitHubFault{testenv.StatusFault(http.StatusUnauthorized)}
+			},
 			wantErr:  scm.ErrUnauthorized,
 			wantText: []string{"the token is invalid or expired", "Bad credentials"}, wantTries: 1},
 		{name: "403 names the permissions",
-			faults:   func(time.Time) []testenv.GitHubFault { return []testenv.GitHubFault{testenv.StatusFault(http.StatusForbidden)} },
+			faults: func(time.Time) []testenv.GitHubFault {
+				return []testenv.GitHubFault{testenv.StatusFault(http.StatusForbidden)}
+			},
 			wantErr:  scm.ErrForbidden,
 			wantText: []string{"`pull_requests: write`", "`contents: write`", "`repo` scope", "acme/gitops"}, wantTries: 1},
 		{name: "404",
-			faults:   func(time.Time) []testenv.GitHubFault { return []testenv.GitHubFault{testenv.StatusFault(http.StatusNotFound)} },
+			faults: func(time.Time) []testenv.GitHubFault {
+				return []testenv.GitHubFault{testenv.StatusFault(http.StatusNotFound)}
+			},
 			wantErr:  scm.ErrNotFound,
 			wantText: []string{"repository not found, or the token cannot see it", "acme/gitops"}, wantTries: 1},
 		{name: "422 other than already exists",
-			faults:   func(time.Time) []testenv.GitHubFault { return []testenv.GitHubFault{testenv.StatusFault(http.StatusUnprocessableEntity)} },
+			faults: func(time.Time) []testenv.GitHubFault {
+				return []testenv.GitHubFault{testenv.StatusFault(http.StatusUnprocessableEntity)}
+			},
 			wantText: []string{"422 Validation Failed"}, wantTries: 1},
 	}
 	for _, tt := range tests {
