@@ -2,7 +2,6 @@ package publish_test
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +19,6 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
-const quickstart = "../../examples/quickstart"
-
 // gitlabWorld is the quickstart as a GitLab project: its repository on a
 // real git server, its merge requests on the fake GitLab, and a person
 // who merges, declines and edits between the tool's runs.
@@ -36,19 +33,7 @@ type gitlabWorld struct {
 
 func newGitLabWorld(t *testing.T) *gitlabWorld {
 	t.Helper()
-	files := map[string]string{}
-	require.NoError(t, filepath.WalkDir(quickstart, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == "metrics.om" {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(quickstart, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return nil
-	}))
+	files := quickstartFiles(t) // github_lifecycle_test.go
 	srv := testenv.NewGitServer(t)
 	const name = "infra/gitops"
 	url := srv.NewRepo(t, name, files)
