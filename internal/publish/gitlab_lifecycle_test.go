@@ -149,8 +149,8 @@ func (w *gitlabWorld) check(step int, rep *publish.Report) {
 	}
 }
 
-// outcomes is the report as branch → outcome.
-func outcomes(rep *publish.Report) map[string]publish.Outcome {
+// byBranch is the report as branch → outcome.
+func byBranch(rep *publish.Report) map[string]publish.Outcome {
 	out := map[string]publish.Outcome{}
 	for _, r := range rep.Results {
 		out[strings.TrimPrefix(r.Branch, "gpu-rightsizing/")] = r.Outcome
@@ -265,13 +265,13 @@ func TestGitLabLifecycle(t *testing.T) {
 		}
 		writes, heads := w.fake.Writes(), w.heads()
 		rep := w.run(s.at)
-		t.Logf("step %d at %s: %v", i+1, s.at.Format("15:04"), outcomes(rep))
+		t.Logf("step %d at %s: %v", i+1, s.at.Format("15:04"), byBranch(rep))
 		w.check(i+1, rep)
 		if s.quiet {
 			require.Equal(t, writes, w.fake.Writes(), "step %d wrote to GitLab", i+1)
 			require.Equal(t, heads, w.heads(), "step %d moved a branch", i+1)
 		}
-		got := outcomes(rep)
+		got := byBranch(rep)
 		for branch, want := range s.want {
 			require.Equal(t, want, got[branch], "step %d: %s", i+1, branch)
 		}
