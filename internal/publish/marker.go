@@ -20,6 +20,9 @@ type marker struct {
 	Set         string             `json:"set"`
 	Fingerprint string             `json:"fingerprint"`
 	Recommended map[string]float64 `json:"recommended"`
+	// Autoclosed marks a pull request the tool closed itself, because its
+	// change was no longer needed: closed, but not declined by a person.
+	Autoclosed bool `json:"autoclosed,omitempty"`
 }
 
 const markerPrefix = "<!-- gpu-rightsizing "
@@ -47,6 +50,19 @@ func markerOf(body string) (marker, bool) {
 		return marker{}, false
 	}
 	return mk, true
+}
+
+// withMarker replaces the marker in body.
+func withMarker(body string, m marker) (string, error) {
+	enc, err := m.encode()
+	if err != nil {
+		return "", err
+	}
+	loc := markerRE.FindStringIndex(body)
+	if loc == nil {
+		return body + "\n" + enc + "\n", nil
+	}
+	return body[:loc[0]] + enc + body[loc[1]:], nil
 }
 
 // fingerprint identifies what a change set proposes on its base: the

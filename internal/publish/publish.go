@@ -234,10 +234,10 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 		if _, ok := markerOf(prs[i].Body); !ok {
 			continue
 		}
-		switch prs[i].State {
-		case scm.Open:
+		switch mk, _ := markerOf(prs[i].Body); {
+		case prs[i].State == scm.Open:
 			current = &prs[i]
-		case scm.Closed:
+		case prs[i].State == scm.Closed && !mk.Autoclosed:
 			declined = &prs[i]
 		}
 		break
@@ -248,13 +248,11 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 			res.Outcome = Unchanged
 			return res
 		}
-		if who, err := r.g.Author(ctx, res.Branch); err != nil {
+		if who, err := r.editedBy(ctx, res.Branch); err != nil {
 			return fail(err)
-		} else if who.Email != r.o.Author.Email {
-			// A person pushed to the branch: their work is never
-			// overwritten, and the pull request stays as they left it.
+		} else if who != "" {
 			res.Outcome = Kept
-			res.Detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", who.Name)
+			res.Detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", who)
 			return res
 		}
 		if r.o.DryRun {
@@ -282,6 +280,13 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 		res.Outcome, res.Detail = Capped, fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
 		return res
 	}
+	if who, err := r.editedBy(ctx, res.Branch); err != nil {
+		return fail(err)
+	} else if who != "" {
+		res.Outcome = Kept
+		res.Detail = fmt.Sprintf("the branch holds a commit by %s and no open pull request; delete the branch to let the tool start over", who)
+		return res
+	}
 	if r.o.DryRun {
 		res.Outcome, res.Detail = Opened, "would push the branch and open a pull request"
 		return res
@@ -298,6 +303,23 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 	r.opened++
 	res.Outcome, res.Number, res.URL = Opened, pr.Number, pr.URL
 	return res
+}
+
+// editedBy names who else pushed the newest commit of an existing branch,
+// "" when the branch is new or the tool's own: a person's work on a
+// branch is never overwritten.
+func (r *run) editedBy(ctx context.Context, branch string) (string, error) {
+	if r.branches[branch].IsZero() {
+		return "", nil
+	}
+	who, err := r.g.Author(ctx, branch)
+	if err != nil {
+		return "", err
+	}
+	if who.Email == r.o.Author.Email {
+		return "", nil
+	}
+	return cmp.Or(who.Name, who.Email), nil
 }
 
 // push commits files on the base and points the branch at the commit,
@@ -346,7 +368,17 @@ func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
 		return res
 	}
 	comment := "The recommendation is gone, so this pull request is closed:\n\n- " + strings.Join(why, "\n- ")
-	if err := r.f.Close(ctx, pr.Number, comment); err != nil {
+	// Mark it closed by the tool first, so that it never counts as
+	// declined: when the change is needed again, a new one opens.
+	mk.Autoclosed = true
+	b, err := withMarker(pr.Body, mk)
+	if err == nil {
+		err = r.f.Update(ctx, pr.Number, pr.Title, b)
+	}
+	if err == nil {
+		err = r.f.Close(ctx, pr.Number, comment)
+	}
+	if err != nil {
 		res.Outcome, res.Detail = Failed, err.Error()
 		return res
 	}

@@ -225,6 +225,18 @@ func TestRunLifecycle(t *testing.T) {
 	require.Equal(t, scm.Closed, pr.State)
 	require.Contains(t, pr.Body, "The recommendation is gone")
 	require.Equal(t, mine, g.head(chatBr))
+
+	// At 12:00 chat needs its upsize again. The tool closed the pull
+	// request itself, so it is not declined; but the branch holds a
+	// person's commit, which is never overwritten.
+	rep = g.publish(src, at, publish.Options{})
+	require.Equal(t, publish.Kept, outcomes(rep)[chat], "%v", rep.Results)
+	require.Equal(t, mine, g.head(chatBr))
+	// Once the person deletes their branch, a new pull request opens.
+	g.run("branch", "-q", "-D", chatBr)
+	rep = g.publish(src, at, publish.Options{})
+	require.Equal(t, publish.Opened, outcomes(rep)[chat], "%v", rep.Results)
+	require.Equal(t, g.head("main"), g.head(chatBr+"^"))
 }
 
 // TestRunDryRunWritesNothing: a dry run says what it would do and writes
