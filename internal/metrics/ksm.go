@@ -32,7 +32,7 @@ type ownerSeries struct {
 	samples    []usage.Sample
 }
 
-// ksm indexes the kube-state-metrics series of a recording.
+// ksm indexes the kube-state-metrics series of a set.
 type ksm struct {
 	pods        map[objKey][]ownerSeries
 	replicaSets map[objKey][]ownerSeries
@@ -46,7 +46,7 @@ type ksm struct {
 	exported []string
 }
 
-func (r *Recorded) buildKSM() *ksm {
+func (set *seriesSet) buildKSM() *ksm {
 	k := &ksm{
 		pods:             make(map[objKey][]ownerSeries),
 		replicaSets:      make(map[objKey][]ownerSeries),
@@ -56,8 +56,8 @@ func (r *Recorded) buildKSM() *ksm {
 	}
 	owners := func(metric, objLabel string, into map[objKey][]ownerSeries) {
 		exported := false
-		for _, i := range r.byName[metric] {
-			s := r.series[i]
+		for _, i := range set.byName[metric] {
+			s := set.series[i]
 			ns, e1, ok1 := label(s.Labels, "namespace")
 			obj, e2, ok2 := label(s.Labels, objLabel)
 			kind, e3, _ := label(s.Labels, "owner_kind")
@@ -91,8 +91,8 @@ func (r *Recorded) buildKSM() *ksm {
 	}
 
 	exported := false
-	for _, i := range r.byName[podStartMetric] {
-		s := r.series[i]
+	for _, i := range set.byName[podStartMetric] {
+		s := set.series[i]
 		ns, e1, ok1 := label(s.Labels, "namespace")
 		pod, e2, ok2 := label(s.Labels, "pod")
 		if !ok1 || !ok2 {

@@ -37,15 +37,15 @@ type podSeries struct {
 
 // podIndex returns the index of a mapping's metric, building it on first
 // use.
-func (r *Recorded) podIndex(m usage.Mapping) *podIndex {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if x, ok := r.indexes[m]; ok {
+func (set *seriesSet) podIndex(m usage.Mapping) *podIndex {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if x, ok := set.indexes[m]; ok {
 		return x
 	}
 	x := &podIndex{pods: make(map[objKey][]podSeries), byNS: make(map[string][]string)}
-	for _, i := range r.byName[m.Metric] {
-		s := r.series[i]
+	for _, i := range set.byName[m.Metric] {
+		s := set.series[i]
 		ns, e1, ok1 := label(s.Labels, m.NamespaceLabel)
 		pod, e2, ok2 := label(s.Labels, m.PodLabel)
 		if !ok1 || !ok2 {
@@ -70,7 +70,7 @@ func (r *Recorded) podIndex(m usage.Mapping) *podIndex {
 	for _, pods := range x.byNS {
 		slices.Sort(pods)
 	}
-	r.indexes[m] = x
+	set.indexes[m] = x
 	return x
 }
 
@@ -150,14 +150,14 @@ type queried struct {
 	exported uint8
 }
 
-// Usage answers q from the recording. It never returns a sample after
-// q.At, so that a backtest replaying the file sees only the past.
-func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+// answer answers q from the set alone. It never returns a sample after
+// q.At, so that a backtest replaying a recording sees only the past.
+func (set *seriesSet) answer(ctx context.Context, q usage.Query) (usage.Result, error) {
 	if err := checkQuery(q); err != nil {
 		return usage.Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return usage.Result{}, fmt.Errorf("usage from %s: %w", r.name, err)
+		return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
 	}
 	w := usage.WindowEnding(q.At, q.Lookback)
 	res := usage.Result{Workloads: make(map[usage.Ref]usage.Workload)}
@@ -165,14 +165,14 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 	var metrics []*queried
 	for _, m := range metricOrder(q.Metrics) {
 		mp := q.Metrics[m]
-		if len(r.byName[mp.Metric]) == 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("metric %s (%s) is not in %s", mp.Metric, m, r.name))
+		if len(set.byName[mp.Metric]) == 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("metric %s (%s) is not in %s", mp.Metric, m, set.name))
 			continue
 		}
-		metrics = append(metrics, &queried{metric: m, mapping: mp, index: r.podIndex(mp)})
+		metrics = append(metrics, &queried{metric: m, mapping: mp, index: set.podIndex(mp)})
 	}
 	// Liveness is judged against kube-state-metrics' own scrape interval.
-	tolerance := usage.GapTolerance(r.step(podOwnerMetric)).Milliseconds()
+	tolerance := usage.GapTolerance(set.step(podOwnerMetric)).Milliseconds()
 
 	refs := make(map[string][]usage.Ref)
 	seen := make(map[usage.Ref]bool, len(q.Workloads))
@@ -183,15 +183,15 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 		}
 	}
 	for _, ns := range slices.Sorted(maps.Keys(refs)) {
-		v := r.namespaceAt(ns, refs[ns], metrics, w, tolerance)
+		v := set.namespaceAt(ns, refs[ns], metrics, w, tolerance)
 		res.Warnings = append(res.Warnings, v.warnings...)
 		for _, ref := range refs[ns] {
 			if err := ctx.Err(); err != nil {
-				return usage.Result{}, fmt.Errorf("usage from %s: %w", r.name, err)
+				return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
 			}
 			var pods []usage.Pod
 			for _, name := range v.owned[ref] {
-				if p, ok := r.pod(ns, name, v.live[name], metrics, w, q.Containers); ok {
+				if p, ok := set.pod(ns, name, v.live[name], metrics, w, q.Containers); ok {
 					pods = append(pods, p)
 				}
 			}
@@ -201,13 +201,13 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 		}
 	}
 
-	r.setSteps(res.Workloads, metrics)
+	set.setSteps(res.Workloads, metrics)
 	for _, m := range metrics {
 		if m.exported != 0 {
 			res.Warnings = append(res.Warnings, exportedWarning(m))
 		}
 	}
-	if warning := r.ksm.exportedWarning(); warning != "" {
+	if warning := set.ksm.exportedWarning(); warning != "" {
 		res.Warnings = append(res.Warnings, warning)
 	}
 	return res, nil
@@ -227,13 +227,13 @@ type namespaceView struct {
 
 // namespaceAt attributes the pods of a namespace, those with usage series
 // and the live ones kube-state-metrics knows, to workloads.
-func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
+func (set *seriesSet) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
 	at := w.To
 	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string)}
 
 	// The pattern competes with every Deployment known at the time, not
 	// only the queried ones, so that the longest name can win.
-	candidates := r.ksm.deployments(ns, at)
+	candidates := set.ksm.deployments(ns, at)
 	for _, ref := range refs {
 		if ref.Kind == "Deployment" {
 			candidates = append(candidates, ref.Name)
@@ -248,8 +248,8 @@ func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, 
 			pods[pod] = true
 		}
 	}
-	for _, pod := range r.ksm.podNames[ns] {
-		if live(r.ksm.pods[objKey{ns, pod}], at, tolerance) {
+	for _, pod := range set.ksm.podNames[ns] {
+		if live(set.ksm.pods[objKey{ns, pod}], at, tolerance) {
 			v.live[pod] = true
 			v.liveKnown = true
 			pods[pod] = true
@@ -257,7 +257,7 @@ func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, 
 	}
 
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
-		ref, ok, others := r.ksm.owner(ns, pod, at, candidates)
+		ref, ok, others := set.ksm.owner(ns, pod, at, candidates)
 		if len(others) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
 			v.warnings = append(v.warnings, nameClashWarning(ns, pod, ref, ok, others))
 		}
@@ -270,9 +270,9 @@ func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, 
 
 // pod returns the usage of one pod in w, and false when the pod has none
 // and is not live either.
-func (r *Recorded) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
+func (set *seriesSet) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
 	key := objKey{ns, name}
-	p := usage.Pod{Name: name, Live: live, Start: r.ksm.start(key, w.To), Series: make(map[usage.Metric][]usage.Sample)}
+	p := usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Series: make(map[usage.Metric][]usage.Sample)}
 	for _, m := range metrics {
 		s, exported := m.index.usageOf(key, w, containers)
 		if len(s) > 0 {
@@ -364,8 +364,8 @@ func checkQuery(q usage.Query) error {
 // from after the evaluation time), and as Step the longest of them: the
 // one that judges liveness most leniently, so that a pod counts as running,
 // and must show complete data, for as long as any metric could still
-// report it. Too few samples to tell fall back to the whole file.
-func (r *Recorded) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
+// report it. Too few samples to tell fall back to the whole set.
+func (set *seriesSet) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
 	steps := make(map[usage.Metric]time.Duration, len(metrics))
 	var longest time.Duration
 	for _, m := range metrics {
@@ -382,7 +382,7 @@ func (r *Recorded) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried)
 		}
 		step := medianInterval(counts, n)
 		if n < minIntervals {
-			step = r.step(m.mapping.Metric)
+			step = set.step(m.mapping.Metric)
 		}
 		steps[m.metric] = step
 		longest = max(longest, step)
