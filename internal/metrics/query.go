@@ -272,7 +272,8 @@ func (set *seriesSet) namespaceAt(ns string, refs []usage.Ref, metrics []*querie
 // and is not live either.
 func (set *seriesSet) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
 	key := objKey{ns, name}
-	p := usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Series: make(map[usage.Metric][]usage.Sample)}
+	p := usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Allocation: set.ksm.fraction(key, w.To),
+		Series: make(map[usage.Metric][]usage.Sample)}
 	for _, m := range metrics {
 		s, exported := m.index.usageOf(key, w, containers)
 		if len(s) > 0 {

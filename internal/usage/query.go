@@ -39,6 +39,7 @@ type Result struct {
 	// one pod with samples; a workload without any is absent.
 	Workloads map[Ref]Workload
 	// Warnings are things a reviewer should know about the data (a metric
-	// missing from the store, labels found only as exported_*).
+	// missing from the store, labels found only as exported_*, a server's
+	// own warnings).
 	Warnings []string
 }
