@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: demo test test-deps lint bench fuzz backtest backtest-variants
+.PHONY: demo test demo-prometheus test-deps lint bench fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -14,6 +14,10 @@ test: test-deps
 
 test-deps:
 	./scripts/install-test-deps.sh
+
+## demo-prometheus: the demo's plan against a real local Prometheus serving the recording (ARGS=extra plan flags)
+demo-prometheus:
+	./scripts/demo-prometheus.sh $(ARGS)
 
 ## lint: gofmt, go vet and staticcheck must be clean
 lint:

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 need=()
-command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v git >/dev/null 2>&1 || need+=(git)
 ((${#need[@]} == 0)) && exit 0
 

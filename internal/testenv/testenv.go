@@ -1,5 +1,6 @@
 // Package testenv helps tests that drive real external tools (promtool,
-// prometheus, git) find them.
+// prometheus, git) find them, and runs a real Prometheus server, with a
+// fault-injecting proxy in front of it, for tests of the metrics client.
 //
 // A developer without a tool gets a skip that says how to install it; CI and
 // `make test` set RECOMMENDER_TEST_STRICT, which turns the skip into a
