@@ -296,4 +296,3 @@ func TestPrometheusFaultsNeverShrink(t *testing.T) {
 		})
 	}
 }
-
