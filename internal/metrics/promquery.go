@@ -236,7 +236,7 @@ func (p *Prometheus) readRange(ctx context.Context, sel string, end time.Time, d
 		return m, warns, err
 	}
 	if d/2 < minChunk {
-		return nil, nil, fmt.Errorf("%w: %s refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, p.name, sel, d)
+		return nil, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
 	}
 	half := (d / 2).Truncate(time.Second)
 	newer, w1, err := p.readRange(ctx, sel, end, half)
@@ -265,7 +265,7 @@ func (p *Prometheus) query(ctx context.Context, expr string, at time.Time) (mode
 		if err == nil {
 			m, ok := v.(model.Matrix)
 			if !ok {
-				return nil, nil, fmt.Errorf("%w: %s answered a %s, not a matrix", ErrUnavailable, p.name, v.Type())
+				return nil, nil, fmt.Errorf("%w: the server answered a %s, not a matrix", ErrUnavailable, v.Type())
 			}
 			return m, warns, nil
 		}
@@ -278,9 +278,9 @@ func (p *Prometheus) query(ctx context.Context, expr string, at time.Time) (mode
 		}
 		if !f.retry || try == maxTries {
 			if f.retry {
-				return nil, nil, fmt.Errorf("%w: %s: %s (%d tries)", ErrUnavailable, p.name, f.msg, try)
+				return nil, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, try)
 			}
-			return nil, nil, fmt.Errorf("%w: %s: %s", f.kind, p.name, f.msg)
+			return nil, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
 		}
 		wait := max(backoff, f.wait)
 		backoff *= 2
