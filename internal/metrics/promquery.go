@@ -118,7 +118,6 @@ type rangeRead struct {
 	sel      string
 	end      time.Time
 	d        time.Duration
-	order    int
 	matrix   model.Matrix
 	warnings v1.Warnings
 }
