@@ -25,7 +25,9 @@ type planOptions struct {
 	MetricsFile string
 	// Prometheus is the server to read usage from, when URL is set;
 	// exactly one of it and MetricsFile is.
-	Prometheus       metrics.PrometheusConfig
+	Prometheus metrics.PrometheusConfig
+	// Preset names the exporter whose series policies read by default.
+	Preset           metrics.Preset
 	At               time.Time // zero: the newest recorded sample, or now
 	Output           string
 	PolicyPaths      []string
@@ -37,7 +39,7 @@ type planOptions struct {
 
 func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *planOptions) error) *cobra.Command {
 	opts := &planOptions{IO: io, Now: time.Now}
-	var at, cluster string
+	var at, cluster, preset string
 	var headers []string
 	cmd := &cobra.Command{
 		Use:   "plan --repo DIR (--metrics-file FILE | --prometheus-url URL)",
@@ -87,6 +89,11 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 				}
 				pc.Matcher = &metrics.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
 			}
+			p, err := metrics.ParsePreset(preset)
+			if err != nil {
+				return flagErrorf("invalid `--metrics-preset`: %v", err)
+			}
+			opts.Preset = p
 			if pc.Timeout <= 0 {
 				return flagErrorf("invalid `--prometheus-timeout` %s: want a positive duration", pc.Timeout)
 			}
@@ -121,6 +128,8 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table or json")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	f.StringVar(&preset, "metrics-preset", string(metrics.PresetKubex), "exporter whose series policies read when they name none: "+
+		"kubex (gpu-process-exporter), hami (HAMi vGPU monitor, kai-resource-isolator), dcgm (dcgm-exporter; whole GPUs only)")
 
 	pc := &opts.Prometheus
 	f.StringVar(&pc.URL, "prometheus-url", "", "read usage from this server with Prometheus' HTTP API, path prefix included (e.g. Mimir's /prometheus)")
@@ -169,6 +178,9 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 			return err
 		}
 		src = rec
+	}
+	if opts.Preset != "" && opts.Preset != metrics.PresetKubex {
+		src = metrics.WithPreset(src, opts.Preset)
 	}
 	p, err := plan.Make(ctx, plan.Options{
 		Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, At: at, Source: src,

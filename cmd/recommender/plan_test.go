@@ -52,6 +52,13 @@ func TestNewCmdPlan(t *testing.T) {
 				Matcher: &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"},
 			}},
 		},
+		{
+			name: "a metrics preset",
+			args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "hami"},
+			want: planOptions{Repo: "r", MetricsFile: "m.om", Output: "table", DefaultNamespace: "default", Preset: metrics.PresetHAMi},
+		},
+		{name: "an unknown metrics preset", args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "nvidia"},
+			err: "invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm"},
 		{name: "both sources", args: []string{"--repo", "r", "--metrics-file", "m", "--prometheus-url", "http://p"},
 			err: "`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source"},
 		{name: "a prometheus flag without the URL", args: []string{"--repo", "r", "--metrics-file", "m", "--cluster-label", "cluster=a"},
@@ -96,6 +103,9 @@ func TestNewCmdPlan(t *testing.T) {
 			}
 			require.NoError(t, err)
 			got.IO, got.Now, got.Logger, got.Prometheus.Logger = streams{}, nil, nil, nil
+			if tt.want.Preset == "" {
+				tt.want.Preset = metrics.PresetKubex
+			}
 			if tt.want.Prometheus.Timeout == 0 {
 				tt.want.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
 			}

@@ -86,6 +86,7 @@ func (p *Prometheus) selectors(q usage.Query, namespaces []string) []string {
 	byLabel := map[string][]string{"namespace": slices.Clone(ksmMetrics)}
 	for _, mp := range q.Metrics {
 		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Metric)
+		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Divisors()...)
 	}
 	nsRE := make([]string, len(namespaces))
 	for i, ns := range namespaces {

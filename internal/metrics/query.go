@@ -144,10 +144,52 @@ func sum(parts [][]usage.Sample) []usage.Sample {
 
 // queried is one metric of a query that the file has.
 type queried struct {
-	metric   usage.Metric
-	mapping  usage.Mapping
-	index    *podIndex
+	metric  usage.Metric
+	mapping usage.Mapping
+	index   *podIndex
+	// divisors index the series of the mapping's divisor metrics.
+	divisors []*podIndex
 	exported uint8
+}
+
+// usageOf returns a pod's value of the metric in w, and which of its
+// labels came from exported_*.
+func (m *queried) usageOf(key objKey, w usage.Window, containers []string) ([]usage.Sample, uint8) {
+	s, exported := m.index.usageOf(key, w, containers)
+	if len(m.divisors) == 0 || len(s) == 0 {
+		return s, exported
+	}
+	var parts [][]usage.Sample
+	for _, x := range m.divisors {
+		d, _ := x.usageOf(key, w, containers)
+		if len(d) > 0 {
+			parts = append(parts, d)
+		}
+	}
+	return ratio(s, sum(parts)), exported
+}
+
+// ratio divides n by d in percent, sample by sample, on identical
+// timestamps (one scrape writes both). A sample without its divisor is
+// missing; a divisor of zero or less makes it NaN: invalid data, never
+// low usage.
+func ratio(n, d []usage.Sample) []usage.Sample {
+	out := make([]usage.Sample, 0, len(n))
+	j := 0
+	for _, x := range n {
+		for j < len(d) && d[j].T < x.T {
+			j++
+		}
+		if j == len(d) || d[j].T != x.T {
+			continue
+		}
+		v := math.NaN()
+		if y := d[j]; x.Valid() && y.Valid() && y.V > 0 {
+			v = 100 * x.V / y.V
+		}
+		out = append(out, usage.Sample{T: x.T, V: v})
+	}
+	return out
 }
 
 // answer answers q from the set alone. It never returns a sample after
@@ -165,11 +207,23 @@ func (set *seriesSet) answer(ctx context.Context, q usage.Query) (usage.Result, 
 	var metrics []*queried
 	for _, m := range metricOrder(q.Metrics) {
 		mp := q.Metrics[m]
-		if len(set.byName[mp.Metric]) == 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("metric %s (%s) is not in %s", mp.Metric, m, set.name))
+		missing := ""
+		for _, name := range append([]string{mp.Metric}, mp.Divisors()...) {
+			if len(set.byName[name]) == 0 && missing == "" {
+				missing = name
+			}
+		}
+		if missing != "" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("metric %s (%s) is not in %s", missing, m, set.name))
 			continue
 		}
-		metrics = append(metrics, &queried{metric: m, mapping: mp, index: set.podIndex(mp)})
+		qd := &queried{metric: m, mapping: mp, index: set.podIndex(mp)}
+		for _, name := range mp.Divisors() {
+			d := mp
+			d.Metric, d.Divisor = name, ""
+			qd.divisors = append(qd.divisors, set.podIndex(d))
+		}
+		metrics = append(metrics, qd)
 	}
 	// Liveness is judged against kube-state-metrics' own scrape interval.
 	tolerance := usage.GapTolerance(set.step(podOwnerMetric)).Milliseconds()
@@ -275,7 +329,7 @@ func (set *seriesSet) pod(ns, name string, live bool, metrics []*queried, w usag
 	p := usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Allocation: set.ksm.fraction(key, w.To),
 		Series: make(map[usage.Metric][]usage.Sample)}
 	for _, m := range metrics {
-		s, exported := m.index.usageOf(key, w, containers)
+		s, exported := m.usageOf(key, w, containers)
 		if len(s) > 0 {
 			p.Series[m.metric] = s
 			m.exported |= exported
