@@ -6,3 +6,6 @@ var (
 	ParseValue         = parseValue
 	ParseTimestamp     = parseTimestamp
 )
+
+// RetryAfter reads a Retry-After header.
+var RetryAfter = retryAfter
