@@ -9,3 +9,6 @@ var (
 
 // RetryAfter reads a Retry-After header.
 var RetryAfter = retryAfter
+
+// SetMaxResponseBytes lowers the size limit of p's answers.
+func SetMaxResponseBytes(p *Prometheus, n int64) { p.transport.maxBody = n }

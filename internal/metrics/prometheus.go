@@ -110,6 +110,7 @@ const minChunk = 10 * time.Minute
 // A Prometheus is safe for concurrent use.
 type Prometheus struct {
 	api         v1.API
+	transport   *authTransport
 	name        string
 	matcher     *LabelMatcher
 	timeout     time.Duration
@@ -150,7 +151,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 		return nil, fmt.Errorf("label matcher: %q is not a label name", m.Name)
 	}
 
-	auth := &authTransport{headers: cfg.Headers.Clone()}
+	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes}
 	for h := range auth.headers {
 		if http.CanonicalHeaderKey(h) == "Authorization" {
 			return nil, errors.New("prometheus headers: give Authorization through a token or password file, not as a header")
@@ -202,6 +203,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	}
 	p := &Prometheus{
 		api:         v1.NewAPI(client),
+		transport:   auth,
 		name:        name,
 		matcher:     cfg.Matcher,
 		timeout:     cfg.Timeout,
@@ -266,6 +268,7 @@ func tlsConfig(cfg PrometheusConfig) (*tls.Config, error) {
 // asks for them, and bounds the size of response bodies.
 type authTransport struct {
 	next           http.RoundTripper
+	maxBody        int64
 	headers        http.Header
 	bearer         string
 	user, password string
@@ -290,7 +293,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		n.status = resp.StatusCode
 		n.retryAfter = resp.Header.Get("Retry-After")
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: maxResponseBytes}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.maxBody}
 	return resp, nil
 }
 
@@ -303,6 +306,10 @@ type responseNote struct {
 	retryAfter string
 }
 
+// errBodyTooLong is an answer longer than maxResponseBytes: trying again
+// would read as much again.
+var errBodyTooLong = errors.New("answer too long: narrow the query (a shorter lookback, --cluster-label)")
+
 // limitedBody fails a body longer than left bytes, instead of reading it
 // all into memory.
 type limitedBody struct {
@@ -312,7 +319,7 @@ type limitedBody struct {
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, fmt.Errorf("response body longer than %d bytes", int64(maxResponseBytes))
+		return 0, errBodyTooLong
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

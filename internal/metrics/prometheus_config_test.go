@@ -229,6 +229,17 @@ func TestPrometheusRequestShape(t *testing.T) {
 		require.Len(t, queries, 6, "two selectors: the hour refused, then its two halves")
 	})
 
+	t.Run("an answer too long is refused, and not asked again", func(t *testing.T) {
+		g, front := newGate(t, srv.URL, "")
+		prom := newPrometheus(t, front.URL)
+		metrics.SetMaxResponseBytes(prom, 1000)
+		_, err := prom.Usage(context.Background(), clusterQuery())
+		require.ErrorIs(t, err, metrics.ErrUnavailable)
+		require.Contains(t, err.Error(), "answer too long")
+		reqs, _ := g.seen()
+		require.LessOrEqual(t, len(reqs), 2)
+	})
+
 	t.Run("a server asking to wait too long is not waited for", func(t *testing.T) {
 		proxy := testenv.NewFaultProxy(t, srv.URL)
 		proxy.Set(testenv.RateLimited(time.Hour))

@@ -315,6 +315,9 @@ func (p *Prometheus) classify(err error, note *responseNote) failure {
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
+		if errors.Is(err, errBodyTooLong) {
+			return failure{msg: err.Error(), kind: ErrUnavailable}
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return failure{msg: fmt.Sprintf("no answer within %s", p.timeout), retry: true}
 		}
