@@ -128,16 +128,16 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table or json")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
-	f.StringVar(&preset, "metrics-preset", string(metrics.PresetKubex), "exporter whose series policies read when they name none: "+
+	f.StringVar(&preset, "metrics-preset", string(metrics.PresetKubex), "`exporter` whose series policies read when they name none: "+
 		"kubex (gpu-process-exporter), hami (HAMi vGPU monitor, kai-resource-isolator), dcgm (dcgm-exporter; whole GPUs only)")
 
 	pc := &opts.Prometheus
-	f.StringVar(&pc.URL, "prometheus-url", "", "read usage from this server with Prometheus' HTTP API, path prefix included (e.g. Mimir's /prometheus)")
+	f.StringVar(&pc.URL, "prometheus-url", "", "read usage from the server at `URL`, with Prometheus' HTTP API; include any path prefix (Mimir's /prometheus)")
 	f.StringVar(&pc.BearerTokenFile, "prometheus-token-file", "", "read the bearer token from this `file`")
 	f.StringVar(&pc.BearerTokenEnv, "prometheus-token-env", "", "read the bearer token from this environment `variable`")
 	f.StringVar(&pc.BasicAuthUser, "prometheus-user", "", "basic auth `user`")
 	f.StringVar(&pc.BasicAuthPasswordFile, "prometheus-password-file", "", "read the basic auth password from this `file`")
-	f.StringArrayVar(&headers, "prometheus-header", nil, "send this header with every request, 'Name: value', e.g. 'X-Scope-OrgID: tenant' (repeatable)")
+	f.StringArrayVar(&headers, "prometheus-header", nil, "send the header `'Name: value'` with every request, e.g. 'X-Scope-OrgID: tenant' for Mimir (repeatable)")
 	f.StringVar(&pc.CAFile, "prometheus-ca-file", "", "verify the server with the CA certificates in this PEM `file`")
 	f.StringVar(&pc.CertFile, "prometheus-cert-file", "", "client certificate PEM `file`, for mutual TLS")
 	f.StringVar(&pc.KeyFile, "prometheus-key-file", "", "client key PEM `file`, for mutual TLS")
