@@ -134,6 +134,12 @@ func TestPrometheusAgreesWithRecording(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, want.Workloads)
 			require.Equal(t, workloads(want), workloads(got))
+			if shared, ok := want.Workloads[deployment("team-x", "shared")]; ok {
+				// Each pod is read against the gpu-fraction it was created
+				// with, from kube_pod_annotations.
+				require.Len(t, shared.Pods, 2)
+				require.Equal(t, []float64{0.3, 0.5}, []float64{shared.Pods[0].Allocation, shared.Pods[1].Allocation})
+			}
 			// Beyond what render shows (allocations, steps); %v, as NaN is
 			// not equal to itself.
 			require.Equal(t, fmt.Sprintf("%+v", want.Workloads), fmt.Sprintf("%+v", got.Workloads))
