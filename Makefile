@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: demo test demo-prometheus test-deps demo-run lint bench fuzz backtest backtest-variants
+.PHONY: demo test demo-prometheus test-deps demo-run lint bench bench-prometheus fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -32,6 +32,10 @@ lint:
 ## bench: the benchmarks behind BENCHMARKS.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+## bench-prometheus: the real-server benchmark of BENCHMARKS.md (backfills millions of samples: about 2 min)
+bench-prometheus:
+	RECOMMENDER_BENCH_PROMETHEUS=1 $(GO) test -run '^$$' -bench BenchmarkPrometheusUsage -benchmem -benchtime 5x -count=1 ./internal/metrics
 
 ## backtest: replay the shared traces (TRACES=dir) through the policies and baselines into docs/backtest
 TRACES ?= ../shared/traces

@@ -145,8 +145,8 @@ func TestPlanBadInputs(t *testing.T) {
 	out, errOut, code := run(t, "plan", "--repo", quickstartRepo)
 	require.Equal(t, exitUsage, code)
 	require.Empty(t, out)
-	require.True(t, strings.HasPrefix(errOut, "`--metrics-file` is required"), errOut)
-	require.Contains(t, errOut, "Usage:\n  recommender plan --repo DIR --metrics-file FILE [flags]", "the usage of the command that failed")
+	require.True(t, strings.HasPrefix(errOut, "`--metrics-file` or `--prometheus-url` is required"), errOut)
+	require.Contains(t, errOut, "Usage:\n  recommender plan --repo DIR (--metrics-file FILE | --prometheus-url URL) [flags]", "the usage of the command that failed")
 }
 
 // TestPlanRefusesAnUnreadableFraction: a gpu-fraction KAI would not read
@@ -201,7 +201,7 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "misspelt command", args: []string{"pln"}, code: exitUsage,
 			errPrefix: "unknown command \"pln\" for \"recommender\"\n\nDid you mean this?\n\tplan\n\trun\n\nUsage:\n", usage: "recommender <command> [flags]"},
 		{name: "extra argument to plan", args: []string{"plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "extra"}, code: exitUsage,
-			errPrefix: "unknown command \"extra\" for \"recommender plan\"\n\nUsage:\n", usage: "recommender plan --repo DIR --metrics-file FILE [flags]"},
+			errPrefix: "unknown command \"extra\" for \"recommender plan\"\n\nUsage:\n", usage: "recommender plan --repo DIR (--metrics-file FILE | --prometheus-url URL) [flags]"},
 		{name: "extra argument to backtest", args: []string{"backtest", "extra"}, code: exitUsage,
 			errPrefix: "unknown command \"extra\" for \"recommender backtest\"\n\nUsage:\n", usage: "recommender backtest"},
 		{name: "unknown flag", args: []string{"--bogus"}, code: exitUsage,

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,8 +21,13 @@ type planOptions struct {
 	IO     streams
 	Logger *slog.Logger
 
-	Repo             string
-	MetricsFile      string
+	Repo        string
+	MetricsFile string
+	// Prometheus is the server to read usage from, when URL is set;
+	// exactly one of it and MetricsFile is.
+	Prometheus metrics.PrometheusConfig
+	// Preset names the exporter whose series policies read by default.
+	Preset           metrics.Preset
 	At               time.Time // zero: the newest recorded sample, or now
 	Output           string
 	PolicyPaths      []string
@@ -32,19 +39,63 @@ type planOptions struct {
 
 func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *planOptions) error) *cobra.Command {
 	opts := &planOptions{IO: io, Now: time.Now}
-	var at string
+	var at, cluster, preset string
+	var headers []string
 	cmd := &cobra.Command{
-		Use:   "plan --repo DIR --metrics-file FILE",
+		Use:   "plan --repo DIR (--metrics-file FILE | --prometheus-url URL)",
 		Short: "Print the decisions, reasons and diffs for a repository, writing nothing",
+		Long: "Print the decisions, reasons and diffs for a repository, writing nothing.\n\n" +
+			"Usage comes from a recorded file (--metrics-file) or from a server with Prometheus' HTTP API\n" +
+			"(--prometheus-url: Prometheus, Thanos, Mimir, VictoriaMetrics). Secrets are read from files or\n" +
+			"the environment, never given on the command line.",
 		Example: "  recommender plan --repo examples/quickstart --metrics-file examples/quickstart/metrics.om\n" +
-			"  recommender plan --repo . --metrics-file usage.om --at 2026-11-30T12:00:00Z --output json",
+			"  recommender plan --repo . --metrics-file usage.om --at 2026-11-30T12:00:00Z --output json\n" +
+			"  recommender plan --repo . --prometheus-url http://prometheus.monitoring:9090\n" +
+			"  recommender plan --repo . --prometheus-url https://mimir.example/prometheus \\\n" +
+			"      --prometheus-header 'X-Scope-OrgID: gpu' --prometheus-token-file /var/run/secrets/token --cluster-label cluster=prod-eu",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Repo == "" {
 				return flagErrorf("`--repo` is required")
 			}
-			if opts.MetricsFile == "" {
-				return flagErrorf("`--metrics-file` is required: the Prometheus source is not built yet")
+			pc := &opts.Prometheus
+			switch {
+			case opts.MetricsFile == "" && pc.URL == "":
+				return flagErrorf("`--metrics-file` or `--prometheus-url` is required")
+			case opts.MetricsFile != "" && pc.URL != "":
+				return flagErrorf("`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source")
+			case pc.URL == "":
+				for _, name := range prometheusFlags {
+					if cmd.Flags().Changed(name) {
+						return flagErrorf("`--%s` needs `--prometheus-url`", name)
+					}
+				}
+			}
+			for _, h := range headers {
+				name, value, ok := strings.Cut(h, ":")
+				name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+				if !ok || name == "" || strings.ContainsAny(name, " \t") {
+					return flagErrorf("invalid `--prometheus-header` %q: write it as 'Name: value'", h)
+				}
+				if pc.Headers == nil {
+					pc.Headers = http.Header{}
+				}
+				pc.Headers.Add(name, value)
+			}
+			if cluster != "" {
+				name, value, ok := strings.Cut(cluster, "=")
+				if !ok || name == "" || value == "" {
+					return flagErrorf("invalid `--cluster-label` %q: write it as name=value, e.g. cluster=prod-eu", cluster)
+				}
+				pc.Matcher = &metrics.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
+			}
+			p, err := metrics.ParsePreset(preset)
+			if err != nil {
+				return flagErrorf("invalid `--metrics-preset`: %v", err)
+			}
+			opts.Preset = p
+			if pc.Timeout <= 0 {
+				return flagErrorf("invalid `--prometheus-timeout` %s: want a positive duration", pc.Timeout)
 			}
 			switch opts.Output {
 			case "table", "json":
@@ -63,6 +114,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 				return err
 			}
 			opts.Logger = log
+			pc.Logger = log
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -72,24 +124,63 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	f := cmd.Flags()
 	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
 	f.StringVar(&opts.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
-	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample)")
+	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample, or now with --prometheus-url)")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table or json")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	f.StringVar(&preset, "metrics-preset", string(metrics.PresetKubex), "`exporter` whose series policies read when they name none: "+
+		"kubex (gpu-process-exporter), hami (HAMi vGPU monitor, kai-resource-isolator), dcgm (dcgm-exporter; whole GPUs only)")
+
+	pc := &opts.Prometheus
+	f.StringVar(&pc.URL, "prometheus-url", "", "read usage from the server at `URL`, with Prometheus' HTTP API; include any path prefix (Mimir's /prometheus)")
+	f.StringVar(&pc.BearerTokenFile, "prometheus-token-file", "", "read the bearer token from this `file`")
+	f.StringVar(&pc.BearerTokenEnv, "prometheus-token-env", "", "read the bearer token from this environment `variable`")
+	f.StringVar(&pc.BasicAuthUser, "prometheus-user", "", "basic auth `user`")
+	f.StringVar(&pc.BasicAuthPasswordFile, "prometheus-password-file", "", "read the basic auth password from this `file`")
+	f.StringArrayVar(&headers, "prometheus-header", nil, "send the header `'Name: value'` with every request, e.g. 'X-Scope-OrgID: tenant' for Mimir (repeatable)")
+	f.StringVar(&pc.CAFile, "prometheus-ca-file", "", "verify the server with the CA certificates in this PEM `file`")
+	f.StringVar(&pc.CertFile, "prometheus-cert-file", "", "client certificate PEM `file`, for mutual TLS")
+	f.StringVar(&pc.KeyFile, "prometheus-key-file", "", "client key PEM `file`, for mutual TLS")
+	f.BoolVar(&pc.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, "do not verify the server's certificate (logged as a warning)")
+	f.DurationVar(&pc.Timeout, "prometheus-timeout", metrics.DefaultPrometheusTimeout, "time limit of each request; failing requests are tried up to 3 times")
+	f.StringVar(&cluster, "cluster-label", "", "select only series with this label, `name=value`, e.g. cluster=prod-eu when several clusters share a store")
 	return cmd
+}
+
+// prometheusFlags are the flags that mean nothing without --prometheus-url.
+var prometheusFlags = []string{
+	"prometheus-token-file", "prometheus-token-env", "prometheus-user", "prometheus-password-file", "prometheus-header",
+	"prometheus-ca-file", "prometheus-cert-file", "prometheus-key-file", "prometheus-insecure-skip-verify",
+	"prometheus-timeout", "cluster-label",
 }
 
 func runPlan(ctx context.Context, opts *planOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	src, err := metrics.OpenRecorded(opts.MetricsFile)
-	if err != nil {
-		return err
+	var src plan.UsageSource
+	var at time.Time
+	if opts.Prometheus.URL != "" {
+		prom, err := metrics.NewPrometheus(opts.Prometheus)
+		if err != nil {
+			return err
+		}
+		src, at = prom, opts.At
+		if at.IsZero() {
+			at = opts.Now().UTC()
+		}
+	} else {
+		rec, err := metrics.OpenRecorded(opts.MetricsFile)
+		if err != nil {
+			return err
+		}
+		if at, err = evaluationTime(opts, rec.Span()); err != nil {
+			return err
+		}
+		src = rec
 	}
-	at, err := evaluationTime(opts, src.Span())
-	if err != nil {
-		return err
+	if opts.Preset != "" && opts.Preset != metrics.PresetKubex {
+		src = metrics.WithPreset(src, opts.Preset)
 	}
 	p, err := plan.Make(ctx, plan.Options{
 		Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, At: at, Source: src,

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 )
 
 func TestNewCmdPlan(t *testing.T) {
@@ -34,7 +37,38 @@ func TestNewCmdPlan(t *testing.T) {
 			want: planOptions{Repo: "r", MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Output: "table", DefaultNamespace: "default"},
 		},
 		{name: "no repo", args: []string{"--metrics-file", "m.om"}, err: "`--repo` is required"},
-		{name: "no metrics", args: []string{"--repo", "r"}, err: "`--metrics-file` is required: the Prometheus source is not built yet"},
+		{name: "no metrics", args: []string{"--repo", "r"}, err: "`--metrics-file` or `--prometheus-url` is required"},
+		{
+			name: "prometheus: every flag",
+			args: []string{"--repo", "r", "--prometheus-url", "https://mimir.example/prometheus",
+				"--prometheus-token-file", "/t", "--prometheus-token-env", "TOKEN", "--prometheus-user", "u", "--prometheus-password-file", "/p",
+				"--prometheus-header", "X-Scope-OrgID: tenant-1", "--prometheus-header", "X-Extra:a: b",
+				"--prometheus-ca-file", "/ca", "--prometheus-cert-file", "/c", "--prometheus-key-file", "/k",
+				"--prometheus-insecure-skip-verify", "--prometheus-timeout", "30s", "--cluster-label", "cluster=prod-eu"},
+			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Prometheus: metrics.PrometheusConfig{
+				URL: "https://mimir.example/prometheus", BearerTokenFile: "/t", BearerTokenEnv: "TOKEN", BasicAuthUser: "u", BasicAuthPasswordFile: "/p",
+				Headers: http.Header{"X-Scope-Orgid": {"tenant-1"}, "X-Extra": {"a: b"}},
+				CAFile:  "/ca", CertFile: "/c", KeyFile: "/k", InsecureSkipVerify: true, Timeout: 30 * time.Second,
+				Matcher: &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"},
+			}},
+		},
+		{
+			name: "a metrics preset",
+			args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "hami"},
+			want: planOptions{Repo: "r", MetricsFile: "m.om", Output: "table", DefaultNamespace: "default", Preset: metrics.PresetHAMi},
+		},
+		{name: "an unknown metrics preset", args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "nvidia"},
+			err: "invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm"},
+		{name: "both sources", args: []string{"--repo", "r", "--metrics-file", "m", "--prometheus-url", "http://p"},
+			err: "`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source"},
+		{name: "a prometheus flag without the URL", args: []string{"--repo", "r", "--metrics-file", "m", "--cluster-label", "cluster=a"},
+			err: "`--cluster-label` needs `--prometheus-url`"},
+		{name: "a header without a colon", args: []string{"--repo", "r", "--prometheus-url", "http://p", "--prometheus-header", "X-Scope-OrgID=a"},
+			err: "invalid `--prometheus-header` \"X-Scope-OrgID=a\": write it as 'Name: value'"},
+		{name: "a cluster label without a value", args: []string{"--repo", "r", "--prometheus-url", "http://p", "--cluster-label", "cluster"},
+			err: "invalid `--cluster-label` \"cluster\": write it as name=value, e.g. cluster=prod-eu"},
+		{name: "a zero timeout", args: []string{"--repo", "r", "--prometheus-url", "http://p", "--prometheus-timeout", "0s"},
+			err: "invalid `--prometheus-timeout` 0s: want a positive duration"},
 		{name: "bad output", args: []string{"--repo", "r", "--metrics-file", "m", "-o", "yaml"}, err: "invalid `--output` \"yaml\": use table or json"},
 		{name: "bad at", args: []string{"--repo", "r", "--metrics-file", "m", "--at", "yesterday"},
 			err: "invalid `--at`: \"yesterday\" is neither RFC 3339 (2026-11-30T12:00:00Z) nor Unix seconds"},
@@ -68,7 +102,13 @@ func TestNewCmdPlan(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got.IO, got.Now, got.Logger = streams{}, nil, nil
+			got.IO, got.Now, got.Logger, got.Prometheus.Logger = streams{}, nil, nil, nil
+			if tt.want.Preset == "" {
+				tt.want.Preset = metrics.PresetKubex
+			}
+			if tt.want.Prometheus.Timeout == 0 {
+				tt.want.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
+			}
 			require.Equal(t, tt.want, *got)
 		})
 	}

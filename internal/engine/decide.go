@@ -310,6 +310,9 @@ func (e *evaluation) decide(d Decision) Decision {
 		return d.none(CauseFits, nil)
 	case !st.Downsize:
 		return d.none(CauseNotAllowed, nil)
+	case e.in.Usage.Partial != "":
+		// Samples the source could not return may be the high ones.
+		return d.none(CauseDataIncomplete, &Shortfall{Kind: ShortPartial, Why: e.in.Usage.Partial})
 	case base.shortfall != nil:
 		return d.none(base.cause, base.shortfall)
 	case blocked != nil:

@@ -78,6 +78,12 @@ func workload(liveKnown bool, pods ...podSpec) usage.Workload {
 	return w
 }
 
+// partial marks w as a source's partial answer.
+func partial(w usage.Workload, why string) usage.Workload {
+	w.Partial = why
+	return w
+}
+
 func pod(name string, age time.Duration, compute, memory curve) podSpec {
 	return podSpec{name: name, age: age, live: true, compute: compute, memory: memory}
 }
@@ -235,6 +241,19 @@ func TestDecide(t *testing.T) {
 			usage:   workload(false, pod("sum-1", 2*day, between(3*time.Minute, 8*time.Minute, missing, flat(20)), flat(40))),
 			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
 			contains: "no change: incomplete data in the window",
+		},
+		{
+			name:    "a partial answer blocks a scale-back",
+			current: fraction(0.6),
+			usage:   partial(workload(false, pod("sum-1", 2*day, flat(20), flat(40))), "store eu-2 did not answer"),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
+			reason: "no change: incomplete data: the usage source's answer may be partial (store eu-2 did not answer), and a scale-back needs all of it",
+		},
+		{
+			name:    "a partial answer still upsizes",
+			current: fraction(0.5),
+			usage:   partial(workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 20), flat(50))), "store eu-2 did not answer"),
+			action:  engine.Upsize, recommended: fraction(0.72), urgent: true,
 		},
 		{
 			name:       "without a baseline there is no scale-back",

@@ -160,6 +160,8 @@ const (
 	ShortNotFresh    ShortfallKind = "not-fresh"
 	ShortFewSamples  ShortfallKind = "few-samples"
 	ShortInvalidData ShortfallKind = "invalid-samples"
+	// ShortPartial is an answer the source itself says may lack data.
+	ShortPartial ShortfallKind = "partial"
 )
 
 // Shortfall is what the data lacks; which fields are set depends on Kind.
@@ -182,6 +184,8 @@ type Shortfall struct {
 	Expected int `json:"expected,omitempty"`
 	// At is the time of the newest invalid sample, Unix ms.
 	At int64 `json:"at,omitempty"`
+	// Why is the source's own word on a partial answer.
+	Why string `json:"why,omitempty"`
 }
 
 // Note is a field the edit left alone on purpose.

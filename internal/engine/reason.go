@@ -205,6 +205,8 @@ func shortfall(s *Shortfall) string {
 		return fmt.Sprintf(incomplete+"running pod %s has no recent %s sample", s.Pod, s.Metric)
 	case ShortFewSamples:
 		return fmt.Sprintf(incomplete+"pod %s has %d of %d %s samples in the last %s", s.Pod, s.Samples, s.Expected, s.Metric, s.Window)
+	case ShortPartial:
+		return "incomplete data: the usage source's answer may be partial (" + s.Why + "), and a scale-back needs all of it"
 	case ShortInvalidData:
 		return fmt.Sprintf("invalid data in the window: pod %s reported %d NaN, infinite or negative %s sample(s) in the last %s, and a scale-back relies on that window",
 			s.Pod, s.Samples, s.Metric, s.Window)

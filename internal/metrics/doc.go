@@ -7,4 +7,10 @@
 // recording at many evaluation times, so it never returns a sample newer
 // than the query's evaluation time, and it keeps its indexes so repeated
 // queries stay cheap.
+//
+// Prometheus reads the same raw samples from a live server with
+// Prometheus' HTTP API, in a few batched requests per query, and answers
+// with the same code (seriesSet), so that a recording and the server it is
+// backfilled into give the same usage. A Preset says which exporter's
+// series policies read when they name none.
 package metrics

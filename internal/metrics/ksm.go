@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -14,6 +15,12 @@ const (
 	podOwnerMetric        = "kube_pod_owner"
 	replicaSetOwnerMetric = "kube_replicaset_owner"
 	podStartMetric        = "kube_pod_start_time"
+	// podAnnotationsMetric carries the pod annotations kube-state-metrics
+	// is allowed to export (--metric-annotations-allowlist), as
+	// annotation_<name> labels.
+	podAnnotationsMetric = "kube_pod_annotations"
+	// fractionLabel is KAI's gpu-fraction annotation on it.
+	fractionLabel = "annotation_gpu_fraction"
 )
 
 // noOwner is what kube-state-metrics writes as the owner of an orphan.
@@ -32,11 +39,14 @@ type ownerSeries struct {
 	samples    []usage.Sample
 }
 
-// ksm indexes the kube-state-metrics series of a recording.
+// ksm indexes the kube-state-metrics series of a set.
 type ksm struct {
 	pods        map[objKey][]ownerSeries
 	replicaSets map[objKey][]ownerSeries
 	starts      map[objKey][][]usage.Sample
+	// fractions holds, per pod, its gpu-fraction annotations and when
+	// they were reported.
+	fractions map[objKey][]fractionSeries
 	// podNames lists, per namespace, the pods with a kube_pod_owner series.
 	podNames map[string][]string
 	// deploymentOwners holds, per namespace, the kube_replicaset_owner
@@ -46,18 +56,19 @@ type ksm struct {
 	exported []string
 }
 
-func (r *Recorded) buildKSM() *ksm {
+func (set *seriesSet) buildKSM() *ksm {
 	k := &ksm{
 		pods:             make(map[objKey][]ownerSeries),
 		replicaSets:      make(map[objKey][]ownerSeries),
 		starts:           make(map[objKey][][]usage.Sample),
+		fractions:        make(map[objKey][]fractionSeries),
 		podNames:         make(map[string][]string),
 		deploymentOwners: make(map[string][]ownerSeries),
 	}
 	owners := func(metric, objLabel string, into map[objKey][]ownerSeries) {
 		exported := false
-		for _, i := range r.byName[metric] {
-			s := r.series[i]
+		for _, i := range set.byName[metric] {
+			s := set.series[i]
 			ns, e1, ok1 := label(s.Labels, "namespace")
 			obj, e2, ok2 := label(s.Labels, objLabel)
 			kind, e3, _ := label(s.Labels, "owner_kind")
@@ -91,8 +102,8 @@ func (r *Recorded) buildKSM() *ksm {
 	}
 
 	exported := false
-	for _, i := range r.byName[podStartMetric] {
-		s := r.series[i]
+	for _, i := range set.byName[podStartMetric] {
+		s := set.series[i]
 		ns, e1, ok1 := label(s.Labels, "namespace")
 		pod, e2, ok2 := label(s.Labels, "pod")
 		if !ok1 || !ok2 {
@@ -105,7 +116,51 @@ func (r *Recorded) buildKSM() *ksm {
 	if exported {
 		k.exported = append(k.exported, podStartMetric)
 	}
+
+	exported = false
+	for _, i := range set.byName[podAnnotationsMetric] {
+		s := set.series[i]
+		ns, e1, ok1 := label(s.Labels, "namespace")
+		pod, e2, ok2 := label(s.Labels, "pod")
+		v, _, ok3 := label(s.Labels, fractionLabel)
+		if !ok1 || !ok2 || !ok3 {
+			continue
+		}
+		// KAI's admission accepts 0 < f < 1 only; anything else is not a
+		// share the pod can have been created with.
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f < 1) {
+			continue
+		}
+		exported = exported || e1 || e2
+		key := objKey{ns, pod}
+		k.fractions[key] = append(k.fractions[key], fractionSeries{fraction: f, samples: s.Samples})
+	}
+	if exported {
+		k.exported = append(k.exported, podAnnotationsMetric)
+	}
 	return k
+}
+
+// fractionSeries is one kube_pod_annotations series with a gpu-fraction.
+type fractionSeries struct {
+	fraction float64
+	samples  []usage.Sample
+}
+
+// fraction returns the gpu-fraction a pod was created with, from the
+// newest kube_pod_annotations sample at or before at; 0 when unknown.
+// Pods keep the share they were created with until replaced, so a pod
+// older than the manifest's last change is read against its own.
+func (k *ksm) fraction(key objKey, at int64) float64 {
+	var best usage.Sample
+	f := 0.0
+	for _, s := range k.fractions[key] {
+		if x, ok := newestAt(s.samples, at); ok && (f == 0 || x.T > best.T) {
+			best, f = x, s.fraction
+		}
+	}
+	return f
 }
 
 // newestAt returns the time of the newest sample at or before at. NaN

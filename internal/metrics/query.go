@@ -37,15 +37,15 @@ type podSeries struct {
 
 // podIndex returns the index of a mapping's metric, building it on first
 // use.
-func (r *Recorded) podIndex(m usage.Mapping) *podIndex {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if x, ok := r.indexes[m]; ok {
+func (set *seriesSet) podIndex(m usage.Mapping) *podIndex {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if x, ok := set.indexes[m]; ok {
 		return x
 	}
 	x := &podIndex{pods: make(map[objKey][]podSeries), byNS: make(map[string][]string)}
-	for _, i := range r.byName[m.Metric] {
-		s := r.series[i]
+	for _, i := range set.byName[m.Metric] {
+		s := set.series[i]
 		ns, e1, ok1 := label(s.Labels, m.NamespaceLabel)
 		pod, e2, ok2 := label(s.Labels, m.PodLabel)
 		if !ok1 || !ok2 {
@@ -70,7 +70,7 @@ func (r *Recorded) podIndex(m usage.Mapping) *podIndex {
 	for _, pods := range x.byNS {
 		slices.Sort(pods)
 	}
-	r.indexes[m] = x
+	set.indexes[m] = x
 	return x
 }
 
@@ -144,20 +144,62 @@ func sum(parts [][]usage.Sample) []usage.Sample {
 
 // queried is one metric of a query that the file has.
 type queried struct {
-	metric   usage.Metric
-	mapping  usage.Mapping
-	index    *podIndex
+	metric  usage.Metric
+	mapping usage.Mapping
+	index   *podIndex
+	// divisors index the series of the mapping's divisor metrics.
+	divisors []*podIndex
 	exported uint8
 }
 
-// Usage answers q from the recording. It never returns a sample after
-// q.At, so that a backtest replaying the file sees only the past.
-func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+// usageOf returns a pod's value of the metric in w, and which of its
+// labels came from exported_*.
+func (m *queried) usageOf(key objKey, w usage.Window, containers []string) ([]usage.Sample, uint8) {
+	s, exported := m.index.usageOf(key, w, containers)
+	if len(m.divisors) == 0 || len(s) == 0 {
+		return s, exported
+	}
+	var parts [][]usage.Sample
+	for _, x := range m.divisors {
+		d, _ := x.usageOf(key, w, containers)
+		if len(d) > 0 {
+			parts = append(parts, d)
+		}
+	}
+	return ratio(s, sum(parts)), exported
+}
+
+// ratio divides n by d in percent, sample by sample, on identical
+// timestamps (one scrape writes both). A sample without its divisor is
+// missing; a divisor of zero or less makes it NaN: invalid data, never
+// low usage.
+func ratio(n, d []usage.Sample) []usage.Sample {
+	out := make([]usage.Sample, 0, len(n))
+	j := 0
+	for _, x := range n {
+		for j < len(d) && d[j].T < x.T {
+			j++
+		}
+		if j == len(d) || d[j].T != x.T {
+			continue
+		}
+		v := math.NaN()
+		if y := d[j]; x.Valid() && y.Valid() && y.V > 0 {
+			v = 100 * x.V / y.V
+		}
+		out = append(out, usage.Sample{T: x.T, V: v})
+	}
+	return out
+}
+
+// answer answers q from the set alone. It never returns a sample after
+// q.At, so that a backtest replaying a recording sees only the past.
+func (set *seriesSet) answer(ctx context.Context, q usage.Query) (usage.Result, error) {
 	if err := checkQuery(q); err != nil {
 		return usage.Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return usage.Result{}, fmt.Errorf("usage from %s: %w", r.name, err)
+		return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
 	}
 	w := usage.WindowEnding(q.At, q.Lookback)
 	res := usage.Result{Workloads: make(map[usage.Ref]usage.Workload)}
@@ -165,14 +207,26 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 	var metrics []*queried
 	for _, m := range metricOrder(q.Metrics) {
 		mp := q.Metrics[m]
-		if len(r.byName[mp.Metric]) == 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("metric %s (%s) is not in %s", mp.Metric, m, r.name))
+		missing := ""
+		for _, name := range append([]string{mp.Metric}, mp.Divisors()...) {
+			if len(set.byName[name]) == 0 && missing == "" {
+				missing = name
+			}
+		}
+		if missing != "" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("metric %s (%s) is not in %s", missing, m, set.name))
 			continue
 		}
-		metrics = append(metrics, &queried{metric: m, mapping: mp, index: r.podIndex(mp)})
+		qd := &queried{metric: m, mapping: mp, index: set.podIndex(mp)}
+		for _, name := range mp.Divisors() {
+			d := mp
+			d.Metric, d.Divisor = name, ""
+			qd.divisors = append(qd.divisors, set.podIndex(d))
+		}
+		metrics = append(metrics, qd)
 	}
 	// Liveness is judged against kube-state-metrics' own scrape interval.
-	tolerance := usage.GapTolerance(r.step(podOwnerMetric)).Milliseconds()
+	tolerance := usage.GapTolerance(set.step(podOwnerMetric)).Milliseconds()
 
 	refs := make(map[string][]usage.Ref)
 	seen := make(map[usage.Ref]bool, len(q.Workloads))
@@ -183,15 +237,15 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 		}
 	}
 	for _, ns := range slices.Sorted(maps.Keys(refs)) {
-		v := r.namespaceAt(ns, refs[ns], metrics, w, tolerance)
+		v := set.namespaceAt(ns, refs[ns], metrics, w, tolerance)
 		res.Warnings = append(res.Warnings, v.warnings...)
 		for _, ref := range refs[ns] {
 			if err := ctx.Err(); err != nil {
-				return usage.Result{}, fmt.Errorf("usage from %s: %w", r.name, err)
+				return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
 			}
 			var pods []usage.Pod
 			for _, name := range v.owned[ref] {
-				if p, ok := r.pod(ns, name, v.live[name], metrics, w, q.Containers); ok {
+				if p, ok := set.pod(ns, name, v.live[name], metrics, w, q.Containers); ok {
 					pods = append(pods, p)
 				}
 			}
@@ -201,13 +255,13 @@ func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 		}
 	}
 
-	r.setSteps(res.Workloads, metrics)
+	set.setSteps(res.Workloads, metrics)
 	for _, m := range metrics {
 		if m.exported != 0 {
 			res.Warnings = append(res.Warnings, exportedWarning(m))
 		}
 	}
-	if warning := r.ksm.exportedWarning(); warning != "" {
+	if warning := set.ksm.exportedWarning(); warning != "" {
 		res.Warnings = append(res.Warnings, warning)
 	}
 	return res, nil
@@ -227,13 +281,13 @@ type namespaceView struct {
 
 // namespaceAt attributes the pods of a namespace, those with usage series
 // and the live ones kube-state-metrics knows, to workloads.
-func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
+func (set *seriesSet) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
 	at := w.To
 	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string)}
 
 	// The pattern competes with every Deployment known at the time, not
 	// only the queried ones, so that the longest name can win.
-	candidates := r.ksm.deployments(ns, at)
+	candidates := set.ksm.deployments(ns, at)
 	for _, ref := range refs {
 		if ref.Kind == "Deployment" {
 			candidates = append(candidates, ref.Name)
@@ -248,8 +302,8 @@ func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, 
 			pods[pod] = true
 		}
 	}
-	for _, pod := range r.ksm.podNames[ns] {
-		if live(r.ksm.pods[objKey{ns, pod}], at, tolerance) {
+	for _, pod := range set.ksm.podNames[ns] {
+		if live(set.ksm.pods[objKey{ns, pod}], at, tolerance) {
 			v.live[pod] = true
 			v.liveKnown = true
 			pods[pod] = true
@@ -257,7 +311,7 @@ func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, 
 	}
 
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
-		ref, ok, others := r.ksm.owner(ns, pod, at, candidates)
+		ref, ok, others := set.ksm.owner(ns, pod, at, candidates)
 		if len(others) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
 			v.warnings = append(v.warnings, nameClashWarning(ns, pod, ref, ok, others))
 		}
@@ -270,11 +324,12 @@ func (r *Recorded) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, 
 
 // pod returns the usage of one pod in w, and false when the pod has none
 // and is not live either.
-func (r *Recorded) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
+func (set *seriesSet) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
 	key := objKey{ns, name}
-	p := usage.Pod{Name: name, Live: live, Start: r.ksm.start(key, w.To), Series: make(map[usage.Metric][]usage.Sample)}
+	p := usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Allocation: set.ksm.fraction(key, w.To),
+		Series: make(map[usage.Metric][]usage.Sample)}
 	for _, m := range metrics {
-		s, exported := m.index.usageOf(key, w, containers)
+		s, exported := m.usageOf(key, w, containers)
 		if len(s) > 0 {
 			p.Series[m.metric] = s
 			m.exported |= exported
@@ -364,8 +419,8 @@ func checkQuery(q usage.Query) error {
 // from after the evaluation time), and as Step the longest of them: the
 // one that judges liveness most leniently, so that a pod counts as running,
 // and must show complete data, for as long as any metric could still
-// report it. Too few samples to tell fall back to the whole file.
-func (r *Recorded) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
+// report it. Too few samples to tell fall back to the whole set.
+func (set *seriesSet) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
 	steps := make(map[usage.Metric]time.Duration, len(metrics))
 	var longest time.Duration
 	for _, m := range metrics {
@@ -382,7 +437,7 @@ func (r *Recorded) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried)
 		}
 		step := medianInterval(counts, n)
 		if n < minIntervals {
-			step = r.step(m.mapping.Metric)
+			step = set.step(m.mapping.Metric)
 		}
 		steps[m.metric] = step
 		longest = max(longest, step)

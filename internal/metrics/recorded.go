@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -21,18 +20,8 @@ import (
 //
 // A Recorded is safe for concurrent use.
 type Recorded struct {
-	name   string
-	series []series
-	// byName indexes series by metric name, in file order.
-	byName         map[string][]int
+	set            *seriesSet
 	oldest, newest int64
-	ksm            *ksm
-
-	// mu guards the caches, filled on first use: a backtest asks the same
-	// questions once per simulated hour.
-	mu      sync.Mutex
-	steps   map[string][]intervalCount
-	indexes map[usage.Mapping]*podIndex
 }
 
 var _ interface {
@@ -85,16 +74,9 @@ func parseRecorded(buf []byte, name string) (*Recorded, error) {
 	if err := p.parse(buf); err != nil {
 		return nil, err
 	}
-	r := &Recorded{
-		name:    name,
-		series:  p.series,
-		byName:  make(map[string][]int),
-		steps:   make(map[string][]intervalCount),
-		indexes: make(map[usage.Mapping]*podIndex),
-	}
+	r := &Recorded{set: newSeriesSet(name, p.series)}
 	first := true
-	for i, s := range r.series {
-		r.byName[s.Metric] = append(r.byName[s.Metric], i)
+	for _, s := range r.set.series {
 		if len(s.Samples) == 0 {
 			continue
 		}
@@ -107,14 +89,13 @@ func parseRecorded(buf []byte, name string) (*Recorded, error) {
 		}
 		first = false
 	}
-	r.ksm = r.buildKSM()
 	return r, nil
 }
 
 // Oldest returns the time of the oldest sample in the file, or the zero
 // time when the file holds none.
 func (r *Recorded) Oldest() time.Time {
-	if len(r.series) == 0 {
+	if len(r.set.series) == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(r.oldest).UTC()
@@ -123,7 +104,7 @@ func (r *Recorded) Oldest() time.Time {
 // Newest returns the time of the newest sample in the file, the natural
 // evaluation time of a recording, or the zero time when it holds none.
 func (r *Recorded) Newest() time.Time {
-	if len(r.series) == 0 {
+	if len(r.set.series) == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(r.newest).UTC()
@@ -132,8 +113,8 @@ func (r *Recorded) Newest() time.Time {
 // Series returns every series of the file, sorted by metric name and then
 // label set. The result is a copy.
 func (r *Recorded) Series() []Series {
-	out := make([]Series, len(r.series))
-	for i, s := range r.series {
+	out := make([]Series, len(r.set.series))
+	for i, s := range r.set.series {
 		out[i] = Series{Metric: s.Metric, Labels: slices.Clone(s.Labels), Samples: slices.Clone(s.Samples)}
 	}
 	slices.SortFunc(out, func(a, b Series) int {
@@ -148,4 +129,10 @@ func (r *Recorded) Series() []Series {
 		})
 	})
 	return out
+}
+
+// Usage answers q from the recording. It never returns a sample after
+// q.At, so that a backtest replaying the file sees only the past.
+func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+	return r.set.answer(ctx, q)
 }

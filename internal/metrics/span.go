@@ -39,14 +39,14 @@ type Span struct {
 // sample time, so it is computed on demand, once per run.
 func (r *Recorded) Span() Span {
 	n := 0
-	for _, s := range r.series {
+	for _, s := range r.set.series {
 		n += len(s.Samples)
 	}
 	if n == 0 {
 		return Span{}
 	}
 	ts := make([]int64, 0, n)
-	for _, s := range r.series {
+	for _, s := range r.set.series {
 		for _, x := range s.Samples {
 			ts = append(ts, x.T)
 		}
@@ -69,7 +69,7 @@ func (r *Recorded) Span() Span {
 // lineOf returns the line of a series' newest sample taken at t, 0 when
 // none is.
 func (r *Recorded) lineOf(t int64) int {
-	for _, s := range r.series {
+	for _, s := range r.set.series {
 		if k := len(s.Samples); k > 0 && s.Samples[k-1].T == t {
 			return s.line
 		}

@@ -20,15 +20,15 @@ type intervalCount struct {
 // intervals returns the intervals between consecutive samples over all
 // series of a metric, by length. Scrapes are regular, so there are few
 // distinct lengths however many samples there are.
-func (r *Recorded) intervals(metric string) []intervalCount {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if h, ok := r.steps[metric]; ok {
+func (set *seriesSet) intervals(metric string) []intervalCount {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if h, ok := set.steps[metric]; ok {
 		return h
 	}
 	counts := make(map[int64]int)
-	for _, i := range r.byName[metric] {
-		s := r.series[i].Samples
+	for _, i := range set.byName[metric] {
+		s := set.series[i].Samples
 		for j := 1; j < len(s); j++ {
 			counts[s[j].T-s[j-1].T]++ // positive: the parser saw to that
 		}
@@ -38,7 +38,7 @@ func (r *Recorded) intervals(metric string) []intervalCount {
 		h = append(h, intervalCount{d: d, n: n})
 	}
 	slices.SortFunc(h, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
-	r.steps[metric] = h
+	set.steps[metric] = h
 	return h
 }
 
@@ -46,10 +46,10 @@ func (r *Recorded) intervals(metric string) []intervalCount {
 // interval between consecutive samples of a series: a missed scrape or a
 // restart makes a few intervals longer, and the median ignores them. With
 // an even count it takes the lower middle, an interval that occurred.
-func (r *Recorded) step(metrics ...string) time.Duration {
+func (set *seriesSet) step(metrics ...string) time.Duration {
 	var all []intervalCount
 	for _, m := range metrics {
-		all = append(all, r.intervals(m)...)
+		all = append(all, set.intervals(m)...)
 	}
 	counts := make(map[int64]int, len(all))
 	total := 0

@@ -1,6 +1,9 @@
 package usage
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Mapping says where one metric lives in a time-series store and how its
 // series are joined to pods and containers.
@@ -12,6 +15,19 @@ type Mapping struct {
 	NamespaceLabel string
 	PodLabel       string
 	ContainerLabel string
+	// Divisor, when set, makes the value a ratio in percent: 100 × Metric
+	// ÷ the Divisor series, both summed over a pod's selected series first
+	// (HAMi's used ÷ limit bytes). It names one metric, or several joined
+	// by "+" whose sum divides (DCGM's FB_USED ÷ (FB_USED + FB_FREE)).
+	Divisor string
+}
+
+// Divisors returns the metrics of m.Divisor.
+func (m Mapping) Divisors() []string {
+	if m.Divisor == "" {
+		return nil
+	}
+	return strings.Split(m.Divisor, "+")
 }
 
 // Query asks a source for the usage of a batch of workloads that share one
@@ -39,6 +55,7 @@ type Result struct {
 	// one pod with samples; a workload without any is absent.
 	Workloads map[Ref]Workload
 	// Warnings are things a reviewer should know about the data (a metric
-	// missing from the store, labels found only as exported_*).
+	// missing from the store, labels found only as exported_*, a server's
+	// own warnings).
 	Warnings []string
 }

@@ -75,6 +75,10 @@ type Workload struct {
 	// (Pod.Live is meaningful).
 	LiveKnown bool
 	Pods      []Pod
+	// Partial, when set, says why the source's answer may lack data that
+	// exists (e.g. a server that answered with warnings): what is there may
+	// justify an upsize, never a scale-back.
+	Partial string
 }
 
 // StepOf is the sampling interval of metric m.

@@ -1,0 +1,132 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Preset names the exporter that usage series come from, for policies
+// that do not name their series (DESIGN §2).
+type Preset string
+
+const (
+	// PresetKubex reads Kubex's gpu-process-exporter
+	// (kubex_gpu_container_*), the policies' own default.
+	PresetKubex Preset = "kubex"
+	// PresetHAMi reads HAMi's vGPU monitor, or kai-resource-isolator's
+	// kai-vgpu-monitor: SM utilisation of each container's device
+	// (hami_container_device_utilization_ratio, 0-100) and memory used of
+	// the container's limit (hami_vgpu_memory_used_bytes ÷
+	// hami_vgpu_memory_limit_bytes, which HAMi-core sets to the share).
+	// Behind a ServiceMonitor without honorLabels their labels arrive as
+	// exported_*, which every source reads.
+	PresetHAMi Preset = "hami"
+	// PresetDCGM reads NVIDIA's dcgm-exporter: device utilisation
+	// (DCGM_FI_DEV_GPU_UTIL, 0-100) and framebuffer used of the total
+	// (DCGM_FI_DEV_FB_USED ÷ (FB_USED + FB_FREE)), by the pod labels of
+	// its Kubernetes mode. DCGM gives a shared GPU to one pod (under KAI,
+	// to the reservation pod), so it serves whole-GPU workloads only:
+	// pods known to hold a gpu-fraction are not read.
+	PresetDCGM Preset = "dcgm"
+)
+
+// Presets lists the presets, in the order help text shows them.
+func Presets() []Preset { return []Preset{PresetKubex, PresetHAMi, PresetDCGM} }
+
+// ParsePreset reads a preset's name.
+func ParsePreset(s string) (Preset, error) {
+	for _, p := range Presets() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	names := make([]string, len(Presets()))
+	for i, p := range Presets() {
+		names[i] = string(p)
+	}
+	return "", fmt.Errorf("unknown metrics preset %q: use %s", s, strings.Join(names, ", "))
+}
+
+func podMapping(metric, divisor string) usage.Mapping {
+	return usage.Mapping{Metric: metric, Divisor: divisor, NamespaceLabel: engine.DefaultNamespaceLabel,
+		PodLabel: engine.DefaultPodLabel, ContainerLabel: engine.DefaultContainerLabel}
+}
+
+// Mappings returns where the preset's exporter stores each metric. The
+// units match the interpretations policies default to: compute in
+// percent of one GPU, memory in percent of the allocation.
+func (p Preset) Mappings() map[usage.Metric]usage.Mapping {
+	switch p {
+	case PresetHAMi:
+		return map[usage.Metric]usage.Mapping{
+			usage.Compute: podMapping("hami_container_device_utilization_ratio", ""),
+			usage.Memory:  podMapping("hami_vgpu_memory_used_bytes", "hami_vgpu_memory_limit_bytes"),
+		}
+	case PresetDCGM:
+		return map[usage.Metric]usage.Mapping{
+			usage.Compute: podMapping("DCGM_FI_DEV_GPU_UTIL", ""),
+			// Summed over a pod's devices before dividing: the share of
+			// its own memory, whatever the number of GPUs.
+			usage.Memory: podMapping("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED+DCGM_FI_DEV_FB_FREE"),
+		}
+	}
+	return map[usage.Metric]usage.Mapping{
+		usage.Compute: podMapping(engine.DefaultComputeMetric, ""),
+		usage.Memory:  podMapping(engine.DefaultMemoryMetric, ""),
+	}
+}
+
+// source is what a preset wraps: any usage source.
+type source interface {
+	Usage(ctx context.Context, q usage.Query) (usage.Result, error)
+}
+
+// PresetSource reads a preset's series wherever a query asks for the
+// default ones; a policy that names its own series keeps them.
+type PresetSource struct {
+	src    source
+	preset Preset
+}
+
+// WithPreset wraps src so that it reads the preset's series.
+func WithPreset(src source, p Preset) *PresetSource {
+	return &PresetSource{src: src, preset: p}
+}
+
+// Usage answers q from the wrapped source, with the preset's mappings in
+// place of the defaults.
+func (s *PresetSource) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+	defaults, preset := PresetKubex.Mappings(), s.preset.Mappings()
+	ms := make(map[usage.Metric]usage.Mapping, len(q.Metrics))
+	for m, mp := range q.Metrics {
+		if mp == defaults[m] {
+			mp = preset[m]
+		}
+		ms[m] = mp
+	}
+	q.Metrics = ms
+	res, err := s.src.Usage(ctx, q)
+	if err != nil || s.preset != PresetDCGM {
+		return res, err
+	}
+	for _, ref := range slices.SortedFunc(maps.Keys(res.Workloads), func(a, b usage.Ref) int { return strings.Compare(a.String(), b.String()) }) {
+		w := res.Workloads[ref]
+		for _, p := range w.Pods {
+			if p.Allocation > 0 && p.Allocation < 1 {
+				// The device's numbers are not this pod's: reading them
+				// as its own would be wrong both ways.
+				delete(res.Workloads, ref)
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: pod %s holds a gpu-fraction of %g, and DCGM cannot tell a shared GPU's pods apart: its usage is not read (use the hami or kubex preset)",
+					ref, p.Name, p.Allocation))
+				break
+			}
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,332 @@
+package metrics
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// ErrUnavailable marks a Prometheus that did not answer usably, after
+// retries: down, too slow, failing, or sending what cannot be read. The
+// workloads of the query are left as they are.
+var ErrUnavailable = errors.New("prometheus unavailable")
+
+// PrometheusConfig says how to reach a server with Prometheus' HTTP API:
+// Prometheus, Thanos, Mimir, VictoriaMetrics. Secrets are read from files
+// or the environment, never passed as values, so that they do not show in
+// a process list or a shell history.
+type PrometheusConfig struct {
+	// URL is the server's base URL, with any path prefix (Mimir serves the
+	// API under /prometheus). It may not carry a password.
+	URL string
+	// BearerTokenFile or BearerTokenEnv (the name of an environment
+	// variable) hold a bearer token; at most one may be set.
+	BearerTokenFile string
+	BearerTokenEnv  string
+	// BasicAuthUser and BasicAuthPasswordFile are for basic auth.
+	BasicAuthUser         string
+	BasicAuthPasswordFile string
+	// Headers are sent with every request, e.g. X-Scope-OrgID for Mimir.
+	Headers http.Header
+	// CAFile verifies the server; CertFile and KeyFile authenticate the
+	// client.
+	CAFile, CertFile, KeyFile string
+	// InsecureSkipVerify turns off the verification of the server's
+	// certificate. It is logged as a warning.
+	InsecureSkipVerify bool
+	// Timeout bounds each request (default 2m). A query makes a few
+	// tries, each bounded so.
+	Timeout time.Duration
+	// Matcher, when set, is added to every selector, e.g. cluster="prod-eu"
+	// when several clusters write into one store.
+	Matcher *LabelMatcher
+	// Concurrency is how many requests may run at once (default 4).
+	Concurrency int
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// LabelMatcher is an equality matcher, name="value".
+type LabelMatcher struct {
+	Name, Value string
+}
+
+func (m LabelMatcher) String() string { return m.Name + "=" + quote(m.Value) }
+
+// Defaults of a PrometheusConfig.
+const (
+	DefaultPrometheusTimeout = 2 * time.Minute
+	defaultConcurrency       = 4
+)
+
+// Limits of one query. They bound what a failing or hostile server can
+// cost a run: in tries, waits and memory.
+const (
+	// maxTries counts the tries of one request.
+	maxTries = 3
+	// firstBackoff is the wait before the second try; it doubles.
+	firstBackoff = 250 * time.Millisecond
+	// maxRetryAfter caps the wait a 429 or 503 may ask for: a server that
+	// wants more is treated as down.
+	maxRetryAfter = 30 * time.Second
+	// maxResponseBytes caps one response body.
+	maxResponseBytes = 1 << 30
+)
+
+// chunk is the longest time range one request reads. A request returns
+// every raw sample in its range, so its size grows with the range; a day
+// keeps responses moderate, and at a 15 s scrape interval (5,760 samples a
+// series) stays within the 11,000 points a series that Prometheus allows a
+// range query — the bound other tools are sized for. A 7-day lookback is 7
+// requests a selector, whatever the number of pods.
+const chunk = 24 * time.Hour
+
+// minChunk is the shortest range a request is split to when the server
+// refuses to load its samples (--query.max-samples).
+const minChunk = 10 * time.Minute
+
+// Prometheus is a usage source backed by a server with Prometheus' HTTP
+// API. A query reads the raw samples of its metrics and of the
+// kube-state-metrics series of its namespaces, in a few requests whatever
+// the number of workloads, and answers from them with the same code as a
+// recording.
+//
+// A Prometheus is safe for concurrent use.
+type Prometheus struct {
+	api         v1.API
+	transport   *authTransport
+	name        string
+	matcher     *LabelMatcher
+	timeout     time.Duration
+	concurrency int
+	log         *slog.Logger
+}
+
+var _ interface {
+	Usage(context.Context, usage.Query) (usage.Result, error)
+} = (*Prometheus)(nil)
+
+var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// NewPrometheus checks cfg, reads its secrets and certificates, and
+// returns a source for the server. It sends no request.
+func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		// The parse error quotes the URL, which may hold a password.
+		return nil, errors.New("prometheus URL: not a valid URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("prometheus URL %s: want http:// or https:// and a host", u.Redacted())
+	}
+	if _, ok := u.User.Password(); ok {
+		return nil, fmt.Errorf("prometheus URL %s: carries a password; give it in a password file instead", u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("prometheus URL %s: a base URL takes no query or fragment", u.Redacted())
+	}
+	u.User = nil
+	name := "Prometheus at " + u.String()
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if m := cfg.Matcher; m != nil && !labelNameRE.MatchString(m.Name) {
+		return nil, fmt.Errorf("label matcher: %q is not a label name", m.Name)
+	}
+
+	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes}
+	for h := range auth.headers {
+		if http.CanonicalHeaderKey(h) == "Authorization" {
+			return nil, errors.New("prometheus headers: give Authorization through a token or password file, not as a header")
+		}
+	}
+	switch {
+	case cfg.BearerTokenFile != "" && cfg.BearerTokenEnv != "":
+		return nil, errors.New("prometheus bearer token: from a file or from the environment, not both")
+	case (cfg.BearerTokenFile != "" || cfg.BearerTokenEnv != "") && cfg.BasicAuthUser != "":
+		return nil, errors.New("prometheus auth: a bearer token or basic auth, not both")
+	case cfg.BasicAuthPasswordFile != "" && cfg.BasicAuthUser == "":
+		return nil, errors.New("prometheus basic auth: a password file needs a user")
+	case cfg.BearerTokenFile != "":
+		tok, err := readSecret(cfg.BearerTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("prometheus bearer token: %w", err)
+		}
+		auth.bearer = tok
+	case cfg.BearerTokenEnv != "":
+		tok := strings.TrimSpace(os.Getenv(cfg.BearerTokenEnv))
+		if tok == "" {
+			return nil, fmt.Errorf("prometheus bearer token: environment variable %s is empty or unset", cfg.BearerTokenEnv)
+		}
+		auth.bearer = tok
+	case cfg.BasicAuthUser != "":
+		auth.user = cfg.BasicAuthUser
+		if cfg.BasicAuthPasswordFile != "" {
+			pw, err := readSecret(cfg.BasicAuthPasswordFile)
+			if err != nil {
+				return nil, fmt.Errorf("prometheus basic auth password: %w", err)
+			}
+			auth.password = pw
+		}
+	}
+
+	tlsCfg, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.InsecureSkipVerify {
+		log.Warn("not verifying the certificate of the Prometheus server: anyone on the path can read and change usage data", "server", u.String())
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	auth.next = tr
+	client, err := api.NewClient(api.Config{Address: u.String(), RoundTripper: auth})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &Prometheus{
+		api:         v1.NewAPI(client),
+		transport:   auth,
+		name:        name,
+		matcher:     cfg.Matcher,
+		timeout:     cfg.Timeout,
+		concurrency: cfg.Concurrency,
+		log:         log,
+	}
+	if p.timeout <= 0 {
+		p.timeout = DefaultPrometheusTimeout
+	}
+	if p.concurrency <= 0 {
+		p.concurrency = defaultConcurrency
+	}
+	return p, nil
+}
+
+// String names the server, without credentials.
+func (p *Prometheus) String() string { return p.name }
+
+// readSecret reads a token or password file. The error names the file,
+// never its content.
+func readSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
+
+func tlsConfig(cfg PrometheusConfig) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, and logged
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("prometheus CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("prometheus CA file %s: no PEM certificate in it", cfg.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	switch {
+	case cfg.CertFile != "" && cfg.KeyFile != "":
+		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		if err != nil {
+			// The error of a bad key could quote it: name the files only.
+			return nil, fmt.Errorf("prometheus client certificate %s and key %s: cannot be loaded as a pair", cfg.CertFile, cfg.KeyFile)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	case cfg.CertFile != "" || cfg.KeyFile != "":
+		return nil, errors.New("prometheus client certificate: give both the certificate and the key file")
+	}
+	return c, nil
+}
+
+// authTransport adds credentials and headers to every request, notes the
+// status and Retry-After of each response where the request's context
+// asks for them, and bounds the size of response bodies.
+type authTransport struct {
+	next           http.RoundTripper
+	maxBody        int64
+	headers        http.Header
+	bearer         string
+	user, password string
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, vs := range t.headers {
+		req.Header[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
+	}
+	switch {
+	case t.bearer != "":
+		req.Header.Set("Authorization", "Bearer "+t.bearer)
+	case t.user != "":
+		req.SetBasicAuth(t.user, t.password)
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := req.Context().Value(noteKey{}).(*responseNote); ok {
+		n.status = resp.StatusCode
+		n.retryAfter = resp.Header.Get("Retry-After")
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.maxBody}
+	return resp, nil
+}
+
+// noteKey carries a *responseNote in a request's context: v1.API returns
+// no status code and no headers, and retries need both.
+type noteKey struct{}
+
+type responseNote struct {
+	status     int
+	retryAfter string
+}
+
+// errBodyTooLong is an answer longer than maxResponseBytes: trying again
+// would read as much again.
+var errBodyTooLong = errors.New("answer too long: narrow the query (a shorter lookback, --cluster-label)")
+
+// limitedBody fails a body longer than left bytes, instead of reading it
+// all into memory.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errBodyTooLong
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
