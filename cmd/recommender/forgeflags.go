@@ -63,6 +63,37 @@ func (f *githubFlags) config() (scm.GitHubConfig, error) {
 	return cfg, nil
 }
 
+// gitlabFlags are run's GitLab settings; the token, like GitHub's, comes
+// from a file or the environment.
+type gitlabFlags struct {
+	URL       string
+	Project   string
+	TokenFile string
+	TokenEnv  string
+}
+
+func (f *gitlabFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.URL, "gitlab-url", "", "self-managed GitLab's `URL`, e.g. https://gitlab.example.com (default: gitlab.com)")
+	fs.StringVar(&f.Project, "gitlab-project", "", "GitLab project as a `path` (group/sub/name) or a numeric ID (with --scm gitlab)")
+	fs.StringVar(&f.TokenFile, "gitlab-token-file", "", "read the GitLab access token (scope api) from this `file`")
+	fs.StringVar(&f.TokenEnv, "gitlab-token-env", "GITLAB_TOKEN", "read the GitLab token from this environment `variable` when no file is given")
+}
+
+func (f *gitlabFlags) check() error {
+	if f.Project == "" {
+		return flagErrorf("`--gitlab-project` is required with `--scm gitlab`")
+	}
+	return nil
+}
+
+func (f *gitlabFlags) config() (scm.GitLabConfig, error) {
+	tok, err := secret(f.TokenFile, f.TokenEnv)
+	if err != nil {
+		return scm.GitLabConfig{}, fmt.Errorf("GitLab token: %w", err)
+	}
+	return scm.GitLabConfig{BaseURL: f.URL, Project: f.Project, Token: tok}, nil
+}
+
 // secret reads a credential from file, or else from the environment
 // variable env; it is an error when neither holds one.
 func secret(file, env string) (string, error) {

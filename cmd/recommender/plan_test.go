@@ -22,19 +22,19 @@ func TestNewCmdPlan(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"--repo", "r", "--metrics-file", "m.om"},
-			want: planOptions{Repo: "r", MetricsFile: "m.om", Output: "table", DefaultNamespace: "default"},
+			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om"}, Output: "table", DefaultNamespace: "default"},
 		},
 		{
 			name: "everything",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--at", "2026-11-30T12:00:00Z", "-o", "json",
 				"--policies", "policies", "--policies", "more", "--default-namespace", "ml"},
-			want: planOptions{Repo: "r", MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Output: "json",
+			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Output: "json",
 				PolicyPaths: []string{"policies", "more"}, DefaultNamespace: "ml"},
 		},
 		{
 			name: "unix seconds",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--at", "1796040000"},
-			want: planOptions{Repo: "r", MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Output: "table", DefaultNamespace: "default"},
+			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Output: "table", DefaultNamespace: "default"},
 		},
 		{name: "no repo", args: []string{"--metrics-file", "m.om"}, err: "`--repo` is required"},
 		{name: "no metrics", args: []string{"--repo", "r"}, err: "`--metrics-file` or `--prometheus-url` is required"},
@@ -45,17 +45,17 @@ func TestNewCmdPlan(t *testing.T) {
 				"--prometheus-header", "X-Scope-OrgID: tenant-1", "--prometheus-header", "X-Extra:a: b",
 				"--prometheus-ca-file", "/ca", "--prometheus-cert-file", "/c", "--prometheus-key-file", "/k",
 				"--prometheus-insecure-skip-verify", "--prometheus-timeout", "30s", "--cluster-label", "cluster=prod-eu"},
-			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Prometheus: metrics.PrometheusConfig{
+			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Usage: usageFlags{Prometheus: metrics.PrometheusConfig{
 				URL: "https://mimir.example/prometheus", BearerTokenFile: "/t", BearerTokenEnv: "TOKEN", BasicAuthUser: "u", BasicAuthPasswordFile: "/p",
 				Headers: http.Header{"X-Scope-Orgid": {"tenant-1"}, "X-Extra": {"a: b"}},
 				CAFile:  "/ca", CertFile: "/c", KeyFile: "/k", InsecureSkipVerify: true, Timeout: 30 * time.Second,
 				Matcher: &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"},
-			}},
+			}}},
 		},
 		{
 			name: "a metrics preset",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "hami"},
-			want: planOptions{Repo: "r", MetricsFile: "m.om", Output: "table", DefaultNamespace: "default", Preset: metrics.PresetHAMi},
+			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", Preset: metrics.PresetHAMi}, Output: "table", DefaultNamespace: "default"},
 		},
 		{name: "an unknown metrics preset", args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "nvidia"},
 			err: "invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm"},
@@ -102,12 +102,12 @@ func TestNewCmdPlan(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got.IO, got.Now, got.Logger, got.Prometheus.Logger = streams{}, nil, nil, nil
-			if tt.want.Preset == "" {
-				tt.want.Preset = metrics.PresetKubex
+			got.IO, got.Now, got.Logger = streams{}, nil, nil
+			if tt.want.Usage.Preset == "" {
+				tt.want.Usage.Preset = metrics.PresetKubex
 			}
-			if tt.want.Prometheus.Timeout == 0 {
-				tt.want.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
+			if tt.want.Usage.Prometheus.Timeout == 0 {
+				tt.want.Usage.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
 			}
 			require.Equal(t, tt.want, *got)
 		})

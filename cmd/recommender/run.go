@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -28,8 +27,8 @@ type runOptions struct {
 	Base        string
 	SCM         string
 	GitHub      githubFlags
-	MetricsFile string
-	At          time.Time
+	GitLab      gitlabFlags
+	Usage       usageFlags
 	PolicyPaths []string
 	GroupBy     string
 	DryRun      bool
@@ -50,15 +49,18 @@ type runOptions struct {
 
 func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 	opts := &runOptions{IO: io, Now: time.Now}
-	var at string
+	var parseUsage func() error
 	cmd := &cobra.Command{
-		Use:   "run --repo REPO --scm local --metrics-file FILE",
+		Use:   "run (--scm local --repo DIR | --scm github --github-repo OWNER/NAME | --scm gitlab --gitlab-project PATH) (--metrics-file FILE | --prometheus-url URL)",
 		Short: "Plan on the base branch, then open or update a pull request per change set",
 		Long: "run clones the base branch, plans on it (policies come from the base branch only), and\n" +
 			"publishes each change set as one commit on a branch of its own, with its pull request opened,\n" +
 			"updated, closed when the workload fits now, or left declined when a person closed it.",
 		Example: "  recommender run --scm local --repo ./gitops --base main --metrics-file usage.om\n" +
-			"  recommender run --scm local --repo ./gitops --metrics-file usage.om --dry-run",
+			"  recommender run --scm local --repo ./gitops --metrics-file usage.om --dry-run\n" +
+			"  GITHUB_TOKEN=... recommender run --scm github --github-repo acme/gitops --prometheus-url http://prometheus:9090\n" +
+			"  recommender run --scm gitlab --gitlab-url https://gitlab.example --gitlab-project platform/gitops \\\n" +
+			"      --gitlab-token-file /var/run/secrets/gitlab/token --prometheus-url http://prometheus:9090",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch opts.SCM {
@@ -70,23 +72,20 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 				if err := opts.GitHub.check(); err != nil {
 					return err
 				}
+			case "gitlab":
+				if err := opts.GitLab.check(); err != nil {
+					return err
+				}
 			default:
-				return flagErrorf("invalid `--scm` %q: use local or github", opts.SCM)
+				return flagErrorf("invalid `--scm` %q: use local, github or gitlab", opts.SCM)
 			}
-			if opts.MetricsFile == "" {
-				return flagErrorf("`--metrics-file` is required")
+			if err := parseUsage(); err != nil {
+				return err
 			}
 			switch plan.Grouping(opts.GroupBy) {
 			case plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
 			default:
 				return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", opts.GroupBy)
-			}
-			if at != "" {
-				t, err := parseTime(at)
-				if err != nil {
-					return flagErrorf("invalid `--at`: %v", err)
-				}
-				opts.At = t
 			}
 			log, err := logger()
 			if err != nil {
@@ -99,10 +98,9 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
-	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository) or github")
+	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository), github or gitlab")
 	opts.GitHub.register(f)
-	f.StringVar(&opts.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
-	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample)")
+	opts.GitLab.register(f)
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.GroupBy, "group-by", "workload", "one pull request per workload, namespace or policy")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
@@ -117,6 +115,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 	f.StringArrayVar(&opts.Assignees, "assignee", nil, "assign this `user` (repeatable)")
 	f.BoolVar(&opts.Draft, "draft", false, "open pull requests as drafts")
 	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
+	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
 
@@ -134,16 +133,9 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	src, err := metrics.OpenRecorded(opts.MetricsFile)
+	src, at, source, err := opts.Usage.open(opts.Logger, opts.Now)
 	if err != nil {
 		return err
-	}
-	at := opts.At
-	if at.IsZero() {
-		at = src.Span().Newest
-		if at.IsZero() {
-			at = opts.Now()
-		}
 	}
 	p, err := plan.Make(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, At: at, Source: src,
 		DefaultNamespace: opts.DefaultNamespace, Logger: opts.Logger})
@@ -156,7 +148,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		Author:         scm.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail},
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
-		Conventional: conventionalRE.MatchString(g.Message()), Source: filepath.Base(opts.MetricsFile),
+		Conventional: conventionalRE.MatchString(g.Message()), Source: source,
 		DryRun: opts.DryRun, Now: func() time.Time { return at }, Logger: opts.Logger,
 	})
 	if err != nil {
@@ -178,6 +170,16 @@ func runRun(ctx context.Context, opts *runOptions) error {
 // and with which credentials.
 func (o *runOptions) forge(ctx context.Context) (publish.Forge, string, scm.Auth, error) {
 	switch o.SCM {
+	case "gitlab":
+		cfg, err := o.GitLab.config()
+		if err != nil {
+			return nil, "", scm.Auth{}, err
+		}
+		gl, err := scm.NewGitLab(ctx, cfg)
+		if err != nil {
+			return nil, "", scm.Auth{}, err
+		}
+		return gl, gl.CloneURL(), gl.GitAuth(), nil
 	case "github":
 		cfg, err := o.GitHub.config()
 		if err != nil {

@@ -52,11 +52,10 @@ func TestRunLocal(t *testing.T) {
 	require.Equal(t, exitUsage, Main([]string{"run", "--scm", "gitea", "--repo", repo, "--metrics-file", "x"}, &out, &errOut))
 }
 
-// TestRunGitHub is `run --scm github` against the fake GitHub over a real
-// git server: the token comes from a file, clone and push go through git
-// http-backend, and a second run writes nothing.
-func TestRunGitHub(t *testing.T) {
-	git := testenv.NewGitServer(t)
+// quickstartFiles is the quickstart's manifests and policies, for a repository on
+// a git server.
+func quickstartFiles(t *testing.T) map[string]string {
+	t.Helper()
 	files := map[string]string{}
 	require.NoError(t, filepath.WalkDir("../../examples/quickstart", func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(path) == ".om" {
@@ -67,7 +66,41 @@ func TestRunGitHub(t *testing.T) {
 		files[filepath.ToSlash(rel)] = string(b)
 		return err
 	}))
-	git.NewRepo(t, "acme/gitops", files)
+	return files
+}
+
+// TestRunGitLabWithPrometheus is `run --scm gitlab` reading usage from a
+// real Prometheus serving the quickstart's recording: merge requests on
+// the fake GitLab, branches on a real git server, the token from the
+// environment.
+func TestRunGitLabWithPrometheus(t *testing.T) {
+	prom := testenv.StartPrometheus(t, "../../examples/quickstart/metrics.om")
+	git := testenv.NewGitServer(t)
+	url := git.NewRepo(t, "infra/gitops", quickstartFiles(t))
+	fake := testenv.NewFakeGitLab(t, testenv.FakeGitLabOptions{Project: "infra/gitops", Dir: git.Dir("infra/gitops"), CloneURL: url, Token: git.Token})
+	t.Setenv("GITLAB_TOKEN", git.Token)
+
+	args := []string{"run", "--scm", "gitlab", "--gitlab-url", fake.URL, "--gitlab-project", "infra/gitops",
+		"--prometheus-url", prom.URL, "--at", "2026-11-30T12:00:00Z"}
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
+	require.Len(t, fake.MergeRequests(), 4)
+	writes := fake.Writes()
+
+	out.Reset()
+	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "0 opened, 0 updated, 4 unchanged")
+	require.Equal(t, writes, fake.Writes(), "the second run wrote nothing")
+	require.NotContains(t, out.String()+errOut.String(), git.Token)
+}
+
+// TestRunGitHub is `run --scm github` against the fake GitHub over a real
+// git server: the token comes from a file, clone and push go through git
+// http-backend, and a second run writes nothing.
+func TestRunGitHub(t *testing.T) {
+	git := testenv.NewGitServer(t)
+	git.NewRepo(t, "acme/gitops", quickstartFiles(t))
 	fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(fake.Token+"\n"), 0o600))

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+)
+
+// usageFlags say where usage comes from and when a plan is made: plan and
+// run share them.
+type usageFlags struct {
+	MetricsFile string
+	// Prometheus is the server to read usage from, when URL is set;
+	// exactly one of it and MetricsFile is.
+	Prometheus metrics.PrometheusConfig
+	// Preset names the exporter whose series policies read by default.
+	Preset metrics.Preset
+	At     time.Time // zero: the newest recorded sample, or now
+}
+
+// addUsageFlags registers the usage flags on cmd, and returns what parses
+// and checks them into u, for cmd's RunE to call first.
+func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
+	var at, cluster, preset string
+	var headers []string
+	f := cmd.Flags()
+	f.StringVar(&u.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
+	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample, or now with --prometheus-url)")
+	f.StringVar(&preset, "metrics-preset", string(metrics.PresetKubex), "`exporter` whose series policies read when they name none: "+
+		"kubex (gpu-process-exporter), hami (HAMi vGPU monitor, kai-resource-isolator), dcgm (dcgm-exporter; whole GPUs only)")
+	pc := &u.Prometheus
+	f.StringVar(&pc.URL, "prometheus-url", "", "read usage from the server at `URL`, with Prometheus' HTTP API; include any path prefix (Mimir's /prometheus)")
+	f.StringVar(&pc.BearerTokenFile, "prometheus-token-file", "", "read the bearer token from this `file`")
+	f.StringVar(&pc.BearerTokenEnv, "prometheus-token-env", "", "read the bearer token from this environment `variable`")
+	f.StringVar(&pc.BasicAuthUser, "prometheus-user", "", "basic auth `user`")
+	f.StringVar(&pc.BasicAuthPasswordFile, "prometheus-password-file", "", "read the basic auth password from this `file`")
+	f.StringArrayVar(&headers, "prometheus-header", nil, "send the header `'Name: value'` with every request, e.g. 'X-Scope-OrgID: tenant' for Mimir (repeatable)")
+	f.StringVar(&pc.CAFile, "prometheus-ca-file", "", "verify the server with the CA certificates in this PEM `file`")
+	f.StringVar(&pc.CertFile, "prometheus-cert-file", "", "client certificate PEM `file`, for mutual TLS")
+	f.StringVar(&pc.KeyFile, "prometheus-key-file", "", "client key PEM `file`, for mutual TLS")
+	f.BoolVar(&pc.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, "do not verify the server's certificate (logged as a warning)")
+	f.DurationVar(&pc.Timeout, "prometheus-timeout", metrics.DefaultPrometheusTimeout, "time limit of each request; failing requests are tried up to 3 times")
+	f.StringVar(&cluster, "cluster-label", "", "select only series with this label, `name=value`, e.g. cluster=prod-eu when several clusters share a store")
+
+	return func() error {
+		switch {
+		case u.MetricsFile == "" && pc.URL == "":
+			return flagErrorf("`--metrics-file` or `--prometheus-url` is required")
+		case u.MetricsFile != "" && pc.URL != "":
+			return flagErrorf("`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source")
+		case pc.URL == "":
+			for _, name := range prometheusFlags {
+				if cmd.Flags().Changed(name) {
+					return flagErrorf("`--%s` needs `--prometheus-url`", name)
+				}
+			}
+		}
+		for _, h := range headers {
+			name, value, ok := strings.Cut(h, ":")
+			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+			if !ok || name == "" || strings.ContainsAny(name, " \t") {
+				return flagErrorf("invalid `--prometheus-header` %q: write it as 'Name: value'", h)
+			}
+			if pc.Headers == nil {
+				pc.Headers = http.Header{}
+			}
+			pc.Headers.Add(name, value)
+		}
+		if cluster != "" {
+			name, value, ok := strings.Cut(cluster, "=")
+			if !ok || name == "" || value == "" {
+				return flagErrorf("invalid `--cluster-label` %q: write it as name=value, e.g. cluster=prod-eu", cluster)
+			}
+			pc.Matcher = &metrics.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
+		}
+		p, err := metrics.ParsePreset(preset)
+		if err != nil {
+			return flagErrorf("invalid `--metrics-preset`: %v", err)
+		}
+		u.Preset = p
+		if pc.Timeout <= 0 {
+			return flagErrorf("invalid `--prometheus-timeout` %s: want a positive duration", pc.Timeout)
+		}
+		if at != "" {
+			t, err := parseTime(at)
+			if err != nil {
+				return flagErrorf("invalid `--at`: %v", err)
+			}
+			u.At = t
+		}
+		return nil
+	}
+}
+
+// prometheusFlags are the flags that mean nothing without --prometheus-url.
+var prometheusFlags = []string{
+	"prometheus-token-file", "prometheus-token-env", "prometheus-user", "prometheus-password-file", "prometheus-header",
+	"prometheus-ca-file", "prometheus-cert-file", "prometheus-key-file", "prometheus-insecure-skip-verify",
+	"prometheus-timeout", "cluster-label",
+}
+
+// open opens the usage source and settles the evaluation time. name says
+// where usage comes from, for a pull request's body.
+func (u *usageFlags) open(log *slog.Logger, now func() time.Time) (src plan.UsageSource, at time.Time, name string, err error) {
+	if u.Prometheus.URL != "" {
+		cfg := u.Prometheus
+		cfg.Logger = log
+		prom, err := metrics.NewPrometheus(cfg)
+		if err != nil {
+			return nil, time.Time{}, "", err
+		}
+		src, at, name = prom, u.At, "Prometheus"
+		if at.IsZero() {
+			at = now().UTC()
+		}
+	} else {
+		rec, err := metrics.OpenRecorded(u.MetricsFile)
+		if err != nil {
+			return nil, time.Time{}, "", err
+		}
+		if at, err = evaluationTime(u.At, rec.Span(), log, now); err != nil {
+			return nil, time.Time{}, "", err
+		}
+		src, name = rec, "the recording "+filepath.Base(u.MetricsFile)
+	}
+	if u.Preset != "" && u.Preset != metrics.PresetKubex {
+		src = metrics.WithPreset(src, u.Preset)
+	}
+	return src, at, name, nil
+}
+
+// evaluationTime is the time a plan is made at: at, which must fall where
+// the recording has samples, or the end of the recording. A time far from
+// every sample would turn each workload into "no data, no change" without
+// a word, so it is a usage mistake that names the span.
+func evaluationTime(at time.Time, sp metrics.Span, log *slog.Logger, now func() time.Time) (time.Time, error) {
+	if sp.Newest.IsZero() {
+		// No samples: nothing to check against, and nothing to decide on.
+		if at.IsZero() {
+			return now(), nil
+		}
+		return at, nil
+	}
+	if sp.Stragglers > 0 {
+		log.Warn("ignoring samples far after the rest of the recording: a clock was wrong when they were taken",
+			"samples", sp.Stragglers, "newest", sp.Straggler.Format(time.RFC3339), "line", sp.Line,
+			"recording", sp.String())
+	}
+	if at.IsZero() {
+		return sp.Newest, nil
+	}
+	if at.Before(sp.Oldest) || at.After(sp.Newest.Add(metrics.StragglerGap)) {
+		return time.Time{}, flagErrorf("`--at` %s is outside the recording: its samples run from %s, and an evaluation time must fall within them or up to a day after",
+			at.Format(time.RFC3339), sp)
+	}
+	return at, nil
+}
