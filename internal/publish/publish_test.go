@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,4 +273,24 @@ type failingSource struct{}
 
 func (failingSource) Usage(context.Context, usage.Query) (usage.Result, error) {
 	return usage.Result{}, errors.New("prometheus: 503 Service Unavailable")
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestBodyGolden pins the body of chat's pull request, the example the
+// README shows: regenerate with -update and read the diff.
+func TestBodyGolden(t *testing.T) {
+	g := newGitops(t)
+	g.publish(recorded(t), at, publish.Options{Source: "the recording metrics.om"})
+	pr, err := g.forge.Get(prNumber(t, g, chatBr))
+	require.NoError(t, err)
+	got := "# " + pr.Title + "\n\n" + pr.Body
+	golden := filepath.Join("testdata", "chat-pull-request.md")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	require.Equal(t, string(want), got)
 }
