@@ -36,6 +36,7 @@ type runOptions struct {
 	DefaultNamespace string
 	AuthorName       string
 	AuthorEmail      string
+	SigningKeyFile   string
 	DeclinePercent   int
 	MaxOpen, MaxNew  int
 	Labels           []string
@@ -106,6 +107,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	f.StringVar(&opts.AuthorName, "author-name", "gpu-rightsizing", "commit author `name`")
+	f.StringVar(&opts.SigningKeyFile, "signing-key-file", "", "sign commits with the armored OpenPGP private key in this `file` (no passphrase)")
 	f.StringVar(&opts.AuthorEmail, "author-email", "gpu-rightsizing@users.noreply.github.com", "commit author `email`")
 	f.IntVar(&opts.DeclinePercent, "decline-percent", 10, "a declined pull request comes back when its recommendation moves by more than this `percent`")
 	f.IntVar(&opts.MaxOpen, "max-open", 0, "open at most this many pull requests in all (0: no cap)")
@@ -143,9 +145,15 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		return err
 	}
 	opts.Logger.Info("plan ready", "summary", p.Summary())
+	author := scm.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail}
+	if opts.SigningKeyFile != "" {
+		if author.Key, err = scm.ReadSigningKey(opts.SigningKeyFile); err != nil {
+			return err
+		}
+	}
 	rep, err := publish.Run(ctx, g, forge, p, publish.Options{
 		Base: opts.Base, BranchPrefix: opts.BranchPrefix, Grouping: plan.Grouping(opts.GroupBy),
-		Author:         scm.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail},
+		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
 		Conventional: conventionalRE.MatchString(g.Message()), Source: source,

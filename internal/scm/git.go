@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -71,6 +72,30 @@ func (a Auth) method() (transport.AuthMethod, error) {
 // Signature is who commits.
 type Signature struct {
 	Name, Email string
+	// Key, when set, signs the commits (OpenPGP), so that a protected
+	// branch that requires signed commits accepts the tool's.
+	Key *openpgp.Entity
+}
+
+// ReadSigningKey reads an armored OpenPGP private key, unencrypted (a key
+// mounted from a secret: a passphrase would need a secret of its own).
+func ReadSigningKey(path string) (*openpgp.Entity, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", err)
+	}
+	defer f.Close()
+	keys, err := openpgp.ReadArmoredKeyRing(f)
+	if err != nil {
+		return nil, fmt.Errorf("signing key %s: %w", path, err)
+	}
+	if len(keys) != 1 || keys[0].PrivateKey == nil {
+		return nil, fmt.Errorf("signing key %s: want one private key, found %d key(s)", path, len(keys))
+	}
+	if keys[0].PrivateKey.Encrypted {
+		return nil, fmt.Errorf("signing key %s: the key is protected by a passphrase", path)
+	}
+	return keys[0], nil
 }
 
 // Repo is a single-branch checkout of a remote's base branch, in a
@@ -191,7 +216,7 @@ func (r *Repo) Commit(files []File, message string, who Signature, at time.Time)
 		}
 	}
 	sig := &object.Signature{Name: who.Name, Email: who.Email, When: at}
-	h, err := wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig, Parents: []plumbing.Hash{r.head}})
+	h, err := wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig, Parents: []plumbing.Hash{r.head}, SignKey: who.Key})
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}

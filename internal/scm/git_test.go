@@ -1,6 +1,7 @@
 package scm_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -9,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/openpgp"
+	"golang.org/x/crypto/openpgp/armor"
 
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
@@ -144,4 +148,50 @@ func TestGitServerAsksForBasicAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSignedCommits: with a signing key, the tool's commits carry an
+// OpenPGP signature that the key's public half verifies; an encrypted or
+// public-only key is refused with a reason.
+func TestSignedCommits(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewGitServer(t)
+	url := srv.NewRepo(t, "acme/gitops", map[string]string{"app/a.yaml": "gpu: 0.5\n"})
+	dir := t.TempDir()
+
+	entity, err := openpgp.NewEntity("gpu-rightsizing", "", "bot@example.com", nil)
+	require.NoError(t, err)
+	var priv, pub bytes.Buffer
+	w, err := armor.Encode(&priv, openpgp.PrivateKeyType, nil)
+	require.NoError(t, err)
+	require.NoError(t, entity.SerializePrivate(w, nil))
+	require.NoError(t, w.Close())
+	w, err = armor.Encode(&pub, openpgp.PublicKeyType, nil)
+	require.NoError(t, err)
+	require.NoError(t, entity.Serialize(w))
+	require.NoError(t, w.Close())
+	keyFile := filepath.Join(dir, "key.asc")
+	require.NoError(t, os.WriteFile(keyFile, priv.Bytes(), 0o600))
+
+	key, err := scm.ReadSigningKey(keyFile)
+	require.NoError(t, err)
+	r, err := scm.Clone(ctx, url, "main", filepath.Join(dir, "clone"), scm.Auth{Token: srv.Token})
+	require.NoError(t, err)
+	signer := who
+	signer.Key = key
+	h, err := r.Commit([]scm.File{{Path: "app/a.yaml", Data: []byte("gpu: 0.25\n")}}, "change a", signer, time.Unix(1_800_000_000, 0))
+	require.NoError(t, err)
+
+	repo, err := git.PlainOpen(filepath.Join(dir, "clone"))
+	require.NoError(t, err)
+	c, err := repo.CommitObject(h)
+	require.NoError(t, err)
+	require.NotEmpty(t, c.PGPSignature)
+	_, err = c.Verify(pub.String())
+	require.NoError(t, err, "the signature verifies with the public key")
+
+	pubFile := filepath.Join(dir, "pub.asc")
+	require.NoError(t, os.WriteFile(pubFile, pub.Bytes(), 0o600))
+	_, err = scm.ReadSigningKey(pubFile)
+	require.ErrorContains(t, err, "want one private key")
 }
