@@ -38,8 +38,8 @@ func TestRunLocal(t *testing.T) {
 	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
 	branches := strings.Fields(git("branch", "--list", "gpu-rightsizing/*", "--format=%(refname:short)"))
-	require.Equal(t, []string{"gpu-rightsizing/inference-asr-whisper", "gpu-rightsizing/inference-chat",
-		"gpu-rightsizing/inference-summarize", "gpu-rightsizing/inference-translate"}, branches)
+	require.Equal(t, []string{"gpu-rightsizing/inference/asr-whisper", "gpu-rightsizing/inference/chat",
+		"gpu-rightsizing/inference/summarize", "gpu-rightsizing/inference/translate"}, branches)
 	require.Empty(t, git("status", "--porcelain"))
 	refs := git("for-each-ref")
 

@@ -72,7 +72,8 @@ func (c Cause) aboutData() bool {
 // NoUpsizeNeeded reports whether a decision that changes nothing shows,
 // on data good enough to say so, that no upsize is needed: its cause is
 // conclusive, or the data lacks only what a downsize needs (a day of
-// gap-free history, complete scale-back windows, a young pod's age). An
+// history, no old gaps, a young pod's age). Missing or invalid recent
+// samples do not count: they may hide the very pressure an upsize answers. An
 // open upsize pull request whose workload now has such a decision is
 // obsolete; a scale-back one is not, since its data is still in doubt.
 func (d Decision) NoUpsizeNeeded() bool {
@@ -86,7 +87,7 @@ func (d Decision) NoUpsizeNeeded() bool {
 		return false
 	}
 	switch d.Evidence.Shortfall.Kind {
-	case ShortHistory, ShortGap, ShortNotFresh, ShortFewSamples, ShortInvalidData, ShortYoungPod:
+	case ShortHistory, ShortGap, ShortYoungPod:
 		return true
 	}
 	return false

@@ -60,7 +60,9 @@ func TestNoUpsizeNeeded(t *testing.T) {
 		{name: "fits", d: none(engine.CauseFits, ""), want: true},
 		{name: "a downsize lacks history", d: none(engine.CauseDataIncomplete, engine.ShortHistory), want: true},
 		{name: "a downsize waits for a young pod", d: none(engine.CauseTooYoung, engine.ShortYoungPod), want: true},
-		{name: "invalid samples in a scale-back window", d: none(engine.CauseDataInvalid, engine.ShortInvalidData), want: true},
+		{name: "invalid samples may hide pressure", d: none(engine.CauseDataInvalid, engine.ShortInvalidData)},
+		{name: "a running pod without recent samples may hide pressure", d: none(engine.CauseDataIncomplete, engine.ShortNotFresh)},
+		{name: "a scale-back window short of samples", d: none(engine.CauseDataIncomplete, engine.ShortFewSamples)},
 		{name: "no data", d: none(engine.CauseDataIncomplete, engine.ShortNoData)},
 		{name: "stale", d: none(engine.CauseDataStale, engine.ShortStale)},
 		{name: "every pod too young", d: none(engine.CauseTooYoung, engine.ShortTooYoung)},
@@ -73,5 +75,24 @@ func TestNoUpsizeNeeded(t *testing.T) {
 				t.Errorf("NoUpsizeNeeded() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestReasonWithoutEvidence: a decision whose evidence was not kept (made
+// outside the math, or decoded from JSON) still renders a reason, for
+// every cause and action, without a nil dereference.
+func TestReasonWithoutEvidence(t *testing.T) {
+	alloc := engine.Allocation{Form: engine.Fraction, GPUs: 0.5}
+	causes := []engine.Cause{engine.CauseFits, engine.CauseNoBaseline, engine.CauseAtBound, engine.CauseBelowMinChange,
+		engine.CauseNotAllowed, engine.CauseDataIncomplete, engine.CauseDataInvalid, engine.CauseDataStale, engine.CauseTooYoung,
+		engine.CauseQueryFailed, engine.CauseEditRefused, engine.CauseOutOfScope, engine.CauseDuplicated, engine.CausePolicyInvalid,
+		engine.CausePolicyConflict, engine.CauseUnsupported, engine.CauseManifestInvalid}
+	for _, c := range causes {
+		for _, d := range []engine.Decision{engine.Unjudged(alloc, c, "the detail"), engine.LeftAlone(alloc, c, "the detail"),
+			{Action: engine.NoChange, Cause: c}} {
+			if r := d.Reason(); r == "" {
+				t.Errorf("%s %s: empty reason", d.Action, c)
+			}
+		}
 	}
 }

@@ -390,6 +390,14 @@ func (e *evaluation) baseline() *baseline {
 		rd.HeadroomPercent = p.HeadroomPercent
 		rd.Target = rd.Value * (1 + float64(p.HeadroomPercent)/100)
 		rd.History = e.history(m, w)
+		if b.shortfall == nil {
+			// The baseline is the peak of the whole window: a NaN in it
+			// may stand where the peak was, so it blocks a downsize,
+			// however old (a missing scrape is tolerated there).
+			if s := e.invalid(m, w, e.in.Usage.Pods); s != nil {
+				b.cause, b.shortfall = CauseDataInvalid, s
+			}
+		}
 		if len(ev.Metrics) == 0 || rd.Target > ev.Metrics[ev.Decisive].Target {
 			ev.Decisive = len(ev.Metrics)
 		}

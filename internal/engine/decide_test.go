@@ -321,7 +321,7 @@ func TestDecide(t *testing.T) {
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(0, 5*time.Minute, math.NaN(), flat(40)))),
 			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
-			reason: "no change: invalid data in the window: pod sum-1 reported 5 NaN, infinite or negative memory sample(s) in the last 1d, and a scale-back relies on that window",
+			reason: "no change: invalid data in the window: pod sum-1 reported 5 NaN, infinite or negative memory sample(s) in the last 7d, and a scale-back relies on that window",
 		},
 		{
 			// Every other scrape missing is tolerated; every other value
@@ -335,7 +335,7 @@ func TestDecide(t *testing.T) {
 				return 40
 			})),
 			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
-			contains: "reported 720 NaN, infinite or negative memory sample(s) in the last 1d",
+			contains: "reported 720 NaN, infinite or negative memory sample(s) in the last 7d",
 		},
 		{
 			name:    "one NaN two minutes ago blocks a scale-back",
@@ -351,9 +351,18 @@ func TestDecide(t *testing.T) {
 			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
 		},
 		{
-			name:    "an invalid sample older than the windows a scale-back relies on is only a missing one",
+			// The baseline is the peak of the week: an invalid value on
+			// day 2 may stand where the peak was.
+			name:    "an invalid sample anywhere in the baseline's window blocks a downsize",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(30*time.Hour, 30*time.Hour+time.Minute, math.Inf(1), flat(40)))),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
+			contains: "reported 1 NaN, infinite or negative memory sample(s) in the last 7d",
+		},
+		{
+			name:    "an invalid sample older than every window is only a missing one",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 8*day, flat(20), between(7*day+time.Hour, 7*day+time.Hour+time.Minute, math.Inf(1), flat(40)))),
 			action:  engine.ScaleBack, recommended: fraction(0.29), rule: "scale-back to baseline",
 		},
 		{

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -27,10 +28,10 @@ func reason(d Decision) string {
 		return s + notes(ev)
 	case c == CauseQueryFailed:
 		s = "usage unavailable: " + ev.Detail
-	case c == CauseEditRefused:
+	case c == CauseEditRefused && ev.Wanted != nil:
 		w := ev.Wanted
 		return fmt.Sprintf("no change: the edit was refused (%s); it wanted %s → %s: %s", ev.Detail, w.Current, w.Recommended, w.Reason()) + notes(ev)
-	case c.aboutData():
+	case c.aboutData() && ev.Shortfall != nil:
 		s = shortfall(ev.Shortfall)
 	case c == CauseFits:
 		switch {
@@ -45,22 +46,26 @@ func reason(d Decision) string {
 		}
 	case c == CauseNoBaseline:
 		s = scaleBackSummary(ev) + ", but without a proactive baseline there is no scale-back"
-	case c == CauseNotAllowed:
+	case c == CauseNotAllowed && (ev.Proposal != nil || ev.Baseline != nil):
 		if ev.Proposal != nil && ev.Proposal.Action == Upsize {
 			s = proposal(ev) + "; but the strategy does not allow upsizes (enablement.gpu.requests.upsize)"
 		} else {
 			s = fmt.Sprintf("the %s baseline is below the allocation (%s), but the strategy does not allow downsizes (enablement.gpu.requests.downsize)",
 				ev.Baseline.Window, baselineText(ev.Baseline))
 		}
-	case c == CauseAtBound:
+	case c == CauseAtBound && ev.Proposal != nil:
 		s = proposal(ev) + adjustments(ev)
 		switch {
+		case ev.Proposal.Action == Upsize && ev.Allocation > ev.Ceiling:
+			s += fmt.Sprintf("; the allocation is already above the ceiling %g", ev.Ceiling)
 		case ev.Proposal.Action == Upsize:
 			s += "; already at the ceiling"
 		case ev.Proposal.Target > ev.Ceiling:
 			s += fmt.Sprintf("; that is above the ceiling %g, and a scale-back to the ceiling would cut below measured usage", ev.Ceiling)
+		default:
+			s += fmt.Sprintf("; the floor %g leaves nothing to scale back", ev.Floor)
 		}
-	case c == CauseBelowMinChange:
+	case c == CauseBelowMinChange && ev.Proposal != nil:
 		s = proposal(ev) + adjustments(ev)
 		if a, ok := ev.adjustment(AdjustMinChange); ok {
 			s += fmt.Sprintf("; %.2f → %.2f is below the minimum change (%.0f%%)", a.From, a.To, a.Percent)
@@ -69,7 +74,9 @@ func reason(d Decision) string {
 			s += fmt.Sprintf("; as %s that stays %s", cur.Form, cur)
 		}
 	default:
-		s = ev.Detail
+		// A decision made outside the math, or one whose evidence was
+		// not kept (decoded from JSON): the detail is all there is.
+		s = cmp.Or(ev.Detail, string(c))
 	}
 	return "no change: " + s + notes(ev)
 }

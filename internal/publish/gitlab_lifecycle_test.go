@@ -172,11 +172,11 @@ func TestGitLabLifecycle(t *testing.T) {
 		d = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)   // too little history for anything
 	)
 	const (
-		asr       = "gpu-rightsizing/inference-asr-whisper"
-		chat      = "gpu-rightsizing/inference-chat"
-		embed     = "gpu-rightsizing/inference-embed"
-		summarize = "gpu-rightsizing/inference-summarize"
-		translate = "gpu-rightsizing/inference-translate"
+		asr       = "gpu-rightsizing/inference/asr-whisper"
+		chat      = "gpu-rightsizing/inference/chat"
+		embed     = "gpu-rightsizing/inference/embed"
+		summarize = "gpu-rightsizing/inference/summarize"
+		translate = "gpu-rightsizing/inference/translate"
 	)
 	type step struct {
 		at time.Time
@@ -191,8 +191,8 @@ func TestGitLabLifecycle(t *testing.T) {
 	}
 	var translateBody, chatTitle string
 	steps := []step{
-		{at: a, want: map[string]publish.Outcome{"inference-asr-whisper": publish.Opened, "inference-chat": publish.Opened,
-			"inference-summarize": publish.Opened, "inference-translate": publish.Opened}},
+		{at: a, want: map[string]publish.Outcome{"inference/asr-whisper": publish.Opened, "inference/chat": publish.Opened,
+			"inference/summarize": publish.Opened, "inference/translate": publish.Opened}},
 		{at: a, quiet: true},
 		{at: a, person: func() {
 			mr := w.open(chat)
@@ -201,29 +201,29 @@ func TestGitLabLifecycle(t *testing.T) {
 		}, quiet: true, then: func() {
 			require.Equal(t, chatTitle, w.open(chat).Title, "a person's title is kept while nothing changes")
 		}},
-		{at: b, want: map[string]publish.Outcome{"inference-embed": publish.Opened, "inference-translate": publish.Updated,
-			"inference-asr-whisper": publish.Unchanged, "inference-summarize": publish.Unchanged,
+		{at: b, want: map[string]publish.Outcome{"inference/embed": publish.Opened, "inference/translate": publish.Updated,
+			"inference/asr-whisper": publish.Unchanged, "inference/summarize": publish.Unchanged,
 			// Chat's spike has not happened yet at 11:50: its upsize is not
 			// needed on the data there is (only a downsize would want more
 			// history), so the tool closes its merge request itself.
-			"inference-chat": publish.Closed},
+			"inference/chat": publish.Closed},
 			then: func() { translateBody = w.open(translate).Description }},
 		{at: b, quiet: true},
 		{at: b, person: func() { require.NoError(t, w.fake.Close(w.open(embed).IID)) }, quiet: true,
-			want: map[string]publish.Outcome{"inference-embed": publish.Declined}},
+			want: map[string]publish.Outcome{"inference/embed": publish.Declined}},
 		{at: b, quiet: true},
 		// Merged at 0.24: the recording's memory, a share of the old
 		// allocation, now reads lower, and a further step down is opened
 		// on the same branch, over the merged commit.
 		{at: b, person: func() { w.merge(asr) },
-			want: map[string]publish.Outcome{"inference-asr-whisper": publish.Opened},
+			want: map[string]publish.Outcome{"inference/asr-whisper": publish.Opened},
 			then: func() {
 				require.Equal(t, "0.24", fraction(w.git("show", "main:apps/asr/deployment.yaml")))
 				require.Equal(t, "0.18", fraction(w.git("show", asr+":apps/asr/deployment.yaml")))
 			}},
 		{at: b, quiet: true},
 		{at: b, person: func() { w.remove("apps/summarize/deployment.yaml") },
-			want: map[string]publish.Outcome{"inference-summarize": publish.Closed}, then: func() {
+			want: map[string]publish.Outcome{"inference/summarize": publish.Closed}, then: func() {
 				require.Nil(t, w.open(summarize))
 				mrs := w.fake.MergeRequests()
 				for _, mr := range mrs {
@@ -237,7 +237,7 @@ func TestGitLabLifecycle(t *testing.T) {
 		{at: b, quiet: true},
 		// At 12:00 chat needs its upsize again: the merge request the tool
 		// closed itself was not declined, so a new one opens.
-		{at: a, want: map[string]publish.Outcome{"inference-translate": publish.Updated, "inference-chat": publish.Opened},
+		{at: a, want: map[string]publish.Outcome{"inference/translate": publish.Updated, "inference/chat": publish.Opened},
 			then: func() { require.NotEqual(t, translateBody, w.open(translate).Description) }},
 		{at: a, quiet: true},
 		{at: d},
@@ -262,7 +262,7 @@ func TestGitLabLifecycle(t *testing.T) {
 		{at: b, quiet: true},
 		{at: d},
 		{at: d, quiet: true},
-		{at: a, want: map[string]publish.Outcome{"inference-translate": publish.Updated, "inference-asr-whisper": publish.Unchanged}},
+		{at: a, want: map[string]publish.Outcome{"inference/translate": publish.Updated, "inference/asr-whisper": publish.Unchanged}},
 	}
 	require.Len(t, steps, 30)
 	for i, s := range steps {

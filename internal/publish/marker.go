@@ -41,10 +41,13 @@ func (m marker) encode() (string, error) {
 // markerOf reads the marker of a pull request's body; ok is false for a
 // pull request the tool did not open (or whose marker a person removed).
 func markerOf(body string) (marker, bool) {
-	m := markerRE.FindStringSubmatch(body)
-	if m == nil {
+	// The tool writes its marker last; a person's text above it (or a
+	// quoted marker) must not stand in for it.
+	all := markerRE.FindAllStringSubmatch(body, -1)
+	if len(all) == 0 {
 		return marker{}, false
 	}
+	m := all[len(all)-1]
 	var mk marker
 	if err := json.Unmarshal([]byte(m[1]), &mk); err != nil || mk.Fingerprint == "" {
 		return marker{}, false
@@ -58,11 +61,28 @@ func withMarker(body string, m marker) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	loc := markerRE.FindStringIndex(body)
-	if loc == nil {
+	locs := markerRE.FindAllStringIndex(body, -1)
+	if len(locs) == 0 {
 		return body + "\n" + enc + "\n", nil
 	}
+	loc := locs[len(locs)-1]
 	return body[:loc[0]] + enc + body[loc[1]:], nil
+}
+
+// fingerprintTrailer is the trailer of the tool's commits that records
+// the fingerprint of the change the branch holds.
+const fingerprintTrailer = "Gpu-Rightsizing-Fingerprint"
+
+// trailer reads the fingerprint trailer of a commit message, "" when it
+// has none.
+func trailer(msg string) string {
+	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(lines[i], fingerprintTrailer+": "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // fingerprint identifies what a change set proposes on its base: the

@@ -10,6 +10,8 @@ package publish
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -46,7 +48,7 @@ type Git interface {
 	Branches(ctx context.Context, prefix string) (map[string]plumbing.Hash, error)
 	Commit(files []scm.File, message string, who scm.Signature, at time.Time) (plumbing.Hash, error)
 	Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error
-	Author(ctx context.Context, branch string) (scm.Signature, error)
+	Head(ctx context.Context, branch string) (scm.Commit, error)
 }
 
 // Options configures publishing.
@@ -194,7 +196,7 @@ type run struct {
 
 // publish opens or updates the pull request of one change set.
 func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
-	res := Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, cs.Key)}
+	res := Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, r.o.Grouping, cs.Key)}
 	fail := func(err error) Result {
 		res.Outcome, res.Detail = Failed, err.Error()
 		r.o.Logger.Error("publish", "set", cs.Key, "branch", res.Branch, "err", err)
@@ -231,7 +233,8 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 	// is updated, closed unmerged is declined, merged is history.
 	var current, declined *scm.PullRequest
 	for i := range prs {
-		if _, ok := markerOf(prs[i].Body); !ok {
+		// Only the tool's pull requests for this very change set count.
+		if mk, ok := markerOf(prs[i].Body); !ok || mk.Set != cs.Key {
 			continue
 		}
 		switch mk, _ := markerOf(prs[i].Body); {
@@ -244,23 +247,33 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 	}
 	if current != nil {
 		res.Number, res.URL = current.Number, current.URL
-		if old, _ := markerOf(current.Body); old.Fingerprint == mk.Fingerprint {
+		// The branch and the body each record what they hold: the branch
+		// in its commit's trailer, the body in its marker. A run killed
+		// between the push and the edit leaves them apart; the next one
+		// brings whichever is behind up to date.
+		head, err := r.head(ctx, res.Branch)
+		if err != nil {
+			return fail(err)
+		}
+		if head.who != "" {
+			res.Outcome = Kept
+			res.Detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", head.who)
+			return res
+		}
+		old, _ := markerOf(current.Body)
+		pushed, edited := head.fingerprint == mk.Fingerprint, old.Fingerprint == mk.Fingerprint && !old.Autoclosed
+		if pushed && edited {
 			res.Outcome = Unchanged
 			return res
 		}
-		if who, err := r.editedBy(ctx, res.Branch); err != nil {
-			return fail(err)
-		} else if who != "" {
-			res.Outcome = Kept
-			res.Detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", who)
-			return res
-		}
 		if r.o.DryRun {
-			res.Outcome, res.Detail = Updated, "would force-update the branch and edit the pull request"
+			res.Outcome, res.Detail = Updated, "would update the branch or the pull request"
 			return res
 		}
-		if err := r.push(ctx, cs, res.Branch, files); err != nil {
-			return fail(err)
+		if !pushed {
+			if err := r.push(ctx, cs, res.Branch, files, mk.Fingerprint); err != nil {
+				return fail(err)
+			}
 		}
 		if err := r.f.Update(ctx, current.Number, t, b); err != nil {
 			return fail(err)
@@ -280,18 +293,22 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 		res.Outcome, res.Detail = Capped, fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
 		return res
 	}
-	if who, err := r.editedBy(ctx, res.Branch); err != nil {
+	if head, err := r.head(ctx, res.Branch); err != nil {
 		return fail(err)
-	} else if who != "" {
+	} else if head.who != "" {
 		res.Outcome = Kept
-		res.Detail = fmt.Sprintf("the branch holds a commit by %s and no open pull request; delete the branch to let the tool start over", who)
+		res.Detail = fmt.Sprintf("the branch holds a commit by %s and no open pull request; delete the branch to let the tool start over", head.who)
 		return res
 	}
 	if r.o.DryRun {
+		// Counted like a real one, so that the caps say what a real run
+		// would do.
+		r.open++
+		r.opened++
 		res.Outcome, res.Detail = Opened, "would push the branch and open a pull request"
 		return res
 	}
-	if err := r.push(ctx, cs, res.Branch, files); err != nil {
+	if err := r.push(ctx, cs, res.Branch, files, mk.Fingerprint); err != nil {
 		return fail(err)
 	}
 	pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: res.Branch, Base: r.o.Base, Title: t, Body: b,
@@ -305,27 +322,34 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 	return res
 }
 
-// editedBy names who else pushed the newest commit of an existing branch,
-// "" when the branch is new or the tool's own: a person's work on a
-// branch is never overwritten.
-func (r *run) editedBy(ctx context.Context, branch string) (string, error) {
+// branchHead is what the publisher knows of a branch's newest commit.
+type branchHead struct {
+	// who names the person who pushed it, "" when the branch is new or
+	// the tool's own: a person's work on a branch is never overwritten.
+	who string
+	// fingerprint is the change the tool's commit holds.
+	fingerprint string
+}
+
+func (r *run) head(ctx context.Context, branch string) (branchHead, error) {
 	if r.branches[branch].IsZero() {
-		return "", nil
+		return branchHead{}, nil
 	}
-	who, err := r.g.Author(ctx, branch)
+	c, err := r.g.Head(ctx, branch)
 	if err != nil {
-		return "", err
+		return branchHead{}, err
 	}
-	if who.Email == r.o.Author.Email {
-		return "", nil
+	if c.Author.Email != r.o.Author.Email {
+		return branchHead{who: cmp.Or(c.Author.Name, c.Author.Email)}, nil
 	}
-	return cmp.Or(who.Name, who.Email), nil
+	return branchHead{fingerprint: trailer(c.Message)}, nil
 }
 
 // push commits files on the base and points the branch at the commit,
 // with a lease on what the branch held when the run started.
-func (r *run) push(ctx context.Context, cs plan.ChangeSet, branch string, files []scm.File) error {
-	commit, err := r.g.Commit(files, commitMessage(cs, r.o.Conventional), r.o.Author, r.o.Now())
+func (r *run) push(ctx context.Context, cs plan.ChangeSet, branch string, files []scm.File, fingerprint string) error {
+	msg := commitMessage(cs, r.o.Conventional) + "\n" + fingerprintTrailer + ": " + fingerprint + "\n"
+	commit, err := r.g.Commit(files, msg, r.o.Author, r.o.Now())
 	if err != nil {
 		return err
 	}
@@ -440,17 +464,31 @@ func labels(cs plan.ChangeSet, extra []string) []string {
 	return slices.Compact(out)
 }
 
-var unsafeBranch = regexp.MustCompile(`[^a-z0-9._-]+`)
+var unsafeBranch = regexp.MustCompile(`[^a-z0-9.-]+`)
 
-// branchName derives a branch from a change set's key: lowercase, one
-// path segment after the prefix, nothing git refuses in a ref name.
-func branchName(prefix, key string) string {
-	k := strings.ToLower(key)
-	k = strings.ReplaceAll(k, "/deployment/", "/")
-	k = unsafeBranch.ReplaceAllString(k, "-")
-	k = strings.Trim(strings.ReplaceAll(k, "..", "-"), "-.")
-	if k == "" {
-		k = "all"
+// branchName derives a change set's branch from its key, injectively: two
+// change sets never share a branch, whatever their names. A workload's
+// branch is <prefix><namespace>/<name> (names are DNS labels and
+// subdomains, so that is unique, and readable); a kind other than
+// Deployment and the other groupings put a '_', which no Kubernetes name
+// holds, in their first segment, and a policy key, which may hold any
+// text, carries a hash of itself.
+func branchName(prefix string, by plan.Grouping, key string) string {
+	switch by {
+	case plan.ByNamespace:
+		return prefix + "by_namespace/" + key
+	case plan.ByPolicy:
+		sum := sha256.Sum256([]byte(key))
+		slug := strings.Trim(unsafeBranch.ReplaceAllString(strings.ToLower(key), "-"), "-.")
+		if len(slug) > 60 {
+			slug = slug[:60]
+		}
+		return prefix + "by_policy/" + slug + "-" + hex.EncodeToString(sum[:4])
 	}
-	return prefix + k
+	ns, rest, _ := strings.Cut(key, "/")
+	kind, name, _ := strings.Cut(rest, "/")
+	if kind == "Deployment" {
+		return prefix + ns + "/" + name
+	}
+	return prefix + ns + "/" + strings.ToLower(kind) + "_" + name
 }

@@ -94,7 +94,7 @@ func recorded(t *testing.T) *metrics.Recorded {
 
 const (
 	chat      = "inference/Deployment/chat"
-	chatBr    = "gpu-rightsizing/inference-chat"
+	chatBr    = "gpu-rightsizing/inference/chat"
 	translate = "inference/Deployment/translate"
 )
 
@@ -171,7 +171,7 @@ func TestRunLifecycle(t *testing.T) {
 	require.Equal(t, publish.Unchanged, outcomes(rep)[translate])
 
 	// A person closes translate's pull request unmerged: declined.
-	translatePR := prNumber(t, g, "gpu-rightsizing/inference-translate")
+	translatePR := prNumber(t, g, "gpu-rightsizing/inference/translate")
 	require.NoError(t, g.forge.SetState(translatePR, scm.Closed, ""))
 	rep = g.publish(src, at, publish.Options{})
 	require.Equal(t, publish.Declined, outcomes(rep)[translate])
@@ -195,7 +195,7 @@ func TestRunLifecycle(t *testing.T) {
 	require.Equal(t, publish.Unchanged, outcomes(rep)["inference/Deployment/summarize"])
 
 	// A person merges summarize's pull request: main holds its value.
-	summarizeBr := "gpu-rightsizing/inference-summarize"
+	summarizeBr := "gpu-rightsizing/inference/summarize"
 	g.run("merge", "-q", "--no-ff", "-m", "merge", summarizeBr)
 	require.NoError(t, g.forge.SetState(prNumber(t, g, summarizeBr), scm.Merged, ""))
 	require.Contains(t, g.run("show", "main:apps/summarize/deployment.yaml"), `gpu-fraction: "0.33"`)

@@ -286,18 +286,25 @@ func (r *Repo) fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 	return ref.Hash(), nil
 }
 
-// Author is who wrote the newest commit of a remote branch: a branch whose
-// newest commit is not the tool's was edited by a person.
-func (r *Repo) Author(ctx context.Context, branch string) (Signature, error) {
+// Commit is what the publisher reads of a branch's newest commit.
+type Commit struct {
+	Author  Signature
+	Message string
+}
+
+// Head reads the newest commit of a remote branch: who wrote it (a branch
+// whose newest commit is not the tool's was edited by a person) and its
+// message (where the tool records what the branch holds).
+func (r *Repo) Head(ctx context.Context, branch string) (Commit, error) {
 	h, err := r.fetch(ctx, branch)
 	if err != nil {
-		return Signature{}, err
+		return Commit{}, err
 	}
 	c, err := r.repo.CommitObject(h)
 	if err != nil {
-		return Signature{}, fmt.Errorf("read the newest commit of %s: %w", branch, err)
+		return Commit{}, fmt.Errorf("read the newest commit of %s: %w", branch, err)
 	}
-	return Signature{Name: c.Author.Name, Email: c.Author.Email}, nil
+	return Commit{Author: Signature{Name: c.Author.Name, Email: c.Author.Email}, Message: c.Message}, nil
 }
 
 // errorf is fmt.Errorf that scrubs the token from the message: transport
