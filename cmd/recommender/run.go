@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -167,7 +166,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	}
 	if rep.Failed() || len(p.Problems) > 0 {
 		for _, pr := range p.Problems {
-			fmt.Fprintf(opts.IO.Err, "problem: %s\n", pr)
+			fmt.Fprintf(opts.IO.Err, "problem: %s\n", plan.Printable(pr.String()))
 		}
 		return errProblems
 	}
@@ -228,7 +227,7 @@ func writeReport(w io.Writer, rep *publish.Report) error {
 		if r.Number > 0 {
 			pr = fmt.Sprintf("#%d", r.Number)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Key, r.Branch, r.Outcome, pr, strings.ReplaceAll(r.Detail, "\n", " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", plan.Printable(r.Key), plan.Printable(r.Branch), r.Outcome, pr, plan.Printable(r.Detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

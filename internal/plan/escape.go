@@ -35,6 +35,11 @@ func printable(s, keep string) string {
 	return b.String()
 }
 
+// Printable is s with everything a terminal would act on escaped: every
+// command that prints names, reasons or errors from a repository, a forge
+// or a usage source prints them through it.
+func Printable(s string) string { return printable(s, "") }
+
 func needsEscape(s, keep string) bool {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])

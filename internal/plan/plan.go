@@ -408,7 +408,9 @@ func reported(pr patcher.Problem, files *checkout.Files, set *policy.Set) bool {
 // about, if it is about one.
 func readerProblem(err error, files *checkout.Files) (checkout.Problem, bool) {
 	for _, rp := range files.Problems {
-		if errors.Is(err, rp.Err) {
+		// The error may be a sentinel many files share: the path tells
+		// which file this one is about.
+		if errors.Is(err, rp.Err) && strings.HasPrefix(err.Error(), rp.Path+": ") {
 			return rp, true
 		}
 	}

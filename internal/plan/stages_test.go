@@ -205,3 +205,21 @@ func TestGovernReadsTheCheckoutOnce(t *testing.T) {
 	require.Empty(t, p.Problems)
 	require.Equal(t, engine.Upsize, decisionOf(t, p, "chat").Action)
 }
+
+// TestReaderProblemsPerFile: two files refused for the same reason are
+// each reported once, at their own path.
+func TestReaderProblemsPerFile(t *testing.T) {
+	dir := quickstartCopy(t, nil)
+	outside := filepath.Join(t.TempDir(), "x.yaml")
+	require.NoError(t, os.WriteFile(outside, []byte("a: 1\n"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "apps/a.yaml")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "apps/b.yaml")))
+	p, err := plan.Govern(context.Background(), plan.Options{Repo: dir, At: at})
+	require.NoError(t, err)
+	var files []string
+	for _, pr := range p.Problems {
+		files = append(files, pr.File)
+		require.Contains(t, pr.Message, "every workload a policy in it could govern is left alone")
+	}
+	require.Equal(t, []string{"apps/a.yaml", "apps/b.yaml"}, files, "%v", p.Problems)
+}

@@ -62,24 +62,51 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 	}
 	b.WriteString("\n\n| Workload | Current → recommended | Rule | Why |\n|---|---|---|---|\n")
 	for _, d := range cs.Decisions {
-		fmt.Fprintf(&b, "| `%s` | %s → **%s** | %s | %s |\n", d.Workload.Ref, d.Current, d.Recommended, d.Rule, cell(d.Reason()))
+		fmt.Fprintf(&b, "| %s | %s → **%s** | %s | %s |\n", code(d.Workload.Ref.String()), d.Current, d.Recommended, d.Rule, cell(d.Reason()))
 	}
-	for _, d := range cs.Decisions {
-		workloadSection(&b, d)
-	}
-	b.WriteString("\n### Declining\n\nClose this pull request without merging to decline it: no new one opens for these workloads")
-	fmt.Fprintf(&b, " until the recommendation moves by more than %d%%, unless you reopen it. Editing the branch by hand is safe: the tool never overwrites a branch someone else moved.\n\n", o.DeclinePercent)
+	// GitHub refuses a body over 65,536 characters, and a grouped change
+	// set can pass it: the details give way first (charts, then whole
+	// sections), never the summary table or the marker.
+	var tail strings.Builder
+	tail.WriteString("\n### Declining\n\nClose this pull request without merging to decline it: no new one opens for these workloads")
+	fmt.Fprintf(&tail, " until the recommendation moves by more than %d%%, unless you reopen it. Editing the branch by hand is safe: the tool never overwrites a branch someone else moved.\n\n", o.DeclinePercent)
 	enc, err := mk.encode()
 	if err != nil {
 		return "", err
 	}
-	b.WriteString(enc + "\n")
+	tail.WriteString(enc + "\n")
+	budget := maxBody - b.Len() - tail.Len()
+	for _, charts := range []bool{true, false} {
+		var details strings.Builder
+		shown := 0
+		for _, d := range cs.Decisions {
+			var sec strings.Builder
+			workloadSection(&sec, d, charts)
+			if details.Len()+sec.Len() > budget-200 {
+				break
+			}
+			details.WriteString(sec.String())
+			shown++
+		}
+		if shown == len(cs.Decisions) || !charts {
+			b.WriteString(details.String())
+			if shown < len(cs.Decisions) {
+				fmt.Fprintf(&b, "\n(The details of %d more workloads do not fit in a pull request's body: the table above and the diff have them all.)\n", len(cs.Decisions)-shown)
+			}
+			break
+		}
+	}
+	b.WriteString(tail.String())
 	return b.String(), nil
 }
 
-func workloadSection(b *strings.Builder, d plan.Decision) {
+// maxBody is the longest body the forges take (GitHub: 65,536
+// characters), with room to spare.
+const maxBody = 60000
+
+func workloadSection(b *strings.Builder, d plan.Decision, withChart bool) {
 	ev := d.Evidence
-	fmt.Fprintf(b, "\n### `%s` in `%s`\n\n", d.Workload.Ref, d.Workload.File)
+	fmt.Fprintf(b, "\n### %s in %s\n\n", code(d.Workload.Ref.String()), code(d.Workload.File))
 	b.WriteString("| Metric | Rule | Window | Peak | Typical (median) | Pod that peaked | Threshold | Headroom | Target |\n|---|---|---|---|---|---|---|---|---|\n")
 	row := func(rule string, r engine.Reading) {
 		stat := "peak"
@@ -94,8 +121,8 @@ func workloadSection(b *strings.Builder, d plan.Decision) {
 		if r.History > 0 {
 			window += " (" + r.History.String() + " of history)"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s %.3f GPU (%.0f%%) | %.3f GPU | `%s` | %s | %d%% | %.3f |\n",
-			r.Metric, rule, window, stat, r.Value, r.Percent, r.Typical, r.Pod, threshold, r.HeadroomPercent, r.Capped())
+		fmt.Fprintf(b, "| %s | %s | %s | %s %.3f GPU (%.0f%%) | %.3f GPU | %s | %s | %d%% | %.3f |\n",
+			r.Metric, rule, window, stat, r.Value, r.Percent, r.Typical, code(r.Pod), threshold, r.HeadroomPercent, r.Capped())
 	}
 	for _, r := range ev.Upsizes {
 		row("reactive upsize", r)
@@ -126,7 +153,9 @@ func workloadSection(b *strings.Builder, d plan.Decision) {
 		}
 		fmt.Fprintf(b, ": **%s**.\n", d.Recommended)
 	}
-	chart(b, d)
+	if withChart {
+		chart(b, d)
+	}
 	series(b, d)
 	changes(b, d)
 	risks(b, d)
@@ -251,13 +280,13 @@ func changes(b *strings.Builder, d plan.Decision) {
 	if v, ok := plan.VLLMUtilization(d); ok {
 		for _, c := range d.Workload.Containers {
 			if c.Name == d.Workload.GPU.Container {
-				out = append(out, fmt.Sprintf("vLLM in container `%s`: `--gpu-memory-utilization` %s → **%s**, leaving %d%% of the new share unused.",
-					c.Name, orDash(c.GPUMemoryUtilization), v, d.Rules.Strategy.VLLMBufferPercent))
+				out = append(out, fmt.Sprintf("vLLM in container %s: `--gpu-memory-utilization` %s → **%s**, leaving %d%% of the new share unused.",
+					code(c.Name), orDash(c.GPUMemoryUtilization), v, d.Rules.Strategy.VLLMBufferPercent))
 			}
 		}
 	}
 	for _, n := range d.Evidence.Notes {
-		out = append(out, fmt.Sprintf("Left alone: %s: %s.", n.Field, n.Why))
+		out = append(out, fmt.Sprintf("Left alone: %s: %s.", cell(n.Field), cell(n.Why)))
 	}
 	if len(out) > 0 {
 		b.WriteString("\n" + strings.Join(out, "\n") + "\n")
@@ -319,7 +348,18 @@ func orDash(s string) string {
 	return s
 }
 
-// cell makes text safe inside a Markdown table cell.
-func cell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+// cell makes text from a repository, a usage source or an error safe in
+// Markdown, table cells included: it cannot close the table, open a code
+// span, a link or an HTML comment (a forged marker), or emphasise.
+var cell = strings.NewReplacer("\\", `\\`, "|", `\|`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"<", "&lt;", ">", "&gt;", "&", "&amp;", "\r", " ", "\n", " ").Replace
+
+// code shows a name as code when it can be shown literally; a code span
+// cannot escape a backtick or a line break, so such a name is shown as
+// escaped text.
+func code(s string) string {
+	if s == "" || strings.ContainsAny(s, "`\r\n") {
+		return cell(s)
+	}
+	return "`" + s + "`"
 }

@@ -20,6 +20,11 @@ type marker struct {
 	Set         string             `json:"set"`
 	Fingerprint string             `json:"fingerprint"`
 	Recommended map[string]float64 `json:"recommended"`
+	// Current is each workload's value when the change was proposed: with
+	// Recommended, the direction a person declined.
+	Current map[string]float64 `json:"current,omitempty"`
+	// Files are the files the change edits.
+	Files []string `json:"files,omitempty"`
 	// Autoclosed marks a pull request the tool closed itself, because its
 	// change was no longer needed: closed, but not declined by a person.
 	Autoclosed bool `json:"autoclosed,omitempty"`

@@ -218,7 +218,10 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 	for _, f := range applied.Files {
 		files = append(files, scm.File{Path: f.Path, Data: f.New})
 	}
-	mk := marker{Set: cs.Key, Fingerprint: fingerprint(cs, files), Recommended: recommended(cs)}
+	mk := marker{Set: cs.Key, Fingerprint: fingerprint(cs, files), Recommended: recommended(cs), Current: current(cs)}
+	for _, f := range files {
+		mk.Files = append(mk.Files, f.Path)
+	}
 	t := title(cs)
 	b, err := body(cs, mk, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now()})
 	if err != nil {
@@ -283,7 +286,7 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 	}
 	if declined != nil {
 		old, _ := markerOf(declined.Body)
-		if !moved(old.Recommended, mk.Recommended, r.o.DeclinePercent) {
+		if !moved(old, mk, r.o.DeclinePercent) {
 			res.Outcome, res.Number, res.URL = Declined, declined.Number, declined.URL
 			res.Detail = fmt.Sprintf("#%d was closed unmerged; the recommendation has not moved by more than %d%% since", declined.Number, r.o.DeclinePercent)
 			return res
@@ -372,6 +375,13 @@ func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
 		d, found := r.decision(ref)
 		upsize := found && mk.Recommended[ref] > d.Current.GPUs
 		switch {
+		case !found && r.troubled(mk.Files):
+			// Gone from the plan because its file could not be read is
+			// not gone from the repository: a broken merge must not close
+			// every pull request of that file.
+			res.Outcome = Kept
+			res.Detail = fmt.Sprintf("%s is missing from the plan, and a file it was in has a problem: the pull request stays as it is", ref)
+			return res
 		case !found:
 			why = append(why, fmt.Sprintf("%s is no longer in the repository", ref))
 		case d.Action.Changes():
@@ -411,6 +421,17 @@ func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
 	return res
 }
 
+// troubled reports whether the plan has a problem in one of files, or
+// any problem at all when the marker does not say which files.
+func (r *run) troubled(files []string) bool {
+	for _, pr := range r.p.Problems {
+		if len(files) == 0 || pr.File == "" || slices.Contains(files, pr.File) {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *run) decision(ref string) (plan.Decision, bool) {
 	for _, d := range r.p.Decisions {
 		if d.Workload.Ref.String() == ref {
@@ -429,15 +450,29 @@ func recommended(cs plan.ChangeSet) map[string]float64 {
 	return out
 }
 
-// moved reports whether any recommendation moved by more than pct percent
-// from what a declined pull request proposed, or a workload came or went.
-func moved(old, now map[string]float64, pct int) bool {
-	if len(old) != len(now) {
+// current is the marker's record of the values a change set starts from.
+func current(cs plan.ChangeSet) map[string]float64 {
+	out := map[string]float64{}
+	for _, d := range cs.Decisions {
+		out[d.Workload.Ref.String()] = d.Current.GPUs
+	}
+	return out
+}
+
+// moved reports whether a change differs enough from one a person
+// declined to be proposed again: a workload came or went, a
+// recommendation moved by more than pct percent, or it now goes the other
+// way (a declined scale-back says nothing about an upsize).
+func moved(declined, now marker, pct int) bool {
+	if len(declined.Recommended) != len(now.Recommended) {
 		return true
 	}
-	for ref, v := range now {
-		o, ok := old[ref]
+	for ref, v := range now.Recommended {
+		o, ok := declined.Recommended[ref]
 		if !ok || o <= 0 || math.Abs(v-o)/o*100 > float64(pct) {
+			return true
+		}
+		if c, ok := declined.Current[ref]; ok && (o > c) != (v > now.Current[ref]) {
 			return true
 		}
 	}

@@ -196,19 +196,26 @@ func (r *Repo) Commit(files []File, message string, who Signature, at time.Time)
 	if err := wt.Checkout(&git.CheckoutOptions{Hash: r.head, Force: true}); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("check out the base: %w", err)
 	}
+	// Through os.Root: no path or symlink in the checkout leads a write
+	// outside it.
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer root.Close()
 	for _, f := range files {
-		if !filepath.IsLocal(filepath.FromSlash(f.Path)) || path.Clean(f.Path) != f.Path {
+		name := filepath.FromSlash(f.Path)
+		if !filepath.IsLocal(name) || path.Clean(f.Path) != f.Path {
 			return plumbing.ZeroHash, fmt.Errorf("%q is not a path inside the checkout", f.Path)
 		}
-		full := filepath.Join(r.dir, filepath.FromSlash(f.Path))
 		mode := os.FileMode(0o644)
-		if st, err := os.Lstat(full); err == nil {
+		if st, err := root.Lstat(name); err == nil {
 			if !st.Mode().IsRegular() {
 				return plumbing.ZeroHash, fmt.Errorf("%s is not a regular file", f.Path)
 			}
 			mode = st.Mode().Perm()
 		}
-		if err := os.WriteFile(full, f.Data, mode); err != nil {
+		if err := root.WriteFile(name, f.Data, mode); err != nil {
 			return plumbing.ZeroHash, err
 		}
 		if _, err := wt.Add(f.Path); err != nil {

@@ -97,9 +97,22 @@ func (l *Local) Open(_ context.Context, n NewPullRequest) (PullRequest, error) {
 			return PullRequest{}, fmt.Errorf("a pull request for %s is already open (#%d)", n.Branch, pr.Number)
 		}
 	}
-	pr := PullRequest{Number: len(all) + 1, Branch: n.Branch, Base: n.Base, Title: n.Title, Body: n.Body,
+	// One more than the highest number: records deleted by hand never
+	// make a number come round again.
+	next := 1
+	for _, pr := range all {
+		next = max(next, pr.Number+1)
+	}
+	pr := PullRequest{Number: next, Branch: n.Branch, Base: n.Base, Title: n.Title, Body: n.Body,
 		State: Open, Labels: n.Labels, Draft: n.Draft}
 	pr.URL = "file://" + filepath.ToSlash(l.path(pr.Number, ".md"))
+	// Claim the number: a concurrent run, or a record left behind, must
+	// not be overwritten.
+	f, err := os.OpenFile(l.path(pr.Number, ".json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("local pull request #%d: %w", pr.Number, err)
+	}
+	f.Close()
 	return pr, l.save(pr)
 }
 
