@@ -40,10 +40,12 @@ type series struct {
 	line int
 	last int64
 	n    int
-	// keep says whether the series' samples are kept at all.
-	keep bool
-	// carried is the newest sample before the window, not a staleness
-	// marker, while no sample in the window has followed it.
+	// keep says whether the series' samples are kept at all; ksm that
+	// it is kube-state-metrics', whose newest report before a window
+	// still answers in it.
+	keep, ksm bool
+	// carried is a ksm series' newest sample before the window, not a
+	// staleness marker, while no sample in the window has followed it.
 	carried usage.Sample
 	carry   bool
 	// intervals counts the series' metric's intervals between samples;
@@ -88,7 +90,7 @@ type parser struct {
 	long []byte
 }
 
-// maxLine bounds a line, so that a file that is not OpenMetrics (a
+// maxLine bounds a line, its newline included, so that a file that is not OpenMetrics (a
 // gzipped run of zeros has no newline at all) fails on its first line
 // instead of filling memory. Recorded lines run to a few hundred bytes.
 const maxLine = 1 << 20
@@ -327,7 +329,7 @@ func (p *parser) add(s *series, x usage.Sample) {
 	switch {
 	case !k.window:
 	case x.T < k.from:
-		if !math.IsNaN(x.V) {
+		if s.ksm && !math.IsNaN(x.V) {
 			s.carried, s.carry = x, true
 		}
 		return
@@ -523,6 +525,10 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 		return i, nil
 	}
 	s := series{Series: Series{Metric: name, Labels: ls}}
+	switch name {
+	case podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric:
+		s.ksm = true
+	}
 	if s.keep = p.keep.metrics == nil || p.keep.metrics[name]; s.keep {
 		if s.intervals = p.intervals[name]; s.intervals == nil {
 			s.intervals = make(map[int64]int)

@@ -61,9 +61,9 @@ func KeepMetrics(names ...string) Option {
 }
 
 // KeepWindow keeps only the samples from `from` to `to`, inclusive, and
-// for each series the newest sample before `from` that is not a staleness
-// marker: kube-state-metrics' answer at a time is its newest report, however
-// old. Every sample still counts for the span and the scrape interval, so
+// for each kube-state-metrics series the newest sample before `from` that
+// is not a staleness marker: who owns a pod at a time, and since when it
+// runs, is its newest report, however old. Every sample still counts for the span and the scrape interval, so
 // that a run answers as it would from the whole file, for evaluation times
 // in the window and lookbacks that end in it.
 func KeepWindow(from, to time.Time) Option {
