@@ -86,6 +86,9 @@ type parser struct {
 	// intervals counts, per kept metric, the intervals between
 	// consecutive samples of a series, for the scrape interval.
 	intervals map[string]map[int64]int
+	// hint is how many samples a kept series has held at most, for the
+	// next one's first allocation.
+	hint int
 	// long holds a line longer than the read buffer.
 	long []byte
 }
@@ -249,6 +252,22 @@ func (p *parser) sample(line []byte) error {
 	if len(line) == 0 {
 		return p.errorf(0, "empty line (OpenMetrics allows none)")
 	}
+	// The fast path: a series seen before, written the same way, then a
+	// value and a timestamp. Its text was checked when first seen, and the
+	// last two spaces can only fall elsewhere when what follows them fails
+	// to parse, or names no series; then the full parse below runs and
+	// reports exactly what is wrong.
+	if te := bytes.LastIndexByte(line, ' '); te > 0 {
+		if vs := bytes.LastIndexByte(line[:te], ' '); vs > 0 {
+			if i, ok := p.raw[string(line[:vs])]; ok {
+				v, okV := parseValue(line[vs+1 : te])
+				t, okT := parseTimestamp(line[te+1:])
+				if okV && okT {
+					return p.record(i, line[:vs], te+1, t, v)
+				}
+			}
+		}
+	}
 	n := scanMetricName(line)
 	if n == 0 {
 		return p.errorf(1, "expected a metric name, found %q", firstRune(line))
@@ -301,6 +320,12 @@ func (p *parser) sample(line []byte) error {
 		}
 		p.raw[string(text)] = i
 	}
+	return p.record(i, text, ts, t, v)
+}
+
+// record adds a sample of series i, written as text, whose timestamp
+// starts at byte ts.
+func (p *parser) record(i int, text []byte, ts int, t int64, v float64) error {
 	s := &p.series[i]
 	if s.n > 0 && t <= s.last {
 		return p.errorf(ts+1, "series %s: timestamp %s is not after %s on line %d (OpenMetrics requires strictly increasing timestamps)",
@@ -339,8 +364,19 @@ func (p *parser) add(s *series, x usage.Sample) {
 		s.Samples = append(s.Samples, s.carried)
 		s.carry = false
 	}
+	if s.Samples == nil && p.hint > 0 {
+		// Series of a dump come one after the other, alike in length:
+		// allocate the previous one's length at once rather than
+		// doubling up to it.
+		s.Samples = make([]usage.Sample, 0, p.hint)
+	}
 	s.Samples = append(s.Samples, x)
+	p.hint = min(max(p.hint, len(s.Samples)), maxHint)
 }
+
+// maxHint bounds the samples allocated ahead for a new series: 16 KiB,
+// little waste should the next series be short.
+const maxHint = 1024
 
 // flush counts the series' run of equal intervals.
 func (s *series) flush() {
