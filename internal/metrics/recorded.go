@@ -108,7 +108,13 @@ func ParseRecorded(r io.Reader, name string, opts ...Option) (*Recorded, error) 
 
 // recorded turns what the parser kept into a Recorded.
 func (p *parser) recorded() *Recorded {
-	var kept []series
+	n := 0
+	for _, s := range p.series {
+		if s.keep {
+			n++
+		}
+	}
+	kept := make([]series, 0, n)
 	for i := range p.series {
 		s := &p.series[i]
 		if !s.keep {
