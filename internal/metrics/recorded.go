@@ -45,7 +45,8 @@ type keep struct {
 // KeepMetrics keeps only the series of the named metrics, and those of
 // kube-state-metrics that attribute pods to workloads, so that memory
 // grows with what a run reads rather than with the file. Name a ratio's
-// divisors too (MetricsOf does). With no names, only kube-state-metrics
+// divisors too (Preset.MetricsOf does): a query for a metric not kept
+// finds it missing from the file. With no names, only kube-state-metrics
 // is kept.
 func KeepMetrics(names ...string) Option {
 	return func(k *keep) {
