@@ -50,6 +50,19 @@ func TestOpenRecordedGzipBomb(t *testing.T) {
 	require.Less(t, elapsed, 5*time.Second)
 }
 
+// TestOpenRecordedTruncatedGzip cuts a gzipped recording short: the read
+// error names the file and the line it broke off in.
+func TestOpenRecordedTruncatedGzip(t *testing.T) {
+	plain, err := os.ReadFile(filepath.Join("testdata", "cluster.om"))
+	require.NoError(t, err)
+	z := gzipped(t, plain)
+	path := filepath.Join(t.TempDir(), "cut.om.gz")
+	require.NoError(t, os.WriteFile(path, z[:len(z)/2], 0o644))
+	_, err = metrics.OpenRecorded(path)
+	require.ErrorContains(t, err, "read recorded usage "+path+":")
+	require.ErrorContains(t, err, "unexpected EOF")
+}
+
 func TestParseRecordedLongLines(t *testing.T) {
 	const bound = 1 << 20
 	// line returns a valid sample line of n bytes, its newline included.
