@@ -86,7 +86,7 @@ type parser struct {
 	// intervals counts, per kept metric, the intervals between
 	// consecutive samples of a series, for the scrape interval.
 	intervals map[string]map[int64]int
-	// hint is how many samples a kept series has held at most, for the
+	// hint is how many samples the series last added to holds, for the
 	// next one's first allocation.
 	hint int
 	// long holds a line longer than the read buffer.
@@ -367,11 +367,13 @@ func (p *parser) add(s *series, x usage.Sample) {
 	if s.Samples == nil && p.hint > 0 {
 		// Series of a dump come one after the other, alike in length:
 		// allocate the previous one's length at once rather than
-		// doubling up to it.
+		// doubling up to it. The previous one, not the longest so far,
+		// so that one long series cannot make every later short one
+		// waste its 16 KiB.
 		s.Samples = make([]usage.Sample, 0, p.hint)
 	}
 	s.Samples = append(s.Samples, x)
-	p.hint = min(max(p.hint, len(s.Samples)), maxHint)
+	p.hint = min(len(s.Samples), maxHint)
 }
 
 // maxHint bounds the samples allocated ahead for a new series: 16 KiB,
