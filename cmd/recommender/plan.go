@@ -80,7 +80,8 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	src, at, _, err := opts.Usage.open(opts.Logger, opts.Now)
+	qs := opts.Usage.queries(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace})
+	src, at, _, err := opts.Usage.open(opts.Logger, opts.Now, qs)
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,8 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	src, at, source, err := opts.Usage.open(opts.Logger, opts.Now)
+	qs := opts.Usage.queries(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace})
+	src, at, source, err := opts.Usage.open(opts.Logger, opts.Now, qs)
 	if err != nil {
 		return err
 	}

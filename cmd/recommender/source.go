@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // usageFlags say where usage comes from and when a plan is made: plan and
@@ -107,8 +109,10 @@ var prometheusFlags = []string{
 }
 
 // open opens the usage source and settles the evaluation time. name says
-// where usage comes from, for a pull request's body.
-func (u *usageFlags) open(log *slog.Logger, now func() time.Time) (src plan.UsageSource, at time.Time, name string, err error) {
+// where usage comes from, for a pull request's body. A recording keeps
+// only the series that queries read, and with `--at` only their window,
+// unless queries is nil.
+func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usage.Query) (src plan.UsageSource, at time.Time, name string, err error) {
 	if u.Prometheus.URL != "" {
 		cfg := u.Prometheus
 		cfg.Logger = log
@@ -121,7 +125,7 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time) (src plan.Usag
 			at = now().UTC()
 		}
 	} else {
-		rec, err := metrics.OpenRecorded(u.MetricsFile)
+		rec, err := metrics.OpenRecorded(u.MetricsFile, u.keep(queries)...)
 		if err != nil {
 			return nil, time.Time{}, "", err
 		}
@@ -134,6 +138,42 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time) (src plan.Usag
 		src = metrics.WithPreset(src, u.Preset)
 	}
 	return src, at, name, nil
+}
+
+// keep says what of a recording answering queries needs: their metrics,
+// through the preset, and with `--at` the window of the longest lookback
+// before it. A nil queries keeps everything.
+func (u *usageFlags) keep(queries []usage.Query) []metrics.Option {
+	if queries == nil {
+		return nil
+	}
+	opts := []metrics.Option{metrics.KeepMetrics(u.Preset.MetricsOf(queries)...)}
+	if !u.At.IsZero() {
+		var longest time.Duration
+		for _, q := range queries {
+			longest = max(longest, q.Lookback)
+		}
+		opts = append(opts, metrics.KeepWindow(u.At.Add(-longest), u.At))
+	}
+	return opts
+}
+
+// queries returns the usage queries a plan of repo will run, for opening
+// a recording with only what they read; nil, to keep everything, when
+// usage comes from a server or governing fails (the plan itself then
+// reports why, as before).
+func (u *usageFlags) queries(ctx context.Context, opts plan.Options) []usage.Query {
+	if u.MetricsFile == "" {
+		return nil
+	}
+	qs, err := plan.Queries(ctx, opts)
+	if err != nil {
+		return nil
+	}
+	if qs == nil {
+		qs = []usage.Query{}
+	}
+	return qs
 }
 
 // evaluationTime is the time a plan is made at: at, which must fall where

@@ -1,8 +1,14 @@
 package metrics
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -29,8 +35,24 @@ type Series struct {
 // series is a Series while it is being parsed.
 type series struct {
 	Series
-	// line is where the newest sample was read, for ordering errors.
+	// line is where the newest sample was read, for ordering errors, and
+	// last and n its time and how many were read, kept or not.
 	line int
+	last int64
+	n    int
+	// keep says whether the series' samples are kept at all; ksm that
+	// it is kube-state-metrics', whose newest report before a window
+	// still answers in it.
+	keep, ksm bool
+	// carried is a ksm series' newest sample before the window, not a
+	// staleness marker, while no sample in the window has followed it.
+	carried usage.Sample
+	carry   bool
+	// intervals counts the series' metric's intervals between samples;
+	// ivLen and ivRun hold the run of equal ones not yet counted, since
+	// scrapes are regular and a map update per sample would cost.
+	intervals    map[int64]int
+	ivLen, ivRun int64
 }
 
 // parser reads the OpenMetrics text format as promtool's backfill (2.42)
@@ -57,7 +79,28 @@ type parser struct {
 	strs  map[string]string
 	spans []labelSpan
 	key   []byte
+
+	keep keep
+	// times sees every sample, for the span.
+	times sampleTimes
+	// intervals counts, per kept metric, the intervals between
+	// consecutive samples of a series, for the scrape interval.
+	intervals map[string]map[int64]int
+	// hint is how many samples the series last added to holds, for the
+	// next one's first allocation.
+	hint int
+	// long holds a line longer than the read buffer.
+	long []byte
 }
+
+// maxLine bounds a line, its newline included, so that a file that is not OpenMetrics (a
+// gzipped run of zeros has no newline at all) fails on its first line
+// instead of filling memory. Recorded lines run to a few hundred bytes.
+const maxLine = 1 << 20
+
+// readBuffer is the read buffer's size; longer lines go through
+// parser.long.
+const readBuffer = 64 << 10
 
 // labelSpan locates one label of the line being parsed.
 type labelSpan struct {
@@ -67,10 +110,11 @@ type labelSpan struct {
 
 func newParser(file string) *parser {
 	return &parser{
-		file:  file,
-		raw:   make(map[string]int),
-		canon: make(map[string]int),
-		strs:  make(map[string]string),
+		file:      file,
+		intervals: make(map[string]map[int64]int),
+		raw:       make(map[string]int),
+		canon:     make(map[string]int),
+		strs:      make(map[string]string),
 	}
 }
 
@@ -78,17 +122,23 @@ func (p *parser) errorf(col int, format string, args ...any) error {
 	return &ParseError{File: p.file, Line: p.line, Col: col, Msg: fmt.Sprintf(format, args...)}
 }
 
-// parse reads a whole file. It ends at "# EOF", which must be the last
-// line, optionally followed by one newline, exactly as promtool wants.
-func (p *parser) parse(buf []byte) error {
-	rest := buf
-	for len(rest) > 0 {
+// parse reads a whole file, line by line. It ends at "# EOF", which must
+// be the last line, optionally followed by one newline, exactly as
+// promtool wants.
+func (p *parser) parse(r io.Reader) error {
+	br := bufio.NewReaderSize(r, readBuffer)
+	for {
+		line, err := p.readLine(br)
+		if err != nil {
+			return err
+		}
+		if line == nil {
+			break
+		}
 		p.line++
-		var line []byte
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			line, rest = rest, nil
+		newline := line[len(line)-1] == '\n'
+		if newline {
+			line = line[:len(line)-1]
 		}
 		if len(line) > 0 && line[0] == '#' {
 			eof, err := p.comment(line)
@@ -96,9 +146,15 @@ func (p *parser) parse(buf []byte) error {
 				return err
 			}
 			if eof {
-				if len(rest) > 0 {
+				if !newline {
+					return nil
+				}
+				switch _, err := br.Peek(1); {
+				case err == nil:
 					p.line++
 					return p.errorf(0, `content after "# EOF" (it must be the last line)`)
+				case !errors.Is(err, io.EOF):
+					return fmt.Errorf("read recorded usage %s:%d: %w", p.file, p.line+1, err)
 				}
 				return nil
 			}
@@ -112,6 +168,33 @@ func (p *parser) parse(buf []byte) error {
 		p.line = 1
 	}
 	return p.errorf(0, `file ends without "# EOF" (OpenMetrics requires it as the last line)`)
+}
+
+// readLine returns the next line with its newline, if it has one, or nil
+// at the end of the input. The line is valid until the next call.
+func (p *parser) readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		// Rare: gather the line in a buffer of its own, up to the bound.
+		p.long = append(p.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) && len(p.long) <= maxLine {
+			line, err = br.ReadSlice('\n')
+			p.long = append(p.long, line...)
+		}
+		if len(p.long) > maxLine {
+			p.line++
+			return nil, p.errorf(0, "line longer than %d MiB (a recording's lines are short: is this OpenMetrics text?)", maxLine>>20)
+		}
+		line = p.long
+	}
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		if len(line) == 0 {
+			return nil, nil
+		}
+		return line, nil
+	}
+	return nil, fmt.Errorf("read recorded usage %s:%d: %w", p.file, p.line+1, err)
 }
 
 // comment handles a line starting with '#': metadata or the end marker.
@@ -169,6 +252,22 @@ func (p *parser) sample(line []byte) error {
 	if len(line) == 0 {
 		return p.errorf(0, "empty line (OpenMetrics allows none)")
 	}
+	// The fast path: a series seen before, written the same way, then a
+	// value and a timestamp. Its text was checked when first seen, and the
+	// last two spaces can only fall elsewhere when what follows them fails
+	// to parse, or names no series; then the full parse below runs and
+	// reports exactly what is wrong.
+	if te := bytes.LastIndexByte(line, ' '); te > 0 {
+		if vs := bytes.LastIndexByte(line[:te], ' '); vs > 0 {
+			if i, ok := p.raw[string(line[:vs])]; ok {
+				v, okV := parseValue(line[vs+1 : te])
+				t, okT := parseTimestamp(line[te+1:])
+				if okV && okT {
+					return p.record(i, line[:vs], te+1, t, v)
+				}
+			}
+		}
+	}
 	n := scanMetricName(line)
 	if n == 0 {
 		return p.errorf(1, "expected a metric name, found %q", firstRune(line))
@@ -221,14 +320,103 @@ func (p *parser) sample(line []byte) error {
 		}
 		p.raw[string(text)] = i
 	}
+	return p.record(i, text, ts, t, v)
+}
+
+// record adds a sample of series i, written as text, whose timestamp
+// starts at byte ts.
+func (p *parser) record(i int, text []byte, ts int, t int64, v float64) error {
 	s := &p.series[i]
-	if k := len(s.Samples); k > 0 && t <= s.Samples[k-1].T {
+	if s.n > 0 && t <= s.last {
 		return p.errorf(ts+1, "series %s: timestamp %s is not after %s on line %d (OpenMetrics requires strictly increasing timestamps)",
-			text, formatSeconds(t), formatSeconds(s.Samples[k-1].T), s.line)
+			text, formatSeconds(t), formatSeconds(s.last), s.line)
 	}
-	s.Samples = append(s.Samples, usage.Sample{T: t, V: v})
+	p.times.add(t)
+	if s.keep {
+		p.add(s, usage.Sample{T: t, V: v})
+	}
+	s.last = t
+	s.n++
 	s.line = p.line
 	return nil
+}
+
+// add keeps a sample of a kept series, if it falls in the window.
+func (p *parser) add(s *series, x usage.Sample) {
+	if s.n > 0 {
+		if d := x.T - s.last; d != s.ivLen {
+			s.flush()
+			s.ivLen = d
+		}
+		s.ivRun++
+	}
+	k := &p.keep
+	switch {
+	case !k.window:
+	case x.T < k.from:
+		if s.ksm && !math.IsNaN(x.V) {
+			s.carried, s.carry = x, true
+		}
+		return
+	case x.T > k.to:
+		return
+	case s.carry:
+		s.Samples = append(s.Samples, s.carried)
+		s.carry = false
+	}
+	if s.Samples == nil && p.hint > 0 {
+		// Series of a dump come one after the other, alike in length:
+		// allocate the previous one's length at once rather than
+		// doubling up to it. The previous one, not the longest so far,
+		// so that one long series cannot make every later short one
+		// waste its 16 KiB.
+		s.Samples = make([]usage.Sample, 0, p.hint)
+	}
+	s.Samples = append(s.Samples, x)
+	p.hint = min(len(s.Samples), maxHint)
+}
+
+// maxHint bounds the samples allocated ahead for a new series: 16 KiB,
+// little waste should the next series be short.
+const maxHint = 1024
+
+// flush counts the series' run of equal intervals.
+func (s *series) flush() {
+	if s.ivRun > 0 {
+		s.intervals[s.ivLen] += int(s.ivRun)
+		s.ivRun = 0
+	}
+}
+
+// flushIntervals returns the intervals between samples of each kept
+// metric, by length, as seriesSet.intervals would count them.
+func (p *parser) flushIntervals() map[string][]intervalCount {
+	for i := range p.series {
+		if p.series[i].keep {
+			p.series[i].flush()
+		}
+	}
+	out := make(map[string][]intervalCount, len(p.intervals))
+	for metric, counts := range p.intervals {
+		h := make([]intervalCount, 0, len(counts))
+		for d, n := range counts {
+			h = append(h, intervalCount{d: d, n: n})
+		}
+		slices.SortFunc(h, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
+		out[metric] = h
+	}
+	return out
+}
+
+// lineOf returns the line of the first series' newest sample taken at t,
+// 0 when none is.
+func (p *parser) lineOf(t int64) int {
+	for _, s := range p.series {
+		if s.n > 0 && s.last == t {
+			return s.line
+		}
+	}
+	return 0
 }
 
 // exemplar checks the exemplar that follows a sample's timestamp at pos:
@@ -374,7 +562,18 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 	if i, ok := p.canon[string(k)]; ok {
 		return i, nil
 	}
-	p.series = append(p.series, series{Series: Series{Metric: name, Labels: ls}})
+	s := series{Series: Series{Metric: name, Labels: ls}}
+	switch name {
+	case podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric:
+		s.ksm = true
+	}
+	if s.keep = p.keep.metrics == nil || p.keep.metrics[name]; s.keep {
+		if s.intervals = p.intervals[name]; s.intervals == nil {
+			s.intervals = make(map[int64]int)
+			p.intervals[name] = s.intervals
+		}
+	}
+	p.series = append(p.series, s)
 	p.canon[string(k)] = len(p.series) - 1
 	return len(p.series) - 1, nil
 }

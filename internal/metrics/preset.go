@@ -82,6 +82,35 @@ func (p Preset) Mappings() map[usage.Metric]usage.Mapping {
 	}
 }
 
+// mappings returns ms with the preset's mappings in place of the
+// defaults.
+func (p Preset) mappings(ms map[usage.Metric]usage.Mapping) map[usage.Metric]usage.Mapping {
+	defaults, preset := PresetKubex.Mappings(), p.Mappings()
+	out := make(map[usage.Metric]usage.Mapping, len(ms))
+	for m, mp := range ms {
+		if mp == defaults[m] {
+			mp = preset[m]
+		}
+		out[m] = mp
+	}
+	return out
+}
+
+// MetricsOf returns the metrics a source wrapped in the preset reads to
+// answer qs (divisors included), sorted: what KeepMetrics needs to open a
+// recording for them.
+func (p Preset) MetricsOf(qs []usage.Query) []string {
+	names := []string{}
+	for _, q := range qs {
+		for _, mp := range p.mappings(q.Metrics) {
+			names = append(names, mp.Metric)
+			names = append(names, mp.Divisors()...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // source is what a preset wraps: any usage source.
 type source interface {
 	Usage(ctx context.Context, q usage.Query) (usage.Result, error)
@@ -102,15 +131,7 @@ func WithPreset(src source, p Preset) *PresetSource {
 // Usage answers q from the wrapped source, with the preset's mappings in
 // place of the defaults.
 func (s *PresetSource) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
-	defaults, preset := PresetKubex.Mappings(), s.preset.Mappings()
-	ms := make(map[usage.Metric]usage.Mapping, len(q.Metrics))
-	for m, mp := range q.Metrics {
-		if mp == defaults[m] {
-			mp = preset[m]
-		}
-		ms[m] = mp
-	}
-	q.Metrics = ms
+	q.Metrics = s.preset.mappings(q.Metrics)
 	res, err := s.src.Usage(ctx, q)
 	if err != nil || s.preset != PresetDCGM {
 		return res, err

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -20,7 +19,10 @@ import (
 //
 // A Recorded is safe for concurrent use.
 type Recorded struct {
-	set            *seriesSet
+	set *seriesSet
+	// span covers every sample of the file, kept or not.
+	span           Span
+	samples        int
 	oldest, newest int64
 }
 
@@ -28,74 +30,118 @@ var _ interface {
 	Usage(context.Context, usage.Query) (usage.Result, error)
 } = (*Recorded)(nil)
 
-// OpenRecorded reads the recorded file at path, gunzipping it when the
-// name ends in ".gz".
-func OpenRecorded(path string) (*Recorded, error) {
-	if !strings.HasSuffix(path, ".gz") {
-		buf, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("read recorded usage: %w", err)
+// An Option narrows what a recording keeps in memory. Without options,
+// everything is kept.
+type Option func(*keep)
+
+// keep is what the options say to keep.
+type keep struct {
+	// metrics holds the metrics whose series are kept; nil keeps all.
+	metrics  map[string]bool
+	from, to int64 // Unix ms, inclusive
+	window   bool
+}
+
+// KeepMetrics keeps only the series of the named metrics, and those of
+// kube-state-metrics that attribute pods to workloads, so that memory
+// grows with what a run reads rather than with the file. Name a ratio's
+// divisors too (Preset.MetricsOf does): a query for a metric not kept
+// finds it missing from the file. With no names, only kube-state-metrics
+// is kept.
+func KeepMetrics(names ...string) Option {
+	return func(k *keep) {
+		if k.metrics == nil {
+			k.metrics = make(map[string]bool)
 		}
-		return parseRecorded(buf, path)
+		// Attribution reads these whatever the metrics asked for.
+		ksm := []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric}
+		for _, n := range slices.Concat(names, ksm) {
+			k.metrics[n] = true
+		}
 	}
+}
+
+// KeepWindow keeps only the samples from `from` to `to`, inclusive, and
+// for each kube-state-metrics series the newest sample before `from` that
+// is not a staleness marker: who owns a pod at a time, and since when it
+// runs, is its newest report, however old. Every sample still counts for the span and the scrape interval, so
+// that a run answers as it would from the whole file, for evaluation times
+// in the window and lookbacks that end in it.
+func KeepWindow(from, to time.Time) Option {
+	return func(k *keep) {
+		k.from, k.to, k.window = from.UnixMilli(), to.UnixMilli(), true
+	}
+}
+
+// OpenRecorded reads the recorded file at path, gunzipping it when the
+// name ends in ".gz". It reads the file as a stream, so memory is bounded
+// by the samples kept (see the options), not by the file's size.
+func OpenRecorded(path string, opts ...Option) (*Recorded, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read recorded usage: %w", err)
 	}
 	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("read recorded usage %s: %w", path, err)
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("read recorded usage %s: %w", path, err)
+		}
+		defer z.Close()
+		r = z
 	}
-	buf, err := io.ReadAll(z)
-	if err != nil {
-		return nil, fmt.Errorf("read recorded usage %s: %w", path, err)
-	}
-	return parseRecorded(buf, path)
+	return ParseRecorded(r, path, opts...)
 }
 
 // ParseRecorded reads a recorded file from r; name stands for it in error
 // messages and warnings.
-func ParseRecorded(r io.Reader, name string) (*Recorded, error) {
-	var buf bytes.Buffer
-	// Recordings run to tens of megabytes: when the size is known, read
-	// them into one allocation instead of a doubling series.
-	if l, ok := r.(interface{ Len() int }); ok {
-		buf.Grow(l.Len() + bytes.MinRead)
-	}
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, fmt.Errorf("read recorded usage %s: %w", name, err)
-	}
-	return parseRecorded(buf.Bytes(), name)
-}
-
-func parseRecorded(buf []byte, name string) (*Recorded, error) {
+func ParseRecorded(r io.Reader, name string, opts ...Option) (*Recorded, error) {
 	p := newParser(name)
-	if err := p.parse(buf); err != nil {
+	for _, o := range opts {
+		o(&p.keep)
+	}
+	if err := p.parse(r); err != nil {
 		return nil, err
 	}
-	r := &Recorded{set: newSeriesSet(name, p.series)}
-	first := true
-	for _, s := range r.set.series {
-		if len(s.Samples) == 0 {
+	return p.recorded(), nil
+}
+
+// recorded turns what the parser kept into a Recorded.
+func (p *parser) recorded() *Recorded {
+	n := 0
+	for _, s := range p.series {
+		if s.keep {
+			n++
+		}
+	}
+	kept := make([]series, 0, n)
+	for i := range p.series {
+		s := &p.series[i]
+		if !s.keep {
 			continue
 		}
-		lo, hi := s.Samples[0].T, s.Samples[len(s.Samples)-1].T
-		if first || lo < r.oldest {
-			r.oldest = lo
+		if s.carry {
+			// No sample in the window followed it.
+			s.Samples = append(s.Samples, s.carried)
 		}
-		if first || hi > r.newest {
-			r.newest = hi
-		}
-		first = false
+		kept = append(kept, *s)
 	}
-	return r, nil
+	set := newSeriesSet(p.file, kept)
+	// The scrape interval is read from every sample of the file, as it
+	// would be had every sample been kept.
+	for metric, counts := range p.flushIntervals() {
+		set.steps[metric] = counts
+	}
+	r := &Recorded{set: set, samples: p.times.n, oldest: p.times.min, newest: p.times.max}
+	r.span = p.times.span(p.lineOf)
+	return r
 }
 
 // Oldest returns the time of the oldest sample in the file, or the zero
 // time when the file holds none.
 func (r *Recorded) Oldest() time.Time {
-	if len(r.set.series) == 0 {
+	if r.samples == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(r.oldest).UTC()
@@ -104,14 +150,14 @@ func (r *Recorded) Oldest() time.Time {
 // Newest returns the time of the newest sample in the file, the natural
 // evaluation time of a recording, or the zero time when it holds none.
 func (r *Recorded) Newest() time.Time {
-	if len(r.set.series) == 0 {
+	if r.samples == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(r.newest).UTC()
 }
 
-// Series returns every series of the file, sorted by metric name and then
-// label set. The result is a copy.
+// Series returns every series kept of the file, sorted by metric name and
+// then label set. The result is a copy.
 func (r *Recorded) Series() []Series {
 	out := make([]Series, len(r.set.series))
 	for i, s := range r.set.series {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -28,53 +29,98 @@ type Span struct {
 	Line      int
 }
 
-// Span returns the span of the recording without its stragglers.
+// Span returns the span of the whole recording without its stragglers,
+// samples left out by KeepMetrics or KeepWindow included.
 //
 // A straggler is defined robustly, so that a genuine recording never
 // loses its end: sort every sample time, and look among the newest 1% of
 // the samples (at least one) for a gap of more than StragglerGap; the
 // samples after the earliest such gap are stragglers. A lone sample dated
 // a year ahead is one; a recording whose last tenth comes after a
-// two-day outage is not, and keeps its end. It costs a sort of every
-// sample time, so it is computed on demand, once per run.
-func (r *Recorded) Span() Span {
-	n := 0
-	for _, s := range r.set.series {
-		n += len(s.Samples)
+// two-day outage is not, and keeps its end.
+func (r *Recorded) Span() Span { return r.span }
+
+// sampleTimes counts sample times as they stream past, in enough detail
+// to find the span's stragglers exactly without keeping every time: per
+// day (a StragglerGap), how many samples and the first and last. A gap of
+// more than a day between two consecutive times can only fall between
+// days, so the days' bounds and counts are all the search needs, and
+// memory grows with the days a recording covers, not its samples.
+type sampleTimes struct {
+	n        int
+	min, max int64
+	days     map[int64]*dayTimes
+	// cur caches the day of the previous sample: a series is written in
+	// time order, so most samples fall on the day before them.
+	cur    *dayTimes
+	curDay int64
+}
+
+type dayTimes struct {
+	n      int
+	lo, hi int64
+}
+
+func (st *sampleTimes) add(t int64) {
+	if st.n == 0 || t < st.min {
+		st.min = t
 	}
-	if n == 0 {
+	if st.n == 0 || t > st.max {
+		st.max = t
+	}
+	st.n++
+	d := floorDiv(t, StragglerGap.Milliseconds())
+	if st.cur == nil || d != st.curDay {
+		if st.days == nil {
+			st.days = make(map[int64]*dayTimes)
+		}
+		dt, ok := st.days[d]
+		if !ok {
+			dt = &dayTimes{lo: t, hi: t}
+			st.days[d] = dt
+		}
+		st.cur, st.curDay = dt, d
+	}
+	st.cur.n++
+	st.cur.lo, st.cur.hi = min(st.cur.lo, t), max(st.cur.hi, t)
+}
+
+// span finds the span as the sort of every time would: line names where
+// the newest sample was read.
+func (st *sampleTimes) span(line func(t int64) int) Span {
+	if st.n == 0 {
 		return Span{}
 	}
-	ts := make([]int64, 0, n)
-	for _, s := range r.set.series {
-		for _, x := range s.Samples {
-			ts = append(ts, x.T)
-		}
-	}
-	slices.Sort(ts)
-	sp := Span{Oldest: time.UnixMilli(ts[0]).UTC(), Newest: time.UnixMilli(ts[n-1]).UTC()}
+	n := st.n
+	sp := Span{Oldest: time.UnixMilli(st.min).UTC(), Newest: time.UnixMilli(st.max).UTC()}
 	gap := StragglerGap.Milliseconds()
-	for k := max(1, n-max(1, n/100)); k < n; k++ {
-		if ts[k]-ts[k-1] > gap {
-			sp.Newest = time.UnixMilli(ts[k-1]).UTC()
-			sp.Stragglers = n - k
-			sp.Straggler = time.UnixMilli(ts[n-1]).UTC()
-			sp.Line = r.lineOf(ts[n-1])
+	// from is the first index, in time order, the search looks at.
+	from := max(1, n-max(1, n/100))
+	before := 0 // samples before the day
+	var prev *dayTimes
+	for _, d := range slices.Sorted(maps.Keys(st.days)) {
+		dt := st.days[d]
+		if prev != nil && before >= from && dt.lo-prev.hi > gap {
+			sp.Newest = time.UnixMilli(prev.hi).UTC()
+			sp.Stragglers = n - before
+			sp.Straggler = time.UnixMilli(st.max).UTC()
+			sp.Line = line(st.max)
 			break
 		}
+		before += dt.n
+		prev = dt
 	}
 	return sp
 }
 
-// lineOf returns the line of a series' newest sample taken at t, 0 when
-// none is.
-func (r *Recorded) lineOf(t int64) int {
-	for _, s := range r.set.series {
-		if k := len(s.Samples); k > 0 && s.Samples[k-1].T == t {
-			return s.line
-		}
+// floorDiv divides rounding toward minus infinity, so that a day holds
+// the times of one day before the epoch as after it.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
 	}
-	return 0
+	return q
 }
 
 // String writes the span as its first and last time.

@@ -233,6 +233,19 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 	return p, nil
 }
 
+// Queries runs the Govern stage alone, quietly, and returns the usage
+// queries Fetch would run: what a source will be asked, so that a
+// recording can be opened with only the series they read (see
+// metrics.KeepMetrics). opts.At and opts.Source are not needed.
+func Queries(ctx context.Context, opts Options) ([]usage.Query, error) {
+	opts.Logger = nil // the real run logs the same lines
+	p, err := Govern(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.Queries, nil
+}
+
 // Fetch is the second stage: it runs the batched queries. A failed query
 // is a problem, not an error: its workloads get no change. The error is
 // for a cancelled ctx.
