@@ -248,38 +248,6 @@ func TestEngineReplaysThePolicy(t *testing.T) {
 	require.Greater(t, tl.Last().GPUs, 0.3, "%+v", tl.Changes)
 }
 
-// TestRunNeverSeesTheFuture: cutting a trace short changes nothing before
-// the cut, for every strategy but the oracle.
-func TestRunNeverSeesTheFuture(t *testing.T) {
-	set, err := policy.Load(context.Background(), "../../examples/quickstart/policies")
-	require.NoError(t, err)
-	g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
-	bounds := backtest.Bounds{Ceiling: 1, Floor: 0.05, MinChangePercent: 5}
-	strategies := []backtest.Strategy{&backtest.Engine{Label: "guide", Governance: g}, backtest.VPA{Bounds: bounds}, backtest.KRR{Bounds: bounds}}
-	full := trace("w", 40*60, func(i int) float64 { return 10 + 30*math.Abs(math.Sin(float64(i)/300)) },
-		func(i int) float64 {
-			if i > 35*60 {
-				return 95
-			}
-			return 25
-		})
-	cut := trace("w", 30*60, func(i int) float64 { return full.Compute[i].V }, func(i int) float64 { return full.Memory[i].V })
-	cfg := backtest.Config{Start: fraction(0.6), Cadence: time.Hour, MergeDelay: time.Hour}
-	a, err := backtest.Run(context.Background(), []*backtest.Trace{full}, strategies, cfg)
-	require.NoError(t, err)
-	b, err := backtest.Run(context.Background(), []*backtest.Trace{cut}, strategies, cfg)
-	require.NoError(t, err)
-	for i := range strategies {
-		var before []backtest.Change
-		for _, c := range a[i].Workloads[0].Timeline.Changes {
-			if c.T <= cut.End() {
-				before = append(before, c)
-			}
-		}
-		require.Equal(t, b[i].Workloads[0].Timeline.Changes, before, strategies[i].Name())
-	}
-}
-
 func TestFromUsage(t *testing.T) {
 	w := usage.Workload{Step: time.Minute, Pods: []usage.Pod{
 		{Name: "a", Allocation: 0.5, Series: map[usage.Metric][]usage.Sample{

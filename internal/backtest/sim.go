@@ -102,7 +102,9 @@ func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
 			pending = nil
 		}
 		cur := tl.Last()
-		st := State{At: at, Past: tr.upTo(at), Current: cur, Allocations: tl}
+		// The history is capacity-clipped too: a strategy that reslices
+		// it past its length gets a panic, not the simulator's next change.
+		st := State{At: at, Past: tr.upTo(at), Current: cur, Allocations: &Timeline{Changes: slices.Clip(tl.Changes)}}
 		var p Proposal
 		if c, ok := s.(Clairvoyant); ok {
 			p = c.DecideWithFuture(st, tr)
@@ -129,11 +131,15 @@ func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
 	return tl
 }
 
-// upTo returns the trace cut at t, sharing its samples.
+// upTo returns the trace cut at t, sharing its samples. The slices are
+// clipped to their length: usage.In returns a sub-slice whose capacity runs
+// to the end of the trace, and s[:len(s)+1] would read the future. Clipped,
+// the same reslice panics, so no strategy can look ahead, by mistake or
+// otherwise, without holding the whole trace.
 func (t *Trace) upTo(at int64) *Trace {
 	c := *t
 	w := usage.Window{From: math.MinInt64, To: at}
-	c.Compute, c.Memory = usage.In(t.Compute, w), usage.In(t.Memory, w)
+	c.Compute, c.Memory = slices.Clip(usage.In(t.Compute, w)), slices.Clip(usage.In(t.Memory, w))
 	return &c
 }
 

@@ -95,8 +95,8 @@ type Bounds struct {
 	MinChangePercent int
 }
 
-// apply turns a raw target in GPUs into a proposal.
-func (b Bounds) apply(cur engine.Allocation, target float64) engine.Allocation {
+// Apply turns a raw target in GPUs into a proposal.
+func (b Bounds) Apply(cur engine.Allocation, target float64) engine.Allocation {
 	target = min(max(target, b.Floor), b.Ceiling)
 	var next engine.Allocation
 	if target > kai.MaxFraction {
@@ -162,7 +162,7 @@ func (v VPA) Decide(s State) Proposal {
 		ms = append(ms, weighted{peak, decay(s.At, start+bucket*day)})
 	}
 	target := max(quantile(cs, vpaPercentile), quantile(ms, vpaPercentile)) * (1 + vpaMargin)
-	return Proposal{Target: v.Bounds.apply(s.Current, target)}
+	return Proposal{Target: v.Bounds.Apply(s.Current, target)}
 }
 
 type weighted struct{ v, w float64 }
@@ -211,7 +211,7 @@ func (k KRR) Decide(s State) Proposal {
 	if !okc && !okm {
 		return Proposal{Target: s.Current}
 	}
-	return Proposal{Target: k.Bounds.apply(s.Current, max(c, m)/100*(1+krrMargin))}
+	return Proposal{Target: k.Bounds.Apply(s.Current, max(c, m)/100*(1+krrMargin))}
 }
 
 // Oracle knows the future: at each run it sets, at once, the smallest
@@ -238,5 +238,5 @@ func (o Oracle) DecideWithFuture(s State, full *Trace) Proposal {
 	}
 	b := o.Bounds
 	b.MinChangePercent = 0
-	return Proposal{Target: b.apply(s.Current, max(c, m)/100), Immediate: true}
+	return Proposal{Target: b.Apply(s.Current, max(c, m)/100), Immediate: true}
 }
