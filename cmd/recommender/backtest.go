@@ -47,7 +47,8 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 		Short: "Replay usage traces through the policies and the usual baselines, and score them",
 		Long: "backtest replays recorded usage through the decision engine under each --policies, at the job's\n" +
 			"cadence with changes landing after a merge delay, and through the baselines people use (static,\n" +
-			"VPA-like, KRR-like, and an oracle that knows the future). It scores each on relative slack,\n" +
+			"VPA as pull requests and in Auto mode, KRR's simple strategy, peak + 15 %, and an oracle that knows\n" +
+			"the future). It scores each on relative slack,\n" +
 			"breach-minutes and churn.",
 		Example: "  recommender backtest --traces ../shared/traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
 		Args:    noArgs,
@@ -251,7 +252,8 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 			bounds = backtest.Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
 		}
 	}
-	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.KRR{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
+	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.VPA{Bounds: bounds, Auto: true},
+		backtest.KRRSimple{Bounds: bounds}, backtest.PeakPlus15{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
 	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, LiveUpsize: opts.LiveUpsize}
 
 	began := time.Now()
@@ -362,7 +364,7 @@ func plotFile(name string, used map[string]bool) string {
 }
 
 // chooseExamples picks up to three workloads worth looking at: where the
-// first policy leaves the most slack, and where it and the VPA-like
+// first policy leaves the most slack, and where it and VPA
 // baseline breach memory the most.
 func chooseExamples(results []backtest.Result) []string {
 	pick := func(r backtest.Result, score func(backtest.Score) float64) string {
@@ -386,7 +388,7 @@ func chooseExamples(results []backtest.Result) []string {
 		add(pick(results[1], breach))
 	}
 	for _, r := range results {
-		if r.Strategy == "vpa-like" {
+		if r.Strategy == "vpa" {
 			add(pick(r, breach))
 		}
 	}

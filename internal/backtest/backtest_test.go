@@ -184,26 +184,8 @@ func TestEvaluate(t *testing.T) {
 	require.Equal(t, 1, s.Changes)
 }
 
-func TestBaselines(t *testing.T) {
+func TestOracle(t *testing.T) {
 	bounds := backtest.Bounds{Ceiling: 1, Floor: 0.05, MinChangePercent: 5}
-	// Compute ramps 1..100 over 100 minutes; memory flat at 30%.
-	tr := trace("w", 100, func(i int) float64 { return float64(i + 1) }, constant(30))
-	at := int64(99) * minute
-	st := backtest.State{At: at, Past: tr, Current: fraction(0.5)}
-
-	// KRR: max 100% × 1.15, clamped to the ceiling: one whole GPU.
-	require.Equal(t, engine.Allocation{Form: engine.WholeGPUs, GPUs: 1}, backtest.KRR{Bounds: bounds}.Decide(st).Target)
-	// VPA: p90 of samples decayed over 100 minutes (barely) ≈ 90%, × 1.15.
-	got := backtest.VPA{Bounds: bounds}.Decide(st).Target
-	require.Equal(t, engine.WholeGPUs, got.Form)
-	flat := trace("w", 100, constant(40), constant(30))
-	st.Past = flat
-	require.Equal(t, fraction(0.46), backtest.VPA{Bounds: bounds}.Decide(st).Target)
-	require.Equal(t, fraction(0.46), backtest.KRR{Bounds: bounds}.Decide(st).Target)
-	// Below the minimum change, nothing moves.
-	st.Current = fraction(0.47)
-	require.Equal(t, fraction(0.47), backtest.KRR{Bounds: bounds}.Decide(st).Target)
-
 	// The oracle sees the next hour's peak, and acts at once.
 	spiky := trace("w", 180, func(i int) float64 {
 		if i == 150 {

@@ -126,8 +126,10 @@ func TestNoLookAhead(t *testing.T) {
 		{name: "engine, recommended", build: func(*backtest.Trace) backtest.Strategy {
 			return &backtest.Engine{Label: "recommended", Governance: recommended}
 		}},
-		{name: "vpa-like", build: func(*backtest.Trace) backtest.Strategy { return backtest.VPA{Bounds: bounds} }},
-		{name: "krr-like", build: func(*backtest.Trace) backtest.Strategy { return backtest.KRR{Bounds: bounds} }},
+		{name: "vpa", build: func(*backtest.Trace) backtest.Strategy { return backtest.VPA{Bounds: bounds} }},
+		{name: "vpa-auto", build: func(*backtest.Trace) backtest.Strategy { return backtest.VPA{Bounds: bounds, Auto: true} }},
+		{name: "krr-simple", build: func(*backtest.Trace) backtest.Strategy { return backtest.KRRSimple{Bounds: bounds} }},
+		{name: "peak+15%", build: func(*backtest.Trace) backtest.Strategy { return backtest.PeakPlus15{Bounds: bounds} }},
 		{name: "a peek through the capacity finds nothing", build: func(*backtest.Trace) backtest.Strategy {
 			return peekCapacity{bounds: bounds, peeked: &peeked}
 		}},

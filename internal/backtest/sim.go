@@ -51,6 +51,16 @@ type State struct {
 	// Allocations is the allocation history up to At, for sources that
 	// report usage relative to the allocation.
 	Allocations *Timeline
+	// OOMKills are the memory kills up to At, oldest first, when the
+	// consequence model is on: what a cluster's events would have shown.
+	OOMKills []OOMKill
+}
+
+// OOMKill is a container killed for exceeding its GPU memory share.
+type OOMKill struct {
+	T int64 // Unix ms
+	// Alloc is the share it exceeded.
+	Alloc engine.Allocation
 }
 
 // Proposal is a strategy's answer at one run.
@@ -70,6 +80,12 @@ type Proposal struct {
 type Strategy interface {
 	Name() string
 	Decide(s State) Proposal
+}
+
+// Continuous is a strategy that runs in the cluster, as a controller
+// does, rather than at the job's cadence: it decides at every sample.
+type Continuous interface {
+	EveryStep() bool
 }
 
 // Clairvoyant is a strategy that also sees the future; only the oracle is.
@@ -96,6 +112,9 @@ func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
 	// pending is the open pull request: its value, and when it merges.
 	var pending *Change
 	cadence := cfg.Cadence.Milliseconds()
+	if c, ok := s.(Continuous); ok && c.EveryStep() {
+		cadence = tr.Step.Milliseconds()
+	}
 	for at := tr.Start() + cadence; at <= tr.End(); at += cadence {
 		if pending != nil && pending.T <= at {
 			tl.Changes = append(tl.Changes, *pending)
