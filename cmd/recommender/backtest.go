@@ -33,7 +33,6 @@ type backtestOptions struct {
 	Start       float64
 	Cadence     time.Duration
 	MergeDelay  time.Duration
-	LiveUpsize  bool
 	OutDir      string
 	Plot        []string // workloads to plot; empty: a few chosen
 	MaxPeak     float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
@@ -90,7 +89,6 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.StringVar(&start, "start", "1", "every workload's starting allocation, in GPUs (1 or more: whole GPUs)")
 	f.DurationVar(&opts.Cadence, "cadence", time.Hour, "interval between runs of the job")
 	f.DurationVar(&opts.MergeDelay, "merge-delay", 2*time.Hour, "time from a pull request to its merge")
-	f.BoolVar(&opts.LiveUpsize, "live-upsize", false, "apply urgent upsizes at once (the live fast path)")
 	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")
 	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
 	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time, besides those chosen from the results (repeatable)")
@@ -254,31 +252,36 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 	}
 	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.VPA{Bounds: bounds, Auto: true},
 		backtest.KRRSimple{Bounds: bounds}, backtest.PeakPlus15{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
-	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, LiveUpsize: opts.LiveUpsize}
+	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay}
 
+	// Every strategy is delivered both ways, so that none wins by its
+	// delivery alone.
 	began := time.Now()
-	results, err := backtest.Run(ctx, traces, strategies, cfg)
-	if err != nil {
-		return err
+	deliveries := []backtest.Delivery{{Name: backtest.PullRequests}, {Name: backtest.PullRequestsLive, Live: true}}
+	for i := range deliveries {
+		c := cfg
+		c.Live = deliveries[i].Live
+		results, err := backtest.Run(ctx, traces, strategies, c)
+		if err != nil {
+			return err
+		}
+		deliveries[i].Results = results
 	}
 	opts.Logger.Info("backtest done", "strategies", len(strategies), "workloads", len(traces), "elapsed", time.Since(began).Round(time.Millisecond))
 
-	live := "as each policy says"
-	if opts.LiveUpsize {
-		live = "on for every policy"
-	}
-	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, live upsize %s\n\n",
-		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, live)
-	if err := backtest.WriteTable(opts.IO.Out, results); err != nil {
+	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s\n",
+		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay)
+	if err := backtest.WriteTables(opts.IO.Out, deliveries); err != nil {
 		return err
 	}
 	if opts.OutDir == "" {
 		return nil
 	}
-	return writeBacktestFiles(opts, traces, cfg, results)
+	return writeBacktestFiles(opts, traces, cfg, deliveries)
 }
 
-func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg backtest.Config, results []backtest.Result) error {
+func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg backtest.Config, deliveries []backtest.Delivery) error {
+	results := deliveries[0].Results
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
 	}
@@ -302,18 +305,26 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 	}
 	config := map[string]any{
 		"start": cfg.Start.String(), "cadence": cfg.Cadence.String(), "mergeDelay": cfg.MergeDelay.String(),
-		"liveUpsize": cfg.LiveUpsize, "policies": opts.Policies, "maxPeakPercent": opts.MaxPeak,
+		"policies": opts.Policies, "maxPeakPercent": opts.MaxPeak,
 	}
-	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTable(f, results) }); err != nil {
+	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTables(f, deliveries) }); err != nil {
 		return err
 	}
-	if err := write("results.json", func(f *os.File) error { return backtest.WriteJSON(f, opts.inputs(), config, results) }); err != nil {
+	if err := write("results.json", func(f *os.File) error { return backtest.WriteJSON(f, opts.inputs(), config, deliveries) }); err != nil {
 		return err
 	}
-	if err := write("tradeoff.svg", func(f *os.File) error {
-		return backtest.PlotTradeoff(f, fmt.Sprintf("%d workloads, start %s", len(traces), cfg.Start), results)
-	}); err != nil {
-		return err
+	used := map[string]bool{"results.txt": true, "results.json": true}
+	for i, d := range deliveries {
+		name := "tradeoff.svg"
+		if i > 0 {
+			name = "tradeoff-live.svg"
+		}
+		used[name] = true
+		if err := write(name, func(f *os.File) error {
+			return backtest.PlotTradeoff(f, fmt.Sprintf("%d workloads, start %s, %s", len(traces), cfg.Start, d.Name), d.Results)
+		}); err != nil {
+			return err
+		}
 	}
 	names := chooseExamples(results)
 	for _, n := range opts.Plot {
@@ -321,7 +332,6 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 			names = append(names, n)
 		}
 	}
-	used := map[string]bool{"results.txt": true, "results.json": true, "tradeoff.svg": true}
 	for _, n := range names {
 		i := slices.IndexFunc(traces, func(t *backtest.Trace) bool { return t.Name == n })
 		if i < 0 {

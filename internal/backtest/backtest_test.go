@@ -102,7 +102,6 @@ func FuzzReadCSV(f *testing.F) {
 // fixed proposes the same target at every run.
 type fixed struct {
 	target engine.Allocation
-	urgent bool
 	seen   []int64
 }
 
@@ -112,7 +111,7 @@ func (f *fixed) Decide(s backtest.State) backtest.Proposal {
 	if last := s.Past.Compute[len(s.Past.Compute)-1].T; last > s.At {
 		panic("a strategy saw the future")
 	}
-	return backtest.Proposal{Target: f.target, Urgent: f.urgent}
+	return backtest.Proposal{Target: f.target}
 }
 
 func TestSimulateMergeDelay(t *testing.T) {
@@ -127,10 +126,40 @@ func TestSimulateMergeDelay(t *testing.T) {
 	require.Equal(t, fraction(0.5), tl.At(3*60*minute-1))
 	require.Equal(t, fraction(0.3), tl.At(3*60*minute))
 
-	// With the live fast path, an urgent upsize lands at once.
-	up := &fixed{target: fraction(0.8), urgent: true}
-	tl = backtest.Simulate(tr, up, backtest.Config{Start: fraction(0.5), Cadence: time.Hour, MergeDelay: 2 * time.Hour, LiveUpsize: true})
+	// With the live fast path, an upsize while usage reaches the share
+	// lands at once; without urgency, it waits for its merge like any.
+	live := backtest.Config{Start: fraction(0.5), Cadence: time.Hour, MergeDelay: 2 * time.Hour, Live: true}
+	full := trace("w", 6*60, constant(10), constant(50))
+	tl = backtest.Simulate(full, &fixed{target: fraction(0.8)}, live)
 	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 60 * minute, Alloc: fraction(0.8)}}, tl.Changes)
+	tl = backtest.Simulate(tr, &fixed{target: fraction(0.8)}, live)
+	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 180 * minute, Alloc: fraction(0.8)}}, tl.Changes)
+}
+
+func TestUrgent(t *testing.T) {
+	tests := []struct {
+		name            string
+		step            time.Duration
+		compute, memory []float64 // the last samples, one a step, ending at the run
+		want            bool
+	}{
+		{name: "memory at the share in the last two minutes", step: time.Minute, compute: []float64{10, 10, 10}, memory: []float64{20, 50, 20}, want: true},
+		{name: "compute above the share", step: time.Minute, compute: []float64{10, 10, 70}, memory: []float64{20, 20, 20}, want: true},
+		{name: "at the share three minutes ago only", step: time.Minute, compute: []float64{10, 10, 10}, memory: []float64{50, 20, 20}},
+		{name: "below the share", step: time.Minute, compute: []float64{49, 49, 49}, memory: []float64{49, 49, 49}},
+		{name: "sparse samples: the newest counts", step: 10 * time.Minute, compute: []float64{10, 10, 10}, memory: []float64{20, 20, 55}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &backtest.Trace{Name: "w", Step: tt.step}
+			for i := range tt.compute {
+				ts := int64(i) * tt.step.Milliseconds()
+				tr.Compute = append(tr.Compute, usage.Sample{T: ts, V: tt.compute[i]})
+				tr.Memory = append(tr.Memory, usage.Sample{T: ts, V: tt.memory[i]})
+			}
+			require.Equal(t, tt.want, backtest.Urgent(tr, tr.End(), fraction(0.5)))
+		})
+	}
 }
 
 // flipping proposes a then b then back: an open pull request is updated in

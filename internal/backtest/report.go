@@ -8,6 +8,31 @@ import (
 	"text/tabwriter"
 )
 
+// The two deliveries every strategy is replayed under.
+const (
+	PullRequests     = "pull requests"
+	PullRequestsLive = "pull requests + live fast path"
+)
+
+// Delivery is one way changes reach the cluster, and every strategy's
+// outcome under it.
+type Delivery struct {
+	Name    string
+	Live    bool
+	Results []Result
+}
+
+// WriteTables renders one table per delivery.
+func WriteTables(w io.Writer, deliveries []Delivery) error {
+	for _, d := range deliveries {
+		fmt.Fprintf(w, "\n%s:\n\n", d.Name)
+		if err := WriteTable(w, d.Results); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WriteTable renders the results for people.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -59,19 +84,29 @@ type jsonWorkload struct {
 	jsonScore
 }
 
+type jsonDelivery struct {
+	Name       string         `json:"name"`
+	Live       bool           `json:"live"`
+	Strategies []jsonStrategy `json:"strategies"`
+}
+
 // WriteJSON renders the results for machines, with every workload's score.
-func WriteJSON(w io.Writer, inputs []string, config any, results []Result) error {
+func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) error {
 	doc := struct {
 		Inputs     []string       `json:"inputs"`
 		Config     any            `json:"config"`
-		Strategies []jsonStrategy `json:"strategies"`
+		Deliveries []jsonDelivery `json:"deliveries"`
 	}{Inputs: inputs, Config: config}
-	for _, r := range results {
-		js := jsonStrategy{Name: r.Strategy, Total: toJSON(r.Total)}
-		for _, ws := range r.Workloads {
-			js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, jsonScore: toJSON(ws.Score)})
+	for _, d := range deliveries {
+		jd := jsonDelivery{Name: d.Name, Live: d.Live}
+		for _, r := range d.Results {
+			js := jsonStrategy{Name: r.Strategy, Total: toJSON(r.Total)}
+			for _, ws := range r.Workloads {
+				js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, jsonScore: toJSON(ws.Score)})
+			}
+			jd.Strategies = append(jd.Strategies, js)
 		}
-		doc.Strategies = append(doc.Strategies, js)
+		doc.Deliveries = append(doc.Deliveries, jd)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

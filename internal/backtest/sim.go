@@ -66,13 +66,8 @@ type OOMKill struct {
 // Proposal is a strategy's answer at one run.
 type Proposal struct {
 	Target engine.Allocation
-	// Urgent marks pressure now: with the live fast path, it takes effect
-	// at once instead of after the merge delay.
-	Urgent bool
-	// Live says the strategy itself enables the live fast path.
-	Live bool
-	// Immediate takes effect at once, whatever the configuration: the
-	// oracle's privilege.
+	// Immediate takes effect at once, whatever the delivery: the oracle's
+	// privilege, and VPA Auto's, which evicts the pod to apply it.
 	Immediate bool
 }
 
@@ -102,8 +97,33 @@ type Config struct {
 	Cadence time.Duration
 	// MergeDelay is how long a pull request waits to be merged.
 	MergeDelay time.Duration
-	// LiveUpsize applies urgent upsizes at once (DESIGN §7).
-	LiveUpsize bool
+	// Live adds the live fast path to pull requests, for every strategy
+	// alike (DESIGN §7): an upsize proposed while usage is urgent (see
+	// Urgent) is applied at once, and its pull request catches Git up.
+	Live bool
+}
+
+// UrgentWindow is how far back the urgency rule looks: the guide's
+// reactive upsize window (examples/quickstart/policies).
+const UrgentWindow = 2 * time.Minute
+
+// Urgent is the one urgency rule of the live fast path, the same for every
+// strategy so that delivery does not favour one: usage of either metric
+// reached the allocation within the last UrgentWindow (or at the newest
+// sample, when samples are sparser). It is the guide's reactive upsize
+// trigger (thresholdPercent 100, metricsWindow 2m), applied to what any
+// strategy could observe.
+func Urgent(past *Trace, at int64, cur engine.Allocation) bool {
+	from := at - max(UrgentWindow, past.Step).Milliseconds()
+	w := usage.Window{From: from, To: at}
+	for _, s := range [][]usage.Sample{past.Compute, past.Memory} {
+		for _, x := range usage.In(s, w) {
+			if x.Valid() && !kai.Above(cur.GPUs, x.V/100) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Simulate replays one trace through one strategy.
@@ -134,7 +154,7 @@ func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
 		case p.Target == cur:
 			// Nothing to change: an open pull request is closed.
 			pending = nil
-		case p.Immediate || (cfg.LiveUpsize || p.Live) && p.Urgent && p.Target.GPUs > cur.GPUs:
+		case p.Immediate || cfg.Live && p.Target.GPUs > cur.GPUs && Urgent(st.Past, at, cur):
 			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
 			pending = nil
 		case pending != nil:

@@ -37,7 +37,9 @@ func (e *Engine) Decide(s State) Proposal {
 	if d.Action != engine.Upsize && d.Action != engine.ScaleBack {
 		return Proposal{Target: s.Current}
 	}
-	return Proposal{Target: d.Recommended, Urgent: d.Urgent, Live: g.Strategy.LiveUpsize}
+	// The policy's gitops.liveUpsize and the decision's urgency are left
+	// to the simulator: every strategy is delivered alike (Config.Live).
+	return Proposal{Target: d.Recommended}
 }
 
 // pods replays the workload as the cluster would have run it: every change
