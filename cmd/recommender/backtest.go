@@ -33,6 +33,8 @@ type backtestOptions struct {
 	Start       float64
 	Cadence     time.Duration
 	MergeDelay  time.Duration
+	OOMKill     bool          // a memory breach kills the container (HAMi-core)
+	Restart     time.Duration // how long a killed container takes to restart
 	OutDir      string
 	Plot        []string // workloads to plot; empty: a few chosen
 	MaxPeak     float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
@@ -67,6 +69,9 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 			if opts.Cadence < time.Minute {
 				return flagErrorf("`--cadence` must be at least 1m")
 			}
+			if opts.Restart < 0 {
+				return flagErrorf("`--restart-time` must not be negative")
+			}
 			if opts.MergeDelay < 0 {
 				return flagErrorf("`--merge-delay` must not be negative")
 			}
@@ -89,6 +94,8 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.StringVar(&start, "start", "1", "every workload's starting allocation, in GPUs (1 or more: whole GPUs)")
 	f.DurationVar(&opts.Cadence, "cadence", time.Hour, "interval between runs of the job")
 	f.DurationVar(&opts.MergeDelay, "merge-delay", 2*time.Hour, "time from a pull request to its merge")
+	f.BoolVar(&opts.OOMKill, "oom-kill", true, "a memory breach kills the container, as under HAMi-core: usage beyond the share is never seen")
+	f.DurationVar(&opts.Restart, "restart-time", 2*time.Minute, "how long a container killed for memory takes to restart, its usage held to its share")
 	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")
 	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
 	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time, besides those chosen from the results (repeatable)")
@@ -252,7 +259,7 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 	}
 	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.VPA{Bounds: bounds, Auto: true},
 		backtest.KRRSimple{Bounds: bounds}, backtest.PeakPlus15{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
-	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay}
+	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart}
 
 	// Every strategy is delivered both ways, so that none wins by its
 	// delivery alone.
@@ -269,8 +276,12 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 	}
 	opts.Logger.Info("backtest done", "strategies", len(strategies), "workloads", len(traces), "elapsed", time.Since(began).Round(time.Millisecond))
 
-	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s\n",
-		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay)
+	kills := "memory breaches kill the container, restarting in " + opts.Restart.String()
+	if !opts.OOMKill {
+		kills = "memory breaches have no consequence"
+	}
+	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s; %s\n",
+		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, kills)
 	if err := backtest.WriteTables(opts.IO.Out, deliveries); err != nil {
 		return err
 	}
@@ -305,7 +316,7 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 	}
 	config := map[string]any{
 		"start": cfg.Start.String(), "cadence": cfg.Cadence.String(), "mergeDelay": cfg.MergeDelay.String(),
-		"policies": opts.Policies, "maxPeakPercent": opts.MaxPeak,
+		"policies": opts.Policies, "maxPeakPercent": opts.MaxPeak, "oomKill": cfg.OOMKill, "restart": cfg.Restart.String(),
 	}
 	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTables(f, deliveries) }); err != nil {
 		return err

@@ -180,6 +180,9 @@ func TestSimulatePullRequestLifecycle(t *testing.T) {
 	s := &flipping{plan: []engine.Allocation{fraction(0.4), fraction(0.3), fraction(0.5), fraction(0.2)}}
 	tl := backtest.Simulate(tr, s, cfg)
 	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 390 * minute, Alloc: fraction(0.2)}}, tl.Changes)
+	// Opened at 1h and 4h, updated at 2h; the same value again is no update.
+	require.Equal(t, 2, tl.PullRequestsOpened)
+	require.Equal(t, 1, tl.PullRequestsUpdated)
 
 	s = &flipping{plan: []engine.Allocation{fraction(0.4), fraction(0.3)}}
 	tl = backtest.Simulate(tr, s, cfg)
@@ -278,4 +281,58 @@ func TestFromUsage(t *testing.T) {
 	require.Equal(t, usage.Sample{T: 0, V: 25}, tr.Memory[0], "the hottest of 50% of 0.5 and 10% of 0.4")
 	require.True(t, math.IsNaN(tr.Memory[1].V), "no pod reported memory then")
 	require.InDelta(t, 32, tr.Memory[2].V, 1e-6)
+}
+
+// peakSeen keeps the allocation and notes the largest memory it is shown.
+type peakSeen struct{ peak float64 }
+
+func (p *peakSeen) Name() string { return "peak-seen" }
+func (p *peakSeen) Decide(s backtest.State) backtest.Proposal {
+	m, _, _ := usage.Peak(s.Past.Memory)
+	p.peak = max(p.peak, m)
+	return backtest.Proposal{Target: s.Current}
+}
+
+func TestOOMKill(t *testing.T) {
+	// At a 0.5 share, memory demand is 20 % but 70 % from minute 10 to 14.
+	tr := trace("w", 60, constant(10), func(i int) float64 {
+		if i >= 10 && i < 15 {
+			return 70
+		}
+		return 20
+	})
+	tests := []struct {
+		name     string
+		oomKill  bool
+		restart  time.Duration
+		kills    []int64 // minutes
+		seenPeak float64
+	}{
+		{name: "no consequence: the demand is seen", seenPeak: 70},
+		// Killed at 10; restarting until 12, held to the share; killed
+		// again at 13, the first sample after, and restarting until 15.
+		{name: "killed, restarting for 2 minutes", oomKill: true, restart: 2 * time.Minute, kills: []int64{10, 13}, seenPeak: 50},
+		{name: "killed at every breach with an instant restart", oomKill: true, kills: []int64{10, 11, 12, 13, 14}, seenPeak: 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := backtest.Config{Start: fraction(0.5), Cadence: time.Minute, OOMKill: tt.oomKill, Restart: tt.restart}
+			s := &peakSeen{}
+			tl := backtest.Simulate(tr, s, cfg)
+			var kills []int64
+			for _, k := range tl.OOMKills {
+				require.Equal(t, fraction(0.5), k.Alloc)
+				kills = append(kills, k.T/minute)
+			}
+			require.Equal(t, tt.kills, kills)
+			require.InDelta(t, tt.seenPeak, s.peak, 1e-9)
+			// The breach is scored on the demand, killed or not: 5
+			// minutes, each 40 % over the share.
+			sc := backtest.Evaluate(tr, tl)
+			require.Equal(t, len(tt.kills), sc.OOMKills)
+			require.InDelta(t, 5, sc.MemoryBreachMinutes, 1e-6)
+			require.InDelta(t, 40, sc.MeanMemoryOvershootPercent(), 1e-6)
+			require.InDelta(t, 40, sc.MaxMemoryOvershootPercent, 1e-6)
+		})
+	}
 }

@@ -114,7 +114,7 @@ func TestNoLookAhead(t *testing.T) {
 			}
 			return 25
 		})
-	cfg := backtest.Config{Start: fraction(0.6), Cadence: time.Hour, MergeDelay: 2 * time.Hour, Live: true}
+	cfg := backtest.Config{Start: fraction(0.6), Cadence: time.Hour, MergeDelay: 2 * time.Hour, Live: true, OOMKill: true, Restart: 2 * time.Minute}
 	var peeked int
 	tests := []struct {
 		name  string

@@ -36,12 +36,14 @@ func WriteTables(w io.Writer, deliveries []Delivery) error {
 // WriteTable renders the results for people.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\trelative slack\tmemory breach min\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\t")
+	fmt.Fprintln(tw, "strategy\trelative slack\tmemory breach min\tOOM kills\tovershoot mean/max\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\tPRs opened+updated/workload/day\t")
 	for _, r := range results {
 		t := r.Total
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%.0f\t%.0f\t%d/%d (%.1f%%)\t%.2f\t\n", r.Strategy, 100*t.RelativeSlack(),
-			t.MemoryBreachMinutes, t.ComputeBreachMinutes, t.WorkloadsWithMemoryBreach, t.Workloads,
-			100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)), t.ChangesPerWorkloadDay())
+		opened, updated := t.PullRequestsPerWorkloadDay()
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%.0f\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack(),
+			t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershootPercent(), t.MaxMemoryOvershootPercent, t.ComputeBreachMinutes,
+			t.WorkloadsWithMemoryBreach, t.Workloads, 100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)),
+			t.ChangesPerWorkloadDay(), opened, updated)
 	}
 	return tw.Flush()
 }
@@ -52,14 +54,25 @@ type jsonScore struct {
 	SlackGPUHours             float64 `json:"slackGPUHours"`
 	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes"`
 	ComputeBreachMinutes      float64 `json:"computeBreachMinutes"`
+	OOMKills                  int     `json:"oomKills"`
+	MeanMemoryOvershoot       float64 `json:"meanMemoryOvershootPercent"`
+	MaxMemoryOvershoot        float64 `json:"maxMemoryOvershootPercent"`
 	Workloads                 int     `json:"workloads"`
 	WorkloadsWithMemoryBreach int     `json:"workloadsWithMemoryBreach"`
 	Changes                   int     `json:"changes"`
 	ChangesPerWorkloadDay     float64 `json:"changesPerWorkloadDay"`
+	PullRequestsOpened        int     `json:"pullRequestsOpened"`
+	PullRequestsUpdated       int     `json:"pullRequestsUpdated"`
+	PullRequestsOpenedPerDay  float64 `json:"pullRequestsOpenedPerWorkloadDay"`
+	PullRequestsUpdatedPerDay float64 `json:"pullRequestsUpdatedPerWorkloadDay"`
 }
 
 func toJSON(s Score) jsonScore {
+	opened, updated := s.PullRequestsPerWorkloadDay()
 	return jsonScore{
+		OOMKills: s.OOMKills, MeanMemoryOvershoot: round(s.MeanMemoryOvershootPercent(), 1), MaxMemoryOvershoot: round(s.MaxMemoryOvershootPercent, 1),
+		PullRequestsOpened: s.PullRequestsOpened, PullRequestsUpdated: s.PullRequestsUpdated,
+		PullRequestsOpenedPerDay: round(opened, 3), PullRequestsUpdatedPerDay: round(updated, 3),
 		RelativeSlack: round(s.RelativeSlack(), 4), AllocatedGPUHours: round(s.AllocatedGPUHours, 3),
 		SlackGPUHours: round(s.SlackGPUHours, 3), MemoryBreachMinutes: round(s.MemoryBreachMinutes, 1),
 		ComputeBreachMinutes: round(s.ComputeBreachMinutes, 1), Workloads: s.Workloads,
