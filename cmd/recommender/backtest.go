@@ -258,7 +258,9 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 		}
 	}
 	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.VPA{Bounds: bounds, Auto: true},
-		backtest.KRRSimple{Bounds: bounds}, backtest.PeakPlus15{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
+		backtest.KRRSimple{Bounds: bounds}, backtest.PeakPlus15{Bounds: bounds},
+		backtest.CadenceOracle{Bounds: bounds, Period: 7 * 24 * time.Hour}, backtest.CadenceOracle{Bounds: bounds, Period: 24 * time.Hour},
+		backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
 	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart}
 
 	// Every strategy is delivered both ways, so that none wins by its

@@ -73,7 +73,7 @@ func TestBacktestRun(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "2 workloads from testdata/trace.csv; start 0.50, a run every 1h0m0s, merged after 2h0m0s; memory breaches kill the container, restarting in 2m0s\n\npull requests:\n")
 	require.Contains(t, stdout, "\npull requests + live fast path:\n")
-	for _, s := range []string{"static", "kubex-guide", "vpa", "vpa-auto", "krr-simple", `peak\+15%`, "oracle"} {
+	for _, s := range []string{"static", "kubex-guide", "vpa", "vpa-auto", "krr-simple", `peak\+15%`, "oracle-weekly", "oracle-daily", "oracle"} {
 		require.Regexp(t, `(?m)^\s+`+s+`\s+\d+\.\d%`, stdout)
 	}
 	for _, f := range []string{"results.txt", "results.json", "tradeoff.svg", "tradeoff-live.svg", "workload-quiet.svg", "workload-bursty.svg"} {
@@ -96,7 +96,7 @@ func TestBacktestRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &doc))
 	require.Len(t, doc.Deliveries, 2)
 	for _, d := range doc.Deliveries {
-		require.Len(t, d.Strategies, 7)
+		require.Len(t, d.Strategies, 9)
 		for _, s := range d.Strategies {
 			require.Equal(t, 2, s.Total.Workloads, s.Name)
 			require.True(t, s.Total.RelativeSlack >= 0 && s.Total.RelativeSlack < 1, s.Name)

@@ -2,6 +2,7 @@ package backtest_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -138,6 +139,53 @@ func TestPeakPlus15(t *testing.T) {
 			tr := trace("w", 100, tt.compute, constant(30))
 			st := backtest.State{At: 99 * minute, Past: tr, Current: tt.current}
 			require.Equal(t, tt.want, backtest.PeakPlus15{Bounds: bounds}.Decide(st).Target)
+		})
+	}
+}
+
+// TestCadenceOracle checks the oracles at our cadence on two days of
+// one-minute samples, hourly runs, starting at one GPU.
+func TestCadenceOracle(t *testing.T) {
+	bounds := backtest.Bounds{Ceiling: 1, Floor: 0.05, MinChangePercent: 5}
+	hour := 60 * minute
+	tests := []struct {
+		name   string
+		memory func(int) float64
+		period time.Duration
+		want   []backtest.Change
+	}{
+		// 20 % until 36 h, then 60 %. The sample at 36 h is served by the
+		// allocation set before it, so the step up must come at the 35 h
+		// run, 34 h after the first: allowed once a day.
+		{name: "daily: down at once, up before the step", period: 24 * time.Hour, memory: func(i int) float64 {
+			if i >= 36*60 {
+				return 60
+			}
+			return 20
+		}, want: []backtest.Change{{T: 0, Alloc: whole(1)}, {T: hour, Alloc: fraction(0.2)}, {T: 35 * hour, Alloc: fraction(0.6)}}},
+		{name: "weekly: one change, sized for the whole", period: 7 * 24 * time.Hour, memory: func(i int) float64 {
+			if i >= 36*60 {
+				return 60
+			}
+			return 20
+		}, want: []backtest.Change{{T: 0, Alloc: whole(1)}, {T: hour, Alloc: fraction(0.6)}}},
+		// A spike at 10 h: the first segment must hold it, and the next
+		// change may come a day after the first, at 25 h.
+		{name: "daily: a spike holds the first day", period: 24 * time.Hour, memory: func(i int) float64 {
+			if i == 10*60 {
+				return 60
+			}
+			return 20
+		}, want: []backtest.Change{{T: 0, Alloc: whole(1)}, {T: hour, Alloc: fraction(0.6)}, {T: 25 * hour, Alloc: fraction(0.2)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trace("w", 48*60, constant(10), tt.memory)
+			cfg := backtest.Config{Start: whole(1), Cadence: time.Hour, MergeDelay: 2 * time.Hour}
+			o := backtest.CadenceOracle{Bounds: bounds, Period: tt.period}
+			tl := backtest.Simulate(tr, o, cfg)
+			require.Equal(t, tt.want, tl.Changes)
+			require.Zero(t, backtest.Evaluate(tr, tl).MemoryBreachMinutes)
 		})
 	}
 }

@@ -36,16 +36,37 @@ func WriteTables(w io.Writer, deliveries []Delivery) error {
 // WriteTable renders the results for people.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\trelative slack\tmemory breach min\tOOM kills\tovershoot mean/max\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\tPRs opened+updated/workload/day\t")
+	oracle, _ := slackOf(results, DailyOracle)
+	fmt.Fprintln(tw, "strategy\trelative slack\tslack ÷ "+DailyOracle+"\tmemory breach min\tOOM kills\tovershoot mean/max\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\tPRs opened+updated/workload/day\t")
 	for _, r := range results {
 		t := r.Total
 		opened, updated := t.PullRequestsPerWorkloadDay()
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%.0f\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack(),
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%.0f\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack(), ratio(t, oracle),
 			t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershootPercent(), t.MaxMemoryOvershootPercent, t.ComputeBreachMinutes,
 			t.WorkloadsWithMemoryBreach, t.Workloads, 100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)),
 			t.ChangesPerWorkloadDay(), opened, updated)
 	}
 	return tw.Flush()
+}
+
+// slackOf finds a strategy's slack in GPU-hours.
+func slackOf(results []Result, name string) (float64, bool) {
+	for _, r := range results {
+		if r.Strategy == name {
+			return r.Total.SlackGPUHours, true
+		}
+	}
+	return 0, false
+}
+
+// ratio is a score's slack over the daily oracle's: how far from the
+// least slack a pull-request recommender can reach. The ratio takes
+// absolute slack, so it is on the same demand whatever each allocated.
+func ratio(s Score, oracle float64) string {
+	if oracle <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", s.SlackGPUHours/oracle)
 }
 
 type jsonScore struct {
@@ -87,9 +108,11 @@ func round(v float64, digits int) float64 {
 }
 
 type jsonStrategy struct {
-	Name      string         `json:"name"`
-	Total     jsonScore      `json:"total"`
-	Workloads []jsonWorkload `json:"workloads"`
+	Name  string    `json:"name"`
+	Total jsonScore `json:"total"`
+	// SlackRatio is the total slack over the daily oracle's.
+	SlackRatio float64        `json:"slackRatioToDailyOracle,omitempty"`
+	Workloads  []jsonWorkload `json:"workloads"`
 }
 
 type jsonWorkload struct {
@@ -112,8 +135,12 @@ func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) 
 	}{Inputs: inputs, Config: config}
 	for _, d := range deliveries {
 		jd := jsonDelivery{Name: d.Name, Live: d.Live}
+		oracle, _ := slackOf(d.Results, DailyOracle)
 		for _, r := range d.Results {
 			js := jsonStrategy{Name: r.Strategy, Total: toJSON(r.Total)}
+			if oracle > 0 {
+				js.SlackRatio = round(r.Total.SlackGPUHours/oracle, 3)
+			}
 			for _, ws := range r.Workloads {
 				js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, jsonScore: toJSON(ws.Score)})
 			}

@@ -138,6 +138,9 @@ func Urgent(past *Trace, at int64, cur engine.Allocation) bool {
 
 // Simulate replays one trace through one strategy.
 func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
+	if p, ok := s.(Planner); ok {
+		return p.Plan(tr, cfg)
+	}
 	tl := &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}
 	// pending is the open pull request: its value, and when it merges.
 	var pending *Change
