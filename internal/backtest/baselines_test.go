@@ -189,3 +189,15 @@ func TestCadenceOracle(t *testing.T) {
 		})
 	}
 }
+
+// TestVPAForgetsOldPods: a pod that ended before VPA's 8 days of history
+// leaves nothing, and breaks nothing.
+func TestVPAForgetsOldPods(t *testing.T) {
+	tr := trace("w", 10*24*60, constant(20), constant(30))
+	at := int64(10*24*60-1) * minute
+	allocs := timeline(backtest.Change{T: 0, Alloc: whole(1)}, backtest.Change{T: 24 * 60 * minute, Alloc: fraction(0.5)})
+	r := backtest.VPA{}.Recommend(backtest.State{At: at, Past: tr, Current: fraction(0.5), Allocations: allocs})
+	// Compute 0.20 ends its bucket at 0.2158, memory 0.30 at 0.3038: the
+	// target is 0.3038 × 1.15.
+	require.InDelta(t, 0.3494, r.Target, 1e-4)
+}

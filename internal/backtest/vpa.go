@@ -170,6 +170,10 @@ func (v VPA) Recommend(s State) VPARecommendation {
 			end = changes[i+1].T - 1
 		}
 		span := usage.Window{From: max(ch.T-1, from), To: min(end, s.At)}
+		if span.To <= span.From {
+			// The pod ended before the history VPA keeps.
+			continue
+		}
 		var windowEnd int64
 		// peak is the interval's peak; seen, that of its samples alone,
 		// which an OOM bump starts from (container.go RecordOOM).
