@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -323,10 +324,23 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTables(f, deliveries) }); err != nil {
 		return err
 	}
-	if err := write("results.json", func(f *os.File) error { return backtest.WriteJSON(f, opts.inputs(), config, deliveries) }); err != nil {
+	var js bytes.Buffer
+	if err := backtest.WriteJSON(&js, opts.inputs(), config, deliveries); err != nil {
 		return err
 	}
-	used := map[string]bool{"results.txt": true, "results.json": true}
+	if err := write("results.json", func(f *os.File) error { _, err := f.Write(js.Bytes()); return err }); err != nil {
+		return err
+	}
+	// The Markdown tables are rendered from results.json as written, as
+	// the check of BENCHMARKS.md renders them.
+	doc, err := backtest.ReadResults(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		return err
+	}
+	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
+		return err
+	}
+	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true}
 	for i, d := range deliveries {
 		name := "tradeoff.svg"
 		if i > 0 {

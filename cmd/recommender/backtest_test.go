@@ -76,7 +76,7 @@ func TestBacktestRun(t *testing.T) {
 	for _, s := range []string{"static", "kubex-guide", "vpa", "vpa-auto", "krr-simple", `peak\+15%`, "oracle-weekly", "oracle-daily", "oracle"} {
 		require.Regexp(t, `(?m)^\s+`+s+`\s+\d+\.\d%`, stdout)
 	}
-	for _, f := range []string{"results.txt", "results.json", "tradeoff.svg", "tradeoff-live.svg", "workload-quiet.svg", "workload-bursty.svg"} {
+	for _, f := range []string{"results.txt", "results.json", "results.md", "tradeoff.svg", "tradeoff-live.svg", "workload-quiet.svg", "workload-bursty.svg"} {
 		require.FileExists(t, filepath.Join(out, f))
 	}
 	var doc struct {
@@ -153,7 +153,7 @@ func TestBacktestWritesOnlyUnderOut(t *testing.T) {
 	}))
 	require.ElementsMatch(t, []string{
 		"trace.csv",
-		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/tradeoff.svg", "a/b/c/out/tradeoff-live.svg",
+		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/results.md", "a/b/c/out/tradeoff.svg", "a/b/c/out/tradeoff-live.svg",
 		"a/b/c/out/workload-x_.._.._.._pwned.svg", "a/b/c/out/workload-x_.._.._.._pwned-2.svg",
 	}, files)
 }

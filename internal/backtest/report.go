@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -151,4 +152,53 @@ func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) 
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// Results is results.json read back: what BENCHMARKS.md's tables are
+// rendered from, so that they cannot drift from the run.
+type Results struct {
+	Inputs     []string `json:"inputs"`
+	Deliveries []struct {
+		Name       string `json:"name"`
+		Strategies []struct {
+			Name       string    `json:"name"`
+			Total      jsonScore `json:"total"`
+			SlackRatio float64   `json:"slackRatioToDailyOracle"`
+		} `json:"strategies"`
+	} `json:"deliveries"`
+}
+
+// ReadResults reads a results.json.
+func ReadResults(r io.Reader) (*Results, error) {
+	var doc Results
+	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+		return nil, err
+	}
+	return &doc, nil
+}
+
+// WriteMarkdown renders one table per delivery, as BENCHMARKS.md shows
+// them.
+func (doc *Results) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	for i, d := range doc.Deliveries {
+		if d.Name == "" {
+			return fmt.Errorf("delivery %d has no name", i)
+		}
+		if i > 0 {
+			fmt.Fprintln(&b)
+		}
+		fmt.Fprintf(&b, "*%s*\n\n", strings.ToUpper(d.Name[:1])+d.Name[1:])
+		fmt.Fprintln(&b, "| strategy | relative slack | slack ÷ "+DailyOracle+" | memory breach min | OOM kills | overshoot mean / max | compute breach min | workloads w/ memory breach | changes /workload/day | PRs opened + updated /workload/day |")
+		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, s := range d.Strategies {
+			t := s.Total
+			fmt.Fprintf(&b, "| %s | %.1f %% | %.2f | %.0f | %d | %.0f %% / %.0f %% | %.0f | %d/%d | %.2f | %.2f + %.2f |\n",
+				s.Name, 100*t.RelativeSlack, s.SlackRatio, t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot,
+				t.ComputeBreachMinutes, t.WorkloadsWithMemoryBreach, t.Workloads, t.ChangesPerWorkloadDay,
+				t.PullRequestsOpenedPerDay, t.PullRequestsUpdatedPerDay)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -139,7 +139,13 @@ func Urgent(past *Trace, at int64, cur engine.Allocation) bool {
 // Simulate replays one trace through one strategy.
 func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
 	if p, ok := s.(Planner); ok {
-		return p.Plan(tr, cfg)
+		// A plan meets the demand where the ceiling allows; where it
+		// cannot, the kills count as for anyone.
+		tl := p.Plan(tr, cfg)
+		obs := newObserver(tr, cfg)
+		obs.observe(tr.End(), tl)
+		tl.OOMKills = obs.kills
+		return tl
 	}
 	tl := &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}
 	// pending is the open pull request: its value, and when it merges.
