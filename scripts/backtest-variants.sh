@@ -32,11 +32,13 @@ strategy mc10 "minChangePercent: 10"
 proactive p99 "computePercentile: 99"
 proactive p95 "computePercentile: 95"
 proactive h10 "headroomPercent: 10"
+proactive p90 "computePercentile: 90"
+proactive mh12 "minHistory: 12h"
 variant sb1h 's/metricsWindow: 10m/metricsWindow: 1h/'
 variant sb6h 's/metricsWindow: 10m/metricsWindow: 6h/'
 
 policies=()
-for v in guide mc10 p99 p95 h10 sb1h sb6h; do
+for v in guide mc10 p99 p95 p90 h10 mh12 sb1h sb6h; do
 	if [ "$v" != guide ] && cmp -s "$guide" "$dir/$v.yaml"; then
 		echo "variant $v did not change the policy" >&2
 		exit 1
@@ -51,5 +53,6 @@ run() {
 	go run ./cmd/recommender backtest "${policies[@]}" --out "$out/$name" "$@"
 	echo
 }
+run gentd26-from-one-gpu --traces "$traces/usage.csv" --start 1
 run gentd26-from-half-gpu --traces "$traces/usage.csv" --start 0.5
 run llm-fitting-one-gpu --traces "$traces/usage_derived_llm.csv.gz" --max-peak 100 --start 1
