@@ -23,3 +23,20 @@ run gentd26-from-half-gpu --traces "$traces/usage.csv" --start 0.5
 # Derived: LLM serving demand modelled from request traces (14 days).
 run llm-fitting-one-gpu --traces "$traces/usage_derived_llm.csv.gz" --max-peak 100 --start 1
 run llm-all --traces "$traces/usage_derived_llm.csv.gz" --start 1 --plot servegen-m-small-c002
+
+# BENCHMARKS.md shows each scenario's results.md between
+# "<!-- backtest-results NAME -->" and "<!-- /backtest-results -->";
+# TestBenchmarksMatchResults (internal/backtest) checks that they agree.
+if [ "$out" = docs/backtest ]; then
+	tmp=$(mktemp)
+	awk -v dir="$out" '
+		/^<!-- \/backtest-results -->$/ { skip = 0 }
+		!skip { print }
+		/^<!-- backtest-results [^ ]+ -->$/ {
+			f = dir "/" $3 "/results.md"
+			while ((getline line < f) > 0) print line
+			close(f)
+			skip = 1
+		}' BENCHMARKS.md >"$tmp"
+	mv "$tmp" BENCHMARKS.md
+fi

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -33,7 +34,8 @@ type backtestOptions struct {
 	Start       float64
 	Cadence     time.Duration
 	MergeDelay  time.Duration
-	LiveUpsize  bool
+	OOMKill     bool          // a memory breach kills the container (HAMi-core)
+	Restart     time.Duration // how long a killed container takes to restart
 	OutDir      string
 	Plot        []string // workloads to plot; empty: a few chosen
 	MaxPeak     float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
@@ -47,7 +49,8 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 		Short: "Replay usage traces through the policies and the usual baselines, and score them",
 		Long: "backtest replays recorded usage through the decision engine under each --policies, at the job's\n" +
 			"cadence with changes landing after a merge delay, and through the baselines people use (static,\n" +
-			"VPA-like, KRR-like, and an oracle that knows the future). It scores each on relative slack,\n" +
+			"VPA as pull requests and in Auto mode, KRR's simple strategy, peak + 15 %, and an oracle that knows\n" +
+			"the future). It scores each on relative slack,\n" +
 			"breach-minutes and churn.",
 		Example: "  recommender backtest --traces ../shared/traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
 		Args:    noArgs,
@@ -66,6 +69,9 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 			opts.Start = v
 			if opts.Cadence < time.Minute {
 				return flagErrorf("`--cadence` must be at least 1m")
+			}
+			if opts.Restart < 0 {
+				return flagErrorf("`--restart-time` must not be negative")
 			}
 			if opts.MergeDelay < 0 {
 				return flagErrorf("`--merge-delay` must not be negative")
@@ -89,7 +95,8 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.StringVar(&start, "start", "1", "every workload's starting allocation, in GPUs (1 or more: whole GPUs)")
 	f.DurationVar(&opts.Cadence, "cadence", time.Hour, "interval between runs of the job")
 	f.DurationVar(&opts.MergeDelay, "merge-delay", 2*time.Hour, "time from a pull request to its merge")
-	f.BoolVar(&opts.LiveUpsize, "live-upsize", false, "apply urgent upsizes at once (the live fast path)")
+	f.BoolVar(&opts.OOMKill, "oom-kill", true, "a memory breach kills the container, as under HAMi-core: usage beyond the share is never seen")
+	f.DurationVar(&opts.Restart, "restart-time", 2*time.Minute, "how long a container killed for memory takes to restart, its usage held to its share")
 	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")
 	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
 	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time, besides those chosen from the results (repeatable)")
@@ -251,32 +258,44 @@ func runBacktest(ctx context.Context, opts *backtestOptions) error {
 			bounds = backtest.Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
 		}
 	}
-	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.KRR{Bounds: bounds}, backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
-	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, LiveUpsize: opts.LiveUpsize}
+	strategies = append(strategies, backtest.VPA{Bounds: bounds}, backtest.VPA{Bounds: bounds, Auto: true},
+		backtest.KRRSimple{Bounds: bounds}, backtest.PeakPlus15{Bounds: bounds},
+		backtest.CadenceOracle{Bounds: bounds, Period: 7 * 24 * time.Hour}, backtest.CadenceOracle{Bounds: bounds, Period: 24 * time.Hour},
+		backtest.Oracle{Bounds: bounds, Cadence: opts.Cadence})
+	cfg := backtest.Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart}
 
+	// Every strategy is delivered both ways, so that none wins by its
+	// delivery alone.
 	began := time.Now()
-	results, err := backtest.Run(ctx, traces, strategies, cfg)
-	if err != nil {
-		return err
+	deliveries := []backtest.Delivery{{Name: backtest.PullRequests}, {Name: backtest.PullRequestsLive, Live: true}}
+	for i := range deliveries {
+		c := cfg
+		c.Live = deliveries[i].Live
+		results, err := backtest.Run(ctx, traces, strategies, c)
+		if err != nil {
+			return err
+		}
+		deliveries[i].Results = results
 	}
 	opts.Logger.Info("backtest done", "strategies", len(strategies), "workloads", len(traces), "elapsed", time.Since(began).Round(time.Millisecond))
 
-	live := "as each policy says"
-	if opts.LiveUpsize {
-		live = "on for every policy"
+	kills := "memory breaches kill the container, restarting in " + opts.Restart.String()
+	if !opts.OOMKill {
+		kills = "memory breaches have no consequence"
 	}
-	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, live upsize %s\n\n",
-		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, live)
-	if err := backtest.WriteTable(opts.IO.Out, results); err != nil {
+	fmt.Fprintf(opts.IO.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s; %s\n",
+		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, kills)
+	if err := backtest.WriteTables(opts.IO.Out, deliveries); err != nil {
 		return err
 	}
 	if opts.OutDir == "" {
 		return nil
 	}
-	return writeBacktestFiles(opts, traces, cfg, results)
+	return writeBacktestFiles(opts, traces, cfg, deliveries)
 }
 
-func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg backtest.Config, results []backtest.Result) error {
+func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg backtest.Config, deliveries []backtest.Delivery) error {
+	results := deliveries[0].Results
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
 	}
@@ -300,18 +319,39 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 	}
 	config := map[string]any{
 		"start": cfg.Start.String(), "cadence": cfg.Cadence.String(), "mergeDelay": cfg.MergeDelay.String(),
-		"liveUpsize": cfg.LiveUpsize, "policies": opts.Policies, "maxPeakPercent": opts.MaxPeak,
+		"policies": opts.Policies, "maxPeakPercent": opts.MaxPeak, "oomKill": cfg.OOMKill, "restart": cfg.Restart.String(),
 	}
-	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTable(f, results) }); err != nil {
+	if err := write("results.txt", func(f *os.File) error { return backtest.WriteTables(f, deliveries) }); err != nil {
 		return err
 	}
-	if err := write("results.json", func(f *os.File) error { return backtest.WriteJSON(f, opts.inputs(), config, results) }); err != nil {
+	var js bytes.Buffer
+	if err := backtest.WriteJSON(&js, opts.inputs(), config, deliveries); err != nil {
 		return err
 	}
-	if err := write("tradeoff.svg", func(f *os.File) error {
-		return backtest.PlotTradeoff(f, fmt.Sprintf("%d workloads, start %s", len(traces), cfg.Start), results)
-	}); err != nil {
+	if err := write("results.json", func(f *os.File) error { _, err := f.Write(js.Bytes()); return err }); err != nil {
 		return err
+	}
+	// The Markdown tables are rendered from results.json as written, as
+	// the check of BENCHMARKS.md renders them.
+	doc, err := backtest.ReadResults(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		return err
+	}
+	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
+		return err
+	}
+	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true}
+	for i, d := range deliveries {
+		name := "tradeoff.svg"
+		if i > 0 {
+			name = "tradeoff-live.svg"
+		}
+		used[name] = true
+		if err := write(name, func(f *os.File) error {
+			return backtest.PlotTradeoff(f, fmt.Sprintf("%d workloads, start %s, %s", len(traces), cfg.Start, d.Name), d.Results)
+		}); err != nil {
+			return err
+		}
 	}
 	names := chooseExamples(results)
 	for _, n := range opts.Plot {
@@ -319,7 +359,6 @@ func writeBacktestFiles(opts *backtestOptions, traces []*backtest.Trace, cfg bac
 			names = append(names, n)
 		}
 	}
-	used := map[string]bool{"results.txt": true, "results.json": true, "tradeoff.svg": true}
 	for _, n := range names {
 		i := slices.IndexFunc(traces, func(t *backtest.Trace) bool { return t.Name == n })
 		if i < 0 {
@@ -362,7 +401,7 @@ func plotFile(name string, used map[string]bool) string {
 }
 
 // chooseExamples picks up to three workloads worth looking at: where the
-// first policy leaves the most slack, and where it and the VPA-like
+// first policy leaves the most slack, and where it and VPA
 // baseline breach memory the most.
 func chooseExamples(results []backtest.Result) []string {
 	pick := func(r backtest.Result, score func(backtest.Score) float64) string {
@@ -386,7 +425,7 @@ func chooseExamples(results []backtest.Result) []string {
 		add(pick(results[1], breach))
 	}
 	for _, r := range results {
-		if r.Strategy == "vpa-like" {
+		if r.Strategy == "vpa" {
 			add(pick(r, breach))
 		}
 	}

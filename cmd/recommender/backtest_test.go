@@ -25,14 +25,14 @@ func TestNewCmdBacktest(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"--traces", "t.csv"},
-			want: backtestOptions{Traces: []string{"t.csv"}, Start: 1, Cadence: time.Hour, MergeDelay: 2 * time.Hour},
+			want: backtestOptions{Traces: []string{"t.csv"}, Start: 1, Cadence: time.Hour, MergeDelay: 2 * time.Hour, OOMKill: true, Restart: 2 * time.Minute},
 		},
 		{
 			name: "everything",
 			args: []string{"--traces", "a.csv", "--traces", "b.csv.gz", "--policies", "g=p", "--start", "0.5", "--cadence", "30m",
-				"--merge-delay", "0s", "--live-upsize", "--out", "o", "--plot", "w", "--max-peak", "100"},
+				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100"},
 			want: backtestOptions{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
-				LiveUpsize: true, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
+				Restart: 5 * time.Minute, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
 		},
 		{name: "no traces", args: nil, err: "`--traces` or `--metrics-file` is required"},
 		{name: "recording without repo", args: []string{"--metrics-file", "m.om"}, err: "`--metrics-file` and `--repo` go together: the repository names the workloads of the recording"},
@@ -40,6 +40,7 @@ func TestNewCmdBacktest(t *testing.T) {
 		{name: "start off KAI's grid", args: []string{"--traces", "t", "--start", "0.555"}, err: "invalid `--start` \"0.555\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
 		{name: "start between whole GPUs", args: []string{"--traces", "t", "--start", "1.5"}, err: "invalid `--start` \"1.5\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
 		{name: "tiny cadence", args: []string{"--traces", "t", "--cadence", "10s"}, err: "`--cadence` must be at least 1m"},
+		{name: "negative restart", args: []string{"--traces", "t", "--restart-time", "-1m"}, err: "`--restart-time` must not be negative"},
 		{name: "negative delay", args: []string{"--traces", "t", "--merge-delay", "-1h"}, err: "`--merge-delay` must not be negative"},
 	}
 	for _, tt := range tests {
@@ -70,34 +71,42 @@ func TestBacktestRun(t *testing.T) {
 	stdout, stderr, code := run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "kubex-guide="+quickstartRepo+"/policies",
 		"--start", "0.5", "--out", out, "--plot", "quiet")
 	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "2 workloads from testdata/trace.csv; start 0.50, a run every 1h0m0s, merged after 2h0m0s")
-	for _, s := range []string{"static", "kubex-guide", "vpa-like", "krr-like", "oracle"} {
+	require.Contains(t, stdout, "2 workloads from testdata/trace.csv; start 0.50, a run every 1h0m0s, merged after 2h0m0s; memory breaches kill the container, restarting in 2m0s\n\npull requests:\n")
+	require.Contains(t, stdout, "\npull requests + live fast path:\n")
+	for _, s := range []string{"static", "kubex-guide", "vpa", "vpa-auto", "krr-simple", `peak\+15%`, "oracle-weekly", "oracle-daily", "oracle"} {
 		require.Regexp(t, `(?m)^\s+`+s+`\s+\d+\.\d%`, stdout)
 	}
-	for _, f := range []string{"results.txt", "results.json", "tradeoff.svg", "workload-quiet.svg", "workload-bursty.svg"} {
+	for _, f := range []string{"results.txt", "results.json", "results.md", "tradeoff.svg", "tradeoff-live.svg", "workload-quiet.svg", "workload-bursty.svg"} {
 		require.FileExists(t, filepath.Join(out, f))
 	}
 	var doc struct {
-		Strategies []struct {
-			Name  string
-			Total struct {
-				RelativeSlack float64 `json:"relativeSlack"`
-				Workloads     int     `json:"workloads"`
+		Deliveries []struct {
+			Name       string
+			Strategies []struct {
+				Name  string
+				Total struct {
+					RelativeSlack float64 `json:"relativeSlack"`
+					Workloads     int     `json:"workloads"`
+				}
 			}
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(out, "results.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &doc))
-	require.Len(t, doc.Strategies, 5)
-	for _, s := range doc.Strategies {
-		require.Equal(t, 2, s.Total.Workloads, s.Name)
-		require.True(t, s.Total.RelativeSlack >= 0 && s.Total.RelativeSlack < 1, s.Name)
-	}
-	// The oracle is the lower bound on slack.
-	require.Equal(t, "oracle", doc.Strategies[4].Name)
-	for _, s := range doc.Strategies[:4] {
-		require.GreaterOrEqual(t, s.Total.RelativeSlack, doc.Strategies[4].Total.RelativeSlack, s.Name)
+	require.Len(t, doc.Deliveries, 2)
+	for _, d := range doc.Deliveries {
+		require.Len(t, d.Strategies, 9)
+		for _, s := range d.Strategies {
+			require.Equal(t, 2, s.Total.Workloads, s.Name)
+			require.True(t, s.Total.RelativeSlack >= 0 && s.Total.RelativeSlack < 1, s.Name)
+		}
+		// The oracle is the lower bound on slack.
+		last := len(d.Strategies) - 1
+		require.Equal(t, "oracle", d.Strategies[last].Name)
+		for _, s := range d.Strategies[:last] {
+			require.GreaterOrEqual(t, s.Total.RelativeSlack, d.Strategies[last].Total.RelativeSlack, s.Name)
+		}
 	}
 
 	_, stderr, code = run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "nope.yaml")
@@ -144,7 +153,7 @@ func TestBacktestWritesOnlyUnderOut(t *testing.T) {
 	}))
 	require.ElementsMatch(t, []string{
 		"trace.csv",
-		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/tradeoff.svg",
+		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/results.md", "a/b/c/out/tradeoff.svg", "a/b/c/out/tradeoff-live.svg",
 		"a/b/c/out/workload-x_.._.._.._pwned.svg", "a/b/c/out/workload-x_.._.._.._pwned-2.svg",
 	}, files)
 }

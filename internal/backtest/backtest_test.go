@@ -102,7 +102,6 @@ func FuzzReadCSV(f *testing.F) {
 // fixed proposes the same target at every run.
 type fixed struct {
 	target engine.Allocation
-	urgent bool
 	seen   []int64
 }
 
@@ -112,7 +111,7 @@ func (f *fixed) Decide(s backtest.State) backtest.Proposal {
 	if last := s.Past.Compute[len(s.Past.Compute)-1].T; last > s.At {
 		panic("a strategy saw the future")
 	}
-	return backtest.Proposal{Target: f.target, Urgent: f.urgent}
+	return backtest.Proposal{Target: f.target}
 }
 
 func TestSimulateMergeDelay(t *testing.T) {
@@ -127,10 +126,40 @@ func TestSimulateMergeDelay(t *testing.T) {
 	require.Equal(t, fraction(0.5), tl.At(3*60*minute-1))
 	require.Equal(t, fraction(0.3), tl.At(3*60*minute))
 
-	// With the live fast path, an urgent upsize lands at once.
-	up := &fixed{target: fraction(0.8), urgent: true}
-	tl = backtest.Simulate(tr, up, backtest.Config{Start: fraction(0.5), Cadence: time.Hour, MergeDelay: 2 * time.Hour, LiveUpsize: true})
+	// With the live fast path, an upsize while usage reaches the share
+	// lands at once; without urgency, it waits for its merge like any.
+	live := backtest.Config{Start: fraction(0.5), Cadence: time.Hour, MergeDelay: 2 * time.Hour, Live: true}
+	full := trace("w", 6*60, constant(10), constant(50))
+	tl = backtest.Simulate(full, &fixed{target: fraction(0.8)}, live)
 	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 60 * minute, Alloc: fraction(0.8)}}, tl.Changes)
+	tl = backtest.Simulate(tr, &fixed{target: fraction(0.8)}, live)
+	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 180 * minute, Alloc: fraction(0.8)}}, tl.Changes)
+}
+
+func TestUrgent(t *testing.T) {
+	tests := []struct {
+		name            string
+		step            time.Duration
+		compute, memory []float64 // the last samples, one a step, ending at the run
+		want            bool
+	}{
+		{name: "memory at the share in the last two minutes", step: time.Minute, compute: []float64{10, 10, 10}, memory: []float64{20, 50, 20}, want: true},
+		{name: "compute above the share", step: time.Minute, compute: []float64{10, 10, 70}, memory: []float64{20, 20, 20}, want: true},
+		{name: "at the share three minutes ago only", step: time.Minute, compute: []float64{10, 10, 10}, memory: []float64{50, 20, 20}},
+		{name: "below the share", step: time.Minute, compute: []float64{49, 49, 49}, memory: []float64{49, 49, 49}},
+		{name: "sparse samples: the newest counts", step: 10 * time.Minute, compute: []float64{10, 10, 10}, memory: []float64{20, 20, 55}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &backtest.Trace{Name: "w", Step: tt.step}
+			for i := range tt.compute {
+				ts := int64(i) * tt.step.Milliseconds()
+				tr.Compute = append(tr.Compute, usage.Sample{T: ts, V: tt.compute[i]})
+				tr.Memory = append(tr.Memory, usage.Sample{T: ts, V: tt.memory[i]})
+			}
+			require.Equal(t, tt.want, backtest.Urgent(tr, tr.End(), fraction(0.5)))
+		})
+	}
 }
 
 // flipping proposes a then b then back: an open pull request is updated in
@@ -151,6 +180,9 @@ func TestSimulatePullRequestLifecycle(t *testing.T) {
 	s := &flipping{plan: []engine.Allocation{fraction(0.4), fraction(0.3), fraction(0.5), fraction(0.2)}}
 	tl := backtest.Simulate(tr, s, cfg)
 	require.Equal(t, []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 390 * minute, Alloc: fraction(0.2)}}, tl.Changes)
+	// Opened at 1h and 4h, updated at 2h; the same value again is no update.
+	require.Equal(t, 2, tl.PullRequestsOpened)
+	require.Equal(t, 1, tl.PullRequestsUpdated)
 
 	s = &flipping{plan: []engine.Allocation{fraction(0.4), fraction(0.3)}}
 	tl = backtest.Simulate(tr, s, cfg)
@@ -184,26 +216,8 @@ func TestEvaluate(t *testing.T) {
 	require.Equal(t, 1, s.Changes)
 }
 
-func TestBaselines(t *testing.T) {
+func TestOracle(t *testing.T) {
 	bounds := backtest.Bounds{Ceiling: 1, Floor: 0.05, MinChangePercent: 5}
-	// Compute ramps 1..100 over 100 minutes; memory flat at 30%.
-	tr := trace("w", 100, func(i int) float64 { return float64(i + 1) }, constant(30))
-	at := int64(99) * minute
-	st := backtest.State{At: at, Past: tr, Current: fraction(0.5)}
-
-	// KRR: max 100% × 1.15, clamped to the ceiling: one whole GPU.
-	require.Equal(t, engine.Allocation{Form: engine.WholeGPUs, GPUs: 1}, backtest.KRR{Bounds: bounds}.Decide(st).Target)
-	// VPA: p90 of samples decayed over 100 minutes (barely) ≈ 90%, × 1.15.
-	got := backtest.VPA{Bounds: bounds}.Decide(st).Target
-	require.Equal(t, engine.WholeGPUs, got.Form)
-	flat := trace("w", 100, constant(40), constant(30))
-	st.Past = flat
-	require.Equal(t, fraction(0.46), backtest.VPA{Bounds: bounds}.Decide(st).Target)
-	require.Equal(t, fraction(0.46), backtest.KRR{Bounds: bounds}.Decide(st).Target)
-	// Below the minimum change, nothing moves.
-	st.Current = fraction(0.47)
-	require.Equal(t, fraction(0.47), backtest.KRR{Bounds: bounds}.Decide(st).Target)
-
 	// The oracle sees the next hour's peak, and acts at once.
 	spiky := trace("w", 180, func(i int) float64 {
 		if i == 150 {
@@ -248,38 +262,6 @@ func TestEngineReplaysThePolicy(t *testing.T) {
 	require.Greater(t, tl.Last().GPUs, 0.3, "%+v", tl.Changes)
 }
 
-// TestRunNeverSeesTheFuture: cutting a trace short changes nothing before
-// the cut, for every strategy but the oracle.
-func TestRunNeverSeesTheFuture(t *testing.T) {
-	set, err := policy.Load(context.Background(), "../../examples/quickstart/policies")
-	require.NoError(t, err)
-	g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
-	bounds := backtest.Bounds{Ceiling: 1, Floor: 0.05, MinChangePercent: 5}
-	strategies := []backtest.Strategy{&backtest.Engine{Label: "guide", Governance: g}, backtest.VPA{Bounds: bounds}, backtest.KRR{Bounds: bounds}}
-	full := trace("w", 40*60, func(i int) float64 { return 10 + 30*math.Abs(math.Sin(float64(i)/300)) },
-		func(i int) float64 {
-			if i > 35*60 {
-				return 95
-			}
-			return 25
-		})
-	cut := trace("w", 30*60, func(i int) float64 { return full.Compute[i].V }, func(i int) float64 { return full.Memory[i].V })
-	cfg := backtest.Config{Start: fraction(0.6), Cadence: time.Hour, MergeDelay: time.Hour}
-	a, err := backtest.Run(context.Background(), []*backtest.Trace{full}, strategies, cfg)
-	require.NoError(t, err)
-	b, err := backtest.Run(context.Background(), []*backtest.Trace{cut}, strategies, cfg)
-	require.NoError(t, err)
-	for i := range strategies {
-		var before []backtest.Change
-		for _, c := range a[i].Workloads[0].Timeline.Changes {
-			if c.T <= cut.End() {
-				before = append(before, c)
-			}
-		}
-		require.Equal(t, b[i].Workloads[0].Timeline.Changes, before, strategies[i].Name())
-	}
-}
-
 func TestFromUsage(t *testing.T) {
 	w := usage.Workload{Step: time.Minute, Pods: []usage.Pod{
 		{Name: "a", Allocation: 0.5, Series: map[usage.Metric][]usage.Sample{
@@ -299,4 +281,58 @@ func TestFromUsage(t *testing.T) {
 	require.Equal(t, usage.Sample{T: 0, V: 25}, tr.Memory[0], "the hottest of 50% of 0.5 and 10% of 0.4")
 	require.True(t, math.IsNaN(tr.Memory[1].V), "no pod reported memory then")
 	require.InDelta(t, 32, tr.Memory[2].V, 1e-6)
+}
+
+// peakSeen keeps the allocation and notes the largest memory it is shown.
+type peakSeen struct{ peak float64 }
+
+func (p *peakSeen) Name() string { return "peak-seen" }
+func (p *peakSeen) Decide(s backtest.State) backtest.Proposal {
+	m, _, _ := usage.Peak(s.Past.Memory)
+	p.peak = max(p.peak, m)
+	return backtest.Proposal{Target: s.Current}
+}
+
+func TestOOMKill(t *testing.T) {
+	// At a 0.5 share, memory demand is 20 % but 70 % from minute 10 to 14.
+	tr := trace("w", 60, constant(10), func(i int) float64 {
+		if i >= 10 && i < 15 {
+			return 70
+		}
+		return 20
+	})
+	tests := []struct {
+		name     string
+		oomKill  bool
+		restart  time.Duration
+		kills    []int64 // minutes
+		seenPeak float64
+	}{
+		{name: "no consequence: the demand is seen", seenPeak: 70},
+		// Killed at 10; restarting until 12, held to the share; killed
+		// again at 13, the first sample after, and restarting until 15.
+		{name: "killed, restarting for 2 minutes", oomKill: true, restart: 2 * time.Minute, kills: []int64{10, 13}, seenPeak: 50},
+		{name: "killed at every breach with an instant restart", oomKill: true, kills: []int64{10, 11, 12, 13, 14}, seenPeak: 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := backtest.Config{Start: fraction(0.5), Cadence: time.Minute, OOMKill: tt.oomKill, Restart: tt.restart}
+			s := &peakSeen{}
+			tl := backtest.Simulate(tr, s, cfg)
+			var kills []int64
+			for _, k := range tl.OOMKills {
+				require.Equal(t, fraction(0.5), k.Alloc)
+				kills = append(kills, k.T/minute)
+			}
+			require.Equal(t, tt.kills, kills)
+			require.InDelta(t, tt.seenPeak, s.peak, 1e-9)
+			// The breach is scored on the demand, killed or not: 5
+			// minutes, each 40 % over the share.
+			sc := backtest.Evaluate(tr, tl)
+			require.Equal(t, len(tt.kills), sc.OOMKills)
+			require.InDelta(t, 5, sc.MemoryBreachMinutes, 1e-6)
+			require.InDelta(t, 40, sc.MeanMemoryOvershootPercent(), 1e-6)
+			require.InDelta(t, 40, sc.MaxMemoryOvershootPercent, 1e-6)
+		})
+	}
 }

@@ -5,20 +5,69 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 )
+
+// The two deliveries every strategy is replayed under.
+const (
+	PullRequests     = "pull requests"
+	PullRequestsLive = "pull requests + live fast path"
+)
+
+// Delivery is one way changes reach the cluster, and every strategy's
+// outcome under it.
+type Delivery struct {
+	Name    string
+	Live    bool
+	Results []Result
+}
+
+// WriteTables renders one table per delivery.
+func WriteTables(w io.Writer, deliveries []Delivery) error {
+	for _, d := range deliveries {
+		fmt.Fprintf(w, "\n%s:\n\n", d.Name)
+		if err := WriteTable(w, d.Results); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // WriteTable renders the results for people.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\trelative slack\tmemory breach min\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\t")
+	oracle, _ := slackOf(results, DailyOracle)
+	fmt.Fprintln(tw, "strategy\trelative slack\tslack ÷ "+DailyOracle+"\tmemory breach min\tOOM kills\tovershoot mean/max\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\tPRs opened+updated/workload/day\t")
 	for _, r := range results {
 		t := r.Total
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%.0f\t%.0f\t%d/%d (%.1f%%)\t%.2f\t\n", r.Strategy, 100*t.RelativeSlack(),
-			t.MemoryBreachMinutes, t.ComputeBreachMinutes, t.WorkloadsWithMemoryBreach, t.Workloads,
-			100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)), t.ChangesPerWorkloadDay())
+		opened, updated := t.PullRequestsPerWorkloadDay()
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%.0f\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack(), ratio(t, oracle),
+			t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershootPercent(), t.MaxMemoryOvershootPercent, t.ComputeBreachMinutes,
+			t.WorkloadsWithMemoryBreach, t.Workloads, 100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)),
+			t.ChangesPerWorkloadDay(), opened, updated)
 	}
 	return tw.Flush()
+}
+
+// slackOf finds a strategy's slack in GPU-hours.
+func slackOf(results []Result, name string) (float64, bool) {
+	for _, r := range results {
+		if r.Strategy == name {
+			return r.Total.SlackGPUHours, true
+		}
+	}
+	return 0, false
+}
+
+// ratio is a score's slack over the daily oracle's: how far from the
+// least slack a pull-request recommender can reach. The ratio takes
+// absolute slack, so it is on the same demand whatever each allocated.
+func ratio(s Score, oracle float64) string {
+	if oracle <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", s.SlackGPUHours/oracle)
 }
 
 type jsonScore struct {
@@ -27,14 +76,25 @@ type jsonScore struct {
 	SlackGPUHours             float64 `json:"slackGPUHours"`
 	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes"`
 	ComputeBreachMinutes      float64 `json:"computeBreachMinutes"`
+	OOMKills                  int     `json:"oomKills"`
+	MeanMemoryOvershoot       float64 `json:"meanMemoryOvershootPercent"`
+	MaxMemoryOvershoot        float64 `json:"maxMemoryOvershootPercent"`
 	Workloads                 int     `json:"workloads"`
 	WorkloadsWithMemoryBreach int     `json:"workloadsWithMemoryBreach"`
 	Changes                   int     `json:"changes"`
 	ChangesPerWorkloadDay     float64 `json:"changesPerWorkloadDay"`
+	PullRequestsOpened        int     `json:"pullRequestsOpened"`
+	PullRequestsUpdated       int     `json:"pullRequestsUpdated"`
+	PullRequestsOpenedPerDay  float64 `json:"pullRequestsOpenedPerWorkloadDay"`
+	PullRequestsUpdatedPerDay float64 `json:"pullRequestsUpdatedPerWorkloadDay"`
 }
 
 func toJSON(s Score) jsonScore {
+	opened, updated := s.PullRequestsPerWorkloadDay()
 	return jsonScore{
+		OOMKills: s.OOMKills, MeanMemoryOvershoot: round(s.MeanMemoryOvershootPercent(), 1), MaxMemoryOvershoot: round(s.MaxMemoryOvershootPercent, 1),
+		PullRequestsOpened: s.PullRequestsOpened, PullRequestsUpdated: s.PullRequestsUpdated,
+		PullRequestsOpenedPerDay: round(opened, 3), PullRequestsUpdatedPerDay: round(updated, 3),
 		RelativeSlack: round(s.RelativeSlack(), 4), AllocatedGPUHours: round(s.AllocatedGPUHours, 3),
 		SlackGPUHours: round(s.SlackGPUHours, 3), MemoryBreachMinutes: round(s.MemoryBreachMinutes, 1),
 		ComputeBreachMinutes: round(s.ComputeBreachMinutes, 1), Workloads: s.Workloads,
@@ -49,9 +109,11 @@ func round(v float64, digits int) float64 {
 }
 
 type jsonStrategy struct {
-	Name      string         `json:"name"`
-	Total     jsonScore      `json:"total"`
-	Workloads []jsonWorkload `json:"workloads"`
+	Name  string    `json:"name"`
+	Total jsonScore `json:"total"`
+	// SlackRatio is the total slack over the daily oracle's.
+	SlackRatio float64        `json:"slackRatioToDailyOracle,omitempty"`
+	Workloads  []jsonWorkload `json:"workloads"`
 }
 
 type jsonWorkload struct {
@@ -59,21 +121,84 @@ type jsonWorkload struct {
 	jsonScore
 }
 
+type jsonDelivery struct {
+	Name       string         `json:"name"`
+	Live       bool           `json:"live"`
+	Strategies []jsonStrategy `json:"strategies"`
+}
+
 // WriteJSON renders the results for machines, with every workload's score.
-func WriteJSON(w io.Writer, inputs []string, config any, results []Result) error {
+func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) error {
 	doc := struct {
 		Inputs     []string       `json:"inputs"`
 		Config     any            `json:"config"`
-		Strategies []jsonStrategy `json:"strategies"`
+		Deliveries []jsonDelivery `json:"deliveries"`
 	}{Inputs: inputs, Config: config}
-	for _, r := range results {
-		js := jsonStrategy{Name: r.Strategy, Total: toJSON(r.Total)}
-		for _, ws := range r.Workloads {
-			js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, jsonScore: toJSON(ws.Score)})
+	for _, d := range deliveries {
+		jd := jsonDelivery{Name: d.Name, Live: d.Live}
+		oracle, _ := slackOf(d.Results, DailyOracle)
+		for _, r := range d.Results {
+			js := jsonStrategy{Name: r.Strategy, Total: toJSON(r.Total)}
+			if oracle > 0 {
+				js.SlackRatio = round(r.Total.SlackGPUHours/oracle, 3)
+			}
+			for _, ws := range r.Workloads {
+				js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, jsonScore: toJSON(ws.Score)})
+			}
+			jd.Strategies = append(jd.Strategies, js)
 		}
-		doc.Strategies = append(doc.Strategies, js)
+		doc.Deliveries = append(doc.Deliveries, jd)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// Results is results.json read back: what BENCHMARKS.md's tables are
+// rendered from, so that they cannot drift from the run.
+type Results struct {
+	Inputs     []string `json:"inputs"`
+	Deliveries []struct {
+		Name       string `json:"name"`
+		Strategies []struct {
+			Name       string    `json:"name"`
+			Total      jsonScore `json:"total"`
+			SlackRatio float64   `json:"slackRatioToDailyOracle"`
+		} `json:"strategies"`
+	} `json:"deliveries"`
+}
+
+// ReadResults reads a results.json.
+func ReadResults(r io.Reader) (*Results, error) {
+	var doc Results
+	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+		return nil, err
+	}
+	return &doc, nil
+}
+
+// WriteMarkdown renders one table per delivery, as BENCHMARKS.md shows
+// them.
+func (doc *Results) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	for i, d := range doc.Deliveries {
+		if d.Name == "" {
+			return fmt.Errorf("delivery %d has no name", i)
+		}
+		if i > 0 {
+			fmt.Fprintln(&b)
+		}
+		fmt.Fprintf(&b, "*%s*\n\n", strings.ToUpper(d.Name[:1])+d.Name[1:])
+		fmt.Fprintln(&b, "| strategy | relative slack | slack ÷ "+DailyOracle+" | memory breach min | OOM kills | overshoot mean / max | compute breach min | workloads w/ memory breach | changes /workload/day | PRs opened + updated /workload/day |")
+		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, s := range d.Strategies {
+			t := s.Total
+			fmt.Fprintf(&b, "| %s | %.1f %% | %.2f | %.0f | %d | %.0f %% / %.0f %% | %.0f | %d/%d | %.2f | %.2f + %.2f |\n",
+				s.Name, 100*t.RelativeSlack, s.SlackRatio, t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot,
+				t.ComputeBreachMinutes, t.WorkloadsWithMemoryBreach, t.Workloads, t.ChangesPerWorkloadDay,
+				t.PullRequestsOpenedPerDay, t.PullRequestsUpdatedPerDay)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -1,7 +1,6 @@
 package backtest
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -38,7 +37,9 @@ func (e *Engine) Decide(s State) Proposal {
 	if d.Action != engine.Upsize && d.Action != engine.ScaleBack {
 		return Proposal{Target: s.Current}
 	}
-	return Proposal{Target: d.Recommended, Urgent: d.Urgent, Live: g.Strategy.LiveUpsize}
+	// The policy's gitops.liveUpsize and the decision's urgency are left
+	// to the simulator: every strategy is delivered alike (Config.Live).
+	return Proposal{Target: d.Recommended}
 }
 
 // pods replays the workload as the cluster would have run it: every change
@@ -95,8 +96,8 @@ type Bounds struct {
 	MinChangePercent int
 }
 
-// apply turns a raw target in GPUs into a proposal.
-func (b Bounds) apply(cur engine.Allocation, target float64) engine.Allocation {
+// Apply turns a raw target in GPUs into a proposal.
+func (b Bounds) Apply(cur engine.Allocation, target float64) engine.Allocation {
 	target = min(max(target, b.Floor), b.Ceiling)
 	var next engine.Allocation
 	if target > kai.MaxFraction {
@@ -112,106 +113,88 @@ func (b Bounds) apply(cur engine.Allocation, target float64) engine.Allocation {
 	return next
 }
 
-// VPA is the Kubernetes VPA recommender's method carried over to GPUs: the
-// 90th percentile of an exponentially decaying histogram (half-life 24h) of
-// compute samples and of daily memory peaks, plus a 15% margin.
-type VPA struct {
+// KRRSimple is Robusta KRR's "simple" strategy (robusta-dev/krr,
+// robusta_krr/strategies/simple.py and core/abstract/strategies.py at their
+// defaults): compute at the 95th percentile of its history with no buffer,
+// memory at the maximum + 15 %, over 14 days, and no recommendation with
+// fewer than 100 data points or under 3 hours of history. A share holds
+// both, so the target is the larger. KRR only reports; here each change it
+// reports is a pull request.
+type KRRSimple struct {
 	Bounds Bounds
 }
 
 const (
-	vpaHalfLife   = 24 * time.Hour
-	vpaPercentile = 0.90
-	vpaMargin     = 0.15
-	vpaHistory    = 8 * 24 * time.Hour
+	krrHistory        = 14 * 24 * time.Hour
+	krrMinHistory     = 3 * time.Hour
+	krrPointsRequired = 100
+	krrCPUPercentile  = 0.95
+	krrMemoryBuffer   = 0.15
 )
 
-func (VPA) Name() string { return "vpa-like" }
+func (KRRSimple) Name() string { return "krr-simple" }
 
-func (v VPA) Decide(s State) Proposal {
-	w := usage.Window{From: s.At - vpaHistory.Milliseconds(), To: s.At}
-	compute := usage.In(s.Past.Compute, w)
-	if len(compute) == 0 {
+// Recommend is KRR's raw answer in GPUs; ok is false when KRR would print
+// "Not enough data".
+func (KRRSimple) Recommend(s State) (target float64, ok bool) {
+	w := usage.Window{From: s.At - krrHistory.Milliseconds(), To: s.At}
+	var cpu []float64
+	var first, last int64
+	for _, x := range usage.In(s.Past.Compute, w) {
+		if x.Valid() {
+			if len(cpu) == 0 {
+				first = x.T
+			}
+			last = x.T
+			cpu = append(cpu, x.V/100)
+		}
+	}
+	mem, n, okm := usage.Peak(usage.In(s.Past.Memory, w))
+	if len(cpu) < krrPointsRequired || n < krrPointsRequired || !okm || last-first < krrMinHistory.Milliseconds() {
+		return 0, false
+	}
+	return max(promQuantile(cpu, krrCPUPercentile), mem/100*(1+krrMemoryBuffer)), true
+}
+
+func (k KRRSimple) Decide(s State) Proposal {
+	t, ok := k.Recommend(s)
+	if !ok {
 		return Proposal{Target: s.Current}
 	}
-	var cs []weighted
-	for _, x := range compute {
-		if x.Valid() {
-			cs = append(cs, weighted{x.V / 100, decay(s.At, x.T)})
-		}
-	}
-	// Memory: one peak per 24h interval since the trace began, as VPA
-	// keeps one memory peak per aggregation interval.
-	var ms []weighted
-	day := (24 * time.Hour).Milliseconds()
-	start := s.Past.Start()
-	var peak float64
-	var bucket int64 = -1
-	for _, x := range usage.In(s.Past.Memory, w) {
-		if !x.Valid() {
-			continue
-		}
-		b := (x.T - start) / day
-		if b != bucket && bucket >= 0 {
-			ms = append(ms, weighted{peak, decay(s.At, start+bucket*day)})
-			peak = 0
-		}
-		bucket, peak = b, max(peak, x.V/100)
-	}
-	if bucket >= 0 {
-		ms = append(ms, weighted{peak, decay(s.At, start+bucket*day)})
-	}
-	target := max(quantile(cs, vpaPercentile), quantile(ms, vpaPercentile)) * (1 + vpaMargin)
-	return Proposal{Target: v.Bounds.apply(s.Current, target)}
+	return Proposal{Target: k.Bounds.Apply(s.Current, t)}
 }
 
-type weighted struct{ v, w float64 }
-
-func decay(now, t int64) float64 {
-	return math.Exp2(-float64(now-t) / float64(vpaHalfLife.Milliseconds()))
+// promQuantile is PromQL's quantile_over_time, which KRR queries: linear
+// interpolation between the closest ranks, at rank q·(n−1).
+func promQuantile(xs []float64, q float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	rank := q * float64(len(xs)-1)
+	lo := int(math.Floor(rank))
+	hi := min(lo+1, len(xs)-1)
+	f := rank - float64(lo)
+	return xs[lo]*(1-f) + xs[hi]*f
 }
 
-// quantile is the weighted q-quantile of xs (0 when empty).
-func quantile(xs []weighted, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.SortFunc(xs, func(a, b weighted) int { return cmp.Compare(a.v, b.v) })
-	var total float64
-	for _, x := range xs {
-		total += x.w
-	}
-	var acc float64
-	for _, x := range xs {
-		acc += x.w
-		if acc >= q*total {
-			return x.v
-		}
-	}
-	return xs[len(xs)-1].v
-}
-
-// KRR is Robusta KRR's memory rule applied to both metrics: the maximum
-// over 14 days, plus 15%.
-type KRR struct {
+// PeakPlus15 sizes both metrics as KRR sizes memory: the maximum over 14
+// days, plus 15 %. It is not KRR (whose compute is a percentile), but the
+// simplest conservative rule there is.
+type PeakPlus15 struct {
 	Bounds Bounds
 }
 
-const (
-	krrHistory = 14 * 24 * time.Hour
-	krrMargin  = 0.15
-)
+const peakMargin = 0.15
 
-func (KRR) Name() string { return "krr-like" }
+func (PeakPlus15) Name() string { return "peak+15%" }
 
-func (k KRR) Decide(s State) Proposal {
+func (k PeakPlus15) Decide(s State) Proposal {
 	w := usage.Window{From: s.At - krrHistory.Milliseconds(), To: s.At}
 	c, _, okc := usage.Peak(usage.In(s.Past.Compute, w))
 	m, _, okm := usage.Peak(usage.In(s.Past.Memory, w))
 	if !okc && !okm {
 		return Proposal{Target: s.Current}
 	}
-	return Proposal{Target: k.Bounds.apply(s.Current, max(c, m)/100*(1+krrMargin))}
+	return Proposal{Target: k.Bounds.Apply(s.Current, max(c, m)/100*(1+peakMargin))}
 }
 
 // Oracle knows the future: at each run it sets, at once, the smallest
@@ -238,5 +221,5 @@ func (o Oracle) DecideWithFuture(s State, full *Trace) Proposal {
 	}
 	b := o.Bounds
 	b.MinChangePercent = 0
-	return Proposal{Target: b.apply(s.Current, max(c, m)/100), Immediate: true}
+	return Proposal{Target: b.Apply(s.Current, max(c, m)/100), Immediate: true}
 }

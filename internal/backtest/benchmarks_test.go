@@ -1,0 +1,41 @@
+package backtest_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/backtest"
+)
+
+// TestBenchmarksMatchResults: every table of BENCHMARKS.md between
+// "<!-- backtest-results NAME -->" and "<!-- /backtest-results -->" is the
+// one rendered from docs/backtest/NAME/results.json, and every scenario
+// there has one. `make backtest` writes both.
+func TestBenchmarksMatchResults(t *testing.T) {
+	root := filepath.Join("..", "..")
+	md, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
+	require.NoError(t, err)
+	blocks := regexp.MustCompile(`(?ms)^<!-- backtest-results (\S+) -->\n(.*?)^<!-- /backtest-results -->$`).FindAllSubmatch(md, -1)
+	scenarios, err := filepath.Glob(filepath.Join(root, "docs", "backtest", "*", "results.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, scenarios)
+	require.Len(t, blocks, len(scenarios), "one table block per scenario of docs/backtest")
+	for _, b := range blocks {
+		name := string(b[1])
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(root, "docs", "backtest", name, "results.json"))
+			require.NoError(t, err)
+			defer f.Close()
+			doc, err := backtest.ReadResults(f)
+			require.NoError(t, err)
+			var want bytes.Buffer
+			require.NoError(t, doc.WriteMarkdown(&want))
+			require.Equal(t, want.String(), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
+		})
+	}
+}
