@@ -71,23 +71,25 @@ func ratio(s Score, oracle float64) string {
 	return fmt.Sprintf("%.2f", round(s.SlackGPUHours/oracle, 3))
 }
 
+// Zero figures are left out: most workloads have no breach and no kill,
+// and results.json holds every workload of every strategy twice.
 type jsonScore struct {
 	RelativeSlack             float64 `json:"relativeSlack"`
-	AllocatedGPUHours         float64 `json:"allocatedGPUHours"`
-	SlackGPUHours             float64 `json:"slackGPUHours"`
-	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes"`
-	ComputeBreachMinutes      float64 `json:"computeBreachMinutes"`
-	OOMKills                  int     `json:"oomKills"`
-	MeanMemoryOvershoot       float64 `json:"meanMemoryOvershootPercent"`
-	MaxMemoryOvershoot        float64 `json:"maxMemoryOvershootPercent"`
+	AllocatedGPUHours         float64 `json:"allocatedGPUHours,omitempty"`
+	SlackGPUHours             float64 `json:"slackGPUHours,omitempty"`
+	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes,omitempty"`
+	ComputeBreachMinutes      float64 `json:"computeBreachMinutes,omitempty"`
+	OOMKills                  int     `json:"oomKills,omitempty"`
+	MeanMemoryOvershoot       float64 `json:"meanMemoryOvershootPercent,omitempty"`
+	MaxMemoryOvershoot        float64 `json:"maxMemoryOvershootPercent,omitempty"`
 	Workloads                 int     `json:"workloads"`
-	WorkloadsWithMemoryBreach int     `json:"workloadsWithMemoryBreach"`
-	Changes                   int     `json:"changes"`
-	ChangesPerWorkloadDay     float64 `json:"changesPerWorkloadDay"`
-	PullRequestsOpened        int     `json:"pullRequestsOpened"`
-	PullRequestsUpdated       int     `json:"pullRequestsUpdated"`
-	PullRequestsOpenedPerDay  float64 `json:"pullRequestsOpenedPerWorkloadDay"`
-	PullRequestsUpdatedPerDay float64 `json:"pullRequestsUpdatedPerWorkloadDay"`
+	WorkloadsWithMemoryBreach int     `json:"workloadsWithMemoryBreach,omitempty"`
+	Changes                   int     `json:"changes,omitempty"`
+	ChangesPerWorkloadDay     float64 `json:"changesPerWorkloadDay,omitempty"`
+	PullRequestsOpened        int     `json:"pullRequestsOpened,omitempty"`
+	PullRequestsUpdated       int     `json:"pullRequestsUpdated,omitempty"`
+	PullRequestsOpenedPerDay  float64 `json:"pullRequestsOpenedPerWorkloadDay,omitempty"`
+	PullRequestsUpdatedPerDay float64 `json:"pullRequestsUpdatedPerWorkloadDay,omitempty"`
 }
 
 func toJSON(s Score) jsonScore {
