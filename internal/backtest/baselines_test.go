@@ -1,6 +1,7 @@
 package backtest_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -56,6 +57,12 @@ func TestVPA(t *testing.T) {
 	require.InDelta(t, 0.7167, r.Target, 1e-4)
 	require.InDelta(t, 0.5989, r.Lower, 1e-4)
 	require.InDelta(t, 1.0752, r.Upper, 1e-4)
+	require.Equal(t, 48*60, r.Samples)
+
+	// Without a valid sample VPA has no recommendation, and moves nothing.
+	blank := trace("w", 24*60, constant(math.NaN()), constant(math.NaN()))
+	p := backtest.VPA{Bounds: bounds}.Decide(backtest.State{At: 24*60*minute - minute, Past: blank, Current: whole(1), Allocations: timeline(old)})
+	require.Equal(t, whole(1), p.Target)
 
 	young := int64(40*60) * minute // a pod started 8 h before
 	tests := []struct {

@@ -34,18 +34,19 @@ func WriteTables(w io.Writer, deliveries []Delivery) error {
 	return nil
 }
 
-// WriteTable renders the results for people.
+// WriteTable renders the results for people. It prints the rounded
+// figures results.json holds, so that results.txt, results.json and the
+// Markdown tables never disagree in the last digit.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	oracle, _ := slackOf(results, DailyOracle)
 	fmt.Fprintln(tw, "strategy\trelative slack\tslack ÷ "+DailyOracle+"\tmemory breach min\tOOM kills\tovershoot mean/max\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\tPRs opened+updated/workload/day\t")
 	for _, r := range results {
-		t := r.Total
-		opened, updated := t.PullRequestsPerWorkloadDay()
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%.0f\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack(), ratio(t, oracle),
-			t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershootPercent(), t.MaxMemoryOvershootPercent, t.ComputeBreachMinutes,
+		t := toJSON(r.Total)
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%.0f\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack, ratio(r.Total, oracle),
+			t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot, t.ComputeBreachMinutes,
 			t.WorkloadsWithMemoryBreach, t.Workloads, 100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)),
-			t.ChangesPerWorkloadDay(), opened, updated)
+			t.ChangesPerWorkloadDay, t.PullRequestsOpenedPerDay, t.PullRequestsUpdatedPerDay)
 	}
 	return tw.Flush()
 }
@@ -67,26 +68,28 @@ func ratio(s Score, oracle float64) string {
 	if oracle <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f", s.SlackGPUHours/oracle)
+	return fmt.Sprintf("%.2f", round(s.SlackGPUHours/oracle, 3))
 }
 
+// Zero figures are left out: most workloads have no breach and no kill,
+// and results.json holds every workload of every strategy twice.
 type jsonScore struct {
 	RelativeSlack             float64 `json:"relativeSlack"`
-	AllocatedGPUHours         float64 `json:"allocatedGPUHours"`
-	SlackGPUHours             float64 `json:"slackGPUHours"`
-	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes"`
-	ComputeBreachMinutes      float64 `json:"computeBreachMinutes"`
-	OOMKills                  int     `json:"oomKills"`
-	MeanMemoryOvershoot       float64 `json:"meanMemoryOvershootPercent"`
-	MaxMemoryOvershoot        float64 `json:"maxMemoryOvershootPercent"`
+	AllocatedGPUHours         float64 `json:"allocatedGPUHours,omitempty"`
+	SlackGPUHours             float64 `json:"slackGPUHours,omitempty"`
+	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes,omitempty"`
+	ComputeBreachMinutes      float64 `json:"computeBreachMinutes,omitempty"`
+	OOMKills                  int     `json:"oomKills,omitempty"`
+	MeanMemoryOvershoot       float64 `json:"meanMemoryOvershootPercent,omitempty"`
+	MaxMemoryOvershoot        float64 `json:"maxMemoryOvershootPercent,omitempty"`
 	Workloads                 int     `json:"workloads"`
-	WorkloadsWithMemoryBreach int     `json:"workloadsWithMemoryBreach"`
-	Changes                   int     `json:"changes"`
-	ChangesPerWorkloadDay     float64 `json:"changesPerWorkloadDay"`
-	PullRequestsOpened        int     `json:"pullRequestsOpened"`
-	PullRequestsUpdated       int     `json:"pullRequestsUpdated"`
-	PullRequestsOpenedPerDay  float64 `json:"pullRequestsOpenedPerWorkloadDay"`
-	PullRequestsUpdatedPerDay float64 `json:"pullRequestsUpdatedPerWorkloadDay"`
+	WorkloadsWithMemoryBreach int     `json:"workloadsWithMemoryBreach,omitempty"`
+	Changes                   int     `json:"changes,omitempty"`
+	ChangesPerWorkloadDay     float64 `json:"changesPerWorkloadDay,omitempty"`
+	PullRequestsOpened        int     `json:"pullRequestsOpened,omitempty"`
+	PullRequestsUpdated       int     `json:"pullRequestsUpdated,omitempty"`
+	PullRequestsOpenedPerDay  float64 `json:"pullRequestsOpenedPerWorkloadDay,omitempty"`
+	PullRequestsUpdatedPerDay float64 `json:"pullRequestsUpdatedPerWorkloadDay,omitempty"`
 }
 
 func toJSON(s Score) jsonScore {

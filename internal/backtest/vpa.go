@@ -81,6 +81,9 @@ type VPARecommendation struct {
 	Target, Lower, Upper float64
 	// Confidence is the history in days.
 	Confidence float64
+	// Samples counts the compute samples aggregated: with none, VPA has
+	// no recommendation.
+	Samples int
 }
 
 // histogram is VPA's exponential histogram: bucket n starts at
@@ -230,14 +233,15 @@ func (v VPA) Recommend(s State) VPARecommendation {
 		Lower:      both(vpaLower) * math.Pow(1+0.001/conf, -2),
 		Upper:      both(vpaUpper) * (1 + 1/conf),
 		Confidence: conf,
+		Samples:    n,
 	}
 }
 
 func (v VPA) Decide(s State) Proposal {
-	if len(s.Past.Compute) == 0 {
+	r := v.Recommend(s)
+	if r.Samples == 0 {
 		return Proposal{Target: s.Current}
 	}
-	r := v.Recommend(s)
 	cur := s.Current.GPUs
 	podStart := s.Allocations.Changes[len(s.Allocations.Changes)-1].T
 	outside := cur < r.Lower || cur > r.Upper
