@@ -42,12 +42,18 @@ func Main(args []string, stdout, stderr io.Writer) exitCode {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	var flagErr *flagError
+	var cfgErr *configError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errProblems):
 		// The output already said what the problems are.
 		return exitProblems
+	case errors.As(err, &cfgErr):
+		// A config's errors name their key and line; run's usage would
+		// bury them.
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitUsage
 	case errors.As(err, &flagErr):
 		fmt.Fprintf(stderr, "%v\n\n%s", err, cmd.UsageString())
 		return exitUsage

@@ -45,7 +45,7 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
 	logger := func() (*slog.Logger, error) { return newLogger(io, logLevel) }
-	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger), newCmdBacktest(io, logger, nil))
+	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger, nil), newCmdBacktest(io, logger, nil), newCmdConfig(io, logger))
 	return cmd
 }
 

@@ -23,6 +23,11 @@ type runOptions struct {
 	IO     streams
 	Logger *slog.Logger
 
+	// Config is the config file that fills in what flags and the
+	// environment leave out; effective is the outcome.
+	Config    string
+	effective *effectiveConfig
+
 	Repo        string
 	Base        string
 	SCM         string
@@ -48,7 +53,9 @@ type runOptions struct {
 	Now func() time.Time
 }
 
-func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
+// newCmdRun builds run. runF, when not nil, replaces what run does once
+// its settings are read and checked: the seam for tests and for `config`.
+func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *runOptions) error) *cobra.Command {
 	opts := &runOptions{IO: io, Now: time.Now}
 	var parseUsage func() error
 	cmd := &cobra.Command{
@@ -64,39 +71,37 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 			"      --gitlab-token-file /var/run/secrets/gitlab/token --prometheus-url http://prometheus:9090",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch opts.SCM {
-			case "local":
-				if opts.Repo == "" {
-					return flagErrorf("`--repo` is required with `--scm local`")
-				}
-			case "github":
-				if err := opts.GitHub.check(); err != nil {
-					return err
-				}
-			case "gitlab":
-				if err := opts.GitLab.check(); err != nil {
-					return err
-				}
-			default:
-				return flagErrorf("invalid `--scm` %q: use local, github or gitlab", opts.SCM)
+			if !cmd.Flags().Changed("config") {
+				opts.Config = os.Getenv(envName("config"))
 			}
-			if err := parseUsage(); err != nil {
+			var cfg *configFile
+			if opts.Config != "" {
+				var err error
+				if cfg, err = readConfig(opts.Config); err != nil {
+					return err
+				}
+			}
+			eff, err := applyConfig(cmd.Flags(), cfg, os.LookupEnv)
+			if err != nil {
 				return err
 			}
-			switch plan.Grouping(opts.GroupBy) {
-			case plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
-			default:
-				return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", opts.GroupBy)
+			opts.effective = eff
+			if err := opts.check(parseUsage); err != nil {
+				return eff.explain(err)
 			}
 			log, err := logger()
 			if err != nil {
 				return err
 			}
 			opts.Logger = log
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
 			return runRun(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&opts.Config, "config", "", "read settings from this YAML `file` (or $RECOMMENDER_CONFIG); flags and RECOMMENDER_* variables win over it")
 	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
 	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository), github or gitlab")
@@ -119,6 +124,36 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
+}
+
+// check checks the settings once flags, environment and config file are
+// read; parseUsage parses and checks the usage flags.
+func (o *runOptions) check(parseUsage func() error) error {
+	switch o.SCM {
+	case "local":
+		if o.Repo == "" {
+			return flagErrorf("`--repo` is required with `--scm local`")
+		}
+	case "github":
+		if err := o.GitHub.check(); err != nil {
+			return err
+		}
+	case "gitlab":
+		if err := o.GitLab.check(); err != nil {
+			return err
+		}
+	default:
+		return flagErrorf("invalid `--scm` %q: use local, github or gitlab", o.SCM)
+	}
+	if err := parseUsage(); err != nil {
+		return err
+	}
+	switch plan.Grouping(o.GroupBy) {
+	case plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
+	default:
+		return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", o.GroupBy)
+	}
+	return nil
 }
 
 func runRun(ctx context.Context, opts *runOptions) error {
