@@ -78,7 +78,9 @@ var configKeys = []configKey{
 	{"commits.authorEmail", "author-email"},
 	{"commits.signingKeyFile", "signing-key-file"},
 	{"dryRun", "dry-run"},
+	{"detailedExitCode", "detailed-exit-code"},
 	{"logLevel", "log-level"},
+	{"logFormat", "log-format"},
 }
 
 // envPrefix starts the environment variable of every setting:
