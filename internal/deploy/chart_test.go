@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	kjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -30,16 +32,21 @@ const (
 	namespace = "gpu-rightsizing"
 )
 
-// optionSets are the documented value files in the chart's ci/ folder,
-// plus the defaults ("").
+// optionSets are the documented value files: the examples users start
+// from (examples/helm) and the chart's own (its ci/ folder), plus the
+// defaults (""). Each is a path from the repository's root.
 func optionSets(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
 	sets := []string{""}
-	for _, f := range files {
-		sets = append(sets, filepath.Base(f))
+	for _, pattern := range []string{"examples/helm/*.yaml", "charts/recommender/ci/*-values.yaml"} {
+		files, err := filepath.Glob(filepath.Join(root, pattern))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, pattern)
+		for _, f := range files {
+			rel, err := filepath.Rel(root, f)
+			require.NoError(t, err)
+			sets = append(sets, filepath.ToSlash(rel))
+		}
 	}
 	return sets
 }
@@ -50,7 +57,7 @@ func readValues(t *testing.T, set string) map[string]any {
 	if set == "" {
 		return vals
 	}
-	b, err := os.ReadFile(filepath.Join(chartDir, "ci", set))
+	b, err := os.ReadFile(filepath.Join(root, set))
 	require.NoError(t, err)
 	require.NoError(t, sigsyaml.Unmarshal(b, &vals))
 	return vals
@@ -67,6 +74,23 @@ type objects struct {
 	Roles               []*rbacv1.Role
 	RoleBindings        []*rbacv1.RoleBinding
 	Notes               string
+}
+
+// decodeStrict decodes a YAML document as the API server's strict field
+// validation does: an unknown field, a duplicate key or a field in the
+// wrong case (repoUrl for repoURL, which encoding/json would accept) is
+// an error.
+func decodeStrict(t *testing.T, doc []byte, obj any) error {
+	t.Helper()
+	j, err := sigsyaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(j, obj)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
@@ -122,7 +146,7 @@ func render(t *testing.T, vals map[string]any) objects {
 			default:
 				t.Fatalf("%s: unexpected object %s %s (the chart never renders a Secret)", name, meta.APIVersion, meta.Kind)
 			}
-			require.NoError(t, sigsyaml.UnmarshalStrict([]byte(doc), obj), "%s:\n%s", name, doc)
+			require.NoError(t, decodeStrict(t, []byte(doc), obj), "%s:\n%s", name, doc)
 		}
 	}
 	require.NotNil(t, objs.CronJob)
@@ -240,7 +264,7 @@ func TestChartRender(t *testing.T) {
 // TestChartSecretsByReference: each documented secret reaches the
 // container as a file, by reference to a Secret the chart does not create.
 func TestChartSecretsByReference(t *testing.T) {
-	objs := render(t, readValues(t, "github-app-values.yaml"))
+	objs := render(t, readValues(t, "examples/helm/github-app.yaml"))
 	c := objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 	env := map[string]string{}
 	for _, e := range c.Env {
@@ -311,12 +335,12 @@ func TestChartRBAC(t *testing.T) {
 	}{
 		{name: "defaults: KAI queues, read-only", want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
 		{
-			name: "read-only namespaces, no queues", set: "readonly-namespaces-values.yaml",
+			name: "read-only namespaces, no queues", set: "charts/recommender/ci/readonly-namespaces-values.yaml",
 			want:  []string{"inference apps deployments get", "inference apps deployments list", "staging apps deployments get", "staging apps deployments list"},
 			token: true,
 		},
 		{
-			name: "live mode", set: "live-values.yaml",
+			name: "live mode", set: "charts/recommender/ci/live-values.yaml",
 			want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list",
 				"inference apps deployments get", "inference apps deployments list", "inference apps deployments patch",
 				"staging apps deployments get", "staging apps deployments list", "staging apps deployments patch"},

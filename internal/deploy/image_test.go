@@ -20,7 +20,6 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
@@ -183,9 +182,9 @@ func TestMakeBuild(t *testing.T) {
 			rendered, err := engine.Render(ch, top)
 			require.NoError(t, err)
 			var cm corev1.ConfigMap
-			require.NoError(t, sigsyaml.UnmarshalStrict([]byte(rendered["recommender/templates/configmap.yaml"]), &cm))
+			require.NoError(t, decodeStrict(t, []byte(rendered["recommender/templates/configmap.yaml"]), &cm))
 			var cj batchv1.CronJob
-			require.NoError(t, sigsyaml.UnmarshalStrict([]byte(rendered["recommender/templates/cronjob.yaml"]), &cj))
+			require.NoError(t, decodeStrict(t, []byte(rendered["recommender/templates/cronjob.yaml"]), &cj))
 			config := filepath.Join(t.TempDir(), "config.yaml")
 			require.NoError(t, os.WriteFile(config, []byte(cm.Data["config.yaml"]), 0o600))
 
