@@ -2,11 +2,23 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: demo test demo-prometheus test-deps demo-run lint bench bench-prometheus fuzz backtest backtest-variants
+.PHONY: build image demo test demo-prometheus test-deps demo-run lint bench bench-prometheus fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
 	$(GO) run ./cmd/recommender plan --repo examples/quickstart --metrics-file examples/quickstart/metrics.om
+
+## build: the binary the image holds (static, reproducible) in bin/recommender, without Docker
+# The Dockerfile's `go build` uses the same flags: internal/deploy checks.
+GO_BUILD_FLAGS := -trimpath -buildvcs=false -ldflags="-s -w"
+BIN ?= bin/recommender
+build:
+	CGO_ENABLED=0 $(GO) build $(GO_BUILD_FLAGS) -o $(BIN) ./cmd/recommender
+
+## image: the container image (needs a Docker engine; IMAGE=name:tag to change)
+IMAGE ?= ghcr.io/gpu-rightsizing/recommender:dev
+image:
+	docker build -t $(IMAGE) .
 
 ## test: install what the tests run (promtool, git) and run every test
 test: test-deps

@@ -27,6 +27,11 @@ const (
 	// policy, an unreadable manifest, a refused edit, a failed usage
 	// query); the output says what, and what it touches is left alone.
 	exitProblems exitCode = 3
+	// exitChanges: the run went well and proposed changes (plan: a file
+	// would be edited; run: a pull request was opened or updated). Only
+	// with --detailed-exit-code: a Kubernetes Job takes any code but 0 for
+	// a failure, to retry and alert on.
+	exitChanges exitCode = 4
 )
 
 func main() {
@@ -42,12 +47,20 @@ func Main(args []string, stdout, stderr io.Writer) exitCode {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	var flagErr *flagError
+	var cfgErr *configError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errChanges):
+		return exitChanges
 	case errors.Is(err, errProblems):
 		// The output already said what the problems are.
 		return exitProblems
+	case errors.As(err, &cfgErr):
+		// A config's errors name their key and line; run's usage would
+		// bury them.
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitUsage
 	case errors.As(err, &flagErr):
 		fmt.Fprintf(stderr, "%v\n\n%s", err, cmd.UsageString())
 		return exitUsage
@@ -71,6 +84,10 @@ func (e *flagError) Unwrap() error { return e.err }
 func flagErrorf(format string, args ...any) error {
 	return &flagError{fmt.Errorf(format, args...)}
 }
+
+// errChanges says the run went well and proposed changes, for
+// --detailed-exit-code.
+var errChanges = errors.New("changes proposed")
 
 // errProblems says the run finished but refused some of its input.
 var errProblems = errors.New("problems found in the input")

@@ -23,6 +23,8 @@ type planOptions struct {
 	Output           string
 	PolicyPaths      []string
 	DefaultNamespace string
+	// DetailedExitCode: exit 4 when the plan edits a file.
+	DetailedExitCode bool
 
 	// Now is the clock, for the default evaluation time.
 	Now func() time.Time
@@ -52,9 +54,9 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 				return err
 			}
 			switch opts.Output {
-			case "table", "json":
+			case "table", "json", "markdown":
 			default:
-				return flagErrorf("invalid `--output` %q: use table or json", opts.Output)
+				return flagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
 			}
 			log, err := logger()
 			if err != nil {
@@ -69,9 +71,10 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table or json")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table, json or markdown (for a CI job's summary)")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when the plan proposes changes, 0 when there is nothing to do")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
@@ -93,9 +96,12 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		return err
 	}
 	opts.Logger.Info("plan ready", "summary", p.Summary())
-	if opts.Output == "json" {
+	switch opts.Output {
+	case "json":
 		err = p.WriteJSON(opts.IO.Out)
-	} else {
+	case "markdown":
+		err = p.WriteMarkdown(opts.IO.Out)
+	default:
 		err = p.WriteTable(opts.IO.Out)
 	}
 	if err != nil {
@@ -103,6 +109,9 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	}
 	if len(p.Problems) > 0 {
 		return errProblems
+	}
+	if opts.DetailedExitCode && len(p.Files) > 0 {
+		return errChanges
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func TestNewCmdPlan(t *testing.T) {
 			err: "invalid `--cluster-label` \"cluster\": write it as name=value, e.g. cluster=prod-eu"},
 		{name: "a zero timeout", args: []string{"--repo", "r", "--prometheus-url", "http://p", "--prometheus-timeout", "0s"},
 			err: "invalid `--prometheus-timeout` 0s: want a positive duration"},
-		{name: "bad output", args: []string{"--repo", "r", "--metrics-file", "m", "-o", "yaml"}, err: "invalid `--output` \"yaml\": use table or json"},
+		{name: "bad output", args: []string{"--repo", "r", "--metrics-file", "m", "-o", "yaml"}, err: "invalid `--output` \"yaml\": use table, json or markdown"},
 		{name: "bad at", args: []string{"--repo", "r", "--metrics-file", "m", "--at", "yesterday"},
 			err: "invalid `--at`: \"yesterday\" is neither RFC 3339 (2026-11-30T12:00:00Z) nor Unix seconds"},
 		{name: "at zero", args: []string{"--repo", "r", "--metrics-file", "m", "--at", "0"},

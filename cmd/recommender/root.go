@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,7 +15,7 @@ import (
 // newCmdRoot builds the command tree. planRunF, when not nil, replaces what
 // plan runs once its flags are parsed: the seam for command-line tests.
 func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) *cobra.Command {
-	var logLevel string
+	var logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "recommender <command>",
 		Short: "Right-size shared GPUs through pull requests",
@@ -43,9 +45,10 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	cmd.SetOut(io.Out)
 	cmd.SetErr(io.Err)
 	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
+	cmd.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log `format` on stderr: text, json, or auto (json unless stderr is a terminal)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
-	logger := func() (*slog.Logger, error) { return newLogger(io, logLevel) }
-	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger), newCmdBacktest(io, logger, nil))
+	logger := func() (*slog.Logger, error) { return newFormatLogger(io, logLevel, logFormat) }
+	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger, nil), newCmdBacktest(io, logger, nil), newCmdConfig(io, logger))
 	return cmd
 }
 
@@ -58,11 +61,41 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// newLogger builds the stderr logger at a level named on the command line.
+// newLogger builds the stderr logger at a level, in the format chosen by
+// where stderr goes.
 func newLogger(io streams, level string) (*slog.Logger, error) {
+	return newFormatLogger(io, level, "auto")
+}
+
+// newFormatLogger builds the stderr logger at a level and in a format named
+// on the command line. Logs are JSON where no person reads them as they
+// come (a pod's stderr, a CI log), for a log pipeline to parse.
+func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		return nil, flagErrorf("invalid `--log-level` %q: use debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+	case "json":
+		return slog.New(slog.NewJSONHandler(io.Err, opts)), nil
+	case "auto":
+		if !isTerminal(io.Err) {
+			return slog.New(slog.NewJSONHandler(io.Err, opts)), nil
+		}
+	default:
+		return nil, flagErrorf("invalid `--log-format` %q: use auto, text or json", format)
+	}
+	return slog.New(slog.NewTextHandler(io.Err, opts)), nil
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -21,6 +23,11 @@ import (
 type runOptions struct {
 	IO     streams
 	Logger *slog.Logger
+
+	// Config is the config file that fills in what flags and the
+	// environment leave out; effective is the outcome.
+	Config    string
+	effective *effectiveConfig
 
 	Repo        string
 	Base        string
@@ -43,11 +50,15 @@ type runOptions struct {
 	Assignees        []string
 	Draft            bool
 	BranchPrefix     string
+	// DetailedExitCode: exit 4 when a pull request is opened or updated.
+	DetailedExitCode bool
 
 	Now func() time.Time
 }
 
-func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
+// newCmdRun builds run. runF, when not nil, replaces what run does once
+// its settings are read and checked: the seam for tests and for `config`.
+func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *runOptions) error) *cobra.Command {
 	opts := &runOptions{IO: io, Now: time.Now}
 	var parseUsage func() error
 	cmd := &cobra.Command{
@@ -63,39 +74,44 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 			"      --gitlab-token-file /var/run/secrets/gitlab/token --prometheus-url http://prometheus:9090",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch opts.SCM {
-			case "local":
-				if opts.Repo == "" {
-					return flagErrorf("`--repo` is required with `--scm local`")
-				}
-			case "github":
-				if err := opts.GitHub.check(); err != nil {
-					return err
-				}
-			case "gitlab":
-				if err := opts.GitLab.check(); err != nil {
-					return err
-				}
-			default:
-				return flagErrorf("invalid `--scm` %q: use local, github or gitlab", opts.SCM)
+			if !cmd.Flags().Changed("config") {
+				opts.Config = os.Getenv(envName("config"))
 			}
-			if err := parseUsage(); err != nil {
+			var cfg *configFile
+			if opts.Config != "" {
+				var err error
+				if cfg, err = readConfig(opts.Config); err != nil {
+					return err
+				}
+			}
+			eff, err := applyConfig(cmd.Flags(), cfg, os.LookupEnv)
+			if err != nil {
 				return err
 			}
-			switch plan.Grouping(opts.GroupBy) {
-			case plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
-			default:
-				return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", opts.GroupBy)
+			opts.effective = eff
+			if err := opts.check(parseUsage); err != nil {
+				return eff.explain(err)
+			}
+			// A run in a cluster logs its summary line: run logs at info
+			// unless told otherwise.
+			if eff.Sources["log-level"].Kind == "default" {
+				if err := cmd.Flags().Set("log-level", "info"); err != nil {
+					return err
+				}
 			}
 			log, err := logger()
 			if err != nil {
 				return err
 			}
 			opts.Logger = log
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
 			return runRun(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&opts.Config, "config", "", "read settings from this YAML `file` (or $RECOMMENDER_CONFIG); flags and RECOMMENDER_* variables win over it")
 	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
 	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository), github or gitlab")
@@ -116,11 +132,48 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
 	f.StringArrayVar(&opts.Assignees, "assignee", nil, "assign this `user` (repeatable)")
 	f.BoolVar(&opts.Draft, "draft", false, "open pull requests as drafts")
 	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
+	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when a pull request is opened or updated, 0 when there is nothing to do")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
 
-func runRun(ctx context.Context, opts *runOptions) error {
+// check checks the settings once flags, environment and config file are
+// read; parseUsage parses and checks the usage flags.
+func (o *runOptions) check(parseUsage func() error) error {
+	switch o.SCM {
+	case "local":
+		if o.Repo == "" {
+			return flagErrorf("`--repo` is required with `--scm local`")
+		}
+	case "github":
+		if err := o.GitHub.check(); err != nil {
+			return err
+		}
+	case "gitlab":
+		if err := o.GitLab.check(); err != nil {
+			return err
+		}
+	default:
+		return flagErrorf("invalid `--scm` %q: use local, github or gitlab", o.SCM)
+	}
+	if err := parseUsage(); err != nil {
+		return err
+	}
+	switch plan.Grouping(o.GroupBy) {
+	case plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
+	default:
+		return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", o.GroupBy)
+	}
+	return nil
+}
+
+func runRun(ctx context.Context, opts *runOptions) (err error) {
+	// One line per run says how it went, for whoever reads a CronJob's
+	// logs; p and rep fill it in as far as the run got.
+	var p *plan.Plan
+	var rep *publish.Report
+	start := time.Now()
+	defer func() { logSummary(opts.Logger, p, rep, opts.DryRun, time.Since(start), err) }()
 	forge, url, auth, err := opts.forge(ctx)
 	if err != nil {
 		return err
@@ -139,7 +192,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := plan.Make(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, At: at, Source: src,
+	p, err = plan.Make(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, At: at, Source: src,
 		DefaultNamespace: opts.DefaultNamespace, Logger: opts.Logger})
 	if err != nil {
 		return err
@@ -151,7 +204,7 @@ func runRun(ctx context.Context, opts *runOptions) error {
 			return err
 		}
 	}
-	rep, err := publish.Run(ctx, g, forge, p, publish.Options{
+	rep, err = publish.Run(ctx, g, forge, p, publish.Options{
 		Base: opts.Base, BranchPrefix: opts.BranchPrefix, Grouping: plan.Grouping(opts.GroupBy),
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
@@ -171,7 +224,48 @@ func runRun(ctx context.Context, opts *runOptions) error {
 		}
 		return errProblems
 	}
+	if opts.DetailedExitCode && rep.Count(publish.Opened)+rep.Count(publish.Updated) > 0 {
+		return errChanges
+	}
 	return nil
+}
+
+// logSummary logs the one line that sums a run up: its outcome, what the
+// plan decided, what happened to the pull requests, how long it took.
+func logSummary(log *slog.Logger, p *plan.Plan, rep *publish.Report, dryRun bool, took time.Duration, err error) {
+	outcome := "nothing to do"
+	switch {
+	case errors.Is(err, errProblems):
+		outcome = "problems"
+	case errors.Is(err, errChanges):
+		outcome = "changes proposed"
+	case err != nil:
+		outcome = "failed"
+	case rep != nil && rep.Count(publish.Opened)+rep.Count(publish.Updated) > 0:
+		outcome = "changes proposed"
+	}
+	attrs := []any{"outcome", outcome, "dryRun", dryRun, "duration", took.Round(time.Millisecond).String()}
+	if p != nil {
+		c := p.Counts()
+		attrs = append(attrs, slog.Group("decisions", "upsize", c[engine.Upsize], "scaleBack", c[engine.ScaleBack],
+			"noChange", c[engine.NoChange], "skipped", c[engine.Skipped]), "problems", len(p.Problems))
+	}
+	if rep != nil {
+		var counts []any
+		for _, o := range []publish.Outcome{publish.Opened, publish.Updated, publish.Unchanged, publish.Closed,
+			publish.Declined, publish.Capped, publish.Kept, publish.Failed} {
+			counts = append(counts, string(o), rep.Count(o))
+		}
+		attrs = append(attrs, slog.Group("pullRequests", counts...))
+	}
+	level := slog.LevelInfo
+	if outcome == "failed" || outcome == "problems" {
+		level = slog.LevelError
+		if outcome == "failed" {
+			attrs = append(attrs, "error", err.Error())
+		}
+	}
+	log.Log(context.Background(), level, "run finished", attrs...)
 }
 
 // forge opens where the pull requests live, and says where to clone from

@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -129,4 +130,89 @@ func (p *Plan) Summary() string {
 		parts = append(parts, fmt.Sprintf("%d problem(s)", len(p.Problems)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// WriteMarkdown renders the plan for a CI job's summary (GitHub's
+// $GITHUB_STEP_SUMMARY, a GitLab merge request note): the counts, a table
+// of the workloads, each edited file's diff in a fenced block, and the
+// problems. Text from the repository is escaped so that it cannot end a
+// table cell, a fence or a line, nor reach a terminal as a control
+// sequence.
+func (p *Plan) WriteMarkdown(w io.Writer) error {
+	c := p.Counts()
+	fmt.Fprintf(w, "## GPU rightsizing plan\n\nAt %s: **%d upsize, %d scale-back**, %d unchanged, %d skipped.\n\n",
+		p.At.UTC().Format(time.RFC3339), c[engine.Upsize], c[engine.ScaleBack], c[engine.NoChange], c[engine.Skipped])
+	if len(p.Decisions) > 0 {
+		fmt.Fprintln(w, "| Workload | Current | Recommended | Action | Reason |\n|---|---|---|---|---|")
+		for _, d := range p.Decisions {
+			rec := "-"
+			if d.Action.Changes() {
+				rec = d.Recommended.String()
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", mdCell(d.Workload.Ref.String()), mdCell(d.Current.String()),
+				mdCell(rec), d.Action, mdCell(d.Reason()))
+		}
+	}
+	if p.Hidden > 0 {
+		fmt.Fprintf(w, "\n%d Deployment(s) without a GPU request and out of scope not shown.\n", p.Hidden)
+	}
+	for _, f := range p.Files {
+		diff := printable(f.Diff(), "\n\t")
+		fence := mdFence(diff)
+		fmt.Fprintf(w, "\n<details><summary><code>%s</code></summary>\n\n%sdiff\n%s", mdHTML(f.Path), fence, diff)
+		if !strings.HasSuffix(diff, "\n") {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s\n\n</details>\n", fence)
+	}
+	if len(p.Problems) > 0 {
+		fmt.Fprintf(w, "\n### %d problem(s)\n\nWhatever they touch is left alone.\n\n", len(p.Problems))
+		for _, pr := range p.Problems {
+			fmt.Fprintf(w, "- %s\n", mdCell(pr.String()))
+		}
+	}
+	return nil
+}
+
+// mdCell escapes text for one table cell or list item: no line break, no
+// pipe that would end the cell, no markup or HTML of the text's own.
+func mdCell(s string) string {
+	s = printable(s, "")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '&':
+			b.WriteString("&amp;")
+		case strings.ContainsRune("\\`*_[]|#!~", r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// mdHTML escapes text inside an HTML element of the summary.
+func mdHTML(s string) string {
+	return html.EscapeString(printable(s, ""))
+}
+
+// mdFence is a code fence longer than any run of backticks in s, so that
+// no diff can close its block early.
+func mdFence(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }

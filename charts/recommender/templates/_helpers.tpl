@@ -1,0 +1,49 @@
+{{/* The release's full name, at most 52 characters: a CronJob's name is. */}}
+{{- define "recommender.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "recommender.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "recommender.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "recommender.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "recommender.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "recommender.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "recommender.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The secrets a run reads: for each, the volume's name, the file's directory
+and the RECOMMENDER_* variable that names the file.
+*/}}
+{{- define "recommender.secretFiles" -}}
+githubToken: {volume: github-token, dir: /var/run/secrets/recommender/github-token, env: RECOMMENDER_GITHUB_TOKEN_FILE}
+githubAppKey: {volume: github-app-key, dir: /var/run/secrets/recommender/github-app-key, env: RECOMMENDER_GITHUB_APP_KEY_FILE}
+gitlabToken: {volume: gitlab-token, dir: /var/run/secrets/recommender/gitlab-token, env: RECOMMENDER_GITLAB_TOKEN_FILE}
+prometheusToken: {volume: prometheus-token, dir: /var/run/secrets/recommender/prometheus-token, env: RECOMMENDER_PROMETHEUS_TOKEN_FILE}
+prometheusPassword: {volume: prometheus-password, dir: /var/run/secrets/recommender/prometheus-password, env: RECOMMENDER_PROMETHEUS_PASSWORD_FILE}
+signingKey: {volume: signing-key, dir: /var/run/secrets/recommender/signing-key, env: RECOMMENDER_SIGNING_KEY_FILE}
+{{- end -}}

@@ -1,0 +1,666 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
+)
+
+// configKey ties a key of the config file to the flag it sets: the flag
+// stays the one definition of a setting (its type, default, parsing and
+// checks), and the file and the environment only supply its value.
+type configKey struct {
+	Path string // key path in the file, e.g. prometheus.tokenFile
+	Flag string // e.g. prometheus-token-file
+}
+
+// configKeys are the settings of `run` that a config file holds, in the
+// order `config print` shows them. Secrets are not among them: a file or
+// an environment variable holds each, and the config names it.
+var configKeys = []configKey{
+	{"scm", "scm"},
+	{"repo", "repo"},
+	{"base", "base"},
+	{"github.repo", "github-repo"},
+	{"github.url", "github-url"},
+	{"github.tokenFile", "github-token-file"},
+	{"github.tokenEnv", "github-token-env"},
+	{"github.appID", "github-app-id"},
+	{"github.installationID", "github-installation-id"},
+	{"github.appKeyFile", "github-app-key-file"},
+	{"gitlab.url", "gitlab-url"},
+	{"gitlab.project", "gitlab-project"},
+	{"gitlab.tokenFile", "gitlab-token-file"},
+	{"gitlab.tokenEnv", "gitlab-token-env"},
+	{"policies", "policies"},
+	{"defaultNamespace", "default-namespace"},
+	{"metrics.file", "metrics-file"},
+	{"metrics.preset", "metrics-preset"},
+	{"metrics.at", "at"},
+	{"metrics.clusterLabel", "cluster-label"},
+	{"prometheus.url", "prometheus-url"},
+	{"prometheus.tokenFile", "prometheus-token-file"},
+	{"prometheus.tokenEnv", "prometheus-token-env"},
+	{"prometheus.user", "prometheus-user"},
+	{"prometheus.passwordFile", "prometheus-password-file"},
+	{"prometheus.headers", "prometheus-header"},
+	{"prometheus.caFile", "prometheus-ca-file"},
+	{"prometheus.certFile", "prometheus-cert-file"},
+	{"prometheus.keyFile", "prometheus-key-file"},
+	{"prometheus.insecureSkipVerify", "prometheus-insecure-skip-verify"},
+	{"prometheus.timeout", "prometheus-timeout"},
+	{"pullRequests.groupBy", "group-by"},
+	{"pullRequests.branchPrefix", "branch-prefix"},
+	{"pullRequests.labels", "label"},
+	{"pullRequests.reviewers", "reviewer"},
+	{"pullRequests.assignees", "assignee"},
+	{"pullRequests.draft", "draft"},
+	{"pullRequests.maxOpen", "max-open"},
+	{"pullRequests.maxNew", "max-new"},
+	{"pullRequests.declinePercent", "decline-percent"},
+	{"commits.authorName", "author-name"},
+	{"commits.authorEmail", "author-email"},
+	{"commits.signingKeyFile", "signing-key-file"},
+	{"dryRun", "dry-run"},
+	{"detailedExitCode", "detailed-exit-code"},
+	{"logLevel", "log-level"},
+	{"logFormat", "log-format"},
+}
+
+// envPrefix starts the environment variable of every setting:
+// RECOMMENDER_ and the flag's name in capitals, dashes as underscores.
+const envPrefix = "RECOMMENDER_"
+
+// maxConfigSize bounds the config file read; a real one is a few hundred
+// bytes.
+const maxConfigSize = 1 << 20
+
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// configError is a bad config file or environment variable: a usage
+// mistake (exit 2), told without the command's usage, which would bury it.
+type configError struct{ errs []error }
+
+func (e *configError) Error() string   { return errors.Join(e.errs...).Error() }
+func (e *configError) Unwrap() []error { return e.errs }
+
+// configFile is a decoded config file: for each flag, the node that sets it.
+type configFile struct {
+	Name   string
+	values map[string]*yaml.Node // by flag name
+}
+
+// readConfig reads and decodes a config file strictly: an unknown or
+// duplicate key, a value of the wrong type and a bad value are errors that
+// name the file, line, column and key path, every one of them at once.
+func readConfig(name string) (*configFile, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, &configError{[]error{fmt.Errorf("config: %w", err)}}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return nil, &configError{[]error{fmt.Errorf("config %s: %w", name, err)}}
+	}
+	if len(b) > maxConfigSize {
+		return nil, &configError{[]error{fmt.Errorf("config %s: larger than %d bytes", name, maxConfigSize)}}
+	}
+	return decodeConfig(name, b)
+}
+
+func decodeConfig(name string, b []byte) (*configFile, error) {
+	cfg := &configFile{Name: name, values: map[string]*yaml.Node{}}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, nil // an empty file sets nothing
+		}
+		return nil, &configError{[]error{fmt.Errorf("%s: %w", name, err)}}
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, &configError{[]error{fmt.Errorf("%s:%d: one YAML document expected", name, next.Line)}}
+	}
+	if err := checkout.CheckAliases(&doc); err != nil {
+		return nil, &configError{[]error{fmt.Errorf("%s: %w", name, err)}}
+	}
+	d := &configDecoder{file: name, cfg: cfg}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if !isNullNode(root) {
+		d.mapping(root, "")
+	}
+	if len(d.errs) > 0 {
+		return nil, &configError{d.errs}
+	}
+	return cfg, nil
+}
+
+type configDecoder struct {
+	file string
+	cfg  *configFile
+	errs []error
+}
+
+func (d *configDecoder) errorf(n *yaml.Node, path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	d.errs = append(d.errs, fmt.Errorf("%s:%d:%d: %s", d.file, n.Line, n.Column, msg))
+}
+
+// mapping decodes the keys under prefix ("" for the top level).
+func (d *configDecoder) mapping(n *yaml.Node, prefix string) {
+	n = resolveAlias(n)
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, prefix, "expected a mapping, got %s", describeNode(n))
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		path := k.Value
+		if prefix != "" {
+			path = prefix + "." + k.Value
+		}
+		if seen[k.Value] {
+			d.errorf(k, path, "duplicate key")
+			continue
+		}
+		seen[k.Value] = true
+		if key, ok := keyAt(path); ok {
+			if !isNullNode(v) {
+				d.cfg.values[key.Flag] = v
+			}
+			continue
+		}
+		if isSection(path) {
+			if !isNullNode(v) {
+				d.mapping(v, path)
+			}
+			continue
+		}
+		d.errorf(k, path, "unknown key%s", suggestKey(prefix, k.Value))
+	}
+}
+
+func keyAt(path string) (configKey, bool) {
+	for _, k := range configKeys {
+		if k.Path == path {
+			return k, true
+		}
+	}
+	return configKey{}, false
+}
+
+func isSection(path string) bool {
+	for _, k := range configKeys {
+		if strings.HasPrefix(k.Path, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// siblings are the keys that may stand beside others under prefix.
+func siblings(prefix string) []string {
+	var names []string
+	for _, k := range configKeys {
+		rest, ok := k.Path, prefix == ""
+		if !ok {
+			rest, ok = strings.CutPrefix(k.Path, prefix+".")
+		}
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// secretKeyRE matches a key that looks like it holds a secret's value.
+var secretKeyRE = regexp.MustCompile(`(?i)(token|password|secret|key)$`)
+
+// suggestKey helps with an unknown key: the known one it differs from only
+// in case, or where a secret belongs, or the keys that are known there.
+func suggestKey(prefix, name string) string {
+	known := siblings(prefix)
+	for _, k := range known {
+		if strings.EqualFold(k, name) {
+			return fmt.Sprintf(" (did you mean %q?)", k)
+		}
+	}
+	if secretKeyRE.MatchString(name) {
+		return " (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)"
+	}
+	return " (known keys: " + strings.Join(known, ", ") + ")"
+}
+
+// settingSource says where a setting's value came from.
+type settingSource struct {
+	Kind string // "flag", "env", "file" or "default"
+	// Where: the variable's name, or file:line:column.
+	Where string
+}
+
+func (s settingSource) String() string {
+	switch s.Kind {
+	case "env":
+		return "$" + s.Where
+	case "file":
+		return s.Where
+	}
+	return s.Kind
+}
+
+// effectiveConfig is a command's flags once the environment and the config
+// file have filled in what the command line left out.
+type effectiveConfig struct {
+	Flags   *pflag.FlagSet
+	Sources map[string]settingSource // by flag name
+	File    string
+}
+
+// applyConfig fills the flags that the command line did not set from the
+// environment, then from the config file (nil: none): flag > env > file >
+// default. Values from either go through the flag's own parsing, so a
+// setting means the same wherever it is written.
+func applyConfig(fs *pflag.FlagSet, cfg *configFile, lookupEnv func(string) (string, bool)) (*effectiveConfig, error) {
+	eff := &effectiveConfig{Flags: fs, Sources: map[string]settingSource{}}
+	if cfg != nil {
+		eff.File = cfg.Name
+	}
+	var errs []error
+	for _, key := range configKeys {
+		fl := fs.Lookup(key.Flag)
+		if fl == nil {
+			continue
+		}
+		if fl.Changed {
+			eff.Sources[key.Flag] = settingSource{Kind: "flag"}
+			continue
+		}
+		if v, ok := lookupEnv(envName(key.Flag)); ok && v != "" {
+			eff.Sources[key.Flag] = settingSource{Kind: "env", Where: envName(key.Flag)}
+			if err := setFromEnv(fs, fl, v); err != nil {
+				errs = append(errs, fmt.Errorf("$%s: %w", envName(key.Flag), err))
+			}
+			continue
+		}
+		if cfg != nil {
+			if n, ok := cfg.values[key.Flag]; ok {
+				eff.Sources[key.Flag] = settingSource{Kind: "file", Where: fmt.Sprintf("%s:%d:%d", cfg.Name, n.Line, n.Column)}
+				if err := setFromNode(fs, fl, n); err != nil {
+					errs = append(errs, fmt.Errorf("%s:%d:%d: %s: %w", cfg.Name, n.Line, n.Column, key.Path, err))
+				}
+				continue
+			}
+		}
+		eff.Sources[key.Flag] = settingSource{Kind: "default"}
+	}
+	if len(errs) > 0 {
+		return nil, &configError{errs}
+	}
+	return eff, nil
+}
+
+// setFromEnv sets a flag from an environment variable; a list is
+// comma-separated.
+func setFromEnv(fs *pflag.FlagSet, fl *pflag.Flag, v string) error {
+	if fl.Value.Type() == "stringArray" {
+		for item := range strings.SplitSeq(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				if err := fs.Set(fl.Name, item); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := checkScalar(fl.Value.Type(), v); err != nil {
+		return err
+	}
+	return setScalar(fs, fl, v)
+}
+
+// setFromNode sets a flag from a config file's node, insisting on the YAML
+// type the flag holds: a quoted "true" is not a boolean, and an unquoted
+// number is not a branch name.
+func setFromNode(fs *pflag.FlagSet, fl *pflag.Flag, n *yaml.Node) error {
+	typ := fl.Value.Type()
+	if typ == "stringArray" {
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("expected a list of strings, got %s", describeNode(n))
+		}
+		for i, item := range n.Content {
+			item = resolveAlias(item)
+			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
+				return fmt.Errorf("item %d: expected a string, got %s", i, describeNode(item))
+			}
+			if err := fs.Set(fl.Name, item.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	want := map[string]string{"bool": "!!bool", "int": "!!int", "int64": "!!int"}[typ]
+	if want == "" {
+		want = "!!str"
+	}
+	tag := n.ShortTag()
+	if want == "!!str" && tag == "!!timestamp" {
+		tag = want // an evaluation time, written unquoted
+	}
+	if n.Kind != yaml.ScalarNode || tag != want {
+		hint := ""
+		if want == "!!str" && n.Kind == yaml.ScalarNode {
+			hint = " (quote it)"
+		}
+		return fmt.Errorf("expected %s, got %s%s", typeName(typ), describeNode(n), hint)
+	}
+	v := n.Value
+	if typ == "bool" {
+		v = strings.ToLower(v)
+	}
+	if err := checkScalar(typ, v); err != nil {
+		return err
+	}
+	return setScalar(fs, fl, v)
+}
+
+// setScalar sets a flag unless the value is its default: a config that
+// spells out every default (as `config print` writes one) then means what
+// one that leaves them out means, and a check such as "needs
+// `--prometheus-url`" does not fire on a Prometheus setting left at its
+// default.
+func setScalar(fs *pflag.FlagSet, fl *pflag.Flag, v string) error {
+	if v == fl.DefValue {
+		return nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && fl.Value.Type() == "duration" && d.String() == fl.DefValue {
+		return nil
+	}
+	return fs.Set(fl.Name, v)
+}
+
+// checkScalar parses a value as the flag will, to say what is wrong with
+// it in words rather than in pflag's.
+func checkScalar(typ, v string) error {
+	var err error
+	switch typ {
+	case "bool":
+		_, err = strconv.ParseBool(v)
+	case "int":
+		_, err = strconv.ParseInt(v, 0, 0)
+	case "int64":
+		_, err = strconv.ParseInt(v, 0, 64)
+	case "duration":
+		_, err = time.ParseDuration(v)
+	default:
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("expected %s, got %q", typeName(typ), v)
+	}
+	return nil
+}
+
+func typeName(typ string) string {
+	switch typ {
+	case "bool":
+		return "true or false"
+	case "int", "int64":
+		return "an integer"
+	case "duration":
+		return "a duration such as 30s or 2m"
+	}
+	return "a string"
+}
+
+// flagRefRE finds the flags an error message names.
+var flagRefRE = regexp.MustCompile("`--([a-z0-9-]+)[` ]")
+
+// explain adds to an error about flags where each flag it names got its
+// value, with the config key that sets it: a mistake made in the config
+// file is then found in the config file.
+func (e *effectiveConfig) explain(err error) error {
+	var fe *flagError
+	if e == nil || !errors.As(err, &fe) {
+		return err
+	}
+	var notes []string
+	// A mistake in the file or the environment is told without run's
+	// usage, which is about flags.
+	fromConfig := false
+	seen := map[string]bool{}
+	for _, m := range flagRefRE.FindAllStringSubmatch(err.Error(), -1) {
+		flag := m[1]
+		if seen[flag] {
+			continue
+		}
+		seen[flag] = true
+		path := ""
+		for _, k := range configKeys {
+			if k.Flag == flag {
+				path = k.Path
+			}
+		}
+		if path == "" {
+			continue
+		}
+		src := e.Sources[flag]
+		switch src.Kind {
+		case "file":
+			fromConfig = true
+			notes = append(notes, fmt.Sprintf("`--%s` is %s at %s", flag, path, src.Where))
+		case "env":
+			fromConfig = true
+			notes = append(notes, fmt.Sprintf("`--%s` is $%s", flag, src.Where))
+		default:
+			if e.File != "" {
+				notes = append(notes, fmt.Sprintf("`--%s` is %s in %s, or $%s", flag, path, e.File, envName(flag)))
+			}
+		}
+	}
+	if len(notes) == 0 {
+		return err
+	}
+	err = fmt.Errorf("%w\n  (%s)", fe.err, strings.Join(notes, ";\n   "))
+	if fromConfig {
+		return &configError{[]error{err}}
+	}
+	return &flagError{err}
+}
+
+// write prints the effective configuration as a config file, each value
+// commented with where it came from. It holds no secret: tokens and
+// passwords are read from files or variables that the config only names,
+// and what could still carry one (a URL's password, an Authorization
+// header) is redacted.
+func (e *effectiveConfig) write(w io.Writer) error {
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	for _, key := range configKeys {
+		fl := e.Flags.Lookup(key.Flag)
+		if fl == nil {
+			continue
+		}
+		parent := root
+		parts := strings.Split(key.Path, ".")
+		for _, p := range parts[:len(parts)-1] {
+			parent = child(parent, p)
+		}
+		k := &yaml.Node{Kind: yaml.ScalarNode, Value: parts[len(parts)-1]}
+		v := valueNode(fl)
+		// The encoder keeps a flow list's comment only on the list.
+		if v.Kind == yaml.SequenceNode {
+			v.LineComment = e.Sources[key.Flag].String()
+		} else {
+			k.LineComment = e.Sources[key.Flag].String()
+		}
+		parent.Content = append(parent.Content, k, v)
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// child returns the mapping under key in m, adding it when missing.
+func child(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	c := &yaml.Node{Kind: yaml.MappingNode}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, c)
+	return c
+}
+
+func valueNode(fl *pflag.Flag) *yaml.Node {
+	switch typ := fl.Value.Type(); typ {
+	case "stringArray":
+		seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, v := range fl.Value.(pflag.SliceValue).GetSlice() {
+			if fl.Name == "prometheus-header" {
+				v = redactHeader(v)
+			}
+			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v})
+		}
+		return seq
+	case "bool":
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fl.Value.String()}
+	case "int", "int64":
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fl.Value.String()}
+	default:
+		v := fl.Value.String()
+		if strings.HasSuffix(fl.Name, "-url") {
+			v = redactURL(v)
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+	}
+}
+
+// redactURL hides a password written into a URL.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// credentialHeaderRE matches the headers that carry credentials.
+var credentialHeaderRE = regexp.MustCompile(`(?i)(auth|token|key|secret|password|cookie)`)
+
+// redactHeader hides the value of a header that carries a credential;
+// a tenant header (X-Scope-OrgID) is shown, for it says which data is read.
+func redactHeader(h string) string {
+	name, _, ok := strings.Cut(h, ":")
+	if ok && credentialHeaderRE.MatchString(name) {
+		return name + ": <redacted>"
+	}
+	return h
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNullNode(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// describeNode names a node's type the way the config's author would.
+func describeNode(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		case "!!int":
+			return "the integer " + n.Value
+		case "!!float":
+			return "the number " + n.Value
+		case "!!bool":
+			return "the boolean " + n.Value
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an alias"
+}
+
+// newCmdConfig is `config validate` and `config print`: run's own flags
+// and checks, with what run does replaced, so that a config is judged
+// exactly as run would judge it.
+func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config <command>",
+		Short: "Check a config file for run, or print the configuration run would use",
+		Long: "A config file holds run's settings in YAML; every setting is also a flag of run and an\n" +
+			"environment variable RECOMMENDER_<FLAG> (e.g. RECOMMENDER_PROMETHEUS_URL; lists comma-separated).\n" +
+			"A flag wins over the environment, the environment over the file, the file over the default.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	validate := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
+		if o.Config == "" {
+			return flagErrorf("`--config` is required")
+		}
+		_, err := fmt.Fprintf(io.Out, "%s: valid\n", o.Config)
+		return err
+	})
+	validate.Use = "validate --config FILE [run flags]"
+	validate.Short = "Check a config file for run without running"
+	validate.Long = "validate reads a config file strictly, with the environment and any flags given, and checks\n" +
+		"the result as run does: unknown keys, values of the wrong type and settings that do not go\n" +
+		"together are errors naming the key and its line. Nothing is cloned, queried or written."
+	validate.Example = "  recommender config validate --config recommender.yaml"
+	printCmd := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
+		return o.effective.write(io.Out)
+	})
+	printCmd.Use = "print [--config FILE] [run flags]"
+	printCmd.Short = "Print the configuration run would use, and where each value comes from"
+	printCmd.Long = "print shows the effective configuration (flag > environment > file > default) as a config\n" +
+		"file, each value commented with its source. It holds no secret: tokens are read from files or\n" +
+		"variables the config names, and a password in a URL or a credential header is redacted."
+	printCmd.Example = "  recommender config print --config recommender.yaml\n" +
+		"  RECOMMENDER_DRY_RUN=true recommender config print --config recommender.yaml --max-new 2"
+	cmd.AddCommand(validate, printCmd)
+	return cmd
+}

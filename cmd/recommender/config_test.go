@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+)
+
+// fullConfig sets every key of the config file.
+const fullConfig = `scm: github
+repo: ./gitops
+base: release
+github:
+  repo: acme/gitops
+  url: https://ghe.example.com/api/v3/
+  tokenFile: /var/run/secrets/github/token
+  tokenEnv: GH_TOKEN
+  appID: 0
+  installationID: 0
+  appKeyFile: ""
+gitlab:
+  url: https://gitlab.example.com
+  project: platform/gitops
+  tokenFile: /var/run/secrets/gitlab/token
+  tokenEnv: GL_TOKEN
+policies: [policies, more]
+defaultNamespace: ml
+metrics:
+  file: ""
+  preset: hami
+  at: 2026-11-30T12:00:00Z
+  clusterLabel: cluster=prod-eu
+prometheus:
+  url: https://mimir.example/prometheus
+  tokenFile: /var/run/secrets/prometheus/token
+  tokenEnv: PROM_TOKEN
+  user: reader
+  passwordFile: /var/run/secrets/prometheus/password
+  headers: ["X-Scope-OrgID: gpu"]
+  caFile: /ca.pem
+  certFile: /cert.pem
+  keyFile: /key.pem
+  insecureSkipVerify: false
+  timeout: 30s
+pullRequests:
+  groupBy: namespace
+  branchPrefix: rightsizing/
+  labels: [gpu, team-ml]
+  reviewers: [alice]
+  assignees: [bob]
+  draft: true
+  maxOpen: 10
+  maxNew: 3
+  declinePercent: 20
+commits:
+  authorName: bot
+  authorEmail: bot@example.com
+  signingKeyFile: /var/run/secrets/signing/key.asc
+dryRun: true
+logLevel: info
+`
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "recommender.yaml")
+	require.NoError(t, os.WriteFile(name, []byte(text), 0o600))
+	return name
+}
+
+// runWith parses run's command line, environment and config as Main
+// would, and returns the options run would be given.
+func runWith(t *testing.T, args []string) (*runOptions, error) {
+	t.Helper()
+	var got *runOptions
+	var out, errOut bytes.Buffer
+	io := streams{Out: &out, Err: &errOut}
+	root := newCmdRoot(io, nil)
+	for _, c := range root.Commands() {
+		if c.Name() == "run" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(newCmdRun(io, func() (*slog.Logger, error) { return slog.New(slog.DiscardHandler), nil },
+		func(_ context.Context, o *runOptions) error { got = o; return nil }))
+	root.SetArgs(append([]string{"run"}, args...))
+	_, err := root.ExecuteC()
+	return got, err
+}
+
+func TestRunConfigFile(t *testing.T) {
+	o, err := runWith(t, []string{"--config", writeConfig(t, fullConfig)})
+	require.NoError(t, err)
+	require.Equal(t, "github", o.SCM)
+	require.Equal(t, "release", o.Base)
+	require.Equal(t, githubFlags{Repo: "acme/gitops", URL: "https://ghe.example.com/api/v3/", TokenFile: "/var/run/secrets/github/token", TokenEnv: "GH_TOKEN"}, o.GitHub)
+	require.Equal(t, gitlabFlags{URL: "https://gitlab.example.com", Project: "platform/gitops", TokenFile: "/var/run/secrets/gitlab/token", TokenEnv: "GL_TOKEN"}, o.GitLab)
+	require.Equal(t, []string{"policies", "more"}, o.PolicyPaths)
+	require.Equal(t, "ml", o.DefaultNamespace)
+	require.Equal(t, metrics.PresetHAMi, o.Usage.Preset)
+	require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), o.Usage.At)
+	p := o.Usage.Prometheus
+	require.Equal(t, "https://mimir.example/prometheus", p.URL)
+	require.Equal(t, "/var/run/secrets/prometheus/token", p.BearerTokenFile)
+	require.Equal(t, "PROM_TOKEN", p.BearerTokenEnv)
+	require.Equal(t, "reader", p.BasicAuthUser)
+	require.Equal(t, "/var/run/secrets/prometheus/password", p.BasicAuthPasswordFile)
+	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
+	require.Equal(t, []string{"/ca.pem", "/cert.pem", "/key.pem"}, []string{p.CAFile, p.CertFile, p.KeyFile})
+	require.Equal(t, 30*time.Second, p.Timeout)
+	require.Equal(t, &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, "namespace", o.GroupBy)
+	require.Equal(t, "rightsizing/", o.BranchPrefix)
+	require.Equal(t, []string{"gpu", "team-ml"}, o.Labels)
+	require.Equal(t, []string{"alice"}, o.Reviewers)
+	require.Equal(t, []string{"bob"}, o.Assignees)
+	require.True(t, o.Draft)
+	require.Equal(t, []int{10, 3, 20}, []int{o.MaxOpen, o.MaxNew, o.DeclinePercent})
+	require.Equal(t, []string{"bot", "bot@example.com", "/var/run/secrets/signing/key.asc"}, []string{o.AuthorName, o.AuthorEmail, o.SigningKeyFile})
+	require.True(t, o.DryRun)
+}
+
+// TestRunConfigPrecedence: a flag wins over the environment, the
+// environment over the file, the file over the default.
+func TestRunConfigPrecedence(t *testing.T) {
+	file := writeConfig(t, "scm: local\nrepo: from-file\nbase: file-base\nmetrics: {file: m.om}\n"+
+		"pullRequests: {maxNew: 1, maxOpen: 2, labels: [file]}\n")
+	t.Setenv("RECOMMENDER_BASE", "env-base")
+	t.Setenv("RECOMMENDER_MAX_NEW", "5")
+	t.Setenv("RECOMMENDER_LABEL", "env-a, env-b")
+	o, err := runWith(t, []string{"--config", file, "--max-new", "7"})
+	require.NoError(t, err)
+	require.Equal(t, "from-file", o.Repo, "file over default")
+	require.Equal(t, "env-base", o.Base, "env over file")
+	require.Equal(t, 7, o.MaxNew, "flag over env")
+	require.Equal(t, 2, o.MaxOpen, "file")
+	require.Equal(t, []string{"env-a", "env-b"}, o.Labels, "a list from the environment replaces the file's")
+	require.Equal(t, "workload", o.GroupBy, "default")
+	require.Equal(t, settingSource{Kind: "flag"}, o.effective.Sources["max-new"])
+	require.Equal(t, settingSource{Kind: "env", Where: "RECOMMENDER_BASE"}, o.effective.Sources["base"])
+	require.Equal(t, settingSource{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
+	require.Equal(t, settingSource{Kind: "default"}, o.effective.Sources["group-by"])
+
+	t.Setenv("RECOMMENDER_CONFIG", file)
+	o, err = runWith(t, nil)
+	require.NoError(t, err)
+	require.Equal(t, "from-file", o.Repo, "the config file named by $RECOMMENDER_CONFIG")
+}
+
+func TestRunConfigErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		env    map[string]string
+		args   []string
+		err    string
+	}{
+		{
+			name:   "unknown key",
+			config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
+			err:    ":5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel)",
+		},
+		{
+			name:   "a key in the wrong case",
+			config: "prometheus:\n  URL: http://p\n",
+			err:    ":2:3: prometheus.URL: unknown key (did you mean \"url\"?)",
+		},
+		{
+			name:   "a secret's value",
+			config: "github:\n  token: ghp_x\n",
+			err:    ":2:3: github.token: unknown key (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)",
+		},
+		{name: "duplicate key", config: "base: a\nbase: b\n", err: ":2:1: base: duplicate key"},
+		{name: "a section that is not a mapping", config: "github: acme/gitops\n", err: ":1:9: github: expected a mapping, got the string \"acme/gitops\""},
+		{name: "a list where a mapping is", config: "- scm\n", err: ":1:1: expected a mapping, got a list"},
+		{name: "a quoted integer", config: "pullRequests: {maxNew: \"3\"}\n", err: ":1:24: pullRequests.maxNew: expected an integer, got the string \"3\""},
+		{name: "yes is no boolean", config: "dryRun: yes\n", err: ":1:9: dryRun: expected true or false, got the string \"yes\""},
+		{name: "an unquoted number for a string", config: "base: 2024\n", err: ":1:7: base: expected a string, got the integer 2024 (quote it)"},
+		{name: "a bad duration", config: "prometheus: {timeout: 5 minutes}\n", err: ":1:23: prometheus.timeout: expected a duration such as 30s or 2m, got \"5 minutes\""},
+		{name: "a string for a list", config: "pullRequests:\n  labels: gpu\n", err: ":2:11: pullRequests.labels: expected a list of strings, got the string \"gpu\""},
+		{name: "a number in a list", config: "policies: [a, 1]\n", err: ":1:11: policies: item 1: expected a string, got the integer 1"},
+		{name: "two documents", config: "base: a\n---\nbase: b\n", err: ":2: one YAML document expected"},
+		{name: "YAML syntax", config: "base: [a\n", err: "yaml: line 1: did not find expected ',' or ']'"},
+		{
+			name:   "a bad value from the environment",
+			config: "scm: local\nrepo: r\nmetrics: {file: m.om}\n",
+			env:    map[string]string{"RECOMMENDER_DRAFT": "maybe"},
+			err:    "$RECOMMENDER_DRAFT: expected true or false, got \"maybe\"",
+		},
+		{
+			name:   "a check of run names the key and its line",
+			config: "scm: github\ngithub:\n  repo: acme\nmetrics: {file: m.om}\n",
+			err:    "`--github-repo` must be owner/name, got \"acme\"\n  (`--github-repo` is github.repo at {file}:3:9)",
+		},
+		{
+			name:   "a missing setting names its key",
+			config: "scm: gitlab\nmetrics: {file: m.om}\n",
+			err:    "`--gitlab-project` is required with `--scm gitlab`\n  (`--gitlab-project` is gitlab.project in {file}, or $RECOMMENDER_GITLAB_PROJECT;\n   `--scm` is scm at {file}:1:6)",
+		},
+		{
+			name:   "settings that exclude each other",
+			config: "repo: r\nmetrics: {file: m.om}\nprometheus: {url: http://p}\n",
+			err:    "`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source\n  (`--metrics-file` is metrics.file at {file}:2:17;\n   `--prometheus-url` is prometheus.url at {file}:3:19)",
+		},
+		{name: "a missing file", args: []string{"--config", "/nonexistent/recommender.yaml"}, err: "config: open /nonexistent/recommender.yaml: no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			args := tt.args
+			var file string
+			if args == nil {
+				file = writeConfig(t, tt.config)
+				args = []string{"--config", file}
+			}
+			var out, errOut bytes.Buffer
+			code := Main(append([]string{"config", "validate"}, args...), &out, &errOut)
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, errOut.String(), strings.ReplaceAll(tt.err, "{file}", file))
+			require.NotContains(t, errOut.String(), "Usage:", "a config's mistake is told without the usage")
+			require.Empty(t, out.String())
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	var out, errOut bytes.Buffer
+	file := writeConfig(t, fullConfig)
+	require.Equal(t, exitOK, Main([]string{"config", "validate", "--config", file}, &out, &errOut), errOut.String())
+	require.Equal(t, file+": valid\n", out.String())
+
+	out.Reset()
+	errOut.Reset()
+	require.Equal(t, exitUsage, Main([]string{"config", "validate", "--scm", "local", "--repo", "r", "--metrics-file", "m"}, &out, &errOut))
+	require.Contains(t, errOut.String(), "`--config` is required")
+}
+
+func TestConfigPrint(t *testing.T) {
+	file := writeConfig(t, "scm: github\ngithub: {repo: acme/gitops, tokenEnv: GH_TOKEN}\n"+
+		"prometheus:\n  url: https://reader:hunter2@mimir.example/prometheus\n"+
+		"  headers: ['X-Scope-OrgID: gpu', 'Authorization: Bearer sekrit']\n")
+	t.Setenv("GH_TOKEN", "ghp_verysecret")
+	t.Setenv("RECOMMENDER_MAX_NEW", "2")
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, Main([]string{"config", "print", "--config", file, "--dry-run"}, &out, &errOut), errOut.String())
+	got := out.String()
+	for _, want := range []string{
+		"scm: github # " + file + ":1:6\n",
+		"  repo: acme/gitops # " + file + ":2:16\n",
+		"  tokenEnv: GH_TOKEN # " + file + ":2:39\n",
+		"  url: https://reader:xxxxx@mimir.example/prometheus # " + file + ":4:8\n",
+		"  headers: ['X-Scope-OrgID: gpu', 'Authorization: <redacted>'] # " + file + ":5:12\n",
+		"  maxNew: 2 # $RECOMMENDER_MAX_NEW\n",
+		"dryRun: true # flag\n",
+		"base: main # default\n",
+	} {
+		require.Contains(t, got, want)
+	}
+	for _, secret := range []string{"ghp_verysecret", "hunter2", "sekrit"} {
+		require.NotContains(t, got, secret)
+	}
+	// What it prints is a config that reads back to the same settings.
+	var again bytes.Buffer
+	require.Equal(t, exitOK, Main([]string{"config", "print", "--config", writeConfig(t, got)}, &again, &errOut), errOut.String())
+}

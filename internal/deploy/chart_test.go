@@ -1,0 +1,393 @@
+package deploy_test
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/engine"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	kjson "sigs.k8s.io/json"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+const (
+	chartDir  = "../../charts/recommender"
+	release   = "gpu"
+	namespace = "gpu-rightsizing"
+)
+
+// optionSets are the documented value files: the examples users start
+// from (examples/helm) and the chart's own (its ci/ folder), plus the
+// defaults (""). Each is a path from the repository's root.
+func optionSets(t *testing.T) []string {
+	t.Helper()
+	sets := []string{""}
+	for _, pattern := range []string{"examples/helm/*.yaml", "charts/recommender/ci/*-values.yaml"} {
+		files, err := filepath.Glob(filepath.Join(root, pattern))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, pattern)
+		for _, f := range files {
+			rel, err := filepath.Rel(root, f)
+			require.NoError(t, err)
+			sets = append(sets, filepath.ToSlash(rel))
+		}
+	}
+	return sets
+}
+
+func readValues(t *testing.T, set string) map[string]any {
+	t.Helper()
+	vals := map[string]any{}
+	if set == "" {
+		return vals
+	}
+	b, err := os.ReadFile(filepath.Join(root, set))
+	require.NoError(t, err)
+	require.NoError(t, sigsyaml.Unmarshal(b, &vals))
+	return vals
+}
+
+// objects are a rendering's objects, each decoded strictly into its
+// k8s.io/api type.
+type objects struct {
+	CronJob             *batchv1.CronJob
+	ServiceAccount      *corev1.ServiceAccount
+	ConfigMap           *corev1.ConfigMap
+	ClusterRoles        []*rbacv1.ClusterRole
+	ClusterRoleBindings []*rbacv1.ClusterRoleBinding
+	Roles               []*rbacv1.Role
+	RoleBindings        []*rbacv1.RoleBinding
+	Notes               string
+}
+
+// decodeStrict decodes a YAML document as the API server's strict field
+// validation does: an unknown field, a duplicate key or a field in the
+// wrong case (repoUrl for repoURL, which encoding/json would accept) is
+// an error.
+func decodeStrict(t *testing.T, doc []byte, obj any) error {
+	t.Helper()
+	j, err := sigsyaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(j, obj)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
+}
+
+var docSep = regexp.MustCompile(`(?m)^---\s*$`)
+
+// render renders the chart as `helm install` would, schema checked, and
+// decodes every object strictly: an unknown or misspelt field, a
+// duplicate key or a wrong type fails the test.
+func render(t *testing.T, vals map[string]any) objects {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	require.NoError(t, err)
+	out, err := engine.Render(ch, top)
+	require.NoError(t, err)
+	var objs objects
+	for _, name := range slices.Sorted(maps.Keys(out)) {
+		text := out[name]
+		if strings.HasSuffix(name, "NOTES.txt") {
+			objs.Notes = text
+			continue
+		}
+		for _, doc := range docSep.Split(text, -1) {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			var meta struct{ APIVersion, Kind string }
+			require.NoError(t, sigsyaml.Unmarshal([]byte(doc), &meta), "%s", name)
+			var obj any
+			switch meta.APIVersion + " " + meta.Kind {
+			case "batch/v1 CronJob":
+				require.Nil(t, objs.CronJob, "one CronJob")
+				objs.CronJob = &batchv1.CronJob{}
+				obj = objs.CronJob
+			case "v1 ServiceAccount":
+				objs.ServiceAccount = &corev1.ServiceAccount{}
+				obj = objs.ServiceAccount
+			case "v1 ConfigMap":
+				objs.ConfigMap = &corev1.ConfigMap{}
+				obj = objs.ConfigMap
+			case "rbac.authorization.k8s.io/v1 ClusterRole":
+				objs.ClusterRoles = append(objs.ClusterRoles, &rbacv1.ClusterRole{})
+				obj = objs.ClusterRoles[len(objs.ClusterRoles)-1]
+			case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+				objs.ClusterRoleBindings = append(objs.ClusterRoleBindings, &rbacv1.ClusterRoleBinding{})
+				obj = objs.ClusterRoleBindings[len(objs.ClusterRoleBindings)-1]
+			case "rbac.authorization.k8s.io/v1 Role":
+				objs.Roles = append(objs.Roles, &rbacv1.Role{})
+				obj = objs.Roles[len(objs.Roles)-1]
+			case "rbac.authorization.k8s.io/v1 RoleBinding":
+				objs.RoleBindings = append(objs.RoleBindings, &rbacv1.RoleBinding{})
+				obj = objs.RoleBindings[len(objs.RoleBindings)-1]
+			default:
+				t.Fatalf("%s: unexpected object %s %s (the chart never renders a Secret)", name, meta.APIVersion, meta.Kind)
+			}
+			require.NoError(t, decodeStrict(t, []byte(doc), obj), "%s:\n%s", name, doc)
+		}
+	}
+	require.NotNil(t, objs.CronJob)
+	require.NotNil(t, objs.ConfigMap)
+	return objs
+}
+
+func TestChartLint(t *testing.T) {
+	for _, set := range optionSets(t) {
+		t.Run("values "+set, func(t *testing.T) {
+			l := lint.RunAll(chartDir, readValues(t, set), namespace)
+			for _, m := range l.Messages {
+				require.Less(t, m.Severity, support.WarningSev, "%s", m)
+			}
+		})
+	}
+}
+
+// TestChartRender renders every option set and checks what each must
+// hold: the CronJob's scheduling, the restricted Pod Security profile,
+// the workspace, the config and the secrets by reference.
+func TestChartRender(t *testing.T) {
+	for _, set := range optionSets(t) {
+		t.Run("values "+set, func(t *testing.T) {
+			vals := readValues(t, set)
+			objs := render(t, vals)
+			cj := objs.CronJob
+			require.Equal(t, batchv1.ForbidConcurrent, cj.Spec.ConcurrencyPolicy)
+			require.NotEmpty(t, cj.Spec.Schedule)
+			require.NotNil(t, cj.Spec.StartingDeadlineSeconds)
+			require.NotNil(t, cj.Spec.SuccessfulJobsHistoryLimit)
+			require.NotNil(t, cj.Spec.FailedJobsHistoryLimit)
+			job := cj.Spec.JobTemplate.Spec
+			require.NotNil(t, job.BackoffLimit)
+			require.NotNil(t, job.ActiveDeadlineSeconds)
+			pod := job.Template.Spec
+			require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
+			saName := release + "-recommender"
+			if sa, _ := vals["serviceAccount"].(map[string]any); sa != nil && sa["name"] != nil {
+				saName = sa["name"].(string)
+			}
+			require.Equal(t, saName, pod.ServiceAccountName)
+			require.Equal(t, saName, objs.ServiceAccount.Name)
+
+			// Restricted Pod Security.
+			psc := pod.SecurityContext
+			require.True(t, *psc.RunAsNonRoot)
+			require.NotZero(t, *psc.RunAsUser)
+			require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type)
+			require.Len(t, pod.Containers, 1)
+			c := pod.Containers[0]
+			sc := c.SecurityContext
+			require.False(t, *sc.AllowPrivilegeEscalation)
+			require.True(t, *sc.ReadOnlyRootFilesystem)
+			require.True(t, *sc.RunAsNonRoot)
+			require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+			require.Empty(t, sc.Capabilities.Add)
+			require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
+			require.False(t, c.Resources.Requests.Cpu().IsZero())
+			require.False(t, c.Resources.Limits.Memory().IsZero())
+			for _, v := range pod.Volumes {
+				require.Nil(t, v.HostPath, "no host path")
+			}
+
+			// The workspace and the config.
+			mounts := map[string]corev1.VolumeMount{}
+			for _, m := range c.VolumeMounts {
+				mounts[m.Name] = m
+			}
+			volumes := map[string]corev1.Volume{}
+			for _, v := range pod.Volumes {
+				volumes[v.Name] = v
+			}
+			require.Equal(t, "/tmp", mounts["workspace"].MountPath)
+			require.NotNil(t, volumes["workspace"].EmptyDir)
+			require.Contains(t, c.Env, corev1.EnvVar{Name: "TMPDIR", Value: "/tmp"})
+			require.Equal(t, []string{"run", "--config", "/etc/recommender/config.yaml"}, c.Args)
+			require.Equal(t, "/etc/recommender", mounts["config"].MountPath)
+			require.Equal(t, objs.ConfigMap.Name, volumes["config"].ConfigMap.Name)
+			// values.config over the chart's default config, as Helm
+			// merges them.
+			ch, err := loader.Load(chartDir)
+			require.NoError(t, err)
+			merged, err := util.CoalesceValues(ch, vals)
+			require.NoError(t, err)
+			want := merged["config"]
+			var got map[string]any
+			require.NoError(t, sigsyaml.Unmarshal([]byte(objs.ConfigMap.Data["config.yaml"]), &got))
+			require.Equal(t, want, got, "the config file is values.config")
+			require.NotEmpty(t, objs.CronJob.Spec.JobTemplate.Spec.Template.Annotations["checksum/config"])
+
+			// Every *_FILE variable names a file on a read-only mount of
+			// a Secret volume.
+			for _, e := range c.Env {
+				if !strings.HasSuffix(e.Name, "_FILE") {
+					continue
+				}
+				require.True(t, strings.HasPrefix(e.Name, "RECOMMENDER_"), e.Name)
+				found := false
+				for _, m := range c.VolumeMounts {
+					if strings.HasPrefix(e.Value, m.MountPath+"/") {
+						found = true
+						require.True(t, m.ReadOnly)
+						require.NotNil(t, volumes[m.Name].Secret, "%s is a Secret", m.Name)
+					}
+				}
+				require.True(t, found, "%s=%s is mounted", e.Name, e.Value)
+			}
+			require.Contains(t, objs.Notes, "logs job/")
+			require.Contains(t, objs.Notes, "create job --from=cronjob/"+cj.Name)
+		})
+	}
+}
+
+// TestChartSecretsByReference: each documented secret reaches the
+// container as a file, by reference to a Secret the chart does not create.
+func TestChartSecretsByReference(t *testing.T) {
+	objs := render(t, readValues(t, "examples/helm/github-app.yaml"))
+	c := objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	require.Equal(t, "/var/run/secrets/recommender/github-app-key/private-key.pem", env["RECOMMENDER_GITHUB_APP_KEY_FILE"])
+	require.Equal(t, "/var/run/secrets/recommender/prometheus-token/token", env["RECOMMENDER_PROMETHEUS_TOKEN_FILE"])
+	require.Equal(t, "/var/run/secrets/recommender/prometheus-tls/ca.crt", env["RECOMMENDER_PROMETHEUS_CA_FILE"])
+	require.NotContains(t, env, "RECOMMENDER_GITHUB_TOKEN_FILE")
+	var secrets []string
+	for _, v := range objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secrets = append(secrets, v.Secret.SecretName)
+		}
+	}
+	sort.Strings(secrets)
+	require.Equal(t, []string{"mimir-client-tls", "mimir-reader", "recommender-github-app"}, secrets)
+}
+
+// grants lists every verb granted, one "namespace group resource verb"
+// each ("" namespace: the cluster's).
+func grants(t *testing.T, objs objects) []string {
+	t.Helper()
+	var out []string
+	add := func(ns string, rules []rbacv1.PolicyRule) {
+		for _, r := range rules {
+			require.Empty(t, r.ResourceNames)
+			require.Empty(t, r.NonResourceURLs)
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						require.NotEqual(t, "*", v)
+						out = append(out, strings.Join([]string{ns, g, res, v}, " "))
+					}
+				}
+			}
+		}
+	}
+	for _, cr := range objs.ClusterRoles {
+		add("", cr.Rules)
+	}
+	for _, r := range objs.Roles {
+		add(r.Namespace, r.Rules)
+	}
+	sort.Strings(out)
+	// Each role is bound to the job's ServiceAccount, and only to it.
+	for _, b := range objs.ClusterRoleBindings {
+		require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, Namespace: namespace}}, b.Subjects)
+	}
+	for _, b := range objs.RoleBindings {
+		require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, Namespace: namespace}}, b.Subjects)
+	}
+	require.Len(t, objs.ClusterRoleBindings, len(objs.ClusterRoles))
+	require.Len(t, objs.RoleBindings, len(objs.Roles))
+	return out
+}
+
+// TestChartRBAC: the job's permissions are exactly what each mode needs —
+// read-only unless live mode is on, and patch only on the Deployments of
+// the listed namespaces.
+func TestChartRBAC(t *testing.T) {
+	tests := []struct {
+		name      string
+		set       string
+		overrides map[string]any
+		want      []string
+		token     bool
+	}{
+		{name: "defaults: KAI queues, read-only", want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
+		{
+			name: "read-only namespaces, no queues", set: "charts/recommender/ci/readonly-namespaces-values.yaml",
+			want:  []string{"inference apps deployments get", "inference apps deployments list", "staging apps deployments get", "staging apps deployments list"},
+			token: true,
+		},
+		{
+			name: "live mode", set: "charts/recommender/ci/live-values.yaml",
+			want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list",
+				"inference apps deployments get", "inference apps deployments list", "inference apps deployments patch",
+				"staging apps deployments get", "staging apps deployments list", "staging apps deployments patch"},
+			token: true,
+		},
+		{name: "no RBAC", overrides: map[string]any{"rbac": map[string]any{"create": false}}, want: nil, token: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vals := readValues(t, tt.set)
+			maps.Copy(vals, tt.overrides)
+			objs := render(t, vals)
+			require.Equal(t, tt.want, grants(t, objs))
+			require.Equal(t, tt.token, *objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.AutomountServiceAccountToken,
+				"a token only where the job has permissions to use it for")
+		})
+	}
+}
+
+// TestChartSchemaRejects: values.schema.json refuses a value of the wrong
+// type or shape, naming it, before anything renders.
+func TestChartSchemaRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		vals string
+		err  string
+	}{
+		{name: "a number for the schedule", vals: "schedule: 5", err: "/schedule"},
+		{name: "a string for a boolean", vals: "suspend: \"yes\"", err: "/suspend"},
+		{name: "a negative backoff", vals: "backoffLimit: -1", err: "/backoffLimit"},
+		{name: "a string for a list", vals: "rbac: {namespaces: inference}", err: "/rbac/namespaces"},
+		{name: "a bad namespace", vals: "rbac: {namespaces: [Inference]}", err: "/rbac/namespaces/0"},
+		{name: "an unknown key", vals: "schedul: '0 * * * *'", err: "schedul"},
+		{name: "a secret's value inline", vals: "secrets: {githubToken: {value: ghp_x}}", err: "/secrets/githubToken"},
+		{name: "an unknown pull policy", vals: "image: {pullPolicy: Sometimes}", err: "/image/pullPolicy"},
+		{name: "live mode without namespaces", vals: "live: {enabled: true}", err: "/rbac/namespaces"},
+		{name: "a list for the config", vals: "config: [scm]", err: "/config"},
+	}
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var vals map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(tt.vals), &vals))
+			_, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.err)
+		})
+	}
+}
