@@ -51,7 +51,10 @@ func (n Note) Unwrap() error { return n.Err }
 type File struct {
 	Path     string // slash-separated, relative to the root
 	Old, New []byte
-	Changes  []Change
+	// Created: the file is new (Old is nil), e.g. a strategic-merge patch
+	// added to a kustomization.
+	Created bool
+	Changes []Change
 	// Splices turn Old into New: each replaces Old[Off:Off+Len] with Text.
 	// They are sorted and do not overlap.
 	Splices []Splice
@@ -112,6 +115,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	}
 	byFile := map[string][]target{}
 	var files []string
+	var kedits []Edit // of workloads a kustomization builds
 	for _, e := range edits {
 		ws := byRef[e.Workload]
 		if e.File != "" {
@@ -139,6 +143,11 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			continue
 		}
 		f := ws[0].File
+		if inv.kust != nil && inv.kust.kust(f) != nil {
+			e.File = f
+			kedits = append(kedits, e)
+			continue
+		}
 		if _, ok := byFile[f]; !ok {
 			files = append(files, f)
 		}
@@ -195,6 +204,10 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		if f, ok := fe.result(); ok {
 			res.Files = append(res.Files, f)
 		}
+	}
+	if len(kedits) > 0 {
+		inv.kust.reread(r).apply(kedits, res)
+		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,10 +21,14 @@ import (
 // shows CRLF lines), and a last line without a line break is followed by
 // git's "\ No newline at end of file".
 func (f File) Diff() string {
+	from := diffName("a/" + f.Path)
+	if f.Created {
+		from = "/dev/null"
+	}
 	d := difflib.UnifiedDiff{
 		A:        diffLines(f.Old),
 		B:        diffLines(f.New),
-		FromFile: diffName("a/" + f.Path),
+		FromFile: from,
 		ToFile:   diffName("b/" + f.Path),
 		Context:  3,
 	}
@@ -97,6 +102,22 @@ func WriteFile(root string, f File) error {
 
 func writeFile(rt *os.Root, f File) error {
 	name := filepath.FromSlash(f.Path)
+	if f.Created {
+		// A new file: it must not exist yet, and nobody reads it before
+		// it is whole.
+		w, err := rt.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
+			}
+			return err
+		}
+		_, err = w.Write(f.New)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
 	fi, err := rt.Lstat(name)
 	if err != nil {
 		return err

@@ -88,6 +88,11 @@ type Inventory struct {
 	// Problems are files that could not be read or parsed, and documents
 	// that could not be understood. They are not fatal.
 	Problems []Problem
+
+	// kust holds the kustomizations and their builds, when the files
+	// have any: a Workload whose File is a kustomization is edited
+	// through it.
+	kust *kustIndex
 }
 
 // Problem is a file or document that was skipped.
