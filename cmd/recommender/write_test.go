@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
@@ -165,4 +167,49 @@ func TestPlanWriteRefusesAChangedFile(t *testing.T) {
 		}
 	}
 	require.False(t, strings.Contains(stderr.String(), "error:"), stderr.String())
+}
+
+// TestPlanWriteKustomize: the quickstart's chat service as a base with
+// two overlays, inference (whose usage is recorded) and canary. plan
+// --write puts inference's new fraction into a new patch of its overlay,
+// leaving the shared base alone; kustomize builds each overlay as
+// intended.
+func TestPlanWriteKustomize(t *testing.T) {
+	repo := t.TempDir()
+	require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
+	chat := filepath.Join(repo, "apps", "chat")
+	require.NoError(t, os.MkdirAll(filepath.Join(chat, "base"), 0o755))
+	require.NoError(t, os.Rename(filepath.Join(chat, "deployment.yaml"), filepath.Join(chat, "base", "deployment.yaml")))
+	write := func(p, s string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(chat, p)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(chat, p), []byte(s), 0o644))
+	}
+	write("base/kustomization.yaml", "resources:\n  - deployment.yaml\n")
+	write("overlays/inference/kustomization.yaml", "namespace: inference\nresources:\n  - ../../base\n")
+	write("overlays/canary/kustomization.yaml", "namespace: canary\nresources:\n  - ../../base\n")
+	before := files(t, repo)
+
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"plan", "--repo", repo, "--metrics-file", quickstartMetrics, "--write"}, &stdout, &stderr)
+	require.Equal(t, exitOK, code, stderr.String()+stdout.String())
+	out := stdout.String()
+	require.Contains(t, out, "--- /dev/null\n+++ b/apps/chat/overlays/inference/gpu-rightsizing-deployment-chat.yaml\n")
+	require.Contains(t, out, "+        gpu-fraction: \"0.72\"\n")
+	require.Contains(t, out, "--- a/apps/chat/overlays/inference/kustomization.yaml\n")
+
+	after := files(t, repo)
+	require.Equal(t, before["apps/chat/base/deployment.yaml"], after["apps/chat/base/deployment.yaml"], "the shared base is left alone")
+	require.Equal(t, before["apps/chat/overlays/canary/kustomization.yaml"], after["apps/chat/overlays/canary/kustomization.yaml"])
+	require.Equal(t, "namespace: inference\nresources:\n  - ../../base\npatches:\n  - path: gpu-rightsizing-deployment-chat.yaml\n",
+		after["apps/chat/overlays/inference/kustomization.yaml"])
+	for overlay, want := range map[string]string{"inference": "0.72", "canary": "0.5"} {
+		abs, err := filepath.Abs(filepath.Join(chat, "overlays", overlay))
+		require.NoError(t, err)
+		rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
+		require.NoError(t, err)
+		require.Len(t, rm.Resources(), 1)
+		got, err := rm.Resources()[0].GetString("spec.template.metadata.annotations.gpu-fraction")
+		require.NoError(t, err)
+		require.Equal(t, want, got, overlay)
+	}
 }

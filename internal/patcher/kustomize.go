@@ -61,7 +61,7 @@ type kobj struct {
 	w Workload // as built; File is the kustomization
 	// origin is the file whose document defines it, and name the
 	// object's name there (before namePrefix and nameSuffix).
-	origin, name string
+	origin, name, namespace string
 }
 
 // isKustomization reports whether the base name of p is one kustomize
@@ -237,32 +237,31 @@ func builtWorkloads(k *kust, origins map[usage.Ref]string, files map[string][]by
 		w := readWorkload(doc.Content[0], ref, spec)
 		w.File = k.file
 		o := kobj{w: w, origin: origins[ref]}
-		o.name = originalName(files[o.origin], ref)
+		o.name, o.namespace = originalName(files[o.origin], ref)
 		objs = append(objs, o)
 	}
 	return objs
 }
 
-// originalName is the name, in the file that defines it, of the object
-// built as ref: of the documents of its kind, the one whose name the
-// built name contains (namePrefix and nameSuffix only add to it),
-// the longest when several do.
-func originalName(b []byte, ref usage.Ref) string {
+// originalName is the name and namespace, in the file that defines it,
+// of the object built as ref: of the documents of its kind, the one whose
+// name the built name contains (namePrefix and nameSuffix only add to
+// it), the longest when several do.
+func originalName(b []byte, ref usage.Ref) (name, namespace string) {
 	s, err := parseStream(b)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	best := ""
 	for _, doc := range s.docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
 		got, _, ok := identify(doc.Content[0])
-		if ok && got.Kind == ref.Kind && strings.Contains(ref.Name, got.Name) && len(got.Name) > len(best) {
-			best = got.Name
+		if ok && got.Kind == ref.Kind && strings.Contains(ref.Name, got.Name) && len(got.Name) > len(name) {
+			name, namespace = got.Name, got.Namespace
 		}
 	}
-	return best
+	return name, namespace
 }
 
 // kust returns the kustomization of file.

@@ -176,12 +176,12 @@ func (st *kstate) file(p string) ([]byte, bool) {
 // overlays share), a new patch in the overlay, applied after everything
 // else it includes, is tried instead.
 func (st *kstate) try(g []kedit) error {
-	err := st.place(g, false)
+	elsewhere, err := st.place(g, false)
 	var pe *proofError
-	if err == nil || len(g) > 1 || !errors.As(err, &pe) {
+	if err == nil || !elsewhere || len(g) > 1 || !errors.As(err, &pe) {
 		return err
 	}
-	if err2 := st.place(g, true); err2 != nil {
+	if _, err2 := st.place(g, true); err2 != nil {
 		return fmt.Errorf("%w; and as a new patch of %s: %w", err, g[0].k.dir, err2)
 	}
 	return nil
@@ -194,16 +194,17 @@ func (e *proofError) Error() string { return e.err.Error() }
 func (e *proofError) Unwrap() error { return e.err }
 
 // place is try with one placement: where the values are defined, or with
-// overlay, all of them in a new patch of the overlay.
-func (st *kstate) place(g []kedit, overlay bool) error {
+// overlay, all of them in a new patch of the overlay. elsewhere says
+// whether any op went to an existing file.
+func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 	ke := g[0]
 	spec, _ := kindSpecFor(ke.e.Workload.Kind)
 	if ke.o.origin == "" || ke.o.name == "" {
-		return fmt.Errorf("%w: %s: cannot tell which file defines %s", ErrKustomize, ke.k.dir, ke.e.Workload)
+		return false, fmt.Errorf("%w: %s: cannot tell which file defines %s", ErrKustomize, ke.k.dir, ke.e.Workload)
 	}
 	chain := st.ix.withComponents(st.ix.chain(ke.k, ke.o.origin))
 	if chain == nil {
-		return fmt.Errorf("%w: %s: %s is not a resource of it", ErrKustomize, ke.k.dir, ke.o.origin)
+		return false, fmt.Errorf("%w: %s: %s is not a resource of it", ErrKustomize, ke.k.dir, ke.o.origin)
 	}
 	names := []string{ke.o.name, ke.e.Workload.Name}
 	// where each op goes: a file (a patch or the resource) or "" for a
@@ -227,7 +228,7 @@ func (st *kstate) place(g []kedit, overlay bool) error {
 	for _, op := range ke.e.Ops {
 		file, err := st.definer(chain, ke.e.Workload.Kind, names, opPaths(op, spec.template))
 		if err != nil {
-			return err
+			return false, err
 		}
 		if file == "" {
 			file = ke.o.origin
@@ -238,6 +239,7 @@ func (st *kstate) place(g []kedit, overlay bool) error {
 		if overlay {
 			file = ""
 		}
+		elsewhere = elsewhere || file != ""
 		t := at(file)
 		t.ops = append(t.ops, op)
 	}
@@ -252,11 +254,11 @@ func (st *kstate) place(g []kedit, overlay bool) error {
 			err = st.editDoc(ke, t.file, t.ops, names, next, changes)
 		}
 		if err != nil {
-			return err
+			return elsewhere, err
 		}
 	}
 	if err := st.prove(next, append(slices.Clone(st.accepted), g...)); err != nil {
-		return &proofError{err}
+		return elsewhere, &proofError{err}
 	}
 	for p, b := range next {
 		st.cur[p] = b
@@ -270,7 +272,7 @@ func (st *kstate) place(g []kedit, overlay bool) error {
 		}
 	}
 	st.accepted = append(st.accepted, g...)
-	return nil
+	return elsewhere, nil
 }
 
 // opPaths are the fields an op may change, as paths from the object.
@@ -505,6 +507,12 @@ func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes m
 		scalar("apiVersion"), scalar(str(before, "apiVersion")),
 		scalar("kind"), scalar(ke.e.Workload.Kind),
 		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(ke.o.name)}})
+	if ke.o.namespace != "" {
+		// a patch finds its object by the id it has where the patch
+		// applies: the overlay's namespace comes after its patches
+		md := patch.Content[5]
+		md.Content = append(md.Content, scalar("namespace"), scalar(ke.o.namespace))
+	}
 	for i := 0; i+1 < len(diff.Content); i += 2 {
 		if diff.Content[i].Value == "metadata" {
 			// merge with the name above
