@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -248,9 +249,14 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 	changes := map[string][]Change{}
 	for _, t := range targets {
 		var err error
-		if t.file == "" {
+		switch {
+		case t.file == "":
 			err = st.newPatch(ke, t.ops, next, changes)
-		} else {
+		case strings.HasPrefix(t.file, inlinePrefix):
+			kf, i, _ := strings.Cut(strings.TrimPrefix(t.file, inlinePrefix), "#")
+			n, _ := strconv.Atoi(i)
+			err = st.editInline(ke, kf, n, t.ops, names, next, changes)
+		default:
 			err = st.editDoc(ke, t.file, t.ops, names, next, changes)
 		}
 		if err != nil {
@@ -295,6 +301,10 @@ func opPaths(op Op, tmpl []string) [][]string {
 		under("metadata", "annotations", kai.ContainerNameAnnotation)}
 }
 
+// inlinePrefix marks a definer that is the patch: string of the entry
+// #i of a kustomization's patches.
+const inlinePrefix = "inline:"
+
 // definer returns the patch file that sets one of fields for the object
 // named one of names, looking from the overlay inwards; "" when no patch
 // does (the resource file defines it). Patches it cannot edit refuse.
@@ -323,14 +333,15 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 		}
 		type src struct {
 			file, inline string
+			index        int // in patches:, -1 for the deprecated lists
 			target       *types.Selector
 			json         bool
 		}
 		// in kustomize's order: it moves patchesJson6902, then
 		// patchesStrategicMerge, after patches (FixKustomization)
 		var srcs []src
-		for _, p := range k.k.Patches {
-			s := src{inline: p.Patch, target: p.Target}
+		for i, p := range k.k.Patches {
+			s := src{inline: p.Patch, target: p.Target, index: i}
 			if p.Path != "" {
 				s = src{file: path.Join(k.dir, p.Path), target: p.Target}
 			}
@@ -338,7 +349,7 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 		}
 		//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
 		for _, p := range k.k.PatchesJson6902 {
-			s := src{inline: p.Patch, target: p.Target, json: true}
+			s := src{inline: p.Patch, target: p.Target, json: true, index: -1}
 			if p.Path != "" {
 				s = src{file: path.Join(k.dir, p.Path), target: p.Target, json: true}
 			}
@@ -347,7 +358,7 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 		//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
 		for _, p := range k.k.PatchesStrategicMerge {
 			if strings.Contains(string(p), "\n") {
-				srcs = append(srcs, src{inline: string(p)})
+				srcs = append(srcs, src{inline: string(p), index: -1})
 			} else {
 				srcs = append(srcs, src{file: path.Join(k.dir, string(p))})
 			}
@@ -389,8 +400,11 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 				}
 				for _, f := range fields {
 					if lookup(root, f[:len(f)-1]...) != nil && hasField(lookup(root, f[:len(f)-1]...), f[len(f)-1]) {
+						if s.file == "" && s.index < 0 {
+							return "", fmt.Errorf("%w: %s: an inline patch of patchesStrategicMerge sets %s; move it to patches: to have it edited", ErrKustomize, k.file, strings.Join(f, "."))
+						}
 						if s.file == "" {
-							return "", fmt.Errorf("%w: %s: an inline patch sets %s; move it to a file to have it edited", ErrKustomize, k.file, strings.Join(f, "."))
+							return fmt.Sprintf("%s%s#%d", inlinePrefix, k.file, s.index), nil
 						}
 						return s.file, nil
 					}
@@ -808,4 +822,98 @@ func (d *docEdit) seqIndent(m *yaml.Node) string {
 		}
 	}
 	return ""
+}
+
+// editInline applies ops to the inline patch of entry #index of the
+// patches of kustomization file kf: the patch text is edited like a file
+// of its own, and the block scalar that holds it is replaced line by
+// line, with its indentation. Only a literal block (|) is edited.
+func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []string, next map[string][]byte, changes map[string][]Change) error {
+	b, ok := next[kf]
+	if !ok {
+		b, _ = st.file(kf)
+	}
+	fe, err := newFileEdit(kf, b, false)
+	if err != nil {
+		return err
+	}
+	if len(fe.exp) != 1 {
+		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, kf, len(fe.exp))
+	}
+	name := fmt.Sprintf("patches[%d].patch", index)
+	var inner []Change
+	step := docStep{name: "edit " + name, run: func(d *docEdit) error {
+		_, seq := field(d.root, "patches")
+		if seq == nil || seq.Kind != yaml.SequenceNode || index >= len(seq.Content) {
+			return d.fail(d.root, name, fmt.Errorf("%w: no such patch", ErrNotFound))
+		}
+		_, n := field(seq.Content[index], "patch")
+		if n == nil || n.Kind != yaml.ScalarNode {
+			return d.fail(seq.Content[index], name, fmt.Errorf("%w: no patch text", ErrNotFound))
+		}
+		if n.Style&yaml.LiteralStyle == 0 {
+			return d.fail(n, name, fmt.Errorf("%w: an inline patch that is not a literal block (|)", ErrUnsupported))
+		}
+		pe, err := newFileEdit(kf+": "+name, []byte(n.Value), true)
+		if err != nil {
+			return d.fail(n, name, err)
+		}
+		w := Workload{}
+		for i, doc := range pe.exp {
+			if len(doc.Content) == 0 {
+				continue
+			}
+			if ref, _, ok := identify(doc.Content[0]); ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
+				w.Ref, w.Line = ref, pe.lines[i]
+			}
+		}
+		if w.Ref.Kind == "" {
+			return d.fail(n, name, fmt.Errorf("%w: no %s named %s in the patch", ErrNotFound, ke.e.Workload.Kind, strings.Join(names, " or ")))
+		}
+		if _, err := pe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
+			return err
+		}
+		f, ok := pe.result()
+		if !ok {
+			return nil
+		}
+		inner = f.Changes
+		start, end, err := d.sp.span(n)
+		if err != nil {
+			return d.fail(n, name, err)
+		}
+		body := d.t.nextLine(start)
+		if body >= end {
+			return d.fail(n, name, fmt.Errorf("%w: empty block", ErrUnsupported))
+		}
+		first := d.t.skipBlank(body)
+		indent := string(d.t.b[body:first])
+		if strings.Contains(indent, "\t") || strings.Contains(string(f.New), "\r") {
+			return d.fail(n, name, fmt.Errorf("%w: tabs or CR in the block", ErrUnsupported))
+		}
+		lines := strings.Split(strings.TrimRight(string(f.New), "\n"), "\n")
+		for i, l := range lines {
+			if l != "" {
+				lines[i] = indent + l
+			}
+		}
+		d.splices = append(d.splices, splice{off: body, end: end, text: strings.Join(lines, d.t.eolAt(body))})
+		e, err := d.expNode(n)
+		if err != nil {
+			return d.fail(n, name, err)
+		}
+		e.Value = string(f.New)
+		return nil
+	}}
+	if _, _, err := fe.editDoc(0, []docStep{step}); err != nil {
+		return err
+	}
+	if f, ok := fe.result(); ok {
+		next[kf] = f.New
+		for _, c := range inner {
+			c.Field = name + ": " + c.Field
+			changes[kf] = append(changes[kf], c)
+		}
+	}
+	return nil
 }

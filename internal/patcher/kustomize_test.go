@@ -50,6 +50,14 @@ func TestKustomizeGolden(t *testing.T) {
 			fractions: map[string]string{"prod": "0.6", "staging": "0.5"},
 		},
 		{
+			// An inline patch of the overlay sets it: edited inside the
+			// block, its comment kept.
+			name:      "inline-patch",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
+			fractions: map[string]string{"prod": "0.6", "staging": "0.5"},
+		},
+		{
 			// A JSON 6902 patch sets it: refused, nothing written.
 			name:      "json6902",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
