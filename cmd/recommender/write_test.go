@@ -213,3 +213,54 @@ func TestPlanWriteKustomize(t *testing.T) {
 		require.Equal(t, want, got, overlay)
 	}
 }
+
+// TestPlanWriteGPUMemory: the quickstart's chat service asking for GPU
+// memory instead of a fraction. Without the GPU's memory it is left alone
+// with the reason; with spec.kai.gpuMemoryMiB (a field of the project's
+// API group) the recommendation is written in whole MiB, rounded up, and
+// vLLM's flag follows the same rule as for a fraction.
+func TestPlanWriteGPUMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cardMiB  string
+		contains []string
+		file     string
+	}{
+		{name: "the GPU's memory unknown",
+			contains: []string{"requests GPU memory (gpu-memory) but the GPU's memory is unknown: set spec.kai.gpuMemoryMiB in its strategy"}},
+		{name: "an 80 GiB GPU", cardMiB: "81920",
+			contains: []string{`+        gpu-memory: "58983"`, "+            - \"0.64\""},
+			file:     `gpu-memory: "58983"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := t.TempDir()
+			require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
+			chat := filepath.Join(repo, "apps", "chat", "deployment.yaml")
+			b, err := os.ReadFile(chat)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(chat, []byte(strings.Replace(string(b), `gpu-fraction: "0.5"`, `gpu-memory: "40960"`, 1)), 0o644))
+			if tc.cardMiB != "" {
+				pol := filepath.Join(repo, "policies", "kai-gpu-sharing.yaml")
+				b, err := os.ReadFile(pol)
+				require.NoError(t, err)
+				s := strings.Replace(string(b), "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterAutomationStrategy",
+					"apiVersion: gpu-rightsizing.github.io/v1alpha1\nkind: ClusterAutomationStrategy", 1)
+				s = strings.Replace(s, "  kai:\n", "  kai:\n    gpuMemoryMiB: "+tc.cardMiB+"\n", 1)
+				require.NoError(t, os.WriteFile(pol, []byte(s), 0o644))
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main([]string{"plan", "--repo", repo, "--metrics-file", quickstartMetrics, "--write"}, &stdout, &stderr)
+			require.Equal(t, exitOK, code, stderr.String()+stdout.String())
+			for _, want := range tc.contains {
+				require.Contains(t, stdout.String(), want)
+			}
+			after, err := os.ReadFile(chat)
+			require.NoError(t, err)
+			if tc.file != "" {
+				require.Contains(t, string(after), tc.file)
+			} else {
+				require.Contains(t, string(after), `gpu-memory: "40960"`)
+			}
+		})
+	}
+}

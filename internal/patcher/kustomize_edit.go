@@ -287,6 +287,8 @@ func opPaths(op Op, tmpl []string) [][]string {
 	switch o := op.(type) {
 	case setGPUFraction:
 		return [][]string{under("metadata", "annotations", kai.FractionAnnotation)}
+	case setGPUMemory:
+		return [][]string{under("metadata", "annotations", kai.MemoryAnnotation)}
 	case removePodAnnotation:
 		return [][]string{under("metadata", "annotations", o.key)}
 	case setSchedulerName:

@@ -41,6 +41,12 @@ func SetGPUFraction(v string) Op { return setGPUFraction{value: v} }
 // --kv-cache-memory-bytes, are left alone with a Note.
 func SetVLLMMemoryUtilization(v string) Op { return setVLLMUtil{value: v} }
 
+// SetGPUMemory sets the pod annotation gpu-memory to mib, whole MiB
+// without a suffix as KAI reads it, written as a quoted string. Like
+// SetGPUFraction it creates missing mappings, and an Edit whose result has
+// gpu-memory next to gpu-fraction or nvidia.com/gpu is refused.
+func SetGPUMemory(mib int64) Op { return setGPUMemory{mib: mib} }
+
 // SetSchedulerName sets the pod's spec.schedulerName.
 func SetSchedulerName(name string) Op { return setSchedulerName{name: name} }
 
@@ -146,6 +152,22 @@ func (o setGPUFraction) apply(d *podEdit) error {
 		return d.fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
 	}
 	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.FractionAnnotation}, o.value, scalarOpts{quote: true, asString: true})
+}
+
+type setGPUMemory struct{ mib int64 }
+
+func (o setGPUMemory) String() string { return fmt.Sprintf("SetGPUMemory(%d)", o.mib) }
+
+func (o setGPUMemory) apply(d *podEdit) error {
+	name := d.tmplField("metadata", "annotations", kai.MemoryAnnotation)
+	tmpl, err := d.template()
+	if err != nil {
+		return err
+	}
+	if o.mib < 1 {
+		return d.fail(tmpl, name, fmt.Errorf("%w: %s %d must be a positive number of MiB", ErrInvalidValue, kai.MemoryAnnotation, o.mib))
+	}
+	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.MemoryAnnotation}, strconv.FormatInt(o.mib, 10), scalarOpts{quote: true, asString: true})
 }
 
 type setSchedulerName struct{ name string }
