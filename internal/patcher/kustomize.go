@@ -86,17 +86,25 @@ func memFS(files map[string][]byte) (filesys.FileSystem, error) {
 
 // build runs kustomize on dir. With trace, every object says which file
 // it came from (config.kubernetes.io/origin), for finding where to edit.
-func build(fs filesys.FileSystem, dir string, trace bool) ([]byte, map[usage.Ref]string, error) {
+func build(fs filesys.FileSystem, dir string, trace bool) (out []byte, origins map[usage.Ref]string, err error) {
+	defer func() {
+		// kustomize is large and reads what the repository holds: a
+		// panic in it is a kustomization that does not build, not the
+		// end of the run.
+		if r := recover(); r != nil {
+			out, origins, err = nil, nil, fmt.Errorf("kustomize panicked: %v", r)
+		}
+	}()
 	opts := krusty.MakeDefaultOptions()
 	rm, err := krusty.MakeKustomizer(opts).Run(fs, path.Join(buildRoot, dir))
 	if err != nil {
 		return nil, nil, err
 	}
 	if !trace {
-		out, err := rm.AsYaml()
+		out, err = rm.AsYaml()
 		return out, nil, err
 	}
-	origins := map[usage.Ref]string{}
+	origins = map[usage.Ref]string{}
 	for _, r := range rm.Resources() {
 		o, err := r.GetOrigin()
 		if err != nil || o == nil || o.Repo != "" {

@@ -179,3 +179,28 @@ func builtFraction(t *testing.T, dir string) string {
 	require.Len(t, fractions, 1)
 	return fractions[0]
 }
+
+// Every name kustomize reads is a kustomization; a directory that does
+// not build is a problem, and its files are still not plain workloads.
+func TestKustomizeDiscoverNames(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"base/Kustomization":              "resources:\n  - deployment.yaml\n",
+		"base/deployment.yaml":            applyDeployment,
+		"overlay/kustomization.yml":       "namePrefix: x-\nresources:\n  - ../base\n",
+		"broken/kustomization.yaml":       "resources:\n  - missing.yaml\n  - deployment.yaml\n",
+		"broken/deployment.yaml":          applyDeployment,
+		"plain/deployment.yaml":           applyDeployment,
+		"notakustomization/kustomization": "resources: [x]\n",
+	})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	var got []string
+	for _, w := range inv.Workloads {
+		got = append(got, w.Ref.Name+" in "+w.File)
+	}
+	require.Equal(t, []string{"x-app in overlay/kustomization.yml", "app in plain/deployment.yaml"}, got)
+	require.Len(t, inv.Problems, 1)
+	require.ErrorIs(t, inv.Problems[0], patcher.ErrKustomize)
+	require.Equal(t, "broken/kustomization.yaml", inv.Problems[0].File)
+}
