@@ -349,3 +349,24 @@ func (ix *kustIndex) withComponents(chain []*kust) []*kust {
 // component reports whether k is a Component: it builds only as part of
 // the kustomizations that include it.
 func (k *kust) component() bool { return k.k.Kind == types.ComponentKind }
+
+// reads reports whether building k may read one of files: whether one
+// lies below the directory of k or of a kustomization it includes.
+func (ix *kustIndex) reads(k *kust, files []string) bool {
+	for _, f := range files {
+		if under(f, k.dir) {
+			return true
+		}
+	}
+	for _, d := range k.dirs {
+		if sub := ix.kust(ix.fileIn(d)); sub != nil && ix.reads(sub, files) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether slash path p lies below directory dir.
+func under(p, dir string) bool {
+	return dir == "." || strings.HasPrefix(p, dir+"/")
+}

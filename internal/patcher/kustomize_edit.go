@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -320,7 +321,7 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 			}
 		}
 		//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
-		labels := maps(k.k.CommonLabels)
+		labels := labelMaps(k.k.CommonLabels)
 		for _, l := range k.k.Labels {
 			labels = append(labels, l.Pairs)
 		}
@@ -417,7 +418,7 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 	return "", nil
 }
 
-func maps(m map[string]string) []map[string]string {
+func labelMaps(m map[string]string) []map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
@@ -662,8 +663,12 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) error {
 	if err != nil {
 		return err
 	}
+	changed := slices.Collect(maps.Keys(next))
 	for _, k := range st.ix.kusts {
-		if k.err != nil || k.component() {
+		if k.err != nil || k.component() || !st.ix.reads(k, changed) {
+			// kustomize reads only below the directories of a
+			// kustomization and of those it includes (load restrictions
+			// root-only): one that reads no changed file builds the same
 			continue
 		}
 		out, _, err := build(fs, k.dir, false)
