@@ -43,16 +43,21 @@ type kedit struct {
 	o kobj
 }
 
-// applyKustomize applies edits of workloads built by kustomizations in
-// ix, with cur the files as read now, and adds the results to res.
+// apply applies edits of workloads built by the kustomizations of ix
+// and adds the results to res: the files changed or created, and the
+// edits refused.
 func (ix *kustIndex) apply(edits []Edit, res *Result) {
 	var kes []kedit
 	for _, e := range edits {
 		k := ix.kust(e.File)
-		i := slices.IndexFunc(k.objs, func(o kobj) bool { return o.w.Ref == e.Workload })
+		i := -1
+		if k != nil {
+			// nil when the kustomization is gone since discovery
+			i = slices.IndexFunc(k.objs, func(o kobj) bool { return o.w.Ref == e.Workload })
+		}
 		if i < 0 {
 			res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: e.File,
-				Err: fmt.Errorf("%w: %s is not built by %s", ErrNotFound, e.Workload, k.dir)})
+				Err: fmt.Errorf("%w: %s is not built by %s", ErrNotFound, e.Workload, path.Dir(e.File))})
 			continue
 		}
 		kes = append(kes, kedit{e: e, k: k, o: k.objs[i]})

@@ -204,3 +204,18 @@ func TestKustomizeDiscoverNames(t *testing.T) {
 	require.ErrorIs(t, inv.Problems[0], patcher.ErrKustomize)
 	require.Equal(t, "broken/kustomization.yaml", inv.Problems[0].File)
 }
+
+// A kustomization deleted between discovery and the edit refuses the
+// edit instead of failing the run.
+func TestKustomizeGoneSinceDiscovery(t *testing.T) {
+	root := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "kustomize", "name-prefix", "original"), root)
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(root, "overlays", "prod", "kustomization.yaml")))
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{kustEdit("prod", dep("ml", "team-a-chat-v2"), patcher.SetGPUFraction("0.3"))})
+	require.NoError(t, err)
+	require.Empty(t, res.Files)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
+}
