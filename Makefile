@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image demo test demo-prometheus test-deps demo-run lint bench bench-prometheus fuzz backtest backtest-variants
+.PHONY: build image demo test demo-prometheus test-deps demo-run lint bench bench-prometheus bench-scale fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -44,6 +44,10 @@ lint:
 ## bench: the benchmarks behind BENCHMARKS.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+## bench-scale: discovery and edits of 10,000 Deployments, plain and as 100 overlays (about 2 min)
+bench-scale:
+	RECOMMENDER_BENCH_SCALE=1 $(GO) test -run '^$$' -bench Scale -benchtime 1x -count=1 ./internal/patcher
 
 ## bench-prometheus: the real-server benchmark of BENCHMARKS.md (backfills millions of samples: about 2 min)
 bench-prometheus:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -25,6 +26,8 @@ type planOptions struct {
 	DefaultNamespace string
 	// DetailedExitCode: exit 4 when the plan edits a file.
 	DetailedExitCode bool
+	// Write applies the planned edits to the working tree.
+	Write bool
 
 	// Now is the clock, for the default evaluation time.
 	Now func() time.Time
@@ -35,13 +38,16 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	var parseUsage func() error
 	cmd := &cobra.Command{
 		Use:   "plan --repo DIR (--metrics-file FILE | --prometheus-url URL)",
-		Short: "Print the decisions, reasons and diffs for a repository, writing nothing",
-		Long: "Print the decisions, reasons and diffs for a repository, writing nothing.\n\n" +
+		Short: "Print the decisions, reasons and diffs for a repository",
+		Long: "Print the decisions, reasons and diffs for a repository. It writes nothing unless --write is\n" +
+			"given: then the printed diffs are applied to the files of the working tree (no commit, no push),\n" +
+			"and a file that changed on disk since the plan read it is left alone and reported (exit 3).\n\n" +
 			"Usage comes from a recorded file (--metrics-file) or from a server with Prometheus' HTTP API\n" +
 			"(--prometheus-url: Prometheus, Thanos, Mimir, VictoriaMetrics). Secrets are read from files or\n" +
 			"the environment, never given on the command line.",
 		Example: "  recommender plan --repo examples/quickstart --metrics-file examples/quickstart/metrics.om\n" +
 			"  recommender plan --repo . --metrics-file usage.om --at 2026-11-30T12:00:00Z --output json\n" +
+			"  recommender plan --repo . --metrics-file usage.om --write && git diff\n" +
 			"  recommender plan --repo . --prometheus-url http://prometheus.monitoring:9090\n" +
 			"  recommender plan --repo . --prometheus-url https://mimir.example/prometheus \\\n" +
 			"      --prometheus-header 'X-Scope-OrgID: gpu' --prometheus-token-file /var/run/secrets/token --cluster-label cluster=prod-eu",
@@ -75,6 +81,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when the plan proposes changes, 0 when there is nothing to do")
+	f.BoolVar(&opts.Write, "write", false, "apply the planned edits to the working tree (no commit, no push)")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
@@ -107,13 +114,36 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(p.Problems) > 0 {
+	unwritten := 0
+	if opts.Write {
+		unwritten = writePlan(opts, p.Files)
+	}
+	if len(p.Problems) > 0 || unwritten > 0 {
 		return errProblems
 	}
 	if opts.DetailedExitCode && len(p.Files) > 0 {
 		return errChanges
 	}
 	return nil
+}
+
+// writePlan writes the files of the printed plan, after printing it, so
+// that what is written is what was shown. A file that changed on disk
+// since the plan read it is not written; the others still are. It reports
+// on stderr (stdout holds the plan, the same as without --write) and
+// returns how many files were not written.
+func writePlan(opts *planOptions, files []patcher.File) int {
+	failed := 0
+	for _, f := range files {
+		if err := patcher.WriteFile(opts.Repo, f); err != nil {
+			failed++
+			fmt.Fprintf(opts.IO.Err, "not written: %s\n", plan.Printable(err.Error()))
+			continue
+		}
+		opts.Logger.Info("file written", "path", f.Path, "changes", len(f.Changes))
+	}
+	fmt.Fprintf(opts.IO.Err, "%d of %d files written\n", len(files)-failed, len(files))
+	return failed
 }
 
 // Evaluation times a plan can plausibly be made at: anything else is a

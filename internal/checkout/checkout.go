@@ -247,9 +247,12 @@ func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// isYAML reports whether a file is read: *.yaml and *.yml in any case,
+// and Kustomization, the one name kustomize reads as YAML without an
+// extension.
 func isYAML(name string) bool {
 	ext := strings.ToLower(path.Ext(name))
-	return ext == ".yaml" || ext == ".yml"
+	return ext == ".yaml" || ext == ".yml" || path.Base(name) == "Kustomization"
 }
 
 // skipDir reports whether the directory p (not the root) is skipped: a dot

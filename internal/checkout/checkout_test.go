@@ -97,6 +97,13 @@ func TestRead(t *testing.T) {
 			files: []string{"a.YAML", "b.Yml", "c.yml"},
 		},
 		{
+			name: "Kustomization, exactly so, without an extension",
+			tree: map[string]string{
+				"base/Kustomization": "resources: []\n", "other/kustomization": "a: 1\n", "other/Kustomization.bak": "a: 1\n",
+			},
+			files: []string{"base/Kustomization"},
+		},
+		{
 			name: "a link to a file found directly adds a name to it",
 			tree: map[string]string{
 				"apps/a.yaml": "a: 1\n", "links/a.yaml": "->../apps/a.yaml", "links/b.yml": "->../apps/a.yaml",

@@ -28,7 +28,9 @@ func Decide(in Input) Decision {
 		}
 		return LeftAlone(in.Current, CauseUnsupported, "no GPU request: setting one from nothing is not supported yet")
 	case GPUMemory:
-		return LeftAlone(in.Current, CauseUnsupported, "requests GPU memory (gpu-memory): not supported yet")
+		if r.Strategy.GPUMemoryMiB <= 0 || in.Current.MiB <= 0 {
+			return LeftAlone(in.Current, CauseUnsupported, "requests GPU memory (gpu-memory) but the GPU's memory is unknown: set spec.kai.gpuMemoryMiB in its strategy")
+		}
 	}
 	e := newEvaluation(in)
 	if c, s := e.pods(); c != "" {
@@ -612,6 +614,16 @@ func (e *evaluation) quantize(act Action, target float64) (Allocation, bool) {
 	limit := st.Ceiling
 	if act == Upsize {
 		limit = min(limit, max(e.a*e.in.Rules.maxStep(), st.Floor))
+	}
+	if e.in.Current.Form == GPUMemory {
+		// Whole MiB, rounded up; one GPU at most, which is what
+		// gpu-memory can ask for.
+		card := float64(st.GPUMemoryMiB)
+		mib := min(int64(math.Ceil(target*card-1e-9)), int64(math.Floor(limit*card+1e-9)), st.GPUMemoryMiB)
+		if mib < 1 {
+			return Allocation{}, false
+		}
+		return Allocation{Form: GPUMemory, GPUs: float64(mib) / card, MiB: mib}, mib != e.in.Current.MiB
 	}
 	wholeOnly := e.in.Current.Form == WholeGPUs && !st.MoveToKAI
 	if wholeOnly || target > kai.MaxFraction {

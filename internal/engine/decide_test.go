@@ -484,10 +484,26 @@ func TestDecide(t *testing.T) {
 			reason: "no GPU request (setFromUnspecified is false)",
 		},
 		{
-			name:    "gpu-memory requests",
-			current: engine.Allocation{Form: engine.GPUMemory},
-			action:  engine.Skipped, recommended: engine.Allocation{Form: engine.GPUMemory}, cause: engine.CauseUnsupported,
-			reason: "requests GPU memory (gpu-memory): not supported yet",
+			name:    "gpu-memory requests without the GPU's memory",
+			current: engine.Allocation{Form: engine.GPUMemory, MiB: 40960},
+			action:  engine.Skipped, recommended: engine.Allocation{Form: engine.GPUMemory, MiB: 40960}, cause: engine.CauseUnsupported,
+			reason: "requests GPU memory (gpu-memory) but the GPU's memory is unknown: set spec.kai.gpuMemoryMiB in its strategy",
+		},
+		{
+			// 40960 of 81920 MiB is 0.5 of the GPU; 0.72 of it is
+			// 58982.4 MiB, rounded up to the MiB.
+			name:       "gpu-memory upsize in whole MiB",
+			governance: with(func(g *engine.Rules) { g.Strategy.GPUMemoryMiB = 81920 }),
+			current:    engine.Allocation{Form: engine.GPUMemory, GPUs: 0.5, MiB: 40960},
+			usage:      workload(false, podSpec{name: "chat-1", age: 2 * day, until: 0, live: true, compute: recent(time.Minute, 60, missing)}),
+			action:     engine.Upsize, recommended: engine.Allocation{Form: engine.GPUMemory, GPUs: 58983.0 / 81920, MiB: 58983}, urgent: true,
+		},
+		{
+			name:       "gpu-memory never beyond one GPU",
+			governance: with(func(g *engine.Rules) { g.Strategy.GPUMemoryMiB = 81920 }),
+			current:    engine.Allocation{Form: engine.GPUMemory, GPUs: 0.75, MiB: 61440},
+			usage:      workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 95, 20), flat(50))),
+			action:     engine.Upsize, recommended: engine.Allocation{Form: engine.GPUMemory, GPUs: 1, MiB: 81920}, urgent: true,
 		},
 		{
 			name:       "no strategy",
@@ -507,6 +523,7 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, tt.action, d.Action, d.Reason())
 			require.Equal(t, tt.recommended.Form, d.Recommended.Form, d.Reason())
 			require.InDelta(t, tt.recommended.GPUs, d.Recommended.GPUs, 1e-6, d.Reason())
+			require.Equal(t, tt.recommended.MiB, d.Recommended.MiB, d.Reason())
 			require.Equal(t, tt.urgent, d.Urgent)
 			if tt.rule != "" {
 				require.Equal(t, tt.rule, d.Rule)

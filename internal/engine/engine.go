@@ -26,8 +26,11 @@ const (
 // Allocation is a workload's GPU request.
 type Allocation struct {
 	Form Form
-	// GPUs is the request in GPUs: the fraction, or the whole count.
+	// GPUs is the request in GPUs: the fraction, or the whole count; for
+	// gpu-memory, MiB over the GPU's memory (0 when that is unknown).
 	GPUs float64
+	// MiB is the gpu-memory request, in whole MiB.
+	MiB int64
 }
 
 func (a Allocation) String() string {
@@ -40,6 +43,9 @@ func (a Allocation) String() string {
 		}
 		return fmt.Sprintf("%g GPUs", a.GPUs)
 	case GPUMemory:
+		if a.MiB > 0 {
+			return fmt.Sprintf("%d MiB", a.MiB)
+		}
 		return "gpu-memory"
 	}
 	return "-"

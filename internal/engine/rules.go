@@ -47,8 +47,11 @@ type StrategyRules struct {
 	MoveToKAI bool
 	// VLLMBufferPercent is the share of its allocation vLLM must leave
 	// unused; negative when the strategy does not manage vLLM.
-	VLLMBufferPercent     int
-	HAMiCore              bool
+	VLLMBufferPercent int
+	HAMiCore          bool
+	// GPUMemoryMiB is the memory of one GPU, for gpu-memory requests;
+	// 0 when unknown.
+	GPUMemoryMiB          int64
 	Queue                 string
 	SetQueueWhenSpecified bool
 	MinChangePercent      int

@@ -19,7 +19,7 @@ type dropFinalBreak struct{}
 
 func (dropFinalBreak) String() string { return "dropFinalBreak()" }
 
-func (dropFinalBreak) apply(d *docEdit) error {
+func (dropFinalBreak) apply(d *podEdit) error {
 	start, err := d.t.nodeOffset(d.root)
 	if err != nil {
 		return err

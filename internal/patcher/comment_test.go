@@ -47,7 +47,7 @@ type oldFlowDelete struct{ key string }
 
 func (o oldFlowDelete) String() string { return "oldFlowDelete(" + o.key + ")" }
 
-func (o oldFlowDelete) apply(d *docEdit) error {
+func (o oldFlowDelete) apply(d *podEdit) error {
 	ann := lookup(d.root, "spec", "template", "metadata", "annotations")
 	k, v := field(ann, o.key)
 	_, pe, err := d.sp.span(ann.Content[indexOf(ann.Content, k)-1])

@@ -34,14 +34,17 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	for _, p := range files.Problems {
 		inv.Problems = append(inv.Problems, Problem{File: p.Path, Err: p.Err})
 	}
+	all := map[string][]byte{}
 	for _, f := range files.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		all[f.Path] = f.Data
 		ws, probs := discoverFile(f.Path, f.Data)
 		inv.Workloads = append(inv.Workloads, ws...)
 		inv.Problems = append(inv.Problems, probs...)
 	}
+	inv.addKustomize(indexKustomize(all))
 	sort.SliceStable(inv.Problems, func(i, j int) bool {
 		if inv.Problems[i].File != inv.Problems[j].File {
 			return inv.Problems[i].File < inv.Problems[j].File
@@ -80,4 +83,35 @@ func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
 		ws = append(ws, w)
 	}
 	return ws, probs
+}
+
+// addKustomize puts the workloads the overlays build in place of those
+// read from the files kustomizations read: a base Deployment and its
+// patches are not workloads of their own, and a file only an overlay
+// includes is not a second definition of what the overlay builds.
+func (inv *Inventory) addKustomize(ix *kustIndex) {
+	if len(ix.kusts) == 0 {
+		return
+	}
+	inv.kust = ix
+	ws := inv.Workloads[:0]
+	for _, w := range inv.Workloads {
+		if !ix.used[w.File] {
+			ws = append(ws, w)
+		}
+	}
+	inv.Workloads = ws
+	for _, k := range ix.kusts {
+		if k.err != nil {
+			inv.Problems = append(inv.Problems, Problem{File: k.file, Err: k.err})
+			continue
+		}
+		if !k.root {
+			continue
+		}
+		for _, o := range k.objs {
+			inv.Workloads = append(inv.Workloads, o.w)
+		}
+	}
+	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })
 }

@@ -85,6 +85,8 @@ func goldenCases() []goldenCase {
 		{name: "idempotent", ops: fractionAndVLLM},
 		{name: "partial", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
 		{name: "refuse-alias", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
+		{name: "gpu-memory", ops: []patcher.Op{patcher.SetGPUMemory(58983), patcher.SetVLLMMemoryUtilization("0.64")}},
+		{name: "refuse-gpu-memory-next-to-fraction", ops: []patcher.Op{patcher.SetGPUFraction("0.5"), patcher.SetGPUMemory(40960)}, refused: []error{patcher.ErrInvalidValue}},
 		{name: "refuse-merge-key", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
 		{name: "refuse-duplicate-key", ops: fractionAndVLLM, refused: []error{patcher.ErrDuplicateKey}},
 		{name: "refuse-template", ops: fractionAndVLLM, refused: []error{patcher.ErrTemplate}},

@@ -16,7 +16,7 @@ import (
 // of the workload's kind (spec.template for a Deployment).
 type Op interface {
 	fmt.Stringer
-	apply(d *docEdit) error
+	apply(d *podEdit) error
 }
 
 // SetGPUFraction sets the pod annotation gpu-fraction to v, a decimal
@@ -40,6 +40,12 @@ func SetGPUFraction(v string) Op { return setGPUFraction{value: v} }
 // (Workload.GPU.Container). Other vLLM containers, and one with
 // --kv-cache-memory-bytes, are left alone with a Note.
 func SetVLLMMemoryUtilization(v string) Op { return setVLLMUtil{value: v} }
+
+// SetGPUMemory sets the pod annotation gpu-memory to mib, whole MiB
+// without a suffix as KAI reads it, written as a quoted string. Like
+// SetGPUFraction it creates missing mappings, and an Edit whose result has
+// gpu-memory next to gpu-fraction or nvidia.com/gpu is refused.
+func SetGPUMemory(mib int64) Op { return setGPUMemory{mib: mib} }
 
 // SetSchedulerName sets the pod's spec.schedulerName.
 func SetSchedulerName(name string) Op { return setSchedulerName{name: name} }
@@ -77,7 +83,7 @@ func RemovePodAnnotation(k string) Op { return removePodAnnotation{key: k} }
 func SetWholeGPUs(n int64) Op { return setWholeGPUs{n: n} }
 
 // template returns the pod template mapping of the current parse.
-func (d *docEdit) template() (*yaml.Node, error) {
+func (d *podEdit) template() (*yaml.Node, error) {
 	cur := d.root
 	for i, p := range d.tmpl {
 		if err := d.editable(cur, strings.Join(d.tmpl[:i], ".")); err != nil {
@@ -93,7 +99,7 @@ func (d *docEdit) template() (*yaml.Node, error) {
 }
 
 // podSpec returns the template's spec mapping.
-func (d *docEdit) podSpec() (*yaml.Node, error) {
+func (d *podEdit) podSpec() (*yaml.Node, error) {
 	tmpl, err := d.template()
 	if err != nil {
 		return nil, err
@@ -107,7 +113,7 @@ func (d *docEdit) podSpec() (*yaml.Node, error) {
 
 // containers returns the items of the pod's containers or initContainers
 // list, after checking the path to them can be edited.
-func (d *docEdit) containers(list string) ([]*yaml.Node, error) {
+func (d *podEdit) containers(list string) ([]*yaml.Node, error) {
 	pod, err := d.podSpec()
 	if err != nil {
 		return nil, err
@@ -133,7 +139,7 @@ type setGPUFraction struct{ value string }
 
 func (o setGPUFraction) String() string { return fmt.Sprintf("SetGPUFraction(%q)", o.value) }
 
-func (o setGPUFraction) apply(d *docEdit) error {
+func (o setGPUFraction) apply(d *podEdit) error {
 	name := d.tmplField("metadata", "annotations", kai.FractionAnnotation)
 	tmpl, err := d.template()
 	if err != nil {
@@ -145,7 +151,23 @@ func (o setGPUFraction) apply(d *docEdit) error {
 	if _, v := field(lookup(tmpl, "metadata", "annotations"), kai.MemoryAnnotation); v != nil {
 		return d.fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
 	}
-	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.FractionAnnotation}, o.value, true, true)
+	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.FractionAnnotation}, o.value, scalarOpts{quote: true, asString: true})
+}
+
+type setGPUMemory struct{ mib int64 }
+
+func (o setGPUMemory) String() string { return fmt.Sprintf("SetGPUMemory(%d)", o.mib) }
+
+func (o setGPUMemory) apply(d *podEdit) error {
+	name := d.tmplField("metadata", "annotations", kai.MemoryAnnotation)
+	tmpl, err := d.template()
+	if err != nil {
+		return err
+	}
+	if o.mib < 1 {
+		return d.fail(tmpl, name, fmt.Errorf("%w: %s %d must be a positive number of MiB", ErrInvalidValue, kai.MemoryAnnotation, o.mib))
+	}
+	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.MemoryAnnotation}, strconv.FormatInt(o.mib, 10), scalarOpts{quote: true, asString: true})
 }
 
 type setSchedulerName struct{ name string }
@@ -154,7 +176,7 @@ func (o setSchedulerName) String() string { return fmt.Sprintf("SetSchedulerName
 
 var dnsNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
-func (o setSchedulerName) apply(d *docEdit) error {
+func (o setSchedulerName) apply(d *podEdit) error {
 	name := d.tmplField("spec", "schedulerName")
 	tmpl, err := d.template()
 	if err != nil {
@@ -163,7 +185,7 @@ func (o setSchedulerName) apply(d *docEdit) error {
 	if !dnsNameRE.MatchString(o.name) || len(o.name) > 253 {
 		return d.fail(tmpl, name, fmt.Errorf("%w: scheduler name %q", ErrInvalidValue, o.name))
 	}
-	return d.setString(tmpl, name, []string{"spec", "schedulerName"}, o.name, false, true)
+	return d.setString(tmpl, name, []string{"spec", "schedulerName"}, o.name, scalarOpts{asString: true})
 }
 
 type setPodLabel struct{ key, value string }
@@ -180,7 +202,7 @@ func validLabel(k, v string) error {
 	return nil
 }
 
-func (o setPodLabel) apply(d *docEdit) error {
+func (o setPodLabel) apply(d *podEdit) error {
 	name := d.tmplField("metadata", "labels", o.key)
 	tmpl, err := d.template()
 	if err != nil {
@@ -203,7 +225,7 @@ func (o setPodLabel) apply(d *docEdit) error {
 			}
 		}
 	}
-	return d.setString(tmpl, name, []string{"metadata", "labels", o.key}, o.value, false, true)
+	return d.setString(tmpl, name, []string{"metadata", "labels", o.key}, o.value, scalarOpts{asString: true})
 }
 
 type setWorkloadLabel struct{ key, value string }
@@ -212,19 +234,19 @@ func (o setWorkloadLabel) String() string {
 	return fmt.Sprintf("SetWorkloadLabel(%q, %q)", o.key, o.value)
 }
 
-func (o setWorkloadLabel) apply(d *docEdit) error {
+func (o setWorkloadLabel) apply(d *podEdit) error {
 	name := "metadata.labels." + o.key
 	if err := validLabel(o.key, o.value); err != nil {
 		return d.fail(d.root, name, err)
 	}
-	return d.setString(d.root, name, []string{"metadata", "labels", o.key}, o.value, false, true)
+	return d.setString(d.root, name, []string{"metadata", "labels", o.key}, o.value, scalarOpts{asString: true})
 }
 
 type removePodAnnotation struct{ key string }
 
 func (o removePodAnnotation) String() string { return fmt.Sprintf("RemovePodAnnotation(%q)", o.key) }
 
-func (o removePodAnnotation) apply(d *docEdit) error {
+func (o removePodAnnotation) apply(d *podEdit) error {
 	name := d.tmplField("metadata", "annotations", o.key)
 	tmpl, err := d.template()
 	if err != nil {
@@ -261,7 +283,7 @@ type removeWholeGPUs struct{}
 
 func (removeWholeGPUs) String() string { return "RemoveWholeGPUs()" }
 
-func (o removeWholeGPUs) apply(d *docEdit) error {
+func (o removeWholeGPUs) apply(d *podEdit) error {
 	var refs []containerRef
 	for _, list := range []string{"containers", "initContainers"} {
 		cs, err := d.containers(list)
@@ -311,18 +333,18 @@ func (o removeWholeGPUs) apply(d *docEdit) error {
 	if name == "" {
 		return d.fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", ErrUnsupported, d.containerField(h)))
 	}
-	return d.setString(tmpl, field, []string{"metadata", "annotations", kai.ContainerNameAnnotation}, name, false, true)
+	return d.setString(tmpl, field, []string{"metadata", "annotations", kai.ContainerNameAnnotation}, name, scalarOpts{asString: true})
 }
 
 // containerField names a container in a field path, e.g.
 // spec.template.spec.containers[vllm].
-func (d *docEdit) containerField(r containerRef) string {
+func (d *podEdit) containerField(r containerRef) string {
 	return d.tmplField("spec", r.list) + "[" + containerLabel(r.c, r.i) + "]"
 }
 
 // gpuTargets returns the containers the GPU goes to in the current parse
 // (see gpuTargets), refusing when the container the pod names is missing.
-func (d *docEdit) gpuTargets() ([]containerRef, error) {
+func (d *podEdit) gpuTargets() ([]containerRef, error) {
 	tmpl, err := d.template()
 	if err != nil {
 		return nil, err
@@ -337,7 +359,7 @@ func (d *docEdit) gpuTargets() ([]containerRef, error) {
 
 // removeGPUs deletes nvidia.com/gpu from one container's limits and
 // requests, removing the mappings it leaves empty.
-func (d *docEdit) removeGPUs(c *yaml.Node, base string) error {
+func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 	rk, res := field(c, "resources")
 	if res == nil || res.Kind != yaml.MappingNode {
 		return nil
@@ -393,7 +415,7 @@ type setWholeGPUs struct{ n int64 }
 
 func (o setWholeGPUs) String() string { return fmt.Sprintf("SetWholeGPUs(%d)", o.n) }
 
-func (o setWholeGPUs) apply(d *docEdit) error {
+func (o setWholeGPUs) apply(d *podEdit) error {
 	pod, err := d.podSpec()
 	if err != nil {
 		return err
@@ -421,11 +443,11 @@ func (o setWholeGPUs) apply(d *docEdit) error {
 	c := ts[0].c
 	base := d.containerField(ts[0]) + ".resources."
 	v := strconv.FormatInt(o.n, 10)
-	if err := d.setString(c, base+"limits."+kai.GPUResource, []string{"resources", "limits", kai.GPUResource}, v, true, false); err != nil {
+	if err := d.setString(c, base+"limits."+kai.GPUResource, []string{"resources", "limits", kai.GPUResource}, v, scalarOpts{quote: true}); err != nil {
 		return err
 	}
 	if str(lookup(c, "resources", "requests"), kai.GPUResource) != "" {
-		return d.setString(c, base+"requests."+kai.GPUResource, []string{"resources", "requests", kai.GPUResource}, v, true, false)
+		return d.setString(c, base+"requests."+kai.GPUResource, []string{"resources", "requests", kai.GPUResource}, v, scalarOpts{quote: true})
 	}
 	return nil
 }
@@ -436,7 +458,7 @@ func (o setVLLMUtil) String() string { return fmt.Sprintf("SetVLLMMemoryUtilizat
 
 var utilValueRE = regexp.MustCompile(`^(0?\.[0-9]+|1(\.0*)?)$`)
 
-func (o setVLLMUtil) apply(d *docEdit) error {
+func (o setVLLMUtil) apply(d *podEdit) error {
 	cs, err := d.containers("containers")
 	if err != nil {
 		return err
@@ -497,7 +519,7 @@ func (v *vllmScan) listName(n *yaml.Node) string {
 }
 
 // setUtil rewrites every existing --gpu-memory-utilization value.
-func (d *docEdit) setUtil(v *vllmScan, base, value string) error {
+func (d *podEdit) setUtil(v *vllmScan, base, value string) error {
 	done := map[*yaml.Node]bool{}
 	for _, s := range v.sites {
 		if done[s.n] {
@@ -513,7 +535,7 @@ func (d *docEdit) setUtil(v *vllmScan, base, value string) error {
 				}
 				return d.fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", ErrUnsupported, cur))
 			}
-			changed, err := d.replaceScalar(s.n, value, true, name)
+			changed, err := d.replaceScalar(s.n, value, name, scalarOpts{asString: true})
 			if err != nil {
 				return err
 			}
@@ -544,7 +566,7 @@ func (d *docEdit) setUtil(v *vllmScan, base, value string) error {
 
 // addUtil adds the flag to a vLLM container that has none: inside the
 // shell string that runs vllm, or as a new argument.
-func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
+func (d *podEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 	flag := "--gpu-memory-utilization=" + value
 	switch {
 	case len(v.scripts) > 0:
@@ -586,4 +608,45 @@ func (d *docEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 		return nil
 	}
 	return d.fail(c, base, fmt.Errorf("%w: the command does not run vllm", ErrNoVLLMCommand))
+}
+
+// validFraction accepts what KAI accepts for gpu-fraction and keeps
+// exactly: a decimal strictly between 0 and 1 with at most two places,
+// 0.01 to 0.99.
+func validFraction(v string) error {
+	f, err := kai.ParseFraction(v)
+	_, places, _ := strings.Cut(v, ".")
+	if err != nil || len(places) > 2 || !kai.OnGrid(f) {
+		return fmt.Errorf("%w: %s %q must be a decimal from %s to %s with at most two places",
+			ErrInvalidValue, kai.FractionAnnotation, v, kai.FormatFraction(kai.MinFraction), kai.FormatFraction(kai.MaxFraction))
+	}
+	return nil
+}
+
+// kaiConflict says why KAI would refuse the GPU request of pod template
+// tmpl, at path: gpu-fraction next to gpu-memory, or either of them next
+// to an nvidia.com/gpu limit or request in a container or init container.
+// It returns the node to blame, its field and the reason; a nil error
+// when there is none.
+func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
+	ann := lookup(tmpl, "metadata", "annotations")
+	fk, _ := field(ann, kai.FractionAnnotation)
+	mk, _ := field(ann, kai.MemoryAnnotation)
+	if err := (kai.Request{Fraction: fk != nil, Memory: mk != nil}).Conflict(); err != nil {
+		return fk, path + ".metadata.annotations." + kai.FractionAnnotation, fmt.Errorf("%w: %w", ErrInvalidValue, err)
+	}
+	share, name := fk, kai.FractionAnnotation
+	if share == nil {
+		share, name = mk, kai.MemoryAnnotation
+	}
+	if share == nil {
+		return nil, "", nil
+	}
+	for _, r := range allContainers(lookup(tmpl, "spec")) {
+		if g := readGPU(r); g.present {
+			return g.at, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), g.list, kai.GPUResource),
+				fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
+		}
+	}
+	return nil, "", nil
 }

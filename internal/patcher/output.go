@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -19,10 +21,14 @@ import (
 // shows CRLF lines), and a last line without a line break is followed by
 // git's "\ No newline at end of file".
 func (f File) Diff() string {
+	from := diffName("a/" + f.Path)
+	if f.Created {
+		from = "/dev/null"
+	}
 	d := difflib.UnifiedDiff{
 		A:        diffLines(f.Old),
 		B:        diffLines(f.New),
-		FromFile: diffName("a/" + f.Path),
+		FromFile: from,
 		ToFile:   diffName("b/" + f.Path),
 		Context:  3,
 	}
@@ -63,35 +69,73 @@ func diffLines(b []byte) []string {
 	return lines
 }
 
-// Write writes every changed file under root: each to a temporary file in
-// the same directory, then renamed over the original, keeping its mode.
-// A file whose content is no longer Old is not overwritten.
+// Write writes every changed file under root, as WriteFile does. A file
+// that cannot be written does not stop the others: the error joins one
+// error per file that was not written.
 func (r *Result) Write(root string) error {
+	var errs []error
+	for _, f := range r.Files {
+		errs = append(errs, WriteFile(root, f))
+	}
+	return errors.Join(errs...)
+}
+
+// WriteFile writes f.New over f.Path under root, unless the file on disk
+// is no longer f.Old: then it is left as it is and the error wraps
+// ErrChangedOnDisk. The new bytes go to a temporary file in the same
+// directory, with the file's mode, which is then renamed over the
+// original, so a reader sees the old file or the new one, never half of
+// it. (What changes between the comparison and the rename, a few system
+// calls apart, is lost: the check is for an editor or a git checkout
+// that ran since the plan was made, not for a writer racing it.)
+func WriteFile(root string, f File) error {
 	rt, err := os.OpenRoot(root)
 	if err != nil {
 		return fmt.Errorf("open checkout: %w", err)
 	}
 	defer rt.Close()
-	for _, f := range r.Files {
-		if err := writeFile(rt, f); err != nil {
-			return fmt.Errorf("write %s: %w", f.Path, err)
-		}
+	if err := writeFile(rt, f); err != nil {
+		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
 	return nil
 }
 
 func writeFile(rt *os.Root, f File) error {
 	name := filepath.FromSlash(f.Path)
-	fi, err := rt.Stat(name)
+	if f.Created {
+		// A new file: it must not exist yet, and nobody reads it before
+		// it is whole.
+		w, err := rt.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
+			}
+			return err
+		}
+		_, err = w.Write(f.New)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	fi, err := rt.Lstat(name)
 	if err != nil {
 		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		// A rename would replace the link with a file, cutting it from
+		// the file it shares its content with.
+		return fmt.Errorf("%w: a symbolic link; not replaced", ErrUnsupported)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: not a regular file any more", ErrChangedOnDisk)
 	}
 	cur, err := rt.ReadFile(name)
 	if err != nil {
 		return err
 	}
 	if !bytes.Equal(cur, f.Old) {
-		return fmt.Errorf("the file changed since it was read")
+		return ErrChangedOnDisk
 	}
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {

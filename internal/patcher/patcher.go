@@ -73,6 +73,9 @@ var (
 	ErrNotGPUContainer = errors.New("not the container that gets the pod's GPU")
 	// ErrOutsideRoot: a symlink leads outside the checkout.
 	ErrOutsideRoot = checkout.ErrOutsideRoot
+	// ErrChangedOnDisk: a file to write is no longer what the edit was
+	// made from; it is not overwritten.
+	ErrChangedOnDisk = errors.New("the file changed since it was read")
 	// ErrInvalidName: a metadata.name or metadata.namespace that
 	// Kubernetes would refuse; the workload is not read.
 	ErrInvalidName = errors.New("not a valid Kubernetes name")
@@ -85,6 +88,11 @@ type Inventory struct {
 	// Problems are files that could not be read or parsed, and documents
 	// that could not be understood. They are not fatal.
 	Problems []Problem
+
+	// kust holds the kustomizations and their builds, when the files
+	// have any: a Workload whose File is a kustomization is edited
+	// through it.
+	kust *kustIndex
 }
 
 // Problem is a file or document that was skipped.

@@ -212,8 +212,11 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 			// should miss that one is left unresolved.
 			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why)})
 		}
+		if cur.Form == engine.GPUMemory && g.Skip == "" && g.Strategy != nil && g.Strategy.GPUMemoryMiB > 0 {
+			cur.GPUs = float64(cur.MiB) / float64(g.Strategy.GPUMemoryMiB)
+		}
 		p.work = append(p.work, pending{w, g, cur})
-		if g.Skip != "" || cur.Form == engine.NoGPU || cur.Form == engine.GPUMemory {
+		if g.Skip != "" || cur.Form == engine.NoGPU || cur.Form == engine.GPUMemory && cur.GPUs == 0 {
 			continue
 		}
 		k := queryKey(g)
@@ -493,7 +496,8 @@ func allocation(g patcher.GPU) (a engine.Allocation, bad string) {
 		// request would hide it.
 		return engine.Allocation{Form: engine.NoGPU}, g.FractionErr.Error()
 	case g.MemoryMiB > 0:
-		return engine.Allocation{Form: engine.GPUMemory}, ""
+		// GPUs is set once the governing strategy says the GPU's memory.
+		return engine.Allocation{Form: engine.GPUMemory, MiB: g.MemoryMiB}, ""
 	case g.Fraction > 0 && g.NumDevices > 1:
 		// The request is N × the fraction; deciding on the fraction alone
 		// would misread usage by a factor of N.
@@ -550,6 +554,8 @@ func editFor(d Decision) (patcher.Edit, bool) {
 				e.Ops = append(e.Ops, patcher.SetPodLabel(kai.QueueLabel, st.Queue))
 			}
 		}
+	case engine.GPUMemory:
+		e.Ops = append(e.Ops, patcher.SetGPUMemory(rec.MiB))
 	case engine.WholeGPUs:
 		if d.Current.Form == engine.Fraction {
 			e.Ops = append(e.Ops, patcher.RemovePodAnnotation(kai.FractionAnnotation))

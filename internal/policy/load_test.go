@@ -310,6 +310,19 @@ spec:
 `,
 			err: `p.yaml:13:11: spec.window: invalid duration "65535w": longer than 3650d`,
 		},
+		{
+			name: "a GPU memory that is not one",
+			doc: `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ClusterAutomationStrategy
+metadata: {name: gpu}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  enablement: {gpu: {requests: {downsize: true}}}
+  kai: {gpuMemoryMiB: 80}
+---
+` + proactive,
+			err: "p.yaml:7:23: spec.kai.gpuMemoryMiB: 80 is not the memory of a GPU in MiB: use 1024 to 4194304 (e.g. 81920 for 80 GiB)",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,6 +57,7 @@ func (s *Strategy) rules() *engine.StrategyRules {
 		r.VLLMBufferPercent = *k.VLLM.GpuMemoryUtilizationBufferPercent
 	}
 	r.HAMiCore = deref(k.HAMiCore, false)
+	r.GPUMemoryMiB = int64(deref(k.GPUMemoryMiB, 0))
 	if k.Queue != "" {
 		r.Queue = k.Queue
 	}

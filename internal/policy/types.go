@@ -108,6 +108,10 @@ type KAISettings struct {
 	// HAMiCore says HAMi-core enforces each pod's memory share, so vLLM
 	// sees only its share of the GPU.
 	HAMiCore *bool `yaml:"hamiCore" group:"project"`
+	// GPUMemoryMiB is the memory of the GPUs the governed workloads run
+	// on, in MiB: it turns a gpu-memory request into a share of a GPU and
+	// back. Without it, gpu-memory workloads are left alone.
+	GPUMemoryMiB *int `yaml:"gpuMemoryMiB" group:"project"`
 }
 
 type VLLMSettings struct {

@@ -78,6 +78,9 @@ func (v validator) strategy(s *Strategy) {
 			}
 		}
 	}
+	if m := sp.KAI.GPUMemoryMiB; m != nil && (*m < 1024 || *m > 1<<22) {
+		v.fail("spec.kai.gpuMemoryMiB", "%d is not the memory of a GPU in MiB: use 1024 to 4194304 (e.g. 81920 for 80 GiB)", *m)
+	}
 	if vl := sp.KAI.VLLM; vl != nil {
 		v.percent("spec.kai.vllm.gpuMemoryUtilizationBufferPercent", vl.GpuMemoryUtilizationBufferPercent, 0, 90)
 	}

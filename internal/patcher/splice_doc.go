@@ -6,9 +6,6 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
-
-	"github.com/gpu-rightsizing/recommender/internal/kai"
-	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // splice replaces t.b[off:end] with text.
@@ -22,23 +19,20 @@ type splice struct {
 // result must parse to. Every primitive below does both halves: it records
 // byte splices against the current text and applies the same change to exp.
 type docEdit struct {
-	file   string
-	line0  int // lines of the file before t
-	t      *text
-	sp     spanner
-	root   *yaml.Node // document root of the current parse
-	exp    *yaml.Node // document root of the expected tree
-	tmpl   []string   // path of the pod template
-	ref    usage.Ref
-	reason string
-	step   int // indentation step of the file
+	file  string
+	line0 int // lines of the file before t
+	t     *text
+	sp    spanner
+	root  *yaml.Node // document root of the current parse
+	exp   *yaml.Node // document root of the expected tree
+	step  int        // indentation step of the file
 
 	splices []splice
 	// removed are the ranges of the current text that the op means to
 	// remove, comments included; every other comment must survive it.
 	removed [][2]int
+	// changes are the fields changed, by path; the caller says for what.
 	changes []Change
-	notes   []Note
 }
 
 func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
@@ -50,16 +44,7 @@ func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
 }
 
 func (d *docEdit) change(name, from, to string) {
-	d.changes = append(d.changes, Change{Workload: d.ref, Field: name, Old: from, New: to, Reason: d.reason})
-}
-
-func (d *docEdit) note(n *yaml.Node, name string, err error) {
-	d.notes = append(d.notes, Note{Workload: d.ref, File: d.file, Line: n.Line + d.line0, Field: name, Err: err})
-}
-
-// tmplField is the dotted path of the pod template plus rest.
-func (d *docEdit) tmplField(rest ...string) string {
-	return strings.Join(append(append([]string{}, d.tmpl...), rest...), ".")
+	d.changes = append(d.changes, Change{Field: name, Old: from, New: to})
 }
 
 // editable refuses nodes that are aliases, carry anchors or merge keys: an
@@ -131,13 +116,13 @@ func indexOf(ns []*yaml.Node, n *yaml.Node) int {
 
 // setString sets the string at path below from (a mapping of the current
 // parse), creating the mappings on the way when they are missing. name
-// names the path for messages and changes. With quote, a new value is
-// always double-quoted (KAI's docs write gpu-fraction: "0.5"); with
-// needString a replaced plain value is quoted when YAML would read it as
-// something else than a string.
-func (d *docEdit) setString(from *yaml.Node, name string, path []string, value string, quote, needString bool) error {
+// names the path for messages and changes. With o.quote, a new value is
+// always double-quoted; with o.asString a replaced plain value is quoted
+// when YAML would read it as something else than a string. (o.flow is
+// ignored: the place of each node says.)
+func (d *docEdit) setString(from *yaml.Node, name string, path []string, value string, o scalarOpts) error {
 	cur := from
-	leaf := entry{key: path[len(path)-1], value: value, quote: quote}
+	leaf := entry{key: path[len(path)-1], value: value, quote: o.quote}
 	for i, p := range path {
 		if err := d.editable(cur, name); err != nil {
 			return err
@@ -165,7 +150,7 @@ func (d *docEdit) setString(from *yaml.Node, name string, path []string, value s
 			if v.ShortTag() == "!!null" {
 				old = "" // key: ~ has no value
 			}
-			changed, err := d.replaceScalar(v, value, needString, name)
+			changed, err := d.replaceScalar(v, value, name, o)
 			if err != nil || !changed {
 				return err
 			}
@@ -199,11 +184,12 @@ func beforeKey(key string) string {
 
 // replaceScalar replaces scalar n with value, keeping its quoting style.
 // It reports false when n already holds value.
-func (d *docEdit) replaceScalar(n *yaml.Node, value string, needString bool, name string) (bool, error) {
+// Only o.asString counts: a replaced value keeps its own style.
+func (d *docEdit) replaceScalar(n *yaml.Node, value, name string, o scalarOpts) (bool, error) {
 	if err := d.editable(n, name); err != nil {
 		return false, err
 	}
-	if n.Value == value && (!needString || n.ShortTag() == "!!str") {
+	if n.Value == value && (!o.asString || n.ShortTag() == "!!str") {
 		return false, nil
 	}
 	switch {
@@ -218,7 +204,7 @@ func (d *docEdit) replaceScalar(n *yaml.Node, value string, needString bool, nam
 	if err != nil {
 		return false, d.fail(n, name, err)
 	}
-	txt, style := renderScalar(value, n.Style, needString, d.sp.pl[n].flow)
+	txt, style := renderScalar(value, n.Style, scalarOpts{asString: o.asString, flow: d.sp.pl[n].flow})
 	if start == end && (start == 0 || !isBlank(d.t.b[start-1])) {
 		// an empty value sits right after its colon: `key:` becomes
 		// `key: value`, and a comment after it stays
@@ -696,7 +682,7 @@ func (d *docEdit) appendItem(s *yaml.Node, value, name string) error {
 		return d.fail(s, name, fmt.Errorf("%w: expected a sequence", ErrUnsupported))
 	}
 	flow := s.Style&yaml.FlowStyle != 0
-	txt, style := renderScalar(value, siblingStyle(s), true, flow)
+	txt, style := renderScalar(value, siblingStyle(s), scalarOpts{asString: true, flow: flow})
 	if flow {
 		if err := d.insertFlow(s, txt, ""); err != nil {
 			return d.fail(s, name, err)
@@ -797,45 +783,4 @@ func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]s
 	}
 	e.Value = value
 	return inVal, nil
-}
-
-// validFraction accepts what KAI accepts for gpu-fraction and keeps
-// exactly: a decimal strictly between 0 and 1 with at most two places,
-// 0.01 to 0.99.
-func validFraction(v string) error {
-	f, err := kai.ParseFraction(v)
-	_, places, _ := strings.Cut(v, ".")
-	if err != nil || len(places) > 2 || !kai.OnGrid(f) {
-		return fmt.Errorf("%w: %s %q must be a decimal from %s to %s with at most two places",
-			ErrInvalidValue, kai.FractionAnnotation, v, kai.FormatFraction(kai.MinFraction), kai.FormatFraction(kai.MaxFraction))
-	}
-	return nil
-}
-
-// kaiConflict says why KAI would refuse the GPU request of pod template
-// tmpl, at path: gpu-fraction next to gpu-memory, or either of them next
-// to an nvidia.com/gpu limit or request in a container or init container.
-// It returns the node to blame, its field and the reason; a nil error
-// when there is none.
-func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
-	ann := lookup(tmpl, "metadata", "annotations")
-	fk, _ := field(ann, kai.FractionAnnotation)
-	mk, _ := field(ann, kai.MemoryAnnotation)
-	if err := (kai.Request{Fraction: fk != nil, Memory: mk != nil}).Conflict(); err != nil {
-		return fk, path + ".metadata.annotations." + kai.FractionAnnotation, fmt.Errorf("%w: %w", ErrInvalidValue, err)
-	}
-	share, name := fk, kai.FractionAnnotation
-	if share == nil {
-		share, name = mk, kai.MemoryAnnotation
-	}
-	if share == nil {
-		return nil, "", nil
-	}
-	for _, r := range allContainers(lookup(tmpl, "spec")) {
-		if g := readGPU(r); g.present {
-			return g.at, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), g.list, kai.GPUResource),
-				fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
-		}
-	}
-	return nil, "", nil
 }

@@ -9,11 +9,25 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
+// scalarOpts says how a scalar value is written. The zero value writes
+// any scalar, plain when it can be, for block context.
+type scalarOpts struct {
+	// quote double-quotes a new value whatever it holds (KAI's docs write
+	// gpu-fraction: "0.5", Kubernetes' write nvidia.com/gpu: "1").
+	quote bool
+	// asString: the value must read back as a string (an annotation
+	// value, an argument), so a plain 0.5 or true is quoted; without it
+	// any scalar will do (a quantity like 1).
+	asString bool
+	// flow: the scalar sits in a flow collection, where , [ ] { } end a
+	// plain scalar.
+	flow bool
+}
+
 // plainOK reports whether s can be written as a plain scalar and read back
-// as the same text. With needString it must also read back as a string (an
-// annotation value, an argument); without it, any scalar will do (a
-// quantity like 1). In flow context the flow indicators are excluded too.
-func plainOK(s string, needString, flow bool) bool {
+// as the same text, and as a string when o.asString. In flow context the
+// flow indicators are excluded too.
+func plainOK(s string, o scalarOpts) bool {
 	if s == "" || strings.TrimSpace(s) != s || strings.ContainsAny(s, "\n\r\t") {
 		return false
 	}
@@ -23,7 +37,7 @@ func plainOK(s string, needString, flow bool) bool {
 	if strings.Contains(s, ": ") || strings.Contains(s, " #") || strings.HasSuffix(s, ":") {
 		return false
 	}
-	if flow && strings.ContainsAny(s, ",[]{}") {
+	if o.flow && strings.ContainsAny(s, ",[]{}") {
 		return false
 	}
 	for _, r := range s {
@@ -39,7 +53,7 @@ func plainOK(s string, needString, flow bool) bool {
 	if c.Kind != yaml.ScalarNode || c.Style != 0 || c.Value != s {
 		return false
 	}
-	if needString && (c.ShortTag() != "!!str" || yaml.IsYaml1_1NonString(c)) {
+	if o.asString && (c.ShortTag() != "!!str" || yaml.IsYaml1_1NonString(c)) {
 		return false
 	}
 	return true
@@ -77,8 +91,9 @@ func doubleQuote(s string) string {
 }
 
 // renderScalar writes s in the wanted style, falling back to double quotes
-// when that style cannot carry it.
-func renderScalar(s string, style yaml.Style, needString, flow bool) (string, yaml.Style) {
+// when that style cannot carry it (o.quote is for new values: the caller
+// passes DoubleQuotedStyle).
+func renderScalar(s string, style yaml.Style, o scalarOpts) (string, yaml.Style) {
 	switch {
 	case style&yaml.SingleQuotedStyle != 0:
 		ok := true
@@ -92,7 +107,7 @@ func renderScalar(s string, style yaml.Style, needString, flow bool) (string, ya
 		}
 	case style&(yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0:
 	default:
-		if plainOK(s, needString, flow) {
+		if plainOK(s, o) {
 			return s, 0
 		}
 	}
@@ -102,7 +117,7 @@ func renderScalar(s string, style yaml.Style, needString, flow bool) (string, ya
 // renderKey writes a mapping key: plain when it reads back as the same
 // string, else double-quoted.
 func renderKey(k string, flow bool) string {
-	if plainOK(k, true, flow) {
+	if plainOK(k, scalarOpts{asString: true, flow: flow}) {
 		return k
 	}
 	return doubleQuote(k)
@@ -113,7 +128,7 @@ func renderKey(k string, flow bool) string {
 type entry struct {
 	key      string
 	value    string // when children is nil
-	quote    bool   // always double-quote the value
+	quote    bool   // always double-quote the value (scalarOpts.quote)
 	children []entry
 }
 
@@ -122,7 +137,7 @@ func (e entry) scalar(flow bool) (string, yaml.Style) {
 	if e.quote {
 		return doubleQuote(e.value), yaml.DoubleQuotedStyle
 	}
-	return renderScalar(e.value, 0, true, flow)
+	return renderScalar(e.value, 0, scalarOpts{asString: true, flow: flow})
 }
 
 // block renders e as block lines, each ending in eol.

@@ -1,0 +1,931 @@
+package patcher
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+)
+
+// Editing what a kustomization builds. Each op of an Edit goes where the
+// value it changes is defined for that overlay, looking from the overlay
+// inwards (the last patch applied wins):
+//
+//   - a strategic-merge patch file that sets the field: the op edits it;
+//   - an inline patch, a JSON 6902 patch, commonAnnotations or labels
+//     that set it: refused, naming which (an inline patch is a string
+//     inside the kustomization; the others change more than the field);
+//   - else the resource file that defines the object: edited in place
+//     when every overlay that builds the object asks for the same ops in
+//     the same run, else left alone and a new strategic-merge patch file
+//     in the overlay sets the field, with a `patches:` entry spliced into
+//     its kustomization.
+//
+// Proof: every overlay is built again from the edited files. An overlay
+// an edit is for must build exactly what the ops make of its old output
+// (compared as trees); every other overlay must build the same bytes.
+// Anything else refuses the edit, naming the overlay and the difference.
+
+// kedit is an edit of a built workload with what it is built from.
+type kedit struct {
+	e Edit
+	k *kust
+	o kobj
+}
+
+// apply applies edits of workloads built by the kustomizations of ix
+// and adds the results to res: the files changed or created, and the
+// edits refused.
+func (ix *kustIndex) apply(edits []Edit, res *Result) {
+	var kes []kedit
+	for _, e := range edits {
+		k := ix.kust(e.File)
+		i := -1
+		if k != nil {
+			// nil when the kustomization is gone since discovery
+			i = slices.IndexFunc(k.objs, func(o kobj) bool { return o.w.Ref == e.Workload })
+		}
+		if i < 0 {
+			res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: e.File,
+				Err: fmt.Errorf("%w: %s is not built by %s", ErrNotFound, e.Workload, path.Dir(e.File))})
+			continue
+		}
+		kes = append(kes, kedit{e: e, k: k, o: k.objs[i]})
+	}
+	st := &kstate{ix: ix, cur: map[string][]byte{}, changes: map[string][]Change{}}
+	for _, g := range ix.groups(kes) {
+		if err := st.try(g); err != nil {
+			for _, ke := range g {
+				res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: err})
+			}
+		}
+	}
+	var paths []string
+	for p := range st.cur {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		old, had := ix.files[p]
+		if had && bytes.Equal(old, st.cur[p]) {
+			continue
+		}
+		res.Files = append(res.Files, File{Path: p, Old: old, New: st.cur[p], Created: !had,
+			Changes: st.changes[p], Splices: []Splice{wholeSplice(old, st.cur[p])}})
+	}
+}
+
+// wholeSplice is the one splice that turns a into b: the bytes between
+// their common prefix and suffix.
+func wholeSplice(a, b []byte) Splice {
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return Splice{Off: p, Len: len(a) - p - s, Text: string(b[p : len(b)-s])}
+}
+
+// groups puts together the edits that can only be done together: those
+// of overlays that build the same object of the same resource file with
+// the same ops, when that file is where the ops go.
+func (ix *kustIndex) groups(kes []kedit) [][]kedit {
+	key := func(ke kedit) string { return ke.o.origin + "\x00" + ke.o.name + "\x00" + opsKey(ke.e.Ops) }
+	byKey := map[string][]kedit{}
+	var order []string
+	for _, ke := range kes {
+		k := key(ke)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], ke)
+	}
+	var out [][]kedit
+	for _, k := range order {
+		g := byKey[k]
+		users := ix.users(g[0].o)
+		mine := map[string]bool{}
+		for _, ke := range g {
+			mine[ke.k.file] = true
+		}
+		all := len(users) > 0
+		for _, u := range users {
+			all = all && mine[u]
+		}
+		if all && len(g) > 1 {
+			out = append(out, g)
+			continue
+		}
+		for _, ke := range g {
+			out = append(out, []kedit{ke})
+		}
+	}
+	return out
+}
+
+func opsKey(ops []Op) string {
+	s := make([]string, len(ops))
+	for i, op := range ops {
+		s[i] = op.String()
+	}
+	return strings.Join(s, ";")
+}
+
+// users are the overlays that build an object from the same document.
+func (ix *kustIndex) users(o kobj) []string {
+	var out []string
+	for _, k := range ix.kusts {
+		if !k.root || k.err != nil {
+			continue
+		}
+		for _, x := range k.objs {
+			if x.origin == o.origin && x.name == o.name && x.w.Ref.Kind == o.w.Ref.Kind && o.origin != "" {
+				out = append(out, k.file)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// kstate is the files as edited so far and the edits that made them.
+type kstate struct {
+	ix       *kustIndex
+	cur      map[string][]byte // changed and created files
+	accepted []kedit
+	changes  map[string][]Change
+}
+
+func (st *kstate) file(p string) ([]byte, bool) {
+	if b, ok := st.cur[p]; ok {
+		return b, true
+	}
+	b, ok := st.ix.files[p]
+	return b, ok
+}
+
+// try places the edits of group g, all of the same object and ops, and
+// keeps the result when the builds prove it. When editing where the
+// values are defined fails the proof (a patch or component other
+// overlays share), a new patch in the overlay, applied after everything
+// else it includes, is tried instead.
+func (st *kstate) try(g []kedit) error {
+	elsewhere, err := st.place(g, false)
+	var pe *proofError
+	if err == nil || !elsewhere || len(g) > 1 || !errors.As(err, &pe) {
+		return err
+	}
+	if _, err2 := st.place(g, true); err2 != nil {
+		return fmt.Errorf("%w; and as a new patch of %s: %w", err, g[0].k.dir, err2)
+	}
+	return nil
+}
+
+// proofError is a placement the builds disprove.
+type proofError struct{ err error }
+
+func (e *proofError) Error() string { return e.err.Error() }
+func (e *proofError) Unwrap() error { return e.err }
+
+// place is try with one placement: where the values are defined, or with
+// overlay, all of them in a new patch of the overlay. elsewhere says
+// whether any op went to an existing file.
+func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
+	ke := g[0]
+	spec, _ := kindSpecFor(ke.e.Workload.Kind)
+	if ke.o.origin == "" || ke.o.name == "" {
+		return false, fmt.Errorf("%w: %s: cannot tell which file defines %s", ErrKustomize, ke.k.dir, ke.e.Workload)
+	}
+	chain := st.ix.withComponents(st.ix.chain(ke.k, ke.o.origin))
+	if chain == nil {
+		return false, fmt.Errorf("%w: %s: %s is not a resource of it", ErrKustomize, ke.k.dir, ke.o.origin)
+	}
+	names := []string{ke.o.name, ke.e.Workload.Name}
+	// where each op goes: a file (a patch or the resource) or "" for a
+	// new patch in the overlay
+	type target struct {
+		file string
+		ops  []Op
+	}
+	var targets []*target
+	at := func(file string) *target {
+		for _, t := range targets {
+			if t.file == file {
+				return t
+			}
+		}
+		t := &target{file: file}
+		targets = append(targets, t)
+		return t
+	}
+	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
+	for _, op := range ke.e.Ops {
+		file, err := st.definer(chain, ke.e.Workload.Kind, names, opPaths(op, spec.template))
+		if err != nil {
+			return false, err
+		}
+		if file == "" {
+			file = ke.o.origin
+			if shared {
+				file = ""
+			}
+		}
+		if overlay {
+			file = ""
+		}
+		elsewhere = elsewhere || file != ""
+		t := at(file)
+		t.ops = append(t.ops, op)
+	}
+
+	next := map[string][]byte{}
+	changes := map[string][]Change{}
+	for _, t := range targets {
+		var err error
+		switch {
+		case t.file == "":
+			err = st.newPatch(ke, t.ops, next, changes)
+		case strings.HasPrefix(t.file, inlinePrefix):
+			kf, i, _ := strings.Cut(strings.TrimPrefix(t.file, inlinePrefix), "#")
+			n, _ := strconv.Atoi(i)
+			err = st.editInline(ke, kf, n, t.ops, names, next, changes)
+		default:
+			err = st.editDoc(ke, t.file, t.ops, names, next, changes)
+		}
+		if err != nil {
+			return elsewhere, err
+		}
+	}
+	if err := st.prove(next, append(slices.Clone(st.accepted), g...)); err != nil {
+		return elsewhere, &proofError{err}
+	}
+	for p, b := range next {
+		st.cur[p] = b
+	}
+	for p, cs := range changes {
+		for _, x := range g {
+			for _, c := range cs {
+				c.Workload, c.Reason = x.e.Workload, x.e.Reason
+				st.changes[p] = append(st.changes[p], c)
+			}
+		}
+	}
+	st.accepted = append(st.accepted, g...)
+	return elsewhere, nil
+}
+
+// opPaths are the fields an op may change, as paths from the object.
+func opPaths(op Op, tmpl []string) [][]string {
+	under := func(rest ...string) []string { return append(slices.Clone(tmpl), rest...) }
+	switch o := op.(type) {
+	case setGPUFraction:
+		return [][]string{under("metadata", "annotations", kai.FractionAnnotation)}
+	case setGPUMemory:
+		return [][]string{under("metadata", "annotations", kai.MemoryAnnotation)}
+	case removePodAnnotation:
+		return [][]string{under("metadata", "annotations", o.key)}
+	case setSchedulerName:
+		return [][]string{under("spec", "schedulerName")}
+	case setPodLabel:
+		return [][]string{under("metadata", "labels", o.key)}
+	case setWorkloadLabel:
+		return [][]string{{"metadata", "labels", o.key}}
+	}
+	// GPUs, vLLM flags and the container-name annotation
+	return [][]string{under("spec", "containers"), under("spec", "initContainers"),
+		under("metadata", "annotations", kai.ContainerNameAnnotation)}
+}
+
+// inlinePrefix marks a definer that is the patch: string of the entry
+// #i of a kustomization's patches.
+const inlinePrefix = "inline:"
+
+// definer returns the patch file that sets one of fields for the object
+// named one of names, looking from the overlay inwards; "" when no patch
+// does (the resource file defines it). Patches it cannot edit refuse.
+func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][]string) (string, error) {
+	for _, k := range chain {
+		for key := range k.k.CommonAnnotations {
+			for _, f := range fields {
+				if f[len(f)-2] == "annotations" && f[len(f)-1] == key {
+					return "", fmt.Errorf("%w: %s: commonAnnotations sets %s on every object it builds, not only on pod templates; edit it by hand", ErrKustomize, k.file, key)
+				}
+			}
+		}
+		//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
+		labels := labelMaps(k.k.CommonLabels)
+		for _, l := range k.k.Labels {
+			labels = append(labels, l.Pairs)
+		}
+		for _, ls := range labels {
+			for key := range ls {
+				for _, f := range fields {
+					if f[len(f)-2] == "labels" && f[len(f)-1] == key {
+						return "", fmt.Errorf("%w: %s: labels set %s on every object it builds; edit it by hand", ErrKustomize, k.file, key)
+					}
+				}
+			}
+		}
+		type src struct {
+			file, inline string
+			index        int // in patches:, -1 for the deprecated lists
+			target       *types.Selector
+			json         bool
+		}
+		// in kustomize's order: it moves patchesJson6902, then
+		// patchesStrategicMerge, after patches (FixKustomization)
+		var srcs []src
+		for i, p := range k.k.Patches {
+			s := src{inline: p.Patch, target: p.Target, index: i}
+			if p.Path != "" {
+				s = src{file: path.Join(k.dir, p.Path), target: p.Target}
+			}
+			srcs = append(srcs, s)
+		}
+		//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
+		for _, p := range k.k.PatchesJson6902 {
+			s := src{inline: p.Patch, target: p.Target, json: true, index: -1}
+			if p.Path != "" {
+				s = src{file: path.Join(k.dir, p.Path), target: p.Target, json: true}
+			}
+			srcs = append(srcs, s)
+		}
+		//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
+		for _, p := range k.k.PatchesStrategicMerge {
+			if strings.Contains(string(p), "\n") {
+				srcs = append(srcs, src{inline: string(p), index: -1})
+			} else {
+				srcs = append(srcs, src{file: path.Join(k.dir, string(p))})
+			}
+		}
+		// the last patch applied wins
+		for i := len(srcs) - 1; i >= 0; i-- {
+			s := srcs[i]
+			if s.target != nil && !targets(s.target, kind, names) {
+				continue
+			}
+			where := s.file
+			b, ok := st.file(s.file)
+			if s.file == "" {
+				where, b, ok = k.file+" (inline patch)", []byte(s.inline), true
+			}
+			if !ok {
+				continue
+			}
+			ps, err := parseStream(b)
+			if err != nil {
+				return "", fmt.Errorf("%w: %s: %w", ErrKustomize, where, err)
+			}
+			for _, doc := range ps.docs {
+				if len(doc.Content) == 0 {
+					continue
+				}
+				root := doc.Content[0]
+				if root.Kind == yaml.SequenceNode {
+					if p := json6902Touches(root, fields); p != "" {
+						return "", fmt.Errorf("%w: %s: a JSON 6902 patch sets %s; edit it by hand", ErrKustomize, where, p)
+					}
+					continue
+				}
+				if s.json {
+					continue
+				}
+				if s.target == nil && (str(root, "kind") != kind || !slices.Contains(names, str(lookup(root, "metadata"), "name"))) {
+					continue
+				}
+				for _, f := range fields {
+					if lookup(root, f[:len(f)-1]...) != nil && hasField(lookup(root, f[:len(f)-1]...), f[len(f)-1]) {
+						if s.file == "" && s.index < 0 {
+							return "", fmt.Errorf("%w: %s: an inline patch of patchesStrategicMerge sets %s; move it to patches: to have it edited", ErrKustomize, k.file, strings.Join(f, "."))
+						}
+						if s.file == "" {
+							return fmt.Sprintf("%s%s#%d", inlinePrefix, k.file, s.index), nil
+						}
+						return s.file, nil
+					}
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+func labelMaps(m map[string]string) []map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return []map[string]string{m}
+}
+
+func hasField(m *yaml.Node, name string) bool {
+	k, _ := field(m, name)
+	return k != nil
+}
+
+// targets reports whether a patch target may select the object.
+func targets(t *types.Selector, kind string, names []string) bool {
+	return (t.Kind == "" || t.Kind == kind) && (t.Name == "" || slices.Contains(names, t.Name))
+}
+
+// json6902Touches returns the path of the first operation of a JSON 6902
+// patch that reaches one of fields, or a parent or child of it.
+func json6902Touches(ops *yaml.Node, fields [][]string) string {
+	for _, op := range ops.Content {
+		p := str(op, "path")
+		if p == "" {
+			continue
+		}
+		var segs []string
+		for _, s := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+			segs = append(segs, strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~"))
+		}
+		for _, f := range fields {
+			n := min(len(f), len(segs))
+			if slices.Equal(f[:n], segs[:n]) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// editDoc applies ops to the document of file that defines the object
+// (a resource file or a strategic-merge patch).
+func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next map[string][]byte, changes map[string][]Change) error {
+	b, ok := next[file]
+	if !ok {
+		b, ok = st.file(file)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s: not read", ErrKustomize, file)
+	}
+	fe, err := newFileEdit(file, b, false)
+	if err != nil {
+		return err
+	}
+	w := Workload{}
+	for i, d := range fe.exp {
+		if len(d.Content) == 0 {
+			continue
+		}
+		ref, _, ok := identify(d.Content[0])
+		if ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
+			w.Ref, w.Line = ref, fe.lines[i]
+			break
+		}
+	}
+	if w.Ref.Kind == "" {
+		return fmt.Errorf("%w: %s: no %s named %s", ErrNotFound, file, ke.e.Workload.Kind, strings.Join(names, " or "))
+	}
+	if _, err := fe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
+		return err
+	}
+	if f, ok := fe.result(); ok {
+		next[file] = f.New
+		changes[file] = append(changes[file], f.Changes...)
+	}
+	return nil
+}
+
+// newPatch writes ops as a new strategic-merge patch file in the overlay
+// and adds it to the overlay's patches.
+func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes map[string][]Change) error {
+	k := ke.k
+	// What the ops make of the built object is what the patch must make.
+	fe, err := newFileEdit(k.file, k.out, true)
+	if err != nil {
+		return err
+	}
+	idx, err := fe.find(ke.e.Workload, 0)
+	if err != nil {
+		return err
+	}
+	before := cloneNode(fe.exp[idx].Content[0])
+	w := ke.o.w
+	w.Line = fe.lines[idx]
+	if _, err := fe.apply(Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
+		return err
+	}
+	diff, ok := smpDiff(before, fe.exp[idx].Content[0])
+	if !ok {
+		return nil
+	}
+	patch := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	patch.Content = append(patch.Content,
+		scalar("apiVersion"), scalar(str(before, "apiVersion")),
+		scalar("kind"), scalar(ke.e.Workload.Kind),
+		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(ke.o.name)}})
+	if ke.o.namespace != "" {
+		// a patch finds its object by the id it has where the patch
+		// applies: the overlay's namespace comes after its patches
+		md := patch.Content[5]
+		md.Content = append(md.Content, scalar("namespace"), scalar(ke.o.namespace))
+	}
+	for i := 0; i+1 < len(diff.Content); i += 2 {
+		if diff.Content[i].Value == "metadata" {
+			// merge with the name above
+			patch.Content[5].Content = append(patch.Content[5].Content, diff.Content[i+1].Content...)
+			continue
+		}
+		patch.Content = append(patch.Content, diff.Content[i], diff.Content[i+1])
+	}
+	text, err := yaml.NewRNode(patch).String()
+	if err != nil {
+		return err
+	}
+	base := "gpu-rightsizing-" + strings.ToLower(ke.e.Workload.Kind) + "-" + ke.o.name
+	rel := base + ".yaml"
+	for n := 2; ; n++ {
+		_, taken := st.file(path.Join(k.dir, rel))
+		if _, t2 := next[path.Join(k.dir, rel)]; !taken && !t2 {
+			break
+		}
+		rel = fmt.Sprintf("%s-%d.yaml", base, n)
+	}
+	newFile := path.Join(k.dir, rel)
+	next[newFile] = []byte("# Written by the GPU rightsizing recommender: " + strings.Join(strings.Fields(ke.e.Reason), " ") + "\n" + text)
+	for _, c := range fe.changes {
+		c.Workload = ke.e.Workload
+		changes[newFile] = append(changes[newFile], c)
+	}
+
+	kb, ok := next[k.file]
+	if !ok {
+		kb, _ = st.file(k.file)
+	}
+	kf, err := newFileEdit(k.file, kb, false)
+	if err != nil {
+		return err
+	}
+	if len(kf.exp) != 1 {
+		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, k.file, len(kf.exp))
+	}
+	if _, _, err := kf.editDoc(0, []docStep{{name: "add " + rel + " to patches", run: func(d *docEdit) error {
+		return d.appendPatch(rel)
+	}}}); err != nil {
+		return err
+	}
+	f, _ := kf.result()
+	next[k.file] = f.New
+	changes[k.file] = append(changes[k.file], Change{Field: "patches", New: "path: " + rel})
+	return nil
+}
+
+// smpDiff returns the strategic-merge patch that turns mapping a into b:
+// changed keys, removed keys as null, containers merged by name, other
+// sequences whole. ok is false when they are equal.
+func smpDiff(a, b *yaml.Node) (*yaml.Node, bool) {
+	if compare(a, b, "") == nil {
+		return nil, false
+	}
+	if a.Kind != yaml.MappingNode || b.Kind != yaml.MappingNode {
+		return cloneNode(b), true
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(b.Content); i += 2 {
+		k, bv := b.Content[i], b.Content[i+1]
+		_, av := field(a, k.Value)
+		switch {
+		case av == nil:
+			out.Content = append(out.Content, cloneNode(k), cloneNode(bv))
+		case av.Kind == yaml.SequenceNode && bv.Kind == yaml.SequenceNode && namedItems(av) && namedItems(bv):
+			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for _, item := range bv.Content {
+				name := str(item, "name")
+				var old *yaml.Node
+				for _, x := range av.Content {
+					if str(x, "name") == name {
+						old = x
+					}
+				}
+				if old == nil {
+					seq.Content = append(seq.Content, cloneNode(item))
+					continue
+				}
+				if d, ok := smpDiff(old, item); ok {
+					_, nv := field(item, "name")
+					d.Content = append([]*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, cloneNode(nv)}, d.Content...)
+					seq.Content = append(seq.Content, d)
+				}
+			}
+			if len(seq.Content) > 0 {
+				out.Content = append(out.Content, cloneNode(k), seq)
+			}
+		default:
+			if d, ok := smpDiff(av, bv); ok {
+				out.Content = append(out.Content, cloneNode(k), d)
+			}
+		}
+	}
+	for i := 0; i+1 < len(a.Content); i += 2 {
+		if k, _ := field(b, a.Content[i].Value); k == nil {
+			out.Content = append(out.Content, cloneNode(a.Content[i]), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"})
+		}
+	}
+	return out, true
+}
+
+// namedItems reports whether every item of s is a mapping with a name,
+// as containers are: a strategic merge matches them by name.
+func namedItems(s *yaml.Node) bool {
+	for _, it := range s.Content {
+		if it.Kind != yaml.MappingNode || str(it, "name") == "" {
+			return false
+		}
+	}
+	return len(s.Content) > 0
+}
+
+// prove builds every kustomization from the original files with next and
+// the accepted edits' files, and checks each overlay against what the
+// edits in kes intend.
+func (st *kstate) prove(next map[string][]byte, kes []kedit) error {
+	files := make(map[string][]byte, len(st.ix.files)+len(st.cur)+len(next))
+	for p, b := range st.ix.files {
+		files[p] = b
+	}
+	for p, b := range st.cur {
+		files[p] = b
+	}
+	for p, b := range next {
+		files[p] = b
+	}
+	fs, err := memFS(files)
+	if err != nil {
+		return err
+	}
+	changed := slices.Collect(maps.Keys(next))
+	for _, k := range st.ix.kusts {
+		if k.err != nil || k.component() || !st.ix.reads(k, changed) {
+			// kustomize reads only below the directories of a
+			// kustomization and of those it includes (load restrictions
+			// root-only): one that reads no changed file builds the same
+			continue
+		}
+		out, _, err := build(fs, k.dir, false)
+		if err != nil {
+			return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
+		}
+		if !k.root {
+			continue
+		}
+		var mine []kedit
+		for _, ke := range kes {
+			if ke.k == k {
+				mine = append(mine, ke)
+			}
+		}
+		if len(mine) == 0 {
+			if !bytes.Equal(out, k.out) {
+				return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, firstDiff(k.out, out))
+			}
+			continue
+		}
+		want, err := newFileEdit(k.dir+" (kustomize build)", k.out, true)
+		if err != nil {
+			return err
+		}
+		for _, ke := range mine {
+			if _, err := want.apply(Edit{Workload: ke.e.Workload, Ops: ke.e.Ops}, ke.o.w); err != nil {
+				return err
+			}
+		}
+		got, err := parseStream(out)
+		if err != nil {
+			return fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
+		}
+		if len(got.docs) != len(want.exp) {
+			return fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.docs), len(want.exp))
+		}
+		for i, d := range got.docs {
+			if m := compare(want.exp[i], d, ""); m != nil {
+				return fmt.Errorf("%w: %s builds something else than intended: object %d, %s", ErrKustomize, k.dir, i+1, m)
+			}
+		}
+	}
+	return nil
+}
+
+// firstDiff names the first line where two outputs differ.
+func firstDiff(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range max(len(al), len(bl)) {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d: %q became %q", i+1, x, y)
+		}
+	}
+	return "no line differs"
+}
+
+// appendPatch adds `- path: rel` to the kustomization's patches, or a
+// patches: list holding it at the end of the kustomization.
+func (d *docEdit) appendPatch(rel string) error {
+	const name = "patches"
+	m := d.root
+	if m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle != 0 || len(m.Content) == 0 {
+		return d.fail(m, name, fmt.Errorf("%w: not a block mapping", ErrUnsupported))
+	}
+	item := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "path"},
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: rel}}}
+	txt, _ := renderScalar(rel, 0, scalarOpts{asString: true})
+	k, s := field(m, name)
+	if k == nil {
+		if d.absorbsNextLine(m.Content[len(m.Content)-1]) {
+			return d.fail(m, name, fmt.Errorf("%w: the last value would absorb a new line", ErrUnsupported))
+		}
+		_, end, err := d.sp.span(m.Content[len(m.Content)-1])
+		if err != nil {
+			return d.fail(m, name, err)
+		}
+		indent, err := d.keyIndent(m)
+		if err != nil {
+			return d.fail(m, name, err)
+		}
+		eol := d.t.eolAt(end)
+		d.insertLines(end, indent+name+":"+eol+indent+d.seqIndent(m)+"- path: "+txt+eol)
+		em, err := d.expNode(m)
+		if err != nil {
+			return d.fail(m, name, err)
+		}
+		em.Content = append(em.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name},
+			&yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{item}})
+		d.changes = append(d.changes, Change{Field: name, New: "path: " + rel})
+		return nil
+	}
+	if err := d.editable(s, name); err != nil {
+		return err
+	}
+	if s.Kind != yaml.SequenceNode || len(s.Content) == 0 {
+		return d.fail(s, name, fmt.Errorf("%w: expected a list", ErrUnsupported))
+	}
+	if s.Style&yaml.FlowStyle != 0 {
+		if err := d.insertFlow(s, "{path: "+txt+"}", ""); err != nil {
+			return d.fail(s, name, err)
+		}
+	} else {
+		last := s.Content[len(s.Content)-1]
+		if d.absorbsNextLine(last) {
+			return d.fail(last, name, fmt.Errorf("%w: the last item would absorb a new line", ErrUnsupported))
+		}
+		ls, err := d.t.nodeOffset(last)
+		if err != nil {
+			return d.fail(last, name, err)
+		}
+		prefix := string(d.t.b[d.t.lineStart(ls):ls])
+		if !dashPrefixRE.MatchString(prefix) {
+			return d.fail(last, name, fmt.Errorf("%w: list item shares its line", ErrUnsupported))
+		}
+		_, end, err := d.sp.span(last)
+		if err != nil {
+			return d.fail(last, name, err)
+		}
+		d.insertLines(end, prefix+"path: "+txt+d.t.eolAt(end))
+	}
+	es, err := d.expNode(s)
+	if err != nil {
+		return d.fail(s, name, err)
+	}
+	es.Content = append(es.Content, item)
+	d.changes = append(d.changes, Change{Field: name, New: "path: " + rel})
+	return nil
+}
+
+// seqIndent is how far the dash of a block sequence is indented under its
+// key in mapping m (kustomizations write both `- x` and `  - x`), copied
+// from the first such sequence; none when there is none.
+func (d *docEdit) seqIndent(m *yaml.Node) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if v.Kind != yaml.SequenceNode || v.Style&yaml.FlowStyle != 0 || len(v.Content) == 0 {
+			continue
+		}
+		off, err := d.t.nodeOffset(v.Content[0])
+		if err != nil {
+			continue
+		}
+		prefix := string(d.t.b[d.t.lineStart(off):off])
+		if dashPrefixRE.MatchString(prefix) && v.Content[0].Line > k.Line {
+			if dash := len(prefix) - len(strings.TrimLeft(prefix, " ")); dash > k.Column-1 {
+				return strings.Repeat(" ", dash-(k.Column-1))
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// editInline applies ops to the inline patch of entry #index of the
+// patches of kustomization file kf: the patch text is edited like a file
+// of its own, and the block scalar that holds it is replaced line by
+// line, with its indentation. Only a literal block (|) is edited.
+func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []string, next map[string][]byte, changes map[string][]Change) error {
+	b, ok := next[kf]
+	if !ok {
+		b, _ = st.file(kf)
+	}
+	fe, err := newFileEdit(kf, b, false)
+	if err != nil {
+		return err
+	}
+	if len(fe.exp) != 1 {
+		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, kf, len(fe.exp))
+	}
+	name := fmt.Sprintf("patches[%d].patch", index)
+	var inner []Change
+	step := docStep{name: "edit " + name, run: func(d *docEdit) error {
+		_, seq := field(d.root, "patches")
+		if seq == nil || seq.Kind != yaml.SequenceNode || index >= len(seq.Content) {
+			return d.fail(d.root, name, fmt.Errorf("%w: no such patch", ErrNotFound))
+		}
+		_, n := field(seq.Content[index], "patch")
+		if n == nil || n.Kind != yaml.ScalarNode {
+			return d.fail(seq.Content[index], name, fmt.Errorf("%w: no patch text", ErrNotFound))
+		}
+		if n.Style&yaml.LiteralStyle == 0 {
+			return d.fail(n, name, fmt.Errorf("%w: an inline patch that is not a literal block (|)", ErrUnsupported))
+		}
+		pe, err := newFileEdit(kf+": "+name, []byte(n.Value), true)
+		if err != nil {
+			return d.fail(n, name, err)
+		}
+		w := Workload{}
+		for i, doc := range pe.exp {
+			if len(doc.Content) == 0 {
+				continue
+			}
+			if ref, _, ok := identify(doc.Content[0]); ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
+				w.Ref, w.Line = ref, pe.lines[i]
+			}
+		}
+		if w.Ref.Kind == "" {
+			return d.fail(n, name, fmt.Errorf("%w: no %s named %s in the patch", ErrNotFound, ke.e.Workload.Kind, strings.Join(names, " or ")))
+		}
+		if _, err := pe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
+			return err
+		}
+		f, ok := pe.result()
+		if !ok {
+			return nil
+		}
+		inner = f.Changes
+		start, end, err := d.sp.span(n)
+		if err != nil {
+			return d.fail(n, name, err)
+		}
+		body := d.t.nextLine(start)
+		if body >= end {
+			return d.fail(n, name, fmt.Errorf("%w: empty block", ErrUnsupported))
+		}
+		first := d.t.skipBlank(body)
+		indent := string(d.t.b[body:first])
+		if strings.Contains(indent, "\t") || strings.Contains(string(f.New), "\r") {
+			return d.fail(n, name, fmt.Errorf("%w: tabs or CR in the block", ErrUnsupported))
+		}
+		lines := strings.Split(strings.TrimRight(string(f.New), "\n"), "\n")
+		for i, l := range lines {
+			if l != "" {
+				lines[i] = indent + l
+			}
+		}
+		d.splices = append(d.splices, splice{off: body, end: end, text: strings.Join(lines, d.t.eolAt(body))})
+		e, err := d.expNode(n)
+		if err != nil {
+			return d.fail(n, name, err)
+		}
+		e.Value = string(f.New)
+		return nil
+	}}
+	if _, _, err := fe.editDoc(0, []docStep{step}); err != nil {
+		return err
+	}
+	if f, ok := fe.result(); ok {
+		next[kf] = f.New
+		for _, c := range inner {
+			c.Field = name + ": " + c.Field
+			changes[kf] = append(changes[kf], c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package patcher_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// kustEdit is an edit of a workload as an overlay builds it.
+func kustEdit(overlay string, ref usage.Ref, ops ...patcher.Op) patcher.Edit {
+	return patcher.Edit{Workload: ref, File: "overlays/" + overlay + "/kustomization.yaml", Reason: "golden", Ops: ops}
+}
+
+// TestKustomizeGolden: testdata/kustomize/<case>/original is a repository
+// with kustomizations; expected/ holds the files after the edits are
+// written (new ones included). Run with -update to rewrite expected/.
+// Every overlay is then built from the written files with kustomize, and
+// its gpu-fraction must be the one wanted.
+func TestKustomizeGolden(t *testing.T) {
+	tests := []struct {
+		name      string
+		workloads []string // as discovered: namespace/name in file
+		edits     []patcher.Edit
+		refused   []error
+		// fractions is the pod gpu-fraction each overlay builds after
+		fractions map[string]string
+	}{
+		{
+			// The base is shared by overlays that want different values:
+			// the change goes into a new patch of the overlay that wants it.
+			name:      "shared-base",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"))},
+			fractions: map[string]string{"prod": "0.3", "staging": "0.5"},
+		},
+		{
+			// The overlay's own patch sets the fraction: it is edited there.
+			name:      "overlay-patch",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
+			fractions: map[string]string{"prod": "0.6", "staging": "0.5"},
+		},
+		{
+			// An inline patch of the overlay sets it: edited inside the
+			// block, its comment kept.
+			name:      "inline-patch",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
+			fractions: map[string]string{"prod": "0.6", "staging": "0.5"},
+		},
+		{
+			// A JSON 6902 patch sets it: refused, nothing written.
+			name:      "json6902",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
+			refused:   []error{patcher.ErrKustomize},
+			fractions: map[string]string{"prod": "0.7"},
+		},
+		{
+			// namePrefix, nameSuffix, namespace and commonLabels give the
+			// built identity; only this overlay uses the base, so the base
+			// is edited.
+			name:      "name-prefix",
+			workloads: []string{"ml/team-a-chat-v2 in overlays/prod/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("ml", "team-a-chat-v2"), patcher.SetGPUFraction("0.3"))},
+			fractions: map[string]string{"prod": "0.3"},
+		},
+		{
+			// Every overlay wants the same: the base is edited once.
+			name:      "same-everywhere",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
+			edits: []patcher.Edit{
+				kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.3")),
+				kustEdit("staging", dep("staging", "chat"), patcher.SetGPUFraction("0.3")),
+			},
+			fractions: map[string]string{"prod": "0.3", "staging": "0.3"},
+		},
+		{
+			// A component both overlays include sets the fraction: editing
+			// it would change staging too, which the proof refuses; a new
+			// patch in prod, applied after the component, is proven.
+			name:      "component",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
+			fractions: map[string]string{"prod": "0.6", "staging": "0.7"},
+		},
+		{
+			// commonAnnotations would put the value on every object.
+			name:      "common-annotations",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.3"))},
+			refused:   []error{patcher.ErrKustomize},
+			fractions: map[string]string{"prod": "0.5"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join("testdata", "kustomize", tc.name)
+			orig := filepath.Join(dir, "original")
+			inv, err := patcher.Discover(ctx, orig)
+			require.NoError(t, err)
+			require.Empty(t, inv.Problems)
+			var got []string
+			for _, w := range inv.Workloads {
+				got = append(got, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
+			}
+			require.Equal(t, tc.workloads, got)
+
+			res, err := patcher.Apply(ctx, orig, inv, tc.edits)
+			require.NoError(t, err)
+			var refused []error
+			for _, r := range res.Refused {
+				refused = append(refused, r.Err)
+				t.Logf("refused: %v", r)
+			}
+			requireErrors(t, tc.refused, refused, "refusals")
+
+			out := t.TempDir()
+			copyTree(t, orig, out)
+			require.NoError(t, res.Write(out))
+			for _, f := range res.Files {
+				require.NotEmpty(t, f.Changes, f.Path)
+				requireSplicesMake(t, f)
+			}
+			expected := filepath.Join(dir, "expected")
+			if *update {
+				require.NoError(t, os.RemoveAll(expected))
+				for _, f := range res.Files {
+					p := filepath.Join(expected, filepath.FromSlash(f.Path))
+					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+					require.NoError(t, os.WriteFile(p, f.New, 0o644))
+				}
+			}
+			want := readTree(t, orig)
+			for p, b := range readTree(t, expected) {
+				want[p] = b
+			}
+			have := readTree(t, out)
+			require.Equal(t, sortedKeys(want), sortedKeys(have))
+			for p := range want {
+				require.Equal(t, string(want[p]), string(have[p]), "file %s", p)
+			}
+
+			for overlay, fraction := range tc.fractions {
+				require.Equal(t, fraction, builtFraction(t, filepath.Join(out, "overlays", overlay)), "kustomize build %s", overlay)
+			}
+		})
+	}
+}
+
+// builtFraction builds dir with kustomize from disk and returns the
+// gpu-fraction of the one Deployment's pod template.
+func builtFraction(t *testing.T, dir string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
+	require.NoError(t, err)
+	var fractions []string
+	for _, r := range rm.Resources() {
+		if r.GetKind() != "Deployment" {
+			continue
+		}
+		v, err := r.GetString("spec.template.metadata.annotations.gpu-fraction")
+		require.NoError(t, err)
+		fractions = append(fractions, v)
+	}
+	sort.Strings(fractions)
+	require.Len(t, fractions, 1)
+	return fractions[0]
+}
+
+// Every name kustomize reads is a kustomization; a directory that does
+// not build is a problem, and its files are still not plain workloads.
+func TestKustomizeDiscoverNames(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"base/Kustomization":              "resources:\n  - deployment.yaml\n",
+		"base/deployment.yaml":            applyDeployment,
+		"overlay/kustomization.yml":       "namePrefix: x-\nresources:\n  - ../base\n",
+		"broken/kustomization.yaml":       "resources:\n  - missing.yaml\n  - deployment.yaml\n",
+		"broken/deployment.yaml":          applyDeployment,
+		"plain/deployment.yaml":           applyDeployment,
+		"notakustomization/kustomization": "resources: [x]\n",
+	})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	var got []string
+	for _, w := range inv.Workloads {
+		got = append(got, w.Ref.Name+" in "+w.File)
+	}
+	require.Equal(t, []string{"x-app in overlay/kustomization.yml", "app in plain/deployment.yaml"}, got)
+	require.Len(t, inv.Problems, 1)
+	require.ErrorIs(t, inv.Problems[0], patcher.ErrKustomize)
+	require.Equal(t, "broken/kustomization.yaml", inv.Problems[0].File)
+}
+
+// A kustomization deleted between discovery and the edit refuses the
+// edit instead of failing the run.
+func TestKustomizeGoneSinceDiscovery(t *testing.T) {
+	root := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "kustomize", "name-prefix", "original"), root)
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(root, "overlays", "prod", "kustomization.yaml")))
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{kustEdit("prod", dep("ml", "team-a-chat-v2"), patcher.SetGPUFraction("0.3"))})
+	require.NoError(t, err)
+	require.Empty(t, res.Files)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
+}

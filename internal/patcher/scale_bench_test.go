@@ -1,0 +1,178 @@
+package patcher_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+)
+
+// The scale benchmarks of issue 9: a generated repository of 10,000
+// Deployments, as plain files and as 100 overlays of 100 bases, through
+// discovery and edits, next to a bare kyaml parse of the same files.
+//
+//	make bench-scale   # RECOMMENDER_BENCH_SCALE=1, about 2 min
+//
+// ratio is the run's time over the bare parse's; peak-heap-MiB the
+// largest heap in use, sampled every millisecond.
+
+const scaleN = 10000
+
+// scaleRepo writes the plain repository: one Deployment per file.
+func scaleRepo(b *testing.B) string {
+	skipUnlessScale(b)
+	root := b.TempDir()
+	for i := range scaleN {
+		p := filepath.Join(root, "apps", fmt.Sprintf("d%05d", i), "deployment.yaml")
+		require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(b, os.WriteFile(p, []byte(benchDeployment(fmt.Sprintf("d%05d", i))), 0o644))
+	}
+	return root
+}
+
+// scaleOverlayRepo writes 100 bases of 100 Deployments each, and one
+// overlay per base giving it a namespace.
+func scaleOverlayRepo(b *testing.B) string {
+	skipUnlessScale(b)
+	root := b.TempDir()
+	for o := range 100 {
+		base := filepath.Join(root, "bases", fmt.Sprintf("b%03d", o))
+		require.NoError(b, os.MkdirAll(base, 0o755))
+		var k bytes.Buffer
+		k.WriteString("resources:\n")
+		for i := range scaleN / 100 {
+			name := fmt.Sprintf("d%05d", o*100+i)
+			require.NoError(b, os.WriteFile(filepath.Join(base, name+".yaml"), []byte(benchDeployment(name)), 0o644))
+			fmt.Fprintf(&k, "  - %s.yaml\n", name)
+		}
+		require.NoError(b, os.WriteFile(filepath.Join(base, "kustomization.yaml"), k.Bytes(), 0o644))
+		ov := filepath.Join(root, "overlays", fmt.Sprintf("o%03d", o))
+		require.NoError(b, os.MkdirAll(ov, 0o755))
+		require.NoError(b, os.WriteFile(filepath.Join(ov, "kustomization.yaml"),
+			fmt.Appendf(nil, "namespace: ns-%03d\nresources:\n  - ../../bases/b%03d\n", o, o), 0o644))
+	}
+	return root
+}
+
+// skipUnlessScale keeps the two minutes these take out of make bench.
+func skipUnlessScale(b *testing.B) {
+	if os.Getenv("RECOMMENDER_BENCH_SCALE") == "" {
+		b.Skip("set RECOMMENDER_BENCH_SCALE=1 (make bench-scale)")
+	}
+}
+
+// bareParse reads every YAML file under root with kyaml, as the floor.
+func bareParse(b *testing.B, root string) time.Duration {
+	start := time.Now()
+	n := 0
+	require.NoError(b, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".yaml" {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), PreserveSeqIndent: true, OmitReaderAnnotations: false}).Read()
+		n += len(nodes)
+		return err
+	}))
+	require.Positive(b, n)
+	return time.Since(start)
+}
+
+// peakHeap samples the heap in use until stop is called.
+func peakHeap() (stop func() uint64) {
+	var peak uint64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var m runtime.MemStats
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); wg.Wait(); return peak }
+}
+
+func BenchmarkScalePlain(b *testing.B) {
+	root := scaleRepo(b)
+	bare := bareParse(b, root)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		runtime.GC()
+		stop := peakHeap()
+		start := time.Now()
+		inv, err := patcher.Discover(ctx, root)
+		require.NoError(b, err)
+		require.Len(b, inv.Workloads, scaleN)
+		edits := make([]patcher.Edit, len(inv.Workloads))
+		for i, w := range inv.Workloads {
+			edits[i] = patcher.Edit{Workload: w.Ref, File: w.File, Reason: "bench", Ops: []patcher.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}}
+		}
+		res, err := patcher.Apply(ctx, root, inv, edits)
+		require.NoError(b, err)
+		require.Len(b, res.Files, scaleN)
+		took := time.Since(start)
+		peak := stop()
+		b.ReportMetric(took.Seconds()/bare.Seconds(), "ratio")
+		b.ReportMetric(bare.Seconds(), "bare-parse-s")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	}
+}
+
+// BenchmarkScaleOverlays discovers the 100 overlays (every kustomization
+// built twice: plain and with origins) and edits one Deployment of each,
+// each edit proven by building again the overlays that read its files.
+func BenchmarkScaleOverlays(b *testing.B) {
+	root := scaleOverlayRepo(b)
+	bare := bareParse(b, root)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		runtime.GC()
+		stop := peakHeap()
+		start := time.Now()
+		inv, err := patcher.Discover(ctx, root)
+		require.NoError(b, err)
+		require.Len(b, inv.Workloads, scaleN)
+		discovered := time.Since(start)
+		var edits []patcher.Edit
+		for i, w := range inv.Workloads {
+			if i%100 == 0 {
+				edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "bench", Ops: []patcher.Op{patcher.SetGPUFraction("0.37")}})
+			}
+		}
+		res, err := patcher.Apply(ctx, root, inv, edits)
+		require.NoError(b, err)
+		require.Empty(b, res.Refused)
+		require.Len(b, res.Files, 100)
+		took := time.Since(start)
+		peak := stop()
+		b.ReportMetric(discovered.Seconds()/bare.Seconds(), "discover-ratio")
+		b.ReportMetric(took.Seconds(), "total-s")
+		b.ReportMetric(bare.Seconds(), "bare-parse-s")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	}
+}
