@@ -208,6 +208,28 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		tfs = nil
 	}
 	for _, k := range ix.kusts {
+		if k.err == nil {
+			k.err = localOnly(k, files)
+		}
+	}
+	// A kustomization that includes one reaching beyond the checkout would
+	// fetch through it: it is not built either.
+	for changed := true; changed; {
+		changed = false
+		for _, k := range ix.kusts {
+			if k.err != nil {
+				continue
+			}
+			for _, d := range k.dirs {
+				if sub, ok := byDir[d]; ok && sub.err != nil {
+					k.err = fmt.Errorf("%w: %s includes %s, which is not built: %w", ErrKustomize, k.file, sub.file, sub.err)
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	for _, k := range ix.kusts {
 		if k.err != nil || k.component() {
 			continue
 		}

@@ -2,6 +2,8 @@ package patcher_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -218,4 +220,43 @@ func TestKustomizeGoneSinceDiscovery(t *testing.T) {
 	require.Empty(t, res.Files)
 	require.Len(t, res.Refused, 1)
 	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
+}
+
+// TestKustomizeNeverFetches: a kustomization that names anything beyond
+// the checkout — a URL, a git repository, a Helm chart, a path outside —
+// is not built, and so nothing is fetched; one that includes it is not
+// built either.
+func TestKustomizeNeverFetches(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer srv.Close()
+	tests := []struct {
+		name, kustomization string
+	}{
+		{name: "an HTTP resource", kustomization: "resources:\n  - " + srv.URL + "/deployment.yaml\n"},
+		{name: "a git repository", kustomization: "resources:\n  - github.com/acme/gitops//base?ref=main\n"},
+		{name: "a patch by URL", kustomization: "resources:\n  - deployment.yaml\npatches:\n  - path: " + srv.URL + "/p.yaml\n"},
+		{name: "a Helm chart", kustomization: "helmCharts:\n  - name: x\n    repo: " + srv.URL + "\n"},
+		{name: "a path outside the checkout", kustomization: "resources:\n  - ../../elsewhere\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFiles(t, root, map[string]string{
+				"remote/kustomization.yaml":  tt.kustomization,
+				"remote/deployment.yaml":     applyDeployment,
+				"overlay/kustomization.yaml": "resources:\n  - ../remote\n",
+			})
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			for _, w := range inv.Workloads {
+				require.NotContains(t, w.File, "kustomization", "nothing is built through it")
+			}
+			require.Len(t, inv.Problems, 2, "%v", inv.Problems)
+			for _, p := range inv.Problems {
+				require.ErrorIs(t, p, patcher.ErrKustomize)
+			}
+			require.Zero(t, hits, "nothing was fetched")
+		})
+	}
 }

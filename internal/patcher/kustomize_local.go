@@ -1,0 +1,112 @@
+package patcher
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// localOnly says why a kustomization reaches beyond the checkout, nil when
+// everything it names is a file or directory the checkout read. kustomize
+// fetches what it cannot find locally (git clones, HTTP downloads, Helm
+// chart pulls): a repository must never make the tool reach the network
+// or write outside the checkout, so such a kustomization is not built.
+func localOnly(k *kust, files map[string][]byte) error {
+	var refs []string
+	add := func(ss ...string) {
+		for _, s := range ss {
+			if s != "" && !strings.Contains(s, "\n") { // inline YAML is no path
+				refs = append(refs, s)
+			}
+		}
+	}
+	kz := &k.k
+	add(kz.Resources...)
+	add(kz.Components...)
+	//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
+	add(kz.Bases...)
+	add(kz.Crds...)
+	add(kz.Configurations...)
+	add(kz.Generators...)
+	add(kz.Transformers...)
+	add(kz.Validators...)
+	for _, p := range kz.Patches {
+		add(p.Path)
+	}
+	//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
+	for _, p := range kz.PatchesStrategicMerge {
+		add(string(p))
+	}
+	//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
+	for _, p := range kz.PatchesJson6902 {
+		add(p.Path)
+	}
+	for _, r := range kz.Replacements {
+		add(r.Path)
+	}
+	for _, g := range kz.ConfigMapGenerator {
+		add(sources(g.FileSources)...)
+		add(g.EnvSources...)
+		add(g.EnvSource)
+	}
+	for _, g := range kz.SecretGenerator {
+		add(sources(g.FileSources)...)
+		add(g.EnvSources...)
+		add(g.EnvSource)
+	}
+	if p := kz.OpenAPI["path"]; p != "" {
+		add(p)
+	}
+	if len(kz.HelmCharts) > 0 || len(kz.HelmChartInflationGenerator) > 0 {
+		return fmt.Errorf("%w: %s inflates Helm charts, which kustomize would fetch and run: not built", ErrKustomize, k.file)
+	}
+	for _, r := range refs {
+		if !local(r) || !exists(path.Join(k.dir, r), files) {
+			return fmt.Errorf("%w: %s names %q, which is not a file or directory of the checkout (remote resources are not fetched): not built",
+				ErrKustomize, k.file, r)
+		}
+	}
+	return nil
+}
+
+// sources are the file paths of a generator's `files:` entries, which may
+// be key=path.
+func sources(fs []string) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if _, p, ok := strings.Cut(f, "="); ok {
+			f = p
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// local reports whether a reference reads as a path kustomize resolves in
+// the file system: no scheme, no git repository spec, not absolute.
+func local(r string) bool {
+	switch {
+	case path.IsAbs(r), strings.Contains(r, "://"), strings.Contains(r, "//"), strings.Contains(r, "?"),
+		strings.HasPrefix(r, "git@"), strings.HasPrefix(r, "git::"), strings.HasPrefix(r, "ssh:"):
+		return false
+	}
+	return true
+}
+
+// exists reports whether p is a file the checkout read, or a directory
+// holding one.
+func exists(p string, files map[string][]byte) bool {
+	p = path.Clean(p)
+	if strings.HasPrefix(p, "../") || p == ".." {
+		return false
+	}
+	if _, ok := files[p]; ok {
+		return true
+	}
+	for f := range files {
+		if strings.HasPrefix(f, p+"/") {
+			return true
+		}
+	}
+	return false
+}
