@@ -670,6 +670,11 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) error {
 	}
 	changed := slices.Collect(maps.Keys(next))
 	for _, k := range st.ix.kusts {
+		if k.err != nil && !k.component() && (st.ix.reads(k, changed) || slices.ContainsFunc(changed, func(f string) bool { return under(f, k.dir) })) {
+			// An overlay that does not build cannot show what the edit
+			// does to it: no edit of a file it may read is proven.
+			return fmt.Errorf("%w: %s may read a file the edit changes, and it does not build, so what the edit does to it cannot be proven", ErrKustomize, k.file)
+		}
 		if k.err != nil || k.component() || !st.ix.reads(k, changed) {
 			// kustomize reads only below the directories of a
 			// kustomization and of those it includes (load restrictions

@@ -35,6 +35,8 @@ func TestKustomizeGolden(t *testing.T) {
 		refused   []error
 		// fractions is the pod gpu-fraction each overlay builds after
 		fractions map[string]string
+		// problems are the discovery problems expected, by file.
+		problems []string
 	}{
 		{
 			// The base is shared by overlays that want different values:
@@ -58,6 +60,17 @@ func TestKustomizeGolden(t *testing.T) {
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
 			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
 			fractions: map[string]string{"prod": "0.6", "staging": "0.5"},
+		},
+		{
+			// prod reads a generator's env file, which the tool does not
+			// read, so it does not build here: editing the base it shares
+			// with staging cannot be proven for prod, so staging's change
+			// goes into a patch of its own.
+			name:      "unbuildable-user",
+			workloads: []string{"staging/chat in overlays/staging/kustomization.yaml"},
+			edits:     []patcher.Edit{kustEdit("staging", dep("staging", "chat"), patcher.SetGPUFraction("0.3"))},
+			fractions: map[string]string{"prod": "0.5", "staging": "0.3"},
+			problems:  []string{"overlays/prod/kustomization.yaml"},
 		},
 		{
 			// A JSON 6902 patch sets it: refused, nothing written.
@@ -111,7 +124,11 @@ func TestKustomizeGolden(t *testing.T) {
 			orig := filepath.Join(dir, "original")
 			inv, err := patcher.Discover(ctx, orig)
 			require.NoError(t, err)
-			require.Empty(t, inv.Problems)
+			var problems []string
+			for _, p := range inv.Problems {
+				problems = append(problems, p.File)
+			}
+			require.Equal(t, tc.problems, problems)
 			var got []string
 			for _, w := range inv.Workloads {
 				got = append(got, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
