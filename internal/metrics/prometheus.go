@@ -197,6 +197,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
 	auth.next = tr
+	auth.scheme, auth.host = u.Scheme, u.Host
 	client, err := api.NewClient(api.Config{Address: u.String(), RoundTripper: auth})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -267,8 +268,11 @@ func tlsConfig(cfg PrometheusConfig) (*tls.Config, error) {
 // status and Retry-After of each response where the request's context
 // asks for them, and bounds the size of response bodies.
 type authTransport struct {
-	next           http.RoundTripper
-	maxBody        int64
+	next    http.RoundTripper
+	maxBody int64
+	// scheme and host are the configured server's: credentials and
+	// headers go there only, never to where a redirect points.
+	scheme, host   string
 	headers        http.Header
 	bearer         string
 	user, password string
@@ -276,6 +280,11 @@ type authTransport struct {
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
+	if req.URL.Scheme != t.scheme || req.URL.Host != t.host {
+		// Followed from a redirect to another origin (or from https to
+		// http): nothing secret goes with it.
+		return t.next.RoundTrip(req)
+	}
 	for k, vs := range t.headers {
 		req.Header[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
 	}

@@ -379,3 +379,35 @@ func testCertificate(t *testing.T) (certPEM, keyPEM string) {
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TestPrometheusCredentialsStayWithTheServer: a redirect to another
+// origin gets neither the token nor the configured headers.
+func TestPrometheusCredentialsStayWithTheServer(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, h := range []string{"Authorization", "X-Api-Key"} {
+			if v := r.Header.Get(h); v != "" {
+				leaked = append(leaked, h+": "+v)
+			}
+		}
+		http.Error(w, "no", http.StatusBadGateway)
+	}))
+	defer other.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer front.Close()
+	t.Setenv("PROM_TOKEN", "s3cr3t-token")
+	prom := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) {
+		c.BearerTokenEnv = "PROM_TOKEN"
+		c.Headers = http.Header{"X-Api-Key": {"k3y"}}
+	})
+	_, err := prom.Usage(context.Background(), clusterQuery())
+	require.Error(t, err, "the other server answers 502")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, leaked)
+}
