@@ -569,11 +569,19 @@ func valueNode(fl *pflag.Flag) *yaml.Node {
 	}
 }
 
-// redactURL hides a password written into a URL.
+// redactURL hides a password written into a URL, and its query, where
+// tokens travel (?access_token=); a URL that does not parse may hide one
+// anywhere, so none of it is shown.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
+	if err != nil {
+		return "<unparsable URL, redacted>"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
+	}
+	if u.User == nil {
+		return u.String()
 	}
 	return u.Redacted()
 }

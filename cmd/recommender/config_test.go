@@ -273,3 +273,22 @@ func TestConfigPrint(t *testing.T) {
 	var again bytes.Buffer
 	require.Equal(t, exitOK, Main([]string{"config", "print", "--config", writeConfig(t, got)}, &again, &errOut), errOut.String())
 }
+
+// TestConfigPrintHidesTokensInURLs: a token in a URL's query, or in a URL
+// that does not parse, never reaches `config print`.
+func TestConfigPrintHidesTokensInURLs(t *testing.T) {
+	tests := []struct {
+		name, url, secret string
+	}{
+		{name: "a token in the query", url: "https://prom.example/prometheus?access_token=SECRET1", secret: "SECRET1"},
+		{name: "an unparsable URL", url: "https://u:p%zzSECRET3@prom.example/", secret: "SECRET3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeConfig(t, "scm: local\nrepo: .\nprometheus:\n  url: '"+tt.url+"'\n")
+			var out, errOut bytes.Buffer
+			Main([]string{"config", "print", "--config", file}, &out, &errOut)
+			require.NotContains(t, out.String()+errOut.String(), tt.secret)
+		})
+	}
+}
