@@ -128,6 +128,12 @@ func TestLoadRefusesBadPolicies(t *testing.T) {
 			at: "spec:\n  scope", field: "spec.experimental.gpuKaiContract", msg: "missing",
 		},
 		{
+			// The label goes into a PromQL selector: it must not widen it.
+			name: "a label name that is a selector", anchor: "kind: ClusterGpuReactivePolicy",
+			old: "namespaceLabel: namespace", new: `namespaceLabel: 'namespace=~".+", x'`,
+			at: `'namespace=~`, field: "spec.metrics.compute.prometheus.namespaceLabel", msg: `"namespace=~\".+\", x" is not a Prometheus label name`,
+		},
+		{
 			name: "unknown field", anchor: "scaleBack:",
 			old: "metricsWindow: 10m", new: "metricWindow: 10m",
 			at: "metricWindow", field: "spec.metrics.compute.scaleBack.metricWindow", msg: "unknown field",

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -176,6 +177,18 @@ func (v validator) reactive(p *ReactivePolicy) {
 			v.fail(f+".prometheus.metric", "missing: name the series that carries %s usage", m)
 		}
 		if pr := mp.Prometheus; pr != nil {
+			// These names go into PromQL selectors: anything but a label
+			// name would change what a query selects.
+			if pr.Metric != "" && !metricNameRE.MatchString(pr.Metric) {
+				v.fail(f+".prometheus.metric", "%q is not a Prometheus metric name", pr.Metric)
+			}
+			for _, l := range []struct{ field, name string }{
+				{"namespaceLabel", pr.NamespaceLabel}, {"podLabel", pr.PodLabel}, {"containerLabel", pr.ContainerLabel},
+			} {
+				if l.name != "" && !labelNameRE.MatchString(l.name) {
+					v.fail(f+".prometheus."+l.field, "%q is not a Prometheus label name (letters, digits and _, not starting with a digit)", l.name)
+				}
+			}
 			switch pr.Interpretation {
 			case "", FullGPU, CurrentAllocation:
 			default:
@@ -216,3 +229,9 @@ func (v validator) consolidation(p *ConsolidationPolicy) {
 	v.percent("spec.utilizationThresholdPercent", p.Spec.UtilizationThresholdPercent, 1, 100)
 	v.minDuration("spec.requeueAfter", p.Spec.RequeueAfter, time.Second)
 }
+
+// Prometheus' name rules (the classic ones every server accepts).
+var (
+	labelNameRE  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+)
