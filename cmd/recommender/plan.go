@@ -128,11 +128,26 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 }
 
 // writePlan writes the files of the printed plan, after printing it, so
-// that what is written is what was shown. A file that changed on disk
-// since the plan read it is not written; the others still are. It reports
-// on stderr (stdout holds the plan, the same as without --write) and
-// returns how many files were not written.
+// that what is written is what was shown. Every file is checked first:
+// if one changed on disk since the plan read it, nothing is written, since
+// an edit can span files (a Kustomize patch and its kustomization) and
+// half of one must never be left on disk. It reports on stderr (stdout
+// holds the plan, the same as without --write) and returns how many files
+// were not written.
 func writePlan(opts *planOptions, files []patcher.File) int {
+	var refused []error
+	for _, f := range files {
+		if err := patcher.CheckFile(opts.Repo, f); err != nil {
+			refused = append(refused, err)
+		}
+	}
+	if len(refused) > 0 {
+		for _, err := range refused {
+			fmt.Fprintf(opts.IO.Err, "not written: %s\n", plan.Printable(err.Error()))
+		}
+		fmt.Fprintf(opts.IO.Err, "0 of %d files written: run the plan again on the files as they are now\n", len(files))
+		return len(files)
+	}
 	failed := 0
 	for _, f := range files {
 		if err := patcher.WriteFile(opts.Repo, f); err != nil {

@@ -100,50 +100,72 @@ func WriteFile(root string, f File) error {
 	return nil
 }
 
-func writeFile(rt *os.Root, f File) error {
+// CheckFile reports whether WriteFile would write f: the file on disk is
+// still the one the plan read (or, for a new file, still absent). Writing
+// a plan checks every file first, so that one changed file leaves the
+// whole plan unwritten rather than half of an edit on disk.
+func CheckFile(root string, f File) error {
+	rt, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("open checkout: %w", err)
+	}
+	defer rt.Close()
+	if _, err := check(rt, f); err != nil {
+		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// check compares the file on disk with what f was made from, and returns
+// the mode a replacement gets.
+func check(rt *os.Root, f File) (os.FileMode, error) {
 	name := filepath.FromSlash(f.Path)
 	if f.Created {
-		// A new file: it must not exist yet, and nobody reads it before
-		// it is whole.
-		w, err := rt.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
-			}
-			return err
+		if _, err := rt.Lstat(name); err == nil {
+			return 0, fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return 0, err
 		}
-		_, err = w.Write(f.New)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return 0o644, nil
 	}
 	fi, err := rt.Lstat(name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		// A rename would replace the link with a file, cutting it from
 		// the file it shares its content with.
-		return fmt.Errorf("%w: a symbolic link; not replaced", ErrUnsupported)
+		return 0, fmt.Errorf("%w: a symbolic link; not replaced", ErrUnsupported)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: not a regular file any more", ErrChangedOnDisk)
+		return 0, fmt.Errorf("%w: not a regular file any more", ErrChangedOnDisk)
 	}
 	cur, err := rt.ReadFile(name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !bytes.Equal(cur, f.Old) {
-		return ErrChangedOnDisk
+		return 0, ErrChangedOnDisk
 	}
+	return fi.Mode().Perm(), nil
+}
+
+func writeFile(rt *os.Root, f File) error {
+	name := filepath.FromSlash(f.Path)
+	mode, err := check(rt, f)
+	if err != nil {
+		return err
+	}
+	// New bytes go to a temporary file renamed into place, new files too:
+	// a reader, or a run killed half-way, sees the old file or the new
+	// one, never part of it.
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
 	}
 	dir, base := path.Split(f.Path)
 	tmp := filepath.FromSlash(dir + "." + strings.TrimPrefix(base, ".") + "." + hex.EncodeToString(rnd[:]) + ".tmp")
-	w, err := rt.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	w, err := rt.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
@@ -155,9 +177,17 @@ func writeFile(rt *os.Root, f File) error {
 		err = cerr
 	}
 	if err == nil {
-		err = rt.Chmod(tmp, fi.Mode().Perm())
+		err = rt.Chmod(tmp, mode)
 	}
-	if err == nil {
+	if err == nil && f.Created {
+		// A new name: Link fails if someone created it meanwhile, where
+		// a rename would replace their file.
+		if err = rt.Link(tmp, name); err == nil {
+			_ = rt.Remove(tmp)
+		} else if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
+		}
+	} else if err == nil {
 		err = rt.Rename(tmp, name)
 	}
 	if err != nil {
