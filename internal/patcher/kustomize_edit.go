@@ -259,7 +259,10 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 		case t.file == "":
 			err = st.newPatch(ke, t.ops, next, changes)
 		case strings.HasPrefix(t.file, inlinePrefix):
-			kf, i, _ := strings.Cut(strings.TrimPrefix(t.file, inlinePrefix), "#")
+			// The index follows the last '#': a directory may hold one.
+			ref := strings.TrimPrefix(t.file, inlinePrefix)
+			cut := strings.LastIndex(ref, "#")
+			kf, i := ref[:max(cut, 0)], ref[cut+1:]
 			n, _ := strconv.Atoi(i)
 			err = st.editInline(ke, kf, n, t.ops, names, next, changes)
 		default:
