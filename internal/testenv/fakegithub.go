@@ -266,28 +266,10 @@ func (f *FakeGitHub) merge(number int) (string, error) {
 		return "", fmt.Errorf("fake github: #%d is not open", number)
 	}
 	name := f.owner + "/" + f.repo
-	base, err := f.git.GitErr(name, "rev-parse", "--verify", "refs/heads/"+p.Base)
-	if err != nil {
-		return "", fmt.Errorf("fake github: base %s: %w", p.Base, err)
-	}
-	head, err := f.git.GitErr(name, "rev-parse", "--verify", "refs/heads/"+p.Head)
-	if err != nil {
-		return "", fmt.Errorf("fake github: head %s: %w", p.Head, err)
-	}
-	base, head = strings.TrimSpace(base), strings.TrimSpace(head)
-	tree, err := f.git.GitErr(name, "merge-tree", "--write-tree", base, head)
-	if err != nil {
-		return "", fmt.Errorf("fake github: #%d does not merge cleanly: %w", number, err)
-	}
-	tree = strings.SplitN(strings.TrimSpace(tree), "\n", 2)[0]
 	msg := fmt.Sprintf("Merge pull request #%d from %s/%s\n\n%s", number, f.owner, p.Head, p.Title)
-	commit, err := f.git.GitErr(name, "commit-tree", tree, "-p", base, "-p", head, "-m", msg)
+	commit, err := mergeBranch(func(args ...string) (string, error) { return f.git.GitErr(name, args...) }, p.Base, p.Head, msg)
 	if err != nil {
-		return "", fmt.Errorf("fake github: merge commit: %w", err)
-	}
-	commit = strings.TrimSpace(commit)
-	if _, err := f.git.GitErr(name, "update-ref", "refs/heads/"+p.Base, commit, base); err != nil {
-		return "", fmt.Errorf("fake github: move %s: %w", p.Base, err)
+		return "", fmt.Errorf("fake github: #%d: %w", number, err)
 	}
 	now := time.Now()
 	p.State, p.Merged, p.MergeCommit, p.Closed, p.MergedAt = "closed", true, commit, now, now

@@ -742,22 +742,10 @@ func (f *FakeGitLab) merge(mr *fakeMR) error {
 	if mr.State != "opened" {
 		return fmt.Errorf("!%d is %s", mr.IID, mr.State)
 	}
-	target, source := f.revParse(mr.TargetBranch), f.revParse(mr.SourceBranch)
-	if target == "" || source == "" {
-		return fmt.Errorf("!%d: a branch is missing", mr.IID)
-	}
-	tree, err := f.runGit("merge-tree", "--write-tree", target, source)
+	msg := fmt.Sprintf("Merge branch '%s' into '%s'\n\n%s\n\nSee merge request %s!%d", mr.SourceBranch, mr.TargetBranch, mr.Title, f.project.Path, mr.IID)
+	commit, err := mergeBranch(f.runGit, mr.TargetBranch, mr.SourceBranch, msg)
 	if err != nil {
 		return fmt.Errorf("!%d cannot be merged: %w", mr.IID, err)
-	}
-	tree = strings.SplitN(tree, "\n", 2)[0]
-	msg := fmt.Sprintf("Merge branch '%s' into '%s'\n\n%s\n\nSee merge request %s!%d", mr.SourceBranch, mr.TargetBranch, mr.Title, f.project.Path, mr.IID)
-	commit, err := f.runGit("commit-tree", tree, "-p", target, "-p", source, "-m", msg)
-	if err != nil {
-		return err
-	}
-	if _, err := f.runGit("update-ref", "refs/heads/"+mr.TargetBranch, commit, target); err != nil {
-		return err
 	}
 	mr.State, mr.MergeCommit, mr.UpdatedAt = "merged", commit, f.tick()
 	return nil
