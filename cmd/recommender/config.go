@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
 )
 
 // configKey ties a key of the config file to the flag it sets: the flag
@@ -176,7 +177,7 @@ func (d *configDecoder) errorf(n *yaml.Node, path, format string, args ...any) {
 func (d *configDecoder) mapping(n *yaml.Node, prefix string) {
 	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, prefix, "expected a mapping, got %s", describeNode(n))
+		d.errorf(n, prefix, "expected a mapping, got %s", policy.DescribeNode(n))
 		return
 	}
 	seen := map[string]bool{}
@@ -356,12 +357,12 @@ func setFromNode(fs *pflag.FlagSet, fl *pflag.Flag, n *yaml.Node) error {
 	typ := fl.Value.Type()
 	if typ == "stringArray" {
 		if n.Kind != yaml.SequenceNode {
-			return fmt.Errorf("expected a list of strings, got %s", describeNode(n))
+			return fmt.Errorf("expected a list of strings, got %s", policy.DescribeNode(n))
 		}
 		for i, item := range n.Content {
 			item = resolveAlias(item)
 			if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
-				return fmt.Errorf("item %d: expected a string, got %s", i, describeNode(item))
+				return fmt.Errorf("item %d: expected a string, got %s", i, policy.DescribeNode(item))
 			}
 			if err := fs.Set(fl.Name, item.Value); err != nil {
 				return err
@@ -382,7 +383,7 @@ func setFromNode(fs *pflag.FlagSet, fl *pflag.Flag, n *yaml.Node) error {
 		if want == "!!str" && n.Kind == yaml.ScalarNode {
 			hint = " (quote it)"
 		}
-		return fmt.Errorf("expected %s, got %s%s", typeName(typ), describeNode(n), hint)
+		return fmt.Errorf("expected %s, got %s%s", typeName(typ), policy.DescribeNode(n), hint)
 	}
 	v := n.Value
 	if typ == "bool" {
@@ -608,29 +609,6 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 
 func isNullNode(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// describeNode names a node's type the way the config's author would.
-func describeNode(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
-		case "!!int":
-			return "the integer " + n.Value
-		case "!!float":
-			return "the number " + n.Value
-		case "!!bool":
-			return "the boolean " + n.Value
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "an alias"
 }
 
 // newCmdConfig is `config validate` and `config print`: run's own flags

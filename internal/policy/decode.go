@@ -117,7 +117,7 @@ func (d *decoder) decode(n *yaml.Node, field string, v reflect.Value) {
 	}
 	if v.CanAddr() && v.Addr().Type().Implements(scalarDecoderType) {
 		if n.Kind != yaml.ScalarNode {
-			d.errorf(n, field, "expected a scalar, got %s", describe(n))
+			d.errorf(n, field, "expected a scalar, got %s", DescribeNode(n))
 			return
 		}
 		if err := v.Addr().Interface().(scalarDecoder).decodeScalar(n); err != nil {
@@ -132,7 +132,7 @@ func (d *decoder) decode(n *yaml.Node, field string, v reflect.Value) {
 		d.decodeMap(n, field, v)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.errorf(n, field, "expected a list, got %s", describe(n))
+			d.errorf(n, field, "expected a list, got %s", DescribeNode(n))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -177,7 +177,7 @@ func (d *decoder) expectScalar(n *yaml.Node, field, tag, want string) bool {
 		if tag == "!!str" && n.Kind == yaml.ScalarNode {
 			hint = " (quote it)"
 		}
-		d.errorf(n, field, "expected %s, got %s%s", want, describe(n), hint)
+		d.errorf(n, field, "expected %s, got %s%s", want, DescribeNode(n), hint)
 		return false
 	}
 	return true
@@ -185,7 +185,7 @@ func (d *decoder) expectScalar(n *yaml.Node, field, tag, want string) bool {
 
 func (d *decoder) decodeStruct(n *yaml.Node, field string, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, field, "expected a mapping, got %s", describe(n))
+		d.errorf(n, field, "expected a mapping, got %s", DescribeNode(n))
 		return
 	}
 	t := v.Type()
@@ -215,7 +215,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, field string, v reflect.Value) {
 
 func (d *decoder) decodeMap(n *yaml.Node, field string, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, field, "expected a mapping, got %s", describe(n))
+		d.errorf(n, field, "expected a mapping, got %s", DescribeNode(n))
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
@@ -279,8 +279,10 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// describe names a node's type the way a policy author would.
-func describe(n *yaml.Node) string {
+// DescribeNode names a YAML node's type the way the author of a file
+// would, for errors: "the string \"2m\"", "a list", "null". The config
+// file's strict decoder says it the same way.
+func DescribeNode(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"

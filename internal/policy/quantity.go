@@ -20,7 +20,7 @@ type Duration struct {
 
 func (d *Duration) decodeScalar(n *yaml.Node) error {
 	if n.ShortTag() != "!!str" {
-		return fmt.Errorf("expected a duration such as 30s, 10m, 2h or 7d, got %s", describe(n))
+		return fmt.Errorf("expected a duration such as 30s, 10m, 2h or 7d, got %s", DescribeNode(n))
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
@@ -103,7 +103,7 @@ func (q *Quantity) decodeScalar(n *yaml.Node) error {
 	switch n.ShortTag() {
 	case "!!str", "!!int", "!!float":
 	default:
-		return fmt.Errorf("expected an amount of GPUs such as \"1\" or \"0.5\", got %s", describe(n))
+		return fmt.Errorf("expected an amount of GPUs such as \"1\" or \"0.5\", got %s", DescribeNode(n))
 	}
 	v, err := parseQuantity(n.Value)
 	if err != nil {
