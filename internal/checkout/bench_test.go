@@ -17,56 +17,8 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
-
-// benchDeployment mirrors the ~45-line Deployment of the patcher's
-// benchmarks: comments, labels, a vLLM container.
-func benchDeployment(name string) string {
-	return fmt.Sprintf(`# %[1]s: inference server
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-  namespace: serving
-  labels:
-    app: %[1]s
-    kai.scheduler/queue: serving
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: %[1]s
-  template:
-    metadata:
-      labels:
-        app: %[1]s
-        nvidia.com/gpu.present: "true"
-      annotations:
-        gpu-fraction: "0.5" # last set by the bot
-        prometheus.io/scrape: "true"
-    spec:
-      schedulerName: kai-scheduler
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.8.5
-          args:
-            - --model
-            - Qwen/Qwen2.5-7B-Instruct
-            - --gpu-memory-utilization
-            - "0.45"
-          ports:
-            - containerPort: 8000
-              name: http
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: http
-            periodSeconds: 5
-      volumes:
-        - name: shm
-          emptyDir: {medium: Memory}
-`, name)
-}
 
 // benchRepo writes the repository of the issue: 10,000 Deployments in
 // 7,401 files (one file in three holds two) across 100 team directories,
@@ -75,9 +27,9 @@ func benchRepo(b *testing.B) string {
 	root := b.TempDir()
 	const files, deployments = 7401, 10000
 	for i := range files {
-		body := benchDeployment(fmt.Sprintf("llm-%d", i))
+		body := testenv.Deployment(fmt.Sprintf("llm-%d", i))
 		if j := files + i; j < deployments {
-			body += "---\n" + benchDeployment(fmt.Sprintf("llm-%d", j))
+			body += "---\n" + testenv.Deployment(fmt.Sprintf("llm-%d", j))
 		}
 		p := filepath.Join(root, fmt.Sprintf("team-%02d", i%100), "apps", fmt.Sprintf("app-%d.yaml", i))
 		require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))

@@ -11,57 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
-
-// benchDeployment is a ~45-line Deployment with comments and a vLLM
-// container; benchService a Service.
-func benchDeployment(name string) string {
-	return fmt.Sprintf(`# %[1]s: inference server
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-  namespace: serving
-  labels:
-    app: %[1]s
-    kai.scheduler/queue: serving
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: %[1]s
-  template:
-    metadata:
-      labels:
-        app: %[1]s
-      annotations:
-        gpu-fraction: "0.5" # last set by the bot
-        prometheus.io/scrape: "true"
-    spec:
-      schedulerName: kai-scheduler
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.8.5
-          args:
-            - --model
-            - Qwen/Qwen2.5-7B-Instruct
-            - --gpu-memory-utilization
-            - "0.45"
-            - --max-model-len
-            - "8192"
-          ports:
-            - containerPort: 8000
-              name: http
-          readinessProbe:
-            httpGet:
-              path: /health
-              port: http
-            periodSeconds: 5
-      volumes:
-        - name: shm
-          emptyDir: {medium: Memory}
-`, name)
-}
 
 func benchService(name string) string {
 	return fmt.Sprintf(`apiVersion: v1
@@ -82,7 +33,7 @@ spec:
 func BenchmarkApply(b *testing.B) {
 	var docs []string
 	for i := 0; len(strings.Split(strings.Join(docs, "---\n"), "\n")) < 300; i++ {
-		docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), benchDeployment(fmt.Sprintf("llm-%d", i)))
+		docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), testenv.Deployment(fmt.Sprintf("llm-%d", i)))
 	}
 	src := strings.Join(docs, "---\n")
 	root := b.TempDir()
@@ -107,7 +58,7 @@ func BenchmarkApply(b *testing.B) {
 func BenchmarkDiscover(b *testing.B) {
 	root := b.TempDir()
 	for i := range 200 {
-		body := benchDeployment(fmt.Sprintf("llm-%d", i))
+		body := testenv.Deployment(fmt.Sprintf("llm-%d", i))
 		if i%2 == 0 {
 			body = benchService(fmt.Sprintf("llm-%d", i)) + "---\n" + body
 		}
@@ -133,7 +84,7 @@ func BenchmarkApplyManyDocuments(b *testing.B) {
 		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
 			var docs []string
 			for i := range n {
-				docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), benchDeployment(fmt.Sprintf("llm-%d", i)))
+				docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), testenv.Deployment(fmt.Sprintf("llm-%d", i)))
 			}
 			src := strings.Join(docs, "---\n")
 			root := b.TempDir()
