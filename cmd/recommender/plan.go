@@ -90,15 +90,8 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	qs := opts.Usage.queries(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace})
-	src, at, _, err := opts.Usage.open(opts.Logger, opts.Now, qs)
-	if err != nil {
-		return err
-	}
-	p, err := plan.Make(ctx, plan.Options{
-		Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, At: at, Source: src,
-		DefaultNamespace: opts.DefaultNamespace, Logger: opts.Logger,
-	})
+	p, _, err := opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
+		opts.Logger, opts.Now)
 	if err != nil {
 		return err
 	}

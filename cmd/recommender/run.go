@@ -187,13 +187,9 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	qs := opts.Usage.queries(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace})
-	src, at, source, err := opts.Usage.open(opts.Logger, opts.Now, qs)
-	if err != nil {
-		return err
-	}
-	p, err = plan.Make(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, At: at, Source: src,
-		DefaultNamespace: opts.DefaultNamespace, Logger: opts.Logger})
+	var source string
+	p, source, err = opts.Usage.plan(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
+		opts.Logger, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -210,7 +206,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
 		Conventional: conventionalRE.MatchString(g.Message()), Source: source,
-		DryRun: opts.DryRun, Now: func() time.Time { return at }, Logger: opts.Logger,
+		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	if err != nil {
 		return err

@@ -159,22 +159,30 @@ func (u *usageFlags) keep(queries []usage.Query) []metrics.Option {
 	return opts
 }
 
-// queries returns the usage queries a plan of repo will run, for opening
-// a recording with only what they read; nil, to keep everything, when
-// usage comes from a server or governing fails (the plan itself then
-// reports why, as before).
-func (u *usageFlags) queries(ctx context.Context, opts plan.Options) []usage.Query {
-	if u.MetricsFile == "" {
-		return nil
-	}
-	qs, err := plan.Queries(ctx, opts)
+// plan makes the plan of the checkout opts names with usage from these
+// flags: govern first, so that a recording is opened with only the series
+// the queries read, then evaluate. name says where usage came from.
+func (u *usageFlags) plan(ctx context.Context, opts plan.Options, log *slog.Logger, now func() time.Time) (p *plan.Plan, name string, err error) {
+	opts.Logger = log
+	p, err = plan.Govern(ctx, opts)
 	if err != nil {
-		return nil
+		return nil, "", err
 	}
-	if qs == nil {
-		qs = []usage.Query{}
+	var qs []usage.Query
+	if u.MetricsFile != "" {
+		qs = p.Queries
+		if qs == nil {
+			qs = []usage.Query{}
+		}
 	}
-	return qs
+	src, at, name, err := u.open(log, now, qs)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := p.Evaluate(ctx, src, at); err != nil {
+		return nil, "", err
+	}
+	return p, name, nil
 }
 
 // evaluationTime is the time a plan is made at: at, which must fall where

@@ -194,7 +194,8 @@ func TestKeep(t *testing.T) {
 func TestKeepAnswersAlike(t *testing.T) {
 	const repo = "../../examples/quickstart"
 	path := filepath.Join(repo, "metrics.om")
-	qs, err := plan.Queries(context.Background(), plan.Options{Repo: repo})
+	gov, err := plan.Govern(context.Background(), plan.Options{Repo: repo})
+	qs := gov.Queries
 	require.NoError(t, err)
 	require.NotEmpty(t, qs)
 	names := metrics.PresetKubex.MetricsOf(qs)

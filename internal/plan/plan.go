@@ -124,14 +124,26 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Fetch(ctx, opts.Source); err != nil {
-		return nil, err
-	}
-	p.Decide()
-	if err := p.Preview(ctx); err != nil {
+	if err := p.Evaluate(ctx, opts.Source, opts.At); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// Evaluate runs the stages after Govern at evaluation time at: Fetch,
+// Decide and Preview. A caller that needs the queries before it can open
+// its usage source (a recording kept to what they read, whose end is the
+// default time) governs first and evaluates once it has both.
+func (p *Plan) Evaluate(ctx context.Context, src UsageSource, at time.Time) error {
+	p.At = at
+	for i := range p.Queries {
+		p.Queries[i].At = at
+	}
+	if err := p.Fetch(ctx, src); err != nil {
+		return err
+	}
+	p.Decide()
+	return p.Preview(ctx)
 }
 
 // Govern is the first stage: it reads the policies and workloads of the
@@ -234,19 +246,6 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 	}
 	p.sortProblems()
 	return p, nil
-}
-
-// Queries runs the Govern stage alone, quietly, and returns the usage
-// queries Fetch would run: what a source will be asked, so that a
-// recording can be opened with only the series they read (see
-// metrics.KeepMetrics). opts.At and opts.Source are not needed.
-func Queries(ctx context.Context, opts Options) ([]usage.Query, error) {
-	opts.Logger = nil // the real run logs the same lines
-	p, err := Govern(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return p.Queries, nil
 }
 
 // Fetch is the second stage: it runs the batched queries. A failed query
