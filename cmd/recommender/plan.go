@@ -41,7 +41,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 		Short: "Print the decisions, reasons and diffs for a repository",
 		Long: "Print the decisions, reasons and diffs for a repository. It writes nothing unless --write is\n" +
 			"given: then the printed diffs are applied to the files of the working tree (no commit, no push),\n" +
-			"and a file that changed on disk since the plan read it is left alone and reported (exit 3).\n\n" +
+			"unless a file changed on disk since the plan read it: then it is reported and nothing is written (exit 3).\n\n" +
 			"Usage comes from a recorded file (--metrics-file) or from a server with Prometheus' HTTP API\n" +
 			"(--prometheus-url: Prometheus, Thanos, Mimir, VictoriaMetrics). Secrets are read from files or\n" +
 			"the environment, never given on the command line.",
