@@ -34,6 +34,7 @@ type runOptions struct {
 	SCM         string
 	GitHub      githubFlags
 	GitLab      gitlabFlags
+	Git         gitFlags
 	Usage       usageFlags
 	PolicyPaths []string
 	GroupBy     string
@@ -74,17 +75,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			"      --gitlab-token-file /var/run/secrets/gitlab/token --prometheus-url http://prometheus:9090",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("config") {
-				opts.Config = os.Getenv(envName("config"))
-			}
-			var cfg *configFile
-			if opts.Config != "" {
-				var err error
-				if cfg, err = readConfig(opts.Config); err != nil {
-					return err
-				}
-			}
-			eff, err := applyConfig(cmd.Flags(), cfg, os.LookupEnv)
+			eff, err := loadConfig(cmd, &opts.Config, os.LookupEnv)
 			if err != nil {
 				return err
 			}
@@ -111,12 +102,13 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Config, "config", "", "read settings from this YAML `file` (or $RECOMMENDER_CONFIG); flags and RECOMMENDER_* variables win over it")
+	addConfigFlag(cmd, &opts.Config)
 	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
 	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository), github or gitlab")
 	opts.GitHub.register(f)
 	opts.GitLab.register(f)
+	opts.Git.register(f)
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.GroupBy, "group-by", "workload", "one pull request per workload, namespace or policy")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
@@ -156,6 +148,9 @@ func (o *runOptions) check(parseUsage func() error) error {
 	default:
 		return flagErrorf("invalid `--scm` %q: use local, github or gitlab", o.SCM)
 	}
+	if err := o.Git.check(); err != nil {
+		return err
+	}
 	if err := parseUsage(); err != nil {
 		return err
 	}
@@ -178,6 +173,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	url, auth = opts.Git.remote(url, auth)
 	work, err := os.MkdirTemp("", "recommender-run-")
 	if err != nil {
 		return err
