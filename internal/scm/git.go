@@ -26,6 +26,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"golang.org/x/crypto/ssh"
 )
 
 // ErrLeaseBroken says a branch moved since it was read: someone else
@@ -99,7 +100,14 @@ func (a Auth) sshMethod(url string) (transport.AuthMethod, error) {
 	if port == 0 {
 		port = 22
 	}
-	keys.HostKeyCallback = db.HostKeyCallback()
+	check := db.HostKeyCallback()
+	keys.HostKeyCallback = func(host string, remote net.Addr, key ssh.PublicKey) error {
+		if err := check(host, remote, key); err != nil {
+			return fmt.Errorf("%w: the server's %s host key is not the one %s holds for %s (check the key, e.g. with ssh-keyscan, then add it)",
+				err, key.Type(), a.KnownHostsFile, host)
+		}
+		return nil
+	}
 	keys.HostKeyAlgorithms = db.HostKeyAlgorithms(net.JoinHostPort(ep.Host, strconv.Itoa(port)))
 	return keys, nil
 }
