@@ -119,4 +119,3 @@ func TestRunGitHubOverSSH(t *testing.T) {
 	require.Equal(t, exitError, Main([]string{"run", "--config", config}, &out, &errOut))
 	require.Contains(t, errOut.String(), "knownhosts: key mismatch")
 }
-
