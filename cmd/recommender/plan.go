@@ -74,7 +74,8 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 			if err != nil {
 				return err
 			}
-			opts.Logger = log
+			opts.Usage.Progress = terminalProgress(io, cmd)
+			opts.Logger = opts.Usage.Progress.logger(log)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}

@@ -94,7 +94,8 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			if err != nil {
 				return err
 			}
-			opts.Logger = log
+			opts.Usage.Progress = terminalProgress(io, cmd)
+			opts.Logger = opts.Usage.Progress.logger(log)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -196,7 +197,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 			return err
 		}
 	}
-	rep, err = publish.Run(ctx, g, forge, p, publish.Options{
+	rep, err = publish.Run(ctx, opts.Usage.Progress.git(g), forge, p, publish.Options{
 		Base: opts.Base, BranchPrefix: opts.BranchPrefix, Grouping: plan.Grouping(opts.GroupBy),
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
@@ -204,6 +205,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Conventional: conventionalRE.MatchString(g.Message()), Source: source,
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
+	opts.Usage.Progress.clear()
 	if err != nil {
 		return err
 	}
