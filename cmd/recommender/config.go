@@ -675,6 +675,22 @@ func isNullNode(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// checkPlanKeys checks the keys of a config file that only plan reads
+// (output), which run's checks leave alone: validate judges the whole
+// file, for both commands.
+func checkPlanKeys(io streams, file string) error {
+	cfg, err := readConfig(file)
+	if err != nil {
+		return err
+	}
+	plan := newCmdPlan(io, nil, nil)
+	eff, err := applyConfig(plan.Flags(), cfg, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	return eff.explain(checkOutput(plan.Flags().Lookup("output").Value.String()))
+}
+
 // newCmdConfig is `config validate` and `config print`: run's own flags
 // and checks, with what run does replaced, so that a config is judged
 // exactly as run would judge it.
@@ -692,6 +708,9 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	validate := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
 		if o.Config == "" {
 			return flagErrorf("`--config` is required")
+		}
+		if err := checkPlanKeys(io, o.Config); err != nil {
+			return err
 		}
 		_, err := fmt.Fprintf(io.Out, "%s: valid\n", o.Config)
 		return err

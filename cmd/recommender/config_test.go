@@ -475,3 +475,30 @@ func TestPlanConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigValidatePlanKeys: validate judges the keys only plan reads
+// too, so that one file is checked for both commands.
+func TestConfigValidatePlanKeys(t *testing.T) {
+	tests := []struct {
+		name, config, err string
+	}{
+		{name: "a good output", config: "repo: r\nmetrics: {file: m.om}\noutput: markdown\n"},
+		{name: "a bad output", config: "repo: r\nmetrics: {file: m.om}\noutput: yaml\n",
+			err: "invalid `--output` \"yaml\": use table, json or markdown\n  (`--output` is output at {file}:3:9)"},
+		{name: "an output of the wrong type", config: "repo: r\nmetrics: {file: m.om}\noutput: [json]\n",
+			err: ":3:9: output: expected a string, got a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeConfig(t, tt.config)
+			var out, errOut bytes.Buffer
+			code := Main([]string{"config", "validate", "--config", file}, &out, &errOut)
+			if tt.err == "" {
+				require.Equal(t, exitOK, code, errOut.String())
+				return
+			}
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, errOut.String(), strings.ReplaceAll(tt.err, "{file}", file))
+		})
+	}
+}

@@ -103,12 +103,15 @@ func (o *planOptions) check(parseUsage func() error) error {
 	if err := parseUsage(); err != nil {
 		return err
 	}
-	switch o.Output {
+	return checkOutput(o.Output)
+}
+
+func checkOutput(format string) error {
+	switch format {
 	case "table", "json", "markdown":
-	default:
-		return flagErrorf("invalid `--output` %q: use table, json or markdown", o.Output)
+		return nil
 	}
-	return nil
+	return flagErrorf("invalid `--output` %q: use table, json or markdown", format)
 }
 
 func runPlan(ctx context.Context, opts *planOptions) error {
