@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
 // configKey ties a key of the config file to the flag it sets: the flag
@@ -638,6 +639,9 @@ func valueNode(fl *pflag.Flag) *yaml.Node {
 // tokens travel (?access_token=); a URL that does not parse may hide one
 // anywhere, so none of it is shown.
 func redactURL(s string) string {
+	if !strings.Contains(s, "://") && scm.IsSSHURL(s) {
+		return s // scp-like, user@host:path: no place for a password
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return "<unparsable URL, redacted>"

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
 // fullConfig sets every key of the config file.
@@ -499,6 +500,28 @@ func TestConfigValidatePlanKeys(t *testing.T) {
 			}
 			require.Equal(t, exitUsage, code)
 			require.Contains(t, errOut.String(), strings.ReplaceAll(tt.err, "{file}", file))
+		})
+	}
+}
+
+// TestConfigPrintGitURL: an SSH URL is shown as it is, scp-like or not;
+// a password in an HTTPS one is not.
+func TestConfigPrintGitURL(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{url: "git@github.com:acme/gitops.git", want: "url: git@github.com:acme/gitops.git"},
+		{url: "ssh://git@github.com:22/acme/gitops.git", want: "url: ssh://git@github.com:22/acme/gitops.git"},
+		{url: "https://bot:hunter2@git.example/acme/gitops.git", want: "url: https://bot:xxxxx@git.example/acme/gitops.git"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			git := "git: {url: '" + tt.url + "'}\n"
+			if scm.IsSSHURL(tt.url) {
+				git = "git: {url: '" + tt.url + "', sshKeyFile: /k, knownHostsFile: /kh}\n"
+			}
+			file := writeConfig(t, "scm: local\nrepo: .\nmetrics: {file: m.om}\n"+git)
+			var out, errOut bytes.Buffer
+			require.Equal(t, exitOK, Main([]string{"config", "print", "--config", file}, &out, &errOut), errOut.String())
+			require.Contains(t, out.String(), tt.want)
 		})
 	}
 }
