@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -524,4 +525,32 @@ func TestConfigPrintGitURL(t *testing.T) {
 			require.Contains(t, out.String(), tt.want)
 		})
 	}
+}
+
+// escapeEnvItem writes an item for a list variable: what splitEnvList
+// reads back as the item.
+func escapeEnvItem(s string) string {
+	return strings.NewReplacer(`\`, `\\`, ",", `\,`).Replace(s)
+}
+
+// FuzzSplitEnvList: any value splits without a panic into trimmed,
+// non-empty items, and items written back with escapeEnvItem read back
+// the same.
+func FuzzSplitEnvList(f *testing.F) {
+	for _, s := range []string{"", "a,b", ` a , b ,`, `Accept: a\, b,X: y`, `a\\,b`, `C:\dir`, `\`, `\,`, `,,\\\,`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		items := splitEnvList(v)
+		escaped := make([]string, len(items))
+		for i, item := range items {
+			if item == "" || item != strings.TrimSpace(item) {
+				t.Fatalf("%q: item %d is %q", v, i, item)
+			}
+			escaped[i] = escapeEnvItem(item)
+		}
+		if again := splitEnvList(strings.Join(escaped, ",")); !slices.Equal(again, items) {
+			t.Fatalf("%q: %q written back reads %q", v, items, again)
+		}
+	})
 }
