@@ -233,14 +233,15 @@ func TestDecide(t *testing.T) {
 			name:       "memory's headroom widens while its history is short",
 			governance: recommendedProactive,
 			current:    fraction(0.6),
-			// Memory 0.24 GPU over 2 days of its 14-day window: 12/14 of
-			// the 100% confidence headroom is added, 85.7%, on top of 20%:
-			// 0.24 × 2.057 = 0.4937. Compute has only its own 20%.
+			// Memory 0.24 GPU over 2 days: 5/7 of the 100% confidence
+			// headroom is added, 71.4% (over the 7-day window, though
+			// memory is kept 14 days), on top of 20%: 0.24 × 1.914 =
+			// 0.4594. Compute has only its own 20%.
 			usage:  workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
-			action: engine.ScaleBack, recommended: fraction(0.5), rule: "scale-back to baseline",
-			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history (its window is 14d) → 0.24 × 2.057 " +
-				"(headroom 20% + 85.7% while the history is shorter than 14d) = 0.494 (compute peak 0.20, memory peak 0.24); " +
-				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%); 0.50 in KAI's 0.01 steps",
+			action: engine.ScaleBack, recommended: fraction(0.46), rule: "scale-back to baseline",
+			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history (its window is 14d) → 0.24 × 1.914 " +
+				"(headroom 20% + 71.4% while the history is shorter than 7d) = 0.459 (compute peak 0.20, memory peak 0.24); " +
+				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%); 0.46 in KAI's 0.01 steps",
 		},
 		{
 			name:       "memory's peak is remembered over its longer window",
@@ -258,10 +259,10 @@ func TestDecide(t *testing.T) {
 			name:       "a downsize after 6h of history, with memory's widened headroom",
 			governance: recommendedProactive,
 			current:    whole(1),
-			// 12h of 14d: 96.4% added to memory's 20%.
+			// 12h of 7d: 92.9% added to memory's 20%; 0.2 × 2.129 = 0.4258.
 			usage:  workload(false, pod("sum-1", 12*time.Hour, flat(20), flat(20))),
-			action: engine.ScaleBack, recommended: fraction(0.44),
-			contains: "memory peaked at 0.20 GPU over 12h of history (its window is 14d) → 0.20 × 2.164 (headroom 20% + 96.4% while the history is shorter than 14d) = 0.433",
+			action: engine.ScaleBack, recommended: fraction(0.43),
+			contains: "memory peaked at 0.20 GPU over 12h of history (its window is 14d) → 0.20 × 2.129 (headroom 20% + 92.9% while the history is shorter than 7d) = 0.426",
 		},
 		{
 			name:    "scale-back never goes below the baseline",

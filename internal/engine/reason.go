@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -141,7 +142,7 @@ func baselineText(b *Baseline) string {
 	}
 	var conf string
 	if r.ConfidencePercent > 0 {
-		conf = fmt.Sprintf(" (headroom %d%% + %g%% while the history is shorter than %s)", r.HeadroomPercent, r.ConfidencePercent, r.Window)
+		conf = fmt.Sprintf(" (headroom %d%% + %g%% while the history is shorter than %s)", r.HeadroomPercent, r.ConfidencePercent, b.Window)
 	}
 	s := fmt.Sprintf("%s %s GPU over %s → %s × %g%s = %s", what, num(r.Value), over, num(r.Value), factor(r), conf, num(r.Target))
 	if len(b.Metrics) > 1 {
@@ -168,7 +169,10 @@ func scaleBackSummary(ev Evidence) string {
 
 // factor is what a reading's value is multiplied by: its headroom, and the
 // confidence headroom a short history adds.
-func factor(r Reading) float64 { return 1 + (float64(r.HeadroomPercent)+r.ConfidencePercent)/100 }
+func factor(r Reading) float64 {
+	// Rounded as it is shown, so that 20% + 71.4% reads 1.914.
+	return math.Round((100+float64(r.HeadroomPercent)+r.ConfidencePercent)*10) / 1000
+}
 
 // adjustments says what bounds and rounding did to the proposal.
 func adjustments(ev Evidence) string {

@@ -69,8 +69,8 @@ type ProactiveRules struct {
 	// is sized on; 100 is the peak.
 	ComputePercentile int
 	// MemoryConfidenceHeadroomPercent widens memory's headroom while its
-	// history is shorter than its window, as VPA widens its bounds for a
-	// young workload: it adds this percent with no history, shrinking in
+	// history is shorter than Window, as VPA widens its bounds for a young
+	// workload: it adds this percent with no history, shrinking in
 	// proportion to the history there is, to nothing over the whole
 	// window. Memory only: beyond the share it is an out-of-memory kill,
 	// where compute beyond it is contention. 0 turns it off.

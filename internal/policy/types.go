@@ -184,7 +184,7 @@ type ProactiveSpec struct {
 	// pod down; memory beyond it fails, so memory stays on the peak.
 	ComputePercentile *int `yaml:"computePercentile" group:"project"`
 	// MemoryConfidenceHeadroomPercent widens memory's headroom while its
-	// history is shorter than its window: this percent is added with no
+	// history is shorter than the window: this percent is added with no
 	// history, shrinking in proportion to the history there is. A young
 	// workload's peak says less about its next one (VPA widens its bounds
 	// likewise), and memory beyond the share is an out-of-memory kill.
