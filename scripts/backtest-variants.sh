@@ -51,9 +51,10 @@ proactive mc100mh6 "memoryConfidenceHeadroomPercent: 100" "minHistory: 6h"
 proactive mc100mh3 "memoryConfidenceHeadroomPercent: 100" "minHistory: 3h"
 proactive mc200mh6 "memoryConfidenceHeadroomPercent: 200" "minHistory: 6h"
 proactive recp95 "memoryWindow: 14d" "memoryConfidenceHeadroomPercent: 100" "minHistory: 6h" "computePercentile: 95"
+proactive rech15p99 "memoryWindow: 14d" "memoryConfidenceHeadroomPercent: 100" "minHistory: 6h" "headroomPercent: 15" "computePercentile: 99"
 variant sb1h 's/metricsWindow: 10m/metricsWindow: 1h/'
 
-names=(guide mc10 p99 p95 p90 h10 mh12 mh6 mw14 mc100 mc100mh6 mc100mh3 mc200mh6 recp95 sb1h)
+names=(guide mc10 p99 p95 p90 h10 mh12 mh6 mw14 mc100 mc100mh6 mc100mh3 mc200mh6 recp95 rech15p99 sb1h)
 policies=()
 for v in "${names[@]}"; do
 	if [ "$v" != guide ] && cmp -s "$guide" "$dir/$v.yaml"; then

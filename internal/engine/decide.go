@@ -394,10 +394,10 @@ func (e *evaluation) baseline() *baseline {
 		if m == usage.Memory && rd.History > 0 && p.MemoryConfidenceHeadroomPercent > 0 {
 			// The less history, the less its peak says about the next
 			// one; and memory beyond the share is fatal, where compute
-			// beyond it is contention.
-			// Confidence grows over the baseline's window, even where
-			// memory's own window is longer: a week of history is enough
-			// to trust a peak, and the longer memory window only keeps it.
+			// beyond it is contention. Confidence grows over the
+			// baseline's window, even where memory's own is longer: a
+			// week of history is enough to trust a peak, and the longer
+			// memory window only keeps it.
 			missing := max(0, 1-float64(rd.History)/float64(p.Window))
 			rd.ConfidencePercent = math.Round(float64(p.MemoryConfidenceHeadroomPercent)*missing*10) / 10
 		}

@@ -56,9 +56,9 @@ type Reading struct {
 	// ThresholdPercent is the rule's threshold, 0 for the baseline.
 	ThresholdPercent int `json:"thresholdPercent,omitempty"`
 	HeadroomPercent  int `json:"headroomPercent"`
-	// ConfidencePercent is the headroom added because the history is
-	// shorter than the window (the proactive policy's
-	// confidenceHeadroomPercent), on top of HeadroomPercent.
+	// ConfidencePercent is the headroom added to memory's because its
+	// history is shorter than the baseline's window (the proactive
+	// policy's memoryConfidenceHeadroomPercent), on top of HeadroomPercent.
 	ConfidencePercent float64 `json:"confidencePercent,omitempty"`
 	// Target is Value × (1 + headroom + confidence), before MaxPercent's cap.
 	Target float64 `json:"target"`
