@@ -262,6 +262,37 @@ func TestEngineReplaysThePolicy(t *testing.T) {
 	require.Greater(t, tl.Last().GPUs, 0.3, "%+v", tl.Changes)
 }
 
+// TestEngineLiveUpsizeFollowsThePolicy: the live fast path is the tool's
+// only where the policy sets gitops.liveUpsize, whatever the delivery.
+func TestEngineLiveUpsizeFollowsThePolicy(t *testing.T) {
+	load := func(dir string, files ...string) *backtest.Engine {
+		set, err := policy.Load(context.Background(), filepath.FromSlash(dir), files...)
+		require.NoError(t, err)
+		require.Empty(t, set.Errors)
+		g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
+		require.Empty(t, g.Skip)
+		return &backtest.Engine{Label: dir, Governance: g}
+	}
+	guide := load("../../examples/quickstart/policies")
+	recommended := load("../../examples/policies", "recommended.yaml")
+	require.False(t, guide.Governance.Strategy.LiveUpsize)
+	require.True(t, recommended.Governance.Strategy.LiveUpsize)
+
+	// Memory reaches the 0.3 share in the last two minutes of every hour:
+	// urgent at every run.
+	busy := trace("busy", 6*60, constant(5), func(i int) float64 {
+		if i%60 >= 58 {
+			return 33
+		}
+		return 20
+	})
+	cfg := backtest.Config{Start: fraction(0.3), Cadence: time.Hour, MergeDelay: 2 * time.Hour, Live: true}
+	tl := backtest.Simulate(busy, recommended, cfg)
+	require.Equal(t, 60*minute, tl.Changes[1].T, "live at the first run: %+v", tl.Changes)
+	tl = backtest.Simulate(busy, guide, cfg)
+	require.Equal(t, 180*minute, tl.Changes[1].T, "merged two hours after the first run: %+v", tl.Changes)
+}
+
 func TestFromUsage(t *testing.T) {
 	w := usage.Workload{Step: time.Minute, Pods: []usage.Pod{
 		{Name: "a", Allocation: 0.5, Series: map[usage.Metric][]usage.Sample{

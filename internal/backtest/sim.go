@@ -74,6 +74,11 @@ type Proposal struct {
 	// Immediate takes effect at once, whatever the delivery: the oracle's
 	// privilege, and VPA Auto's, which evicts the pod to apply it.
 	Immediate bool
+	// NotLive keeps the proposal off the live fast path even when the
+	// delivery has one and usage is urgent: the engine's, when its policy
+	// does not set gitops.liveUpsize or its decision is not urgent, as the
+	// tool itself would not apply it live.
+	NotLive bool
 }
 
 // Strategy decides allocations from the past.
@@ -179,7 +184,7 @@ func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
 		case p.Immediate:
 			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
 			pending = nil
-		case cfg.Live && p.Target.GPUs > cur.GPUs && Urgent(st.Past, at, cur):
+		case cfg.Live && !p.NotLive && p.Target.GPUs > cur.GPUs && Urgent(st.Past, at, cur):
 			// Applied at once; a pull request brings Git up to date.
 			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
 			if pending == nil {

@@ -37,9 +37,11 @@ func (e *Engine) Decide(s State) Proposal {
 	if d.Action != engine.Upsize && d.Action != engine.ScaleBack {
 		return Proposal{Target: s.Current}
 	}
-	// The policy's gitops.liveUpsize and the decision's urgency are left
-	// to the simulator: every strategy is delivered alike (Config.Live).
-	return Proposal{Target: d.Recommended}
+	// The live fast path is the tool's only where the policy enables it
+	// (gitops.liveUpsize) and only for an urgent decision (a reactive
+	// upsize); whether usage is urgent is then the simulator's one rule,
+	// as for every strategy (Config.Live, Urgent).
+	return Proposal{Target: d.Recommended, NotLive: !e.Governance.Strategy.LiveUpsize || !d.Urgent}
 }
 
 // pods replays the workload as the cluster would have run it: every change

@@ -372,13 +372,13 @@ type baseline struct {
 
 func (e *evaluation) baseline() *baseline {
 	p := e.in.Rules.Proactive
-	w := usage.WindowEnding(e.in.At, p.Window)
 	b := &baseline{}
 	ev := &Baseline{Window: Span(p.Window)}
 	for _, m := range usage.Metrics {
 		if e.sources[m] == nil {
 			continue
 		}
+		w := usage.WindowEnding(e.in.At, p.WindowOf(m))
 		q := 100
 		if m == usage.Compute {
 			q = p.ComputePercentile
@@ -386,12 +386,22 @@ func (e *evaluation) baseline() *baseline {
 		rd, found := e.read(m, w, q)
 		if !found {
 			// A metric without samples outweighs what another one lacks.
-			b.cause, b.shortfall = CauseDataIncomplete, &Shortfall{Kind: ShortNoSamples, Metric: m, Window: Span(p.Window)}
+			b.cause, b.shortfall = CauseDataIncomplete, &Shortfall{Kind: ShortNoSamples, Metric: m, Window: Span(p.WindowOf(m))}
 			continue
 		}
 		rd.HeadroomPercent = p.HeadroomPercent
-		rd.Target = rd.Value * (1 + float64(p.HeadroomPercent)/100)
 		rd.History = e.history(m, w)
+		if m == usage.Memory && rd.History > 0 && p.MemoryConfidenceHeadroomPercent > 0 {
+			// The less history, the less its peak says about the next
+			// one; and memory beyond the share is fatal, where compute
+			// beyond it is contention. Confidence grows over the
+			// baseline's window, even where memory's own is longer: a
+			// week of history is enough to trust a peak, and the longer
+			// memory window only keeps it.
+			missing := max(0, 1-float64(rd.History)/float64(p.Window))
+			rd.ConfidencePercent = math.Round(float64(p.MemoryConfidenceHeadroomPercent)*missing*10) / 10
+		}
+		rd.Target = rd.Value * factor(rd)
 		if b.shortfall == nil {
 			// The baseline is the peak of the whole window: a NaN in it
 			// may stand where the peak was, so it blocks a downsize,

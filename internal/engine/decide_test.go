@@ -140,6 +140,14 @@ func TestDecide(t *testing.T) {
 		p.ComputePercentile = 90
 		g.Proactive = &p
 	})
+	// recommendedProactive is the proactive policy of
+	// examples/policies/recommended.yaml: memory remembered 14 days, its
+	// headroom widened while the history is short, a downsize after 6h.
+	recommendedProactive := with(func(g *engine.Rules) {
+		p := *g.Proactive
+		p.MinHistory, p.MemoryWindow, p.MemoryConfidenceHeadroomPercent = 6*time.Hour, 14*day, 100
+		g.Proactive = &p
+	})
 	tests := []struct {
 		name       string
 		governance engine.Rules
@@ -220,6 +228,41 @@ func TestDecide(t *testing.T) {
 			usage:  workload(false, pod("sum-1", 2*day, between(day, day+time.Hour, 45, flat(20)), flat(10))),
 			action: engine.ScaleBack, recommended: fraction(0.24),
 			contains: "7d baseline compute p90 was 0.20 GPU over 2d of history → 0.20 × 1.2 = 0.24 (compute p90 0.20, memory peak 0.06)",
+		},
+		{
+			name:       "memory's headroom widens while its history is short",
+			governance: recommendedProactive,
+			current:    fraction(0.6),
+			// Memory 0.24 GPU over 2 days: 5/7 of the 100% confidence
+			// headroom is added, 71.4% (over the 7-day window, though
+			// memory is kept 14 days), on top of 20%: 0.24 × 1.914 =
+			// 0.4594. Compute has only its own 20%.
+			usage:  workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
+			action: engine.ScaleBack, recommended: fraction(0.46), rule: "scale-back to baseline",
+			reason: "7d baseline memory peaked at 0.24 GPU over 2d of history (its window is 14d) → 0.24 × 1.914 " +
+				"(headroom 20% + 71.4% while the history is shorter than 7d) = 0.459 (compute peak 0.20, memory peak 0.24); " +
+				"compute stayed below 75% for 10m (peak 33%); memory stayed below 75% for 10m (peak 40%); 0.46 in KAI's 0.01 steps",
+		},
+		{
+			name:       "memory's peak is remembered over its longer window",
+			governance: recommendedProactive,
+			current:    fraction(0.6),
+			// A memory burst 10 days ago, past the 7-day window but within
+			// memory's 14 days: 0.42 × 1.2 = 0.504, no confidence headroom
+			// over a full history. Under the 7-day window alone the
+			// baseline would be 0.24 × 1.2.
+			usage:  workload(false, pod("sum-1", 15*day, flat(20), between(10*day, 10*day+time.Hour, 70, flat(40)))),
+			action: engine.ScaleBack, recommended: fraction(0.51),
+			contains: "7d baseline memory peaked at 0.42 GPU over 14d → 0.42 × 1.2 = 0.504",
+		},
+		{
+			name:       "a downsize after 6h of history, with memory's widened headroom",
+			governance: recommendedProactive,
+			current:    whole(1),
+			// 12h of 7d: 92.9% added to memory's 20%; 0.2 × 2.129 = 0.4258.
+			usage:  workload(false, pod("sum-1", 12*time.Hour, flat(20), flat(20))),
+			action: engine.ScaleBack, recommended: fraction(0.43),
+			contains: "memory peaked at 0.20 GPU over 12h of history (its window is 14d) → 0.20 × 2.129 (headroom 20% + 92.9% while the history is shorter than 7d) = 0.426",
 		},
 		{
 			name:    "scale-back never goes below the baseline",

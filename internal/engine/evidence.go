@@ -56,7 +56,11 @@ type Reading struct {
 	// ThresholdPercent is the rule's threshold, 0 for the baseline.
 	ThresholdPercent int `json:"thresholdPercent,omitempty"`
 	HeadroomPercent  int `json:"headroomPercent"`
-	// Target is Value × (1 + headroom), before MaxPercent's cap.
+	// ConfidencePercent is the headroom added to memory's because its
+	// history is shorter than the baseline's window (the proactive
+	// policy's memoryConfidenceHeadroomPercent), on top of HeadroomPercent.
+	ConfidencePercent float64 `json:"confidencePercent,omitempty"`
+	// Target is Value × (1 + headroom + confidence), before MaxPercent's cap.
 	Target float64 `json:"target"`
 	// MaxPercent and Cap are set when the target was capped at
 	// MaxPercent of the allocation.

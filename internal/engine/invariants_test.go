@@ -30,6 +30,8 @@ func genGovernance(t *rapid.T, base engine.Rules) engine.Rules {
 		p.MinHistory = rapid.SampledFrom([]time.Duration{time.Hour, 24 * time.Hour}).Draw(t, "minHistory")
 		p.HeadroomPercent = rapid.IntRange(0, 50).Draw(t, "proactiveHeadroom")
 		p.ComputePercentile = rapid.SampledFrom([]int{90, 99, 100}).Draw(t, "computePercentile")
+		p.MemoryWindow = rapid.SampledFrom([]time.Duration{0, 14 * 24 * time.Hour}).Draw(t, "memoryWindow")
+		p.MemoryConfidenceHeadroomPercent = rapid.SampledFrom([]int{0, 100}).Draw(t, "memoryConfidence")
 		g.Proactive = &p
 	} else {
 		g.Proactive = nil

@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -131,11 +132,19 @@ func baselineText(b *Baseline) string {
 	if r.Percentile < 100 {
 		what = fmt.Sprintf("%s p%d was", r.Metric, r.Percentile)
 	}
-	over := b.Window.String()
+	over := r.Window.String()
 	if r.History > 0 {
 		over = r.History.String() + " of history"
 	}
-	s := fmt.Sprintf("%s %s GPU over %s → %s × %g = %s", what, num(r.Value), over, num(r.Value), factor(r), num(r.Target))
+	if r.History > 0 && r.Window != b.Window {
+		// Memory read over its own, longer window (memoryWindow).
+		over += fmt.Sprintf(" (its window is %s)", r.Window)
+	}
+	var conf string
+	if r.ConfidencePercent > 0 {
+		conf = fmt.Sprintf(" (headroom %d%% + %g%% while the history is shorter than %s)", r.HeadroomPercent, r.ConfidencePercent, b.Window)
+	}
+	s := fmt.Sprintf("%s %s GPU over %s → %s × %g%s = %s", what, num(r.Value), over, num(r.Value), factor(r), conf, num(r.Target))
 	if len(b.Metrics) > 1 {
 		parts := make([]string, len(b.Metrics))
 		for i, m := range b.Metrics {
@@ -158,7 +167,12 @@ func scaleBackSummary(ev Evidence) string {
 	return strings.Join(parts, "; ")
 }
 
-func factor(r Reading) float64 { return 1 + float64(r.HeadroomPercent)/100 }
+// factor is what a reading's value is multiplied by: its headroom, and the
+// confidence headroom a short history adds.
+func factor(r Reading) float64 {
+	// Rounded as it is shown, so that 20% + 71.4% reads 1.914.
+	return math.Round((100+float64(r.HeadroomPercent)+r.ConfidencePercent)*10) / 1000
+}
 
 // adjustments says what bounds and rounding did to the proposal.
 func adjustments(ev Evidence) string {

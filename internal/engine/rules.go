@@ -68,6 +68,25 @@ type ProactiveRules struct {
 	// ComputePercentile is the percentile of compute samples the baseline
 	// is sized on; 100 is the peak.
 	ComputePercentile int
+	// MemoryConfidenceHeadroomPercent widens memory's headroom while its
+	// history is shorter than Window, as VPA widens its bounds for a young
+	// workload: it adds this percent with no history, shrinking in
+	// proportion to the history there is, to nothing over the whole
+	// window. Memory only: beyond the share it is an out-of-memory kill,
+	// where compute beyond it is contention. 0 turns it off.
+	MemoryConfidenceHeadroomPercent int
+	// MemoryWindow, when longer than Window, is the window memory's peak
+	// is taken over: an out-of-memory kill is fatal where compute beyond
+	// the share is contention, so a memory peak is remembered longer.
+	MemoryWindow time.Duration
+}
+
+// WindowOf is the window the baseline reads metric m over.
+func (p *ProactiveRules) WindowOf(m usage.Metric) time.Duration {
+	if m == usage.Memory {
+		return max(p.Window, p.MemoryWindow)
+	}
+	return p.Window
 }
 
 // ReactiveRules answers pressure now.
@@ -134,7 +153,7 @@ func (r Rules) Lookback() time.Duration {
 func (r Rules) window() time.Duration {
 	var d time.Duration
 	if p := r.Proactive; p != nil {
-		d = max(d, p.Window)
+		d = max(d, p.WindowOf(usage.Compute), p.WindowOf(usage.Memory))
 	}
 	if re := r.Reactive; re != nil {
 		d = max(d, re.MinPodMetricsAge)

@@ -317,6 +317,30 @@ spec:
 			err: `p.yaml:13:11: spec.window: invalid duration "65535w": longer than 3650d`,
 		},
 		{
+			name: "a memory window shorter than the window",
+			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ProactivePolicy
+metadata: {name: p, namespace: team-a}
+spec:
+  scope: {workloadTypes: [Deployment]}
+  memoryWindow: 3d
+  automationStrategyRef: {name: gpu}
+`,
+			err: `p.yaml:13:17: spec.memoryWindow: 3d is shorter than the window 7d`,
+		},
+		{
+			name: "a memory confidence headroom out of range",
+			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ProactivePolicy
+metadata: {name: p, namespace: team-a}
+spec:
+  scope: {workloadTypes: [Deployment]}
+  memoryConfidenceHeadroomPercent: 900
+  automationStrategyRef: {name: gpu}
+`,
+			err: `spec.memoryConfidenceHeadroomPercent`,
+		},
+		{
 			name: "a GPU memory that is not one",
 			doc: `apiVersion: gpu-rightsizing.github.io/v1alpha1
 kind: ClusterAutomationStrategy

@@ -80,10 +80,12 @@ var fieldNotes = map[string]fieldNote{
 	"spec.automationStrategyRef.name":                      {required, "The strategy's name (a namespaced policy finds one in its namespace first)."},
 
 	// Proactive policies.
-	"spec.window":            {dur(policy.DefaultProactiveWindow), ""},
-	"spec.headroomPercent":   {num(policy.DefaultHeadroomPercent), ""},
-	"spec.minHistory":        {dur(policy.DefaultMinHistory), ""},
-	"spec.computePercentile": {"`100` (the peak)", ""},
+	"spec.window":                          {dur(policy.DefaultProactiveWindow), ""},
+	"spec.headroomPercent":                 {num(policy.DefaultHeadroomPercent), ""},
+	"spec.minHistory":                      {dur(policy.DefaultMinHistory), ""},
+	"spec.computePercentile":               {"`100` (the peak)", ""},
+	"spec.memoryWindow":                    {"`window`", ""},
+	"spec.memoryConfidenceHeadroomPercent": {"`0` (no added headroom)", ""},
 
 	// Reactive policies.
 	"spec.minPodMetricsAge":                            {dur(policy.DefaultMinPodMetricsAge), "A pod younger than this is not acted on: its usage is not settled yet."},

@@ -84,6 +84,10 @@ func (p *ProactivePolicy) rules() *engine.ProactiveRules {
 	if p.Spec.HeadroomPercent != nil {
 		r.HeadroomPercent = *p.Spec.HeadroomPercent
 	}
+	r.MemoryConfidenceHeadroomPercent = deref(p.Spec.MemoryConfidenceHeadroomPercent, 0)
+	if p.Spec.MemoryWindow != nil {
+		r.MemoryWindow = p.Spec.MemoryWindow.Duration
+	}
 	return r
 }
 

@@ -183,6 +183,16 @@ type ProactiveSpec struct {
 	// samples instead of its peak (100). Compute beyond the share slows a
 	// pod down; memory beyond it fails, so memory stays on the peak.
 	ComputePercentile *int `yaml:"computePercentile" group:"project"`
+	// MemoryConfidenceHeadroomPercent widens memory's headroom while its
+	// history is shorter than the window: this percent is added with no
+	// history, shrinking in proportion to the history there is. A young
+	// workload's peak says less about its next one (VPA widens its bounds
+	// likewise), and memory beyond the share is an out-of-memory kill.
+	MemoryConfidenceHeadroomPercent *int `yaml:"memoryConfidenceHeadroomPercent" group:"project"`
+	// MemoryWindow is a longer window for memory's peak than Window: an
+	// out-of-memory kill is fatal, compute beyond the share is only
+	// contention, so a memory peak is remembered longer.
+	MemoryWindow *Duration `yaml:"memoryWindow" group:"project"`
 }
 
 // ReactivePolicy is a GpuReactivePolicy or ClusterGpuReactivePolicy: it

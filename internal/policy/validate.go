@@ -153,6 +153,11 @@ func (v validator) proactive(p *ProactivePolicy) {
 	v.minDuration("spec.minHistory", p.Spec.MinHistory, time.Hour)
 	v.percent("spec.headroomPercent", p.Spec.HeadroomPercent, 0, 500)
 	v.percent("spec.computePercentile", p.Spec.ComputePercentile, 50, 100)
+	v.percent("spec.memoryConfidenceHeadroomPercent", p.Spec.MemoryConfidenceHeadroomPercent, 0, 500)
+	v.minDuration("spec.memoryWindow", p.Spec.MemoryWindow, time.Hour)
+	if w, mw := p.Spec.Window, p.Spec.MemoryWindow; mw != nil && mw.Duration < durationOr(w, DefaultProactiveWindow) {
+		v.fail("spec.memoryWindow", "%s is shorter than the window %s", mw, FormatDuration(durationOr(w, DefaultProactiveWindow)))
+	}
 	if w, h := p.Spec.Window, p.Spec.MinHistory; h != nil && h.Duration > durationOr(w, DefaultProactiveWindow) {
 		v.fail("spec.minHistory", "%s is longer than the window %s", h, FormatDuration(durationOr(w, DefaultProactiveWindow)))
 	}

@@ -121,8 +121,13 @@ func workloadSection(b *strings.Builder, d plan.Decision, withChart bool) {
 		if r.History > 0 {
 			window += " (" + r.History.String() + " of history)"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s %.3f GPU (%.0f%%) | %.3f GPU | %s | %s | %d%% | %.3f |\n",
-			r.Metric, rule, window, stat, r.Value, r.Percent, r.Typical, code(r.Pod), threshold, r.HeadroomPercent, r.Capped())
+		headroom := fmt.Sprintf("%d%%", r.HeadroomPercent)
+		if r.ConfidencePercent > 0 {
+			// memoryConfidenceHeadroomPercent, while the history is short.
+			headroom += fmt.Sprintf(" + %g%% (short history)", r.ConfidencePercent)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s %.3f GPU (%.0f%%) | %.3f GPU | %s | %s | %s | %.3f |\n",
+			r.Metric, rule, window, stat, r.Value, r.Percent, r.Typical, code(r.Pod), threshold, headroom, r.Capped())
 	}
 	for _, r := range ev.Upsizes {
 		row("reactive upsize", r)
@@ -172,6 +177,10 @@ func chart(b *strings.Builder, d plan.Decision) {
 	}
 	if ev.Baseline != nil {
 		window = max(window, time.Duration(ev.Baseline.Window))
+		for _, r := range ev.Baseline.Metrics {
+			// Memory may be read over a longer window (memoryWindow).
+			window = max(window, time.Duration(r.Window))
+		}
 	}
 	if window <= 0 || len(d.Usage.Pods) == 0 {
 		return

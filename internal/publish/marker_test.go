@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,4 +78,31 @@ func TestBodyFitsTheForges(t *testing.T) {
 	for _, d := range cs.Decisions {
 		require.Contains(t, b, "`"+d.Workload.Ref.String()+"`", "every workload stays in the table")
 	}
+}
+
+// TestBodyShowsTheConfidenceHeadroom: memory's headroom widened for a
+// short history (memoryConfidenceHeadroomPercent) is shown beside the
+// policy's own, so that the table's target can be followed.
+func TestBodyShowsTheConfidenceHeadroom(t *testing.T) {
+	p, err := plan.Make(context.Background(), plan.Options{Repo: quickstart, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	sets, err := p.ChangeSets(plan.ByWorkload)
+	require.NoError(t, err)
+	var cs plan.ChangeSet
+	for _, s := range sets {
+		if s.Decisions[0].Evidence.Baseline != nil {
+			cs = s
+			break
+		}
+	}
+	require.NotEmpty(t, cs.Decisions, "a change with a baseline")
+	d := cs.Decisions[0]
+	base := *d.Evidence.Baseline
+	base.Metrics = slices.Clone(base.Metrics)
+	base.Metrics[0].ConfidencePercent = 71.4
+	d.Evidence.Baseline = &base
+	cs.Decisions = []plan.Decision{d}
+	b, err := publish.Body(cs)
+	require.NoError(t, err)
+	require.Contains(t, b, fmt.Sprintf("| %d%% + 71.4%% (short history) |", base.Metrics[0].HeadroomPercent))
 }
