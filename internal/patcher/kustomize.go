@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -54,14 +55,23 @@ type kust struct {
 	out  []byte // kustomize build output
 	objs []kobj
 	err  error
+	// outside are the files it names beyond its directory; loose: it or
+	// a kustomization it includes has some, so it is built without
+	// load restrictions.
+	outside []string
+	loose   bool
 }
 
 // kobj is one built workload of a kustomization.
 type kobj struct {
 	w Workload // as built; File is the kustomization
-	// origin is the file whose document defines it, and name the
-	// object's name there (before namePrefix and nameSuffix).
+	// origin is the file whose document defines it (kustomize's
+	// config.kubernetes.io/origin), and name and namespace the object's
+	// there (before namePrefix, nameSuffix and namespace).
 	origin, name, namespace string
+	// names are every name it has on its way from origin to the build,
+	// the original first: a patch may target any of them.
+	names []string
 }
 
 // isKustomization reports whether the base name of p is one kustomize
@@ -84,65 +94,102 @@ func memFS(files map[string][]byte) (filesys.FileSystem, error) {
 	return fs, nil
 }
 
-// build runs kustomize on dir. With trace, every object says which file
-// it came from (config.kubernetes.io/origin), for finding where to edit.
-func build(fs filesys.FileSystem, dir string, trace bool) (out []byte, origins map[usage.Ref]string, err error) {
+// build runs kustomize on dir, as `kustomize build` does (load
+// restrictions root-only, unless loose).
+func build(fs filesys.FileSystem, dir string, loose bool) (out []byte, err error) {
+	rm, err := run(fs, dir, loose)
+	if err != nil {
+		return nil, err
+	}
+	return rm.AsYaml()
+}
+
+// run is build without rendering the result.
+func run(fs filesys.FileSystem, dir string, loose bool) (rm resmap.ResMap, err error) {
 	defer func() {
 		// kustomize is large and reads what the repository holds: a
 		// panic in it is a kustomization that does not build, not the
 		// end of the run.
 		if r := recover(); r != nil {
-			out, origins, err = nil, nil, fmt.Errorf("kustomize panicked: %v", r)
+			rm, err = nil, fmt.Errorf("kustomize panicked: %v", r)
 		}
 	}()
 	opts := krusty.MakeDefaultOptions()
-	rm, err := krusty.MakeKustomizer(opts).Run(fs, path.Join(buildRoot, dir))
+	if loose {
+		opts.LoadRestrictions = types.LoadRestrictionsNone
+	}
+	return krusty.MakeKustomizer(opts).Run(fs, path.Join(buildRoot, dir))
+}
+
+// buildTraced builds dir from the traced copy of the files (see traced)
+// and returns the output a build of the files as they are makes, with
+// the origin of each object: the file its document is in, slash path
+// from the root. keep says the kustomization asks for origin annotations
+// itself, so they stay in out.
+func buildTraced(fs filesys.FileSystem, dir string, loose, keep bool) (out []byte, origins map[usage.Ref]string, err error) {
+	rm, err := run(fs, dir, loose)
 	if err != nil {
 		return nil, nil, err
-	}
-	if !trace {
-		out, err = rm.AsYaml()
-		return out, nil, err
 	}
 	origins = map[usage.Ref]string{}
 	for _, r := range rm.Resources() {
 		o, err := r.GetOrigin()
-		if err != nil || o == nil || o.Repo != "" {
+		if err != nil || o == nil || o.Repo != "" || o.Path == "" {
 			continue
 		}
 		ref := usage.Ref{Kind: r.GetKind(), Namespace: r.GetNamespace(), Name: r.GetName()}
 		origins[ref] = path.Join(dir, o.Path)
 	}
-	return nil, origins, nil
+	if !keep {
+		// What krusty does at the end of a build that did not ask
+		// for them: the output is byte for byte that of the files.
+		if err := rm.RemoveOriginAnnotations(); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, err = rm.AsYaml()
+	return out, origins, err
 }
 
 // traced returns a copy of files whose kustomizations ask kustomize for
-// origin annotations; nil when one cannot be rewritten.
-func traced(files map[string][]byte, kusts []*kust) map[string][]byte {
+// origin annotations, and the kustomizations that asked for them
+// already; nil when one cannot be rewritten.
+func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[string]bool, error) {
 	out := make(map[string][]byte, len(files))
 	for p, b := range files {
 		out[p] = b
 	}
+	asked := map[string]bool{}
 	for _, k := range kusts {
-		rn, err := yaml.Parse(string(files[k.file]))
-		if err != nil {
+		if k.err != nil {
 			continue
 		}
-		seq := yaml.NewListRNode(types.OriginAnnotations)
-		if _, err := rn.Pipe(yaml.SetField("buildMetadata", seq)); err != nil {
+		if slices.Contains(k.k.BuildMetadata, types.OriginAnnotations) {
+			asked[k.file] = true
 			continue
+		}
+		rn, err := yaml.Parse(string(files[k.file]))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", k.file, err)
+		}
+		// Keep what it asks for (managedByLabel, transformerAnnotations):
+		// the output must be the one its build makes.
+		seq := yaml.NewListRNode(append(slices.Clone(k.k.BuildMetadata), types.OriginAnnotations)...)
+		if _, err := rn.Pipe(yaml.SetField("buildMetadata", seq)); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", k.file, err)
 		}
 		s, err := rn.String()
 		if err != nil {
-			continue
+			return nil, nil, fmt.Errorf("%s: %w", k.file, err)
 		}
 		out[k.file] = []byte(s)
 	}
-	return out
+	return out, asked, nil
 }
 
 // indexKustomize finds and builds the kustomizations among files. Those
-// that do not build are kept with their error.
+// that do not build are kept with their error. Only the roots are built:
+// what another kustomization includes is built as part of it.
 func indexKustomize(files map[string][]byte) *kustIndex {
 	ix := &kustIndex{files: files, used: map[string]bool{}}
 	byDir := map[string]*kust{}
@@ -160,6 +207,8 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		if err := yaml.Unmarshal(b, &k.k); err != nil {
 			k.err = fmt.Errorf("%w: %s: %w", ErrKustomize, p, err)
 		}
+		// as kustomize reads it: bases: are resources:
+		k.k.FixKustomization()
 		byDir[dir] = k
 		ix.kusts = append(ix.kusts, k)
 	}
@@ -172,6 +221,8 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		for _, r := range append(slices.Clone(k.k.Resources), k.k.Components...) {
 			p := path.Join(k.dir, r)
 			if sub, ok := byDir[p]; ok {
+				// an included kustomization (a base, a component, an
+				// overlay of an aggregate) is built by what includes it
 				sub.root = false
 				k.dirs = append(k.dirs, p)
 				continue
@@ -196,17 +247,6 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 			}
 		}
 	}
-	fs, err := memFS(files)
-	if err != nil {
-		for _, k := range ix.kusts {
-			k.err = fmt.Errorf("%w: %w", ErrKustomize, err)
-		}
-		return ix
-	}
-	tfs, err := memFS(traced(files, ix.kusts))
-	if err != nil {
-		tfs = nil
-	}
 	for _, k := range ix.kusts {
 		if k.err == nil {
 			k.err = localOnly(k, files)
@@ -229,27 +269,76 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 			}
 		}
 	}
+	ix.loosen()
+	tfiles, asked, err := traced(files, ix.kusts)
+	var fs filesys.FileSystem
+	if err == nil {
+		fs, err = memFS(tfiles)
+	}
+	if err != nil {
+		for _, k := range ix.kusts {
+			if k.err == nil {
+				k.err = fmt.Errorf("%w: %w", ErrKustomize, err)
+			}
+		}
+		return ix
+	}
 	for _, k := range ix.kusts {
-		if k.err != nil || k.component() {
+		if k.err != nil || !k.root || k.component() {
 			continue
 		}
-		k.out, _, k.err = build(fs, k.dir, false)
+		var origins map[usage.Ref]string
+		k.out, origins, k.err = buildTraced(fs, k.dir, k.loose, asked[k.file])
 		if k.err != nil {
 			k.err = fmt.Errorf("%w: build %s: %w", ErrKustomize, k.dir, k.err)
 			continue
 		}
-		var origins map[usage.Ref]string
-		if tfs != nil {
-			_, origins, _ = build(tfs, k.dir, true)
-		}
-		k.objs = builtWorkloads(k, origins, files)
+		k.objs = ix.builtWorkloads(k, origins)
 	}
 	return ix
 }
 
+// loosen marks the kustomizations that name a file outside their own
+// directory (and its subdirectories), and those that include one. `kustomize
+// build` refuses that unless told --load-restrictor LoadRestrictionsNone;
+// Flux builds that way, and a repository whose kustomizations need it is
+// deployed by a controller that does, so they are built that way too.
+// Only files of the checkout are ever read (localOnly).
+func (ix *kustIndex) loosen() {
+	for _, k := range ix.kusts {
+		if k.err != nil {
+			continue
+		}
+		for _, r := range k.refs() {
+			p := path.Join(k.dir, r)
+			if _, file := ix.files[p]; file && !under(p, k.dir) {
+				k.outside = append(k.outside, p)
+			}
+		}
+	}
+	for _, k := range ix.kusts {
+		k.loose = ix.anyLoose(k)
+	}
+}
+
+func (ix *kustIndex) anyLoose(k *kust) bool {
+	if len(k.outside) > 0 {
+		return true
+	}
+	for _, d := range k.dirs {
+		if sub := ix.kust(ix.fileIn(d)); sub != nil && ix.anyLoose(sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // builtWorkloads reads the workloads of a build, with where each is
-// defined.
-func builtWorkloads(k *kust, origins map[usage.Ref]string, files map[string][]byte) []kobj {
+// defined: kustomize's origin annotation names the file; the document
+// in it is the only one of the kind, else the one whose name the
+// namePrefix and nameSuffix of the kustomizations between make the built
+// name, exactly.
+func (ix *kustIndex) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
 	s, err := parseStream(k.out)
 	if err != nil {
 		k.err = fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
@@ -267,31 +356,63 @@ func builtWorkloads(k *kust, origins map[usage.Ref]string, files map[string][]by
 		w := readWorkload(doc.Content[0], ref, spec)
 		w.File = k.file
 		o := kobj{w: w, origin: origins[ref]}
-		o.name, o.namespace = originalName(files[o.origin], ref)
+		if o.origin != "" {
+			o.name, o.namespace, o.names = ix.original(k, o.origin, ref)
+		}
 		objs = append(objs, o)
 	}
 	return objs
 }
 
-// originalName is the name and namespace, in the file that defines it,
-// of the object built as ref: of the documents of its kind, the one whose
-// name the built name contains (namePrefix and nameSuffix only add to
-// it), the longest when several do.
-func originalName(b []byte, ref usage.Ref) (name, namespace string) {
-	s, err := parseStream(b)
+// original returns the name and namespace, in file, of the object k
+// builds as ref, with every name it has on the way; "" when no document
+// of file is it for sure.
+func (ix *kustIndex) original(k *kust, file string, ref usage.Ref) (name, namespace string, names []string) {
+	s, err := parseStream(ix.files[file])
 	if err != nil {
-		return "", ""
+		return "", "", nil
 	}
+	var docs []usage.Ref
 	for _, doc := range s.docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		got, _, ok := identify(doc.Content[0])
-		if ok && got.Kind == ref.Kind && strings.Contains(ref.Name, got.Name) && len(got.Name) > len(name) {
-			name, namespace = got.Name, got.Namespace
+		if got, _, ok := identify(doc.Content[0]); ok && got.Kind == ref.Kind {
+			docs = append(docs, got)
 		}
 	}
-	return name, namespace
+	// kustomizations from k in to the one that lists file, each with
+	// its components after it: prefixes apply inner first, so the
+	// outermost one's comes first in the name
+	chain := ix.withComponents(ix.chain(k, file))
+	var matches []usage.Ref
+	for _, d := range docs {
+		if len(docs) == 1 || rename(chain, d.Name) == ref.Name {
+			matches = append(matches, d)
+		}
+	}
+	if len(matches) != 1 {
+		return "", "", nil
+	}
+	d := matches[0]
+	names = []string{d.Name}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if n := rename(chain[i:], d.Name); n != names[len(names)-1] {
+			names = append(names, n)
+		}
+	}
+	if !slices.Contains(names, ref.Name) {
+		names = append(names, ref.Name)
+	}
+	return d.Name, d.Namespace, names
+}
+
+// rename is the name chain (outermost first) gives an object named n.
+func rename(chain []*kust, n string) string {
+	for i := len(chain) - 1; i >= 0; i-- {
+		n = chain[i].k.NamePrefix + n + chain[i].k.NameSuffix
+	}
+	return n
 }
 
 // kust returns the kustomization of file.
@@ -376,7 +497,7 @@ func (k *kust) component() bool { return k.k.Kind == types.ComponentKind }
 // lies below the directory of k or of a kustomization it includes.
 func (ix *kustIndex) reads(k *kust, files []string) bool {
 	for _, f := range files {
-		if under(f, k.dir) {
+		if under(f, k.dir) || slices.Contains(k.outside, f) {
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
@@ -62,11 +63,38 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 		}
 		kes = append(kes, kedit{e: e, k: k, o: k.objs[i]})
 	}
-	st := &kstate{ix: ix, cur: map[string][]byte{}, changes: map[string][]Change{}}
-	for _, g := range ix.groups(kes) {
-		if err := st.try(g); err != nil {
-			for _, ke := range g {
-				res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: err})
+	fs, err := memFS(ix.files)
+	if err != nil {
+		for _, ke := range kes {
+			res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: fmt.Errorf("%w: %w", ErrKustomize, err)})
+		}
+		return
+	}
+	groups := ix.groups(kes)
+	// First every group where its values are defined, proven once by
+	// building each overlay the edits touch: the usual case, and one
+	// build per overlay rather than one per edit. Should any placement
+	// fail or the proof disprove the lot, each group is placed and
+	// proven alone, in order, so that one bad edit refuses only itself.
+	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]Change{}, deferProof: true}
+	for _, g := range groups {
+		if _, err := st.place(g, false); err != nil {
+			st = nil
+			break
+		}
+	}
+	if st != nil && len(st.cur) > 0 {
+		if err := st.prove(st.cur, st.accepted); err != nil {
+			st = nil
+		}
+	}
+	if st == nil {
+		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]Change{}}
+		for _, g := range groups {
+			if err := st.try(g); err != nil {
+				for _, ke := range g {
+					res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: err})
+				}
 			}
 		}
 	}
@@ -163,10 +191,16 @@ func (ix *kustIndex) users(o kobj) []string {
 
 // kstate is the files as edited so far and the edits that made them.
 type kstate struct {
-	ix       *kustIndex
+	ix *kustIndex
+	// fs holds the original files and those of the accepted edits
+	// (proven ones), under buildRoot; prove adds the files it proves.
+	fs       filesys.FileSystem
 	cur      map[string][]byte // changed and created files
 	accepted []kedit
 	changes  map[string][]Change
+	// deferProof: place keeps edits unproven; the caller proves them
+	// all at once.
+	deferProof bool
 }
 
 func (st *kstate) file(p string) ([]byte, bool) {
@@ -213,7 +247,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 	if chain == nil {
 		return false, fmt.Errorf("%w: %s: %s is not a resource of it", ErrKustomize, ke.k.dir, ke.o.origin)
 	}
-	names := []string{ke.o.name, ke.e.Workload.Name}
+	names := ke.o.names
 	// where each op goes: a file (a patch or the resource) or "" for a
 	// new patch in the overlay
 	type target struct {
@@ -272,8 +306,10 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 			return elsewhere, err
 		}
 	}
-	if err := st.prove(next, append(slices.Clone(st.accepted), g...)); err != nil {
-		return elsewhere, &proofError{err}
+	if !st.deferProof {
+		if err := st.prove(next, append(slices.Clone(st.accepted), g...)); err != nil {
+			return elsewhere, &proofError{err}
+		}
 	}
 	for p, b := range next {
 		st.cur[p] = b
@@ -653,43 +689,52 @@ func namedItems(s *yaml.Node) bool {
 	return len(s.Content) > 0
 }
 
-// prove builds every kustomization from the original files with next and
-// the accepted edits' files, and checks each overlay against what the
-// edits in kes intend.
-func (st *kstate) prove(next map[string][]byte, kes []kedit) error {
-	files := make(map[string][]byte, len(st.ix.files)+len(st.cur)+len(next))
-	for p, b := range st.ix.files {
-		files[p] = b
-	}
-	for p, b := range st.cur {
-		files[p] = b
-	}
+// prove writes next into st.fs over the files there (the original ones
+// and those of the edits proven so far), builds every overlay that reads
+// one of them, and checks each against what the edits in kes intend.
+// When it finds a difference it puts st.fs back as it was.
+func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
+	prior := map[string][]byte{}
 	for p, b := range next {
-		files[p] = b
+		full := path.Join(buildRoot, p)
+		if old, rerr := st.fs.ReadFile(full); rerr == nil {
+			prior[p] = old
+		}
+		if err := st.fs.WriteFile(full, b); err != nil {
+			return err
+		}
 	}
-	fs, err := memFS(files)
-	if err != nil {
-		return err
-	}
-	changed := slices.Collect(maps.Keys(next))
+	defer func() {
+		if err == nil {
+			return
+		}
+		for p := range next {
+			full := path.Join(buildRoot, p)
+			if old, ok := prior[p]; ok {
+				_ = st.fs.WriteFile(full, old)
+			} else {
+				_ = st.fs.RemoveAll(full)
+			}
+		}
+	}()
+	changed := slices.Sorted(maps.Keys(next))
 	for _, k := range st.ix.kusts {
 		if k.err != nil && !k.component() && (st.ix.reads(k, changed) || slices.ContainsFunc(changed, func(f string) bool { return under(f, k.dir) })) {
 			// An overlay that does not build cannot show what the edit
 			// does to it: no edit of a file it may read is proven.
 			return fmt.Errorf("%w: %s may read a file the edit changes, and it does not build, so what the edit does to it cannot be proven", ErrKustomize, k.file)
 		}
-		if k.err != nil || k.component() || !st.ix.reads(k, changed) {
+		if k.err != nil || !k.root || k.component() || !st.ix.reads(k, changed) {
 			// kustomize reads only below the directories of a
 			// kustomization and of those it includes (load restrictions
-			// root-only): one that reads no changed file builds the same
+			// root-only; loose ones name the files beyond): one that
+			// reads no changed file builds the same. What is included
+			// is built as part of the roots that include it.
 			continue
 		}
-		out, _, err := build(fs, k.dir, false)
+		out, err := build(st.fs, k.dir, k.loose)
 		if err != nil {
 			return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
-		}
-		if !k.root {
-			continue
 		}
 		var mine []kedit
 		for _, ke := range kes {
