@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
@@ -70,9 +71,16 @@ type kobj struct {
 	// there (before namePrefix, nameSuffix and namespace).
 	origin, name, namespace string
 	// names are every name it has on its way from origin to the build,
-	// the original first: a patch may target any of them.
-	names []string
+	// the original first, and namespaces the same for namespaces: a
+	// patch may target any of them.
+	names, namespaces []string
+	gvk               resid.Gvk
+	// meta are its labels and annotations in its file and as built.
+	meta []objMeta
 }
+
+// objMeta is the labels and annotations of an object at one stage.
+type objMeta struct{ labels, annotations map[string]string }
 
 // isKustomization reports whether the base name of p is one kustomize
 // reads as a kustomization.
@@ -356,55 +364,83 @@ func (ix *kustIndex) builtWorkloads(k *kust, origins map[usage.Ref]string) []kob
 		w := readWorkload(doc.Content[0], ref, spec)
 		w.File = k.file
 		o := kobj{w: w, origin: origins[ref]}
+		o.gvk = gvkOf(doc.Content[0])
+		o.meta = []objMeta{metaOf(doc.Content[0])}
 		if o.origin != "" {
-			o.name, o.namespace, o.names = ix.original(k, o.origin, ref)
+			ix.original(k, &o)
 		}
 		objs = append(objs, o)
 	}
 	return objs
 }
 
-// original returns the name and namespace, in file, of the object k
-// builds as ref, with every name it has on the way; "" when no document
-// of file is it for sure.
-func (ix *kustIndex) original(k *kust, file string, ref usage.Ref) (name, namespace string, names []string) {
-	s, err := parseStream(ix.files[file])
+// original finds the document of o.origin that k builds as o: the only
+// one of its kind there, else the one whose name the namePrefix and
+// nameSuffix of the kustomizations between make the built name, exactly.
+// It fills in o's name, namespace, names and meta; o.name stays "" when
+// no document is it for sure.
+func (ix *kustIndex) original(k *kust, o *kobj) {
+	s, err := parseStream(ix.files[o.origin])
 	if err != nil {
-		return "", "", nil
+		return
 	}
-	var docs []usage.Ref
+	type cand struct {
+		ref  usage.Ref
+		node *yaml.Node
+	}
+	var docs []cand
 	for _, doc := range s.docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		if got, _, ok := identify(doc.Content[0]); ok && got.Kind == ref.Kind {
-			docs = append(docs, got)
+		if got, _, ok := identify(doc.Content[0]); ok && got.Kind == o.w.Ref.Kind {
+			docs = append(docs, cand{got, doc.Content[0]})
 		}
 	}
-	// kustomizations from k in to the one that lists file, each with
-	// its components after it: prefixes apply inner first, so the
-	// outermost one's comes first in the name
-	chain := ix.withComponents(ix.chain(k, file))
-	var matches []usage.Ref
+	// kustomizations from k in to the one that lists the file, each
+	// with its components after it
+	chain := ix.withComponents(ix.chain(k, o.origin))
+	var matches []cand
 	for _, d := range docs {
-		if len(docs) == 1 || rename(chain, d.Name) == ref.Name {
+		if len(docs) == 1 || rename(chain, d.ref.Name) == o.w.Ref.Name {
 			matches = append(matches, d)
 		}
 	}
 	if len(matches) != 1 {
-		return "", "", nil
+		return
 	}
 	d := matches[0]
-	names = []string{d.Name}
+	o.name, o.namespace = d.ref.Name, d.ref.Namespace
+	o.names, o.namespaces = []string{d.ref.Name}, []string{d.ref.Namespace}
+	ns := d.ref.Namespace
 	for i := len(chain) - 1; i >= 0; i-- {
-		if n := rename(chain[i:], d.Name); n != names[len(names)-1] {
-			names = append(names, n)
+		if n := rename(chain[i:], d.ref.Name); n != o.names[len(o.names)-1] {
+			o.names = append(o.names, n)
+		}
+		if chain[i].k.Namespace != "" && chain[i].k.Namespace != ns {
+			ns = chain[i].k.Namespace
+			o.namespaces = append(o.namespaces, ns)
 		}
 	}
-	if !slices.Contains(names, ref.Name) {
-		names = append(names, ref.Name)
+	if !slices.Contains(o.names, o.w.Ref.Name) {
+		o.names = append(o.names, o.w.Ref.Name)
 	}
-	return d.Name, d.Namespace, names
+	if !slices.Contains(o.namespaces, o.w.Ref.Namespace) {
+		o.namespaces = append(o.namespaces, o.w.Ref.Namespace)
+	}
+	o.meta = append(o.meta, metaOf(d.node))
+}
+
+// gvkOf is the group, version and kind of an object.
+func gvkOf(n *yaml.Node) resid.Gvk {
+	g, v := resid.ParseGroupVersion(str(n, "apiVersion"))
+	return resid.NewGvk(g, v, str(n, "kind"))
+}
+
+// metaOf returns an object's labels and annotations; values that are
+// not strings are left out.
+func metaOf(n *yaml.Node) objMeta {
+	return objMeta{labels: stringMap(lookup(n, "metadata", "labels")), annotations: stringMap(lookup(n, "metadata", "annotations"))}
 }
 
 // rename is the name chain (outermost first) gives an object named n.

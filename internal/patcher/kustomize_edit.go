@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
@@ -267,7 +268,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 	}
 	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
 	for _, op := range ke.e.Ops {
-		file, err := st.definer(chain, ke.e.Workload.Kind, names, opPaths(op, spec.template))
+		file, err := st.definer(chain, ke.o, opPaths(op, spec.template))
 		if err != nil {
 			return false, err
 		}
@@ -355,7 +356,8 @@ const inlinePrefix = "inline:"
 // definer returns the patch file that sets one of fields for the object
 // named one of names, looking from the overlay inwards; "" when no patch
 // does (the resource file defines it). Patches it cannot edit refuse.
-func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][]string) (string, error) {
+func (st *kstate) definer(chain []*kust, o kobj, fields [][]string) (string, error) {
+	kind, names := o.w.Ref.Kind, o.names
 	for _, k := range chain {
 		for key := range k.k.CommonAnnotations {
 			for _, f := range fields {
@@ -413,8 +415,18 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 		// the last patch applied wins
 		for i := len(srcs) - 1; i >= 0; i-- {
 			s := srcs[i]
-			if s.target != nil && !targets(s.target, kind, names) {
-				continue
+			if s.target != nil {
+				hit, err := o.selectedBy(s.target)
+				if err != nil {
+					where := k.file
+					if s.file != "" {
+						where = s.file
+					}
+					return "", fmt.Errorf("%w: %s: the target of the patch %s: %w", ErrKustomize, k.file, where, err)
+				}
+				if !hit {
+					continue
+				}
 			}
 			where := s.file
 			b, ok := st.file(s.file)
@@ -474,9 +486,60 @@ func hasField(m *yaml.Node, name string) bool {
 	return k != nil
 }
 
-// targets reports whether a patch target may select the object.
-func targets(t *types.Selector, kind string, names []string) bool {
-	return (t.Kind == "" || t.Kind == kind) && (t.Name == "" || slices.Contains(names, t.Name))
+// selectedBy reports whether a patch target selects the object, as
+// kustomize selects (resmap Select): group, version and kind, name and
+// namespace as anchored regular expressions, the name and namespace
+// either original or current, and label and annotation selectors. The
+// labels and annotations a patch sees are those the object has where
+// the patch applies, somewhere between its file and the build: when the
+// selector's answer differs between the two, it cannot be told, and
+// that is an error.
+func (o kobj) selectedBy(t *types.Selector) (bool, error) {
+	sr, err := types.NewSelectorRegex(t)
+	if err != nil {
+		return false, err
+	}
+	if !sr.MatchGvk(o.gvk) {
+		return false, nil
+	}
+	if !slices.ContainsFunc(o.names, sr.MatchName) {
+		return false, nil
+	}
+	var nss []string
+	for _, ns := range o.namespaces {
+		nss = append(nss, resid.NewResIdWithNamespace(o.gvk, "", ns).EffectiveNamespace())
+	}
+	if !slices.ContainsFunc(nss, sr.MatchNamespace) {
+		return false, nil
+	}
+	if t.LabelSelector == "" && t.AnnotationSelector == "" {
+		return true, nil
+	}
+	var answers []bool
+	for _, m := range o.meta {
+		rn := yaml.NewMapRNode(nil)
+		if err := rn.SetLabels(m.labels); err != nil {
+			return false, err
+		}
+		if err := rn.SetAnnotations(m.annotations); err != nil {
+			return false, err
+		}
+		hit, err := rn.MatchesLabelSelector(t.LabelSelector)
+		if err != nil {
+			return false, fmt.Errorf("labelSelector %q: %w", t.LabelSelector, err)
+		}
+		if hit {
+			hit, err = rn.MatchesAnnotationSelector(t.AnnotationSelector)
+			if err != nil {
+				return false, fmt.Errorf("annotationSelector %q: %w", t.AnnotationSelector, err)
+			}
+		}
+		answers = append(answers, hit)
+	}
+	if len(answers) == 0 || slices.Contains(answers, !answers[0]) {
+		return false, fmt.Errorf("whether its selector (labelSelector %q, annotationSelector %q) picks %s depends on labels the build changes", t.LabelSelector, t.AnnotationSelector, o.w.Ref)
+	}
+	return answers[0], nil
 }
 
 // json6902Touches returns the path of the first operation of a JSON 6902
