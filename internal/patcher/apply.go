@@ -137,7 +137,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		case len(ws) > 1:
 			where := make([]string, len(ws))
 			for i, w := range ws {
-				where[i] = fmt.Sprintf("%s:%d", w.File, w.Line)
+				where[i] = w.Where()
 			}
 			refuse(e, ws[0].File, fmt.Errorf("%w: %s in %s", ErrAmbiguous, e.Workload, strings.Join(where, ", ")))
 			continue

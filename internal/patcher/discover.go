@@ -54,6 +54,15 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	return inv, nil
 }
 
+// Where is the workload's file and line, or only the file for a workload
+// a kustomization builds (its build has no line in the repository).
+func (w Workload) Where() string {
+	if w.Line > 0 {
+		return fmt.Sprintf("%s:%d", w.File, w.Line)
+	}
+	return w.File
+}
+
 // discoverFile returns the workloads of one file, in document order.
 func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
 	s, err := parseStream(b)

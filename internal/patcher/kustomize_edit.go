@@ -2,6 +2,7 @@ package patcher
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -79,7 +80,7 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 	// proven alone, in order, so that one bad edit refuses only itself.
 	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]Change{}, deferProof: true}
 	for _, g := range groups {
-		if _, err := st.place(g, false); err != nil {
+		if _, err := st.place(g, nil); err != nil {
 			st = nil
 			break
 		}
@@ -215,18 +216,36 @@ func (st *kstate) file(p string) ([]byte, bool) {
 // try places the edits of group g, all of the same object and ops, and
 // keeps the result when the builds prove it. When editing where the
 // values are defined fails the proof (a patch or component other
-// overlays share), a new patch in the overlay, applied after everything
-// else it includes, is tried instead.
+// overlays share), a new patch is tried instead: in the overlay, applied
+// after everything else it includes, then in each kustomization between
+// it and the file, outermost first (an aggregate of overlays builds the
+// object of every overlay from one base, and only the overlay's own
+// patch changes one of them).
 func (st *kstate) try(g []kedit) error {
-	elsewhere, err := st.place(g, false)
+	elsewhere, err := st.place(g, nil)
 	var pe *proofError
-	if err == nil || !elsewhere || len(g) > 1 || !errors.As(err, &pe) {
+	if err == nil || len(g) > 1 || !errors.As(err, &pe) {
 		return err
 	}
-	if _, err2 := st.place(g, true); err2 != nil {
-		return fmt.Errorf("%w; and as a new patch of %s: %w", err, g[0].k.dir, err2)
+	chain := st.ix.chain(g[0].k, g[0].o.origin)
+	var tried []string
+	var last error
+	for i, k := range chain {
+		if i == 0 && !elsewhere {
+			continue // that is what place did
+		}
+		if i > 0 && i == len(chain)-1 {
+			continue // a patch beside the file changes what the file does
+		}
+		if _, last = st.place(g, k); last == nil {
+			return nil
+		}
+		tried = append(tried, k.dir)
 	}
-	return nil
+	if last == nil {
+		return err
+	}
+	return fmt.Errorf("%w; and as a new patch of %s: %w", err, strings.Join(tried, ", then of "), last)
 }
 
 // proofError is a placement the builds disprove.
@@ -235,10 +254,10 @@ type proofError struct{ err error }
 func (e *proofError) Error() string { return e.err.Error() }
 func (e *proofError) Unwrap() error { return e.err }
 
-// place is try with one placement: where the values are defined, or with
-// overlay, all of them in a new patch of the overlay. elsewhere says
+// place is try with one placement: where the values are defined, or
+// with in, all of them in a new patch of kustomization in. elsewhere says
 // whether any op went to an existing file.
-func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
+func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	ke := g[0]
 	spec, _ := kindSpecFor(ke.e.Workload.Kind)
 	if ke.o.origin == "" || ke.o.name == "" {
@@ -278,7 +297,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 				file = ""
 			}
 		}
-		if overlay {
+		if in != nil {
 			file = ""
 		}
 		elsewhere = elsewhere || file != ""
@@ -292,7 +311,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 		var err error
 		switch {
 		case t.file == "":
-			err = st.newPatch(ke, t.ops, next, changes)
+			err = st.newPatch(ke, cmp.Or(in, ke.k), t.ops, next, changes)
 		case strings.HasPrefix(t.file, inlinePrefix):
 			// The index follows the last '#': a directory may hold one.
 			ref := strings.TrimPrefix(t.file, inlinePrefix)
@@ -579,15 +598,24 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 		return err
 	}
 	w := Workload{}
+	var only []int // the documents of the kind
 	for i, d := range fe.exp {
 		if len(d.Content) == 0 {
 			continue
 		}
 		ref, _, ok := identify(d.Content[0])
+		if ok && ref.Kind == ke.e.Workload.Kind {
+			only = append(only, i)
+		}
 		if ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
 			w.Ref, w.Line = ref, fe.lines[i]
 			break
 		}
+	}
+	if w.Ref.Kind == "" && len(only) == 1 && file != ke.o.origin {
+		// a patch with a target applies whatever name it has
+		w.Ref, _, _ = identify(fe.exp[only[0]].Content[0])
+		w.Line = fe.lines[only[0]]
 	}
 	if w.Ref.Kind == "" {
 		return fmt.Errorf("%w: %s: no %s named %s", ErrNotFound, file, ke.e.Workload.Kind, strings.Join(names, " or "))
@@ -604,10 +632,9 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 
 // newPatch writes ops as a new strategic-merge patch file in the overlay
 // and adds it to the overlay's patches.
-func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes map[string][]Change) error {
-	k := ke.k
+func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, changes map[string][]Change) error {
 	// What the ops make of the built object is what the patch must make.
-	fe, err := newFileEdit(k.file, k.out, true)
+	fe, err := newFileEdit(ke.k.file, ke.k.out, true)
 	if err != nil {
 		return err
 	}
@@ -616,6 +643,21 @@ func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes m
 		return err
 	}
 	before := cloneNode(fe.exp[idx].Content[0])
+	// A patch finds its object by the id it has where the patch applies:
+	// after the kustomizations k includes and its components, before k's
+	// own namePrefix and namespace.
+	full := st.ix.withComponents(st.ix.chain(ke.k, ke.o.origin))
+	i := slices.Index(full, k)
+	if i < 0 {
+		return fmt.Errorf("%w: %s does not include %s", ErrKustomize, k.dir, ke.o.origin)
+	}
+	inner := full[i+1:]
+	name, ns := rename(inner, ke.o.name), ke.o.namespace
+	for j := len(inner) - 1; j >= 0; j-- {
+		if inner[j].k.Namespace != "" {
+			ns = inner[j].k.Namespace
+		}
+	}
 	w := ke.o.w
 	w.Line = fe.lines[idx]
 	if _, err := fe.apply(Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
@@ -630,12 +672,10 @@ func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes m
 	patch.Content = append(patch.Content,
 		scalar("apiVersion"), scalar(str(before, "apiVersion")),
 		scalar("kind"), scalar(ke.e.Workload.Kind),
-		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(ke.o.name)}})
-	if ke.o.namespace != "" {
-		// a patch finds its object by the id it has where the patch
-		// applies: the overlay's namespace comes after its patches
+		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(name)}})
+	if ns != "" {
 		md := patch.Content[5]
-		md.Content = append(md.Content, scalar("namespace"), scalar(ke.o.namespace))
+		md.Content = append(md.Content, scalar("namespace"), scalar(ns))
 	}
 	for i := 0; i+1 < len(diff.Content); i += 2 {
 		if diff.Content[i].Value == "metadata" {
