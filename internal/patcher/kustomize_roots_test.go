@@ -76,10 +76,10 @@ func fractions(t *testing.T, root, dir string, loose bool) map[string]string {
 // namespace the overlay gave it.
 func TestKustomizeRootsOnly(t *testing.T) {
 	files := map[string]string{
-		"base/kustomization.yaml":       "resources:\n  - deployment.yaml\n",
-		"base/deployment.yaml":          applyDeployment,
-		"overlays/a/kustomization.yaml": "namespace: a\nbases:\n  - ../../base\n",
-		"overlays/b/kustomization.yaml": "namespace: b\nresources:\n  - ../../base\n",
+		"base/kustomization.yaml":         "resources:\n  - deployment.yaml\n",
+		"base/deployment.yaml":            applyDeployment,
+		"overlays/a/kustomization.yaml":   "namespace: a\nbases:\n  - ../../base\n",
+		"overlays/b/kustomization.yaml":   "namespace: b\nresources:\n  - ../../base\n",
 		"clusters/all/kustomization.yaml": "resources:\n  - ../../overlays/a\n  - ../../overlays/b\n",
 	}
 	edit := patcher.Edit{Workload: dep("a", "app"), File: "clusters/all/kustomization.yaml", Reason: "test",
