@@ -224,7 +224,11 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		}
 	}
 	if len(kedits) > 0 {
-		inv.kust.reread(r).apply(kedits, res)
+		ix, err := inv.kust.reread(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		ix.apply(kedits, res)
 		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	return res, nil

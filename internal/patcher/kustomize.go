@@ -2,9 +2,11 @@ package patcher
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -491,22 +493,30 @@ func (ix *kustIndex) chain(k *kust, file string) []*kust {
 
 // reread returns the index of the files as they are now under fsys: ix
 // itself when none changed since discovery, else a new build of them.
-func (ix *kustIndex) reread(fsys fs.FS) *kustIndex {
+func (ix *kustIndex) reread(ctx context.Context, fsys fs.FS) (*kustIndex, error) {
+	paths := slices.Sorted(maps.Keys(ix.files))
+	read := make([][]byte, len(paths))
+	ok := make([]bool, len(paths))
+	if err := eachFile(ctx, len(paths), func(i int) {
+		b, err := checkout.ReadFile(fsys, paths[i])
+		read[i], ok[i] = b, err == nil
+	}); err != nil {
+		return nil, err
+	}
 	now := make(map[string][]byte, len(ix.files))
 	same := true
-	for p, b := range ix.files {
-		nb, err := checkout.ReadFile(fsys, p)
-		if err != nil {
-			same = false
+	for i, p := range paths {
+		if !ok[i] {
+			same = false // gone or unreadable: not built from
 			continue
 		}
-		now[p] = nb
-		same = same && bytes.Equal(b, nb)
+		now[p] = read[i]
+		same = same && bytes.Equal(ix.files[p], read[i])
 	}
 	if same {
-		return ix
+		return ix, nil
 	}
-	return indexKustomize(now)
+	return indexKustomize(now), nil
 }
 
 // withComponents puts after each kustomization of chain the components
