@@ -258,6 +258,12 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		}
 	}
 	for _, k := range ix.kusts {
+		if k.err == nil && ix.anyIncluded(k, func(sub *kust) bool { return sub != k && slices.Contains(sub.dirs, k.dir) }) {
+			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
+		}
+		if k.err == nil && slices.Contains(k.dirs, k.dir) {
+			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
+		}
 		if k.err == nil {
 			k.err = localOnly(k, files)
 		}
@@ -332,15 +338,31 @@ func (ix *kustIndex) loosen() {
 }
 
 func (ix *kustIndex) anyLoose(k *kust) bool {
-	if len(k.outside) > 0 {
-		return true
-	}
-	for _, d := range k.dirs {
-		if sub := ix.kust(ix.fileIn(d)); sub != nil && ix.anyLoose(sub) {
+	return ix.anyIncluded(k, func(k *kust) bool { return len(k.outside) > 0 })
+}
+
+// anyIncluded reports whether f holds for k or a kustomization it
+// includes, directly or not. Each is visited once: an include cycle
+// (which kustomize refuses) ends the walk rather than the process.
+func (ix *kustIndex) anyIncluded(k *kust, f func(*kust) bool) bool {
+	seen := map[*kust]bool{}
+	var walk func(k *kust) bool
+	walk = func(k *kust) bool {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		if f(k) {
 			return true
 		}
+		for _, d := range k.dirs {
+			if sub := ix.kust(ix.fileIn(d)); sub != nil && walk(sub) {
+				return true
+			}
+		}
+		return false
 	}
-	return false
+	return walk(k)
 }
 
 // builtWorkloads reads the workloads of a build, with where each is
@@ -476,6 +498,14 @@ func (ix *kustIndex) fileIn(dir string) string {
 // chain returns the kustomizations from k down to the one that lists
 // file as a resource, outermost first; nil when file is not below k.
 func (ix *kustIndex) chain(k *kust, file string) []*kust {
+	return ix.chainFrom(k, file, map[*kust]bool{})
+}
+
+func (ix *kustIndex) chainFrom(k *kust, file string, seen map[*kust]bool) []*kust {
+	if seen[k] {
+		return nil // an include cycle
+	}
+	seen[k] = true
 	for _, r := range k.k.Resources {
 		if path.Join(k.dir, r) == file {
 			return []*kust{k}
@@ -483,7 +513,7 @@ func (ix *kustIndex) chain(k *kust, file string) []*kust {
 	}
 	for _, d := range k.dirs {
 		if sub := ix.kust(ix.fileIn(d)); sub != nil {
-			if c := ix.chain(sub, file); c != nil {
+			if c := ix.chainFrom(sub, file, seen); c != nil {
 				return append([]*kust{k}, c...)
 			}
 		}
@@ -523,14 +553,23 @@ func (ix *kustIndex) reread(ctx context.Context, fsys fs.FS) (*kustIndex, error)
 // it includes: their patches apply before its own, after those of the
 // kustomizations it includes as resources.
 func (ix *kustIndex) withComponents(chain []*kust) []*kust {
+	seen := map[*kust]bool{}
 	var out []*kust
-	for _, k := range chain {
+	var add func(k *kust)
+	add = func(k *kust) {
+		if seen[k] {
+			return // an include cycle
+		}
+		seen[k] = true
 		out = append(out, k)
 		for _, c := range k.k.Components {
 			if sub := ix.kust(ix.fileIn(path.Join(k.dir, c))); sub != nil {
-				out = append(out, ix.withComponents([]*kust{sub})...)
+				add(sub)
 			}
 		}
+	}
+	for _, k := range chain {
+		add(k)
 	}
 	return out
 }
@@ -542,17 +581,9 @@ func (k *kust) component() bool { return k.k.Kind == types.ComponentKind }
 // reads reports whether building k may read one of files: whether one
 // lies below the directory of k or of a kustomization it includes.
 func (ix *kustIndex) reads(k *kust, files []string) bool {
-	for _, f := range files {
-		if under(f, k.dir) || slices.Contains(k.outside, f) {
-			return true
-		}
-	}
-	for _, d := range k.dirs {
-		if sub := ix.kust(ix.fileIn(d)); sub != nil && ix.reads(sub, files) {
-			return true
-		}
-	}
-	return false
+	return ix.anyIncluded(k, func(k *kust) bool {
+		return slices.ContainsFunc(files, func(f string) bool { return under(f, k.dir) || slices.Contains(k.outside, f) })
+	})
 }
 
 // under reports whether slash path p lies below directory dir.

@@ -222,3 +222,29 @@ func TestKustomizeOutsideItsDirectory(t *testing.T) {
 
 var _ = sort.Strings
 var _ usage.Ref
+
+// Kustomizations that include themselves, directly or through another,
+// are problems (kustomize refuses them too), not an endless walk; what
+// includes them is not built either.
+func TestKustomizeIncludeCycle(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"self/kustomization.yaml": "resources:\n  - .\n  - deployment.yaml\n",
+		"self/deployment.yaml":    applyDeployment,
+		"a/kustomization.yaml":    "resources:\n  - ../b\n",
+		"b/kustomization.yaml":    "resources:\n  - ../a\n  - deployment.yaml\n",
+		"b/deployment.yaml":       applyDeployment,
+		"top/kustomization.yaml":  "resources:\n  - ../a\n",
+		"plain/deployment.yaml":   applyDeployment,
+	})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	require.Equal(t, "plain/deployment.yaml", inv.Workloads[0].File)
+	var files []string
+	for _, p := range inv.Problems {
+		require.ErrorIs(t, p, patcher.ErrKustomize)
+		files = append(files, p.File)
+	}
+	require.Equal(t, []string{"a/kustomization.yaml", "b/kustomization.yaml", "self/kustomization.yaml", "top/kustomization.yaml"}, files)
+}
