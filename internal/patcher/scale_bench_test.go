@@ -24,10 +24,11 @@ import (
 // Deployments, as plain files and as 100 overlays of 100 bases, through
 // discovery and edits, next to a bare kyaml parse of the same files.
 //
-//	make bench-scale   # RECOMMENDER_BENCH_SCALE=1, about 2 min
+//	make bench-scale   # RECOMMENDER_BENCH_SCALE=1, several minutes
 //
-// ratio is the run's time over the bare parse's; peak-heap-MiB the
-// largest heap in use, sampled every millisecond.
+// ratio is the run's wall time over the bare parse's, cpu-ratio the same
+// for CPU time (user + system, every thread); peak-heap-MiB the largest
+// heap in use, sampled every millisecond. See measure.
 
 const scaleN = 10000
 
@@ -183,9 +184,9 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkScaleOverlays discovers the 100 overlays (every kustomization
-// built twice: plain and with origins) and edits one Deployment of each,
-// each edit proven by building again the overlays that read its files.
+// BenchmarkScaleOverlays discovers the 100 overlays (each root built
+// once, with origins) and edits one Deployment of each, the edits proven
+// by building again the overlays that read their files.
 func BenchmarkScaleOverlays(b *testing.B) {
 	root := scaleOverlayRepo(b)
 	ctx := context.Background()
