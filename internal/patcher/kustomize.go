@@ -163,8 +163,8 @@ func buildTraced(fs filesys.FileSystem, dir string, loose, keep bool) (out []byt
 
 // traced returns a copy of files whose kustomizations ask kustomize for
 // origin annotations, and the kustomizations that asked for them
-// already; nil when one cannot be rewritten.
-func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[string]bool, error) {
+// already. One that cannot be rewritten gets that as its error.
+func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[string]bool) {
 	out := make(map[string][]byte, len(files))
 	for p, b := range files {
 		out[p] = b
@@ -178,23 +178,24 @@ func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[stri
 			asked[k.file] = true
 			continue
 		}
-		rn, err := yaml.Parse(string(files[k.file]))
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", k.file, err)
-		}
 		// Keep what it asks for (managedByLabel, transformerAnnotations):
 		// the output must be the one its build makes.
 		seq := yaml.NewListRNode(append(slices.Clone(k.k.BuildMetadata), types.OriginAnnotations)...)
-		if _, err := rn.Pipe(yaml.SetField("buildMetadata", seq)); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", k.file, err)
+		rn, err := yaml.Parse(string(files[k.file]))
+		if err == nil {
+			_, err = rn.Pipe(yaml.SetField("buildMetadata", seq))
 		}
-		s, err := rn.String()
+		var s string
+		if err == nil {
+			s, err = rn.String()
+		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", k.file, err)
+			k.err = fmt.Errorf("%w: %s: %w", ErrKustomize, k.file, err)
+			continue
 		}
 		out[k.file] = []byte(s)
 	}
-	return out, asked, nil
+	return out, asked
 }
 
 // indexKustomize finds and builds the kustomizations among files. Those
@@ -286,11 +287,8 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		}
 	}
 	ix.loosen()
-	tfiles, asked, err := traced(files, ix.kusts)
-	var fs filesys.FileSystem
-	if err == nil {
-		fs, err = memFS(tfiles)
-	}
+	tfiles, asked := traced(files, ix.kusts)
+	fs, err := memFS(tfiles)
 	if err != nil {
 		for _, k := range ix.kusts {
 			if k.err == nil {
