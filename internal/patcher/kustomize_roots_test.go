@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
-	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // kustRun discovers files, applies edits and writes the result to a copy:
@@ -220,8 +218,6 @@ func TestKustomizeOutsideItsDirectory(t *testing.T) {
 	require.NoError(t, err, "the shared file is left alone")
 }
 
-var _ = sort.Strings
-var _ usage.Ref
 
 // Kustomizations that include themselves, directly or through another,
 // are problems (kustomize refuses them too), not an endless walk; what
