@@ -218,7 +218,6 @@ func TestKustomizeOutsideItsDirectory(t *testing.T) {
 	require.NoError(t, err, "the shared file is left alone")
 }
 
-
 // Kustomizations that include themselves, directly or through another,
 // are problems (kustomize refuses them too), not an endless walk; what
 // includes them is not built either.
