@@ -45,7 +45,7 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 
-## bench-scale: discovery and edits of 10,000 Deployments, plain and as 100 overlays (about 2 min)
+## bench-scale: discovery and edits of 10,000 Deployments, plain and as 100 overlays, three rounds each against a bare parse (several minutes)
 bench-scale:
 	RECOMMENDER_BENCH_SCALE=1 $(GO) test -run '^$$' -bench Scale -benchtime 1x -count=1 ./internal/patcher
 

@@ -137,7 +137,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		case len(ws) > 1:
 			where := make([]string, len(ws))
 			for i, w := range ws {
-				where[i] = fmt.Sprintf("%s:%d", w.File, w.Line)
+				where[i] = w.Where()
 			}
 			refuse(e, ws[0].File, fmt.Errorf("%w: %s in %s", ErrAmbiguous, e.Workload, strings.Join(where, ", ")))
 			continue
@@ -155,17 +155,26 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	}
 	sort.Strings(files)
 
-	for _, path := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	// Files are edited on their own, each on one goroutine; what they
+	// give is gathered in file order.
+	type outcome struct {
+		refused []Refusal
+		notes   []Note
+		file    *File
+	}
+	outs := make([]outcome, len(files))
+	if err := eachFile(ctx, len(files), func(i int) {
+		path, o := files[i], &outs[i]
 		ts := byFile[path]
+		refuse := func(e Edit, err error) {
+			o.refused = append(o.refused, Refusal{Workload: e.Workload, File: path, Err: err})
+		}
 		b, err := checkout.ReadFile(r, path)
 		if err != nil {
 			for _, t := range ts {
-				refuse(t.e, path, &editError{file: path, err: err})
+				refuse(t.e, &editError{file: path, err: err})
 			}
-			continue
+			return
 		}
 		var notes []Note
 		run := func(whole bool) (*fileEdit, []error, error) {
@@ -191,22 +200,35 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		}
 		if err != nil {
 			for _, t := range ts {
-				refuse(t.e, path, err)
+				refuse(t.e, err)
 			}
-			continue
+			return
 		}
 		for i, t := range ts {
 			if errs[i] != nil {
-				refuse(t.e, path, errs[i])
+				refuse(t.e, errs[i])
 			}
 		}
-		res.Notes = append(res.Notes, notes...)
+		o.notes = notes
 		if f, ok := fe.result(); ok {
-			res.Files = append(res.Files, f)
+			o.file = &f
+		}
+	}); err != nil {
+		return nil, err
+	}
+	for _, o := range outs {
+		res.Refused = append(res.Refused, o.refused...)
+		res.Notes = append(res.Notes, o.notes...)
+		if o.file != nil {
+			res.Files = append(res.Files, *o.file)
 		}
 	}
 	if len(kedits) > 0 {
-		inv.kust.reread(r).apply(kedits, res)
+		ix, err := inv.kust.reread(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		ix.apply(kedits, res)
 		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	return res, nil

@@ -30,7 +30,7 @@ func TestComments(t *testing.T) {
 		"  # not\"\n"
 	s, err := parseStream([]byte(src))
 	require.NoError(t, err)
-	cs, err := s.t.comments(s.docs)
+	cs, err := s.comments()
 	require.NoError(t, err)
 	var got []string
 	for _, c := range cs {

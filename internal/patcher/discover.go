@@ -3,7 +3,10 @@ package patcher
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
@@ -34,15 +37,22 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	for _, p := range files.Problems {
 		inv.Problems = append(inv.Problems, Problem{File: p.Path, Err: p.Err})
 	}
-	all := map[string][]byte{}
-	for _, f := range files.Files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	all := make(map[string][]byte, len(files.Files))
+	type found struct {
+		ws    []Workload
+		probs []Problem
+	}
+	out := make([]found, len(files.Files))
+	if err := eachFile(ctx, len(files.Files), func(i int) {
+		f := files.Files[i]
+		out[i].ws, out[i].probs = discoverFile(f.Path, f.Data)
+	}); err != nil {
+		return nil, err
+	}
+	for i, f := range files.Files {
 		all[f.Path] = f.Data
-		ws, probs := discoverFile(f.Path, f.Data)
-		inv.Workloads = append(inv.Workloads, ws...)
-		inv.Problems = append(inv.Problems, probs...)
+		inv.Workloads = append(inv.Workloads, out[i].ws...)
+		inv.Problems = append(inv.Problems, out[i].probs...)
 	}
 	inv.addKustomize(indexKustomize(all))
 	sort.SliceStable(inv.Problems, func(i, j int) bool {
@@ -52,6 +62,47 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 		return inv.Problems[i].Line < inv.Problems[j].Line
 	})
 	return inv, nil
+}
+
+// Where is the workload's file and line, or only the file for a workload
+// a kustomization builds (its build has no line in the repository).
+func (w Workload) Where() string {
+	if w.Line > 0 {
+		return fmt.Sprintf("%s:%d", w.File, w.Line)
+	}
+	return w.File
+}
+
+// eachFile runs fn(0) … fn(n-1) on as many goroutines as the process
+// may run at once: files are independent, and parsing them is the cost
+// of reading a large repository. fn must touch only what belongs to its
+// i. The error is ctx's, when it is cancelled before all are done.
+func eachFile(ctx context.Context, n int, fn func(i int)) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			fn(i)
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 // discoverFile returns the workloads of one file, in document order.

@@ -5,9 +5,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -124,3 +132,103 @@ spec:
           }
           limits: {nvidia.com/gpu: 1, memory: 8Gi}
 `
+
+// FuzzKustomizeEdit feeds an overlay's kustomization, the base
+// Deployment it builds on and the overlay's patch through Discover and
+// Apply, with a second overlay of the same base beside it. It must never
+// panic, and whatever it writes, `kustomize build` of the written files
+// (krusty, from disk) must give, for the edited overlay, its old output
+// with exactly the intended gpu-fraction set on the edited workloads,
+// and for the other overlay its old output, byte for byte.
+//
+//	go test ./internal/patcher -run '^$' -fuzz FuzzKustomizeEdit -fuzztime 2m
+func FuzzKustomizeEdit(f *testing.F) {
+	const smp = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"0.7\"\n"
+	f.Add([]byte("namespace: a\nresources:\n  - ../../base\n"), []byte(applyDeployment), []byte(smp), "0.3")
+	f.Add([]byte("namespace: a\nresources:\n- ../../base\npatches:\n- path: patch.yaml\n"), []byte(applyDeployment), []byte(smp), "0.25")
+	f.Add([]byte("namePrefix: x-\nresources:\n- ../../base\npatches:\n- path: patch.yaml\n  target:\n    name: a.*\n"), []byte(applyDeployment), []byte(smp), "0.6")
+	f.Add([]byte("resources: [../../base]\npatches:\n- path: patch.yaml\n  target: {kind: Deployment}\n"), []byte(applyDeployment), []byte("- op: replace\n  path: /spec/replicas\n  value: 3\n"), "0.5")
+	f.Add([]byte("resources:\n- ../../base\npatches:\n- patch: |\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: app\n    spec:\n      template:\n        metadata:\n          annotations:\n            gpu-fraction: \"0.2\"\n"), []byte(applyDeployment), []byte{}, "0.4")
+	f.Add([]byte("commonAnnotations:\n  gpu-fraction: \"0.1\"\nresources:\n- ../../base\n"), []byte(applyDeployment), []byte{}, "0.4")
+	f.Fuzz(func(t *testing.T, overlay, base, patch []byte, frac string) {
+		if len(overlay)+len(base)+len(patch) > 1<<14 {
+			t.Skip()
+		}
+		files := map[string]string{
+			"base/kustomization.yaml":       "resources:\n  - deployment.yaml\n",
+			"base/deployment.yaml":          string(base),
+			"overlays/a/kustomization.yaml": string(overlay),
+			"overlays/a/patch.yaml":         string(patch),
+			"overlays/b/kustomization.yaml": "namespace: b\nresources:\n  - ../../base\n",
+		}
+		ctx := context.Background()
+		root := t.TempDir()
+		writeFiles(t, root, files)
+		before := map[string][]byte{}
+		for _, o := range []string{"a", "b"} {
+			before[o] = fuzzBuild(t, root, o)
+		}
+		inv, err := patcher.Discover(ctx, root)
+		require.NoError(t, err)
+		var edits []patcher.Edit
+		for _, w := range inv.Workloads {
+			if w.File == "overlays/a/kustomization.yaml" {
+				edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "fuzz", Ops: []patcher.Op{patcher.SetGPUFraction(frac)}})
+			}
+		}
+		res, err := patcher.Apply(ctx, root, inv, edits)
+		require.NoError(t, err)
+		if !res.Changed() {
+			return
+		}
+		require.NotNil(t, before["a"], "an overlay that did not build was edited")
+		refused := map[usage.Ref]bool{}
+		for _, r := range res.Refused {
+			refused[r.Workload] = true
+		}
+		for _, file := range res.Files {
+			require.NoError(t, splicesCoverDiff(file))
+		}
+		require.NoError(t, res.Write(root))
+		require.Equal(t, string(before["b"]), string(fuzzBuild(t, root, "b")), "the other overlay's output changed")
+
+		// what the edits intend: the old output with the fraction set
+		want, err := kio.FromBytes(before["a"])
+		require.NoError(t, err)
+		for _, rn := range want {
+			ref := usage.Ref{Kind: rn.GetKind(), Namespace: rn.GetNamespace(), Name: rn.GetName()}
+			if !slices.ContainsFunc(edits, func(e patcher.Edit) bool { return e.Workload == ref }) || refused[ref] {
+				continue
+			}
+			_, err := rn.Pipe(yaml.LookupCreate(yaml.MappingNode, "spec", "template", "metadata", "annotations"), yaml.SetField(kai.FractionAnnotation, yaml.NewStringRNode(frac)))
+			require.NoError(t, err)
+		}
+		got, err := kio.FromBytes(fuzzBuild(t, root, "a"))
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		for i := range want {
+			w, err := want[i].Map()
+			require.NoError(t, err)
+			g, err := got[i].Map()
+			require.NoError(t, err)
+			require.Equal(t, w, g, "object %d of overlay a", i+1)
+		}
+	})
+}
+
+// fuzzBuild runs kustomize on overlays/<o> under root, from disk; nil when
+// it does not build.
+func fuzzBuild(t *testing.T, root, o string) []byte {
+	t.Helper()
+	// as loose as the tool builds a kustomization that names files
+	// outside its directory; the same output for one that does not
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	rm, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "overlays", o))
+	if err != nil {
+		return nil
+	}
+	b, err := rm.AsYaml()
+	require.NoError(t, err)
+	return b
+}

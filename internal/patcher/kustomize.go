@@ -2,9 +2,11 @@ package patcher
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -12,8 +14,10 @@ import (
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
@@ -54,15 +58,31 @@ type kust struct {
 	out  []byte // kustomize build output
 	objs []kobj
 	err  error
+	// outside are the files it names beyond its directory; loose: it or
+	// a kustomization it includes has some, so it is built without
+	// load restrictions.
+	outside []string
+	loose   bool
 }
 
 // kobj is one built workload of a kustomization.
 type kobj struct {
 	w Workload // as built; File is the kustomization
-	// origin is the file whose document defines it, and name the
-	// object's name there (before namePrefix and nameSuffix).
+	// origin is the file whose document defines it (kustomize's
+	// config.kubernetes.io/origin), and name and namespace the object's
+	// there (before namePrefix, nameSuffix and namespace).
 	origin, name, namespace string
+	// names are every name it has on its way from origin to the build,
+	// the original first, and namespaces the same for namespaces: a
+	// patch may target any of them.
+	names, namespaces []string
+	gvk               resid.Gvk
+	// meta are its labels and annotations in its file and as built.
+	meta []objMeta
 }
+
+// objMeta is the labels and annotations of an object at one stage.
+type objMeta struct{ labels, annotations map[string]string }
 
 // isKustomization reports whether the base name of p is one kustomize
 // reads as a kustomization.
@@ -84,65 +104,103 @@ func memFS(files map[string][]byte) (filesys.FileSystem, error) {
 	return fs, nil
 }
 
-// build runs kustomize on dir. With trace, every object says which file
-// it came from (config.kubernetes.io/origin), for finding where to edit.
-func build(fs filesys.FileSystem, dir string, trace bool) (out []byte, origins map[usage.Ref]string, err error) {
+// build runs kustomize on dir, as `kustomize build` does (load
+// restrictions root-only, unless loose).
+func build(fs filesys.FileSystem, dir string, loose bool) (out []byte, err error) {
+	rm, err := run(fs, dir, loose)
+	if err != nil {
+		return nil, err
+	}
+	return rm.AsYaml()
+}
+
+// run is build without rendering the result.
+func run(fs filesys.FileSystem, dir string, loose bool) (rm resmap.ResMap, err error) {
 	defer func() {
 		// kustomize is large and reads what the repository holds: a
 		// panic in it is a kustomization that does not build, not the
 		// end of the run.
 		if r := recover(); r != nil {
-			out, origins, err = nil, nil, fmt.Errorf("kustomize panicked: %v", r)
+			rm, err = nil, fmt.Errorf("kustomize panicked: %v", r)
 		}
 	}()
 	opts := krusty.MakeDefaultOptions()
-	rm, err := krusty.MakeKustomizer(opts).Run(fs, path.Join(buildRoot, dir))
+	if loose {
+		opts.LoadRestrictions = types.LoadRestrictionsNone
+	}
+	return krusty.MakeKustomizer(opts).Run(fs, path.Join(buildRoot, dir))
+}
+
+// buildTraced builds dir from the traced copy of the files (see traced)
+// and returns the output a build of the files as they are makes, with
+// the origin of each object: the file its document is in, slash path
+// from the root. keep says the kustomization asks for origin annotations
+// itself, so they stay in out.
+func buildTraced(fs filesys.FileSystem, dir string, loose, keep bool) (out []byte, origins map[usage.Ref]string, err error) {
+	rm, err := run(fs, dir, loose)
 	if err != nil {
 		return nil, nil, err
-	}
-	if !trace {
-		out, err = rm.AsYaml()
-		return out, nil, err
 	}
 	origins = map[usage.Ref]string{}
 	for _, r := range rm.Resources() {
 		o, err := r.GetOrigin()
-		if err != nil || o == nil || o.Repo != "" {
+		if err != nil || o == nil || o.Repo != "" || o.Path == "" {
 			continue
 		}
 		ref := usage.Ref{Kind: r.GetKind(), Namespace: r.GetNamespace(), Name: r.GetName()}
 		origins[ref] = path.Join(dir, o.Path)
 	}
-	return nil, origins, nil
+	if !keep {
+		// What krusty does at the end of a build that did not ask
+		// for them: the output is byte for byte that of the files.
+		if err := rm.RemoveOriginAnnotations(); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, err = rm.AsYaml()
+	return out, origins, err
 }
 
 // traced returns a copy of files whose kustomizations ask kustomize for
-// origin annotations; nil when one cannot be rewritten.
-func traced(files map[string][]byte, kusts []*kust) map[string][]byte {
+// origin annotations, and the kustomizations that asked for them
+// already. One that cannot be rewritten gets that as its error.
+func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[string]bool) {
 	out := make(map[string][]byte, len(files))
 	for p, b := range files {
 		out[p] = b
 	}
+	asked := map[string]bool{}
 	for _, k := range kusts {
+		if k.err != nil {
+			continue
+		}
+		if slices.Contains(k.k.BuildMetadata, types.OriginAnnotations) {
+			asked[k.file] = true
+			continue
+		}
+		// Keep what it asks for (managedByLabel, transformerAnnotations):
+		// the output must be the one its build makes.
+		seq := yaml.NewListRNode(append(slices.Clone(k.k.BuildMetadata), types.OriginAnnotations)...)
 		rn, err := yaml.Parse(string(files[k.file]))
-		if err != nil {
-			continue
+		if err == nil {
+			_, err = rn.Pipe(yaml.SetField("buildMetadata", seq))
 		}
-		seq := yaml.NewListRNode(types.OriginAnnotations)
-		if _, err := rn.Pipe(yaml.SetField("buildMetadata", seq)); err != nil {
-			continue
+		var s string
+		if err == nil {
+			s, err = rn.String()
 		}
-		s, err := rn.String()
 		if err != nil {
+			k.err = fmt.Errorf("%w: %s: %w", ErrKustomize, k.file, err)
 			continue
 		}
 		out[k.file] = []byte(s)
 	}
-	return out
+	return out, asked
 }
 
 // indexKustomize finds and builds the kustomizations among files. Those
-// that do not build are kept with their error.
+// that do not build are kept with their error. Only the roots are built:
+// what another kustomization includes is built as part of it.
 func indexKustomize(files map[string][]byte) *kustIndex {
 	ix := &kustIndex{files: files, used: map[string]bool{}}
 	byDir := map[string]*kust{}
@@ -160,6 +218,8 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		if err := yaml.Unmarshal(b, &k.k); err != nil {
 			k.err = fmt.Errorf("%w: %s: %w", ErrKustomize, p, err)
 		}
+		// as kustomize reads it: bases: are resources:
+		k.k.FixKustomization()
 		byDir[dir] = k
 		ix.kusts = append(ix.kusts, k)
 	}
@@ -172,6 +232,8 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		for _, r := range append(slices.Clone(k.k.Resources), k.k.Components...) {
 			p := path.Join(k.dir, r)
 			if sub, ok := byDir[p]; ok {
+				// an included kustomization (a base, a component, an
+				// overlay of an aggregate) is built by what includes it
 				sub.root = false
 				k.dirs = append(k.dirs, p)
 				continue
@@ -196,18 +258,13 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 			}
 		}
 	}
-	fs, err := memFS(files)
-	if err != nil {
-		for _, k := range ix.kusts {
-			k.err = fmt.Errorf("%w: %w", ErrKustomize, err)
-		}
-		return ix
-	}
-	tfs, err := memFS(traced(files, ix.kusts))
-	if err != nil {
-		tfs = nil
-	}
 	for _, k := range ix.kusts {
+		if k.err == nil && ix.anyIncluded(k, func(sub *kust) bool { return sub != k && slices.Contains(sub.dirs, k.dir) }) {
+			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
+		}
+		if k.err == nil && slices.Contains(k.dirs, k.dir) {
+			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
+		}
 		if k.err == nil {
 			k.err = localOnly(k, files)
 		}
@@ -229,27 +286,89 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 			}
 		}
 	}
+	ix.loosen()
+	tfiles, asked := traced(files, ix.kusts)
+	fs, err := memFS(tfiles)
+	if err != nil {
+		for _, k := range ix.kusts {
+			if k.err == nil {
+				k.err = fmt.Errorf("%w: %w", ErrKustomize, err)
+			}
+		}
+		return ix
+	}
 	for _, k := range ix.kusts {
-		if k.err != nil || k.component() {
+		if k.err != nil || !k.root || k.component() {
 			continue
 		}
-		k.out, _, k.err = build(fs, k.dir, false)
+		var origins map[usage.Ref]string
+		k.out, origins, k.err = buildTraced(fs, k.dir, k.loose, asked[k.file])
 		if k.err != nil {
 			k.err = fmt.Errorf("%w: build %s: %w", ErrKustomize, k.dir, k.err)
 			continue
 		}
-		var origins map[usage.Ref]string
-		if tfs != nil {
-			_, origins, _ = build(tfs, k.dir, true)
-		}
-		k.objs = builtWorkloads(k, origins, files)
+		k.objs = ix.builtWorkloads(k, origins)
 	}
 	return ix
 }
 
+// loosen marks the kustomizations that name a file outside their own
+// directory (and its subdirectories), and those that include one. `kustomize
+// build` refuses that unless told --load-restrictor LoadRestrictionsNone;
+// Flux builds that way, and a repository whose kustomizations need it is
+// deployed by a controller that does, so they are built that way too.
+// Only files of the checkout are ever read (localOnly).
+func (ix *kustIndex) loosen() {
+	for _, k := range ix.kusts {
+		if k.err != nil {
+			continue
+		}
+		for _, r := range k.refs() {
+			p := path.Join(k.dir, r)
+			if _, file := ix.files[p]; file && !under(p, k.dir) {
+				k.outside = append(k.outside, p)
+			}
+		}
+	}
+	for _, k := range ix.kusts {
+		k.loose = ix.anyLoose(k)
+	}
+}
+
+func (ix *kustIndex) anyLoose(k *kust) bool {
+	return ix.anyIncluded(k, func(k *kust) bool { return len(k.outside) > 0 })
+}
+
+// anyIncluded reports whether f holds for k or a kustomization it
+// includes, directly or not. Each is visited once: an include cycle
+// (which kustomize refuses) ends the walk rather than the process.
+func (ix *kustIndex) anyIncluded(k *kust, f func(*kust) bool) bool {
+	seen := map[*kust]bool{}
+	var walk func(k *kust) bool
+	walk = func(k *kust) bool {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		if f(k) {
+			return true
+		}
+		for _, d := range k.dirs {
+			if sub := ix.kust(ix.fileIn(d)); sub != nil && walk(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(k)
+}
+
 // builtWorkloads reads the workloads of a build, with where each is
-// defined.
-func builtWorkloads(k *kust, origins map[usage.Ref]string, files map[string][]byte) []kobj {
+// defined: kustomize's origin annotation names the file; the document
+// in it is the only one of the kind, else the one whose name the
+// namePrefix and nameSuffix of the kustomizations between make the built
+// name, exactly.
+func (ix *kustIndex) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
 	s, err := parseStream(k.out)
 	if err != nil {
 		k.err = fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
@@ -267,31 +386,91 @@ func builtWorkloads(k *kust, origins map[usage.Ref]string, files map[string][]by
 		w := readWorkload(doc.Content[0], ref, spec)
 		w.File = k.file
 		o := kobj{w: w, origin: origins[ref]}
-		o.name, o.namespace = originalName(files[o.origin], ref)
+		o.gvk = gvkOf(doc.Content[0])
+		o.meta = []objMeta{metaOf(doc.Content[0])}
+		if o.origin != "" {
+			ix.original(k, &o)
+		}
 		objs = append(objs, o)
 	}
 	return objs
 }
 
-// originalName is the name and namespace, in the file that defines it,
-// of the object built as ref: of the documents of its kind, the one whose
-// name the built name contains (namePrefix and nameSuffix only add to
-// it), the longest when several do.
-func originalName(b []byte, ref usage.Ref) (name, namespace string) {
-	s, err := parseStream(b)
+// original finds the document of o.origin that k builds as o: the only
+// one of its kind there, else the one whose name the namePrefix and
+// nameSuffix of the kustomizations between make the built name, exactly.
+// It fills in o's name, namespace, names and meta; o.name stays "" when
+// no document is it for sure.
+func (ix *kustIndex) original(k *kust, o *kobj) {
+	s, err := parseStream(ix.files[o.origin])
 	if err != nil {
-		return "", ""
+		return
 	}
+	type cand struct {
+		ref  usage.Ref
+		node *yaml.Node
+	}
+	var docs []cand
 	for _, doc := range s.docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		got, _, ok := identify(doc.Content[0])
-		if ok && got.Kind == ref.Kind && strings.Contains(ref.Name, got.Name) && len(got.Name) > len(name) {
-			name, namespace = got.Name, got.Namespace
+		if got, _, ok := identify(doc.Content[0]); ok && got.Kind == o.w.Ref.Kind {
+			docs = append(docs, cand{got, doc.Content[0]})
 		}
 	}
-	return name, namespace
+	// kustomizations from k in to the one that lists the file, each
+	// with its components after it
+	chain := ix.withComponents(ix.chain(k, o.origin))
+	var matches []cand
+	for _, d := range docs {
+		if len(docs) == 1 || rename(chain, d.ref.Name) == o.w.Ref.Name {
+			matches = append(matches, d)
+		}
+	}
+	if len(matches) != 1 {
+		return
+	}
+	d := matches[0]
+	o.name, o.namespace = d.ref.Name, d.ref.Namespace
+	o.names, o.namespaces = []string{d.ref.Name}, []string{d.ref.Namespace}
+	ns := d.ref.Namespace
+	for i := len(chain) - 1; i >= 0; i-- {
+		if n := rename(chain[i:], d.ref.Name); n != o.names[len(o.names)-1] {
+			o.names = append(o.names, n)
+		}
+		if chain[i].k.Namespace != "" && chain[i].k.Namespace != ns {
+			ns = chain[i].k.Namespace
+			o.namespaces = append(o.namespaces, ns)
+		}
+	}
+	if !slices.Contains(o.names, o.w.Ref.Name) {
+		o.names = append(o.names, o.w.Ref.Name)
+	}
+	if !slices.Contains(o.namespaces, o.w.Ref.Namespace) {
+		o.namespaces = append(o.namespaces, o.w.Ref.Namespace)
+	}
+	o.meta = append(o.meta, metaOf(d.node))
+}
+
+// gvkOf is the group, version and kind of an object.
+func gvkOf(n *yaml.Node) resid.Gvk {
+	g, v := resid.ParseGroupVersion(str(n, "apiVersion"))
+	return resid.NewGvk(g, v, str(n, "kind"))
+}
+
+// metaOf returns an object's labels and annotations; values that are
+// not strings are left out.
+func metaOf(n *yaml.Node) objMeta {
+	return objMeta{labels: stringMap(lookup(n, "metadata", "labels")), annotations: stringMap(lookup(n, "metadata", "annotations"))}
+}
+
+// rename is the name chain (outermost first) gives an object named n.
+func rename(chain []*kust, n string) string {
+	for i := len(chain) - 1; i >= 0; i-- {
+		n = chain[i].k.NamePrefix + n + chain[i].k.NameSuffix
+	}
+	return n
 }
 
 // kust returns the kustomization of file.
@@ -317,6 +496,14 @@ func (ix *kustIndex) fileIn(dir string) string {
 // chain returns the kustomizations from k down to the one that lists
 // file as a resource, outermost first; nil when file is not below k.
 func (ix *kustIndex) chain(k *kust, file string) []*kust {
+	return ix.chainFrom(k, file, map[*kust]bool{})
+}
+
+func (ix *kustIndex) chainFrom(k *kust, file string, seen map[*kust]bool) []*kust {
+	if seen[k] {
+		return nil // an include cycle
+	}
+	seen[k] = true
 	for _, r := range k.k.Resources {
 		if path.Join(k.dir, r) == file {
 			return []*kust{k}
@@ -324,7 +511,7 @@ func (ix *kustIndex) chain(k *kust, file string) []*kust {
 	}
 	for _, d := range k.dirs {
 		if sub := ix.kust(ix.fileIn(d)); sub != nil {
-			if c := ix.chain(sub, file); c != nil {
+			if c := ix.chainFrom(sub, file, seen); c != nil {
 				return append([]*kust{k}, c...)
 			}
 		}
@@ -334,36 +521,53 @@ func (ix *kustIndex) chain(k *kust, file string) []*kust {
 
 // reread returns the index of the files as they are now under fsys: ix
 // itself when none changed since discovery, else a new build of them.
-func (ix *kustIndex) reread(fsys fs.FS) *kustIndex {
+func (ix *kustIndex) reread(ctx context.Context, fsys fs.FS) (*kustIndex, error) {
+	paths := slices.Sorted(maps.Keys(ix.files))
+	read := make([][]byte, len(paths))
+	ok := make([]bool, len(paths))
+	if err := eachFile(ctx, len(paths), func(i int) {
+		b, err := checkout.ReadFile(fsys, paths[i])
+		read[i], ok[i] = b, err == nil
+	}); err != nil {
+		return nil, err
+	}
 	now := make(map[string][]byte, len(ix.files))
 	same := true
-	for p, b := range ix.files {
-		nb, err := checkout.ReadFile(fsys, p)
-		if err != nil {
-			same = false
+	for i, p := range paths {
+		if !ok[i] {
+			same = false // gone or unreadable: not built from
 			continue
 		}
-		now[p] = nb
-		same = same && bytes.Equal(b, nb)
+		now[p] = read[i]
+		same = same && bytes.Equal(ix.files[p], read[i])
 	}
 	if same {
-		return ix
+		return ix, nil
 	}
-	return indexKustomize(now)
+	return indexKustomize(now), nil
 }
 
 // withComponents puts after each kustomization of chain the components
 // it includes: their patches apply before its own, after those of the
 // kustomizations it includes as resources.
 func (ix *kustIndex) withComponents(chain []*kust) []*kust {
+	seen := map[*kust]bool{}
 	var out []*kust
-	for _, k := range chain {
+	var add func(k *kust)
+	add = func(k *kust) {
+		if seen[k] {
+			return // an include cycle
+		}
+		seen[k] = true
 		out = append(out, k)
 		for _, c := range k.k.Components {
 			if sub := ix.kust(ix.fileIn(path.Join(k.dir, c))); sub != nil {
-				out = append(out, ix.withComponents([]*kust{sub})...)
+				add(sub)
 			}
 		}
+	}
+	for _, k := range chain {
+		add(k)
 	}
 	return out
 }
@@ -375,17 +579,9 @@ func (k *kust) component() bool { return k.k.Kind == types.ComponentKind }
 // reads reports whether building k may read one of files: whether one
 // lies below the directory of k or of a kustomization it includes.
 func (ix *kustIndex) reads(k *kust, files []string) bool {
-	for _, f := range files {
-		if under(f, k.dir) {
-			return true
-		}
-	}
-	for _, d := range k.dirs {
-		if sub := ix.kust(ix.fileIn(d)); sub != nil && ix.reads(sub, files) {
-			return true
-		}
-	}
-	return false
+	return ix.anyIncluded(k, func(k *kust) bool {
+		return slices.ContainsFunc(files, func(f string) bool { return under(f, k.dir) || slices.Contains(k.outside, f) })
+	})
 }
 
 // under reports whether slash path p lies below directory dir.

@@ -2,6 +2,7 @@ package patcher
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +13,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
@@ -62,11 +65,38 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 		}
 		kes = append(kes, kedit{e: e, k: k, o: k.objs[i]})
 	}
-	st := &kstate{ix: ix, cur: map[string][]byte{}, changes: map[string][]Change{}}
-	for _, g := range ix.groups(kes) {
-		if err := st.try(g); err != nil {
-			for _, ke := range g {
-				res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: err})
+	fs, err := memFS(ix.files)
+	if err != nil {
+		for _, ke := range kes {
+			res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: fmt.Errorf("%w: %w", ErrKustomize, err)})
+		}
+		return
+	}
+	groups := ix.groups(kes)
+	// First every group where its values are defined, proven once by
+	// building each overlay the edits touch: the usual case, and one
+	// build per overlay rather than one per edit. Should any placement
+	// fail or the proof disprove the lot, each group is placed and
+	// proven alone, in order, so that one bad edit refuses only itself.
+	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]Change{}, deferProof: true}
+	for _, g := range groups {
+		if _, err := st.place(g, nil); err != nil {
+			st = nil
+			break
+		}
+	}
+	if st != nil && len(st.cur) > 0 {
+		if err := st.prove(st.cur, st.accepted); err != nil {
+			st = nil
+		}
+	}
+	if st == nil {
+		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]Change{}}
+		for _, g := range groups {
+			if err := st.try(g); err != nil {
+				for _, ke := range g {
+					res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: err})
+				}
 			}
 		}
 	}
@@ -163,10 +193,16 @@ func (ix *kustIndex) users(o kobj) []string {
 
 // kstate is the files as edited so far and the edits that made them.
 type kstate struct {
-	ix       *kustIndex
+	ix *kustIndex
+	// fs holds the original files and those of the accepted edits
+	// (proven ones), under buildRoot; prove adds the files it proves.
+	fs       filesys.FileSystem
 	cur      map[string][]byte // changed and created files
 	accepted []kedit
 	changes  map[string][]Change
+	// deferProof: place keeps edits unproven; the caller proves them
+	// all at once.
+	deferProof bool
 }
 
 func (st *kstate) file(p string) ([]byte, bool) {
@@ -180,18 +216,36 @@ func (st *kstate) file(p string) ([]byte, bool) {
 // try places the edits of group g, all of the same object and ops, and
 // keeps the result when the builds prove it. When editing where the
 // values are defined fails the proof (a patch or component other
-// overlays share), a new patch in the overlay, applied after everything
-// else it includes, is tried instead.
+// overlays share), a new patch is tried instead: in the overlay, applied
+// after everything else it includes, then in each kustomization between
+// it and the file, outermost first (an aggregate of overlays builds the
+// object of every overlay from one base, and only the overlay's own
+// patch changes one of them).
 func (st *kstate) try(g []kedit) error {
-	elsewhere, err := st.place(g, false)
+	elsewhere, err := st.place(g, nil)
 	var pe *proofError
-	if err == nil || !elsewhere || len(g) > 1 || !errors.As(err, &pe) {
+	if err == nil || len(g) > 1 || !errors.As(err, &pe) {
 		return err
 	}
-	if _, err2 := st.place(g, true); err2 != nil {
-		return fmt.Errorf("%w; and as a new patch of %s: %w", err, g[0].k.dir, err2)
+	chain := st.ix.chain(g[0].k, g[0].o.origin)
+	var tried []string
+	var last error
+	for i, k := range chain {
+		if i == 0 && !elsewhere {
+			continue // that is what place did
+		}
+		if i > 0 && i == len(chain)-1 {
+			continue // a patch beside the file changes what the file does
+		}
+		if _, last = st.place(g, k); last == nil {
+			return nil
+		}
+		tried = append(tried, k.dir)
 	}
-	return nil
+	if last == nil {
+		return err
+	}
+	return fmt.Errorf("%w; and as a new patch of %s: %w", err, strings.Join(tried, ", then of "), last)
 }
 
 // proofError is a placement the builds disprove.
@@ -200,10 +254,10 @@ type proofError struct{ err error }
 func (e *proofError) Error() string { return e.err.Error() }
 func (e *proofError) Unwrap() error { return e.err }
 
-// place is try with one placement: where the values are defined, or with
-// overlay, all of them in a new patch of the overlay. elsewhere says
+// place is try with one placement: where the values are defined, or
+// with in, all of them in a new patch of kustomization in. elsewhere says
 // whether any op went to an existing file.
-func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
+func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	ke := g[0]
 	spec, _ := kindSpecFor(ke.e.Workload.Kind)
 	if ke.o.origin == "" || ke.o.name == "" {
@@ -213,7 +267,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 	if chain == nil {
 		return false, fmt.Errorf("%w: %s: %s is not a resource of it", ErrKustomize, ke.k.dir, ke.o.origin)
 	}
-	names := []string{ke.o.name, ke.e.Workload.Name}
+	names := ke.o.names
 	// where each op goes: a file (a patch or the resource) or "" for a
 	// new patch in the overlay
 	type target struct {
@@ -233,7 +287,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 	}
 	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
 	for _, op := range ke.e.Ops {
-		file, err := st.definer(chain, ke.e.Workload.Kind, names, opPaths(op, spec.template))
+		file, err := st.definer(chain, ke.o, opPaths(op, spec.template))
 		if err != nil {
 			return false, err
 		}
@@ -243,7 +297,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 				file = ""
 			}
 		}
-		if overlay {
+		if in != nil {
 			file = ""
 		}
 		elsewhere = elsewhere || file != ""
@@ -257,7 +311,7 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 		var err error
 		switch {
 		case t.file == "":
-			err = st.newPatch(ke, t.ops, next, changes)
+			err = st.newPatch(ke, cmp.Or(in, ke.k), t.ops, next, changes)
 		case strings.HasPrefix(t.file, inlinePrefix):
 			// The index follows the last '#': a directory may hold one.
 			ref := strings.TrimPrefix(t.file, inlinePrefix)
@@ -272,8 +326,10 @@ func (st *kstate) place(g []kedit, overlay bool) (elsewhere bool, err error) {
 			return elsewhere, err
 		}
 	}
-	if err := st.prove(next, append(slices.Clone(st.accepted), g...)); err != nil {
-		return elsewhere, &proofError{err}
+	if !st.deferProof {
+		if err := st.prove(next, append(slices.Clone(st.accepted), g...)); err != nil {
+			return elsewhere, &proofError{err}
+		}
 	}
 	for p, b := range next {
 		st.cur[p] = b
@@ -319,7 +375,8 @@ const inlinePrefix = "inline:"
 // definer returns the patch file that sets one of fields for the object
 // named one of names, looking from the overlay inwards; "" when no patch
 // does (the resource file defines it). Patches it cannot edit refuse.
-func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][]string) (string, error) {
+func (st *kstate) definer(chain []*kust, o kobj, fields [][]string) (string, error) {
+	kind, names := o.w.Ref.Kind, o.names
 	for _, k := range chain {
 		for key := range k.k.CommonAnnotations {
 			for _, f := range fields {
@@ -377,8 +434,18 @@ func (st *kstate) definer(chain []*kust, kind string, names []string, fields [][
 		// the last patch applied wins
 		for i := len(srcs) - 1; i >= 0; i-- {
 			s := srcs[i]
-			if s.target != nil && !targets(s.target, kind, names) {
-				continue
+			if s.target != nil {
+				hit, err := o.selectedBy(s.target)
+				if err != nil {
+					where := k.file
+					if s.file != "" {
+						where = s.file
+					}
+					return "", fmt.Errorf("%w: %s: the target of the patch %s: %w", ErrKustomize, k.file, where, err)
+				}
+				if !hit {
+					continue
+				}
 			}
 			where := s.file
 			b, ok := st.file(s.file)
@@ -438,9 +505,60 @@ func hasField(m *yaml.Node, name string) bool {
 	return k != nil
 }
 
-// targets reports whether a patch target may select the object.
-func targets(t *types.Selector, kind string, names []string) bool {
-	return (t.Kind == "" || t.Kind == kind) && (t.Name == "" || slices.Contains(names, t.Name))
+// selectedBy reports whether a patch target selects the object, as
+// kustomize selects (resmap Select): group, version and kind, name and
+// namespace as anchored regular expressions, the name and namespace
+// either original or current, and label and annotation selectors. The
+// labels and annotations a patch sees are those the object has where
+// the patch applies, somewhere between its file and the build: when the
+// selector's answer differs between the two, it cannot be told, and
+// that is an error.
+func (o kobj) selectedBy(t *types.Selector) (bool, error) {
+	sr, err := types.NewSelectorRegex(t)
+	if err != nil {
+		return false, err
+	}
+	if !sr.MatchGvk(o.gvk) {
+		return false, nil
+	}
+	if !slices.ContainsFunc(o.names, sr.MatchName) {
+		return false, nil
+	}
+	var nss []string
+	for _, ns := range o.namespaces {
+		nss = append(nss, resid.NewResIdWithNamespace(o.gvk, "", ns).EffectiveNamespace())
+	}
+	if !slices.ContainsFunc(nss, sr.MatchNamespace) {
+		return false, nil
+	}
+	if t.LabelSelector == "" && t.AnnotationSelector == "" {
+		return true, nil
+	}
+	var answers []bool
+	for _, m := range o.meta {
+		rn := yaml.NewMapRNode(nil)
+		if err := rn.SetLabels(m.labels); err != nil {
+			return false, err
+		}
+		if err := rn.SetAnnotations(m.annotations); err != nil {
+			return false, err
+		}
+		hit, err := rn.MatchesLabelSelector(t.LabelSelector)
+		if err != nil {
+			return false, fmt.Errorf("labelSelector %q: %w", t.LabelSelector, err)
+		}
+		if hit {
+			hit, err = rn.MatchesAnnotationSelector(t.AnnotationSelector)
+			if err != nil {
+				return false, fmt.Errorf("annotationSelector %q: %w", t.AnnotationSelector, err)
+			}
+		}
+		answers = append(answers, hit)
+	}
+	if len(answers) == 0 || slices.Contains(answers, !answers[0]) {
+		return false, fmt.Errorf("whether its selector (labelSelector %q, annotationSelector %q) picks %s depends on labels the build changes", t.LabelSelector, t.AnnotationSelector, o.w.Ref)
+	}
+	return answers[0], nil
 }
 
 // json6902Touches returns the path of the first operation of a JSON 6902
@@ -480,15 +598,24 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 		return err
 	}
 	w := Workload{}
+	var only []int // the documents of the kind
 	for i, d := range fe.exp {
 		if len(d.Content) == 0 {
 			continue
 		}
 		ref, _, ok := identify(d.Content[0])
+		if ok && ref.Kind == ke.e.Workload.Kind {
+			only = append(only, i)
+		}
 		if ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
 			w.Ref, w.Line = ref, fe.lines[i]
 			break
 		}
+	}
+	if w.Ref.Kind == "" && len(only) == 1 && file != ke.o.origin {
+		// a patch with a target applies whatever name it has
+		w.Ref, _, _ = identify(fe.exp[only[0]].Content[0])
+		w.Line = fe.lines[only[0]]
 	}
 	if w.Ref.Kind == "" {
 		return fmt.Errorf("%w: %s: no %s named %s", ErrNotFound, file, ke.e.Workload.Kind, strings.Join(names, " or "))
@@ -505,10 +632,9 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 
 // newPatch writes ops as a new strategic-merge patch file in the overlay
 // and adds it to the overlay's patches.
-func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes map[string][]Change) error {
-	k := ke.k
+func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, changes map[string][]Change) error {
 	// What the ops make of the built object is what the patch must make.
-	fe, err := newFileEdit(k.file, k.out, true)
+	fe, err := newFileEdit(ke.k.file, ke.k.out, true)
 	if err != nil {
 		return err
 	}
@@ -517,6 +643,21 @@ func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes m
 		return err
 	}
 	before := cloneNode(fe.exp[idx].Content[0])
+	// A patch finds its object by the id it has where the patch applies:
+	// after the kustomizations k includes and its components, before k's
+	// own namePrefix and namespace.
+	full := st.ix.withComponents(st.ix.chain(ke.k, ke.o.origin))
+	i := slices.Index(full, k)
+	if i < 0 {
+		return fmt.Errorf("%w: %s does not include %s", ErrKustomize, k.dir, ke.o.origin)
+	}
+	inner := full[i+1:]
+	name, ns := rename(inner, ke.o.name), ke.o.namespace
+	for j := len(inner) - 1; j >= 0; j-- {
+		if inner[j].k.Namespace != "" {
+			ns = inner[j].k.Namespace
+		}
+	}
 	w := ke.o.w
 	w.Line = fe.lines[idx]
 	if _, err := fe.apply(Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
@@ -531,12 +672,10 @@ func (st *kstate) newPatch(ke kedit, ops []Op, next map[string][]byte, changes m
 	patch.Content = append(patch.Content,
 		scalar("apiVersion"), scalar(str(before, "apiVersion")),
 		scalar("kind"), scalar(ke.e.Workload.Kind),
-		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(ke.o.name)}})
-	if ke.o.namespace != "" {
-		// a patch finds its object by the id it has where the patch
-		// applies: the overlay's namespace comes after its patches
+		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(name)}})
+	if ns != "" {
 		md := patch.Content[5]
-		md.Content = append(md.Content, scalar("namespace"), scalar(ke.o.namespace))
+		md.Content = append(md.Content, scalar("namespace"), scalar(ns))
 	}
 	for i := 0; i+1 < len(diff.Content); i += 2 {
 		if diff.Content[i].Value == "metadata" {
@@ -653,43 +792,52 @@ func namedItems(s *yaml.Node) bool {
 	return len(s.Content) > 0
 }
 
-// prove builds every kustomization from the original files with next and
-// the accepted edits' files, and checks each overlay against what the
-// edits in kes intend.
-func (st *kstate) prove(next map[string][]byte, kes []kedit) error {
-	files := make(map[string][]byte, len(st.ix.files)+len(st.cur)+len(next))
-	for p, b := range st.ix.files {
-		files[p] = b
-	}
-	for p, b := range st.cur {
-		files[p] = b
-	}
+// prove writes next into st.fs over the files there (the original ones
+// and those of the edits proven so far), builds every overlay that reads
+// one of them, and checks each against what the edits in kes intend.
+// When it finds a difference it puts st.fs back as it was.
+func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
+	prior := map[string][]byte{}
 	for p, b := range next {
-		files[p] = b
+		full := path.Join(buildRoot, p)
+		if old, rerr := st.fs.ReadFile(full); rerr == nil {
+			prior[p] = old
+		}
+		if err := st.fs.WriteFile(full, b); err != nil {
+			return err
+		}
 	}
-	fs, err := memFS(files)
-	if err != nil {
-		return err
-	}
-	changed := slices.Collect(maps.Keys(next))
+	defer func() {
+		if err == nil {
+			return
+		}
+		for p := range next {
+			full := path.Join(buildRoot, p)
+			if old, ok := prior[p]; ok {
+				_ = st.fs.WriteFile(full, old)
+			} else {
+				_ = st.fs.RemoveAll(full)
+			}
+		}
+	}()
+	changed := slices.Sorted(maps.Keys(next))
 	for _, k := range st.ix.kusts {
 		if k.err != nil && !k.component() && (st.ix.reads(k, changed) || slices.ContainsFunc(changed, func(f string) bool { return under(f, k.dir) })) {
 			// An overlay that does not build cannot show what the edit
 			// does to it: no edit of a file it may read is proven.
 			return fmt.Errorf("%w: %s may read a file the edit changes, and it does not build, so what the edit does to it cannot be proven", ErrKustomize, k.file)
 		}
-		if k.err != nil || k.component() || !st.ix.reads(k, changed) {
+		if k.err != nil || !k.root || k.component() || !st.ix.reads(k, changed) {
 			// kustomize reads only below the directories of a
 			// kustomization and of those it includes (load restrictions
-			// root-only): one that reads no changed file builds the same
+			// root-only; loose ones name the files beyond): one that
+			// reads no changed file builds the same. What is included
+			// is built as part of the roots that include it.
 			continue
 		}
-		out, _, err := build(fs, k.dir, false)
+		out, err := build(st.fs, k.dir, k.loose)
 		if err != nil {
 			return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
-		}
-		if !k.root {
-			continue
 		}
 		var mine []kedit
 		for _, ke := range kes {

@@ -12,6 +12,23 @@ import (
 // chart pulls): a repository must never make the tool reach the network
 // or write outside the checkout, so such a kustomization is not built.
 func localOnly(k *kust, files map[string][]byte) error {
+	kz := &k.k
+	if len(kz.HelmCharts) > 0 || len(kz.HelmChartInflationGenerator) > 0 {
+		return fmt.Errorf("%w: %s inflates Helm charts, which kustomize would fetch and run: not built", ErrKustomize, k.file)
+	}
+	refs := k.refs()
+	for _, r := range refs {
+		if !local(r) || !exists(path.Join(k.dir, r), files) {
+			return fmt.Errorf("%w: %s names %q, which is not a file or directory of the checkout (remote resources are not fetched): not built",
+				ErrKustomize, k.file, r)
+		}
+	}
+	return nil
+}
+
+// refs are the paths and URLs k names: resources, patches, generators'
+// files, and the like (not inline YAML).
+func (k *kust) refs() []string {
 	var refs []string
 	add := func(ss ...string) {
 		for _, s := range ss {
@@ -57,16 +74,7 @@ func localOnly(k *kust, files map[string][]byte) error {
 	if p := kz.OpenAPI["path"]; p != "" {
 		add(p)
 	}
-	if len(kz.HelmCharts) > 0 || len(kz.HelmChartInflationGenerator) > 0 {
-		return fmt.Errorf("%w: %s inflates Helm charts, which kustomize would fetch and run: not built", ErrKustomize, k.file)
-	}
-	for _, r := range refs {
-		if !local(r) || !exists(path.Join(k.dir, r), files) {
-			return fmt.Errorf("%w: %s names %q, which is not a file or directory of the checkout (remote resources are not fetched): not built",
-				ErrKustomize, k.file, r)
-		}
-	}
-	return nil
+	return refs
 }
 
 // sources are the file paths of a generator's `files:` entries, which may

@@ -1,6 +1,7 @@
 package patcher
 
 import (
+	"bytes"
 	"fmt"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -16,10 +17,19 @@ type comment struct {
 // comments returns every comment of t in order: a # at the start of a line
 // or after a blank, outside quoted and block scalars. docs are the parse of
 // t; they say where its quoted and block scalars are.
-func (t *text) comments(docs []*yaml.Node) ([]comment, error) {
+// pls(i), when not nil, returns places(docs[i]).
+func (t *text) comments(docs []*yaml.Node, pls func(int) map[*yaml.Node]place) ([]comment, error) {
+	if bytes.IndexByte(t.b, '#') < 0 {
+		return nil, nil
+	}
 	var skip [][2]int // quoted scalars and block scalar bodies, in any order
-	for _, doc := range docs {
-		pl := places(doc)
+	for i, doc := range docs {
+		var pl map[*yaml.Node]place
+		if pls != nil {
+			pl = pls(i)
+		} else {
+			pl = places(doc)
+		}
 		for n, p := range pl {
 			if n.Kind != yaml.ScalarNode || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 				continue

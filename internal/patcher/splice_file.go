@@ -107,6 +107,11 @@ func (f *fileEdit) split(s *stream) []*chunk {
 			directives = false
 		}
 	}
+	if len(starts) == 1 {
+		// One chunk is the whole file, already parsed: the caller
+		// verifies it whole, with no second parse of the same bytes.
+		return nil
+	}
 	var chunks []*chunk
 	next, line0 := 0, 0
 	for i, st := range starts {
@@ -173,20 +178,27 @@ func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []Change, undo fun
 	saved.segs = append([]segment(nil), ch.segs...)
 	undo = func() { *ch, f.exp[idx] = saved, savedExp }
 
+	// The comments after one step are those before the next: the text
+	// is the same.
+	var before []comment
+	haveBefore := false
 	for _, st := range steps {
 		doc := ch.s.docs[j]
 		d := &docEdit{
-			file: f.path, line0: line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: places(doc)},
+			file: f.path, line0: line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.places(j)},
 			root: doc.Content[0], exp: f.exp[idx].Content[0], step: indentStep(doc),
 		}
 		if err := d.editable(d.root, ""); err != nil {
 			undo()
 			return nil, nil, err
 		}
-		before, err := ch.s.t.comments(ch.s.docs)
-		if err != nil {
-			undo()
-			return nil, nil, fail(0, "", err)
+		if !haveBefore {
+			before, err = ch.s.comments()
+			if err != nil {
+				undo()
+				return nil, nil, fail(0, "", err)
+			}
+			haveBefore = true
 		}
 		if err := st.run(d); err != nil {
 			undo()
@@ -201,7 +213,7 @@ func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []Change, undo fun
 				undo()
 				return nil, nil, err
 			}
-			after, err := ch.s.t.comments(ch.s.docs)
+			after, err := ch.s.comments()
 			if err == nil {
 				err = keptComments(before, after, d.removed)
 			}
@@ -209,6 +221,7 @@ func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []Change, undo fun
 				undo()
 				return nil, nil, fail(0, "", fmt.Errorf("%s: %w", st.name, err))
 			}
+			before = after
 		}
 		changes = append(changes, d.changes...)
 	}

@@ -18,6 +18,24 @@ import (
 type stream struct {
 	t    *text
 	docs []*yaml.Node // DocumentNodes
+	pl   []map[*yaml.Node]place
+}
+
+// places returns places(s.docs[i]), computed once: a step and the
+// comment scan around it both need it.
+func (s *stream) places(i int) map[*yaml.Node]place {
+	if s.pl == nil {
+		s.pl = make([]map[*yaml.Node]place, len(s.docs))
+	}
+	if s.pl[i] == nil {
+		s.pl[i] = places(s.docs[i])
+	}
+	return s.pl[i]
+}
+
+// comments returns the comments of the stream's text (text.comments).
+func (s *stream) comments() ([]comment, error) {
+	return s.t.comments(s.docs, s.places)
 }
 
 // lineErr is an error that knows its line, so messages can say file:line.

@@ -197,7 +197,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 	p.inv = withNamespaces(inv, cmp.Or(opts.DefaultNamespace, "default"))
 	definitions := map[usage.Ref][]string{}
 	for _, w := range p.inv.Workloads {
-		definitions[w.Ref] = append(definitions[w.Ref], fmt.Sprintf("%s:%d", w.File, w.Line))
+		definitions[w.Ref] = append(definitions[w.Ref], w.Where())
 	}
 	groups := map[string]int{}
 	for _, w := range p.inv.Workloads {
@@ -210,7 +210,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		switch where := definitions[w.Ref]; {
 		case len(where) > 1:
 			// One problem for the lot, at the first definition.
-			if where[0] == fmt.Sprintf("%s:%d", w.File, w.Line) {
+			if where[0] == w.Where() {
 				p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line,
 					Message: fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))})
 			}
