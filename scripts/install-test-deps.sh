@@ -37,6 +37,7 @@ echo "building kube-apiserver $version into $bin (once; about 12 minutes on 2 co
 # leaves a binary that looks finished.
 tmp=$(mktemp "$bin.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp"; exit 130' INT TERM HUP
 start=$SECONDS
 (
 	cd "$root/hack/kube-apiserver"
@@ -46,5 +47,5 @@ start=$SECONDS
 )
 chmod 0755 "$tmp"
 mv -f "$tmp" "$bin"
-trap - EXIT
+trap - EXIT INT TERM HUP
 echo "built kube-apiserver in $((SECONDS - start))s" >&2
