@@ -287,7 +287,11 @@ func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c Change)
 		for i, x := range others {
 			vias[i] = x.via
 		}
-		where = fmt.Sprintf("%s, which %s also render(s) from", where, strings.Join(vias, ", "))
+		verb := "renders"
+		if len(vias) > 1 {
+			verb = "render"
+		}
+		where = fmt.Sprintf("%s, which %s %s from too", where, strings.Join(vias, " and "), verb)
 	}
 	for i := len(ls) - 1; i > win && i > 0; i-- {
 		f := ls[i].file

@@ -31,6 +31,8 @@ func TestHelmGolden(t *testing.T) {
 		problems  []string // discovery problems, by file
 		edits     []patcher.Edit
 		refused   []error
+		// unreleased are the charts no release renders.
+		unreleased []string
 		// after is each workload's gpu-fraction and vLLM flag after the
 		// edits, by namespace/name.
 		after map[string][2]string
@@ -45,6 +47,64 @@ func TestHelmGolden(t *testing.T) {
 			edits: []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"),
 				patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))},
 			after: map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.37", "0.33"}},
+		},
+		{
+			// A Flux HelmRelease of a production-stack style chart: one
+			// Deployment per item of servingEngineSpec.modelSpec, in the
+			// cluster's values file. Each engine's values are edited in its
+			// own item; the other item's equal values are left alone.
+			name: "helmrelease",
+			workloads: []string{"serving/vllm-llama3-deployment-vllm in clusters/prod/stack.yaml",
+				"serving/vllm-qwen-deployment-vllm in clusters/prod/stack.yaml"},
+			edits: []patcher.Edit{
+				helmEdit("clusters/prod/stack.yaml", dep("serving", "vllm-llama3-deployment-vllm"),
+					patcher.SetWholeGPUs(2), patcher.SetVLLMMemoryUtilization("0.85")),
+				helmEdit("clusters/prod/stack.yaml", dep("serving", "vllm-qwen-deployment-vllm"),
+					patcher.SetVLLMMemoryUtilization("0.8")),
+			},
+			after: map[string][2]string{"serving/vllm-llama3-deployment-vllm": {"", "0.85"}, "serving/vllm-qwen-deployment-vllm": {"", "0.8"}},
+		},
+		{
+			// A kustomization's helmCharts, rendered here with the SDK
+			// (kustomize would run the helm binary): the fraction is in the
+			// last of its values files, edited in place, flow style kept.
+			name:      "helmcharts-kustomization",
+			workloads: []string{"inference/chat in apps/chat/kustomization.yaml"},
+			edits:     []patcher.Edit{helmEdit("apps/chat/kustomization.yaml", dep("inference", "chat"), patcher.SetGPUFraction("0.25"))},
+			after:     map[string][2]string{"inference/chat": {"0.25", "0.45"}},
+		},
+		{
+			// A fraction the template computes from two values is not
+			// traced; one set inline in an Application is not edited; a
+			// chart whose dependency is not vendored does not render; a
+			// chart from a Helm repository is not read; a chart no release
+			// names is not rendered. Nothing is written.
+			name:       "reported",
+			workloads:  []string{"research/embed in argocd/apps.yaml", "research/chat in argocd/apps.yaml"},
+			problems:   []string{"argocd/apps.yaml"},
+			unreleased: []string{"charts/orphan"},
+			edits: []patcher.Edit{
+				helmEdit("argocd/apps.yaml", dep("research", "embed"), patcher.SetGPUFraction("0.3")),
+				helmEdit("argocd/apps.yaml", dep("research", "chat"), patcher.SetGPUFraction("0.3")),
+			},
+			refused: []error{patcher.ErrHelm, patcher.ErrHelm},
+			after:   map[string][2]string{"research/chat": {"0.6", "0.45"}, "research/embed": {"0.5", ""}},
+		},
+		{
+			// The fraction is the chart's default, which three releases
+			// render. prod and dev want different values: each gets the
+			// key in its own values file, and the chart is left alone.
+			// staging has no values file of its own: refused.
+			name: "shared-default",
+			workloads: []string{"dev/chat in argocd/chat-dev.yaml", "prod/chat in argocd/chat-prod.yaml",
+				"staging/chat in argocd/chat-staging.yaml"},
+			edits: []patcher.Edit{
+				helmEdit("argocd/chat-prod.yaml", dep("prod", "chat"), patcher.SetGPUFraction("0.37")),
+				helmEdit("argocd/chat-dev.yaml", dep("dev", "chat"), patcher.SetGPUFraction("0.6")),
+				helmEdit("argocd/chat-staging.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.4")),
+			},
+			refused: []error{patcher.ErrHelm},
+			after:   map[string][2]string{"dev/chat": {"0.6", "0.45"}, "prod/chat": {"0.37", "0.45"}, "staging/chat": {"0.5", "0.45"}},
 		},
 	}
 	for _, tc := range tests {
@@ -65,6 +125,7 @@ func TestHelmGolden(t *testing.T) {
 				got = append(got, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
 			}
 			require.Equal(t, tc.workloads, got)
+			require.Equal(t, tc.unreleased, inv.Unreleased)
 
 			res, err := patcher.Apply(ctx, orig, inv, tc.edits)
 			require.NoError(t, err)

@@ -126,9 +126,13 @@ func renderKey(k string, flow bool) string {
 // entry is a mapping entry to be inserted: a string value or nested
 // entries.
 type entry struct {
-	key      string
-	value    string // when children is nil
-	quote    bool   // always double-quote the value (scalarOpts.quote)
+	key   string
+	value string // when children is nil
+	quote bool   // always double-quote the value (scalarOpts.quote)
+	// untyped: the value may read as a number or a boolean, as a value
+	// of a Helm values file may (scalarOpts with neither quote nor
+	// asString); else it must read as a string.
+	untyped  bool
 	children []entry
 }
 
@@ -137,7 +141,7 @@ func (e entry) scalar(flow bool) (string, yaml.Style) {
 	if e.quote {
 		return doubleQuote(e.value), yaml.DoubleQuotedStyle
 	}
-	return renderScalar(e.value, 0, scalarOpts{asString: true, flow: flow})
+	return renderScalar(e.value, 0, scalarOpts{asString: !e.untyped, flow: flow})
 }
 
 // block renders e as block lines, each ending in eol.
