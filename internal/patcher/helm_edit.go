@@ -70,8 +70,9 @@ func (st *hstate) chartFiles(r *helmRelease, next map[string][]byte) map[string]
 	return out
 }
 
-// render renders r from the files as edited so far and next.
-func (st *hstate) render(r *helmRelease, next map[string][]byte) ([]byte, []valuesLayer, error) {
+// layers returns r's chart files and values layers as edited so far and
+// by next.
+func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]byte, []valuesLayer, error) {
 	get := func(p string) ([]byte, bool) {
 		if b, ok := next[p]; ok {
 			return b, true
@@ -80,11 +81,16 @@ func (st *hstate) render(r *helmRelease, next map[string][]byte) ([]byte, []valu
 	}
 	files := st.chartFiles(r, next)
 	ls, err := r.layers(files, get)
+	return files, ls, err
+}
+
+// render renders r from the files as edited so far and next.
+func (st *hstate) render(r *helmRelease, next map[string][]byte) ([]byte, error) {
+	files, ls, err := st.layers(r, next)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	out, err := renderRelease(files, r, userValues(ls))
-	return out, ls, err
+	return renderRelease(files, r, userValues(ls))
 }
 
 // current is what r renders from the files as edited so far.
@@ -165,7 +171,7 @@ func (st *hstate) try(e Edit) ([]Note, error) {
 	}
 	fail := func(err error) error { return fmt.Errorf("%w: %s: %w", ErrHelm, r.via, err) }
 	cur := st.current(r)
-	_, ls, err := st.render(r, nil)
+	files, ls, err := st.layers(r, nil)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -190,7 +196,6 @@ func (st *hstate) try(e Edit) ([]Note, error) {
 	if len(whole.changes) == 0 {
 		return notes, nil
 	}
-	files := st.chartFiles(r, nil)
 	vals := userValues(ls)
 	var ves []valueEdit
 	for _, op := range e.Ops {
@@ -418,7 +423,7 @@ func (st *hstate) prove(next map[string][]byte, r *helmRelease, want []*yaml.Nod
 		if x.err != nil {
 			return nil, fmt.Errorf("%w: %s reads %s, which the edit changes, and does not render, so what the edit does to it cannot be proven", ErrHelm, x.via, strings.Join(changed, ", "))
 		}
-		out, _, err := st.render(x, next)
+		out, err := st.render(x, next)
 		if err != nil {
 			return nil, fmt.Errorf("%w: after the edit, %s does not render: %w", ErrHelm, x.via, err)
 		}

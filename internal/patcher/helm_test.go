@@ -174,3 +174,33 @@ func TestHelmGolden(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHelm times one chart with a values file per environment (two
+// releases): discovery, which renders both, and an edit of prod's
+// fraction and vLLM flag, which renders prod once per candidate value
+// to trace each field, then both releases again for the proof.
+func BenchmarkHelm(b *testing.B) {
+	ctx := context.Background()
+	orig := filepath.Join("testdata", "helm", "values-per-environment", "original")
+	b.Run("discover", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := patcher.Discover(ctx, orig); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("trace-edit-prove", func(b *testing.B) {
+		inv, err := patcher.Discover(ctx, orig)
+		require.NoError(b, err)
+		edits := []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"),
+			patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := patcher.Apply(ctx, orig, inv, edits)
+			if err != nil || len(res.Files) != 1 {
+				b.Fatal(err, res.Refused)
+			}
+		}
+	})
+}
