@@ -75,20 +75,21 @@ func TestHelmGolden(t *testing.T) {
 		},
 		{
 			// A fraction the template computes from two values is not
-			// traced; one set inline in an Application is not edited; a
+			// traced, nor one whose value sets a ConfigMap too; one set inline in an Application is not edited; a
 			// chart whose dependency is not vendored does not render; a
 			// chart from a Helm repository is not read; a chart no release
 			// names is not rendered. Nothing is written.
 			name:       "reported",
-			workloads:  []string{"research/embed in argocd/apps.yaml", "research/chat in argocd/apps.yaml"},
+			workloads:  []string{"research/embed in argocd/apps.yaml", "research/chat in argocd/apps.yaml", "research/rerank in argocd/apps.yaml"},
 			problems:   []string{"argocd/apps.yaml"},
 			unreleased: []string{"charts/orphan"},
 			edits: []patcher.Edit{
 				helmEdit("argocd/apps.yaml", dep("research", "embed"), patcher.SetGPUFraction("0.3")),
 				helmEdit("argocd/apps.yaml", dep("research", "chat"), patcher.SetGPUFraction("0.3")),
+				helmEdit("argocd/apps.yaml", dep("research", "rerank"), patcher.SetGPUFraction("0.3")),
 			},
-			refused: []error{patcher.ErrHelm, patcher.ErrHelm},
-			after:   map[string][2]string{"research/chat": {"0.6", "0.45"}, "research/embed": {"0.5", ""}},
+			refused: []error{patcher.ErrHelm, patcher.ErrHelm, patcher.ErrHelm},
+			after:   map[string][2]string{"research/chat": {"0.6", "0.45"}, "research/embed": {"0.5", ""}, "research/rerank": {"0.5", ""}},
 		},
 		{
 			// The fraction is the chart's default, which three releases

@@ -223,7 +223,12 @@ func sameDocs(out []byte, want []*yaml.Node) (string, bool) {
 	}
 	for i, d := range s.docs {
 		if m := compare(want[i], d, ""); m != nil {
-			return fmt.Sprintf("object %d, %s", i+1, m), false
+			obj := fmt.Sprintf("object %d", i+1)
+			if len(want[i].Content) > 0 {
+				root := want[i].Content[0]
+				obj = fmt.Sprintf("%s %s", str(root, "kind"), str(lookup(root, "metadata"), "name"))
+			}
+			return fmt.Sprintf("%s, %s", obj, m), false
 		}
 	}
 	return "", true
@@ -242,25 +247,28 @@ func trace(files map[string][]byte, r *helmRelease, vals map[string]any, old, ne
 		return nil, fmt.Errorf("no value of the release is %q, so what sets the field is not known (not guessed)", old)
 	}
 	var hits []valuePath
+	var whys []string // why each candidate is not the one
 	for _, c := range cands {
 		v := deepCopy(all).(map[string]any)
 		cur, _ := getValue(v, c)
 		setValue(v, c, typed(new, cur))
 		out, err := renderRelease(files, r, v)
 		if err != nil {
+			whys = append(whys, fmt.Sprintf("%s to %s does not render: %v", c, new, err))
 			continue
 		}
-		if _, ok := sameDocs(out, want); ok {
+		if why, ok := sameDocs(out, want); ok {
 			hits = append(hits, c)
+		} else {
+			whys = append(whys, fmt.Sprintf("%s to %s renders %s", c, new, why))
 		}
 	}
 	switch len(hits) {
 	case 0:
-		names := make([]string, len(cands))
-		for i, c := range cands {
-			names[i] = c.String()
+		if len(whys) > 3 {
+			whys = append(whys[:3], fmt.Sprintf("%d more", len(whys)-3))
 		}
-		return nil, fmt.Errorf("none of the values that are %q (%s) sets the field alone, so what sets it is not known (not guessed)", old, strings.Join(names, ", "))
+		return nil, fmt.Errorf("no value that is %q sets the field alone (%s), so what sets it is not known (not guessed)", old, strings.Join(whys, "; "))
 	case 1:
 		return hits[0], nil
 	}
