@@ -92,6 +92,16 @@ func TestHelmGolden(t *testing.T) {
 			after:   map[string][2]string{"research/chat": {"0.6", "0.45"}, "research/embed": {"0.5", ""}, "research/rerank": {"0.5", ""}},
 		},
 		{
+			// prod's fraction is in its own values file, but every release
+			// of the chart ships that file in a ConfigMap: rendering dev
+			// again shows the edit changes it, so it is refused.
+			name:      "proof",
+			workloads: []string{"dev/chat in argocd/chat-dev.yaml", "inference/chat in argocd/chat-prod.yaml"},
+			edits:     []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"), patcher.SetGPUFraction("0.37"))},
+			refused:   []error{patcher.ErrHelm},
+			after:     map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.5", "0.45"}},
+		},
+		{
 			// The fraction is the chart's default, which three releases
 			// render. prod and dev want different values: each gets the
 			// key in its own values file, and the chart is left alone.
