@@ -151,6 +151,9 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 			rs, err = kustReleases(file, root, isChart)
 		}
 		if err != nil {
+			if kind == "Application" || kind == "HelmRelease" {
+				err = fmt.Errorf("%s %s: %w", kind, str(lookup(root, "metadata"), "name"), err)
+			}
 			probs = append(probs, Problem{File: file, Line: doc.Line, Err: fmt.Errorf("%w: %w", ErrHelm, err)})
 			continue
 		}
@@ -232,7 +235,7 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 	refs := map[string]bool{}
 	for i, n := range nodes {
 		if err := decode(n, "spec.source", &srcs[i]); err != nil {
-			return nil, fmt.Errorf("Application %s: %w", name, err)
+			return nil, err
 		}
 		if srcs[i].Ref != "" {
 			refs[srcs[i].Ref] = true
@@ -251,19 +254,19 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 			if strings.HasPrefix(vf, "$") {
 				ref, rest, _ := strings.Cut(strings.TrimPrefix(vf, "$"), "/")
 				if !refs[ref] {
-					return nil, fmt.Errorf("Application %s: line %d: valueFiles: %q names no source ref", name, nodes[i].Line, vf)
+					return nil, fmt.Errorf("line %d: valueFiles: %q names no source ref", nodes[i].Line, vf)
 				}
 				p = path.Clean(rest)
 			}
 			if strings.Contains(vf, "://") || strings.HasPrefix(p, "../") || p == ".." {
-				return nil, fmt.Errorf("Application %s: line %d: valueFiles: %q is not a file of the checkout", name, nodes[i].Line, vf)
+				return nil, fmt.Errorf("line %d: valueFiles: %q is not a file of the checkout", nodes[i].Line, vf)
 			}
 			r.values = append(r.values, p)
 		}
 		r.ignoreMissing = h.IgnoreMissingValueFiles
-		at := fmt.Sprintf("Application %s spec.source.helm", name)
+		at := "spec.source.helm"
 		if len(srcs) > 1 || lookup(root, "spec", "source") == nil {
-			at = fmt.Sprintf("Application %s spec.sources[%d].helm", name, i)
+			at = fmt.Sprintf("spec.sources[%d].helm", i)
 		}
 		if len(h.FileParameters) > 0 {
 			return nil, fmt.Errorf("%s.fileParameters: not supported", at)
@@ -289,7 +292,7 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 			inline = mergeValues(inline, v)
 		}
 		if len(inline) > 0 {
-			r.inline, r.inlineAt = inline, at
+			r.inline, r.inlineAt = inline, r.via+" "+at
 		}
 		out = append(out, r)
 	}
@@ -323,7 +326,7 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 	name, ns := str(md, "name"), str(md, "namespace")
 	var spec fluxHelmRelease
 	if err := decode(lookup(root, "spec"), "spec", &spec); err != nil {
-		return nil, fmt.Errorf("HelmRelease %s: %w", name, err)
+		return nil, err
 	}
 	cs := spec.Chart.Spec
 	dir := path.Clean(strings.TrimPrefix(cs.Chart, "/"))
@@ -332,7 +335,7 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 	}
 	via := "HelmRelease " + name
 	if len(spec.ValuesFrom) > 0 {
-		return nil, fmt.Errorf("%s: spec.valuesFrom reads ConfigMaps or Secrets of the cluster, so what it renders is not known here: not rendered", via)
+		return nil, errors.New("spec.valuesFrom reads ConfigMaps or Secrets of the cluster, so what it renders is not known here: not rendered")
 	}
 	rel := name
 	if spec.TargetNamespace != "" {
@@ -346,13 +349,13 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 	for _, vf := range vfs {
 		p := path.Clean(strings.TrimPrefix(vf, "/"))
 		if strings.HasPrefix(p, "../") || p == ".." {
-			return nil, fmt.Errorf("%s: spec.chart.spec.valuesFiles: %q is not a file of the checkout", via, vf)
+			return nil, fmt.Errorf("spec.chart.spec.valuesFiles: %q is not a file of the checkout", vf)
 		}
 		r.values = append(r.values, p)
 	}
 	v, err := inlineValues(lookup(root, "spec", "values"), "spec.values")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", via, err)
+		return nil, err
 	}
 	if len(v) > 0 {
 		r.inline, r.inlineAt = v, via+" spec.values"
@@ -470,9 +473,8 @@ func indexHelm(files map[string][]byte, readTree func(dir string) (map[string][]
 	named := map[string]bool{}
 	for _, r := range hx.releases {
 		named[r.chart] = true
-		c, ok := hx.charts[r.chart]
-		if !ok {
-			c = &helmChart{dir: r.chart}
+		if _, ok := hx.charts[r.chart]; !ok {
+			c := &helmChart{dir: r.chart}
 			c.files, c.err = readTree(r.chart)
 			hx.charts[r.chart] = c
 		}
