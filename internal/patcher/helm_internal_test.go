@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -104,4 +105,112 @@ func FuzzHelmValues(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReleasesIn: what each kind of release definition says about the
+// release: chart, name, namespace, values files in order, inline values.
+func TestReleasesIn(t *testing.T) {
+	charts := map[string]bool{"charts/chat": true, "apps/chat/charts/chat": true, "apps/chat/my-charts/chat-1.2.0/chat": true}
+	isChart := func(d string) bool { return charts[d] }
+	type rel struct {
+		Chart, Name, Namespace, Inline string
+		Values                         []string
+	}
+	tests := []struct {
+		name, file, yaml string
+		want             []rel
+		problem          string // in the one problem's message
+	}{
+		{name: "Argo CD, one source", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: chat-prod}
+spec:
+  source:
+    path: charts/chat/
+    helm:
+      valueFiles: [values-prod.yaml, ../../envs/prod.yaml]
+      valuesObject: {gpu: {fraction: 0.6}}
+  destination: {namespace: prod}
+`, want: []rel{{Chart: "charts/chat", Name: "chat-prod", Namespace: "prod", Values: []string{"charts/chat/values-prod.yaml", "envs/prod.yaml"},
+			Inline: "Application chat-prod spec.source.helm"}}},
+		{name: "Argo CD, a chart from a Helm repository and plain manifests", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://charts.example.com, chart: chat}
+    - {path: manifests/chat}
+    - {path: charts/chat, helm: {releaseName: chat, parameters: [{name: gpu.fraction, value: "0.4"}]}}
+`, want: []rel{{Chart: "charts/chat", Name: "chat", Inline: "Application x spec.sources[2].helm"}}},
+		{name: "Argo CD, a $ref to no source", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
+`, problem: "Application x: line 7: valueFiles: \"$values/envs/prod.yaml\" names no source ref"},
+		{name: "Flux, targetNamespace", file: "flux/hr.yaml", yaml: `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat, namespace: flux-system}
+spec:
+  targetNamespace: prod
+  chart:
+    spec:
+      chart: ./charts/chat
+      sourceRef: {kind: GitRepository, name: repo}
+      valuesFiles: [./charts/chat/values-prod.yaml]
+`, want: []rel{{Chart: "charts/chat", Name: "prod-chat", Namespace: "prod", Values: []string{"charts/chat/values-prod.yaml"}}}},
+		{name: "Flux, a chart of a HelmRepository", file: "flux/hr.yaml", yaml: `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: charts/chat, sourceRef: {kind: HelmRepository, name: repo}}}
+`},
+		{name: "Flux, valuesFrom", file: "flux/hr.yaml", yaml: `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: charts/chat, sourceRef: {kind: GitRepository, name: repo}}}
+  valuesFrom: [{kind: ConfigMap, name: chat-values}]
+`, problem: "HelmRelease chat: spec.valuesFrom reads ConfigMaps or Secrets"},
+		{name: "helmCharts, chartHome and a version", file: "apps/chat/kustomization.yaml", yaml: `
+namespace: serving
+helmGlobals: {chartHome: my-charts}
+helmCharts:
+  - {name: chat, version: 1.2.0, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesInline: {replicas: 2}}
+`, want: []rel{{Chart: "apps/chat/my-charts/chat-1.2.0/chat", Name: "chat", Namespace: "serving", Values: []string{"apps/chat/values.yaml", "apps/chat/gpu.yaml"},
+			Inline: "apps/chat/kustomization.yaml helmCharts[0].valuesInline"}}},
+		{name: "helmCharts next to patches", file: "apps/chat/kustomization.yaml", yaml: `
+helmCharts: [{name: chat}]
+patches: [{path: p.yaml}]
+`, problem: "line 3: patches next to helmCharts transforms what the charts render"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, probs := releasesIn(tc.file, []byte(tc.yaml), isChart)
+			var got []rel
+			for _, r := range rs {
+				got = append(got, rel{Chart: r.chart, Name: r.name, Namespace: r.objNamespace(""), Values: r.values, Inline: r.inlineAt})
+			}
+			if got2 := tc.want; len(got2) == 0 {
+				if len(got) != 0 {
+					t.Fatalf("got %+v, want none", got)
+				}
+			} else if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+			switch {
+			case tc.problem == "" && len(probs) > 0:
+				t.Fatalf("problems: %v", probs)
+			case tc.problem != "" && (len(probs) != 1 || !strings.Contains(probs[0].Error(), tc.problem) || !errors.Is(probs[0], ErrHelm)):
+				t.Fatalf("problems %v, want one with %q", probs, tc.problem)
+			}
+		})
+	}
 }
