@@ -600,11 +600,29 @@ func (inv *Inventory) addHelm(hx *helmIndex) {
 	}
 	inv.Problems = append(inv.Problems, hx.problems...)
 	for _, r := range hx.releases {
+		if k := inv.kust.kustOf(r.file); k != nil && !k.root && r.err == nil {
+			// What is deployed is what the including kustomization makes
+			// of the chart's output, which is not traced.
+			r.err = fmt.Errorf("%w: %s is included by another kustomization, which transforms what the chart renders: not rendered", ErrHelm, r.via)
+			r.objs = nil
+			inv.Problems = append(inv.Problems, Problem{File: r.file, Line: r.line, Err: r.err})
+		}
+	}
+	for _, r := range hx.releases {
 		for _, o := range r.objs {
 			inv.Workloads = append(inv.Workloads, o.w)
 		}
 	}
 	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })
+}
+
+// kustOf returns the kustomization of file, nil when ix is nil or has
+// none.
+func (ix *kustIndex) kustOf(file string) *kust {
+	if ix == nil || !isKustomization(file) {
+		return nil
+	}
+	return ix.kust(file)
 }
 
 // owns reports whether the workloads of file are rendered by a release.

@@ -125,7 +125,9 @@ func renderRelease(files map[string][]byte, r *helmRelease, vals map[string]any)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: values: %w", r.chart, err)
 	}
-	rendered, err := engine.Render(ch, top)
+	// No client (lookup finds nothing) and no DNS (getHostByName returns
+	// ""): rendering reads nothing but the chart and its values.
+	rendered, err := engine.Engine{EnableDNS: false}.Render(ch, top)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", r.chart, err)
 	}

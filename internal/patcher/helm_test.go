@@ -74,6 +74,15 @@ func TestHelmGolden(t *testing.T) {
 			after:     map[string][2]string{"inference/chat": {"0.25", "0.45"}},
 		},
 		{
+			// The kustomization with helmCharts is included by another
+			// one, which renames what the chart renders: what is deployed
+			// is not traced, so neither is read (kustomize reports the
+			// including one).
+			name:     "helmcharts-included",
+			problems: []string{"apps/chat-canary/kustomization.yaml", "apps/chat/kustomization.yaml"},
+			after:    map[string][2]string{},
+		},
+		{
 			// A fraction the template computes from two values is not
 			// traced, nor one whose value sets a ConfigMap too; one set inline in an Application is not edited; a
 			// chart whose dependency is not vendored does not render; a
