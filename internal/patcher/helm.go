@@ -57,6 +57,7 @@ type helmChart struct {
 type helmRelease struct {
 	file string // the file that defines the release
 	line int
+	doc  int // index of the defining document in file
 	// via says what defines it, for messages: "Application chat-prod".
 	via             string
 	name, namespace string
@@ -65,9 +66,13 @@ type helmRelease struct {
 	// first; the chart's own values.yaml comes before all of them.
 	values []string
 	// inline are values written in the release definition itself, above
-	// every file; inlineAt names where.
-	inline   map[string]any
-	inlineAt string
+	// every file; inlineAt names where. inlinePath, when they are all
+	// one YAML mapping of the definition's document (Flux spec.values,
+	// Argo CD valuesObject, valuesInline), is its path there: such
+	// values are edited like a values file.
+	inline     map[string]any
+	inlineAt   string
+	inlinePath valuePath
 	// ignoreMissing: a values file that is not there is skipped (Argo
 	// CD's ignoreMissingValueFiles).
 	ignoreMissing bool
@@ -87,7 +92,7 @@ type hobj struct {
 
 // uses reports whether rendering r reads file p (a path from the root).
 func (r *helmRelease) uses(p string) bool {
-	return under(p, r.chart) || slices.Contains(r.values, p)
+	return under(p, r.chart) || slices.Contains(r.values, p) || p == r.file
 }
 
 // screenRelease reports whether a file may define a release: the cheap
@@ -134,7 +139,7 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 	}
 	var rels []*helmRelease
 	var probs []Problem
-	for _, doc := range s.docs {
+	for di, doc := range s.docs {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
 		}
@@ -158,7 +163,7 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 			continue
 		}
 		for _, r := range rs {
-			r.file, r.line = file, doc.Line
+			r.file, r.line, r.doc = file, doc.Line, di
 			rels = append(rels, r)
 		}
 	}
@@ -293,6 +298,13 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 		}
 		if len(inline) > 0 {
 			r.inline, r.inlineAt = inline, r.via+" "+at
+			if h.Values == "" && len(h.Parameters) == 0 {
+				r.inlinePath = valuePath{"spec", "source", "helm", "valuesObject"}
+				if at != "spec.source.helm" {
+					r.inlinePath = valuePath{"spec", "sources", i, "helm", "valuesObject"}
+				}
+				r.inlineAt += ".valuesObject"
+			}
 		}
 		out = append(out, r)
 	}
@@ -358,7 +370,7 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 		return nil, err
 	}
 	if len(v) > 0 {
-		r.inline, r.inlineAt = v, via+" spec.values"
+		r.inline, r.inlineAt, r.inlinePath = v, via+" spec.values", valuePath{"spec", "values"}
 	}
 	return []*helmRelease{r}, nil
 }
@@ -431,7 +443,7 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 			return nil, err
 		}
 		if len(v) > 0 {
-			r.inline, r.inlineAt = v, file+" "+at+".valuesInline"
+			r.inline, r.inlineAt, r.inlinePath = v, file+" "+at+".valuesInline", valuePath{"helmCharts", i, "valuesInline"}
 		}
 		out = append(out, r)
 	}

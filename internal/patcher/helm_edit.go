@@ -80,6 +80,20 @@ func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]b
 		return st.file(p)
 	}
 	files := st.chartFiles(r, next)
+	if b, ok := next[r.file]; ok || st.cur[r.file] != nil {
+		if !ok {
+			b = st.cur[r.file]
+		}
+		// The definition is edited: its inline values are read again.
+		rs, _ := releasesIn(r.file, b, func(d string) bool { _, ok := st.hx.charts[d]; return ok })
+		i := slices.IndexFunc(rs, func(x *helmRelease) bool { return x.via == r.via && x.chart == r.chart })
+		if i < 0 {
+			return nil, nil, fmt.Errorf("%w: %s is no longer in %s", ErrNotFound, r.via, r.file)
+		}
+		rr := *r
+		rr.inline = rs[i].inline
+		r = &rr
+	}
 	ls, err := r.layers(files, get)
 	return files, ls, err
 }
@@ -156,7 +170,10 @@ func (hx *helmIndex) target(e Edit) (*helmRelease, hobj, error) {
 // valueEdit is one value to write: at path of file, added when the file
 // does not have it.
 type valueEdit struct {
-	file     string
+	file string
+	// doc is the index of the document of the release definition whose
+	// inline values are edited, -1 for a values file.
+	doc      int
 	path     valuePath
 	old, new string
 	quote    bool   // a new entry is written as a string
@@ -271,14 +288,17 @@ func (st *hstate) readers(p string, r *helmRelease) []*helmRelease {
 
 // place says which file the value at p goes to (see the top of the file).
 func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c Change) (valueEdit, error) {
-	ve := valueEdit{path: p, old: c.Old, new: c.New, field: c.Field}
+	ve := valueEdit{path: p, old: c.Old, new: c.New, field: c.Field, doc: -1}
 	if v, ok := getValue(userValuesWithDefaults(ls), p); ok {
 		_, isStr := v.(string)
 		ve.quote = isStr
 	}
 	win := winner(ls, p)
 	if win >= 0 && ls[win].file == "" {
-		return ve, fmt.Errorf("it is set inline by %s, which is not edited: change it there by hand", ls[win].inline)
+		if r.inlinePath == nil {
+			return ve, fmt.Errorf("it is set inline by %s, in a string or --set form that is not edited: change it there by hand", ls[win].inline)
+		}
+		return st.inline(r, ve)
 	}
 	where := "a default of a subchart or a global"
 	if win >= 0 {
@@ -300,16 +320,30 @@ func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c Change)
 	}
 	for i := len(ls) - 1; i > win && i > 0; i-- {
 		f := ls[i].file
-		if f == "" || len(st.readers(f, r)) > 0 {
+		if f == "" && r.inlinePath == nil || f != "" && len(st.readers(f, r)) > 0 {
 			continue
 		}
 		if slices.ContainsFunc(p, func(e any) bool { _, ok := e.(int); return ok }) {
-			return ve, fmt.Errorf("it is in a list in %s, and a values file replaces a list whole: copy the list into %s by hand", where, f)
+			return ve, fmt.Errorf("it is in a list in %s, and values set above it replace a list whole: copy the list into %s by hand", where, ls[i].name())
+		}
+		if f == "" {
+			return st.inline(r, ve)
 		}
 		ve.file = f
 		return ve, nil
 	}
 	return ve, fmt.Errorf("it comes from %s, and %s has no values file of its own to set it in", where, r.via)
+}
+
+// inline puts ve in the inline values of r's definition.
+func (st *hstate) inline(r *helmRelease, ve valueEdit) (valueEdit, error) {
+	if _, ok := st.file(r.file); !ok {
+		return ve, fmt.Errorf("%w: %s: not read", ErrNotFound, r.file)
+	}
+	// Edits change no document's place among the file's documents.
+	ve.doc = r.doc
+	ve.file, ve.path = r.file, append(slices.Clone(r.inlinePath), ve.path...)
+	return ve, nil
 }
 
 // userValuesWithDefaults merges every layer, the chart's values.yaml
@@ -334,11 +368,15 @@ func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[s
 	if err != nil {
 		return err
 	}
-	if len(fe.exp) != 1 || len(fe.exp[0].Content) == 0 {
-		return &editError{file: ve.file, field: ve.path.String(), err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", ErrUnsupported, len(fe.exp))}
+	doc := ve.doc
+	if doc < 0 {
+		if len(fe.exp) != 1 || len(fe.exp[0].Content) == 0 {
+			return &editError{file: ve.file, field: ve.path.String(), err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", ErrUnsupported, len(fe.exp))}
+		}
+		doc = 0
 	}
 	name := ve.path.String()
-	cs, _, err := fe.editDoc(0, []docStep{{name: "set " + name, run: func(d *docEdit) error {
+	cs, _, err := fe.editDoc(doc, []docStep{{name: "set " + name, run: func(d *docEdit) error {
 		return d.setPath(ve.path, ve.new, ve.quote, name)
 	}}})
 	if err != nil {

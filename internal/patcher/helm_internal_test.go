@@ -133,7 +133,7 @@ spec:
       valuesObject: {gpu: {fraction: 0.6}}
   destination: {namespace: prod}
 `, want: []rel{{Chart: "charts/chat", Name: "chat-prod", Namespace: "prod", Values: []string{"charts/chat/values-prod.yaml", "envs/prod.yaml"},
-			Inline: "Application chat-prod spec.source.helm"}}},
+			Inline: "Application chat-prod spec.source.helm.valuesObject"}}},
 		{name: "Argo CD, a chart from a Helm repository and plain manifests", file: "argocd/app.yaml", yaml: `
 apiVersion: argoproj.io/v1alpha1
 kind: Application

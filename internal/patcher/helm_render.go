@@ -31,6 +31,13 @@ type valuesLayer struct {
 	vals   map[string]any
 }
 
+func (l valuesLayer) name() string {
+	if l.file != "" {
+		return l.file
+	}
+	return l.inline
+}
+
 // loadValues reads a values file as Helm does ("" is no values).
 func loadValues(b []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {

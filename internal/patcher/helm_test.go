@@ -83,6 +83,19 @@ func TestHelmGolden(t *testing.T) {
 			after:    map[string][2]string{},
 		},
 		{
+			// Values written as a YAML mapping in the release definition
+			// (Flux spec.values, Argo CD valuesObject) are edited there,
+			// like a values file; a value they do not set is added to them
+			// rather than to the chart's values.yaml, which both render.
+			name:      "inline-values",
+			workloads: []string{"prod/chat in deploy/releases.yaml", "staging/chat in deploy/releases.yaml"},
+			edits: []patcher.Edit{
+				helmEdit("deploy/releases.yaml", dep("prod", "chat"), patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")),
+				helmEdit("deploy/releases.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.2"), patcher.SetVLLMMemoryUtilization("0.18")),
+			},
+			after: map[string][2]string{"prod/chat": {"0.37", "0.33"}, "staging/chat": {"0.2", "0.18"}},
+		},
+		{
 			// A fraction the template computes from two values is not
 			// traced, nor one whose value sets a ConfigMap too; one set inline in an Application is not edited; a
 			// chart whose dependency is not vendored does not render; a
