@@ -213,11 +213,12 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	}
 	if len(kedits) > 0 {
 		inv.kust.reread(r).apply(kedits, res)
+		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	if len(hedits) > 0 {
 		inv.helm.reread(r).apply(hedits, res)
+		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
-	sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	return res, nil
 }
 

@@ -126,14 +126,15 @@ func renderKey(k string, flow bool) string {
 // entry is a mapping entry to be inserted: a string value or nested
 // entries.
 type entry struct {
-	key   string
-	value string // when children is nil
-	quote bool   // always double-quote the value (scalarOpts.quote)
+	key      string
+	value    string // when children is nil
+	quote    bool   // always double-quote the value (scalarOpts.quote)
+	children []entry
+
 	// untyped: the value may read as a number or a boolean, as a value
 	// of a Helm values file may (scalarOpts with neither quote nor
 	// asString); else it must read as a string.
-	untyped  bool
-	children []entry
+	untyped bool
 }
 
 // scalar renders the value: double-quoted when asked or needed, else plain.
