@@ -216,7 +216,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	if len(hedits) > 0 {
-		inv.helm.reread(r).apply(hedits, res)
+		inv.helm.reread(ctx, r).apply(ctx, hedits, res)
 		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	return res, nil

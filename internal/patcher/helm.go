@@ -2,6 +2,7 @@ package patcher
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -460,7 +461,7 @@ func cmpOr(a, b string) string {
 // indexHelm finds the releases among files that render charts of the
 // checkout and renders them. readTree reads a chart directory (all of its
 // files: the checkout's reader skips templates).
-func indexHelm(files map[string][]byte, readTree func(dir string) (map[string][]byte, error)) *helmIndex {
+func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error)) *helmIndex {
 	hx := &helmIndex{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}}
 	dirs := chartDirs(files)
 	if len(dirs) == 0 {
@@ -490,7 +491,7 @@ func indexHelm(files map[string][]byte, readTree func(dir string) (map[string][]
 			c.files, c.err = readTree(r.chart)
 			hx.charts[r.chart] = c
 		}
-		r.render(hx)
+		r.render(ctx, hx)
 		if r.err != nil {
 			hx.problems = append(hx.problems, Problem{File: r.file, Line: r.line, Err: r.err})
 		}
@@ -534,7 +535,7 @@ func (r *helmRelease) layers(chart map[string][]byte, file func(string) ([]byte,
 }
 
 // render renders r from the index's files, and reads its workloads.
-func (r *helmRelease) render(hx *helmIndex) {
+func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 	c := hx.charts[r.chart]
 	if c.err != nil {
 		r.err = fmt.Errorf("%w: %s: chart %s cannot be read: %w", ErrHelm, r.via, r.chart, c.err)
@@ -542,7 +543,7 @@ func (r *helmRelease) render(hx *helmIndex) {
 	}
 	ls, err := r.layers(c.files, func(p string) ([]byte, bool) { b, ok := hx.files[p]; return b, ok })
 	if err == nil {
-		r.out, err = renderRelease(c.files, r, userValues(ls))
+		r.out, err = renderRelease(ctx, c.files, r, userValues(ls))
 	}
 	if err != nil {
 		r.err = fmt.Errorf("%w: %s: %w", ErrHelm, r.via, err)

@@ -2,6 +2,7 @@ package patcher
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -99,12 +100,12 @@ func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]b
 }
 
 // render renders r from the files as edited so far and next.
-func (st *hstate) render(r *helmRelease, next map[string][]byte) ([]byte, error) {
+func (st *hstate) render(ctx context.Context, r *helmRelease, next map[string][]byte) ([]byte, error) {
 	files, ls, err := st.layers(r, next)
 	if err != nil {
 		return nil, err
 	}
-	return renderRelease(files, r, userValues(ls))
+	return renderRelease(ctx, files, r, userValues(ls))
 }
 
 // current is what r renders from the files as edited so far.
@@ -117,10 +118,10 @@ func (st *hstate) current(r *helmRelease) []byte {
 
 // apply applies edits of workloads releases render, and adds the results
 // to res.
-func (hx *helmIndex) apply(edits []Edit, res *Result) {
+func (hx *helmIndex) apply(ctx context.Context, edits []Edit, res *Result) {
 	st := &hstate{hx: hx, cur: map[string][]byte{}, renders: map[*helmRelease][]byte{}, changes: map[string][]Change{}}
 	for _, e := range edits {
-		notes, err := st.try(e)
+		notes, err := st.try(ctx, e)
 		if err != nil {
 			res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: e.File, Err: err})
 			continue
@@ -181,7 +182,7 @@ type valueEdit struct {
 }
 
 // try traces, places and proves one edit, and keeps it when proven.
-func (st *hstate) try(e Edit) ([]Note, error) {
+func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 	r, o, err := st.hx.target(e)
 	if err != nil {
 		return nil, err
@@ -237,7 +238,7 @@ func (st *hstate) try(e Edit) ([]Note, error) {
 				return nil, fail(fmt.Errorf("%s changes %s and %s differently", op, c.Field, x.Field))
 			}
 		}
-		p, err := trace(files, r, vals, c.Old, c.New, one.exp)
+		p, err := trace(ctx, files, r, vals, c.Old, c.New, one.exp)
 		if err != nil {
 			return nil, fail(fmt.Errorf("%s: %w", c.Field, err))
 		}
@@ -255,7 +256,7 @@ func (st *hstate) try(e Edit) ([]Note, error) {
 			return nil, fail(err)
 		}
 	}
-	renders, err := st.prove(next, r, whole.exp)
+	renders, err := st.prove(ctx, next, r, whole.exp)
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +448,7 @@ func (d *docEdit) setPath(p valuePath, value string, quote bool, name string) er
 // prove renders every release that reads a file of next again: r must
 // render want, every other one what it rendered. It returns the new
 // renders.
-func (st *hstate) prove(next map[string][]byte, r *helmRelease, want []*yaml.Node) (map[*helmRelease][]byte, error) {
+func (st *hstate) prove(ctx context.Context, next map[string][]byte, r *helmRelease, want []*yaml.Node) (map[*helmRelease][]byte, error) {
 	changed := make([]string, 0, len(next))
 	for p := range next {
 		changed = append(changed, p)
@@ -461,7 +462,7 @@ func (st *hstate) prove(next map[string][]byte, r *helmRelease, want []*yaml.Nod
 		if x.err != nil {
 			return nil, fmt.Errorf("%w: %s reads %s, which the edit changes, and does not render, so what the edit does to it cannot be proven", ErrHelm, x.via, strings.Join(changed, ", "))
 		}
-		out, err := st.render(x, next)
+		out, err := st.render(ctx, x, next)
 		if err != nil {
 			return nil, fmt.Errorf("%w: after the edit, %s does not render: %w", ErrHelm, x.via, err)
 		}
@@ -485,7 +486,7 @@ func (st *hstate) prove(next map[string][]byte, r *helmRelease, want []*yaml.Nod
 // reread returns the index of the files as they are now under fsys: hx
 // itself when none that a release reads changed since discovery, else a
 // new index of them.
-func (hx *helmIndex) reread(fsys fs.FS) *helmIndex {
+func (hx *helmIndex) reread(ctx context.Context, fsys fs.FS) *helmIndex {
 	same := true
 	now := make(map[string][]byte, len(hx.files))
 	for p, b := range hx.files {
@@ -521,7 +522,7 @@ func (hx *helmIndex) reread(fsys fs.FS) *helmIndex {
 	if same {
 		return hx
 	}
-	return indexHelm(now, func(dir string) (map[string][]byte, error) {
+	return indexHelm(ctx, now, func(dir string) (map[string][]byte, error) {
 		if t, ok := trees[dir]; ok && t != nil {
 			return t, nil
 		}

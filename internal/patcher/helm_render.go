@@ -2,6 +2,7 @@ package patcher
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -112,7 +113,7 @@ func loadChart(files map[string][]byte) (*chart.Chart, error) {
 // renderRelease renders the chart of files as release r with user values
 // vals, and returns the manifests as one stream, each document headed by
 // the template it came from, in the order of the template names.
-func renderRelease(files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
+func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
 	defer func() {
 		// The engine runs the repository's templates: a panic in it is a
 		// chart that does not render, not the end of the run.
@@ -134,7 +135,7 @@ func renderRelease(files map[string][]byte, r *helmRelease, vals map[string]any)
 	}
 	// No client (lookup finds nothing) and no DNS (getHostByName returns
 	// ""): rendering reads nothing but the chart and its values.
-	rendered, err := engine.Engine{EnableDNS: false}.Render(ch, top)
+	rendered, err := engine.Engine{EnableDNS: false}.RenderWithContext(ctx, ch, top)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", r.chart, err)
 	}

@@ -1,6 +1,7 @@
 package patcher
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -237,7 +238,7 @@ func sameDocs(out []byte, want []*yaml.Node) (string, bool) {
 // trace returns the value of release r that sets a field from old to
 // new alone: of the values that print as old, the one whose change to
 // new renders exactly want. files are the chart's, vals the user values.
-func trace(files map[string][]byte, r *helmRelease, vals map[string]any, old, new string, want []*yaml.Node) (valuePath, error) {
+func trace(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any, old, new string, want []*yaml.Node) (valuePath, error) {
 	all, err := coalesced(files, vals)
 	if err != nil {
 		return nil, err
@@ -252,7 +253,7 @@ func trace(files map[string][]byte, r *helmRelease, vals map[string]any, old, ne
 		v := deepCopy(all).(map[string]any)
 		cur, _ := getValue(v, c)
 		setValue(v, c, typed(new, cur))
-		out, err := renderRelease(files, r, v)
+		out, err := renderRelease(ctx, files, r, v)
 		if err != nil {
 			whys = append(whys, fmt.Sprintf("%s to %s does not render: %v", c, new, err))
 			continue
