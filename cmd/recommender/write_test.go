@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
@@ -263,4 +264,53 @@ func TestPlanWriteGPUMemory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPlanWriteHelm: the quickstart's chat service as a chart in the
+// repository with a values file per environment, rendered by two Argo CD
+// Applications: prod (in inference, whose usage is recorded) and dev.
+// plan --write edits prod's values file only, and the chart rendered for
+// each release asks for what the plan says. testdata/helm-write/expected
+// holds the changed files; -update rewrites it.
+func TestPlanWriteHelm(t *testing.T) {
+	const dir = "testdata/helm-write"
+	repo := t.TempDir()
+	require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
+	require.NoError(t, os.Remove(filepath.Join(repo, "apps", "chat", "deployment.yaml")))
+	require.NoError(t, os.CopyFS(repo, os.DirFS(filepath.Join(dir, "original"))))
+	before := files(t, repo)
+
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"plan", "--repo", repo, "--metrics-file", quickstartMetrics, "--write"}, &stdout, &stderr)
+	require.Equal(t, exitOK, code, stderr.String()+stdout.String())
+	require.Contains(t, stdout.String(), "--- a/apps/chat/chart/values-prod.yaml\n+++ b/apps/chat/chart/values-prod.yaml\n")
+
+	after := files(t, repo)
+	changed := map[string]string{}
+	for p, s := range after {
+		// the other services of the quickstart are plain manifests,
+		// which other tests cover
+		if before[p] != s && strings.HasPrefix(p, "apps/chat/") {
+			changed[p] = s
+		}
+	}
+	expected := filepath.Join(dir, "expected")
+	if *update {
+		require.NoError(t, os.RemoveAll(expected))
+		for p, s := range changed {
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(expected, p)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(expected, p), []byte(s), 0o644))
+		}
+	}
+	require.Equal(t, files(t, expected), changed, "the files plan --write changed; go test ./cmd/recommender -run TestPlanWriteHelm -update rewrites them")
+
+	inv, err := patcher.Discover(context.Background(), repo)
+	require.NoError(t, err)
+	got := map[string][2]string{}
+	for _, w := range inv.Workloads {
+		if w.Ref.Name == "chat" {
+			got[w.Ref.Namespace] = [2]string{w.GPU.FractionText, w.Containers[0].GPUMemoryUtilization}
+		}
+	}
+	require.Equal(t, map[string][2]string{"inference": {"0.72", "0.64"}, "dev": {"0.5", "0.45"}}, got, "what each release renders after --write")
 }

@@ -116,6 +116,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	byFile := map[string][]target{}
 	var files []string
 	var kedits []Edit // of workloads a kustomization builds
+	var hedits []Edit // of workloads a Helm release renders
 	for _, e := range edits {
 		ws := byRef[e.Workload]
 		if e.File != "" {
@@ -143,6 +144,11 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			continue
 		}
 		f := ws[0].File
+		if inv.helm != nil && inv.helm.owns(f) {
+			e.File = f
+			hedits = append(hedits, e)
+			continue
+		}
 		if inv.kust != nil && inv.kust.kust(f) != nil {
 			e.File = f
 			kedits = append(kedits, e)
@@ -229,6 +235,10 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			return nil, err
 		}
 		ix.apply(kedits, res)
+		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
+	}
+	if len(hedits) > 0 {
+		inv.helm.reread(ctx, r).apply(ctx, hedits, res)
 		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	return res, nil

@@ -55,6 +55,7 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 		inv.Problems = append(inv.Problems, out[i].probs...)
 	}
 	inv.addKustomize(indexKustomize(all))
+	inv.addHelm(indexHelm(ctx, all, files.ReadTree))
 	sort.SliceStable(inv.Problems, func(i, j int) bool {
 		if inv.Problems[i].File != inv.Problems[j].File {
 			return inv.Problems[i].File < inv.Problems[j].File

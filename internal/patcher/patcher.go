@@ -93,6 +93,13 @@ type Inventory struct {
 	// have any: a Workload whose File is a kustomization is edited
 	// through it.
 	kust *kustIndex
+	// Unreleased are the directories of the charts of the checkout that
+	// no Argo CD Application, Flux HelmRelease or helmCharts entry renders:
+	// they are not rendered (helm.go says why).
+	Unreleased []string
+	// helm holds the releases of the checkout's charts and their renders:
+	// a Workload whose File defines a release is edited through it.
+	helm *helmIndex
 }
 
 // Problem is a file or document that was skipped.

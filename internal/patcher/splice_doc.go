@@ -122,7 +122,7 @@ func indexOf(ns []*yaml.Node, n *yaml.Node) int {
 // ignored: the place of each node says.)
 func (d *docEdit) setString(from *yaml.Node, name string, path []string, value string, o scalarOpts) error {
 	cur := from
-	leaf := entry{key: path[len(path)-1], value: value, quote: o.quote}
+	leaf := entry{key: path[len(path)-1], value: value, quote: o.quote, untyped: !o.quote && !o.asString}
 	for i, p := range path {
 		if err := d.editable(cur, name); err != nil {
 			return err
@@ -229,7 +229,11 @@ func (e entry) nodes(flow bool) (k, v *yaml.Node) {
 	k = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e.key}
 	if e.children == nil {
 		_, style := e.scalar(flow)
-		return k, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e.value, Style: style}
+		tag := "!!str"
+		if e.untyped && style == 0 {
+			tag = "" // resolved as YAML reads it
+		}
+		return k, &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: e.value, Style: style}
 	}
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for _, c := range e.children {

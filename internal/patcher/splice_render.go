@@ -130,6 +130,11 @@ type entry struct {
 	value    string // when children is nil
 	quote    bool   // always double-quote the value (scalarOpts.quote)
 	children []entry
+
+	// untyped: the value may read as a number or a boolean, as a value
+	// of a Helm values file may (scalarOpts with neither quote nor
+	// asString); else it must read as a string.
+	untyped bool
 }
 
 // scalar renders the value: double-quoted when asked or needed, else plain.
@@ -137,7 +142,7 @@ func (e entry) scalar(flow bool) (string, yaml.Style) {
 	if e.quote {
 		return doubleQuote(e.value), yaml.DoubleQuotedStyle
 	}
-	return renderScalar(e.value, 0, scalarOpts{asString: true, flow: flow})
+	return renderScalar(e.value, 0, scalarOpts{asString: !e.untyped, flow: flow})
 }
 
 // block renders e as block lines, each ending in eol.

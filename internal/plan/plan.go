@@ -193,6 +193,11 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		p.problem(pr)
 	}
 	log.Info("workloads discovered", "count", len(inv.Workloads), "unreadable", len(inv.Problems))
+	if len(inv.Unreleased) > 0 {
+		// Which release name, namespace and values they are deployed with
+		// is not in the checkout: their workloads are not read.
+		log.Info("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read", "charts", inv.Unreleased)
+	}
 
 	p.inv = withNamespaces(inv, cmp.Or(opts.DefaultNamespace, "default"))
 	definitions := map[usage.Ref][]string{}

@@ -1,0 +1,644 @@
+package patcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Helm. A chart kept in the repository is deployed as what Helm renders
+// of it for each release that names it: an Argo CD Application whose
+// source path is the chart, a Flux HelmRelease whose chart is a path of a
+// GitRepository, or a kustomization's helmCharts entry. Discovery renders
+// every release with the Helm Go SDK, in memory and offline, and reports
+// the workloads it renders under their rendered identity (the release
+// namespace filled in). A chart no release names is not rendered: which
+// release name, namespace and values it would be deployed with is not
+// known, and a guess would attribute usage to names no cluster has; it is
+// listed in Inventory.Unreleased. Editing goes to the values file that
+// sets the value, traced by rendering (helm_trace.go, helm_edit.go).
+
+// ErrHelm: a release does not render, or an edit of what it renders
+// cannot be traced to a value, placed or proven.
+var ErrHelm = errors.New("helm")
+
+// helmIndex is every chart of a repository that a release renders, with
+// the releases and what they render.
+type helmIndex struct {
+	files    map[string][]byte // the checkout's YAML files, values files among them
+	charts   map[string]*helmChart
+	releases []*helmRelease
+	// kusts are kustomizations whose objects are only helmCharts: they
+	// are rendered here, and what kustomize says of them is dropped.
+	kusts map[string]bool
+	// unreleased are the chart directories no release renders.
+	unreleased []string
+	// problems are releases that do not render, and release definitions
+	// that cannot be read.
+	problems []Problem
+}
+
+// helmChart is one chart directory and its files.
+type helmChart struct {
+	dir   string
+	files map[string][]byte // every file below dir, by path relative to it
+	err   error
+}
+
+// helmRelease is one rendering of a chart.
+type helmRelease struct {
+	file string // the file that defines the release
+	line int
+	doc  int // index of the defining document in file
+	// via says what defines it, for messages: "Application chat-prod".
+	via             string
+	name, namespace string
+	chart           string // directory, from the root
+	// values are the values files, from the root, lowest precedence
+	// first; the chart's own values.yaml comes before all of them.
+	values []string
+	// inline are values written in the release definition itself, above
+	// every file; inlineAt names where. inlinePath, when they are all
+	// one YAML mapping of the definition's document (Flux spec.values,
+	// Argo CD valuesObject, valuesInline), is its path there: such
+	// values are edited like a values file.
+	inline     map[string]any
+	inlineAt   string
+	inlinePath valuePath
+	// ignoreMissing: a values file that is not there is skipped (Argo
+	// CD's ignoreMissingValueFiles).
+	ignoreMissing bool
+	// nsOverride is a kustomization's namespace:, which kustomize sets on
+	// every rendered object.
+	nsOverride string
+	out        []byte // the rendered stream
+	objs       []hobj
+	err        error
+}
+
+// hobj is one workload a release renders.
+type hobj struct {
+	w   Workload // as rendered; File is the release's file
+	doc int      // index of its document in out
+}
+
+// uses reports whether rendering r reads file p (a path from the root).
+func (r *helmRelease) uses(p string) bool {
+	return under(p, r.chart) || slices.Contains(r.values, p) || p == r.file
+}
+
+// screenRelease reports whether a file may define a release: the cheap
+// test that spares parsing the files that cannot (habit 6).
+func screenRelease(b []byte) bool {
+	return bytes.Contains(b, []byte("Application")) || bytes.Contains(b, []byte("HelmRelease")) ||
+		bytes.Contains(b, []byte("helmCharts"))
+}
+
+// chartDirs returns the directories holding a Chart.yaml, except the
+// subcharts vendored below another chart's charts/ directory.
+func chartDirs(files map[string][]byte) []string {
+	var dirs []string
+	for p := range files {
+		if path.Base(p) == "Chart.yaml" {
+			dirs = append(dirs, path.Dir(p))
+		}
+	}
+	sort.Strings(dirs)
+	var out []string
+	for _, d := range dirs {
+		sub := false
+		for _, o := range out {
+			if under(d, path.Join(o, "charts")) {
+				sub = true
+			}
+		}
+		if !sub {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// releasesIn reads the releases that file b defines. isChart says
+// whether a directory (from the root) is a chart of the checkout: a
+// source that names anything else (plain manifests, a Helm repository's
+// chart) is not a release rendered here, and is not reported. Problems
+// are definitions that name a chart of the checkout but cannot be read.
+func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []Problem) {
+	s, err := parseStream(b)
+	if err != nil {
+		return nil, nil // discoverFile reports it
+	}
+	var rels []*helmRelease
+	var probs []Problem
+	for di, doc := range s.docs {
+		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			continue
+		}
+		root := doc.Content[0]
+		api, kind := str(root, "apiVersion"), str(root, "kind")
+		var rs []*helmRelease
+		var err error
+		switch {
+		case kind == "Application" && strings.HasPrefix(api, "argoproj.io/"):
+			rs, err = argoReleases(root, isChart)
+		case kind == "HelmRelease" && strings.HasPrefix(api, "helm.toolkit.fluxcd.io/"):
+			rs, err = fluxRelease(root, isChart)
+		case isKustomization(file) && lookup(root, "helmCharts") != nil:
+			rs, err = kustReleases(file, root, isChart)
+		}
+		if err != nil {
+			if kind == "Application" || kind == "HelmRelease" {
+				err = fmt.Errorf("%s %s: %w", kind, str(lookup(root, "metadata"), "name"), err)
+			}
+			probs = append(probs, Problem{File: file, Line: doc.Line, Err: fmt.Errorf("%w: %w", ErrHelm, err)})
+			continue
+		}
+		for _, r := range rs {
+			r.file, r.line, r.doc = file, doc.Line, di
+			rels = append(rels, r)
+		}
+	}
+	return rels, probs
+}
+
+// decode decodes node n into v, naming the field on failure.
+func decode(n *yaml.Node, field string, v any) error {
+	if n == nil {
+		return nil
+	}
+	if err := n.Decode(v); err != nil {
+		return fmt.Errorf("line %d: %s: %w", n.Line, field, err)
+	}
+	return nil
+}
+
+// inlineValues reads a mapping of values written in a release
+// definition as Helm reads a values file.
+func inlineValues(n *yaml.Node, field string) (map[string]any, error) {
+	if n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: %s is not a mapping", n.Line, field)
+	}
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("line %d: %s: %w", n.Line, field, err)
+	}
+	v, err := loadValues(b)
+	if err != nil {
+		return nil, fmt.Errorf("line %d: %s: %w", n.Line, field, err)
+	}
+	return v, nil
+}
+
+// argoSource is what the editor reads of an Argo CD Application source.
+type argoSource struct {
+	Path  string `yaml:"path"`
+	Chart string `yaml:"chart"`
+	Ref   string `yaml:"ref"`
+	Helm  struct {
+		ReleaseName             string   `yaml:"releaseName"`
+		Namespace               string   `yaml:"namespace"`
+		ValueFiles              []string `yaml:"valueFiles"`
+		IgnoreMissingValueFiles bool     `yaml:"ignoreMissingValueFiles"`
+		Values                  string   `yaml:"values"`
+		Parameters              []struct {
+			Name  string `yaml:"name"`
+			Value string `yaml:"value"`
+		} `yaml:"parameters"`
+		FileParameters []any `yaml:"fileParameters"`
+	} `yaml:"helm"`
+}
+
+// argoReleases reads an Argo CD Application: each source whose path is a
+// chart of the checkout is a release. Argo CD names the release after the
+// Application unless helm.releaseName says otherwise, and renders into
+// the destination namespace. valueFiles are relative to the source path;
+// $name/ starts a path at the root of the source whose ref is name (taken
+// to be this repository).
+func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
+	name := str(lookup(root, "metadata"), "name")
+	ns := str(lookup(root, "spec", "destination"), "namespace")
+	var nodes []*yaml.Node
+	if n := lookup(root, "spec", "source"); n != nil {
+		nodes = append(nodes, n)
+	}
+	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode {
+		nodes = append(nodes, n.Content...)
+	}
+	srcs := make([]argoSource, len(nodes))
+	refs := map[string]bool{}
+	for i, n := range nodes {
+		if err := decode(n, "spec.source", &srcs[i]); err != nil {
+			return nil, err
+		}
+		if srcs[i].Ref != "" {
+			refs[srcs[i].Ref] = true
+		}
+	}
+	var out []*helmRelease
+	for i, s := range srcs {
+		dir := path.Clean(s.Path)
+		if s.Chart != "" || s.Path == "" || !isChart(dir) {
+			continue
+		}
+		h := s.Helm
+		r := &helmRelease{via: "Application " + name, name: cmpOr(h.ReleaseName, name), namespace: cmpOr(h.Namespace, ns), chart: dir}
+		for _, vf := range h.ValueFiles {
+			p := path.Join(dir, vf)
+			if strings.HasPrefix(vf, "$") {
+				ref, rest, _ := strings.Cut(strings.TrimPrefix(vf, "$"), "/")
+				if !refs[ref] {
+					return nil, fmt.Errorf("line %d: valueFiles: %q names no source ref", nodes[i].Line, vf)
+				}
+				p = path.Clean(rest)
+			}
+			if strings.Contains(vf, "://") || strings.HasPrefix(p, "../") || p == ".." {
+				return nil, fmt.Errorf("line %d: valueFiles: %q is not a file of the checkout", nodes[i].Line, vf)
+			}
+			r.values = append(r.values, p)
+		}
+		r.ignoreMissing = h.IgnoreMissingValueFiles
+		at := "spec.source.helm"
+		if len(srcs) > 1 || lookup(root, "spec", "source") == nil {
+			at = fmt.Sprintf("spec.sources[%d].helm", i)
+		}
+		if len(h.FileParameters) > 0 {
+			return nil, fmt.Errorf("%s.fileParameters: not supported", at)
+		}
+		var inline map[string]any
+		if h.Values != "" {
+			v, err := loadValues([]byte(h.Values))
+			if err != nil {
+				return nil, fmt.Errorf("%s.values: %w", at, err)
+			}
+			inline = mergeValues(inline, v)
+		}
+		obj, err := inlineValues(lookup(nodes[i], "helm", "valuesObject"), at+".valuesObject")
+		if err != nil {
+			return nil, err
+		}
+		inline = mergeValues(inline, obj)
+		for _, p := range h.Parameters {
+			v, err := setValues(p.Name + "=" + p.Value)
+			if err != nil {
+				return nil, fmt.Errorf("%s.parameters: %s: %w", at, p.Name, err)
+			}
+			inline = mergeValues(inline, v)
+		}
+		if len(inline) > 0 {
+			r.inline, r.inlineAt = inline, r.via+" "+at
+			if h.Values == "" && len(h.Parameters) == 0 {
+				r.inlinePath = valuePath{"spec", "source", "helm", "valuesObject"}
+				if at != "spec.source.helm" {
+					r.inlinePath = valuePath{"spec", "sources", i, "helm", "valuesObject"}
+				}
+				r.inlineAt += ".valuesObject"
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// fluxHelmRelease is what the editor reads of a Flux HelmRelease.
+type fluxHelmRelease struct {
+	ReleaseName     string `yaml:"releaseName"`
+	TargetNamespace string `yaml:"targetNamespace"`
+	Chart           struct {
+		Spec struct {
+			Chart     string `yaml:"chart"`
+			SourceRef struct {
+				Kind string `yaml:"kind"`
+			} `yaml:"sourceRef"`
+			ValuesFiles []string `yaml:"valuesFiles"`
+			ValuesFile  string   `yaml:"valuesFile"`
+		} `yaml:"spec"`
+	} `yaml:"chart"`
+	ValuesFrom []any `yaml:"valuesFrom"`
+}
+
+// fluxRelease reads a Flux HelmRelease whose chart is a path of a
+// GitRepository (taken to be this repository). Flux names the release
+// [targetNamespace-]name unless releaseName says otherwise; valuesFiles
+// are paths from the source's root, merged in order, and spec.values
+// comes last.
+func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
+	md := lookup(root, "metadata")
+	name, ns := str(md, "name"), str(md, "namespace")
+	var spec fluxHelmRelease
+	if err := decode(lookup(root, "spec"), "spec", &spec); err != nil {
+		return nil, err
+	}
+	cs := spec.Chart.Spec
+	dir := path.Clean(strings.TrimPrefix(cs.Chart, "/"))
+	if cs.Chart == "" || cs.SourceRef.Kind != "GitRepository" && cs.SourceRef.Kind != "Bucket" || !isChart(dir) {
+		return nil, nil
+	}
+	via := "HelmRelease " + name
+	if len(spec.ValuesFrom) > 0 {
+		return nil, errors.New("spec.valuesFrom reads ConfigMaps or Secrets of the cluster, so what it renders is not known here: not rendered")
+	}
+	rel := name
+	if spec.TargetNamespace != "" {
+		rel = spec.TargetNamespace + "-" + name
+	}
+	r := &helmRelease{via: via, name: cmpOr(spec.ReleaseName, rel), namespace: cmpOr(spec.TargetNamespace, ns), chart: dir}
+	vfs := cs.ValuesFiles
+	if cs.ValuesFile != "" {
+		vfs = append([]string{cs.ValuesFile}, vfs...)
+	}
+	for _, vf := range vfs {
+		p := path.Clean(strings.TrimPrefix(vf, "/"))
+		if strings.HasPrefix(p, "../") || p == ".." {
+			return nil, fmt.Errorf("spec.chart.spec.valuesFiles: %q is not a file of the checkout", vf)
+		}
+		r.values = append(r.values, p)
+	}
+	v, err := inlineValues(lookup(root, "spec", "values"), "spec.values")
+	if err != nil {
+		return nil, err
+	}
+	if len(v) > 0 {
+		r.inline, r.inlineAt, r.inlinePath = v, via+" spec.values", valuePath{"spec", "values"}
+	}
+	return []*helmRelease{r}, nil
+}
+
+// kustReleases reads the helmCharts of a kustomization. Only a
+// kustomization that does nothing else with them is rendered here: one
+// that also has resources, patches, name prefixes or labels transforms the
+// chart's output in ways the editor does not trace, so it is reported.
+// Its namespace: is applied to what the charts render, as kustomize does.
+func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
+	dir := path.Dir(file)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch k := root.Content[i].Value; k {
+		case "apiVersion", "kind", "metadata", "namespace", "helmCharts", "helmGlobals":
+		default:
+			return nil, fmt.Errorf("line %d: %s next to helmCharts transforms what the charts render, which is not traced: not rendered (kustomize would also run the helm binary)",
+				root.Content[i].Line, k)
+		}
+	}
+	var globals struct {
+		ChartHome string `yaml:"chartHome"`
+	}
+	if err := decode(lookup(root, "helmGlobals"), "helmGlobals", &globals); err != nil {
+		return nil, err
+	}
+	home := path.Join(dir, cmpOr(globals.ChartHome, "charts"))
+	seq := lookup(root, "helmCharts")
+	if seq.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("line %d: helmCharts is not a list", seq.Line)
+	}
+	var out []*helmRelease
+	for i, n := range seq.Content {
+		var hc struct {
+			Name                  string   `yaml:"name"`
+			Version               string   `yaml:"version"`
+			ReleaseName           string   `yaml:"releaseName"`
+			Namespace             string   `yaml:"namespace"`
+			ValuesFile            string   `yaml:"valuesFile"`
+			AdditionalValuesFiles []string `yaml:"additionalValuesFiles"`
+			ValuesMerge           string   `yaml:"valuesMerge"`
+		}
+		at := fmt.Sprintf("helmCharts[%d]", i)
+		if err := decode(n, at, &hc); err != nil {
+			return nil, err
+		}
+		chart := path.Join(home, hc.Name)
+		if hc.Version != "" && !isChart(chart) {
+			chart = path.Join(home, hc.Name+"-"+hc.Version, hc.Name)
+		}
+		if hc.Name == "" || !isChart(chart) {
+			return nil, fmt.Errorf("line %d: %s: chart %q is not a chart of the checkout below %s (kustomize would pull it): not rendered", n.Line, at, hc.Name, home)
+		}
+		if hc.ValuesMerge != "" && hc.ValuesMerge != "override" && hc.ValuesMerge != "merge" {
+			return nil, fmt.Errorf("line %d: %s.valuesMerge %q is not supported", n.Line, at, hc.ValuesMerge)
+		}
+		r := &helmRelease{via: fmt.Sprintf("%s %s", file, at), name: cmpOr(hc.ReleaseName, hc.Name), namespace: hc.Namespace, chart: chart,
+			nsOverride: str(root, "namespace")}
+		for _, vf := range append([]string{hc.ValuesFile}, hc.AdditionalValuesFiles...) {
+			if vf == "" {
+				continue
+			}
+			p := path.Join(dir, vf)
+			if path.IsAbs(vf) || strings.Contains(vf, "://") || strings.HasPrefix(p, "../") || p == ".." {
+				return nil, fmt.Errorf("line %d: %s: values file %q is not a file of the checkout", n.Line, at, vf)
+			}
+			r.values = append(r.values, p)
+		}
+		v, err := inlineValues(lookup(n, "valuesInline"), at+".valuesInline")
+		if err != nil {
+			return nil, err
+		}
+		if len(v) > 0 {
+			r.inline, r.inlineAt, r.inlinePath = v, file+" "+at+".valuesInline", valuePath{"helmCharts", i, "valuesInline"}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// indexHelm finds the releases among files that render charts of the
+// checkout and renders them. readTree reads a chart directory (all of its
+// files: the checkout's reader skips templates).
+func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error)) *helmIndex {
+	hx := &helmIndex{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}}
+	dirs := chartDirs(files)
+	if len(dirs) == 0 {
+		return hx
+	}
+	isChart := func(d string) bool { _, ok := slices.BinarySearch(dirs, d); return ok }
+	paths := make([]string, 0, len(files))
+	for p, b := range files {
+		if screenRelease(b) {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		rs, probs := releasesIn(p, files[p], isChart)
+		hx.problems = append(hx.problems, probs...)
+		hx.releases = append(hx.releases, rs...)
+		if isKustomization(p) && (len(rs) > 0 || len(probs) > 0) {
+			hx.kusts[p] = true
+		}
+	}
+	named := map[string]bool{}
+	for _, r := range hx.releases {
+		named[r.chart] = true
+		if _, ok := hx.charts[r.chart]; !ok {
+			c := &helmChart{dir: r.chart}
+			c.files, c.err = readTree(r.chart)
+			hx.charts[r.chart] = c
+		}
+		r.render(ctx, hx)
+		if r.err != nil {
+			hx.problems = append(hx.problems, Problem{File: r.file, Line: r.line, Err: r.err})
+		}
+	}
+	for _, d := range dirs {
+		if !named[d] {
+			hx.unreleased = append(hx.unreleased, d)
+		}
+	}
+	return hx
+}
+
+// layers returns the values of release r from files, lowest precedence
+// first, with their names: the chart's values.yaml, each values file,
+// the inline values.
+func (r *helmRelease) layers(chart map[string][]byte, file func(string) ([]byte, bool)) ([]valuesLayer, error) {
+	var ls []valuesLayer
+	def, err := loadValues(chart["values.yaml"])
+	if err != nil {
+		return nil, fmt.Errorf("%s/values.yaml: %w", r.chart, err)
+	}
+	ls = append(ls, valuesLayer{file: path.Join(r.chart, "values.yaml"), vals: def})
+	for _, p := range r.values {
+		b, ok := file(p)
+		if !ok && r.ignoreMissing {
+			continue
+		}
+		if !ok {
+			return nil, fmt.Errorf("values file %s is not a YAML file of the checkout", p)
+		}
+		v, err := loadValues(b)
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %w", p, err)
+		}
+		ls = append(ls, valuesLayer{file: p, vals: v})
+	}
+	if r.inline != nil {
+		ls = append(ls, valuesLayer{inline: r.inlineAt, vals: r.inline})
+	}
+	return ls, nil
+}
+
+// render renders r from the index's files, and reads its workloads.
+func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
+	c := hx.charts[r.chart]
+	if c.err != nil {
+		r.err = fmt.Errorf("%w: %s: chart %s cannot be read: %w", ErrHelm, r.via, r.chart, c.err)
+		return
+	}
+	ls, err := r.layers(c.files, func(p string) ([]byte, bool) { b, ok := hx.files[p]; return b, ok })
+	if err == nil {
+		r.out, err = renderRelease(ctx, c.files, r, userValues(ls))
+	}
+	if err != nil {
+		r.err = fmt.Errorf("%w: %s: %w", ErrHelm, r.via, err)
+		return
+	}
+	r.objs, r.err = r.workloads(r.out)
+}
+
+// workloads reads the workloads of a rendered stream.
+func (r *helmRelease) workloads(out []byte) ([]hobj, error) {
+	s, err := parseStream(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: what chart %s renders does not parse: %w", ErrHelm, r.via, r.chart, err)
+	}
+	var objs []hobj
+	for i, doc := range s.docs {
+		if len(doc.Content) == 0 {
+			continue
+		}
+		ref, spec, ok := identify(doc.Content[0])
+		if !ok || validRef(ref) != nil {
+			continue
+		}
+		w := readWorkload(doc.Content[0], ref, spec)
+		w.Ref.Namespace = r.objNamespace(ref.Namespace)
+		w.File, w.Line = r.file, r.line
+		objs = append(objs, hobj{w: w, doc: i})
+	}
+	return objs, nil
+}
+
+// objNamespace is the namespace a rendered object lands in.
+func (r *helmRelease) objNamespace(ns string) string {
+	switch {
+	case r.nsOverride != "":
+		return r.nsOverride
+	case ns != "":
+		return ns
+	}
+	return r.namespace
+}
+
+// find returns the object of r that ref names: the namespace may be
+// filled in by the caller when neither the object nor the release has one.
+func (r *helmRelease) find(ref usage.Ref) (hobj, bool) {
+	for _, o := range r.objs {
+		got := o.w.Ref
+		if got.Kind == ref.Kind && got.Name == ref.Name && (got.Namespace == ref.Namespace || got.Namespace == "") {
+			return o, true
+		}
+	}
+	return hobj{}, false
+}
+
+// addHelm puts the workloads releases render into the inventory, and
+// drops what kustomize said of the kustomizations rendered here.
+func (inv *Inventory) addHelm(hx *helmIndex) {
+	if len(hx.releases) == 0 && len(hx.problems) == 0 {
+		inv.Unreleased = hx.unreleased
+		return
+	}
+	inv.helm = hx
+	inv.Unreleased = hx.unreleased
+	if len(hx.kusts) > 0 {
+		inv.Problems = slices.DeleteFunc(inv.Problems, func(p Problem) bool { return hx.kusts[p.File] && errors.Is(p.Err, ErrKustomize) })
+		inv.Workloads = slices.DeleteFunc(inv.Workloads, func(w Workload) bool { return hx.kusts[w.File] })
+	}
+	inv.Problems = append(inv.Problems, hx.problems...)
+	for _, r := range hx.releases {
+		if k := inv.kust.kustOf(r.file); k != nil && !k.root && r.err == nil {
+			// What is deployed is what the including kustomization makes
+			// of the chart's output, which is not traced.
+			r.err = fmt.Errorf("%w: %s is included by another kustomization, which transforms what the chart renders: not rendered", ErrHelm, r.via)
+			r.objs = nil
+			inv.Problems = append(inv.Problems, Problem{File: r.file, Line: r.line, Err: r.err})
+		}
+	}
+	for _, r := range hx.releases {
+		for _, o := range r.objs {
+			inv.Workloads = append(inv.Workloads, o.w)
+		}
+	}
+	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })
+}
+
+// kustOf returns the kustomization of file, nil when ix is nil or has
+// none.
+func (ix *kustIndex) kustOf(file string) *kust {
+	if ix == nil || !isKustomization(file) {
+		return nil
+	}
+	return ix.kust(file)
+}
+
+// owns reports whether the workloads of file are rendered by a release.
+func (hx *helmIndex) owns(file string) bool {
+	return slices.ContainsFunc(hx.releases, func(r *helmRelease) bool { return r.file == file })
+}

@@ -1,0 +1,216 @@
+package patcher
+
+import (
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// helmSeeds are the release definitions and values files of the Helm
+// goldens.
+func helmSeeds(f *testing.F, match func(string) bool) {
+	f.Helper()
+	err := filepath.WalkDir(filepath.Join("testdata", "helm"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !match(p) {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil {
+			f.Add(b)
+		}
+		return err
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+}
+
+// FuzzHelmReleases feeds arbitrary YAML to the reader of release
+// definitions (Argo CD Applications, Flux HelmReleases, helmCharts) as
+// a manifest and as a kustomization. It must never panic; every release
+// it reads names a chart and values files inside the checkout, and every
+// problem names the file and wraps ErrHelm.
+func FuzzHelmReleases(f *testing.F) {
+	helmSeeds(f, func(p string) bool {
+		return strings.Contains(p, "/original/") && (strings.Contains(p, "argocd") || strings.Contains(p, "clusters") || path.Base(p) == "kustomization.yaml")
+	})
+	f.Add([]byte("apiVersion: argoproj.io/v1alpha1\nkind: Application\nspec:\n  sources:\n  - ref: r\n  - path: c\n    helm: {valueFiles: [$r/../x], parameters: [{name: 'a[0].b', value: '1'}]}\n"))
+	f.Add([]byte("helmCharts:\n- name: c\n  valuesInline: {a: 1}\n  valuesFile: /etc/passwd\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, file := range []string{"apps/app.yaml", "apps/kustomization.yaml"} {
+			rels, probs := releasesIn(file, b, func(string) bool { return true })
+			for _, r := range rels {
+				if r.chart == "" || escapes(r.chart) {
+					t.Fatalf("%s: chart %q", file, r.chart)
+				}
+				for _, v := range r.values {
+					if v == "" || escapes(v) || path.Clean(v) != v {
+						t.Fatalf("%s: values file %q", file, v)
+					}
+				}
+				if r.file != file || r.via == "" {
+					t.Fatalf("release %+v", r)
+				}
+			}
+			for _, p := range probs {
+				if p.File != file || !errors.Is(p, ErrHelm) {
+					t.Fatalf("problem %v", p)
+				}
+			}
+		}
+	})
+}
+
+// escapes reports whether slash path p leaves the root.
+func escapes(p string) bool {
+	p = path.Clean(p)
+	return path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../")
+}
+
+// FuzzHelmValues feeds arbitrary values files to the tracer's walk of
+// values: every scalar it finds for a text is where it says, prints as
+// that text, and is set by the only layer.
+func FuzzHelmValues(f *testing.F) {
+	helmSeeds(f, func(p string) bool { return strings.Contains(path.Base(p), "values") })
+	f.Add([]byte("a: [1, {b: 0.5}, [\"0.5\"]]\nc: {d: 0.50}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := loadValues(b)
+		if err != nil {
+			return
+		}
+		ls := []valuesLayer{{file: "values.yaml", vals: v}}
+		for _, text := range []string{"0.5", "1", "true", ""} {
+			for _, p := range leavesEqual(v, text) {
+				got, ok := getValue(v, p)
+				if !ok {
+					t.Fatalf("%s: not found", p)
+				}
+				if s, _ := scalarText(got); strings.TrimSpace(s) != text {
+					t.Fatalf("%s: %v is not %q", p, got, text)
+				}
+				if w := winner(ls, p); w != 0 {
+					t.Fatalf("%s: winner %d", p, w)
+				}
+				c := deepCopy(v)
+				if !setValue(c, p, "x") {
+					t.Fatalf("%s: not set", p)
+				}
+				if got, _ := getValue(c, p); got != "x" {
+					t.Fatalf("%s: set to %v", p, got)
+				}
+			}
+		}
+	})
+}
+
+// TestReleasesIn: what each kind of release definition says about the
+// release: chart, name, namespace, values files in order, inline values.
+func TestReleasesIn(t *testing.T) {
+	charts := map[string]bool{"charts/chat": true, "apps/chat/charts/chat": true, "apps/chat/my-charts/chat-1.2.0/chat": true}
+	isChart := func(d string) bool { return charts[d] }
+	type rel struct {
+		Chart, Name, Namespace, Inline string
+		Values                         []string
+	}
+	tests := []struct {
+		name, file, yaml string
+		want             []rel
+		problem          string // in the one problem's message
+	}{
+		{name: "Argo CD, one source", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: chat-prod}
+spec:
+  source:
+    path: charts/chat/
+    helm:
+      valueFiles: [values-prod.yaml, ../../envs/prod.yaml]
+      valuesObject: {gpu: {fraction: 0.6}}
+  destination: {namespace: prod}
+`, want: []rel{{Chart: "charts/chat", Name: "chat-prod", Namespace: "prod", Values: []string{"charts/chat/values-prod.yaml", "envs/prod.yaml"},
+			Inline: "Application chat-prod spec.source.helm.valuesObject"}}},
+		{name: "Argo CD, a chart from a Helm repository and plain manifests", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://charts.example.com, chart: chat}
+    - {path: manifests/chat}
+    - {path: charts/chat, helm: {releaseName: chat, parameters: [{name: gpu.fraction, value: "0.4"}]}}
+`, want: []rel{{Chart: "charts/chat", Name: "chat", Inline: "Application x spec.sources[2].helm"}}},
+		{name: "Argo CD, a $ref to no source", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
+`, problem: "Application x: line 7: valueFiles: \"$values/envs/prod.yaml\" names no source ref"},
+		{name: "Flux, targetNamespace", file: "flux/hr.yaml", yaml: `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat, namespace: flux-system}
+spec:
+  targetNamespace: prod
+  chart:
+    spec:
+      chart: ./charts/chat
+      sourceRef: {kind: GitRepository, name: repo}
+      valuesFiles: [./charts/chat/values-prod.yaml]
+`, want: []rel{{Chart: "charts/chat", Name: "prod-chat", Namespace: "prod", Values: []string{"charts/chat/values-prod.yaml"}}}},
+		{name: "Flux, a chart of a HelmRepository", file: "flux/hr.yaml", yaml: `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: charts/chat, sourceRef: {kind: HelmRepository, name: repo}}}
+`},
+		{name: "Flux, valuesFrom", file: "flux/hr.yaml", yaml: `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: charts/chat, sourceRef: {kind: GitRepository, name: repo}}}
+  valuesFrom: [{kind: ConfigMap, name: chat-values}]
+`, problem: "HelmRelease chat: spec.valuesFrom reads ConfigMaps or Secrets"},
+		{name: "helmCharts, chartHome and a version", file: "apps/chat/kustomization.yaml", yaml: `
+namespace: serving
+helmGlobals: {chartHome: my-charts}
+helmCharts:
+  - {name: chat, version: 1.2.0, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesInline: {replicas: 2}}
+`, want: []rel{{Chart: "apps/chat/my-charts/chat-1.2.0/chat", Name: "chat", Namespace: "serving", Values: []string{"apps/chat/values.yaml", "apps/chat/gpu.yaml"},
+			Inline: "apps/chat/kustomization.yaml helmCharts[0].valuesInline"}}},
+		{name: "helmCharts next to patches", file: "apps/chat/kustomization.yaml", yaml: `
+helmCharts: [{name: chat}]
+patches: [{path: p.yaml}]
+`, problem: "line 3: patches next to helmCharts transforms what the charts render"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, probs := releasesIn(tc.file, []byte(tc.yaml), isChart)
+			var got []rel
+			for _, r := range rs {
+				got = append(got, rel{Chart: r.chart, Name: r.name, Namespace: r.objNamespace(""), Values: r.values, Inline: r.inlineAt})
+			}
+			if got2 := tc.want; len(got2) == 0 {
+				if len(got) != 0 {
+					t.Fatalf("got %+v, want none", got)
+				}
+			} else if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+			switch {
+			case tc.problem == "" && len(probs) > 0:
+				t.Fatalf("problems: %v", probs)
+			case tc.problem != "" && (len(probs) != 1 || !strings.Contains(probs[0].Error(), tc.problem) || !errors.Is(probs[0], ErrHelm)):
+				t.Fatalf("problems %v, want one with %q", probs, tc.problem)
+			}
+		})
+	}
+}

@@ -1,0 +1,239 @@
+package patcher_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// helmEdit is an edit of a workload as the release defined in file
+// renders it.
+func helmEdit(file string, ref usage.Ref, ops ...patcher.Op) patcher.Edit {
+	return patcher.Edit{Workload: ref, File: file, Reason: "golden", Ops: ops}
+}
+
+// TestHelmGolden: testdata/helm/<case>/original is a repository with
+// charts and the releases that render them; expected/ holds the files
+// after the edits are written. Run with -update to rewrite expected/.
+// The written repository is then discovered again, which renders every
+// release with the Helm SDK: each workload must ask for the fraction and
+// vLLM utilization wanted.
+func TestHelmGolden(t *testing.T) {
+	tests := []struct {
+		name      string
+		workloads []string // as discovered: namespace/name in file
+		problems  []string // discovery problems, by file
+		edits     []patcher.Edit
+		refused   []error
+		// unreleased are the charts no release renders.
+		unreleased []string
+		// after is each workload's gpu-fraction and vLLM flag after the
+		// edits, by namespace/name.
+		after map[string][2]string
+	}{
+		{
+			// Two Argo CD Applications render the chart with a values file
+			// each. prod's fraction is set in its own file: edited there.
+			// vLLM's utilization comes from the chart's values.yaml, which
+			// dev renders too: prod's file gets the key.
+			name:      "values-per-environment",
+			workloads: []string{"dev/chat in argocd/chat-dev.yaml", "inference/chat in argocd/chat-prod.yaml"},
+			edits: []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"),
+				patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))},
+			after: map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.37", "0.33"}},
+		},
+		{
+			// A Flux HelmRelease of a production-stack style chart: one
+			// Deployment per item of servingEngineSpec.modelSpec, in the
+			// cluster's values file. Each engine's values are edited in its
+			// own item; the other item's equal values are left alone.
+			name: "helmrelease",
+			workloads: []string{"serving/vllm-llama3-deployment-vllm in clusters/prod/stack.yaml",
+				"serving/vllm-qwen-deployment-vllm in clusters/prod/stack.yaml"},
+			edits: []patcher.Edit{
+				helmEdit("clusters/prod/stack.yaml", dep("serving", "vllm-llama3-deployment-vllm"),
+					patcher.SetWholeGPUs(2), patcher.SetVLLMMemoryUtilization("0.85")),
+				helmEdit("clusters/prod/stack.yaml", dep("serving", "vllm-qwen-deployment-vllm"),
+					patcher.SetVLLMMemoryUtilization("0.8")),
+			},
+			after: map[string][2]string{"serving/vllm-llama3-deployment-vllm": {"", "0.85"}, "serving/vllm-qwen-deployment-vllm": {"", "0.8"}},
+		},
+		{
+			// A kustomization's helmCharts, rendered here with the SDK
+			// (kustomize would run the helm binary): the fraction is in the
+			// last of its values files, edited in place, flow style kept.
+			name:      "helmcharts-kustomization",
+			workloads: []string{"inference/chat in apps/chat/kustomization.yaml"},
+			edits:     []patcher.Edit{helmEdit("apps/chat/kustomization.yaml", dep("inference", "chat"), patcher.SetGPUFraction("0.25"))},
+			after:     map[string][2]string{"inference/chat": {"0.25", "0.45"}},
+		},
+		{
+			// The kustomization with helmCharts is included by another
+			// one, which renames what the chart renders: what is deployed
+			// is not traced, so neither is read (kustomize reports the
+			// including one).
+			name:     "helmcharts-included",
+			problems: []string{"apps/chat-canary/kustomization.yaml", "apps/chat/kustomization.yaml"},
+			after:    map[string][2]string{},
+		},
+		{
+			// Values written as a YAML mapping in the release definition
+			// (Flux spec.values, Argo CD valuesObject) are edited there,
+			// like a values file; a value they do not set is added to them
+			// rather than to the chart's values.yaml, which both render.
+			name:      "inline-values",
+			workloads: []string{"prod/chat in deploy/releases.yaml", "staging/chat in deploy/releases.yaml"},
+			edits: []patcher.Edit{
+				helmEdit("deploy/releases.yaml", dep("prod", "chat"), patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")),
+				helmEdit("deploy/releases.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.2"), patcher.SetVLLMMemoryUtilization("0.18")),
+			},
+			after: map[string][2]string{"prod/chat": {"0.37", "0.33"}, "staging/chat": {"0.2", "0.18"}},
+		},
+		{
+			// A fraction the template computes from two values is not
+			// traced, nor one whose value sets a ConfigMap too; one set inline in an Application is not edited; a
+			// chart whose dependency is not vendored does not render; a
+			// chart from a Helm repository is not read; a chart no release
+			// names is not rendered. Nothing is written.
+			name:       "reported",
+			workloads:  []string{"research/embed in argocd/apps.yaml", "research/chat in argocd/apps.yaml", "research/rerank in argocd/apps.yaml"},
+			problems:   []string{"argocd/apps.yaml"},
+			unreleased: []string{"charts/orphan"},
+			edits: []patcher.Edit{
+				helmEdit("argocd/apps.yaml", dep("research", "embed"), patcher.SetGPUFraction("0.3")),
+				helmEdit("argocd/apps.yaml", dep("research", "chat"), patcher.SetGPUFraction("0.3")),
+				helmEdit("argocd/apps.yaml", dep("research", "rerank"), patcher.SetGPUFraction("0.3")),
+			},
+			refused: []error{patcher.ErrHelm, patcher.ErrHelm, patcher.ErrHelm},
+			after:   map[string][2]string{"research/chat": {"0.6", "0.45"}, "research/embed": {"0.5", ""}, "research/rerank": {"0.5", ""}},
+		},
+		{
+			// prod's fraction is in its own values file, but every release
+			// of the chart ships that file in a ConfigMap: rendering dev
+			// again shows the edit changes it, so it is refused.
+			name:      "proof",
+			workloads: []string{"dev/chat in argocd/chat-dev.yaml", "inference/chat in argocd/chat-prod.yaml"},
+			edits:     []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"), patcher.SetGPUFraction("0.37"))},
+			refused:   []error{patcher.ErrHelm},
+			after:     map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.5", "0.45"}},
+		},
+		{
+			// The fraction is the chart's default, which three releases
+			// render. prod and dev want different values: each gets the
+			// key in its own values file, and the chart is left alone.
+			// staging has no values file of its own: refused.
+			name: "shared-default",
+			workloads: []string{"dev/chat in argocd/chat-dev.yaml", "prod/chat in argocd/chat-prod.yaml",
+				"staging/chat in argocd/chat-staging.yaml"},
+			edits: []patcher.Edit{
+				helmEdit("argocd/chat-prod.yaml", dep("prod", "chat"), patcher.SetGPUFraction("0.37")),
+				helmEdit("argocd/chat-dev.yaml", dep("dev", "chat"), patcher.SetGPUFraction("0.6")),
+				helmEdit("argocd/chat-staging.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.4")),
+			},
+			refused: []error{patcher.ErrHelm},
+			after:   map[string][2]string{"dev/chat": {"0.6", "0.45"}, "prod/chat": {"0.37", "0.45"}, "staging/chat": {"0.5", "0.45"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join("testdata", "helm", tc.name)
+			orig := filepath.Join(dir, "original")
+			inv, err := patcher.Discover(ctx, orig)
+			require.NoError(t, err)
+			var problems []string
+			for _, p := range inv.Problems {
+				problems = append(problems, p.File)
+				t.Logf("problem: %v", p)
+			}
+			require.Equal(t, tc.problems, problems)
+			var got []string
+			for _, w := range inv.Workloads {
+				got = append(got, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
+			}
+			require.Equal(t, tc.workloads, got)
+			require.Equal(t, tc.unreleased, inv.Unreleased)
+
+			res, err := patcher.Apply(ctx, orig, inv, tc.edits)
+			require.NoError(t, err)
+			var refused []error
+			for _, r := range res.Refused {
+				refused = append(refused, r.Err)
+				t.Logf("refused: %v", r)
+			}
+			requireErrors(t, tc.refused, refused, "refusals")
+			for _, f := range res.Files {
+				require.NotEmpty(t, f.Changes, f.Path)
+				requireSplicesMake(t, f)
+				for _, c := range f.Changes {
+					t.Logf("%s: %s: %s -> %s", f.Path, c.Field, c.Old, c.New)
+				}
+			}
+
+			out := t.TempDir()
+			copyTree(t, orig, out)
+			require.NoError(t, res.Write(out))
+			expected := filepath.Join(dir, "expected")
+			if *update {
+				require.NoError(t, os.RemoveAll(expected))
+				for _, f := range res.Files {
+					p := filepath.Join(expected, filepath.FromSlash(f.Path))
+					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+					require.NoError(t, os.WriteFile(p, f.New, 0o644))
+				}
+			}
+			compareTrees(t, orig, expected, out)
+
+			again, err := patcher.Discover(ctx, out)
+			require.NoError(t, err)
+			require.Equal(t, len(inv.Problems), len(again.Problems), "%v", again.Problems)
+			now := map[string][2]string{}
+			for _, w := range again.Workloads {
+				util := ""
+				for _, c := range w.Containers {
+					if c.VLLM {
+						util = c.GPUMemoryUtilization
+					}
+				}
+				now[w.Ref.Namespace+"/"+w.Ref.Name] = [2]string{w.GPU.FractionText, util}
+			}
+			require.Equal(t, tc.after, now)
+		})
+	}
+}
+
+// BenchmarkHelm times one chart with a values file per environment (two
+// releases): discovery, which renders both, and an edit of prod's
+// fraction and vLLM flag, which renders prod once per candidate value
+// to trace each field, then both releases again for the proof.
+func BenchmarkHelm(b *testing.B) {
+	ctx := context.Background()
+	orig := filepath.Join("testdata", "helm", "values-per-environment", "original")
+	b.Run("discover", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := patcher.Discover(ctx, orig); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("trace-edit-prove", func(b *testing.B) {
+		inv, err := patcher.Discover(ctx, orig)
+		require.NoError(b, err)
+		edits := []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"),
+			patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := patcher.Apply(ctx, orig, inv, edits)
+			if err != nil || len(res.Files) != 1 {
+				b.Fatal(err, res.Refused)
+			}
+		}
+	})
+}

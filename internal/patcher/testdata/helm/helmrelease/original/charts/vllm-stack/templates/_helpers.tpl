@@ -1,0 +1,3 @@
+{{- define "stack.engine" -}}
+{{ .release }}-{{ .model.name }}-deployment-vllm
+{{- end }}
