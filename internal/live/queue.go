@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -56,7 +57,8 @@ func (q QueueCheck) Warning() string {
 	return ""
 }
 
-func gpus(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// gpus writes an amount of GPU on KAI's grid, away from binary error.
+func gpus(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
 
 // CheckQueue reads the KAI queue of Deployment namespace/name and what the
 // Deployments charged to it in namespaces request, and works out what
