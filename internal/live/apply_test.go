@@ -179,7 +179,7 @@ func TestApply(t *testing.T) {
 				d := c.get(t, w.ns, w.name)
 				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"])
 				require.Equal(t, []string{"--model", "m"}, d.Spec.Template.Spec.Containers[0].Args)
-				require.Empty(t, owners(t, d, argsPath...), "args not sent are not owned")
+				require.Equal(t, []string{"argocd-controller"}, owners(t, d, argsPath...), "args not sent are not taken")
 				require.Equal(t, []string{"container vllm: --gpu-memory-utilization is not a literal in its args: left to the pull request"}, res.Warnings)
 			},
 		},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -27,26 +28,26 @@ func TestReconcile(t *testing.T) {
 		meddle func(t *testing.T, w workload) // after the live change
 		want   live.Outcome
 		detail string
-		check  func(t *testing.T, w workload, gen int64)
+		check  func(t *testing.T, w workload, before *appsv1.Deployment)
 	}{
 		{
 			name: "open: pending", state: scm.Open,
 			git:  live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
 			want: live.Pending, detail: "is open",
-			check: func(t *testing.T, w workload, gen int64) {
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
 				d := c.get(t, w.ns, w.name)
 				require.Contains(t, d.Annotations, live.MarkerAnnotation)
-				require.Equal(t, gen, d.Generation)
+				require.Equal(t, before.ResourceVersion, d.ResourceVersion, "nothing written")
 			},
 		},
 		{
 			name: "merged and Git holds the values: marker removed, fields released and kept", state: scm.Merged,
 			git:  live.GitValues{Fraction: "0.45", VLLM: map[string]string{"vllm": "0.40"}},
 			want: live.Released, detail: "marker removed",
-			check: func(t *testing.T, w workload, gen int64) {
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
 				d := c.get(t, w.ns, w.name)
 				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
-				require.Equal(t, gen, d.Generation, "releasing does not roll")
+				require.Equal(t, before.Spec.Template, d.Spec.Template, "releasing does not roll: the pod template is the same")
 				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"], "the value stays: Git holds it now")
 				require.Equal(t, "--gpu-memory-utilization=0.40", d.Spec.Template.Spec.Containers[0].Args[2])
 				require.Equal(t, []string{live.HandoffManager}, owners(t, d, fractionPath...), "no longer the tool's manager: Argo CD manages it again")
@@ -61,7 +62,7 @@ func TestReconcile(t *testing.T) {
 			name: "merged but Git holds less: left", state: scm.Merged,
 			git:  live.GitValues{Fraction: "0.40", VLLM: map[string]string{"vllm": "0.36"}},
 			want: live.Left, detail: `Git holds gpu-fraction "0.40" below the live 0.45`,
-			check: func(t *testing.T, w workload, _ int64) {
+			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
 				require.Contains(t, c.get(t, w.ns, w.name).Annotations, live.MarkerAnnotation)
 			},
 		},
@@ -69,10 +70,10 @@ func TestReconcile(t *testing.T) {
 			name: "closed unmerged, revert on: back to Git's values", state: scm.Closed, revert: true,
 			git:  live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
 			want: live.Reverted, detail: "reverted to Git's values, marker removed",
-			check: func(t *testing.T, w workload, gen int64) {
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
 				d := c.get(t, w.ns, w.name)
 				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
-				require.Equal(t, gen+1, d.Generation, "reverting rolls")
+				require.NotEqual(t, before.Spec.Template, d.Spec.Template, "reverting rolls: the pod template changed")
 				require.Equal(t, "0.30", d.Spec.Template.Annotations["gpu-fraction"])
 				require.Equal(t, vllmArgs, d.Spec.Template.Spec.Containers[0].Args)
 				require.NotContains(t, owners(t, d, fractionPath...), live.FieldManager)
@@ -82,7 +83,7 @@ func TestReconcile(t *testing.T) {
 			name: "closed unmerged, revert off: left and said", state: scm.Closed,
 			git:  live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
 			want: live.Left, detail: "was closed unmerged; the live change (gpu-fraction 0.30 → 0.45) is left (`--live-revert-closed` reverts it)",
-			check: func(t *testing.T, w workload, gen int64) {
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
 				d := c.get(t, w.ns, w.name)
 				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"])
 				require.Contains(t, d.Annotations, live.MarkerAnnotation)
@@ -96,7 +97,7 @@ func TestReconcile(t *testing.T) {
 				c.applyAs(t, w, "kubectl-edit", true)
 			},
 			want: live.Left, detail: "the live gpu-fraction is 0.50, not the 0.45 the tool applied: someone changed it since",
-			check: func(t *testing.T, w workload, _ int64) {
+			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
 				require.Equal(t, "0.50", c.get(t, w.ns, w.name).Spec.Template.Annotations["gpu-fraction"])
 			},
 		},
@@ -117,7 +118,7 @@ func TestReconcile(t *testing.T) {
 				tt.meddle(t, w)
 			}
 			require.NoError(t, prs.SetState(pr.Number, tt.state, ""))
-			gen := c.get(t, w.ns, w.name).Generation
+			before := c.get(t, w.ns, w.name)
 
 			// Only this case's Deployment is looked at: the namespace holds
 			// the other cases' too.
@@ -134,7 +135,7 @@ func TestReconcile(t *testing.T) {
 			require.NotNil(t, got, "%+v", results)
 			require.Equal(t, tt.want, got.Outcome, got.Detail)
 			require.Contains(t, got.Detail, tt.detail)
-			tt.check(t, w, gen)
+			tt.check(t, w, before)
 		})
 	}
 }
