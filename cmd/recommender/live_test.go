@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
@@ -79,8 +80,11 @@ func TestRunLive(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, exitOK, Main(append(base, "--dry-run"), &out, &errOut), "%s\n%s", out.String(), errOut.String())
 	t.Logf("dry run:\n%s", out.String())
-	require.Contains(t, out.String(), "inference/chat       would apply  gpu-fraction 0.50 → 0.72, container vllm --gpu-memory-utilization 0.45 → 0.64")
-	require.Contains(t, out.String(), "inference/translate  would apply  gpu-fraction 0.25 → 0.32")
+	require.Contains(t, out.String(), `
+LIVE DEPLOYMENT      OUTCOME      CHANGE                                                                         DETAIL
+inference/chat       would apply  gpu-fraction 0.5 → 0.72, container vllm --gpu-memory-utilization 0.45 → 0.64   would apply by server-side apply as gpu-rightsizing-recommender
+inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --gpu-memory-utilization 0.22 → 0.28  would apply by server-side apply as gpu-rightsizing-recommender
+`)
 	d := deployment(t, kube, "chat")
 	require.Equal(t, gen, d.Generation, "a dry run changes nothing")
 	require.NotContains(t, d.Annotations, live.MarkerAnnotation)
@@ -105,4 +109,34 @@ func TestRunLive(t *testing.T) {
 	require.Equal(t, "gpu-rightsizing/inference/chat", mk.Branch)
 	require.Contains(t, mk.PullRequest, "file://")
 	require.Positive(t, mk.Number)
+
+	// A person merges chat's pull request and closes translate's: the next
+	// run lets go of chat's live change, Git holding it now, and reverts
+	// translate's.
+	git := func(args ...string) {
+		cmd := exec.Command(testenv.LookPath(t, "git"), args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	git("merge", "-q", "--no-ff", "-m", "merge chat", "gpu-rightsizing/inference/chat")
+	forge, err := scm.NewLocal(filepath.Join(repo, ".git", "gpu-rightsizing", "pulls"))
+	require.NoError(t, err)
+	require.NoError(t, forge.SetState(mk.Number, scm.Merged, ""))
+	var tr live.Marker
+	require.NoError(t, json.Unmarshal([]byte(deployment(t, kube, "translate").Annotations[live.MarkerAnnotation]), &tr))
+	require.NoError(t, forge.SetState(tr.Number, scm.Closed, ""))
+
+	out.Reset()
+	errOut.Reset()
+	Main(append(base, "--live-force-conflicts", "--live-revert-closed"), &out, &errOut)
+	t.Logf("after merge and close:\n%s\n%s", out.String(), errOut.String())
+	require.Contains(t, out.String(), "inference/chat       released")
+	require.Contains(t, out.String(), "inference/translate  reverted")
+	require.Contains(t, out.String(), "inference/translate  refused   ", "a declined pull request carries no live change")
+	d = deployment(t, kube, "translate")
+	require.Equal(t, "0.25", d.Spec.Template.Annotations["gpu-fraction"])
+	require.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--gpu_memory_utilization=0.22", "the flag as it was spelt")
+	require.NotContains(t, d.Annotations, live.MarkerAnnotation)
 }
