@@ -110,7 +110,7 @@ func TestApply(t *testing.T) {
 			target: func(tg live.Target) live.Target { tg.Fraction.New = "0.20"; tg.VLLM = nil; return tg },
 			opts:   func(o live.Options) live.Options { o.Force = true; return o },
 			want:   live.Refused, detail: "never downsized",
-			check:  unchanged(c, "0.30"),
+			check: unchanged(c, "0.30"),
 		},
 		{
 			name: "never a downsize: the live value, the tool's own from before, already higher",
@@ -132,7 +132,7 @@ func TestApply(t *testing.T) {
 			target: func(tg live.Target) live.Target { tg.Fraction.New = "0.70"; tg.VLLM = nil; return tg },
 			opts:   func(o live.Options) live.Options { o.Force = true; return o },
 			want:   live.Refused, detail: "more than maxPercent 200% of 0.30",
-			check:  unchanged(c, "0.30"),
+			check: unchanged(c, "0.30"),
 		},
 		{
 			name: "beyond the ceiling is refused",
@@ -140,7 +140,7 @@ func TestApply(t *testing.T) {
 			target: func(tg live.Target) live.Target { tg.Ceiling = 0.4; tg.VLLM = nil; return tg },
 			opts:   func(o live.Options) live.Options { o.Force = true; return o },
 			want:   live.Refused, detail: "above the ceiling 0.4",
-			check:  unchanged(c, "0.30"),
+			check: unchanged(c, "0.30"),
 		},
 		{
 			name: "a namespace not allowed is not touched",
@@ -154,7 +154,7 @@ func TestApply(t *testing.T) {
 			w:    workload{ns: "inference", name: "kind", fraction: "0.30"}, manager: "argocd-controller",
 			target: func(tg live.Target) live.Target { tg.Kind = "Pod"; return tg },
 			want:   live.Refused, detail: "a Pod is never changed live: Deployments only",
-			check:  unchanged(c, "0.30"),
+			check: unchanged(c, "0.30"),
 		},
 		{
 			name: "at the cap of live changes",

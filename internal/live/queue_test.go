@@ -52,9 +52,9 @@ func TestQueueQuota(t *testing.T) {
 			want: live.Applied,
 		},
 		{
-			name: "a queue that does not exist: noted, applied",
-			w:    workload{ns: "inference", name: "lost", fraction: "0.30", queue: "missing"},
-			want: live.Applied,
+			name:    "a queue that does not exist: noted, applied",
+			w:       workload{ns: "inference", name: "lost", fraction: "0.30", queue: "missing"},
+			want:    live.Applied,
 			warning: `KAI queue missing could not be read (queues.scheduling.run.ai "missing" not found): its quota was not checked`,
 		},
 	}
