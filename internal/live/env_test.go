@@ -25,13 +25,23 @@ type cluster struct {
 // unless said otherwise).
 func startCluster(t *testing.T, user string, users ...testenv.KubeUser) cluster {
 	t.Helper()
+	return startClusterTB(t, user, users...)
+}
+
+func startClusterB(b *testing.B) cluster {
+	b.Helper()
+	return startClusterTB(b, testenv.KubeAdmin)
+}
+
+func startClusterTB(t testing.TB, user string, users ...testenv.KubeUser) cluster {
+	t.Helper()
 	s := testenv.StartKubeAPIServer(t, users...)
 	s.InstallKAIQueueCRD(t)
 	s.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: staging}\n"))
 	return cluster{s: s, c: client(t, s, user)}
 }
 
-func client(t *testing.T, s *testenv.KubeAPIServer, user string) *live.Client {
+func client(t testing.TB, s *testenv.KubeAPIServer, user string) *live.Client {
 	t.Helper()
 	cfg, err := live.RESTConfig(s.Kubeconfig(t, user))
 	require.NoError(t, err)
@@ -87,6 +97,16 @@ func (c cluster) create(t *testing.T, w workload, manager string) {
 }
 
 func (c cluster) applyAs(t *testing.T, w workload, manager string, force bool) {
+	t.Helper()
+	c.applyAsTB(t, w, manager, force)
+}
+
+func (c cluster) applyAsB(b *testing.B, w workload) {
+	b.Helper()
+	c.applyAsTB(b, w, "argocd-controller", false)
+}
+
+func (c cluster) applyAsTB(t testing.TB, w workload, manager string, force bool) {
 	t.Helper()
 	path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=%s&force=%t", w.ns, w.name, manager, force)
 	code, body := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, w.manifest(), "application/apply-patch+yaml")

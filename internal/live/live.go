@@ -52,6 +52,13 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = FieldManager
 	}
+	// client-go's default of 5 requests a second would make each upsize
+	// (three or four requests) wait on the client's own limiter; a run
+	// makes a few dozen requests at most, and the server's priority and
+	// fairness still bounds them.
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
