@@ -67,7 +67,11 @@ func gpus(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 
 // will have to hold once it has rolled, and needs no RBAC on pods.
 func (c *Client) CheckQueue(ctx context.Context, namespace, name string, newGPUs float64, namespaces []string) (QueueCheck, error) {
 	dep, err := c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		// Not in the cluster (yet): no queue to charge, nothing to warn of.
+		return QueueCheck{}, nil
+	case err != nil:
 		return QueueCheck{}, apiError("get", "deployments", namespace, err)
 	}
 	q := QueueCheck{Queue: queueOf(dep), Namespaces: namespaces}

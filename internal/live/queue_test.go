@@ -87,3 +87,14 @@ func roundQueue(q live.QueueCheck) live.QueueCheck {
 	q.Requested, q.After = r(q.Requested), r(q.After)
 	return q
 }
+
+// TestQueueOfMissingDeployment: a Deployment not in the cluster has no
+// queue to check, and that is no warning.
+func TestQueueOfMissingDeployment(t *testing.T) {
+	c := startCluster(t, "admin")
+	q, err := c.c.CheckQueue(ctx(t), "inference", "absent", 0.5, []string{"inference"})
+	require.NoError(t, err)
+	require.Equal(t, live.QueueCheck{}, q)
+	require.Empty(t, q.Warning())
+	require.False(t, q.Exceeds())
+}
