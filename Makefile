@@ -20,7 +20,7 @@ IMAGE ?= ghcr.io/gpu-rightsizing/recommender:dev
 image:
 	docker build -t $(IMAGE) .
 
-## test: install what the tests run (promtool, git) and run every test
+## test: install what the tests run (promtool, git, etcd; kube-apiserver built once into a cache) and run every test
 test: test-deps
 	RECOMMENDER_TEST_STRICT=1 $(GO) test -race -count=1 $(PKGS)
 

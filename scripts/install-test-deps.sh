@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run for real, when they are missing:
-# Prometheus's promtool and server (Debian's prometheus package), git, etcd
-# (Debian's etcd-server package), and kube-apiserver, built once from
-# hack/kube-apiserver into a cache outside the work tree.
+# Prometheus's promtool and server (Debian's prometheus package), git,
+# OpenSSH's server, etcd (Debian's etcd-server package), and kube-apiserver,
+# built once from hack/kube-apiserver into a cache outside the work tree.
 # Idempotent; needs root or sudo only when a Debian package is missing.
 set -euo pipefail
 
 need=()
 command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v git >/dev/null 2>&1 || need+=(git)
+# sshd serves repositories over SSH for the SSH clone and push tests.
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+# etcd stores what the tests' kube-apiserver serves.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# sshd run as root needs its privilege separation directory, which only
+# a booted system's tmpfiles creates.
+if [ "$(id -u)" -eq 0 ] && [ ! -d /run/sshd ]; then install -d -m 0755 /run/sshd; fi
 
 if ((${#need[@]} > 0)); then
 	sudo=""
@@ -37,6 +43,7 @@ echo "building kube-apiserver $version into $bin (once; about 12 minutes on 2 co
 # leaves a binary that looks finished.
 tmp=$(mktemp "$bin.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp"; exit 130' INT TERM HUP
 start=$SECONDS
 (
 	cd "$root/hack/kube-apiserver"
@@ -46,5 +53,5 @@ start=$SECONDS
 )
 chmod 0755 "$tmp"
 mv -f "$tmp" "$bin"
-trap - EXIT
+trap - EXIT INT TERM HUP
 echo "built kube-apiserver in $((SECONDS - start))s" >&2

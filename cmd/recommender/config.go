@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
 // configKey ties a key of the config file to the flag it sets: the flag
@@ -31,13 +32,19 @@ type configKey struct {
 	Flag string // e.g. prometheus-token-file
 }
 
-// configKeys are the settings of `run` that a config file holds, in the
-// order `config print` shows them. Secrets are not among them: a file or
-// an environment variable holds each, and the config names it.
+// configKeys are the settings a config file holds, in the order `config
+// print` shows them. Secrets are not among them: a file or an environment
+// variable holds each, and the config names it. One file serves run and
+// plan: each command takes the keys whose flags it has and leaves the
+// others, so a key only run uses (pullRequests.maxNew) is no error for
+// plan, while an unknown key is one for both.
 var configKeys = []configKey{
 	{"scm", "scm"},
 	{"repo", "repo"},
 	{"base", "base"},
+	{"git.url", "git-url"},
+	{"git.sshKeyFile", "git-ssh-key-file"},
+	{"git.knownHostsFile", "git-known-hosts-file"},
 	{"github.repo", "github-repo"},
 	{"github.url", "github-url"},
 	{"github.tokenFile", "github-token-file"},
@@ -85,6 +92,7 @@ var configKeys = []configKey{
 	{"live.revertClosed", "live-revert-closed"},
 	{"kubeconfig", "kubeconfig"},
 	{"dryRun", "dry-run"},
+	{"output", "output"},
 	{"detailedExitCode", "detailed-exit-code"},
 	{"logLevel", "log-level"},
 	{"logFormat", "log-format"},
@@ -294,6 +302,28 @@ type effectiveConfig struct {
 	File    string
 }
 
+// addConfigFlag registers `--config` on a command that reads a config file.
+func addConfigFlag(cmd *cobra.Command, file *string) {
+	cmd.Flags().StringVar(file, "config", "", "read settings from this YAML `file` (or $RECOMMENDER_CONFIG); flags and RECOMMENDER_* variables win over it")
+}
+
+// loadConfig reads the config file that `--config` or $RECOMMENDER_CONFIG
+// names, if any, and fills the flags of cmd that the command line left
+// unset from the environment, then from the file.
+func loadConfig(cmd *cobra.Command, file *string, lookupEnv func(string) (string, bool)) (*effectiveConfig, error) {
+	if !cmd.Flags().Changed("config") {
+		*file, _ = lookupEnv(envName("config"))
+	}
+	var cfg *configFile
+	if *file != "" {
+		var err error
+		if cfg, err = readConfig(*file); err != nil {
+			return nil, err
+		}
+	}
+	return applyConfig(cmd.Flags(), cfg, lookupEnv)
+}
+
 // applyConfig fills the flags that the command line did not set from the
 // environment, then from the config file (nil: none): flag > env > file >
 // default. Values from either go through the flag's own parsing, so a
@@ -313,7 +343,10 @@ func applyConfig(fs *pflag.FlagSet, cfg *configFile, lookupEnv func(string) (str
 			eff.Sources[key.Flag] = settingSource{Kind: "flag"}
 			continue
 		}
-		if v, ok := lookupEnv(envName(key.Flag)); ok && v != "" {
+		// A variable that is set wins even when empty: it empties a
+		// string or a list the file sets, as unsetting it brings the
+		// file's value back.
+		if v, ok := lookupEnv(envName(key.Flag)); ok {
 			eff.Sources[key.Flag] = settingSource{Kind: "env", Where: envName(key.Flag)}
 			if err := setFromEnv(fs, fl, v); err != nil {
 				errs = append(errs, fmt.Errorf("$%s: %w", envName(key.Flag), err))
@@ -337,23 +370,55 @@ func applyConfig(fs *pflag.FlagSet, cfg *configFile, lookupEnv func(string) (str
 	return eff, nil
 }
 
-// setFromEnv sets a flag from an environment variable; a list is
-// comma-separated.
+// setFromEnv sets a flag from an environment variable. A list is split
+// by splitEnvList. An empty value is the empty string or the empty list;
+// a boolean, a number or a duration has no empty value, so an empty one
+// is an error rather than a silent false or 0.
 func setFromEnv(fs *pflag.FlagSet, fl *pflag.Flag, v string) error {
-	if fl.Value.Type() == "stringArray" {
-		for item := range strings.SplitSeq(v, ",") {
-			if item = strings.TrimSpace(item); item != "" {
-				if err := fs.Set(fl.Name, item); err != nil {
-					return err
-				}
+	typ := fl.Value.Type()
+	if typ == "stringArray" {
+		for _, item := range splitEnvList(v) {
+			if err := fs.Set(fl.Name, item); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
-	if err := checkScalar(fl.Value.Type(), v); err != nil {
+	if v == "" && typ != "string" {
+		return fmt.Errorf("expected %s, got an empty value (unset the variable to use the config file's value or the default)", typeName(typ))
+	}
+	if err := checkScalar(typ, v); err != nil {
 		return err
 	}
 	return setScalar(fs, fl, v)
+}
+
+// splitEnvList splits a list variable on commas. A comma inside an item
+// is written `\,` (a header's value, a selector) and a backslash `\\`;
+// any other backslash stands for itself. Space around each item is
+// trimmed and empty items are dropped, so "a, b," is [a b].
+func splitEnvList(v string) []string {
+	var items []string
+	var cur strings.Builder
+	flush := func() {
+		if item := strings.TrimSpace(cur.String()); item != "" {
+			items = append(items, item)
+		}
+		cur.Reset()
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\' && i+1 < len(v) && (v[i+1] == ',' || v[i+1] == '\\'):
+			cur.WriteByte(v[i+1])
+			i++
+		case c == ',':
+			flush()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return items
 }
 
 // setFromNode sets a flag from a config file's node, insisting on the YAML
@@ -580,6 +645,9 @@ func valueNode(fl *pflag.Flag) *yaml.Node {
 // tokens travel (?access_token=); a URL that does not parse may hide one
 // anywhere, so none of it is shown.
 func redactURL(s string) string {
+	if !strings.Contains(s, "://") && scm.IsSSHURL(s) {
+		return s // scp-like, user@host:path: no place for a password
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return "<unparsable URL, redacted>"
@@ -617,6 +685,22 @@ func isNullNode(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// checkPlanKeys checks the keys of a config file that only plan reads
+// (output), which run's checks leave alone: validate judges the whole
+// file, for both commands.
+func checkPlanKeys(io streams, file string) error {
+	cfg, err := readConfig(file)
+	if err != nil {
+		return err
+	}
+	plan := newCmdPlan(io, nil, nil)
+	eff, err := applyConfig(plan.Flags(), cfg, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	return eff.explain(checkOutput(plan.Flags().Lookup("output").Value.String()))
+}
+
 // newCmdConfig is `config validate` and `config print`: run's own flags
 // and checks, with what run does replaced, so that a config is judged
 // exactly as run would judge it.
@@ -625,7 +709,8 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 		Use:   "config <command>",
 		Short: "Check a config file for run, or print the configuration run would use",
 		Long: "A config file holds run's settings in YAML; every setting is also a flag of run and an\n" +
-			"environment variable RECOMMENDER_<FLAG> (e.g. RECOMMENDER_PROMETHEUS_URL; lists comma-separated).\n" +
+			"environment variable RECOMMENDER_<FLAG> (e.g. RECOMMENDER_PROMETHEUS_URL; lists comma-separated, \\, for a\n" +
+			"comma inside an item; a variable set but empty empties a string or a list). plan reads the same file.\n" +
 			"A flag wins over the environment, the environment over the file, the file over the default.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -633,6 +718,9 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	validate := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
 		if o.Config == "" {
 			return flagErrorf("`--config` is required")
+		}
+		if err := checkPlanKeys(io, o.Config); err != nil {
+			return err
 		}
 		_, err := fmt.Fprintf(io.Out, "%s: valid\n", o.Config)
 		return err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
 // fullConfig sets every key of the config file.
@@ -291,4 +293,264 @@ func TestConfigPrintHidesTokensInURLs(t *testing.T) {
 			require.NotContains(t, out.String()+errOut.String(), tt.secret)
 		})
 	}
+}
+
+// TestRunConfigEmptyEnv: a variable that is set but empty empties a
+// string or a list the file sets; a boolean or a number has no empty
+// value, so an empty one is an error that names the variable.
+func TestRunConfigEmptyEnv(t *testing.T) {
+	file := writeConfig(t, "scm: local\nrepo: r\nmetrics: {file: m.om}\n"+
+		"github: {tokenFile: /file/token}\npullRequests: {labels: [file], maxNew: 3, draft: true}\n")
+	tests := []struct {
+		name  string
+		env   map[string]string
+		check func(t *testing.T, o *runOptions)
+		err   string
+	}{
+		{
+			name: "an empty string clears the file's",
+			env:  map[string]string{"RECOMMENDER_GITHUB_TOKEN_FILE": ""},
+			check: func(t *testing.T, o *runOptions) {
+				require.Empty(t, o.GitHub.TokenFile)
+				require.Equal(t, settingSource{Kind: "env", Where: "RECOMMENDER_GITHUB_TOKEN_FILE"}, o.effective.Sources["github-token-file"])
+			},
+		},
+		{
+			name: "an empty string replaces a default",
+			env:  map[string]string{"RECOMMENDER_BRANCH_PREFIX": ""},
+			check: func(t *testing.T, o *runOptions) {
+				require.Empty(t, o.BranchPrefix)
+			},
+		},
+		{
+			name:  "an empty list clears the file's",
+			env:   map[string]string{"RECOMMENDER_LABEL": ""},
+			check: func(t *testing.T, o *runOptions) { require.Empty(t, o.Labels) },
+		},
+		{
+			name: "unset, the file's values stand",
+			check: func(t *testing.T, o *runOptions) {
+				require.Equal(t, "/file/token", o.GitHub.TokenFile)
+				require.Equal(t, []string{"file"}, o.Labels)
+				require.Equal(t, 3, o.MaxNew)
+			},
+		},
+		{
+			name: "an empty number",
+			env:  map[string]string{"RECOMMENDER_MAX_NEW": ""},
+			err:  "$RECOMMENDER_MAX_NEW: expected an integer, got an empty value (unset the variable to use the config file's value or the default)",
+		},
+		{
+			name: "an empty boolean",
+			env:  map[string]string{"RECOMMENDER_DRAFT": ""},
+			err:  "$RECOMMENDER_DRAFT: expected true or false, got an empty value",
+		},
+		{
+			name: "an empty duration",
+			env:  map[string]string{"RECOMMENDER_PROMETHEUS_TIMEOUT": ""},
+			err:  "$RECOMMENDER_PROMETHEUS_TIMEOUT: expected a duration such as 30s or 2m, got an empty value",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			o, err := runWith(t, []string{"--config", file})
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, o)
+		})
+	}
+}
+
+func TestSplitEnvList(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{name: "commas", in: "a,b,c", want: []string{"a", "b", "c"}},
+		{name: "space and empty items", in: " a , b ,, ", want: []string{"a", "b"}},
+		{name: "empty", in: "", want: nil},
+		{name: "only commas", in: ",,", want: nil},
+		{name: "an escaped comma", in: `Accept: text/plain\, application/json,X-Scope-OrgID: gpu`,
+			want: []string{"Accept: text/plain, application/json", "X-Scope-OrgID: gpu"}},
+		{name: "an escaped backslash before a comma", in: `a\\,b`, want: []string{`a\`, "b"}},
+		{name: "another backslash is itself", in: `C:\dir,x\y`, want: []string{`C:\dir`, `x\y`}},
+		{name: "a trailing backslash", in: `a\`, want: []string{`a\`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, splitEnvList(tt.in))
+		})
+	}
+}
+
+// TestRunConfigEnvListWithComma: a header whose value holds a comma comes
+// through the environment whole.
+func TestRunConfigEnvListWithComma(t *testing.T) {
+	t.Setenv("RECOMMENDER_PROMETHEUS_HEADER", `Accept: text/plain\, application/json, X-Scope-OrgID: gpu`)
+	o, err := runWith(t, []string{"--scm", "local", "--repo", "r", "--prometheus-url", "http://p"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"text/plain, application/json"}, o.Usage.Prometheus.Headers.Values("Accept"))
+	require.Equal(t, []string{"gpu"}, o.Usage.Prometheus.Headers.Values("X-Scope-OrgID"))
+}
+
+// planWith parses plan's command line, environment and config as Main
+// would, and returns the options plan would be given.
+func planWith(t *testing.T, args []string) (*planOptions, error) {
+	t.Helper()
+	var got *planOptions
+	io := streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+	root := newCmdRoot(io, func(_ context.Context, o *planOptions) error { got = o; return nil })
+	root.SetArgs(append([]string{"plan"}, args...))
+	_, err := root.ExecuteC()
+	return got, err
+}
+
+// TestPlanConfigFile: plan reads run's config file, takes the keys it
+// shares with run and leaves the ones only run uses.
+func TestPlanConfigFile(t *testing.T) {
+	file := writeConfig(t, fullConfig+"output: markdown\ndetailedExitCode: true\n")
+	o, err := planWith(t, []string{"--config", file})
+	require.NoError(t, err)
+	require.Equal(t, "./gitops", o.Repo)
+	require.Equal(t, []string{"policies", "more"}, o.PolicyPaths)
+	require.Equal(t, "ml", o.DefaultNamespace)
+	require.Equal(t, "markdown", o.Output)
+	require.True(t, o.DetailedExitCode)
+	require.Equal(t, metrics.PresetHAMi, o.Usage.Preset)
+	require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), o.Usage.At)
+	p := o.Usage.Prometheus
+	require.Equal(t, "https://mimir.example/prometheus", p.URL)
+	require.Equal(t, "/var/run/secrets/prometheus/token", p.BearerTokenFile)
+	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
+	require.Equal(t, 30*time.Second, p.Timeout)
+	require.Equal(t, &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, settingSource{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
+	require.NotContains(t, o.effective.Sources, "max-new", "a key only run uses is left to run")
+
+	// flag > env > file > default, as for run.
+	t.Setenv("RECOMMENDER_OUTPUT", "json")
+	t.Setenv("RECOMMENDER_DEFAULT_NAMESPACE", "from-env")
+	o, err = planWith(t, []string{"--config", file, "-o", "table"})
+	require.NoError(t, err)
+	require.Equal(t, "table", o.Output, "flag over env")
+	require.Equal(t, "from-env", o.DefaultNamespace, "env over file")
+	require.Equal(t, "./gitops", o.Repo, "file over default")
+
+	t.Setenv("RECOMMENDER_CONFIG", file)
+	o, err = planWith(t, nil)
+	require.NoError(t, err)
+	require.Equal(t, "./gitops", o.Repo, "the config file named by $RECOMMENDER_CONFIG")
+}
+
+func TestPlanConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, config, err string
+	}{
+		{name: "an unknown key", config: "repo: r\nmetrics: {file: m.om}\npullRequest: {maxNew: 1}\n",
+			err: ":3:1: pullRequest: unknown key (known keys: "},
+		{name: "a bad value of a key only run uses is left to run", config: "repo: r\nmetrics: {file: m.om}\npullRequests: {maxNew: many}\n"},
+		{name: "a bad value", config: "repo: r\nmetrics: {file: m.om}\noutput: 3\n",
+			err: ":3:9: output: expected a string, got the integer 3 (quote it)"},
+		{name: "a missing repo names its key", config: "metrics: {file: m.om}\n",
+			err: "`--repo` is required\n  (`--repo` is repo in {file}, or $RECOMMENDER_REPO)"},
+		{name: "a bad output names its line", config: "repo: r\nmetrics: {file: m.om}\noutput: yaml\n",
+			err: "invalid `--output` \"yaml\": use table, json or markdown\n  (`--output` is output at {file}:3:9)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeConfig(t, tt.config)
+			var out, errOut bytes.Buffer
+			code := Main([]string{"plan", "--config", file}, &out, &errOut)
+			if tt.err == "" {
+				// Past the config: the plan fails on the missing checkout.
+				require.NotContains(t, errOut.String(), file)
+				return
+			}
+			require.Equal(t, exitUsage, code, errOut.String())
+			require.Contains(t, errOut.String(), strings.ReplaceAll(tt.err, "{file}", file))
+		})
+	}
+}
+
+// TestConfigValidatePlanKeys: validate judges the keys only plan reads
+// too, so that one file is checked for both commands.
+func TestConfigValidatePlanKeys(t *testing.T) {
+	tests := []struct {
+		name, config, err string
+	}{
+		{name: "a good output", config: "repo: r\nmetrics: {file: m.om}\noutput: markdown\n"},
+		{name: "a bad output", config: "repo: r\nmetrics: {file: m.om}\noutput: yaml\n",
+			err: "invalid `--output` \"yaml\": use table, json or markdown\n  (`--output` is output at {file}:3:9)"},
+		{name: "an output of the wrong type", config: "repo: r\nmetrics: {file: m.om}\noutput: [json]\n",
+			err: ":3:9: output: expected a string, got a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeConfig(t, tt.config)
+			var out, errOut bytes.Buffer
+			code := Main([]string{"config", "validate", "--config", file}, &out, &errOut)
+			if tt.err == "" {
+				require.Equal(t, exitOK, code, errOut.String())
+				return
+			}
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, errOut.String(), strings.ReplaceAll(tt.err, "{file}", file))
+		})
+	}
+}
+
+// TestConfigPrintGitURL: an SSH URL is shown as it is, scp-like or not;
+// a password in an HTTPS one is not.
+func TestConfigPrintGitURL(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{url: "git@github.com:acme/gitops.git", want: "url: git@github.com:acme/gitops.git"},
+		{url: "ssh://git@github.com:22/acme/gitops.git", want: "url: ssh://git@github.com:22/acme/gitops.git"},
+		{url: "https://bot:hunter2@git.example/acme/gitops.git", want: "url: https://bot:xxxxx@git.example/acme/gitops.git"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			git := "git: {url: '" + tt.url + "'}\n"
+			if scm.IsSSHURL(tt.url) {
+				git = "git: {url: '" + tt.url + "', sshKeyFile: /k, knownHostsFile: /kh}\n"
+			}
+			file := writeConfig(t, "scm: local\nrepo: .\nmetrics: {file: m.om}\n"+git)
+			var out, errOut bytes.Buffer
+			require.Equal(t, exitOK, Main([]string{"config", "print", "--config", file}, &out, &errOut), errOut.String())
+			require.Contains(t, out.String(), tt.want)
+		})
+	}
+}
+
+// escapeEnvItem writes an item for a list variable: what splitEnvList
+// reads back as the item.
+func escapeEnvItem(s string) string {
+	return strings.NewReplacer(`\`, `\\`, ",", `\,`).Replace(s)
+}
+
+// FuzzSplitEnvList: any value splits without a panic into trimmed,
+// non-empty items, and items written back with escapeEnvItem read back
+// the same.
+func FuzzSplitEnvList(f *testing.F) {
+	for _, s := range []string{"", "a,b", ` a , b ,`, `Accept: a\, b,X: y`, `a\\,b`, `C:\dir`, `\`, `\,`, `,,\\\,`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		items := splitEnvList(v)
+		escaped := make([]string, len(items))
+		for i, item := range items {
+			if item == "" || item != strings.TrimSpace(item) {
+				t.Fatalf("%q: item %d is %q", v, i, item)
+			}
+			escaped[i] = escapeEnvItem(item)
+		}
+		if again := splitEnvList(strings.Join(escaped, ",")); !slices.Equal(again, items) {
+			t.Fatalf("%q: %q written back reads %q", v, items, again)
+		}
+	})
 }

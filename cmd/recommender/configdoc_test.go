@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 )
@@ -18,24 +19,35 @@ const (
 )
 
 // configKeysTable renders every config key with its flag, its variable,
-// its default and what it does, from run's own flags.
+// its default, the commands that read it and what it does, from the
+// commands' own flags.
 func configKeysTable(t *testing.T) string {
 	t.Helper()
 	io := streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
 	root := newCmdRoot(io, nil)
-	run, _, err := root.Find([]string{"run"})
-	require.NoError(t, err)
-	lookup := func(name string) *pflag.Flag {
-		if f := run.Flags().Lookup(name); f != nil {
-			return f
-		}
-		return root.PersistentFlags().Lookup(name)
+	var cmds []*cobra.Command
+	for _, name := range []string{"run", "plan"} {
+		c, _, err := root.Find([]string{name})
+		require.NoError(t, err)
+		cmds = append(cmds, c)
 	}
 	var b strings.Builder
-	b.WriteString("| key | flag | environment variable | default | meaning |\n|---|---|---|---|---|\n")
+	b.WriteString("| key | flag | environment variable | default | read by | meaning |\n|---|---|---|---|---|---|\n")
 	for _, k := range configKeys {
-		f := lookup(k.Flag)
-		require.NotNil(t, f, "config key %s names no flag of run: --%s", k.Path, k.Flag)
+		var f *pflag.Flag
+		var users []string
+		if f = root.PersistentFlags().Lookup(k.Flag); f != nil {
+			users = []string{"all"}
+		}
+		for _, c := range cmds {
+			if cf := c.Flags().Lookup(k.Flag); cf != nil {
+				if f == nil {
+					f = cf
+				}
+				users = append(users, c.Name())
+			}
+		}
+		require.NotNil(t, f, "config key %s names no flag of run or plan: --%s", k.Path, k.Flag)
 		def := f.DefValue
 		switch {
 		case def == "" || def == "[]":
@@ -44,7 +56,7 @@ func configKeysTable(t *testing.T) string {
 			def = "`" + def + "`"
 		}
 		usage := strings.ReplaceAll(f.Usage, "|", `\|`)
-		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s |\n", k.Path, k.Flag, envName(k.Flag), def, usage)
+		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s | %s |\n", k.Path, k.Flag, envName(k.Flag), def, strings.Join(users, ", "), usage)
 	}
 	return b.String()
 }

@@ -112,3 +112,48 @@ func secret(file, env string) (string, error) {
 	}
 	return "", fmt.Errorf("no token: give a file, or set $%s", env)
 }
+
+// gitFlags say where run clones from and pushes to, when that is not the
+// forge's HTTPS URL with its token: an SSH URL with a deploy key, checked
+// against a known_hosts file.
+type gitFlags struct {
+	URL            string
+	SSHKeyFile     string
+	KnownHostsFile string
+}
+
+func (f *gitFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.URL, "git-url", "", "clone and push this `URL` instead of the forge's (or --repo's), e.g. ssh://git@github.com/acme/gitops.git")
+	fs.StringVar(&f.SSHKeyFile, "git-ssh-key-file", "", "authenticate to an SSH --git-url with the private key in this `file` (OpenSSH or PEM, no passphrase)")
+	fs.StringVar(&f.KnownHostsFile, "git-known-hosts-file", "", "check the SSH server's host key against this known_hosts `file` (required with an SSH key)")
+}
+
+func (f *gitFlags) check() error {
+	ssh := scm.IsSSHURL(f.URL)
+	switch {
+	case f.SSHKeyFile != "" && f.URL == "":
+		return flagErrorf("`--git-ssh-key-file` needs `--git-url`, the repository's SSH URL (ssh://git@host/owner/name.git)")
+	case f.SSHKeyFile != "" && !ssh:
+		return flagErrorf("`--git-ssh-key-file` needs an SSH `--git-url` (ssh://user@host/path or user@host:path), got %q", redactURL(f.URL))
+	case ssh && f.SSHKeyFile == "":
+		return flagErrorf("an SSH `--git-url` needs `--git-ssh-key-file`: the key to authenticate with")
+	case f.SSHKeyFile != "" && f.KnownHostsFile == "":
+		return flagErrorf("`--git-ssh-key-file` needs `--git-known-hosts-file`: the server's host key is always checked")
+	case f.KnownHostsFile != "" && f.SSHKeyFile == "":
+		return flagErrorf("`--git-known-hosts-file` needs `--git-ssh-key-file`: it checks SSH servers only")
+	}
+	return nil
+}
+
+// remote is where to clone from and push to, and with which credentials:
+// the forge's, unless --git-url says otherwise. An SSH URL replaces the
+// forge's token with the SSH key for git; the forge's API keeps its token.
+func (f *gitFlags) remote(url string, auth scm.Auth) (string, scm.Auth) {
+	if f.URL == "" {
+		return url, auth
+	}
+	if f.SSHKeyFile != "" {
+		return f.URL, scm.Auth{SSHKeyFile: f.SSHKeyFile, KnownHostsFile: f.KnownHostsFile}
+	}
+	return f.URL, auth
+}

@@ -19,6 +19,12 @@ type planOptions struct {
 	IO     streams
 	Logger *slog.Logger
 
+	// Config is the config file that fills in what flags and the
+	// environment leave out (the one run reads: plan takes the keys it
+	// shares with run); effective is the outcome.
+	Config    string
+	effective *effectiveConfig
+
 	Repo             string
 	Usage            usageFlags
 	Output           string
@@ -44,7 +50,10 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 			"unless a file changed on disk since the plan read it: then it is reported and nothing is written (exit 3).\n\n" +
 			"Usage comes from a recorded file (--metrics-file) or from a server with Prometheus' HTTP API\n" +
 			"(--prometheus-url: Prometheus, Thanos, Mimir, VictoriaMetrics). Secrets are read from files or\n" +
-			"the environment, never given on the command line.",
+			"the environment, never given on the command line.\n\n" +
+			"--config reads the config file run reads (docs/configure.md), with the same precedence: flag,\n" +
+			"RECOMMENDER_* variable, file, default. plan takes the keys it shares with run (repo, policies,\n" +
+			"metrics, prometheus, output, ...) and leaves the ones only run uses (pullRequests, github, ...).",
 		Example: "  recommender plan --repo examples/quickstart --metrics-file examples/quickstart/metrics.om\n" +
 			"  recommender plan --repo . --metrics-file usage.om --at 2026-11-30T12:00:00Z --output json\n" +
 			"  recommender plan --repo . --metrics-file usage.om --write && git diff\n" +
@@ -53,28 +62,27 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 			"      --prometheus-header 'X-Scope-OrgID: gpu' --prometheus-token-file /var/run/secrets/token --cluster-label cluster=prod-eu",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Repo == "" {
-				return flagErrorf("`--repo` is required")
-			}
-			if err := parseUsage(); err != nil {
+			eff, err := loadConfig(cmd, &opts.Config, os.LookupEnv)
+			if err != nil {
 				return err
 			}
-			switch opts.Output {
-			case "table", "json", "markdown":
-			default:
-				return flagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
+			opts.effective = eff
+			if err := opts.check(parseUsage); err != nil {
+				return eff.explain(err)
 			}
 			log, err := logger()
 			if err != nil {
 				return err
 			}
-			opts.Logger = log
+			opts.Usage.Progress = terminalProgress(io, cmd)
+			opts.Logger = opts.Usage.Progress.logger(log)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
 			return runPlan(cmd.Context(), opts)
 		},
 	}
+	addConfigFlag(cmd, &opts.Config)
 	f := cmd.Flags()
 	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table, json or markdown (for a CI job's summary)")
@@ -84,6 +92,26 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	f.BoolVar(&opts.Write, "write", false, "apply the planned edits to the working tree (no commit, no push)")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
+}
+
+// check checks the settings once flags, environment and config file are
+// read; parseUsage parses and checks the usage flags.
+func (o *planOptions) check(parseUsage func() error) error {
+	if o.Repo == "" {
+		return flagErrorf("`--repo` is required")
+	}
+	if err := parseUsage(); err != nil {
+		return err
+	}
+	return checkOutput(o.Output)
+}
+
+func checkOutput(format string) error {
+	switch format {
+	case "table", "json", "markdown":
+		return nil
+	}
+	return flagErrorf("invalid `--output` %q: use table, json or markdown", format)
 }
 
 func runPlan(ctx context.Context, opts *planOptions) error {

@@ -104,7 +104,7 @@ func TestNewCmdPlan(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got.IO, got.Now, got.Logger = streams{}, nil, nil
+			got.IO, got.Now, got.Logger, got.effective = streams{}, nil, nil, nil
 			if tt.want.Usage.Preset == "" {
 				tt.want.Usage.Preset = metrics.PresetKubex
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // newCmdRoot builds the command tree. planRunF, when not nil, replaces what
@@ -90,12 +91,9 @@ func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(io.Err, opts)), nil
 }
 
-// isTerminal reports whether w is a terminal (a character device).
+// isTerminal reports whether w is a terminal. A character device is not
+// enough: /dev/null is one, and a job's stderr sent there is no terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

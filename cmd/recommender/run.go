@@ -34,6 +34,7 @@ type runOptions struct {
 	SCM         string
 	GitHub      githubFlags
 	GitLab      gitlabFlags
+	Git         gitFlags
 	Usage       usageFlags
 	PolicyPaths []string
 	GroupBy     string
@@ -75,17 +76,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			"      --gitlab-token-file /var/run/secrets/gitlab/token --prometheus-url http://prometheus:9090",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("config") {
-				opts.Config = os.Getenv(envName("config"))
-			}
-			var cfg *configFile
-			if opts.Config != "" {
-				var err error
-				if cfg, err = readConfig(opts.Config); err != nil {
-					return err
-				}
-			}
-			eff, err := applyConfig(cmd.Flags(), cfg, os.LookupEnv)
+			eff, err := loadConfig(cmd, &opts.Config, os.LookupEnv)
 			if err != nil {
 				return err
 			}
@@ -104,7 +95,8 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			if err != nil {
 				return err
 			}
-			opts.Logger = log
+			opts.Usage.Progress = terminalProgress(io, cmd)
+			opts.Logger = opts.Usage.Progress.logger(log)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -112,12 +104,13 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Config, "config", "", "read settings from this YAML `file` (or $RECOMMENDER_CONFIG); flags and RECOMMENDER_* variables win over it")
+	addConfigFlag(cmd, &opts.Config)
 	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
 	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository), github or gitlab")
 	opts.GitHub.register(f)
 	opts.GitLab.register(f)
+	opts.Git.register(f)
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.GroupBy, "group-by", "workload", "one pull request per workload, namespace or policy")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
@@ -158,6 +151,9 @@ func (o *runOptions) check(parseUsage func() error) error {
 	default:
 		return flagErrorf("invalid `--scm` %q: use local, github or gitlab", o.SCM)
 	}
+	if err := o.Git.check(); err != nil {
+		return err
+	}
 	if err := parseUsage(); err != nil {
 		return err
 	}
@@ -180,6 +176,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	url, auth = opts.Git.remote(url, auth)
 	work, err := os.MkdirTemp("", "recommender-run-")
 	if err != nil {
 		return err
@@ -206,7 +203,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 			return err
 		}
 	}
-	rep, err = publish.Run(ctx, g, forge, p, publish.Options{
+	rep, err = publish.Run(ctx, opts.Usage.Progress.git(g), forge, p, publish.Options{
 		Base: opts.Base, BranchPrefix: opts.BranchPrefix, Grouping: plan.Grouping(opts.GroupBy),
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
@@ -214,6 +211,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Conventional: conventionalRE.MatchString(g.Message()), Source: source, Warnings: lr.publishWarnings(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
+	opts.Usage.Progress.clear()
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,8 @@ type usageFlags struct {
 	// Preset names the exporter whose series policies read by default.
 	Preset metrics.Preset
 	At     time.Time // zero: the newest recorded sample, or now
+	// Progress counts the queries on a terminal; nil: none shown.
+	Progress *progress
 }
 
 // addUsageFlags registers the usage flags on cmd, and returns what parses
@@ -164,6 +166,8 @@ func (u *usageFlags) keep(queries []usage.Query) []metrics.Option {
 // the queries read, then evaluate. name says where usage came from.
 func (u *usageFlags) plan(ctx context.Context, opts plan.Options, log *slog.Logger, now func() time.Time) (p *plan.Plan, name string, err error) {
 	opts.Logger = log
+	defer u.Progress.clear()
+	u.Progress.start("reading the repository", 0)
 	p, err = plan.Govern(ctx, opts)
 	if err != nil {
 		return nil, "", err
@@ -179,7 +183,7 @@ func (u *usageFlags) plan(ctx context.Context, opts plan.Options, log *slog.Logg
 	if err != nil {
 		return nil, "", err
 	}
-	if err := p.Evaluate(ctx, src, at); err != nil {
+	if err := p.Evaluate(ctx, u.Progress.source(src, len(p.Queries)), at); err != nil {
 		return nil, "", err
 	}
 	return p, name, nil

@@ -39,7 +39,7 @@ func TestNewCmdPlanWrite(t *testing.T) {
 			})
 			root.SetArgs(append([]string{"plan"}, tc.args...))
 			require.NoError(t, root.Execute())
-			got.IO, got.Now, got.Logger = streams{}, nil, nil
+			got.IO, got.Now, got.Logger, got.effective = streams{}, nil, nil, nil
 			tc.want.Usage.Preset = metrics.PresetKubex
 			tc.want.Usage.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
 			require.Equal(t, tc.want, *got)

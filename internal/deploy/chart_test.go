@@ -379,6 +379,9 @@ func TestChartSchemaRejects(t *testing.T) {
 		{name: "an unknown pull policy", vals: "image: {pullPolicy: Sometimes}", err: "/image/pullPolicy"},
 		{name: "live mode without namespaces", vals: "live: {enabled: true}", err: "/rbac/namespaces"},
 		{name: "a list for the config", vals: "config: [scm]", err: "/config"},
+		{name: "a number for the SSH secret", vals: "git: {ssh: {secretName: 5}}", err: "/git/ssh/secretName"},
+		{name: "an SSH key's value inline", vals: "git: {ssh: {privateKey: '-----BEGIN'}}", err: "/git/ssh"},
+		{name: "an empty key name", vals: "git: {ssh: {knownHostsKey: ''}}", err: "/git/ssh/knownHostsKey"},
 	}
 	ch, err := loader.Load(chartDir)
 	require.NoError(t, err)
@@ -391,4 +394,55 @@ func TestChartSchemaRejects(t *testing.T) {
 			require.Contains(t, err.Error(), tt.err)
 		})
 	}
+}
+
+// TestChartSSH: the SSH option set mounts the deploy key and known_hosts
+// from a Secret the chart does not create, owner-only, and points run at
+// them; without the repository's SSH URL in the config, nothing renders.
+func TestChartSSH(t *testing.T) {
+	vals := readValues(t, "charts/recommender/ci/ssh-values.yaml")
+	objs := render(t, vals)
+	pod := objs.CronJob.Spec.JobTemplate.Spec.Template.Spec
+	c := pod.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	require.Equal(t, "/var/run/secrets/recommender/git-ssh/identity", env["RECOMMENDER_GIT_SSH_KEY_FILE"])
+	require.Equal(t, "/var/run/secrets/recommender/git-ssh/known_hosts", env["RECOMMENDER_GIT_KNOWN_HOSTS_FILE"])
+	require.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "git-ssh", MountPath: "/var/run/secrets/recommender/git-ssh", ReadOnly: true})
+	var vol *corev1.Volume
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == "git-ssh" {
+			vol = &pod.Volumes[i]
+		}
+	}
+	require.NotNil(t, vol)
+	require.Equal(t, "recommender-git-ssh", vol.Secret.SecretName)
+	require.Equal(t, int32(0o400), *vol.Secret.DefaultMode)
+	require.Equal(t, []corev1.KeyToPath{{Key: "identity", Path: "identity"}, {Key: "known_hosts", Path: "known_hosts"}}, vol.Secret.Items)
+	require.Contains(t, objs.ConfigMap.Data["config.yaml"], "url: ssh://git@github.com/acme/gitops.git")
+
+	// Other key names, as a kubernetes.io/ssh-auth Secret has.
+	vals["git"] = map[string]any{"ssh": map[string]any{"secretName": "deploy-key", "privateKeyKey": "ssh-privatekey", "knownHostsKey": "known-hosts"}}
+	objs = render(t, vals)
+	c = objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	require.Contains(t, c.Env, corev1.EnvVar{Name: "RECOMMENDER_GIT_SSH_KEY_FILE", Value: "/var/run/secrets/recommender/git-ssh/ssh-privatekey"})
+	require.Contains(t, c.Env, corev1.EnvVar{Name: "RECOMMENDER_GIT_KNOWN_HOSTS_FILE", Value: "/var/run/secrets/recommender/git-ssh/known-hosts"})
+
+	// Without SSH, no key is mounted.
+	objs = render(t, nil)
+	for _, e := range objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
+		require.NotContains(t, e.Name, "GIT_")
+	}
+
+	// A key without the SSH URL is refused before anything renders.
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	bad := readValues(t, "charts/recommender/ci/ssh-values.yaml")
+	delete(bad["config"].(map[string]any), "git")
+	top, err := util.ToRenderValues(ch, bad, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	require.NoError(t, err)
+	_, err = engine.Render(ch, top)
+	require.ErrorContains(t, err, "git.ssh.secretName needs config.git.url")
 }

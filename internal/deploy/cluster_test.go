@@ -222,7 +222,7 @@ func missingFields(path string, want, got any) []string {
 	default:
 		// Both sides come from JSON: numbers are float64 on each.
 		if !reflect.DeepEqual(want, got) {
-			return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
+			return []string{fmt.Sprintf("%s: want %#v, got %#v", path, want, got)}
 		}
 		return nil
 	}
@@ -238,4 +238,31 @@ func isEmpty(v any) bool {
 		return len(v) == 0
 	}
 	return false
+}
+
+// TestMissingFields: the read-back comparison of TestChartOnCluster lets
+// the server add fields, and nothing else.
+func TestMissingFields(t *testing.T) {
+	tests := []struct {
+		name      string
+		want, got string
+		missing   []string
+	}{
+		{name: "equal", want: `{"a":1,"b":["x"]}`, got: `{"a":1,"b":["x"]}`},
+		{name: "defaults added", want: `{"a":{"b":1}}`, got: `{"a":{"b":1,"c":2},"d":3}`},
+		{name: "null or empty left out", want: `{"a":null,"b":{},"c":[]}`, got: `{}`},
+		{name: "field dropped", want: `{"a":{"b":1}}`, got: `{"a":{}}`, missing: []string{".a.b: missing (want 1)"}},
+		{name: "value changed", want: `{"a":"500m"}`, got: `{"a":"0.5"}`, missing: []string{`.a: want "500m", got "0.5"`}},
+		{name: "type changed", want: `{"a":"1"}`, got: `{"a":1}`, missing: []string{`.a: want "1", got 1`}},
+		{name: "list shortened", want: `{"a":[1,2]}`, got: `{"a":[1]}`, missing: []string{".a: want [1 2], got [1]"}},
+		{name: "list item changed", want: `{"a":[{"b":1}]}`, got: `{"a":[{"b":2}]}`, missing: []string{".a[0].b: want 1, got 2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want, got any
+			require.NoError(t, json.Unmarshal([]byte(tt.want), &want))
+			require.NoError(t, json.Unmarshal([]byte(tt.got), &got))
+			require.Equal(t, tt.missing, missingFields("", want, got))
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,18 +57,21 @@ func typeDocs(t *testing.T) map[string]string {
 }
 
 // reference renders every field of every kind from the Go types the
-// decoder fills: its path, its type, where it is accepted, and its doc
-// comment.
-func reference(t *testing.T) string {
+// decoder fills: its path, its type, where it is accepted, its default
+// and its doc comment (or its note). used says, for each field's key in
+// fieldNotes, whether it has a note.
+func reference(t *testing.T) (doc string, used map[string]bool) {
 	t.Helper()
 	docs := typeDocs(t)
+	used = map[string]bool{}
 	var b strings.Builder
 	b.WriteString("# Policy reference\n\n" +
 		"Generated from `internal/policy/types.go` by `go test ./internal/policy -run TestPolicyReference -update`;\n" +
 		"a test fails when it is not current. Every field is optional unless the loader says otherwise.\n" +
 		"Fields marked *project* are accepted only in apiVersion `" + policy.ProjectGroup + "/" + policy.Version + "`;\n" +
 		"the others in `" + policy.KubexGroup + "/" + policy.Version + "` too. Durations are Prometheus-style (`90s`, `10m`, `7d`);\n" +
-		"quantities are GPU amounts (`0.25`, `1`).\n")
+		"quantities are GPU amounts (`0.25`, `1`). *default* is what applies when the field is absent:\n" +
+		"*required* fields must be given, *none* means the setting is off or empty.\n")
 	kinds := []struct {
 		kinds []string
 		typ   reflect.Type
@@ -83,15 +87,16 @@ func reference(t *testing.T) string {
 		if d := docs[k.about]; d != "" {
 			b.WriteString(d + "\n\n")
 		}
-		b.WriteString("| field | type | accepted in | meaning |\n|---|---|---|---|\n")
-		fields(&b, docs, "spec", k.typ, false)
+		b.WriteString("| field | type | accepted in | default | meaning |\n|---|---|---|---|---|\n")
+		fields(&b, docs, "spec", k.typ, false, used)
 	}
-	return b.String()
+	return b.String(), used
 }
 
 // fields writes the rows of typ's fields under prefix; project says the
 // parent is accepted only in the project's group, and so its fields are.
-func fields(b *strings.Builder, docs map[string]string, prefix string, typ reflect.Type, project bool) {
+// used collects the keys of fieldNotes it finds a field for.
+func fields(b *strings.Builder, docs map[string]string, prefix string, typ reflect.Type, project bool, used map[string]bool) {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
@@ -112,12 +117,17 @@ func fields(b *strings.Builder, docs map[string]string, prefix string, typ refle
 		if meaning == "" && ft.Kind() == reflect.Struct {
 			meaning = docs[ft.Name()]
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", path, typeName(ft), group, strings.ReplaceAll(meaning, "|", `\|`))
+		note, ok := fieldNotes[noteKey(path)]
+		used[noteKey(path)] = ok
+		if meaning == "" {
+			meaning = note.Meaning
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", path, typeName(ft), group, note.Default, strings.ReplaceAll(meaning, "|", `\|`))
 		switch {
 		case ft.Kind() == reflect.Struct && ft.NumField() > 0 && !scalar(ft):
-			fields(b, docs, path, ft, proj)
+			fields(b, docs, path, ft, proj, used)
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-			fields(b, docs, path+"[]", ft.Elem(), proj)
+			fields(b, docs, path+"[]", ft.Elem(), proj, used)
 		}
 	}
 }
@@ -155,7 +165,22 @@ func typeName(t reflect.Type) string {
 // TestPolicyReference: docs/policy-reference.md holds every field of every
 // kind the decoder accepts today.
 func TestPolicyReference(t *testing.T) {
-	want := reference(t)
+	want, used := reference(t)
+	var missing, stale []string
+	for key, ok := range used {
+		if !ok {
+			missing = append(missing, key)
+		}
+	}
+	for key := range fieldNotes {
+		if _, ok := used[key]; !ok {
+			stale = append(stale, key)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(stale)
+	require.Empty(t, missing, "fields without a default in fieldNotes (reference_notes_test.go)")
+	require.Empty(t, stale, "notes in fieldNotes for fields that do not exist")
 	if *updateReference {
 		require.NoError(t, os.WriteFile(referenceDoc, []byte(want), 0o644))
 	}

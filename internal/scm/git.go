@@ -6,12 +6,15 @@
 package scm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"golang.org/x/crypto/ssh"
 )
 
 // ErrLeaseBroken says a branch moved since it was read: someone else
@@ -43,7 +47,15 @@ type Auth struct {
 	KnownHostsFile string
 }
 
-func (a Auth) method() (transport.AuthMethod, error) {
+// IsSSHURL reports whether url reaches its repository over SSH:
+// ssh://[user@]host[:port]/path, or the scp-like [user@]host:path.
+func IsSSHURL(url string) bool {
+	ep, err := transport.NewEndpoint(url)
+	return err == nil && ep.Protocol == "ssh"
+}
+
+// method is the go-git auth method for url.
+func (a Auth) method(url string) (transport.AuthMethod, error) {
 	switch {
 	case a.Token != "":
 		user := a.TokenUser
@@ -52,21 +64,52 @@ func (a Auth) method() (transport.AuthMethod, error) {
 		}
 		return &http.BasicAuth{Username: user, Password: a.Token}, nil
 	case a.SSHKeyFile != "":
-		if a.KnownHostsFile == "" {
-			return nil, errors.New("an SSH key needs a known_hosts file to check the server against")
-		}
-		keys, err := gitssh.NewPublicKeysFromFile("git", a.SSHKeyFile, "")
-		if err != nil {
-			return nil, fmt.Errorf("read SSH key %s: %w", a.SSHKeyFile, err)
-		}
-		cb, err := gitssh.NewKnownHostsCallback(a.KnownHostsFile)
-		if err != nil {
-			return nil, fmt.Errorf("read known_hosts %s: %w", a.KnownHostsFile, err)
-		}
-		keys.HostKeyCallback = cb
-		return keys, nil
+		return a.sshMethod(url)
 	}
 	return nil, nil
+}
+
+// sshMethod authenticates with the key file as the URL's user (git when it
+// names none), and checks the server's host key against the known_hosts
+// file, strictly: an unknown or changed host key ends the connection
+// before the key is offered. The host key algorithms are those the file
+// holds for the host, so that a server offering several keys is checked
+// against the one the file knows.
+func (a Auth) sshMethod(url string) (transport.AuthMethod, error) {
+	if a.KnownHostsFile == "" {
+		return nil, errors.New("an SSH key needs a known_hosts file to check the server against")
+	}
+	ep, err := transport.NewEndpoint(url)
+	if err != nil || ep.Protocol != "ssh" {
+		return nil, fmt.Errorf("an SSH key needs an SSH URL (ssh://user@host/path or user@host:path), got %q", url)
+	}
+	keys, err := gitssh.NewPublicKeysFromFile(cmp.Or(ep.User, "git"), a.SSHKeyFile, "")
+	if err != nil {
+		return nil, fmt.Errorf("read SSH key %s: %w", a.SSHKeyFile, err)
+	}
+	// go-git skips a missing known_hosts file; one that was named must be
+	// there.
+	if _, err := os.Stat(a.KnownHostsFile); err != nil {
+		return nil, fmt.Errorf("known_hosts: %w", err)
+	}
+	db, err := gitssh.NewKnownHostsDb(a.KnownHostsFile)
+	if err != nil {
+		return nil, fmt.Errorf("read known_hosts %s: %w", a.KnownHostsFile, err)
+	}
+	port := ep.Port
+	if port == 0 {
+		port = 22
+	}
+	check := db.HostKeyCallback()
+	keys.HostKeyCallback = func(host string, remote net.Addr, key ssh.PublicKey) error {
+		if err := check(host, remote, key); err != nil {
+			return fmt.Errorf("%w: the server's %s host key is not the one %s holds for %s (check the key, e.g. with ssh-keyscan, then add it)",
+				err, key.Type(), a.KnownHostsFile, host)
+		}
+		return nil
+	}
+	keys.HostKeyAlgorithms = db.HostKeyAlgorithms(net.JoinHostPort(ep.Host, strconv.Itoa(port)))
+	return keys, nil
 }
 
 // Signature is who commits.
@@ -114,7 +157,7 @@ type Repo struct {
 // Clone clones the base branch of url into dir (which must be empty or
 // absent), shallow and single-branch.
 func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error) {
-	m, err := auth.method()
+	m, err := auth.method(url)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package scm_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
@@ -194,4 +197,135 @@ func TestSignedCommits(t *testing.T) {
 	require.NoError(t, os.WriteFile(pubFile, pub.Bytes(), 0o600))
 	_, err = scm.ReadSigningKey(pubFile)
 	require.ErrorContains(t, err, "want one private key")
+}
+
+// TestCloneAndPushOverSSH: a clone, a new branch, a push with a lease and
+// a refused push, over SSH to the real sshd with a deploy key, the server
+// checked against a known_hosts file.
+func TestCloneAndPushOverSSH(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewGitServer(t)
+	sshd := testenv.NewSSHServer(t, srv)
+	srv.NewRepo(t, "acme/gitops", map[string]string{"app/a.yaml": "gpu: 0.5\n"})
+	url := sshd.RepoURL("acme/gitops")
+	auth := scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: sshd.KnownHostsFile}
+
+	r1, err := scm.Clone(ctx, url, "main", filepath.Join(t.TempDir(), "one"), auth)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(r1.Dir(), "app", "a.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, "gpu: 0.5\n", string(b))
+	require.Equal(t, head(t, srv, "acme/gitops", "main"), r1.Base())
+
+	c1 := commit(t, r1, "gpu: 0.25\n")
+	require.NoError(t, r1.Push(ctx, "gpu-rightsizing/a", c1, plumbing.ZeroHash))
+	require.Equal(t, c1, head(t, srv, "acme/gitops", "gpu-rightsizing/a"))
+	branches, err := r1.Branches(ctx, "gpu-rightsizing/")
+	require.NoError(t, err)
+	require.Equal(t, map[string]plumbing.Hash{"gpu-rightsizing/a": c1}, branches)
+
+	c2 := commit(t, r1, "gpu: 0.3\n")
+	require.NoError(t, r1.Push(ctx, "gpu-rightsizing/a", c2, c1), "a push with a lease")
+	require.Equal(t, c2, head(t, srv, "acme/gitops", "gpu-rightsizing/a"))
+	got, err := r1.Head(ctx, "gpu-rightsizing/a")
+	require.NoError(t, err)
+	require.Equal(t, "change a", got.Message)
+
+	c3 := commit(t, r1, "gpu: 0.4\n")
+	err = r1.Push(ctx, "gpu-rightsizing/a", c3, c1)
+	require.ErrorIs(t, err, scm.ErrLeaseBroken, "the branch moved since c1")
+	require.Equal(t, c2, head(t, srv, "acme/gitops", "gpu-rightsizing/a"))
+}
+
+// TestSSHRefuses: the server's host key is always checked, and a key the
+// server does not know gets nothing; each failure says what is wrong.
+func TestSSHRefuses(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewGitServer(t)
+	sshd := testenv.NewSSHServer(t, srv)
+	srv.NewRepo(t, "acme/gitops", map[string]string{"a.yaml": "x\n"})
+	dir := t.TempDir()
+	other := testenv.WriteSSHKey(t, filepath.Join(dir, "other"))
+	knownHosts := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+		return p
+	}
+	hostLine := func(key ssh.PublicKey) string {
+		return fmt.Sprintf("[127.0.0.1]:%d %s", sshd.Port, ssh.MarshalAuthorizedKey(key))
+	}
+	tests := []struct {
+		name string
+		url  string
+		auth scm.Auth
+		err  string
+	}{
+		{
+			name: "another host key for the server",
+			auth: scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: knownHosts("changed", hostLine(other))},
+			err:  "knownhosts: key mismatch: the server's ssh-ed25519 host key is not the one " + filepath.Join(dir, "changed") + " holds for 127.0.0.1:",
+		},
+		{
+			name: "the server is not in known_hosts",
+			auth: scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: knownHosts("other-host", "[127.0.0.1]:1 "+string(ssh.MarshalAuthorizedKey(sshd.HostKey)))},
+			err:  "knownhosts: key is unknown",
+		},
+		{
+			name: "an empty known_hosts",
+			auth: scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: knownHosts("empty", "")},
+			err:  "knownhosts: key is unknown",
+		},
+		{
+			name: "a key the server does not authorize",
+			auth: scm.Auth{SSHKeyFile: filepath.Join(dir, "other"), KnownHostsFile: sshd.KnownHostsFile},
+			err:  "unable to authenticate",
+		},
+		{
+			name: "no known_hosts",
+			auth: scm.Auth{SSHKeyFile: sshd.KeyFile},
+			err:  "an SSH key needs a known_hosts file to check the server against",
+		},
+		{
+			name: "a known_hosts file that is not there",
+			auth: scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: filepath.Join(dir, "absent")},
+			err:  "known_hosts: stat " + filepath.Join(dir, "absent") + ": no such file or directory",
+		},
+		{
+			name: "a key file that is not a key",
+			auth: scm.Auth{SSHKeyFile: knownHosts("not-a-key", "hello\n"), KnownHostsFile: sshd.KnownHostsFile},
+			err:  "read SSH key " + filepath.Join(dir, "not-a-key"),
+		},
+		{
+			name: "an HTTPS URL with an SSH key",
+			url:  srv.RepoURL("acme/gitops"),
+			auth: scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: sshd.KnownHostsFile},
+			err:  "an SSH key needs an SSH URL (ssh://user@host/path or user@host:path), got \"" + srv.RepoURL("acme/gitops") + "\"",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := cmp.Or(tt.url, sshd.RepoURL("acme/gitops"))
+			_, err := scm.Clone(ctx, url, "main", filepath.Join(t.TempDir(), "c"), tt.auth)
+			require.ErrorContains(t, err, tt.err)
+		})
+	}
+}
+
+func TestIsSSHURL(t *testing.T) {
+	tests := []struct {
+		url  string
+		want bool
+	}{
+		{"ssh://git@github.com/acme/gitops.git", true},
+		{"ssh://git@127.0.0.1:2222/srv/git/gitops.git", true},
+		{"git@github.com:acme/gitops.git", true},
+		{"https://github.com/acme/gitops.git", false},
+		{"/srv/git/gitops.git", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			require.Equal(t, tt.want, scm.IsSSHURL(tt.url))
+		})
+	}
 }

@@ -717,7 +717,7 @@ func (p *process) waitFor(ctx context.Context, what string, ready func() bool) e
 			}
 			return fmt.Errorf("%s exited before %s: %v", p.name, what, p.waitErr)
 		case <-ctx.Done():
-			return fmt.Errorf("waiting until %s: %w", what, ctx.Err())
+			return fmt.Errorf("%s: waiting until %s: %w", p.name, what, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -759,7 +759,7 @@ func startEtcd(ctx context.Context, etcd, dir string, log io.Writer) (string, *p
 			return "", nil, err
 		}
 		httpc := &http.Client{Timeout: time.Second}
-		err = p.waitFor(ctx, "etcd was healthy", func() bool {
+		err = p.waitFor(ctx, "it was healthy", func() bool {
 			resp, err := getCtx(ctx, httpc, clientURL+"/health")
 			if err != nil {
 				return false
@@ -825,7 +825,7 @@ func (s *KubeAPIServer) startAPIServer(ctx context.Context, apiserver, etcdURL s
 		if err != nil {
 			return nil, err
 		}
-		err = p.waitFor(ctx, "kube-apiserver was ready", func() bool {
+		err = p.waitFor(ctx, "it was ready", func() bool {
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			status, _, err := s.do(rctx, KubeAdmin, http.MethodGet, "/readyz", nil, "")

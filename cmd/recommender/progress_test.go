@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+const eraseLine = "\r\033[K"
+
+func TestProgressDraws(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(p *progress)
+		want string
+	}{
+		{
+			name: "a counter with a total",
+			do:   func(p *progress) { p.start("querying usage", 2); p.step(); p.step(); p.clear() },
+			want: eraseLine + "querying usage 0/2" + eraseLine + "querying usage 1/2" + eraseLine + "querying usage 2/2" + eraseLine,
+		},
+		{
+			name: "a counter without a total",
+			do:   func(p *progress) { p.start("pushed", 0); p.step(); p.clear() },
+			want: eraseLine + "pushed" + eraseLine + "pushed 1" + eraseLine,
+		},
+		{
+			name: "clear twice erases once",
+			do:   func(p *progress) { p.start("reading", 0); p.clear(); p.clear() },
+			want: eraseLine + "reading" + eraseLine,
+		},
+		{name: "nothing drawn, nothing erased", do: func(p *progress) { p.clear() }, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			tt.do(newProgress(&b, true))
+			require.Equal(t, tt.want, b.String())
+		})
+	}
+}
+
+// TestProgressOff: off, nothing is drawn and what it wraps is returned
+// as it is.
+func TestProgressOff(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, false)
+	require.Nil(t, p)
+	p.start("querying usage", 3)
+	p.step()
+	p.clear()
+	require.Empty(t, b.String())
+	log := slog.New(slog.DiscardHandler)
+	require.Same(t, log, p.logger(log))
+	var src plan.UsageSource = fixedSource{name: "the source"}
+	require.Equal(t, src, p.source(src, 1))
+
+	// /dev/null is a character device and no terminal.
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer devNull.Close()
+	require.Nil(t, terminalProgress(streams{Out: devNull, Err: devNull}, &cobra.Command{}))
+	require.Nil(t, terminalProgress(streams{Out: &b, Err: &b}, &cobra.Command{}))
+}
+
+// TestProgressKeepsLogsApart: a record logged while a counter is shown
+// gets a line of its own, and the counter comes back after it.
+func TestProgressKeepsLogsApart(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, true)
+	log := p.logger(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})).With("run", 1))
+	p.start("querying usage", 2)
+	p.step()
+	log.Warn("retrying", "query", 2)
+	p.step()
+	p.clear()
+	log.Info("plan ready")
+	require.Equal(t, eraseLine+"querying usage 0/2"+eraseLine+"querying usage 1/2"+
+		eraseLine+"level=WARN msg=retrying run=1 query=2\n"+eraseLine+"querying usage 1/2"+
+		eraseLine+"querying usage 2/2"+eraseLine+
+		"level=INFO msg=\"plan ready\" run=1\n", b.String())
+}
+
+type fixedSource struct{ name string }
+
+func (fixedSource) Usage(context.Context, usage.Query) (usage.Result, error) {
+	return usage.Result{}, nil
+}
+
+// TestProgressCountsQueries: a plan of the quickstart counts every query
+// it makes against the number it planned, and leaves a clean line.
+func TestProgressCountsQueries(t *testing.T) {
+	var b bytes.Buffer
+	u := usageFlags{MetricsFile: "../../examples/quickstart/metrics.om", Progress: newProgress(&b, true)}
+	p, _, err := u.plan(context.Background(), plan.Options{Repo: "../../examples/quickstart"}, slog.New(slog.DiscardHandler),
+		func() time.Time { return time.Now() })
+	require.NoError(t, err)
+	n := len(p.Queries)
+	require.Positive(t, n)
+	got := b.String()
+	require.True(t, strings.HasPrefix(got, eraseLine+"reading the repository"), got)
+	require.Contains(t, got, eraseLine+"querying usage 0/"+itoa(n))
+	require.Contains(t, got, eraseLine+"querying usage "+itoa(n)+"/"+itoa(n))
+	require.NotContains(t, got, "querying usage "+itoa(n+1))
+	require.True(t, strings.HasSuffix(got, eraseLine), "the line is erased at the end")
+}
+
+// TestPlanNoProgressOffTerminal: plan with stderr not a terminal writes
+// no progress, not a single \r.
+func TestPlanNoProgressOffTerminal(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := Main([]string{"plan", "--repo", "../../examples/quickstart", "--metrics-file", "../../examples/quickstart/metrics.om",
+		"--log-level", "info", "--log-format", "text"}, &out, &errOut)
+	require.Equal(t, exitOK, code, errOut.String())
+	require.Contains(t, errOut.String(), "plan ready")
+	require.NotContains(t, errOut.String(), "\r")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+type pushOnly struct {
+	publish.Git
+	pushed []string
+}
+
+func (g *pushOnly) Push(_ context.Context, branch string, _, _ plumbing.Hash) error {
+	g.pushed = append(g.pushed, branch)
+	return nil
+}
+
+// TestProgressCountsPushes: each push through the wrapped Git is counted,
+// and reaches the Git it wraps.
+func TestProgressCountsPushes(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, true)
+	inner := &pushOnly{}
+	g := p.git(inner)
+	require.NoError(t, g.Push(context.Background(), "a", plumbing.ZeroHash, plumbing.ZeroHash))
+	require.NoError(t, g.Push(context.Background(), "b", plumbing.ZeroHash, plumbing.ZeroHash))
+	p.clear()
+	require.Equal(t, []string{"a", "b"}, inner.pushed)
+	require.Equal(t, eraseLine+"publishing: branches pushed"+eraseLine+"publishing: branches pushed 1"+
+		eraseLine+"publishing: branches pushed 2"+eraseLine, b.String())
+	require.Same(t, inner, newProgress(&b, false).git(inner))
+}
