@@ -53,6 +53,7 @@ type runOptions struct {
 	BranchPrefix     string
 	// DetailedExitCode: exit 4 when a pull request is opened or updated.
 	DetailedExitCode bool
+	Live             liveFlags
 
 	Now func() time.Time
 }
@@ -126,6 +127,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	f.BoolVar(&opts.Draft, "draft", false, "open pull requests as drafts")
 	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when a pull request is opened or updated, 0 when there is nothing to do")
+	opts.Live.register(f)
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
@@ -160,7 +162,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 	default:
 		return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", o.GroupBy)
 	}
-	return nil
+	return o.Live.check()
 }
 
 func runRun(ctx context.Context, opts *runOptions) (err error) {
@@ -191,6 +193,10 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		return err
 	}
 	opts.Logger.Info("plan ready", "summary", p.Summary())
+	lr, err := opts.Live.prepare(ctx, p, opts.DryRun, opts.Now)
+	if err != nil {
+		return err
+	}
 	author := scm.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail}
 	if opts.SigningKeyFile != "" {
 		if author.Key, err = scm.ReadSigningKey(opts.SigningKeyFile); err != nil {
@@ -202,7 +208,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
-		Conventional: conventionalRE.MatchString(g.Message()), Source: source,
+		Conventional: conventionalRE.MatchString(g.Message()), Source: source, Warnings: lr.publishWarnings(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()
@@ -212,7 +218,11 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err := writeReport(opts.IO.Out, rep); err != nil {
 		return err
 	}
-	if rep.Failed() || len(p.Problems) > 0 {
+	liveFailed, err := lr.finish(ctx, forge, rep, plan.Grouping(opts.GroupBy), opts.IO.Out)
+	if err != nil {
+		return err
+	}
+	if rep.Failed() || liveFailed || len(p.Problems) > 0 {
 		for _, pr := range p.Problems {
 			fmt.Fprintf(opts.IO.Err, "problem: %s\n", plan.Printable(pr.String()))
 		}

@@ -333,17 +333,18 @@ func TestChartRBAC(t *testing.T) {
 		want      []string
 		token     bool
 	}{
-		{name: "defaults: KAI queues, read-only", want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
+		{name: "defaults: KAI queues, read-only", want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list", " scheduling.run.ai queues watch"}, token: true},
 		{
 			name: "read-only namespaces, no queues", set: "charts/recommender/ci/readonly-namespaces-values.yaml",
-			want:  []string{"inference apps deployments get", "inference apps deployments list", "staging apps deployments get", "staging apps deployments list"},
+			want: []string{"inference apps deployments get", "inference apps deployments list", "inference apps deployments watch",
+				"staging apps deployments get", "staging apps deployments list", "staging apps deployments watch"},
 			token: true,
 		},
 		{
 			name: "live mode", set: "charts/recommender/ci/live-values.yaml",
-			want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list",
-				"inference apps deployments get", "inference apps deployments list", "inference apps deployments patch",
-				"staging apps deployments get", "staging apps deployments list", "staging apps deployments patch"},
+			want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list", " scheduling.run.ai queues watch",
+				"inference apps deployments get", "inference apps deployments list", "inference apps deployments patch", "inference apps deployments watch",
+				"staging apps deployments get", "staging apps deployments list", "staging apps deployments patch", "staging apps deployments watch"},
 			token: true,
 		},
 		{name: "no RBAC", overrides: map[string]any{"rbac": map[string]any{"create": false}}, want: nil, token: false},

@@ -8,6 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/live"
 )
 
 // The fields the examples use, as the CRDs of Argo CD, Flux and KAI name
@@ -28,6 +31,11 @@ type (
 				Server    string `json:"server"`
 				Namespace string `json:"namespace"`
 			} `json:"destination"`
+			IgnoreDifferences []struct {
+				Group                 string   `json:"group"`
+				Kind                  string   `json:"kind"`
+				ManagedFieldsManagers []string `json:"managedFieldsManagers"`
+			} `json:"ignoreDifferences"`
 			SyncPolicy struct {
 				Automated struct {
 					Prune    bool `json:"prune"`
@@ -57,11 +65,18 @@ type (
 				Kind string `json:"kind"`
 				Name string `json:"name"`
 			} `json:"sourceRef"`
-			Path            string          `json:"path"`
-			Prune           bool            `json:"prune"`
-			TargetNamespace string          `json:"targetNamespace"`
-			Wait            bool            `json:"wait"`
-			Timeout         metav1.Duration `json:"timeout"`
+			Path             string          `json:"path"`
+			Prune            bool            `json:"prune"`
+			TargetNamespace  string          `json:"targetNamespace"`
+			Wait             bool            `json:"wait"`
+			Timeout          metav1.Duration `json:"timeout"`
+			DriftIgnoreRules []struct {
+				Paths  []string `json:"paths"`
+				Target struct {
+					Kind          string `json:"kind"`
+					LabelSelector string `json:"labelSelector"`
+				} `json:"target"`
+			} `json:"driftIgnoreRules"`
 		} `json:"spec"`
 	}
 	kaiQueueResource struct {
@@ -139,10 +154,25 @@ func TestExamples(t *testing.T) {
 			if q, ok := objs["Queue/team-docs"].(*kaiQueue); ok {
 				require.Equal(t, "inference", q.Spec.ParentQueue)
 			}
-			// Flux's Kustomization reads the GitRepository beside it.
+			// Flux's Kustomization reads the GitRepository beside it, and
+			// leaves the fields of a live change to the recommender.
 			if ks, ok := objs["Kustomization/inference"].(*fluxKustomization); ok {
 				require.Equal(t, "GitRepository", ks.Spec.SourceRef.Kind)
 				require.Contains(t, objs, "GitRepository/"+ks.Spec.SourceRef.Name)
+				require.Len(t, ks.Spec.DriftIgnoreRules, 1)
+				require.Equal(t, []string{"/spec/template/metadata/annotations/" + kai.FractionAnnotation, "/spec/template/spec/containers/0/args"},
+					ks.Spec.DriftIgnoreRules[0].Paths)
+				require.Equal(t, "Deployment", ks.Spec.DriftIgnoreRules[0].Target.Kind)
+			}
+			// Argo CD ignores, and keeps on sync, the fields the
+			// recommender's field manager owns: self-heal does not revert a
+			// live upsize.
+			if app, ok := objs["Application/inference"].(*argoApplication); ok {
+				require.Len(t, app.Spec.IgnoreDifferences, 1)
+				require.Equal(t, "apps", app.Spec.IgnoreDifferences[0].Group)
+				require.Equal(t, "Deployment", app.Spec.IgnoreDifferences[0].Kind)
+				require.Equal(t, []string{live.FieldManager}, app.Spec.IgnoreDifferences[0].ManagedFieldsManagers)
+				require.Contains(t, app.Spec.SyncPolicy.SyncOptions, "RespectIgnoreDifferences=true")
 			}
 		})
 	}

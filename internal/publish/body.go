@@ -46,6 +46,8 @@ type bodyOptions struct {
 	// Source names where usage was read, e.g. a Prometheus URL or a file.
 	Source string
 	Now    time.Time
+	// Warnings by workload ref, said under the table.
+	Warnings map[string][]string
 }
 
 // body renders the pull request's body for a reviewer: every number comes
@@ -63,6 +65,11 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 	b.WriteString("\n\n| Workload | Current → recommended | Rule | Why |\n|---|---|---|---|\n")
 	for _, d := range cs.Decisions {
 		fmt.Fprintf(&b, "| %s | %s → **%s** | %s | %s |\n", code(d.Workload.Ref.String()), d.Current, d.Recommended, d.Rule, cell(d.Reason()))
+	}
+	for _, d := range cs.Decisions {
+		for _, w := range o.Warnings[d.Workload.Ref.String()] {
+			fmt.Fprintf(&b, "\n**Warning** (%s): %s.\n", code(d.Workload.Ref.String()), cell(w))
+		}
 	}
 	// GitHub refuses a body over 65,536 characters, and a grouped change
 	// set can pass it: the details give way first (charts, then whole

@@ -73,9 +73,13 @@ type Options struct {
 	Conventional bool
 	// Source names where usage was read, for the body.
 	Source string
-	DryRun bool
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Warnings are said in the body of the pull request of each workload
+	// (by its ref, namespace/Kind/name), e.g. a KAI queue the upsize would
+	// take over its quota.
+	Warnings map[string][]string
+	DryRun   bool
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Outcome is what happened to one change set or pull request.
@@ -223,7 +227,7 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 		mk.Files = append(mk.Files, f.Path)
 	}
 	t := title(cs)
-	b, err := body(cs, mk, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now()})
+	b, err := body(cs, mk, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings})
 	if err != nil {
 		return fail(err)
 	}

@@ -294,3 +294,17 @@ func TestBodyGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(want), got)
 }
+
+// TestBodyWarnings: a warning about a workload (a KAI queue over quota)
+// is said in its pull request's body, under the table, and in no other.
+func TestBodyWarnings(t *testing.T) {
+	g := newGitops(t)
+	warning := "KAI queue inference: the upsize takes its Deployments (in inference) from 0.9 to 1.05 GPUs, over its GPU quota of 1"
+	g.publish(recorded(t), at, publish.Options{Source: "the recording metrics.om", Warnings: map[string][]string{chat: {warning}}})
+	pr, err := g.forge.Get(prNumber(t, g, chatBr))
+	require.NoError(t, err)
+	require.Contains(t, pr.Body, "\n**Warning** (`inference/Deployment/chat`): "+warning+".\n")
+	other, err := g.forge.Get(prNumber(t, g, "gpu-rightsizing/inference/translate"))
+	require.NoError(t, err)
+	require.NotContains(t, other.Body, "**Warning**")
+}

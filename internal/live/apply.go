@@ -1,0 +1,325 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+)
+
+// Target is one urgent upsize, as Git and the decision see it.
+type Target struct {
+	Namespace, Name string
+	// Kind must be Deployment: nothing else is changed live, and never a
+	// bare pod.
+	Kind string
+	// Fraction is the gpu-fraction in Git (Old) and recommended (New).
+	Fraction Values
+	// VLLM is set when the Git edit changes --gpu-memory-utilization.
+	VLLM *VLLMValues
+	// Ceiling and MaxPercent are the rules' bounds, checked again here:
+	// New ≤ Ceiling and New ≤ Old × MaxPercent/100 (on the 0.01 grid).
+	Ceiling    float64
+	MaxPercent int
+	Reason     string
+	// PullRequest, Number and Branch are the pull request that carries
+	// the change into Git; a live change is never made without one.
+	PullRequest string
+	Number      int
+	Branch      string
+}
+
+func (t Target) String() string { return t.Namespace + "/" + t.Name }
+
+// Options bound what live changes may do.
+type Options struct {
+	// Namespaces are the only namespaces changed live.
+	Namespaces []string
+	// MaxChanges caps the live changes of one run; 0 means none.
+	MaxChanges int
+	// Force takes a field another manager owns (server-side apply's
+	// force): without it, such a conflict is reported and nothing changes.
+	Force bool
+	// RevertClosed reverts a live change whose pull request was closed
+	// unmerged to Git's value; without it, the change is left and reported.
+	RevertClosed bool
+	DryRun       bool
+	Now          func() time.Time
+}
+
+// Outcome is what happened to one live change.
+type Outcome string
+
+const (
+	Applied    Outcome = "applied"
+	WouldApply Outcome = "would apply"
+	// Conflict: another field manager owns a field; nothing changed.
+	Conflict Outcome = "conflict"
+	// Left: the live object is not what the tool expected (someone
+	// changed it, or it already holds as much); nothing changed.
+	Left Outcome = "left"
+	// Refused: a safety rule forbids the change.
+	Refused Outcome = "refused"
+	Capped  Outcome = "capped"
+	Failed  Outcome = "failed"
+	// Pending: the change's pull request is still open.
+	Pending      Outcome = "pending"
+	Released     Outcome = "released"
+	WouldRelease Outcome = "would release"
+	Reverted     Outcome = "reverted"
+	WouldRevert  Outcome = "would revert"
+)
+
+// Result is one Deployment's outcome.
+type Result struct {
+	Namespace, Name string
+	Outcome         Outcome
+	// Fields says what changed (or would): "gpu-fraction 0.30 → 0.45".
+	Fields []string
+	Detail string
+	// Warnings are for the decision and the pull request, e.g. a queue
+	// over quota.
+	Warnings []string
+	// Generation is the Deployment's metadata.generation after a change:
+	// it moves when the pod template changed, i.e. the Deployment rolls.
+	Generation int64
+}
+
+// Applier makes one run's live changes.
+type Applier struct {
+	c       *Client
+	o       Options
+	applied int
+}
+
+// NewApplier makes live changes through c within o.
+func NewApplier(c *Client, o Options) *Applier {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Applier{c: c, o: o}
+}
+
+// Apply applies one upsize to its live Deployment, if every rule allows.
+// Only an error that stops the run (a cancelled ctx) is returned; what
+// happened to the Deployment, failures included, is the result.
+func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
+	res := Result{Namespace: t.Namespace, Name: t.Name}
+	set := func(o Outcome, format string, args ...any) (Result, error) {
+		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
+		return res, ctx.Err()
+	}
+	if t.Kind != "Deployment" {
+		return set(Refused, "a %s is never changed live: Deployments only", t.Kind)
+	}
+	if !slices.Contains(a.o.Namespaces, t.Namespace) {
+		return set(Refused, "namespace %s is not one live changes may touch (%s)", t.Namespace, strings.Join(a.o.Namespaces, ", "))
+	}
+	if t.PullRequest == "" && !a.o.DryRun {
+		return set(Refused, "no pull request carries the change into Git, so it is not made live")
+	}
+	newF, err := kai.ParseFraction(t.Fraction.New)
+	if err != nil {
+		return set(Refused, "only a gpu-fraction is changed live: %v", err)
+	}
+	oldF, err := kai.ParseFraction(t.Fraction.Old)
+	if err != nil {
+		return set(Refused, "only a gpu-fraction is changed live: Git's value: %v", err)
+	}
+	if bad := t.bounds(oldF, newF); bad != "" {
+		return set(Refused, "%s", bad)
+	}
+
+	dep, err := a.c.kube.AppsV1().Deployments(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return set(Failed, "%v", apiError("get", "deployments", t.Namespace, err))
+	}
+	liveText := dep.Spec.Template.Annotations[kai.FractionAnnotation]
+	liveF, err := kai.ParseFraction(liveText)
+	if err != nil {
+		return set(Left, "the live Deployment's gpu-fraction: %v", err)
+	}
+	mk, hasMarker, mkErr := markerOf(dep.Annotations)
+	if mkErr != nil {
+		return set(Left, "%v: the tool cannot tell whose the live value is", mkErr)
+	}
+	// The live values are "ours" when an earlier live change made them and
+	// nobody changed them since: a further upsize may build on them, and
+	// Git's old values stay the marker's.
+	ours := hasMarker && mk.Fraction.New == liveText && (mk.VLLM == nil || mk.VLLM.New == liveVLLM(dep, mk.VLLM.Container))
+	old := Marker{Fraction: Values{Old: t.Fraction.Old}}
+	switch {
+	case ours:
+		old.Fraction.Old = mk.Fraction.Old
+		old.VLLM = mk.VLLM
+	case !kai.Same(liveF, oldF):
+		return set(Left, "the live gpu-fraction is %s, Git's %s: someone changed it, so it is left as it is", liveText, t.Fraction.Old)
+	}
+	if !kai.Above(newF, liveF) {
+		return set(Left, "the live gpu-fraction %s already holds the recommended %s: never downsized", liveText, t.Fraction.New)
+	}
+	res.Fields = append(res.Fields, fmt.Sprintf("gpu-fraction %s → %s", liveText, t.Fraction.New))
+
+	// The vLLM flag, when the Git edit changes it and the live args hold it.
+	var args []string
+	var vllm *VLLMValues
+	if t.VLLM != nil {
+		cur := liveVLLM(dep, t.VLLM.Container)
+		gitOld := t.VLLM.Old
+		if ours && old.VLLM != nil {
+			gitOld = old.VLLM.New
+		}
+		switch {
+		case cur == "":
+			res.Warnings = append(res.Warnings, fmt.Sprintf("container %s: --gpu-memory-utilization is not a literal in its args: left to the pull request", t.VLLM.Container))
+		case cur != gitOld:
+			return set(Left, "container %s: the live --gpu-memory-utilization is %s, Git's %s: someone changed it, so it is left as it is", t.VLLM.Container, cur, gitOld)
+		case cur != t.VLLM.New:
+			args, _ = withFlag(containerArgs(dep, t.VLLM.Container), t.VLLM.New)
+			first := cur
+			if ours && old.VLLM != nil {
+				first = old.VLLM.Old
+			}
+			vllm = &VLLMValues{Container: t.VLLM.Container, Values: Values{Old: first, New: t.VLLM.New}}
+			res.Fields = append(res.Fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", t.VLLM.Container, cur, t.VLLM.New))
+		}
+	}
+	if vllm == nil && ours && old.VLLM != nil {
+		// Still ours from before: keep owning it at the value it holds.
+		vllm = old.VLLM
+		args = containerArgs(dep, vllm.Container)
+	}
+
+	qc, err := a.c.CheckQueue(ctx, t.Namespace, t.Name, newF, a.o.Namespaces)
+	if err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+	}
+	if w := qc.Warning(); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
+	if qc.Exceeds() {
+		return set(Refused, "not applied live: %s", qc.Warning())
+	}
+	if a.o.MaxChanges <= 0 || a.applied >= a.o.MaxChanges {
+		return set(Capped, "at the cap of %d live changes per run", a.o.MaxChanges)
+	}
+
+	m := Marker{Fraction: Values{Old: old.Fraction.Old, New: t.Fraction.New}, VLLM: vllm, At: a.o.Now().UTC(),
+		Reason: t.Reason, PullRequest: t.PullRequest, Number: t.Number, Branch: t.Branch}
+	if a.o.DryRun {
+		a.applied++
+		return set(WouldApply, "would apply by server-side apply as %s%s", FieldManager, forced(a.o.Force))
+	}
+	patch, err := applyPatch(dep, t.Fraction.New, vllm, args, &m)
+	if err != nil {
+		return set(Failed, "%v", err)
+	}
+	out, err := a.c.kube.AppsV1().Deployments(t.Namespace).Patch(ctx, t.Name, types.ApplyPatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &a.o.Force})
+	if err != nil {
+		if owners := conflicts(err); owners != "" {
+			return set(Conflict, "%s; not forced (`--live-force-conflicts` takes it)", owners)
+		}
+		return set(Failed, "%v", apiError("patch", "deployments", t.Namespace, err))
+	}
+	a.applied++
+	res.Generation = out.Generation
+	return set(Applied, "applied by server-side apply as %s%s; generation %d → %d", FieldManager, forced(a.o.Force), dep.Generation, out.Generation)
+}
+
+func forced(f bool) string {
+	if f {
+		return ", forcing conflicts"
+	}
+	return ""
+}
+
+// bounds re-checks the rules the engine already applied: a fraction KAI
+// accepts, within the ceiling and the step cap.
+func (t Target) bounds(oldF, newF float64) string {
+	switch {
+	case t.Ceiling > 0 && kai.Above(newF, t.Ceiling):
+		return fmt.Sprintf("%s is above the ceiling %s", t.Fraction.New, gpus(t.Ceiling))
+	case t.MaxPercent > 0 && kai.Above(newF, kai.CeilFraction(oldF*float64(t.MaxPercent)/100)):
+		return fmt.Sprintf("%s is more than maxPercent %d%% of %s", t.Fraction.New, t.MaxPercent, t.Fraction.Old)
+	case !kai.Above(newF, oldF):
+		return fmt.Sprintf("%s is not above Git's %s: never downsized", t.Fraction.New, t.Fraction.Old)
+	}
+	return ""
+}
+
+// conflicts names the managers of a server-side apply conflict, "" when
+// err is not one.
+func conflicts(err error) string {
+	var st apierrors.APIStatus
+	if !apierrors.IsConflict(err) || !errors.As(err, &st) || st.Status().Details == nil {
+		return ""
+	}
+	var out []string
+	for _, c := range st.Status().Details.Causes {
+		if c.Type == metav1.CauseTypeFieldManagerConflict {
+			out = append(out, fmt.Sprintf("%s %s", c.Field, c.Message))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "owned by another field manager: " + strings.Join(out, "; ")
+}
+
+// liveVLLM is the flag's value in a container's args, "" when not there.
+func liveVLLM(dep *appsv1.Deployment, container string) string {
+	return flagValue(containerArgs(dep, container))
+}
+
+func containerArgs(dep *appsv1.Deployment, container string) []string {
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		if c.Name == container {
+			return c.Args
+		}
+	}
+	return nil
+}
+
+// applyPatch is the server-side apply configuration of a live change:
+// the Deployment's identity and only the fields the tool owns. A field
+// left out is a field given up, so the marker (nil: none) and the args
+// (nil: not owned) are sent exactly when they are to stay ours.
+func applyPatch(dep *appsv1.Deployment, fraction string, vllm *VLLMValues, args []string, m *Marker) ([]byte, error) {
+	type container struct {
+		Name string   `json:"name"`
+		Args []string `json:"args"`
+	}
+	obj := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}
+	meta := map[string]any{"name": dep.Name, "namespace": dep.Namespace}
+	obj["metadata"] = meta
+	if m != nil {
+		enc, err := m.encode()
+		if err != nil {
+			return nil, err
+		}
+		meta["annotations"] = map[string]string{MarkerAnnotation: enc}
+	}
+	if fraction != "" {
+		pod := map[string]any{}
+		if vllm != nil && args != nil {
+			pod["containers"] = []container{{Name: vllm.Container, Args: args}}
+		}
+		tmpl := map[string]any{"metadata": map[string]any{"annotations": map[string]string{kai.FractionAnnotation: fraction}}}
+		if len(pod) > 0 {
+			tmpl["spec"] = pod
+		}
+		obj["spec"] = map[string]any{"template": tmpl}
+	}
+	return json.Marshal(obj)
+}

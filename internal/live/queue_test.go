@@ -1,0 +1,100 @@
+package live_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/live"
+)
+
+func queueManifest(name string, quota float64) []byte {
+	return fmt.Appendf(nil, `apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: %s}
+spec:
+  resources:
+    gpu: {quota: %g, limit: -1, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
+`, name, quota)
+}
+
+// TestQueueQuota: an upsize that would take its KAI queue over its GPU
+// quota is warned of, and not applied live; one within quota, or whose
+// queue does not exist, is applied.
+func TestQueueQuota(t *testing.T) {
+	c := startCluster(t, "admin")
+	c.s.Apply(t, queueManifest("tight", 1))
+	c.s.Apply(t, queueManifest("roomy", 4))
+	opts := live.Options{Namespaces: []string{"inference", "staging"}, MaxChanges: 5, Force: true, Now: now}
+	// Two replicas of 0.30 elsewhere in the queue, in another namespace.
+	c.create(t, workload{ns: "staging", name: "neighbour", fraction: "0.30", queue: "tight", replicas: 2}, "argocd-controller")
+	c.create(t, workload{ns: "staging", name: "roomy-neighbour", fraction: "0.30", queue: "roomy", replicas: 2}, "argocd-controller")
+
+	tests := []struct {
+		name    string
+		w       workload
+		want    live.Outcome
+		detail  string
+		warning string
+	}{
+		{
+			name: "over quota: warned and refused",
+			w:    workload{ns: "inference", name: "chat", fraction: "0.30", queue: "tight"},
+			want: live.Refused, detail: "not applied live: KAI queue tight",
+			warning: "KAI queue tight: the upsize takes its Deployments (in inference, staging) from 0.9 to 1.05 GPUs, over its GPU quota of 1: non-preemptible pods run only within quota, so new pods could stay Pending",
+		},
+		{
+			name: "within quota: applied",
+			w:    workload{ns: "inference", name: "roomy", fraction: "0.30", queue: "roomy"},
+			want: live.Applied,
+		},
+		{
+			name:    "a queue that does not exist: noted, applied",
+			w:       workload{ns: "inference", name: "lost", fraction: "0.30", queue: "missing"},
+			want:    live.Applied,
+			warning: `KAI queue missing could not be read (queues.scheduling.run.ai "missing" not found): its quota was not checked`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.create(t, tt.w, "argocd-controller")
+			tg := target(tt.w)
+			tg.VLLM = nil
+			res, err := live.NewApplier(c.c, opts).Apply(ctx(t), tg)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, res.Outcome, res.Detail)
+			require.Contains(t, res.Detail, tt.detail)
+			if tt.warning == "" {
+				require.Empty(t, res.Warnings)
+			} else {
+				require.Equal(t, []string{tt.warning}, res.Warnings)
+			}
+		})
+	}
+
+	q, err := c.c.CheckQueue(ctx(t), "inference", "chat", 0.45, []string{"inference", "staging"})
+	require.NoError(t, err)
+	require.Equal(t, live.QueueCheck{Queue: "tight", Quota: 1, Requested: 0.9, After: 1.05, Namespaces: []string{"inference", "staging"}}, roundQueue(q))
+	require.True(t, q.Exceeds())
+}
+
+// roundQueue rounds the sums to the grid, away from binary error.
+func roundQueue(q live.QueueCheck) live.QueueCheck {
+	r := func(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+	q.Requested, q.After = r(q.Requested), r(q.After)
+	return q
+}
+
+// TestQueueOfMissingDeployment: a Deployment not in the cluster has no
+// queue to check, and that is no warning.
+func TestQueueOfMissingDeployment(t *testing.T) {
+	c := startCluster(t, "admin")
+	q, err := c.c.CheckQueue(ctx(t), "inference", "absent", 0.5, []string{"inference"})
+	require.NoError(t, err)
+	require.Equal(t, live.QueueCheck{}, q)
+	require.Empty(t, q.Warning())
+	require.False(t, q.Exceeds())
+}

@@ -1,0 +1,190 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+// PullRequests finds pull requests by head branch, in any state: the
+// publisher's forge.
+type PullRequests interface {
+	Find(ctx context.Context, branch string) ([]scm.PullRequest, error)
+}
+
+// GitValues are a workload's values on the base branch now.
+type GitValues struct {
+	Fraction string
+	// VLLM is the flag's value by container name.
+	VLLM map[string]string
+}
+
+// Reconcile looks at every Deployment in the allowed namespaces that
+// carries the tool's marker, before new live changes are made: once the
+// pull request merged and Git holds at least the live values, the tool
+// lets go of the fields (they stay, now Git's); once it was closed
+// unmerged, the change is reverted to Git's value when RevertClosed says
+// so, else left and reported; a live object someone changed since is
+// left, and reported. git gives the base branch's values of a workload,
+// ok false when the plan does not hold it.
+func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(namespace, name string) (GitValues, bool)) ([]Result, error) {
+	var out []Result
+	for _, ns := range a.o.Namespaces {
+		list, err := a.c.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			out = append(out, Result{Namespace: ns, Outcome: Failed, Detail: apiError("list", "deployments", ns, err).Error()})
+			continue
+		}
+		for i := range list.Items {
+			dep := &list.Items[i]
+			if _, ok := dep.Annotations[MarkerAnnotation]; !ok {
+				continue
+			}
+			res := a.reconcile(ctx, dep, prs, git)
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs PullRequests, git func(string, string) (GitValues, bool)) Result {
+	res := Result{Namespace: dep.Namespace, Name: dep.Name}
+	set := func(o Outcome, format string, args ...any) Result {
+		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
+		return res
+	}
+	mk, _, err := markerOf(dep.Annotations)
+	if err != nil {
+		return set(Left, "%v: left for a person", err)
+	}
+	live := dep.Spec.Template.Annotations[kai.FractionAnnotation]
+	if live != mk.Fraction.New {
+		return set(Left, "the live gpu-fraction is %s, not the %s the tool applied: someone changed it since; the marker is left for a person", live, mk.Fraction.New)
+	}
+	if mk.VLLM != nil {
+		if v := liveVLLM(dep, mk.VLLM.Container); v != mk.VLLM.New {
+			return set(Left, "container %s: the live --gpu-memory-utilization is %q, not the %s the tool applied: someone changed it since; the marker is left for a person",
+				mk.VLLM.Container, v, mk.VLLM.New)
+		}
+	}
+	found, err := prs.Find(ctx, mk.Branch)
+	if err != nil {
+		return set(Failed, "the state of pull request %s: %v", mk.PullRequest, err)
+	}
+	i := slices.IndexFunc(found, func(pr scm.PullRequest) bool { return pr.Number == mk.Number })
+	if i < 0 {
+		return set(Left, "pull request %s (#%d, branch %s) is not found: the live change is left", mk.PullRequest, mk.Number, mk.Branch)
+	}
+	switch found[i].State {
+	case scm.Open:
+		return set(Pending, "pull request %s is open", mk.PullRequest)
+	case scm.Merged:
+		g, ok := git(dep.Namespace, dep.Name)
+		if !ok {
+			return set(Left, "pull request %s merged, but the base branch no longer holds the workload: the live change is left", mk.PullRequest)
+		}
+		if short := behind(g, mk); short != "" {
+			return set(Left, "pull request %s merged, but Git holds %s: the live change is left", mk.PullRequest, short)
+		}
+		if a.o.DryRun {
+			return set(WouldRelease, "pull request %s merged and Git holds the live values: would remove the marker and release the fields", mk.PullRequest)
+		}
+		if err := a.release(ctx, dep, mk, mk.Fraction.New, liveArgs(dep, mk)); err != nil {
+			return set(Failed, "%v", err)
+		}
+		return set(Released, "pull request %s merged and Git holds the live values: marker removed, fields released to %s", mk.PullRequest, HandoffManager)
+	}
+	// Closed unmerged: a person declined the change.
+	if !a.o.RevertClosed {
+		return set(Left, "pull request %s was closed unmerged; the live change (gpu-fraction %s → %s) is left (`--live-revert-closed` reverts it)",
+			mk.PullRequest, mk.Fraction.Old, mk.Fraction.New)
+	}
+	res.Fields = append(res.Fields, fmt.Sprintf("gpu-fraction %s → %s", mk.Fraction.New, mk.Fraction.Old))
+	var args []string
+	if mk.VLLM != nil {
+		args, _ = withFlag(containerArgs(dep, mk.VLLM.Container), mk.VLLM.Old)
+		res.Fields = append(res.Fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", mk.VLLM.Container, mk.VLLM.New, mk.VLLM.Old))
+	}
+	if a.o.DryRun {
+		return set(WouldRevert, "pull request %s was closed unmerged: would revert to Git's values", mk.PullRequest)
+	}
+	// Our own manager sets Git's values first (no force: a field someone
+	// else took since is theirs), then lets go of them.
+	patch, err := applyPatch(dep, mk.Fraction.Old, mk.VLLM, args, &mk)
+	if err == nil {
+		_, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
+			metav1.PatchOptions{FieldManager: FieldManager})
+	}
+	if err != nil {
+		if owners := conflicts(err); owners != "" {
+			return set(Conflict, "revert after pull request %s was closed: %s", mk.PullRequest, owners)
+		}
+		return set(Failed, "%v", apiError("patch", "deployments", dep.Namespace, err))
+	}
+	if err := a.release(ctx, dep, mk, mk.Fraction.Old, args); err != nil {
+		return set(Failed, "%v", err)
+	}
+	return set(Reverted, "pull request %s was closed unmerged: reverted to Git's values, marker removed", mk.PullRequest)
+}
+
+// behind says how Git falls short of the live values, "" when it holds
+// at least them.
+func behind(g GitValues, mk Marker) string {
+	gf, err := kai.ParseFraction(g.Fraction)
+	lf, _ := kai.ParseFraction(mk.Fraction.New)
+	if err != nil || kai.Above(lf, gf) {
+		return fmt.Sprintf("gpu-fraction %q below the live %s", g.Fraction, mk.Fraction.New)
+	}
+	if mk.VLLM != nil {
+		gv := g.VLLM[mk.VLLM.Container]
+		gn, gerr := strconv.ParseFloat(gv, 64)
+		ln, _ := strconv.ParseFloat(mk.VLLM.New, 64)
+		if gerr != nil || kai.Above(ln, gn) {
+			return fmt.Sprintf("--gpu-memory-utilization %q in container %s, below the live %s", gv, mk.VLLM.Container, mk.VLLM.New)
+		}
+	}
+	return ""
+}
+
+func liveArgs(dep *appsv1.Deployment, mk Marker) []string {
+	if mk.VLLM == nil {
+		return nil
+	}
+	return containerArgs(dep, mk.VLLM.Container)
+}
+
+// release lets go of a live change: HandoffManager first takes the
+// fields at the values they hold (equal values: no conflict, no roll),
+// then FieldManager applies nothing, which gives up its fields and
+// deletes the one only it held, the marker. Without the handoff, giving
+// up a field nobody else holds would delete it — the GPU request itself.
+func (a *Applier) release(ctx context.Context, dep *appsv1.Deployment, mk Marker, fraction string, args []string) error {
+	patch, err := applyPatch(dep, fraction, mk.VLLM, args, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
+		metav1.PatchOptions{FieldManager: HandoffManager}); err != nil {
+		return apiError("patch", "deployments", dep.Namespace, err)
+	}
+	empty, err := applyPatch(dep, "", nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, empty,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return apiError("patch", "deployments", dep.Namespace, err)
+	}
+	return nil
+}

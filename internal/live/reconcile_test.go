@@ -1,0 +1,141 @@
+package live_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/gpu-rightsizing/recommender/internal/live"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+// TestReconcile: the marker's life after a live change, on a real API
+// server, with pull requests on the local forge: open leaves it; merged
+// (Git holds the live values) releases the fields and removes it; closed
+// reverts only when configured; a live object someone changed since is
+// left.
+func TestReconcile(t *testing.T) {
+	c := startCluster(t, "admin")
+	prs, err := scm.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		state  scm.State
+		revert bool
+		// git is the base branch's values after the pull request's fate.
+		git    live.GitValues
+		meddle func(t *testing.T, w workload) // after the live change
+		want   live.Outcome
+		detail string
+		check  func(t *testing.T, w workload, before *appsv1.Deployment)
+	}{
+		{
+			name: "open: pending", state: scm.Open,
+			git:  live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
+			want: live.Pending, detail: "is open",
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.Contains(t, d.Annotations, live.MarkerAnnotation)
+				require.Equal(t, before.ResourceVersion, d.ResourceVersion, "nothing written")
+			},
+		},
+		{
+			name: "merged and Git holds the values: marker removed, fields released and kept", state: scm.Merged,
+			git:  live.GitValues{Fraction: "0.45", VLLM: map[string]string{"vllm": "0.40"}},
+			want: live.Released, detail: "marker removed",
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
+				require.Equal(t, before.Spec.Template, d.Spec.Template, "releasing does not roll: the pod template is the same")
+				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"], "the value stays: Git holds it now")
+				require.Equal(t, "--gpu-memory-utilization=0.40", d.Spec.Template.Spec.Containers[0].Args[2])
+				require.Equal(t, []string{live.HandoffManager}, owners(t, d, fractionPath...), "no longer the tool's manager: Argo CD manages it again")
+				require.Equal(t, []string{live.HandoffManager}, owners(t, d, argsPath...))
+				require.Empty(t, owners(t, d, markerPath...))
+				for _, mf := range d.ManagedFields {
+					require.NotEqual(t, live.FieldManager, mf.Manager, "the tool's manager owns nothing")
+				}
+			},
+		},
+		{
+			name: "merged but Git holds less: left", state: scm.Merged,
+			git:  live.GitValues{Fraction: "0.40", VLLM: map[string]string{"vllm": "0.36"}},
+			want: live.Left, detail: `Git holds gpu-fraction "0.40" below the live 0.45`,
+			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
+				require.Contains(t, c.get(t, w.ns, w.name).Annotations, live.MarkerAnnotation)
+			},
+		},
+		{
+			name: "closed unmerged, revert on: back to Git's values", state: scm.Closed, revert: true,
+			git:  live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
+			want: live.Reverted, detail: "reverted to Git's values, marker removed",
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
+				require.NotEqual(t, before.Spec.Template, d.Spec.Template, "reverting rolls: the pod template changed")
+				require.Equal(t, "0.30", d.Spec.Template.Annotations["gpu-fraction"])
+				require.Equal(t, vllmArgs, d.Spec.Template.Spec.Containers[0].Args)
+				require.NotContains(t, owners(t, d, fractionPath...), live.FieldManager)
+			},
+		},
+		{
+			name: "closed unmerged, revert off: left and said", state: scm.Closed,
+			git:  live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
+			want: live.Left, detail: "was closed unmerged; the live change (gpu-fraction 0.30 → 0.45) is left (`--live-revert-closed` reverts it)",
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"])
+				require.Contains(t, d.Annotations, live.MarkerAnnotation)
+			},
+		},
+		{
+			name: "changed by someone since: left, even with revert on", state: scm.Closed, revert: true,
+			git: live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
+			meddle: func(t *testing.T, w workload) {
+				w.fraction, w.args = "0.50", vllmArgs
+				c.applyAs(t, w, "kubectl-edit", true)
+			},
+			want: live.Left, detail: "the live gpu-fraction is 0.50, not the 0.45 the tool applied: someone changed it since",
+			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
+				require.Equal(t, "0.50", c.get(t, w.ns, w.name).Spec.Template.Annotations["gpu-fraction"])
+			},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := workload{ns: "inference", name: "w" + string(rune('a'+i)), fraction: "0.30", args: vllmArgs}
+			c.create(t, w, "argocd-controller")
+			pr, err := prs.Open(ctx(t), scm.NewPullRequest{Branch: "gpu-rightsizing/inference/" + w.name, Base: "main", Title: "t", Body: "b"})
+			require.NoError(t, err)
+			tg := target(w)
+			tg.PullRequest, tg.Number, tg.Branch = pr.URL, pr.Number, pr.Branch
+			o := live.Options{Namespaces: []string{"inference"}, MaxChanges: 1, Force: true, RevertClosed: tt.revert, Now: now}
+			res, err := live.NewApplier(c.c, o).Apply(ctx(t), tg)
+			require.NoError(t, err)
+			require.Equal(t, live.Applied, res.Outcome, res.Detail)
+			if tt.meddle != nil {
+				tt.meddle(t, w)
+			}
+			require.NoError(t, prs.SetState(pr.Number, tt.state, ""))
+			before := c.get(t, w.ns, w.name)
+
+			// Only this case's Deployment is looked at: the namespace holds
+			// the other cases' too.
+			var got *live.Result
+			results, err := live.NewApplier(c.c, o).Reconcile(ctx(t), prs, func(ns, name string) (live.GitValues, bool) {
+				return tt.git, ns == w.ns && name == w.name
+			})
+			require.NoError(t, err)
+			for i := range results {
+				if results[i].Name == w.name {
+					got = &results[i]
+				}
+			}
+			require.NotNil(t, got, "%+v", results)
+			require.Equal(t, tt.want, got.Outcome, got.Detail)
+			require.Contains(t, got.Detail, tt.detail)
+			tt.check(t, w, before)
+		})
+	}
+}
