@@ -158,12 +158,7 @@ func TestGolden(t *testing.T) {
 
 			expected := filepath.Join(dir, "expected")
 			if *update {
-				require.NoError(t, os.RemoveAll(expected))
-				for _, f := range res.Files {
-					p := filepath.Join(expected, filepath.FromSlash(f.Path))
-					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-					require.NoError(t, os.WriteFile(p, f.New, 0o644))
-				}
+				writeExpected(t, expected, res.Files)
 			}
 			compareTrees(t, orig, expected, out)
 		})
@@ -217,6 +212,27 @@ func compareTrees(t *testing.T, orig, expected, out string) {
 	for p := range want {
 		require.Equal(t, string(want[p]), string(got[p]), "file %s", p)
 	}
+}
+
+// writeExpected replaces the golden directory expected with the changed
+// files, for -update.
+func writeExpected(t *testing.T, expected string, files []patcher.File) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(expected))
+	for _, f := range files {
+		p := filepath.Join(expected, filepath.FromSlash(f.Path))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, f.New, 0o644))
+	}
+}
+
+// workloadNames lists the inventory's workloads as "namespace/name in file".
+func workloadNames(inv *patcher.Inventory) []string {
+	var ws []string
+	for _, w := range inv.Workloads {
+		ws = append(ws, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
+	}
+	return ws
 }
 
 func readTree(t *testing.T, root string) map[string][]byte {

@@ -554,23 +554,16 @@ func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 
 // workloads reads the workloads of a rendered stream.
 func (r *helmRelease) workloads(out []byte) ([]hobj, error) {
-	s, err := parseStream(out)
+	bw, err := builtWorkloads(out)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: what chart %s renders does not parse: %w", ErrHelm, r.via, r.chart, err)
 	}
-	var objs []hobj
-	for i, doc := range s.docs {
-		if len(doc.Content) == 0 {
-			continue
-		}
-		ref, spec, ok := identify(doc.Content[0])
-		if !ok || validRef(ref) != nil {
-			continue
-		}
-		w := readWorkload(doc.Content[0], ref, spec)
-		w.Ref.Namespace = r.objNamespace(ref.Namespace)
+	objs := make([]hobj, 0, len(bw))
+	for _, b := range bw {
+		w := b.w
+		w.Ref.Namespace = r.objNamespace(w.Ref.Namespace)
 		w.File, w.Line = r.file, r.line
-		objs = append(objs, hobj{w: w, doc: i})
+		objs = append(objs, hobj{w: w, doc: b.doc})
 	}
 	return objs, nil
 }

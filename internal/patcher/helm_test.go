@@ -2,7 +2,6 @@ package patcher_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -153,10 +152,7 @@ func TestHelmGolden(t *testing.T) {
 				t.Logf("problem: %v", p)
 			}
 			require.Equal(t, tc.problems, problems)
-			var got []string
-			for _, w := range inv.Workloads {
-				got = append(got, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
-			}
+			got := workloadNames(inv)
 			require.Equal(t, tc.workloads, got)
 			require.Equal(t, tc.unreleased, inv.Unreleased)
 
@@ -181,12 +177,7 @@ func TestHelmGolden(t *testing.T) {
 			require.NoError(t, res.Write(out))
 			expected := filepath.Join(dir, "expected")
 			if *update {
-				require.NoError(t, os.RemoveAll(expected))
-				for _, f := range res.Files {
-					p := filepath.Join(expected, filepath.FromSlash(f.Path))
-					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-					require.NoError(t, os.WriteFile(p, f.New, 0o644))
-				}
+				writeExpected(t, expected, res.Files)
 			}
 			compareTrees(t, orig, expected, out)
 

@@ -369,25 +369,18 @@ func (ix *kustIndex) anyIncluded(k *kust, f func(*kust) bool) bool {
 // namePrefix and nameSuffix of the kustomizations between make the built
 // name, exactly.
 func (ix *kustIndex) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
-	s, err := parseStream(k.out)
+	bw, err := builtWorkloads(k.out)
 	if err != nil {
 		k.err = fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
 		return nil
 	}
 	var objs []kobj
-	for _, doc := range s.docs {
-		if len(doc.Content) == 0 {
-			continue
-		}
-		ref, spec, ok := identify(doc.Content[0])
-		if !ok || validRef(ref) != nil {
-			continue
-		}
-		w := readWorkload(doc.Content[0], ref, spec)
+	for _, b := range bw {
+		w, ref := b.w, b.w.Ref
 		w.File = k.file
 		o := kobj{w: w, origin: origins[ref]}
-		o.gvk = gvkOf(doc.Content[0])
-		o.meta = []objMeta{metaOf(doc.Content[0])}
+		o.gvk = gvkOf(b.root)
+		o.meta = []objMeta{metaOf(b.root)}
 		if o.origin != "" {
 			ix.original(k, &o)
 		}

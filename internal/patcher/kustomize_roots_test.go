@@ -26,10 +26,7 @@ func kustRun(t *testing.T, files map[string]string, edits ...patcher.Edit) (stri
 	inv, err := patcher.Discover(ctx, root)
 	require.NoError(t, err)
 	require.Empty(t, inv.Problems)
-	var ws []string
-	for _, w := range inv.Workloads {
-		ws = append(ws, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
-	}
+	ws := workloadNames(inv)
 	res, err := patcher.Apply(ctx, root, inv, edits)
 	require.NoError(t, err)
 	out := t.TempDir()

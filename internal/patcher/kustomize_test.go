@@ -129,10 +129,7 @@ func TestKustomizeGolden(t *testing.T) {
 				problems = append(problems, p.File)
 			}
 			require.Equal(t, tc.problems, problems)
-			var got []string
-			for _, w := range inv.Workloads {
-				got = append(got, w.Ref.Namespace+"/"+w.Ref.Name+" in "+w.File)
-			}
+			got := workloadNames(inv)
 			require.Equal(t, tc.workloads, got)
 
 			res, err := patcher.Apply(ctx, orig, inv, tc.edits)
@@ -153,12 +150,7 @@ func TestKustomizeGolden(t *testing.T) {
 			}
 			expected := filepath.Join(dir, "expected")
 			if *update {
-				require.NoError(t, os.RemoveAll(expected))
-				for _, f := range res.Files {
-					p := filepath.Join(expected, filepath.FromSlash(f.Path))
-					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-					require.NoError(t, os.WriteFile(p, f.New, 0o644))
-				}
+				writeExpected(t, expected, res.Files)
 			}
 			want := readTree(t, orig)
 			for p, b := range readTree(t, expected) {

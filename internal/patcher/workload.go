@@ -106,6 +106,35 @@ var (
 	dns1123SubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
+// builtWorkload is a workload in the output of a build or a render, with
+// the index of its document in that stream.
+type builtWorkload struct {
+	w    Workload
+	root *yaml.Node
+	doc  int
+}
+
+// builtWorkloads reads the workloads of a built or rendered stream: what
+// Kustomize builds and what a chart renders are read alike.
+func builtWorkloads(out []byte) ([]builtWorkload, error) {
+	s, err := parseStream(out)
+	if err != nil {
+		return nil, err
+	}
+	var bw []builtWorkload
+	for i, doc := range s.docs {
+		if len(doc.Content) == 0 {
+			continue
+		}
+		ref, spec, ok := identify(doc.Content[0])
+		if !ok || validRef(ref) != nil {
+			continue
+		}
+		bw = append(bw, builtWorkload{w: readWorkload(doc.Content[0], ref, spec), root: doc.Content[0], doc: i})
+	}
+	return bw, nil
+}
+
 // readWorkload builds a Workload from a document root that identify
 // accepted.
 func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
