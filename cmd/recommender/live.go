@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -61,6 +62,8 @@ type liveRun struct {
 	warnings map[string][]string
 	// targets are the urgent upsizes the policies let go live.
 	targets []liveTarget
+	// results are what finish did, for the run's summary line.
+	results []live.Result
 }
 
 type liveTarget struct {
@@ -204,10 +207,28 @@ func (lr *liveRun) finish(ctx context.Context, forge publish.Forge, rep *publish
 		}
 		results = append(results, res)
 	}
+	lr.results = results
 	for _, r := range results {
 		failed = failed || r.Outcome == live.Failed
 	}
 	return failed, lr.write(w, results)
+}
+
+// summary counts what finish did by outcome, for the run's summary line;
+// nil when live mode is off.
+func (lr *liveRun) summary() []any {
+	if lr == nil {
+		return nil
+	}
+	n := map[live.Outcome]int{}
+	for _, r := range lr.results {
+		n[r.Outcome]++
+	}
+	var counts []any
+	for _, o := range slices.Sorted(maps.Keys(n)) {
+		counts = append(counts, string(o), n[o])
+	}
+	return counts
 }
 
 func orNone(s string) string {

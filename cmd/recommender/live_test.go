@@ -101,6 +101,7 @@ inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --g
 	Main(append(base, "--live-force-conflicts"), &out, &errOut)
 	t.Logf("forced:\n%s\n%s", out.String(), errOut.String())
 	require.Contains(t, out.String(), "inference/chat       applied")
+	require.Equal(t, 2.0, summary(t, errOut.String())["live"].(map[string]any)["applied"], "the summary line counts live changes: chat and translate")
 	d = deployment(t, kube, "chat")
 	require.Equal(t, gen+1, d.Generation, "the Deployment rolls")
 	require.Equal(t, "0.72", d.Spec.Template.Annotations["gpu-fraction"])

@@ -170,8 +170,9 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	// logs; p and rep fill it in as far as the run got.
 	var p *plan.Plan
 	var rep *publish.Report
+	var lr *liveRun
 	start := time.Now()
-	defer func() { logSummary(opts.Logger, p, rep, opts.DryRun, time.Since(start), err) }()
+	defer func() { logSummary(opts.Logger, p, rep, lr.summary(), opts.DryRun, time.Since(start), err) }()
 	forge, url, auth, err := opts.forge(ctx)
 	if err != nil {
 		return err
@@ -193,7 +194,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		return err
 	}
 	opts.Logger.Info("plan ready", "summary", p.Summary())
-	lr, err := opts.Live.prepare(ctx, p, opts.DryRun, opts.Now)
+	lr, err = opts.Live.prepare(ctx, p, opts.DryRun, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -236,7 +237,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 
 // logSummary logs the one line that sums a run up: its outcome, what the
 // plan decided, what happened to the pull requests, how long it took.
-func logSummary(log *slog.Logger, p *plan.Plan, rep *publish.Report, dryRun bool, took time.Duration, err error) {
+func logSummary(log *slog.Logger, p *plan.Plan, rep *publish.Report, live []any, dryRun bool, took time.Duration, err error) {
 	outcome := "nothing to do"
 	switch {
 	case errors.Is(err, errProblems):
@@ -261,6 +262,9 @@ func logSummary(log *slog.Logger, p *plan.Plan, rep *publish.Report, dryRun bool
 			counts = append(counts, string(o), rep.Count(o))
 		}
 		attrs = append(attrs, slog.Group("pullRequests", counts...))
+	}
+	if live != nil {
+		attrs = append(attrs, slog.Group("live", live...))
 	}
 	level := slog.LevelInfo
 	if outcome == "failed" || outcome == "problems" {
