@@ -388,7 +388,9 @@ func (p *Plan) ChangeSets(by Grouping) ([]ChangeSet, error) {
 		cs.Labels = Union(cs.Labels, d.PullRequest.Labels)
 		cs.Reviewers = Union(cs.Reviewers, d.PullRequest.Reviewers)
 	}
-	slices.SortFunc(sets, func(a, b ChangeSet) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Grouping, b.Grouping)) })
+	slices.SortFunc(sets, func(a, b ChangeSet) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Grouping, b.Grouping))
+	})
 	return sets, nil
 }
 
