@@ -145,7 +145,7 @@ func TestRunConfigPrecedence(t *testing.T) {
 	require.Equal(t, 7, o.MaxNew, "flag over env")
 	require.Equal(t, 2, o.MaxOpen, "file")
 	require.Equal(t, []string{"env-a", "env-b"}, o.Labels, "a list from the environment replaces the file's")
-	require.Equal(t, "workload", o.GroupBy, "default")
+	require.Empty(t, o.GroupBy, "default: each strategy's gitops.grouping decides")
 	require.Equal(t, settingSource{Kind: "flag"}, o.effective.Sources["max-new"])
 	require.Equal(t, settingSource{Kind: "env", Where: "RECOMMENDER_BASE"}, o.effective.Sources["base"])
 	require.Equal(t, settingSource{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])

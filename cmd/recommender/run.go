@@ -112,7 +112,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	opts.GitLab.register(f)
 	opts.Git.register(f)
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
-	f.StringVar(&opts.GroupBy, "group-by", "workload", "one pull request per workload, namespace or policy")
+	f.StringVar(&opts.GroupBy, "group-by", "", "one pull request per workload, namespace or policy, for every workload (default: each strategy's gitops.grouping, else workload)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	f.StringVar(&opts.AuthorName, "author-name", "gpu-rightsizing", "commit author `name`")
@@ -158,7 +158,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 		return err
 	}
 	switch plan.Grouping(o.GroupBy) {
-	case plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
+	case "", plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
 	default:
 		return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", o.GroupBy)
 	}

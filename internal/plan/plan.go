@@ -86,6 +86,9 @@ type Decision struct {
 	// decision read. Both are for explaining it (a pull request's body).
 	Rules engine.Rules
 	Usage usage.Workload
+	// PullRequest is what the governing strategy's gitops settings say
+	// about the pull request that carries this change.
+	PullRequest policy.PullRequest
 }
 
 // Problem is one refused input, located as precisely as known.
@@ -288,7 +291,7 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 func (p *Plan) Decide() {
 	p.Decisions = p.Decisions[:0]
 	for _, pw := range p.work {
-		d := Decision{Workload: pw.w, Policies: pw.g.Policies, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref]}
+		d := Decision{Workload: pw.w, Policies: pw.g.Policies, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref], PullRequest: pw.g.PullRequest}
 		switch why, failed := p.failed[pw.w.Ref]; {
 		case pw.g.Skip != "":
 			d.Decision = engine.LeftAlone(pw.cur, pw.g.Skip, pw.g.Why)
@@ -320,27 +323,46 @@ const (
 type ChangeSet struct {
 	// Key names the change set: the workload, namespace or policies it
 	// groups.
-	Key       string
+	Key string
+	// Grouping is how Key groups: ByWorkload, ByNamespace or ByPolicy.
+	Grouping  Grouping
 	Decisions []Decision
 	Edits     []patcher.Edit
+	// Labels and Reviewers are those the governing strategies of the
+	// decisions ask for (spec.gitops), sorted and without repeats.
+	Labels, Reviewers []string
 }
 
 // ChangeSets is the publishing stage: the decisions that change something,
 // grouped, with their edits. Nothing is applied: each change set is
 // applied on its own (ChangeSet.Apply), so that one refused edit or one
 // merged pull request does not touch the others.
+//
+// by groups every decision when set: the run's choice wins. When empty,
+// each decision is grouped as its strategy's spec.gitops.grouping says,
+// and by workload when that is not set either, so that a team's strategy
+// can gather its workloads into one pull request without changing how
+// another team's are proposed.
 func (p *Plan) ChangeSets(by Grouping) ([]ChangeSet, error) {
+	switch by {
+	case "", ByWorkload, ByNamespace, ByPolicy:
+	default:
+		return nil, fmt.Errorf("unknown grouping %q: use %s, %s or %s", by, ByWorkload, ByNamespace, ByPolicy)
+	}
+	type setID struct {
+		by  Grouping
+		key string
+	}
 	var sets []ChangeSet
-	index := map[string]int{}
+	index := map[setID]int{}
 	for _, d := range p.Decisions {
 		e, ok := editFor(d)
 		if !ok {
 			continue
 		}
+		g := cmp.Or(by, Grouping(d.PullRequest.Grouping), ByWorkload)
 		var key string
-		switch by {
-		case ByWorkload, "":
-			key = d.Workload.Ref.String()
+		switch g {
 		case ByNamespace:
 			key = d.Workload.Ref.Namespace
 		case ByPolicy:
@@ -350,19 +372,43 @@ func (p *Plan) ChangeSets(by Grouping) ([]ChangeSet, error) {
 			}
 			key = strings.Join(names, " + ")
 		default:
-			return nil, fmt.Errorf("unknown grouping %q: use %s, %s or %s", by, ByWorkload, ByNamespace, ByPolicy)
+			// Policies are validated: nothing else reaches here.
+			g, key = ByWorkload, d.Workload.Ref.String()
 		}
-		i, ok := index[key]
+		id := setID{g, key}
+		i, ok := index[id]
 		if !ok {
 			i = len(sets)
-			index[key] = i
-			sets = append(sets, ChangeSet{Key: key})
+			index[id] = i
+			sets = append(sets, ChangeSet{Key: key, Grouping: g})
 		}
-		sets[i].Decisions = append(sets[i].Decisions, d)
-		sets[i].Edits = append(sets[i].Edits, e)
+		cs := &sets[i]
+		cs.Decisions = append(cs.Decisions, d)
+		cs.Edits = append(cs.Edits, e)
+		cs.Labels = Union(cs.Labels, d.PullRequest.Labels)
+		cs.Reviewers = Union(cs.Reviewers, d.PullRequest.Reviewers)
 	}
-	slices.SortFunc(sets, func(a, b ChangeSet) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(sets, func(a, b ChangeSet) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Grouping, b.Grouping))
+	})
 	return sets, nil
+}
+
+// Union is the names of a and b, sorted, without repeats or empty names;
+// nil when there are none. Pull requests' labels and reviewers are sets:
+// their order must not make two equal changes differ.
+func Union(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for _, s := range slices.Concat(a, b) {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Apply applies the change set's edits to the checkout at root, which must

@@ -353,6 +353,32 @@ spec:
 ` + proactive,
 			err: "p.yaml:7:23: spec.kai.gpuMemoryMiB: 80 is not the memory of a GPU in MiB: use 1024 to 4194304 (e.g. 81920 for 80 GiB)",
 		},
+		{
+			// It would reach the forge as it is, after the branch is pushed.
+			name: "an empty pull request label",
+			doc: `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ClusterAutomationStrategy
+metadata: {name: gpu}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  gitops:
+    labels: [gpu, ""]
+---
+` + proactive,
+			err: `p.yaml:7:19: spec.gitops.labels[1]: "" must be a name without surrounding spaces`,
+		},
+		{
+			name: "a padded reviewer",
+			doc: `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ClusterAutomationStrategy
+metadata: {name: gpu}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  gitops: {reviewers: [" ana"]}
+---
+` + proactive,
+			err: `spec.gitops.reviewers[0]: " ana" must be a name without surrounding spaces`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

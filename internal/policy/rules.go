@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
@@ -67,6 +68,28 @@ func (s *Strategy) rules() *engine.StrategyRules {
 		r.LiveUpsize = deref(g.LiveUpsize, false)
 	}
 	return r
+}
+
+// pullRequest is the strategy's settings for pull requests, labels and
+// reviewers sorted and without repeats so that equal policies give equal
+// pull requests.
+func (s *Strategy) pullRequest() PullRequest {
+	g := s.Spec.GitOps
+	if g == nil {
+		return PullRequest{}
+	}
+	return PullRequest{Grouping: g.Grouping, Labels: sortedSet(g.Labels), Reviewers: sortedSet(g.Reviewers)}
+}
+
+// sortedSet returns ss sorted, without repeats or empty strings; nil when
+// none is left.
+func sortedSet(ss []string) []string {
+	out := slices.DeleteFunc(slices.Clone(ss), func(s string) bool { return s == "" })
+	if len(out) == 0 {
+		return nil
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (p *ProactivePolicy) rules() *engine.ProactiveRules {

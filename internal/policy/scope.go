@@ -82,6 +82,20 @@ type Governance struct {
 	Policies []Meta
 	// Containers restricts the containers whose usage counts.
 	Containers []string
+	// PullRequest is the strategy's gitops settings for the pull request
+	// that carries the workload's change.
+	PullRequest PullRequest
+}
+
+// PullRequest is what a strategy's spec.gitops says about the pull request
+// of a workload it governs. It is data for publishing, not for deciding:
+// the engine never sees it.
+type PullRequest struct {
+	// Grouping is workload, namespace or policy; empty leaves it to the run.
+	Grouping string
+	// Labels and Reviewers are added to the pull request's own, sorted and
+	// without repeats.
+	Labels, Reviewers []string
 }
 
 // Govern finds the policies and strategy that govern t. A workload that an
@@ -127,8 +141,10 @@ func (s *Set) Govern(t Target) Governance {
 			p.Meta, r.Meta, p.strategy.Name, r.strategy.Name)}
 	case p != nil:
 		g.Strategy = p.strategy.rules()
+		g.PullRequest = p.strategy.pullRequest()
 	default:
 		g.Strategy = r.strategy.rules()
+		g.PullRequest = r.strategy.pullRequest()
 	}
 	if p != nil {
 		g.Proactive = p.rules()

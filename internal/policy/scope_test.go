@@ -108,3 +108,38 @@ func TestGovernPrecedence(t *testing.T) {
 	require.Contains(t, set.Errors[0].Error(), "is defined more than once")
 	require.Equal(t, engine.CausePolicyInvalid, set.Govern(other).Skip)
 }
+
+// TestGovernCarriesPullRequestSettings: a strategy's gitops labels,
+// reviewers and grouping reach every workload it governs, sorted and
+// without repeats, through whichever policy hands the workload to it.
+func TestGovernCarriesPullRequestSettings(t *testing.T) {
+	strategy := func(name, gitops string) string {
+		return "apiVersion: gpu-rightsizing.github.io/v1alpha1\nkind: ClusterAutomationStrategy\nmetadata: {name: " + name + "}\n" +
+			"spec:\n  experimental: {gpuKaiContract: v1alpha1-2026-07}\n" + gitops + "---\n"
+	}
+	proactive := func(name, ns, strategy string) string {
+		return "apiVersion: rightsizing.kubex.ai/v1alpha1\nkind: ClusterProactivePolicy\nmetadata: {name: " + name + "}\n" +
+			"spec:\n  scope: {namespaceSelector: {operator: In, values: [" + ns + "]}, workloadTypes: [Deployment]}\n" +
+			"  automationStrategyRef: {name: " + strategy + "}\n---\n"
+	}
+	set := policy.Parse("p.yaml", []byte(strategy("team", "  gitops:\n    grouping: namespace\n    labels: [gpu, team-ml, gpu]\n    reviewers: [zoe, ana]\n")+
+		strategy("plain", "")+proactive("base", "ml", "team")+proactive("web", "web", "plain")))
+	require.Empty(t, set.Errors)
+
+	tests := []struct {
+		name string
+		ns   string
+		want policy.PullRequest
+	}{
+		{name: "the strategy's settings, sorted and without repeats", ns: "ml",
+			want: policy.PullRequest{Grouping: "namespace", Labels: []string{"gpu", "team-ml"}, Reviewers: []string{"ana", "zoe"}}},
+		{name: "a strategy without gitops leaves the run's", ns: "web", want: policy.PullRequest{}},
+		{name: "an ungoverned workload has none", ns: "other", want: policy.PullRequest{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: tt.ns, Kind: "Deployment", Name: "w"}})
+			require.Equal(t, tt.want, g.PullRequest)
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -91,6 +92,18 @@ func (v validator) strategy(s *Strategy) {
 		case "", "workload", "namespace", "policy":
 		default:
 			v.fail("spec.gitops.grouping", "%q is not supported: use workload, namespace or policy", g.Grouping)
+		}
+		// Both go to the forge as they are: an empty or padded one would be
+		// refused there, after the branch is pushed.
+		for _, l := range []struct {
+			field string
+			list  []string
+		}{{"spec.gitops.labels", g.Labels}, {"spec.gitops.reviewers", g.Reviewers}} {
+			for i, s := range l.list {
+				if s == "" || strings.TrimSpace(s) != s {
+					v.fail(fmt.Sprintf("%s[%d]", l.field, i), "%q must be a name without surrounding spaces", s)
+				}
+			}
 		}
 	}
 }

@@ -57,18 +57,22 @@ type Options struct {
 	Base string
 	// BranchPrefix starts every branch the tool owns.
 	BranchPrefix string
-	Grouping     plan.Grouping
-	Author       scm.Signature
+	// Grouping, when set, groups every change set; empty leaves it to each
+	// strategy's spec.gitops.grouping, by workload by default.
+	Grouping plan.Grouping
+	Author   scm.Signature
 	// DeclinePercent is how far a recommendation must move before a
 	// declined pull request's change is proposed again.
 	DeclinePercent int
 	// MaxOpen caps the tool's open pull requests; MaxNew the ones opened
 	// in one run. Zero means no cap.
 	MaxOpen, MaxNew int
-	Labels          []string
-	Reviewers       []string
-	Assignees       []string
-	Draft           bool
+	// Labels and Reviewers go on every pull request, with those of the
+	// strategies governing its workloads (spec.gitops).
+	Labels    []string
+	Reviewers []string
+	Assignees []string
+	Draft     bool
 	// Conventional makes commit messages Conventional Commits.
 	Conventional bool
 	// Source names where usage was read, for the body.
@@ -171,7 +175,6 @@ func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report,
 
 func (o Options) withDefaults() Options {
 	o.BranchPrefix = cmp.Or(o.BranchPrefix, "gpu-rightsizing/")
-	o.Grouping = cmp.Or(o.Grouping, plan.ByWorkload)
 	o.Author.Name = cmp.Or(o.Author.Name, "gpu-rightsizing")
 	o.Author.Email = cmp.Or(o.Author.Email, "gpu-rightsizing@users.noreply.github.com")
 	o.Source = cmp.Or(o.Source, "the usage source")
@@ -200,7 +203,7 @@ type run struct {
 
 // publish opens or updates the pull request of one change set.
 func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
-	res := Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, r.o.Grouping, cs.Key)}
+	res := Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, cs.Grouping, cs.Key)}
 	fail := func(err error) Result {
 		res.Outcome, res.Detail = Failed, err.Error()
 		r.o.Logger.Error("publish", "set", cs.Key, "branch", res.Branch, "err", err)
@@ -319,7 +322,7 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 		return fail(err)
 	}
 	pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: res.Branch, Base: r.o.Base, Title: t, Body: b,
-		Labels: labels(cs, r.o.Labels), Reviewers: r.o.Reviewers, Assignees: r.o.Assignees, Draft: r.o.Draft})
+		Labels: labels(cs, r.o.Labels), Reviewers: plan.Union(r.o.Reviewers, cs.Reviewers), Assignees: r.o.Assignees, Draft: r.o.Draft})
 	if err != nil {
 		return fail(err)
 	}
@@ -483,10 +486,11 @@ func moved(declined, now marker, pct int) bool {
 	return false
 }
 
-// labels are the pull request's labels: the configured ones, the
-// direction of the change, and urgent when it is.
+// labels are the pull request's labels: the run's, those of the strategies
+// governing its workloads, the direction of the change, and urgent when it
+// is.
 func labels(cs plan.ChangeSet, extra []string) []string {
-	out := slices.Clone(extra)
+	out := slices.Concat(extra, cs.Labels)
 	out = append(out, "gpu-rightsizing")
 	for _, d := range cs.Decisions {
 		switch d.Action {
