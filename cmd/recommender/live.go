@@ -45,6 +45,9 @@ func (l *liveFlags) check() error {
 	if len(l.Namespaces) == 0 {
 		return flagErrorf("`--live` needs `--live-namespaces`: the namespaces whose Deployments may be changed live")
 	}
+	if err := live.CheckNamespaces(l.Namespaces); err != nil {
+		return flagErrorf("`--live-namespaces`: %v", err)
+	}
 	if l.MaxChanges < 0 {
 		return flagErrorf("`--live-max-changes` must be 0 or more, got %d", l.MaxChanges)
 	}

@@ -100,14 +100,38 @@ type Applier struct {
 	c       *Client
 	o       Options
 	applied int
+	// bad is why o cannot be used; every call then returns it.
+	bad error
 }
 
-// NewApplier makes live changes through c within o.
+// NewApplier makes live changes through c within o. Options whose
+// namespaces are not valid make every Apply and Reconcile return the
+// error CheckNamespaces gives.
 func NewApplier(c *Client, o Options) *Applier {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Applier{c: c, o: o}
+	return &Applier{c: c, o: o, bad: CheckNamespaces(o.Namespaces)}
+}
+
+// CheckNamespaces rejects an empty or repeated namespace name: client-go
+// reads "" as every namespace, which would take live changes far beyond
+// the ones allowed.
+func CheckNamespaces(namespaces []string) error {
+	if len(namespaces) == 0 {
+		return errors.New("live: no namespace allowed")
+	}
+	seen := map[string]bool{}
+	for i, ns := range namespaces {
+		switch {
+		case strings.TrimSpace(ns) == "":
+			return fmt.Errorf("live: namespace %d is empty: an empty namespace would mean every namespace", i+1)
+		case seen[ns]:
+			return fmt.Errorf("live: namespace %s is named twice", ns)
+		}
+		seen[ns] = true
+	}
+	return nil
 }
 
 // Apply applies one upsize to its live Deployment, if every rule allows.
@@ -115,6 +139,9 @@ func NewApplier(c *Client, o Options) *Applier {
 // happened to the Deployment, failures included, is the result.
 func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	res := Result{Namespace: t.Namespace, Name: t.Name}
+	if a.bad != nil {
+		return res, a.bad
+	}
 	set := func(o Outcome, format string, args ...any) (Result, error) {
 		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
 		return res, ctx.Err()

@@ -36,6 +36,9 @@ type GitValues struct {
 // left, and reported. git gives the base branch's values of a workload,
 // ok false when the plan does not hold it.
 func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(namespace, name string) (GitValues, bool)) ([]Result, error) {
+	if a.bad != nil {
+		return nil, a.bad
+	}
 	var out []Result
 	for _, ns := range a.o.Namespaces {
 		list, err := a.c.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
@@ -45,6 +48,11 @@ func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(name
 		}
 		for i := range list.Items {
 			dep := &list.Items[i]
+			// Whatever the server answered, only an allowed namespace's
+			// Deployment is touched.
+			if !slices.Contains(a.o.Namespaces, dep.Namespace) {
+				continue
+			}
 			if _, ok := dep.Annotations[MarkerAnnotation]; !ok {
 				continue
 			}

@@ -139,3 +139,46 @@ func TestReconcile(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespacesRejected: an empty namespace name (client-go's "every
+// namespace") or a repeated one stops Apply and Reconcile before anything
+// is read, on a real API server where a marked Deployment waits in a
+// namespace that was not allowed.
+func TestNamespacesRejected(t *testing.T) {
+	c := startCluster(t, "admin")
+	prs, err := scm.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	w := workload{ns: "staging", name: "elsewhere", fraction: "0.30", args: vllmArgs}
+	c.create(t, w, "argocd-controller")
+	pr, err := prs.Open(ctx(t), scm.NewPullRequest{Branch: "gpu-rightsizing/staging/elsewhere", Base: "main", Title: "t", Body: "b"})
+	require.NoError(t, err)
+	tg := target(w)
+	tg.PullRequest, tg.Number, tg.Branch = pr.URL, pr.Number, pr.Branch
+	res, err := live.NewApplier(c.c, live.Options{Namespaces: []string{"staging"}, MaxChanges: 1, Force: true, Now: now}).Apply(ctx(t), tg)
+	require.NoError(t, err)
+	require.Equal(t, live.Applied, res.Outcome, res.Detail)
+	require.NoError(t, prs.SetState(pr.Number, scm.Merged, ""))
+	git := func(string, string) (live.GitValues, bool) {
+		return live.GitValues{Fraction: "0.45", VLLM: map[string]string{"vllm": "0.40"}}, true
+	}
+	for _, tt := range []struct {
+		name string
+		ns   []string
+		err  string
+	}{
+		{"empty: every namespace", []string{"inference", ""}, "namespace 2 is empty"},
+		{"blank", []string{" "}, "namespace 1 is empty"},
+		{"repeated", []string{"inference", "inference"}, "namespace inference is named twice"},
+		{"none", nil, "no namespace allowed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := live.NewApplier(c.c, live.Options{Namespaces: tt.ns, MaxChanges: 1, Force: true, RevertClosed: true, Now: now})
+			results, err := a.Reconcile(ctx(t), prs, git)
+			require.ErrorContains(t, err, tt.err)
+			require.Empty(t, results)
+			_, err = a.Apply(ctx(t), target(workload{ns: "inference", name: "x"}))
+			require.ErrorContains(t, err, tt.err)
+			require.Contains(t, c.get(t, w.ns, w.name).Annotations, live.MarkerAnnotation, "staging's marker is untouched")
+		})
+	}
+}
