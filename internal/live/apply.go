@@ -189,6 +189,11 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	case ours:
 		old.Fraction.Old = mk.Fraction.Old
 		old.VLLM = mk.VLLM
+	case hasMarker:
+		// Live values that are not the ones the marker says the tool set
+		// were put there by a person since, even when they equal Git's (a
+		// manual revert): applying again would undo their decision.
+		return set(Left, "the live gpu-fraction is %s, not the %s of the tool's live change: a person changed it since our live change, so it is left as it is", liveText, mk.Fraction.New)
 	case !kai.Same(liveF, oldF):
 		return set(Left, "the live gpu-fraction is %s, Git's %s: someone changed it, so it is left as it is", liveText, t.Fraction.Old)
 	}

@@ -127,6 +127,22 @@ func TestApply(t *testing.T) {
 			check: unchanged(c, "0.60"),
 		},
 		{
+			name: "a person's manual revert to Git's value is not applied over again",
+			w:    workload{ns: "inference", name: "reverted-by-hand", fraction: "0.30", args: vllmArgs}, manager: "argocd-controller",
+			opts: func(o live.Options) live.Options { o.Force = true; return o },
+			before: func(t *testing.T, w workload) {
+				res, err := live.NewApplier(c.c, live.Options{Namespaces: []string{"inference"}, MaxChanges: 1, Force: true, Now: now}).Apply(ctx(t), target(w))
+				require.NoError(t, err)
+				require.Equal(t, live.Applied, res.Outcome, res.Detail)
+				c.applyAs(t, w, "kubectl-edit", true) // back to 0.30 and 0.27 by hand; the marker stays
+			},
+			want: live.Left, detail: "the live gpu-fraction is 0.30, not the 0.45 of the tool's live change: a person changed it since our live change",
+			check: func(t *testing.T, w workload, res live.Result, gen int64) {
+				unchanged(c, "0.30")(t, w, res, gen)
+				require.Equal(t, vllmArgs, c.get(t, w.ns, w.name).Spec.Template.Spec.Containers[0].Args)
+			},
+		},
+		{
 			name: "beyond maxPercent is refused",
 			w:    workload{ns: "inference", name: "steep", fraction: "0.30"}, manager: "argocd-controller",
 			target: func(tg live.Target) live.Target { tg.Fraction.New = "0.70"; tg.VLLM = nil; return tg },
