@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -216,6 +217,11 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("container %s: --gpu-memory-utilization is not a literal in its args: left to the pull request", t.VLLM.Container))
 		case cur != gitOld:
 			return set(Left, "container %s: the live --gpu-memory-utilization is %s, Git's %s: someone changed it, so it is left as it is", t.VLLM.Container, cur, gitOld)
+		case lowers(cur, t.VLLM.New):
+			// A lower flag gives vLLM less of the GPU: a live change only
+			// ever adds, so the drop waits for the pull request, while the
+			// fraction may still go up.
+			res.Warnings = append(res.Warnings, fmt.Sprintf("container %s: --gpu-memory-utilization would drop from %s to %s: never lowered live, left to the pull request", t.VLLM.Container, cur, t.VLLM.New))
 		case cur != t.VLLM.New:
 			args, _ = withFlag(containerArgs(dep, t.VLLM.Container), t.VLLM.New)
 			first := cur
@@ -267,6 +273,17 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	a.applied++
 	res.Generation = out.Generation
 	return set(Applied, "applied by server-side apply as %s%s; generation %d → %d", FieldManager, forced(a.o.Force), dep.Generation, out.Generation)
+}
+
+// lowers reports whether the flag's value next is below cur, or either
+// is not a number (then nothing is changed live either).
+func lowers(cur, next string) bool {
+	c, err := strconv.ParseFloat(cur, 64)
+	if err != nil {
+		return true
+	}
+	n, err := strconv.ParseFloat(next, 64)
+	return err != nil || kai.Above(c, n)
 }
 
 func forced(f bool) string {

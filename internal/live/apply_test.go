@@ -143,6 +143,21 @@ func TestApply(t *testing.T) {
 			},
 		},
 		{
+			name: "a vLLM flag that would drop is never lowered live: the fraction alone, and a warning",
+			w:    workload{ns: "inference", name: "flag-down", fraction: "0.30", args: vllmArgs}, manager: "argocd-controller",
+			target: func(tg live.Target) live.Target { tg.VLLM.New = "0.20"; return tg },
+			opts:   func(o live.Options) live.Options { o.Force = true; return o },
+			want:   live.Applied,
+			check: func(t *testing.T, w workload, res live.Result, _ int64) {
+				d := c.get(t, w.ns, w.name)
+				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"])
+				require.Equal(t, vllmArgs, d.Spec.Template.Spec.Containers[0].Args, "the flag stays 0.27")
+				require.Equal(t, []string{"argocd-controller"}, owners(t, d, argsPath...), "args not sent are not taken")
+				require.Equal(t, []string{"gpu-fraction 0.30 → 0.45"}, res.Fields)
+				require.Equal(t, []string{"container vllm: --gpu-memory-utilization would drop from 0.27 to 0.20: never lowered live, left to the pull request"}, res.Warnings)
+			},
+		},
+		{
 			name: "beyond maxPercent is refused",
 			w:    workload{ns: "inference", name: "steep", fraction: "0.30"}, manager: "argocd-controller",
 			target: func(tg live.Target) live.Target { tg.Fraction.New = "0.70"; tg.VLLM = nil; return tg },
