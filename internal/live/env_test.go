@@ -58,6 +58,8 @@ type workload struct {
 	args     []string
 	queue    string
 	replicas int
+	// devices is gpu-fraction-num-devices; unset when 0.
+	devices int
 }
 
 func (w workload) manifest() []byte {
@@ -78,6 +80,10 @@ func (w workload) manifest() []byte {
 				},
 			},
 		},
+	}
+	if w.devices > 0 {
+		tmpl := d["spec"].(map[string]any)["template"].(map[string]any)
+		tmpl["metadata"].(map[string]any)["annotations"] = map[string]string{"gpu-fraction": w.fraction, "gpu-fraction-num-devices": fmt.Sprint(w.devices)}
 	}
 	if w.queue != "" {
 		d["metadata"].(map[string]any)["labels"] = map[string]string{"kai.scheduler/queue": w.queue}

@@ -62,7 +62,8 @@ func gpus(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 
 
 // CheckQueue reads the KAI queue of Deployment namespace/name and what the
 // Deployments charged to it in namespaces request, and works out what
-// they would request with the Deployment's pods at newGPUs each. No pods
+// they would request with the Deployment's pods at a gpu-fraction of
+// newGPUs (times the pod's gpu-fraction-num-devices). No pods
 // are read: a Deployment's spec (replicas × request) is what the queue
 // will have to hold once it has rolled, and needs no RBAC on pods.
 func (c *Client) CheckQueue(ctx context.Context, namespace, name string, newGPUs float64, namespaces []string) (QueueCheck, error) {
@@ -104,7 +105,9 @@ func (c *Client) CheckQueue(ctx context.Context, namespace, name string, newGPUs
 			n := float64(replicas(d))
 			q.Requested += n * per
 			if d.Namespace == namespace && d.Name == name {
-				per = newGPUs
+				// newGPUs is the fraction of each device: KAI charges it
+				// once per device, as it does the current one.
+				per = newGPUs * float64(devices(&d.Spec.Template))
 			}
 			q.After += n * per
 		}
@@ -148,13 +151,7 @@ func replicas(d *appsv1.Deployment) int32 {
 // its devices, or the whole GPUs of its containers' limits.
 func podGPUs(t *corev1.PodTemplateSpec) float64 {
 	if f, err := kai.ParseFraction(t.Annotations[kai.FractionAnnotation]); err == nil {
-		n := 1
-		if s, ok := t.Annotations[kai.NumDevicesAnnotation]; ok {
-			if v, err := strconv.Atoi(s); err == nil && v > 0 {
-				n = v
-			}
-		}
-		return f * float64(n)
+		return f * float64(devices(t))
 	}
 	var whole int64
 	for _, c := range t.Spec.Containers {
@@ -162,4 +159,13 @@ func podGPUs(t *corev1.PodTemplateSpec) float64 {
 		whole += q.Value()
 	}
 	return float64(whole)
+}
+
+// devices is how many devices a fractional pod takes the fraction of:
+// gpu-fraction-num-devices, 1 when unset or not a positive number.
+func devices(t *corev1.PodTemplateSpec) int {
+	if v, err := strconv.Atoi(t.Annotations[kai.NumDevicesAnnotation]); err == nil && v > 0 {
+		return v
+	}
+	return 1
 }

@@ -98,3 +98,24 @@ func TestQueueOfMissingDeployment(t *testing.T) {
 	require.Empty(t, q.Warning())
 	require.False(t, q.Exceeds())
 }
+
+// TestQueueNumDevices: a pod of gpu-fraction 0.30 on two devices asks
+// for 0.6 GPU, and at 0.45 for 0.9: both the current and the new request
+// count the devices, so a queue of 0.8 GPU is over quota.
+func TestQueueNumDevices(t *testing.T) {
+	c := startCluster(t, "admin")
+	c.s.Apply(t, queueManifest("pair", 0.8))
+	w := workload{ns: "inference", name: "two-devices", fraction: "0.30", queue: "pair", devices: 2}
+	c.create(t, w, "argocd-controller")
+	q, err := c.c.CheckQueue(ctx(t), w.ns, w.name, 0.45, []string{"inference"})
+	require.NoError(t, err)
+	require.Equal(t, live.QueueCheck{Queue: "pair", Quota: 0.8, Requested: 0.6, After: 0.9, Namespaces: []string{"inference"}}, roundQueue(q))
+	require.True(t, q.Exceeds())
+
+	tg := target(w)
+	tg.VLLM = nil
+	res, err := live.NewApplier(c.c, live.Options{Namespaces: []string{"inference"}, MaxChanges: 1, Force: true, Now: now}).Apply(ctx(t), tg)
+	require.NoError(t, err)
+	require.Equal(t, live.Refused, res.Outcome, res.Detail)
+	require.Contains(t, res.Detail, "from 0.6 to 0.9 GPUs, over its GPU quota of 0.8")
+}
