@@ -77,20 +77,37 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		return set(Left, "%v: left for a person", err)
 	}
 	live := dep.Spec.Template.Annotations[kai.FractionAnnotation]
-	if live != mk.Fraction.New {
-		return set(Left, "the live gpu-fraction is %s, not the %s the tool applied: someone changed it since; the marker is left for a person", live, mk.Fraction.New)
-	}
+	var liveV string
 	if mk.VLLM != nil {
-		if v := liveVLLM(dep, mk.VLLM.Container); v != mk.VLLM.New {
-			return set(Left, "container %s: the live --gpu-memory-utilization is %q, not the %s the tool applied: someone changed it since; the marker is left for a person",
-				mk.VLLM.Container, v, mk.VLLM.New)
-		}
+		liveV = liveVLLM(dep, mk.VLLM.Container)
+	}
+	// changed says how the live values differ from the ones the tool
+	// applied, "" when they are still the tool's.
+	var changed string
+	switch {
+	case live != mk.Fraction.New:
+		changed = fmt.Sprintf("the live gpu-fraction is %s, not the %s the tool applied: someone changed it since; the marker is left for a person", live, mk.Fraction.New)
+	case mk.VLLM != nil && liveV != mk.VLLM.New:
+		changed = fmt.Sprintf("container %s: the live --gpu-memory-utilization is %q, not the %s the tool applied: someone changed it since; the marker is left for a person",
+			mk.VLLM.Container, liveV, mk.VLLM.New)
 	}
 	found, err := prs.Find(ctx, mk.Branch)
 	if err != nil {
+		if changed != "" {
+			return set(Left, "%s", changed)
+		}
 		return set(Failed, "the state of pull request %s: %v", mk.PullRequest, err)
 	}
 	i := slices.IndexFunc(found, func(pr scm.PullRequest) bool { return pr.Number == mk.Number })
+	if changed != "" {
+		// A revert that died between setting Git's values and letting go
+		// of them leaves the marker on Git's old values: the release is
+		// what is left to do, else the marker would stay for ever.
+		if i >= 0 && found[i].State == scm.Closed && live == mk.Fraction.Old && (mk.VLLM == nil || liveV == mk.VLLM.Old) {
+			return a.finish(ctx, dep, mk, live, res, "the live values are Git's")
+		}
+		return set(Left, "%s", changed)
+	}
 	if i < 0 {
 		return set(Left, "pull request %s (#%d, branch %s) is not found: the live change is left", mk.PullRequest, mk.Number, mk.Branch)
 	}
@@ -144,6 +161,21 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		return set(Failed, "%v", err)
 	}
 	return set(Reverted, "pull request %s was closed unmerged: reverted to Git's values, marker removed", mk.PullRequest)
+}
+
+// finish releases the live values as they are, the marker's pull
+// request being closed: why says what makes them safe to let go of.
+func (a *Applier) finish(ctx context.Context, dep *appsv1.Deployment, mk Marker, fraction string, res Result, why string) Result {
+	if a.o.DryRun {
+		res.Outcome, res.Detail = WouldRelease, fmt.Sprintf("pull request %s was closed unmerged and %s: would remove the marker and release the fields", mk.PullRequest, why)
+		return res
+	}
+	if err := a.release(ctx, dep, mk, fraction, liveArgs(dep, mk)); err != nil {
+		res.Outcome, res.Detail = Failed, err.Error()
+		return res
+	}
+	res.Outcome, res.Detail = Released, fmt.Sprintf("pull request %s was closed unmerged and %s: marker removed, fields released to %s", mk.PullRequest, why, HandoffManager)
+	return res
 }
 
 // behind says how Git falls short of the live values, "" when it holds

@@ -1,6 +1,9 @@
 package live_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
 // TestReconcile: the marker's life after a live change, on a real API
@@ -87,6 +91,21 @@ func TestReconcile(t *testing.T) {
 				d := c.get(t, w.ns, w.name)
 				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"])
 				require.Contains(t, d.Annotations, live.MarkerAnnotation)
+			},
+		},
+		{
+			name: "closed, a revert that died before its release: the release is finished", state: scm.Closed, revert: true,
+			git:    live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
+			meddle: func(t *testing.T, w workload) { c.halfRevert(t, w, "0.30", vllmArgs) },
+			want:   live.Released, detail: "was closed unmerged and the live values are Git's: marker removed",
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
+				require.Equal(t, before.Spec.Template, d.Spec.Template, "finishing the release does not roll")
+				require.Equal(t, "0.30", d.Spec.Template.Annotations["gpu-fraction"])
+				for _, mf := range d.ManagedFields {
+					require.NotEqual(t, live.FieldManager, mf.Manager, "the tool's manager owns nothing")
+				}
 			},
 		},
 		{
@@ -181,4 +200,24 @@ func TestNamespacesRejected(t *testing.T) {
 			require.Contains(t, c.get(t, w.ns, w.name).Annotations, live.MarkerAnnotation, "staging's marker is untouched")
 		})
 	}
+}
+
+// halfRevert does what the revert's first patch does, under the tool's
+// manager: the live values set to fraction and args, the marker kept; a
+// run that died then never let go of them.
+func (c cluster) halfRevert(t *testing.T, w workload, fraction string, args []string) {
+	t.Helper()
+	d := c.get(t, w.ns, w.name)
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": w.name, "namespace": w.ns, "annotations": map[string]string{live.MarkerAnnotation: d.Annotations[live.MarkerAnnotation]}},
+		"spec": map[string]any{"template": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]string{"gpu-fraction": fraction}},
+			"spec":     map[string]any{"containers": []map[string]any{{"name": "vllm", "args": args}}},
+		}},
+	})
+	require.NoError(t, err)
+	path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=%s", w.ns, w.name, live.FieldManager)
+	code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, body, "application/apply-patch+yaml")
+	require.Equal(t, http.StatusOK, code, "%s", out)
 }
