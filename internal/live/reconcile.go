@@ -103,7 +103,8 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		// A revert that died between setting Git's values and letting go
 		// of them leaves the marker on Git's old values: the release is
 		// what is left to do, else the marker would stay for ever.
-		if i >= 0 && found[i].State == scm.Closed && live == mk.Fraction.Old && (mk.VLLM == nil || liveV == mk.VLLM.Old) {
+		g, ok := git(dep.Namespace, dep.Name)
+		if i >= 0 && found[i].State == scm.Closed && holdsGit(live, liveV, mk, g, ok) {
 			return a.finish(ctx, dep, mk, live, res, "the live values are Git's")
 		}
 		return set(Left, "%s", changed)
@@ -135,18 +136,35 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		return set(Left, "pull request %s was closed unmerged; the live change (gpu-fraction %s → %s) is left (`--live-revert-closed` reverts it)",
 			mk.PullRequest, mk.Fraction.Old, mk.Fraction.New)
 	}
-	res.Fields = append(res.Fields, fmt.Sprintf("gpu-fraction %s → %s", mk.Fraction.New, mk.Fraction.Old))
+	// The revert goes to Git's values now, not the marker's old ones:
+	// another pull request may have raised them since, and a revert never
+	// goes below Git.
+	g, ok := git(dep.Namespace, dep.Name)
+	if !ok {
+		return set(Left, "pull request %s was closed unmerged, but the base branch no longer holds the workload: the live change is left", mk.PullRequest)
+	}
+	if behind(g, mk) == "" {
+		return a.finish(ctx, dep, mk, live, res, "Git now holds at least the live values")
+	}
+	if _, err := kai.ParseFraction(g.Fraction); err != nil {
+		return set(Left, "pull request %s was closed unmerged, but Git's gpu-fraction %q is not one to revert to: %v", mk.PullRequest, g.Fraction, err)
+	}
+	res.Fields = append(res.Fields, fmt.Sprintf("gpu-fraction %s → %s", mk.Fraction.New, g.Fraction))
 	var args []string
 	if mk.VLLM != nil {
-		args, _ = withFlag(containerArgs(dep, mk.VLLM.Container), mk.VLLM.Old)
-		res.Fields = append(res.Fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", mk.VLLM.Container, mk.VLLM.New, mk.VLLM.Old))
+		gv := g.VLLM[mk.VLLM.Container]
+		if _, err := strconv.ParseFloat(gv, 64); err != nil {
+			return set(Left, "pull request %s was closed unmerged, but Git's --gpu-memory-utilization in container %s is %q, not a value to revert to", mk.PullRequest, mk.VLLM.Container, gv)
+		}
+		args, _ = withFlag(containerArgs(dep, mk.VLLM.Container), gv)
+		res.Fields = append(res.Fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", mk.VLLM.Container, mk.VLLM.New, gv))
 	}
 	if a.o.DryRun {
 		return set(WouldRevert, "pull request %s was closed unmerged: would revert to Git's values", mk.PullRequest)
 	}
 	// Our own manager sets Git's values first (no force: a field someone
 	// else took since is theirs), then lets go of them.
-	patch, err := applyPatch(dep, mk.Fraction.Old, mk.VLLM, args, &mk)
+	patch, err := applyPatch(dep, g.Fraction, mk.VLLM, args, &mk)
 	if err == nil {
 		_, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
 			metav1.PatchOptions{FieldManager: FieldManager})
@@ -157,10 +175,19 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		}
 		return set(Failed, "%v", apiError("patch", "deployments", dep.Namespace, err))
 	}
-	if err := a.release(ctx, dep, mk, mk.Fraction.Old, args); err != nil {
+	if err := a.release(ctx, dep, mk, g.Fraction, args); err != nil {
 		return set(Failed, "%v", err)
 	}
 	return set(Reverted, "pull request %s was closed unmerged: reverted to Git's values, marker removed", mk.PullRequest)
+}
+
+// holdsGit reports whether the live values are Git's: the marker's old
+// ones, or the base branch's now (ok), which a revert sets.
+func holdsGit(live, liveV string, mk Marker, g GitValues, ok bool) bool {
+	if live == mk.Fraction.Old && (mk.VLLM == nil || liveV == mk.VLLM.Old) {
+		return true
+	}
+	return ok && live == g.Fraction && (mk.VLLM == nil || liveV == g.VLLM[mk.VLLM.Container])
 }
 
 // finish releases the live values as they are, the marker's pull

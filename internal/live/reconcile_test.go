@@ -94,6 +94,36 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "closed, revert on, Git raised since by another pull request: reverted to Git's value now, not the marker's", state: scm.Closed, revert: true,
+			git:  live.GitValues{Fraction: "0.40", VLLM: map[string]string{"vllm": "0.36"}},
+			want: live.Reverted, detail: "reverted to Git's values, marker removed",
+			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
+				require.Equal(t, "0.40", d.Spec.Template.Annotations["gpu-fraction"], "not the marker's old 0.30")
+				require.Equal(t, "--gpu-memory-utilization=0.36", d.Spec.Template.Spec.Containers[0].Args[2])
+			},
+		},
+		{
+			name: "closed, revert on, Git now at or above the live values: released, not reverted", state: scm.Closed, revert: true,
+			git:  live.GitValues{Fraction: "0.60", VLLM: map[string]string{"vllm": "0.54"}},
+			want: live.Released, detail: "Git now holds at least the live values: marker removed",
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
+				require.Equal(t, before.Spec.Template, d.Spec.Template, "no roll: GitOps brings Git's higher value")
+			},
+		},
+		{
+			name: "closed, a revert to Git's value now that died before its release: the release is finished", state: scm.Closed, revert: true,
+			git:    live.GitValues{Fraction: "0.40", VLLM: map[string]string{"vllm": "0.36"}},
+			meddle: func(t *testing.T, w workload) { c.halfRevert(t, w, "0.40", withFlag036) },
+			want:   live.Released, detail: "the live values are Git's: marker removed",
+			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
+				require.NotContains(t, c.get(t, w.ns, w.name).Annotations, live.MarkerAnnotation)
+			},
+		},
+		{
 			name: "closed, a revert that died before its release: the release is finished", state: scm.Closed, revert: true,
 			git:    live.GitValues{Fraction: "0.30", VLLM: map[string]string{"vllm": "0.27"}},
 			meddle: func(t *testing.T, w workload) { c.halfRevert(t, w, "0.30", vllmArgs) },
@@ -201,6 +231,8 @@ func TestNamespacesRejected(t *testing.T) {
 		})
 	}
 }
+
+var withFlag036 = []string{"--model", "Qwen/Qwen2.5-7B", "--gpu-memory-utilization=0.36", "--max-model-len", "8192"}
 
 // halfRevert does what the revert's first patch does, under the tool's
 // manager: the live values set to fraction and args, the marker kept; a
