@@ -107,6 +107,18 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		if i >= 0 && found[i].State == scm.Closed && holdsGit(live, liveV, mk, g, ok) {
 			return a.finish(ctx, dep, mk, live, res, "the live values are Git's")
 		}
+		// Merged, and GitOps synced a value Git raised since above the
+		// tool's: the live values are Git's, nothing to keep alive.
+		if i >= 0 && found[i].State == scm.Merged && ok && behind(g, mk) == "" &&
+			live == g.Fraction && (mk.VLLM == nil || liveV == g.VLLM[mk.VLLM.Container]) {
+			if a.o.DryRun {
+				return set(WouldRelease, "pull request %s merged and the live values are Git's, at least the tool's: would remove the marker and release the fields", mk.PullRequest)
+			}
+			if err := a.release(ctx, dep, mk, live, liveArgs(dep, mk)); err != nil {
+				return set(Failed, "%v", err)
+			}
+			return set(Released, "pull request %s merged and the live values are Git's, at least the tool's: marker removed, fields released to %s", mk.PullRequest, HandoffManager)
+		}
 		return set(Left, "%s", changed)
 	}
 	if i < 0 {

@@ -63,6 +63,33 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "merged, and GitOps synced a higher value Git took since: released", state: scm.Merged,
+			git: live.GitValues{Fraction: "0.60", VLLM: map[string]string{"vllm": "0.54"}},
+			meddle: func(t *testing.T, w workload) {
+				w.fraction, w.args = "0.60", []string{"--model", "Qwen/Qwen2.5-7B", "--gpu-memory-utilization=0.54", "--max-model-len", "8192"}
+				c.applyAs(t, w, "argocd-controller", true)
+			},
+			want: live.Released, detail: "merged and the live values are Git's, at least the tool's: marker removed",
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
+				require.Equal(t, before.Spec.Template, d.Spec.Template, "releasing does not roll")
+				require.Equal(t, "0.60", d.Spec.Template.Annotations["gpu-fraction"])
+			},
+		},
+		{
+			name: "merged, a person set a value above the tool's that Git does not hold: left", state: scm.Merged,
+			git: live.GitValues{Fraction: "0.45", VLLM: map[string]string{"vllm": "0.40"}},
+			meddle: func(t *testing.T, w workload) {
+				w.fraction, w.args = "0.60", []string{"--model", "Qwen/Qwen2.5-7B", "--gpu-memory-utilization=0.40", "--max-model-len", "8192"}
+				c.applyAs(t, w, "kubectl-edit", true)
+			},
+			want: live.Left, detail: "the live gpu-fraction is 0.60, not the 0.45 the tool applied: someone changed it since",
+			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
+				require.Contains(t, c.get(t, w.ns, w.name).Annotations, live.MarkerAnnotation)
+			},
+		},
+		{
 			name: "merged but Git holds less: left", state: scm.Merged,
 			git:  live.GitValues{Fraction: "0.40", VLLM: map[string]string{"vllm": "0.36"}},
 			want: live.Left, detail: `Git holds gpu-fraction "0.40" below the live 0.45`,
