@@ -16,6 +16,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 )
 
@@ -131,16 +132,8 @@ func targetOf(d plan.Decision) live.Target {
 	if d.Recommended.Form == engine.Fraction {
 		t.Fraction.New = kai.FormatFraction(d.Recommended.GPUs)
 	}
-	if st := d.Rules.Strategy; st != nil {
-		t.Ceiling = st.Ceiling
-	}
-	if r := d.Rules.Reactive; r != nil {
-		for _, m := range r.Metrics {
-			if m.Upsize != nil {
-				t.MaxPercent = max(t.MaxPercent, m.Upsize.MaxPercent)
-			}
-		}
-	}
+	t.Ceiling, t.MaxPercent = liveBounds(d.Rules)
+
 	if v, ok := plan.VLLMUtilization(d); ok {
 		for _, c := range d.Workload.Containers {
 			if c.Name == d.Workload.GPU.Container && c.GPUMemoryUtilization != v {
@@ -149,6 +142,29 @@ func targetOf(d plan.Decision) live.Target {
 		}
 	}
 	return t
+}
+
+// liveBounds are the bounds the live path checks again, as the engine
+// applied them: the strategy's ceiling (the policy default when unset),
+// and the step limit, the tightest maxPercent of the reactive metrics that
+// have one (the engine's default when none does). The largest would let
+// a live change past the rule that limits the step.
+func liveBounds(r engine.Rules) (ceiling float64, maxPercent int) {
+	ceiling = policy.DefaultCeiling
+	if r.Strategy != nil && r.Strategy.Ceiling > 0 {
+		ceiling = r.Strategy.Ceiling
+	}
+	if r.Reactive != nil {
+		for _, m := range r.Reactive.Metrics {
+			if m.Upsize != nil && m.Upsize.MaxPercent > 0 && (maxPercent == 0 || m.Upsize.MaxPercent < maxPercent) {
+				maxPercent = m.Upsize.MaxPercent
+			}
+		}
+	}
+	if maxPercent == 0 {
+		maxPercent = engine.DefaultMaxPercent
+	}
+	return ceiling, maxPercent
 }
 
 // finish runs after publishing: first the reconcile of earlier live

@@ -15,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
 )
 
 // Target is one urgent upsize, as Git and the decision see it.
@@ -29,7 +31,8 @@ type Target struct {
 	// VLLM is set when the Git edit changes --gpu-memory-utilization.
 	VLLM *VLLMValues
 	// Ceiling and MaxPercent are the rules' bounds, checked again here:
-	// New ≤ Ceiling and New ≤ Old × MaxPercent/100 (on the 0.01 grid).
+	// New ≤ Ceiling and New ≤ Old × MaxPercent/100 (on the 0.01 grid);
+	// 0 is the policy's default (1 GPU, 200%), not no bound.
 	Ceiling    float64
 	MaxPercent int
 	Reason     string
@@ -295,12 +298,20 @@ func forced(f bool) string {
 
 // bounds re-checks the rules the engine already applied: a fraction KAI
 // accepts, within the ceiling and the step cap.
+// An unset bound is the policy's default, never no bound.
 func (t Target) bounds(oldF, newF float64) string {
+	ceiling, step := t.Ceiling, t.MaxPercent
+	if ceiling <= 0 {
+		ceiling = policy.DefaultCeiling
+	}
+	if step <= 0 {
+		step = engine.DefaultMaxPercent
+	}
 	switch {
-	case t.Ceiling > 0 && kai.Above(newF, t.Ceiling):
-		return fmt.Sprintf("%s is above the ceiling %s", t.Fraction.New, gpus(t.Ceiling))
-	case t.MaxPercent > 0 && kai.Above(newF, kai.CeilFraction(oldF*float64(t.MaxPercent)/100)):
-		return fmt.Sprintf("%s is more than maxPercent %d%% of %s", t.Fraction.New, t.MaxPercent, t.Fraction.Old)
+	case kai.Above(newF, ceiling):
+		return fmt.Sprintf("%s is above the ceiling %s", t.Fraction.New, gpus(ceiling))
+	case kai.Above(newF, kai.CeilFraction(oldF*float64(step)/100)):
+		return fmt.Sprintf("%s is more than maxPercent %d%% of %s", t.Fraction.New, step, t.Fraction.Old)
 	case !kai.Above(newF, oldF):
 		return fmt.Sprintf("%s is not above Git's %s: never downsized", t.Fraction.New, t.Fraction.Old)
 	}

@@ -166,6 +166,14 @@ func TestApply(t *testing.T) {
 			check: unchanged(c, "0.30"),
 		},
 		{
+			name: "an unset maxPercent is the default 200%, not no bound",
+			w:    workload{ns: "inference", name: "steep-unset", fraction: "0.30"}, manager: "argocd-controller",
+			target: func(tg live.Target) live.Target { tg.Fraction.New, tg.MaxPercent, tg.VLLM = "0.70", 0, nil; return tg },
+			opts:   func(o live.Options) live.Options { o.Force = true; return o },
+			want:   live.Refused, detail: "more than maxPercent 200% of 0.30",
+			check: unchanged(c, "0.30"),
+		},
+		{
 			name: "beyond the ceiling is refused",
 			w:    workload{ns: "inference", name: "ceiling", fraction: "0.30"}, manager: "argocd-controller",
 			target: func(tg live.Target) live.Target { tg.Ceiling = 0.4; tg.VLLM = nil; return tg },
