@@ -17,8 +17,11 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 )
 
-// QueueResource is KAI's Queue (cluster-scoped).
-var QueueResource = schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v2", Resource: "queues"}
+// QueueResource is KAI's Queue (cluster-scoped): a function, so that no
+// caller can change which resource the quota check reads.
+func QueueResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v2", Resource: "queues"}
+}
 
 // QueueCheck is what a workload's KAI queue says about an upsize.
 type QueueCheck struct {
@@ -79,7 +82,7 @@ func (c *Client) CheckQueue(ctx context.Context, namespace, name string, newGPUs
 	if q.Queue == "" {
 		return QueueCheck{}, nil
 	}
-	obj, err := c.dyn.Resource(QueueResource).Get(ctx, q.Queue, metav1.GetOptions{})
+	obj, err := c.dyn.Resource(QueueResource()).Get(ctx, q.Queue, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		q.Note = fmt.Sprintf("KAI queue %s could not be read (%s): its quota was not checked", q.Queue, serverMessage(err))

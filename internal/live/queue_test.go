@@ -119,3 +119,22 @@ func TestQueueNumDevices(t *testing.T) {
 	require.Equal(t, live.Refused, res.Outcome, res.Detail)
 	require.Contains(t, res.Detail, "from 0.6 to 0.9 GPUs, over its GPU quota of 0.8")
 }
+
+// TestQueueResource: the Queue resource is a value each caller gets
+// afresh; changing one copy changes nothing for the quota check, which
+// still finds the real API server's queues.
+func TestQueueResource(t *testing.T) {
+	gvr := live.QueueResource()
+	require.Equal(t, "scheduling.run.ai/v2, Resource=queues", gvr.String())
+	gvr.Resource = "elsewhere"
+	require.Equal(t, "queues", live.QueueResource().Resource)
+
+	c := startCluster(t, "admin")
+	c.s.Apply(t, queueManifest("found", 2))
+	w := workload{ns: "inference", name: "queued", fraction: "0.30", queue: "found"}
+	c.create(t, w, "argocd-controller")
+	q, err := c.c.CheckQueue(ctx(t), w.ns, w.name, 0.45, []string{"inference"})
+	require.NoError(t, err)
+	require.Empty(t, q.Note)
+	require.Equal(t, 2.0, q.Quota)
+}
