@@ -280,3 +280,60 @@ func (c cluster) halfRevert(t *testing.T, w workload, fraction string, args []st
 	code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, body, "application/apply-patch+yaml")
 	require.Equal(t, http.StatusOK, code, "%s", out)
 }
+
+// TestReleasedFieldKnownLimit: docs/live.md's known limit, on a real API
+// server. After a release, the handoff manager co-owns the fraction with
+// the GitOps controller's server-side apply; when Git drops the field, it
+// stays live, until an apply of the Deployment's identity alone under the
+// handoff manager gives up its share and deletes it.
+func TestReleasedFieldKnownLimit(t *testing.T) {
+	c := startCluster(t, "admin")
+	prs, err := scm.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	w := workload{ns: "inference", name: "limit", fraction: "0.30"}
+	c.create(t, w, "argocd-controller")
+	pr, err := prs.Open(ctx(t), scm.NewPullRequest{Branch: "gpu-rightsizing/inference/limit", Base: "main", Title: "t", Body: "b"})
+	require.NoError(t, err)
+	tg := target(w)
+	tg.VLLM, tg.PullRequest, tg.Number, tg.Branch = nil, pr.URL, pr.Number, pr.Branch
+	o := live.Options{Namespaces: []string{"inference"}, MaxChanges: 1, Force: true, Now: now}
+	res, err := live.NewApplier(c.c, o).Apply(ctx(t), tg)
+	require.NoError(t, err)
+	require.Equal(t, live.Applied, res.Outcome, res.Detail)
+	require.NoError(t, prs.SetState(pr.Number, scm.Merged, ""))
+	results, err := live.NewApplier(c.c, o).Reconcile(ctx(t), prs, func(string, string) (live.GitValues, bool) {
+		return live.GitValues{Fraction: "0.45"}, true
+	})
+	require.NoError(t, err)
+	require.Equal(t, live.Released, results[0].Outcome, results[0].Detail)
+
+	// GitOps syncs the merged value: both managers own the field.
+	w.fraction = "0.45"
+	c.applyAs(t, w, "argocd-controller", true)
+	require.ElementsMatch(t, []string{"argocd-controller", live.HandoffManager}, owners(t, c.get(t, w.ns, w.name), fractionPath...))
+
+	// Git drops the annotation: not pruned, the handoff manager still owns it.
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(w.manifest(), &m))
+	delete(m["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any), "annotations")
+	body, err := json.Marshal(m)
+	require.NoError(t, err)
+	apply := func(manager string, body []byte) {
+		t.Helper()
+		path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=%s&force=true", w.ns, w.name, manager)
+		code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, body, "application/apply-patch+yaml")
+		require.Equal(t, http.StatusOK, code, "%s", out)
+	}
+	apply("argocd-controller", body)
+	d := c.get(t, w.ns, w.name)
+	require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"], "the known limit: not pruned")
+	require.Equal(t, []string{live.HandoffManager}, owners(t, d, fractionPath...))
+
+	// The remedy docs/live.md gives: the identity alone, under the handoff manager.
+	apply(live.HandoffManager, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"limit","namespace":"inference"}}`))
+	d = c.get(t, w.ns, w.name)
+	require.NotContains(t, d.Spec.Template.Annotations, "gpu-fraction")
+	for _, mf := range d.ManagedFields {
+		require.NotEqual(t, live.HandoffManager, mf.Manager)
+	}
+}
