@@ -45,6 +45,20 @@ type helmIndex struct {
 	// problems are releases that do not render, and release definitions
 	// that cannot be read.
 	problems []Problem
+	// unrendered are the definitions that name values files (or a
+	// chart's values.yaml) but are not rendered here: skipped (a remote
+	// chart) or reported. What they render from those files is not
+	// known, so an edit of one of them is refused.
+	unrendered []valuesReader
+}
+
+// valuesReader is a definition that is not rendered here, and the values
+// files it names, from the root.
+type valuesReader struct {
+	via   string
+	file  string
+	line  int
+	paths []string
 }
 
 // helmChart is one chart directory and its files.
@@ -59,6 +73,9 @@ type helmRelease struct {
 	file string // the file that defines the release
 	line int
 	doc  int // index of the defining document in file
+	// src is the index of the source (Argo CD) or helmCharts entry
+	// (kustomize) within the document that defines it, 0 for Flux.
+	src int
 	// via says what defines it, for messages: "Application chat-prod".
 	via             string
 	name, namespace string
@@ -133,13 +150,14 @@ func chartDirs(files map[string][]byte) []string {
 // source that names anything else (plain manifests, a Helm repository's
 // chart) is not a release rendered here, and is not reported. Problems
 // are definitions that name a chart of the checkout but cannot be read.
-func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []Problem) {
+func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []Problem, []valuesReader) {
 	s, err := parseStream(b)
 	if err != nil {
-		return nil, nil // discoverFile reports it
+		return nil, nil, nil // discoverFile reports it
 	}
 	var rels []*helmRelease
 	var probs []Problem
+	var unr []valuesReader
 	for di, doc := range s.docs {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
@@ -156,6 +174,17 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 		case isKustomization(file) && lookup(root, "helmCharts") != nil:
 			rs, err = kustReleases(file, root, isChart)
 		}
+		rendered := map[int]bool{}
+		if err == nil {
+			for _, r := range rs {
+				rendered[r.src] = true
+			}
+		}
+		for _, e := range namedValues(file, root, api, kind) {
+			if !rendered[e.src] && len(e.paths) > 0 {
+				unr = append(unr, valuesReader{via: e.via, file: file, line: doc.Line, paths: e.paths})
+			}
+		}
 		if err != nil {
 			if kind == "Application" || kind == "HelmRelease" {
 				err = fmt.Errorf("%s %s: %w", kind, str(lookup(root, "metadata"), "name"), err)
@@ -168,7 +197,119 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 			rels = append(rels, r)
 		}
 	}
-	return rels, probs
+	return rels, probs, unr
+}
+
+// namedEntry is one source, HelmRelease or helmCharts entry of a
+// definition and the values files it names.
+type namedEntry struct {
+	src   int
+	via   string
+	paths []string
+}
+
+// namedValues reads leniently every values file (from the root) that
+// each entry of a release definition names, whether or not it is
+// rendered here: a values file of a remote chart's source ($ref/...), of
+// a definition that is reported, the values.yaml of a chart it names.
+// Paths that leave the checkout or name other repositories' files are
+// left out: they are not files of the checkout.
+func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
+	local := func(p string) bool {
+		p = path.Clean(p)
+		return p != "" && !strings.Contains(p, "://") && !path.IsAbs(p) && p != ".." && !strings.HasPrefix(p, "../")
+	}
+	var out []namedEntry
+	switch {
+	case kind == "Application" && strings.HasPrefix(api, "argoproj.io/"):
+		name := str(lookup(root, "metadata"), "name")
+		for i, n := range argoSourceNodes(root) {
+			var s argoSource
+			_ = n.Decode(&s) // lenient: what decodes is taken
+			e := namedEntry{src: i, via: fmt.Sprintf("Application %s source %d", name, i)}
+			if s.Path != "" && s.Chart == "" {
+				if p := path.Join(path.Clean(s.Path), "values.yaml"); local(p) {
+					e.paths = append(e.paths, p)
+				}
+			}
+			for _, vf := range s.Helm.ValueFiles {
+				var p string
+				switch {
+				case strings.HasPrefix(vf, "$"):
+					_, rest, _ := strings.Cut(vf, "/")
+					p = path.Clean(rest)
+				case s.Path != "" && s.Chart == "":
+					p = path.Join(path.Clean(s.Path), vf)
+				}
+				if local(p) {
+					e.paths = append(e.paths, p)
+				}
+			}
+			out = append(out, e)
+		}
+	case kind == "HelmRelease" && strings.HasPrefix(api, "helm.toolkit.fluxcd.io/"):
+		var spec fluxHelmRelease
+		_ = decode(lookup(root, "spec"), "spec", &spec)
+		cs := spec.Chart.Spec
+		e := namedEntry{via: "HelmRelease " + str(lookup(root, "metadata"), "name")}
+		if cs.Chart != "" {
+			if p := path.Join(path.Clean(strings.TrimPrefix(cs.Chart, "/")), "values.yaml"); local(p) {
+				e.paths = append(e.paths, p)
+			}
+		}
+		for _, vf := range append([]string{cs.ValuesFile}, cs.ValuesFiles...) {
+			if p := path.Clean(strings.TrimPrefix(vf, "/")); vf != "" && local(p) {
+				e.paths = append(e.paths, p)
+			}
+		}
+		out = append(out, e)
+	case isKustomization(file) && lookup(root, "helmCharts") != nil:
+		dir := path.Dir(file)
+		var globals struct {
+			ChartHome string `yaml:"chartHome"`
+		}
+		_ = decode(lookup(root, "helmGlobals"), "helmGlobals", &globals)
+		home := path.Join(dir, cmpOr(globals.ChartHome, "charts"))
+		seq := lookup(root, "helmCharts")
+		if seq.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for i, n := range seq.Content {
+			var hc struct {
+				Name                  string   `yaml:"name"`
+				Version               string   `yaml:"version"`
+				ValuesFile            string   `yaml:"valuesFile"`
+				AdditionalValuesFiles []string `yaml:"additionalValuesFiles"`
+			}
+			_ = n.Decode(&hc)
+			e := namedEntry{src: i, via: fmt.Sprintf("%s helmCharts[%d]", file, i)}
+			if hc.Name != "" {
+				e.paths = append(e.paths, path.Join(home, hc.Name, "values.yaml"))
+				if hc.Version != "" {
+					e.paths = append(e.paths, path.Join(home, hc.Name+"-"+hc.Version, hc.Name, "values.yaml"))
+				}
+			}
+			for _, vf := range append([]string{hc.ValuesFile}, hc.AdditionalValuesFiles...) {
+				if p := path.Join(dir, vf); vf != "" && !path.IsAbs(vf) && local(p) {
+					e.paths = append(e.paths, p)
+				}
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// argoSourceNodes are the sources of an Application.
+func argoSourceNodes(root *yaml.Node) []*yaml.Node {
+	var nodes []*yaml.Node
+	if n := lookup(root, "spec", "source"); n != nil {
+		nodes = append(nodes, n)
+	}
+	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode {
+		nodes = append(nodes, n.Content...)
+	}
+	return nodes
 }
 
 // decode decodes node n into v, naming the field on failure.
@@ -230,13 +371,7 @@ type argoSource struct {
 func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
 	name := str(lookup(root, "metadata"), "name")
 	ns := str(lookup(root, "spec", "destination"), "namespace")
-	var nodes []*yaml.Node
-	if n := lookup(root, "spec", "source"); n != nil {
-		nodes = append(nodes, n)
-	}
-	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode {
-		nodes = append(nodes, n.Content...)
-	}
+	nodes := argoSourceNodes(root)
 	srcs := make([]argoSource, len(nodes))
 	refs := map[string]bool{}
 	for i, n := range nodes {
@@ -254,7 +389,7 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 			continue
 		}
 		h := s.Helm
-		r := &helmRelease{via: "Application " + name, name: cmpOr(h.ReleaseName, name), namespace: cmpOr(h.Namespace, ns), chart: dir}
+		r := &helmRelease{via: "Application " + name, name: cmpOr(h.ReleaseName, name), namespace: cmpOr(h.Namespace, ns), chart: dir, src: i}
 		for _, vf := range h.ValueFiles {
 			p := path.Join(dir, vf)
 			if strings.HasPrefix(vf, "$") {
@@ -427,7 +562,7 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 		if hc.ValuesMerge != "" && hc.ValuesMerge != "override" && hc.ValuesMerge != "merge" {
 			return nil, fmt.Errorf("line %d: %s.valuesMerge %q is not supported", n.Line, at, hc.ValuesMerge)
 		}
-		r := &helmRelease{via: fmt.Sprintf("%s %s", file, at), name: cmpOr(hc.ReleaseName, hc.Name), namespace: hc.Namespace, chart: chart,
+		r := &helmRelease{via: fmt.Sprintf("%s %s", file, at), name: cmpOr(hc.ReleaseName, hc.Name), namespace: hc.Namespace, chart: chart, src: i,
 			nsOverride: str(root, "namespace")}
 		for _, vf := range append([]string{hc.ValuesFile}, hc.AdditionalValuesFiles...) {
 			if vf == "" {
@@ -476,8 +611,9 @@ func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir s
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		rs, probs := releasesIn(p, files[p], isChart)
+		rs, probs, unr := releasesIn(p, files[p], isChart)
 		hx.problems = append(hx.problems, probs...)
+		hx.unrendered = append(hx.unrendered, unr...)
 		hx.releases = append(hx.releases, rs...)
 		if isKustomization(p) && (len(rs) > 0 || len(probs) > 0) {
 			hx.kusts[p] = true

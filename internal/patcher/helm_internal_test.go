@@ -42,7 +42,7 @@ func FuzzHelmReleases(f *testing.F) {
 	f.Add([]byte("helmCharts:\n- name: c\n  valuesInline: {a: 1}\n  valuesFile: /etc/passwd\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, file := range []string{"apps/app.yaml", "apps/kustomization.yaml"} {
-			rels, probs := releasesIn(file, b, func(string) bool { return true })
+			rels, probs, _ := releasesIn(file, b, func(string) bool { return true })
 			for _, r := range rels {
 				if r.chart == "" || escapes(r.chart) {
 					t.Fatalf("%s: chart %q", file, r.chart)
@@ -193,7 +193,7 @@ patches: [{path: p.yaml}]
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, probs := releasesIn(tc.file, []byte(tc.yaml), isChart)
+			rs, probs, _ := releasesIn(tc.file, []byte(tc.yaml), isChart)
 			var got []rel
 			for _, r := range rs {
 				got = append(got, rel{Chart: r.chart, Name: r.name, Namespace: r.objNamespace(""), Values: r.values, Inline: r.inlineAt})
