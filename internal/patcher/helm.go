@@ -223,7 +223,8 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 	switch {
 	case kind == "Application" && strings.HasPrefix(api, "argoproj.io/"):
 		name := str(lookup(root, "metadata"), "name")
-		for i, n := range argoSourceNodes(root) {
+		nodes, _ := argoSourceNodes(root)
+		for i, n := range nodes {
 			var s argoSource
 			_ = n.Decode(&s) // lenient: what decodes is taken
 			e := namedEntry{src: i, via: fmt.Sprintf("Application %s source %d", name, i)}
@@ -300,16 +301,17 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 	return out
 }
 
-// argoSourceNodes are the sources of an Application.
-func argoSourceNodes(root *yaml.Node) []*yaml.Node {
-	var nodes []*yaml.Node
+// argoSourceNodes are the sources of an Application, and whether they
+// are spec.sources: Argo CD ignores spec.source when spec.sources is not
+// empty.
+func argoSourceNodes(root *yaml.Node) ([]*yaml.Node, bool) {
+	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
+		return n.Content, true
+	}
 	if n := lookup(root, "spec", "source"); n != nil {
-		nodes = append(nodes, n)
+		return []*yaml.Node{n}, false
 	}
-	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode {
-		nodes = append(nodes, n.Content...)
-	}
-	return nodes
+	return nil, false
 }
 
 // decode decodes node n into v, naming the field on failure.
@@ -371,7 +373,7 @@ type argoSource struct {
 func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
 	name := str(lookup(root, "metadata"), "name")
 	ns := str(lookup(root, "spec", "destination"), "namespace")
-	nodes := argoSourceNodes(root)
+	nodes, multi := argoSourceNodes(root)
 	srcs := make([]argoSource, len(nodes))
 	refs := map[string]bool{}
 	for i, n := range nodes {
@@ -406,21 +408,25 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 		}
 		r.ignoreMissing = h.IgnoreMissingValueFiles
 		at := "spec.source.helm"
-		if len(srcs) > 1 || lookup(root, "spec", "source") == nil {
+		if multi {
 			at = fmt.Sprintf("spec.sources[%d].helm", i)
 		}
 		if len(h.FileParameters) > 0 {
 			return nil, fmt.Errorf("%s.fileParameters: not supported", at)
 		}
 		var inline map[string]any
-		if h.Values != "" {
+		objNode := lookup(nodes[i], "helm", "valuesObject")
+		hasObj := objNode != nil && !(objNode.Kind == yaml.ScalarNode && objNode.ShortTag() == "!!null")
+		// Argo CD passes valuesObject when it is set, and values only
+		// when it is not: they are not merged.
+		if h.Values != "" && !hasObj {
 			v, err := loadValues([]byte(h.Values))
 			if err != nil {
 				return nil, fmt.Errorf("%s.values: %w", at, err)
 			}
 			inline = mergeValues(inline, v)
 		}
-		obj, err := inlineValues(lookup(nodes[i], "helm", "valuesObject"), at+".valuesObject")
+		obj, err := inlineValues(objNode, at+".valuesObject")
 		if err != nil {
 			return nil, err
 		}
@@ -434,9 +440,9 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 		}
 		if len(inline) > 0 {
 			r.inline, r.inlineAt = inline, r.via+" "+at
-			if h.Values == "" && len(h.Parameters) == 0 {
+			if (h.Values == "" || hasObj) && len(h.Parameters) == 0 {
 				r.inlinePath = valuePath{"spec", "source", "helm", "valuesObject"}
-				if at != "spec.source.helm" {
+				if multi {
 					r.inlinePath = valuePath{"spec", "sources", i, "helm", "valuesObject"}
 				}
 				r.inlineAt += ".valuesObject"

@@ -87,7 +87,8 @@ func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]b
 		}
 		// The definition is edited: its inline values are read again.
 		rs, _, _ := releasesIn(r.file, b, func(d string) bool { _, ok := st.hx.charts[d]; return ok })
-		i := slices.IndexFunc(rs, func(x *helmRelease) bool { return x.via == r.via && x.chart == r.chart })
+		// Edits change no document's place nor any source's.
+		i := slices.IndexFunc(rs, func(x *helmRelease) bool { return x.doc == r.doc && x.src == r.src })
 		if i < 0 {
 			return nil, nil, fmt.Errorf("%w: %s is no longer in %s", ErrNotFound, r.via, r.file)
 		}

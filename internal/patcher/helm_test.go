@@ -152,6 +152,16 @@ func TestHelmGolden(t *testing.T) {
 			refusedText: []string{"chat-remote"},
 			after:       map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.5", "0.45"}},
 		},
+		{
+			// An Application with spec.sources and a left-over spec.source:
+			// Argo CD ignores spec.source, and helm.values when
+			// valuesObject is set. The edit goes to sources[0]'s
+			// valuesObject.
+			name:      "argo-sources",
+			workloads: []string{"staging/chat in deploy/app.yaml"},
+			edits:     []patcher.Edit{helmEdit("deploy/app.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.3"))},
+			after:     map[string][2]string{"staging/chat": {"0.3", "0.45"}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
