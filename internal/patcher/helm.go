@@ -94,6 +94,9 @@ type helmRelease struct {
 	// ignoreMissing: a values file that is not there is skipped (Argo
 	// CD's ignoreMissingValueFiles).
 	ignoreMissing bool
+	// noDefault: the chart's values.yaml is not its base values (Flux
+	// valuesFiles replace it unless they list it).
+	noDefault bool
 	// nsOverride is a kustomization's namespace:, which kustomize sets on
 	// every rendered object.
 	nsOverride string
@@ -500,6 +503,9 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 	if cs.ValuesFile != "" {
 		vfs = append([]string{cs.ValuesFile}, vfs...)
 	}
+	// Flux's valuesFiles replace the chart's values.yaml, which is read
+	// only where they list it.
+	r.noDefault = len(vfs) > 0
 	for _, vf := range vfs {
 		p := path.Clean(strings.TrimPrefix(vf, "/"))
 		if strings.HasPrefix(p, "../") || p == ".." {
@@ -651,9 +657,12 @@ func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir s
 // the inline values.
 func (r *helmRelease) layers(chart map[string][]byte, file func(string) ([]byte, bool)) ([]valuesLayer, error) {
 	var ls []valuesLayer
-	def, err := loadValues(chart["values.yaml"])
-	if err != nil {
-		return nil, fmt.Errorf("%s/values.yaml: %w", r.chart, err)
+	def := map[string]any{}
+	if !r.noDefault {
+		var err error
+		if def, err = loadValues(chart["values.yaml"]); err != nil {
+			return nil, fmt.Errorf("%s/values.yaml: %w", r.chart, err)
+		}
 	}
 	ls = append(ls, valuesLayer{file: path.Join(r.chart, "values.yaml"), vals: def})
 	for _, p := range r.values {
@@ -676,6 +685,21 @@ func (r *helmRelease) layers(chart map[string][]byte, file func(string) ([]byte,
 	return ls, nil
 }
 
+// chartFiles are the chart files r renders: without values.yaml when it
+// is not r's base (it is then one of r's values files, or not read).
+func (r *helmRelease) chartFiles(files map[string][]byte) map[string][]byte {
+	if !r.noDefault {
+		return files
+	}
+	out := make(map[string][]byte, len(files))
+	for p, b := range files {
+		if p != "values.yaml" {
+			out[p] = b
+		}
+	}
+	return out
+}
+
 // render renders r from the index's files, and reads its workloads.
 func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 	c := hx.charts[r.chart]
@@ -685,7 +709,7 @@ func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 	}
 	ls, err := r.layers(c.files, func(p string) ([]byte, bool) { b, ok := hx.files[p]; return b, ok })
 	if err == nil {
-		r.out, err = renderRelease(ctx, c.files, r, userValues(ls))
+		r.out, err = renderRelease(ctx, r.chartFiles(c.files), r, userValues(ls))
 	}
 	if err != nil {
 		r.err = fmt.Errorf("%w: %s: %w", ErrHelm, r.via, err)

@@ -97,7 +97,7 @@ func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]b
 		r = &rr
 	}
 	ls, err := r.layers(files, get)
-	return files, ls, err
+	return r.chartFiles(files), ls, err
 }
 
 // render renders r from the files as edited so far and next.
@@ -282,7 +282,7 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 func (st *hstate) readers(p string, r *helmRelease) []string {
 	var out []string
 	for _, x := range st.hx.releases {
-		if x != r && (slices.Contains(x.values, p) || p == path.Join(x.chart, "values.yaml")) {
+		if x != r && (slices.Contains(x.values, p) || p == path.Join(x.chart, "values.yaml") && !x.noDefault) {
 			out = append(out, x.via)
 		}
 	}

@@ -1,6 +1,7 @@
 package patcher
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path"
@@ -210,6 +211,62 @@ patches: [{path: p.yaml}]
 				t.Fatalf("problems: %v", probs)
 			case tc.problem != "" && (len(probs) != 1 || !strings.Contains(probs[0].Error(), tc.problem) || !errors.Is(probs[0], ErrHelm)):
 				t.Fatalf("problems %v, want one with %q", probs, tc.problem)
+			}
+		})
+	}
+}
+
+// renderIndex indexes and renders the releases of an in-memory
+// repository whose charts are read from files too.
+func renderIndex(t *testing.T, files map[string][]byte) *helmIndex {
+	t.Helper()
+	return indexHelm(context.Background(), files, func(dir string) (map[string][]byte, error) {
+		out := map[string][]byte{}
+		for p, b := range files {
+			if strings.HasPrefix(p, dir+"/") {
+				out[strings.TrimPrefix(p, dir+"/")] = b
+			}
+		}
+		return out, nil
+	})
+}
+
+// miniChart is a chart at charts/c whose ConfigMap shows values a and b.
+func miniChart() map[string][]byte {
+	return map[string][]byte{
+		"charts/c/Chart.yaml":        []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+		"charts/c/values.yaml":       []byte("a: fromchart\n"),
+		"charts/c/templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata:\n  a: {{ .Values.a | default \"none\" | quote }}\n  b: {{ .Values.b | default \"none\" | quote }}\n"),
+		"envs/prod.yaml":             []byte("b: prod\n"),
+	}
+}
+
+// TestHelmFluxValuesFiles: Flux's valuesFiles replace the chart's
+// values.yaml, which is read only where they list it.
+func TestHelmFluxValuesFiles(t *testing.T) {
+	hr := func(name, files string) string {
+		return "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: " + name + "}\nspec:\n  chart:\n    spec:\n      chart: charts/c\n      sourceRef: {kind: GitRepository, name: repo}\n" + files
+	}
+	tests := []struct {
+		name, spec string
+		want       []string
+	}{
+		{"no valuesFiles", "", []string{`a: "fromchart"`, `b: "none"`}},
+		{"valuesFiles", "      valuesFiles: [envs/prod.yaml]\n", []string{`a: "none"`, `b: "prod"`}},
+		{"valuesFiles listing values.yaml", "      valuesFiles: [charts/c/values.yaml, envs/prod.yaml]\n", []string{`a: "fromchart"`, `b: "prod"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := miniChart()
+			files["flux/hr.yaml"] = []byte(hr("c", tc.spec))
+			hx := renderIndex(t, files)
+			if len(hx.problems) > 0 || len(hx.releases) != 1 {
+				t.Fatalf("releases %d, problems %v", len(hx.releases), hx.problems)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(hx.releases[0].out), w) {
+					t.Errorf("rendered:\n%s\nwant %s", hx.releases[0].out, w)
+				}
 			}
 		})
 	}
