@@ -271,3 +271,28 @@ func TestHelmFluxValuesFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestHelmIgnore: files the chart's .helmignore names are not part of
+// the chart, as when Helm loads its directory: an ignored template is
+// not rendered, nor one below an ignored directory.
+func TestHelmIgnore(t *testing.T) {
+	files := miniChart()
+	files["charts/c/.helmignore"] = []byte("# comment\ntemplates/draft-*.yaml\nscratch/\n")
+	files["charts/c/templates/draft-x.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: draft}\n")
+	files["charts/c/templates/scratch/y.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: scratch}\n")
+	files["charts/c/templates/scratchy.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\n")
+	files["flux/hr.yaml"] = []byte("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: c}\nspec:\n  chart:\n    spec:\n      chart: charts/c\n      sourceRef: {kind: GitRepository, name: repo}\n")
+	hx := renderIndex(t, files)
+	if len(hx.problems) > 0 || len(hx.releases) != 1 {
+		t.Fatalf("releases %d, problems %v", len(hx.releases), hx.problems)
+	}
+	out := string(hx.releases[0].out)
+	for _, name := range []string{"draft", "scratch"} {
+		if strings.Contains(out, "name: "+name+"}") {
+			t.Errorf("%s is rendered, though .helmignore names it:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(out, "name: kept}") || !strings.Contains(out, "name: cm}") {
+		t.Errorf("a file .helmignore does not name is not rendered:\n%s", out)
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
@@ -16,6 +18,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/ignore"
 	"helm.sh/helm/v4/pkg/strvals"
 )
 
@@ -81,9 +84,20 @@ func userValues(ls []valuesLayer) map[string]any {
 // loadChart loads a chart from its files (paths relative to its
 // directory) and checks that its dependencies are vendored.
 func loadChart(files map[string][]byte) (*chart.Chart, error) {
+	rules := ignore.Empty()
+	if b, ok := files[ignore.HelmIgnore]; ok {
+		r, err := ignore.Parse(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ignore.HelmIgnore, err)
+		}
+		rules = r
+	}
+	rules.AddDefaults()
 	names := make([]string, 0, len(files))
 	for n := range files {
-		names = append(names, n)
+		if !helmIgnored(rules, n) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	bf := make([]*archive.BufferedFile, 0, len(names))
@@ -109,6 +123,39 @@ func loadChart(files map[string][]byte) (*chart.Chart, error) {
 	}
 	return ch, nil
 }
+
+// helmIgnored reports whether the chart's .helmignore rules leave file n
+// (slash-separated, relative to the chart) out, as Helm's loader does
+// when it walks a chart directory: a file below an ignored directory is
+// left out too.
+func helmIgnored(rules *ignore.Rules, n string) bool {
+	parts := strings.Split(n, "/")
+	for i := 1; i < len(parts); i++ {
+		if rules.Ignore(strings.Join(parts[:i], "/"), memInfo{name: parts[i-1], dir: true}) {
+			return true
+		}
+	}
+	return rules.Ignore(n, memInfo{name: parts[len(parts)-1]})
+}
+
+// memInfo is the fs.FileInfo of a chart file held in memory: the
+// .helmignore rules look at the name and whether it is a directory.
+type memInfo struct {
+	name string
+	dir  bool
+}
+
+func (i memInfo) Name() string { return i.name }
+func (i memInfo) Size() int64  { return 0 }
+func (i memInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return i.dir }
+func (i memInfo) Sys() any           { return nil }
 
 // renderRelease renders the chart of files as release r with user values
 // vals, and returns the manifests as one stream, each document headed by
