@@ -3,6 +3,7 @@ package patcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -294,5 +295,27 @@ func TestHelmIgnore(t *testing.T) {
 	}
 	if !strings.Contains(out, "name: kept}") || !strings.Contains(out, "name: cm}") {
 		t.Errorf("a file .helmignore does not name is not rendered:\n%s", out)
+	}
+}
+
+// TestHelmTraceCap: a field whose value many values equal is refused
+// without rendering once per value, naming how many.
+func TestHelmTraceCap(t *testing.T) {
+	files := map[string][]byte{}
+	for p, b := range miniChart() {
+		if rel, ok := strings.CutPrefix(p, "charts/c/"); ok {
+			files[rel] = b
+		}
+	}
+	var vals strings.Builder
+	vals.WriteString("a: fromchart\n")
+	for i := range 40 {
+		fmt.Fprintf(&vals, "k%d: fromchart\n", i)
+	}
+	files["values.yaml"] = []byte(vals.String())
+	r := &helmRelease{via: "test", name: "c", chart: "charts/c"}
+	_, err := trace(context.Background(), files, r, map[string]any{}, "fromchart", "other", nil)
+	if err == nil || !strings.Contains(err.Error(), `41 values equal "fromchart": cannot tell which sets the field`) {
+		t.Fatalf("got %v", err)
 	}
 }
