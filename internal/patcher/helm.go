@@ -571,8 +571,16 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 		if hc.Name == "" || !isChart(chart) {
 			return nil, fmt.Errorf("line %d: %s: chart %q is not a chart of the checkout below %s (kustomize would pull it): not rendered", n.Line, at, hc.Name, home)
 		}
-		if hc.ValuesMerge != "" && hc.ValuesMerge != "override" && hc.ValuesMerge != "merge" {
-			return nil, fmt.Errorf("line %d: %s.valuesMerge %q is not supported", n.Line, at, hc.ValuesMerge)
+		// kustomize writes valuesInline into the valuesFile it hands helm
+		// (by valuesMerge), and passes additionalValuesFiles after it: they
+		// override valuesInline, and with merge or replace the file's
+		// values win over or replace the inline ones. Only the default,
+		// inline over valuesFile with nothing after, is rendered here.
+		if hc.ValuesMerge != "" && hc.ValuesMerge != "override" {
+			return nil, fmt.Errorf("line %d: %s.valuesMerge %q: only the default override is rendered here: not rendered", n.Line, at, hc.ValuesMerge)
+		}
+		if vi := lookup(n, "valuesInline"); vi != nil && len(vi.Content) > 0 && len(hc.AdditionalValuesFiles) > 0 {
+			return nil, fmt.Errorf("line %d: %s has valuesInline and additionalValuesFiles, which kustomize puts above valuesInline: not rendered", n.Line, at)
 		}
 		r := &helmRelease{via: fmt.Sprintf("%s %s", file, at), name: cmpOr(hc.ReleaseName, hc.Name), namespace: hc.Namespace, chart: chart, src: i,
 			nsOverride: str(root, "namespace")}

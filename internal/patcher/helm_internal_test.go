@@ -112,7 +112,7 @@ func FuzzHelmValues(f *testing.F) {
 // TestReleasesIn: what each kind of release definition says about the
 // release: chart, name, namespace, values files in order, inline values.
 func TestReleasesIn(t *testing.T) {
-	charts := map[string]bool{"charts/chat": true, "apps/chat/charts/chat": true, "apps/chat/my-charts/chat-1.2.0/chat": true}
+	charts := map[string]bool{"charts/chat": true, "apps/chat/charts/chat": true, "apps/chat/my-charts/chat-1.2.0/chat": true, "apps/chat/my-charts/embed": true}
 	isChart := func(d string) bool { return charts[d] }
 	type rel struct {
 		Chart, Name, Namespace, Inline string
@@ -185,9 +185,19 @@ spec:
 namespace: serving
 helmGlobals: {chartHome: my-charts}
 helmCharts:
-  - {name: chat, version: 1.2.0, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesInline: {replicas: 2}}
-`, want: []rel{{Chart: "apps/chat/my-charts/chat-1.2.0/chat", Name: "chat", Namespace: "serving", Values: []string{"apps/chat/values.yaml", "apps/chat/gpu.yaml"},
-			Inline: "apps/chat/kustomization.yaml helmCharts[0].valuesInline"}}},
+  - {name: chat, version: 1.2.0, valuesFile: values.yaml, valuesInline: {replicas: 2}}
+  - {name: embed, releaseName: b, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesMerge: override}
+`, want: []rel{{Chart: "apps/chat/my-charts/chat-1.2.0/chat", Name: "chat", Namespace: "serving", Values: []string{"apps/chat/values.yaml"},
+			Inline: "apps/chat/kustomization.yaml helmCharts[0].valuesInline"},
+			{Chart: "apps/chat/my-charts/embed", Name: "b", Namespace: "serving", Values: []string{"apps/chat/values.yaml", "apps/chat/gpu.yaml"}}}},
+		{name: "helmCharts, valuesInline below additionalValuesFiles", file: "apps/chat/kustomization.yaml", yaml: `
+helmCharts:
+  - {name: chat, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesInline: {replicas: 2}}
+`, problem: "helmCharts[0] has valuesInline and additionalValuesFiles"},
+		{name: "helmCharts, valuesMerge merge", file: "apps/chat/kustomization.yaml", yaml: `
+helmCharts:
+  - {name: chat, valuesFile: values.yaml, valuesInline: {replicas: 2}, valuesMerge: merge}
+`, problem: "helmCharts[0].valuesMerge \"merge\": only the default override is rendered here"},
 		{name: "helmCharts next to patches", file: "apps/chat/kustomization.yaml", yaml: `
 helmCharts: [{name: chat}]
 patches: [{path: p.yaml}]
