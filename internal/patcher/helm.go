@@ -350,10 +350,11 @@ func inlineValues(n *yaml.Node, field string) (map[string]any, error) {
 
 // argoSource is what the editor reads of an Argo CD Application source.
 type argoSource struct {
-	Path  string `yaml:"path"`
-	Chart string `yaml:"chart"`
-	Ref   string `yaml:"ref"`
-	Helm  struct {
+	RepoURL string `yaml:"repoURL"`
+	Path    string `yaml:"path"`
+	Chart   string `yaml:"chart"`
+	Ref     string `yaml:"ref"`
+	Helm    struct {
 		ReleaseName             string   `yaml:"releaseName"`
 		Namespace               string   `yaml:"namespace"`
 		ValueFiles              []string `yaml:"valueFiles"`
@@ -378,13 +379,13 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 	ns := str(lookup(root, "spec", "destination"), "namespace")
 	nodes, multi := argoSourceNodes(root)
 	srcs := make([]argoSource, len(nodes))
-	refs := map[string]bool{}
+	refs := map[string]string{} // ref: its source's repository
 	for i, n := range nodes {
 		if err := decode(n, "spec.source", &srcs[i]); err != nil {
 			return nil, err
 		}
 		if srcs[i].Ref != "" {
-			refs[srcs[i].Ref] = true
+			refs[srcs[i].Ref] = srcs[i].RepoURL
 		}
 	}
 	var out []*helmRelease
@@ -399,8 +400,14 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 			p := path.Join(dir, vf)
 			if strings.HasPrefix(vf, "$") {
 				ref, rest, _ := strings.Cut(strings.TrimPrefix(vf, "$"), "/")
-				if !refs[ref] {
+				repo, ok := refs[ref]
+				if !ok {
 					return nil, fmt.Errorf("line %d: valueFiles: %q names no source ref", nodes[i].Line, vf)
+				}
+				// The checkout is the chart's repository: a file of
+				// another one is not here, whatever its path.
+				if !sameRepo(repo, s.RepoURL) {
+					return nil, fmt.Errorf("line %d: valueFiles: %q is in %s, not in %s, the chart's repository read here", nodes[i].Line, vf, repo, s.RepoURL)
 				}
 				p = path.Clean(rest)
 			}
@@ -604,6 +611,13 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// sameRepo reports whether two Argo CD repoURLs name one repository:
+// equal but for a trailing slash or .git.
+func sameRepo(a, b string) bool {
+	norm := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git") }
+	return norm(a) == norm(b)
 }
 
 func cmpOr(a, b string) string {

@@ -154,6 +154,25 @@ spec:
   sources:
     - {path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
 `, problem: "Application x: line 7: valueFiles: \"$values/envs/prod.yaml\" names no source ref"},
+		{name: "Argo CD, $ref to another repository", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://git.example.com/charts.git, path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
+    - {repoURL: https://git.example.com/values.git, ref: values}
+`, problem: "Application x: line 7: valueFiles: \"$values/envs/prod.yaml\" is in https://git.example.com/values.git, not in https://git.example.com/charts.git"},
+		{name: "Argo CD, $ref to the chart's repository", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  destination: {namespace: prod}
+  sources:
+    - {repoURL: https://git.example.com/gitops.git, path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
+    - {repoURL: https://git.example.com/gitops, ref: values}
+`, want: []rel{{Chart: "charts/chat", Name: "x", Namespace: "prod", Values: []string{"envs/prod.yaml"}}}},
 		{name: "Flux, targetNamespace", file: "flux/hr.yaml", yaml: `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
