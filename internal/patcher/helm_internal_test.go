@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // helmSeeds are the release definitions and values files of the Helm
@@ -347,4 +348,35 @@ func TestHelmTraceCap(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `41 values equal "fromchart": cannot tell which sets the field`) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestHelmRenderBounds: a render that runs past its context returns the
+// context's error when the context ends, and output larger than a
+// chart's bound is refused, naming the release.
+func TestHelmRenderBounds(t *testing.T) {
+	chartOf := func(tpl string) map[string][]byte {
+		return map[string][]byte{
+			"Chart.yaml":        []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+			"templates/cm.yaml": []byte(tpl),
+		}
+	}
+	r := &helmRelease{via: "test", name: "slow", chart: "charts/c"}
+	t.Run("context", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := renderRelease(ctx, chartOf("{{ range until 3000 }}{{ range until 3000 }}{{ end }}{{ end }}"), r, map[string]any{})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want the context's error", err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("returned after %v", d)
+		}
+	})
+	t.Run("size", func(t *testing.T) {
+		_, err := renderRelease(context.Background(), chartOf(`{{ repeat 34000000 "x" }}`), r, map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "release slow renders 34000000 bytes") {
+			t.Fatalf("got %v", err)
+		}
+	})
 }

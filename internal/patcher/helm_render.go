@@ -20,6 +20,8 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	"helm.sh/helm/v4/pkg/ignore"
 	"helm.sh/helm/v4/pkg/strvals"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
 
 // Rendering with the Helm Go SDK, as `helm template` does, in memory:
@@ -160,7 +162,35 @@ func (i memInfo) Sys() any           { return nil }
 // renderRelease renders the chart of files as release r with user values
 // vals, and returns the manifests as one stream, each document headed by
 // the template it came from, in the order of the template names.
-func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
+//
+// The engine does not look at ctx while it runs templates, and a
+// template can loop for as long as it likes: rendering runs in its own
+// goroutine, and when ctx is done first, ctx.Err() is returned at once.
+// That goroutine then runs on until the engine returns (Go cannot stop
+// it), its result dropped.
+func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1) // buffered: an abandoned render does not block
+	go func() {
+		out, err := renderSync(ctx, files, r, vals)
+		done <- result{out, err}
+	}()
+	select {
+	case res := <-done:
+		return res.out, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// renderSync is renderRelease in the caller's goroutine.
+func renderSync(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
 	defer func() {
 		// The engine runs the repository's templates: a panic in it is a
 		// chart that does not render, not the end of the run.
@@ -195,6 +225,15 @@ func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease,
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// What a release renders is held, parsed and rendered again per
+	// candidate value: bounded like a chart's files.
+	size := 0
+	for _, n := range names {
+		size += len(rendered[n])
+	}
+	if size > checkout.MaxTreeSize {
+		return nil, fmt.Errorf("release %s renders %d bytes, more than the %d read of a chart", r.name, size, checkout.MaxTreeSize)
+	}
 	var b bytes.Buffer
 	for _, n := range names {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", n, strings.TrimRight(rendered[n], "\n"))
