@@ -219,17 +219,26 @@ type namedEntry struct {
 // left out: they are not files of the checkout.
 func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 	local := func(p string) bool {
+		if p == "" {
+			return false
+		}
 		p = path.Clean(p)
-		return p != "" && !strings.Contains(p, "://") && !path.IsAbs(p) && p != ".." && !strings.HasPrefix(p, "../")
+		return p != "." && !strings.Contains(p, "://") && !path.IsAbs(p) && p != ".." && !strings.HasPrefix(p, "../")
 	}
 	var out []namedEntry
 	switch {
 	case kind == "Application" && strings.HasPrefix(api, "argoproj.io/"):
 		name := str(lookup(root, "metadata"), "name")
 		nodes, _ := argoSourceNodes(root)
+		srcs := make([]argoSource, len(nodes))
+		refs := map[string]string{}
 		for i, n := range nodes {
-			var s argoSource
-			_ = n.Decode(&s) // lenient: what decodes is taken
+			_ = n.Decode(&srcs[i]) // lenient: what decodes is taken
+			if srcs[i].Ref != "" {
+				refs[srcs[i].Ref] = srcs[i].RepoURL
+			}
+		}
+		for i, s := range srcs {
 			e := namedEntry{src: i, via: fmt.Sprintf("Application %s source %d", name, i)}
 			if s.Path != "" && s.Chart == "" {
 				if p := path.Join(path.Clean(s.Path), "values.yaml"); local(p) {
@@ -240,7 +249,12 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 				var p string
 				switch {
 				case strings.HasPrefix(vf, "$"):
-					_, rest, _ := strings.Cut(vf, "/")
+					// A file of another repository than the chart's
+					// is not a file of the checkout.
+					ref, rest, _ := strings.Cut(strings.TrimPrefix(vf, "$"), "/")
+					if repo, ok := refs[ref]; ok && s.Chart == "" && !sameRepo(repo, s.RepoURL) {
+						continue
+					}
 					p = path.Clean(rest)
 				case s.Path != "" && s.Chart == "":
 					p = path.Join(path.Clean(s.Path), vf)

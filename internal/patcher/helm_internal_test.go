@@ -380,3 +380,63 @@ func TestHelmRenderBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestUnrenderedReaders: the values files a definition that is not
+// rendered here names, which are then never edited.
+func TestUnrenderedReaders(t *testing.T) {
+	isChart := func(d string) bool { return d == "charts/chat" }
+	tests := []struct {
+		name, file, yaml string
+		want             []string
+	}{
+		{"a remote chart with a $ref values file", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://charts.example.com, chart: chat, helm: {valueFiles: [$values/envs/prod.yaml, values-remote.yaml]}}
+    - {repoURL: https://git.example.com/gitops.git, ref: values}
+`, []string{"envs/prod.yaml"}},
+		{"a $ref to another repository than the chart's", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://git.example.com/gitops.git, path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml, values-prod.yaml]}}
+    - {repoURL: https://git.example.com/other.git, ref: values}
+`, []string{"charts/chat/values.yaml", "charts/chat/values-prod.yaml"}},
+		{"a rendered release", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  source: {path: charts/chat, helm: {valueFiles: [values-prod.yaml]}}
+`, nil},
+		{"Flux valuesFrom", "flux/hr.yaml", `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: charts/chat, sourceRef: {kind: GitRepository, name: repo}, valuesFiles: [envs/a.yaml]}}
+  valuesFrom: [{kind: ConfigMap, name: chat-values}]
+`, []string{"charts/chat/values.yaml", "envs/a.yaml"}},
+		{"helmCharts next to resources", "apps/kustomization.yaml", `
+resources: [x.yaml]
+helmCharts: [{name: chat, valuesFile: v.yaml}]
+`, []string{"apps/charts/chat/values.yaml", "apps/v.yaml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, unr := releasesIn(tc.file, []byte(tc.yaml), isChart)
+			var got []string
+			for _, u := range unr {
+				got = append(got, u.paths...)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
