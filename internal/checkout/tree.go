@@ -16,6 +16,11 @@ const (
 	MaxTreeFiles = 4096
 )
 
+// ErrLinkedDir: a symlink inside a tree leads to a directory. It is not
+// followed (a link may loop), and skipping it would make the tree, a
+// chart, silently miss files: the read fails, naming the link.
+var ErrLinkedDir = errors.New("a symlink to a directory, which is not followed")
+
 // ErrNoTree: the Files were not read from a file system, so a directory's
 // other files cannot be read.
 var ErrNoTree = errors.New("the checkout's files were not read from a directory")
@@ -32,8 +37,8 @@ func (s *Files) ReadTree(dir string) (map[string][]byte, error) {
 
 // ReadTree reads every regular file below dir of fsys, by the rules of
 // Read for what is safe to read: dot directories are skipped, symlinks
-// are followed inside fsys only (to files: a link to a directory is not
-// followed), only regular files are read, each at most MaxFileSize, all
+// are followed inside fsys only (to files: a link to a directory fails
+// the read with ErrLinkedDir), only regular files are read, each at most MaxFileSize, all
 // together at most MaxTreeSize and MaxTreeFiles. Paths in the result are
 // slash-separated and relative to dir. Unlike Read, it fails on the first
 // file it cannot read: a chart with a missing part does not render.
@@ -71,7 +76,7 @@ func ReadTree(fsys fs.FS, dir string) (map[string][]byte, error) {
 				return &fs.PathError{Op: "read", Path: p, Err: err}
 			}
 			if fi.IsDir() {
-				return nil
+				return &fs.PathError{Op: "read", Path: p, Err: ErrLinkedDir}
 			}
 			name = t
 		}

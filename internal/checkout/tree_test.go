@@ -41,6 +41,12 @@ func TestReadTree(t *testing.T) {
 			links:   map[string]string{"charts/chat/values.yaml": "../../../outside.yaml"},
 			wantErr: checkout.ErrOutsideRoot,
 		},
+		{
+			name:    "a symlinked directory",
+			files:   map[string]string{"charts/chat/Chart.yaml": "name: chat\n"},
+			links:   map[string]string{"charts/chat/templates": "../../shared"},
+			wantErr: checkout.ErrLinkedDir,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +67,9 @@ func TestReadTree(t *testing.T) {
 			got, err := files.ReadTree("charts/chat")
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
+				for l := range tc.links {
+					require.ErrorContains(t, err, filepath.Base(l))
+				}
 				return
 			}
 			require.NoError(t, err)

@@ -45,6 +45,20 @@ type helmIndex struct {
 	// problems are releases that do not render, and release definitions
 	// that cannot be read.
 	problems []Problem
+	// unrendered are the definitions that name values files (or a
+	// chart's values.yaml) but are not rendered here: skipped (a remote
+	// chart) or reported. What they render from those files is not
+	// known, so an edit of one of them is refused.
+	unrendered []valuesReader
+}
+
+// valuesReader is a definition that is not rendered here, and the values
+// files it names, from the root.
+type valuesReader struct {
+	via   string
+	file  string
+	line  int
+	paths []string
 }
 
 // helmChart is one chart directory and its files.
@@ -59,6 +73,9 @@ type helmRelease struct {
 	file string // the file that defines the release
 	line int
 	doc  int // index of the defining document in file
+	// src is the index of the source (Argo CD) or helmCharts entry
+	// (kustomize) within the document that defines it, 0 for Flux.
+	src int
 	// via says what defines it, for messages: "Application chat-prod".
 	via             string
 	name, namespace string
@@ -77,6 +94,9 @@ type helmRelease struct {
 	// ignoreMissing: a values file that is not there is skipped (Argo
 	// CD's ignoreMissingValueFiles).
 	ignoreMissing bool
+	// noDefault: the chart's values.yaml is not its base values (Flux
+	// valuesFiles replace it unless they list it).
+	noDefault bool
 	// nsOverride is a kustomization's namespace:, which kustomize sets on
 	// every rendered object.
 	nsOverride string
@@ -133,13 +153,14 @@ func chartDirs(files map[string][]byte) []string {
 // source that names anything else (plain manifests, a Helm repository's
 // chart) is not a release rendered here, and is not reported. Problems
 // are definitions that name a chart of the checkout but cannot be read.
-func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []Problem) {
+func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []Problem, []valuesReader) {
 	s, err := parseStream(b)
 	if err != nil {
-		return nil, nil // discoverFile reports it
+		return nil, nil, nil // discoverFile reports it
 	}
 	var rels []*helmRelease
 	var probs []Problem
+	var unr []valuesReader
 	for di, doc := range s.docs {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
@@ -156,6 +177,17 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 		case isKustomization(file) && lookup(root, "helmCharts") != nil:
 			rs, err = kustReleases(file, root, isChart)
 		}
+		rendered := map[int]bool{}
+		if err == nil {
+			for _, r := range rs {
+				rendered[r.src] = true
+			}
+		}
+		for _, e := range namedValues(file, root, api, kind) {
+			if !rendered[e.src] && len(e.paths) > 0 {
+				unr = append(unr, valuesReader{via: e.via, file: file, line: doc.Line, paths: e.paths})
+			}
+		}
 		if err != nil {
 			if kind == "Application" || kind == "HelmRelease" {
 				err = fmt.Errorf("%s %s: %w", kind, str(lookup(root, "metadata"), "name"), err)
@@ -168,7 +200,135 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 			rels = append(rels, r)
 		}
 	}
-	return rels, probs
+	return rels, probs, unr
+}
+
+// namedEntry is one source, HelmRelease or helmCharts entry of a
+// definition and the values files it names.
+type namedEntry struct {
+	src   int
+	via   string
+	paths []string
+}
+
+// namedValues reads leniently every values file (from the root) that
+// each entry of a release definition names, whether or not it is
+// rendered here: a values file of a remote chart's source ($ref/...), of
+// a definition that is reported, the values.yaml of a chart it names.
+// Paths that leave the checkout or name other repositories' files are
+// left out: they are not files of the checkout.
+func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
+	local := func(p string) bool {
+		if p == "" {
+			return false
+		}
+		p = path.Clean(p)
+		return p != "." && !strings.Contains(p, "://") && !path.IsAbs(p) && p != ".." && !strings.HasPrefix(p, "../")
+	}
+	var out []namedEntry
+	switch {
+	case kind == "Application" && strings.HasPrefix(api, "argoproj.io/"):
+		name := str(lookup(root, "metadata"), "name")
+		nodes, _ := argoSourceNodes(root)
+		srcs := make([]argoSource, len(nodes))
+		refs := map[string]string{}
+		for i, n := range nodes {
+			_ = n.Decode(&srcs[i]) // lenient: what decodes is taken
+			if srcs[i].Ref != "" {
+				refs[srcs[i].Ref] = srcs[i].RepoURL
+			}
+		}
+		for i, s := range srcs {
+			e := namedEntry{src: i, via: fmt.Sprintf("Application %s source %d", name, i)}
+			if s.Path != "" && s.Chart == "" {
+				if p := path.Join(path.Clean(s.Path), "values.yaml"); local(p) {
+					e.paths = append(e.paths, p)
+				}
+			}
+			for _, vf := range s.Helm.ValueFiles {
+				var p string
+				switch {
+				case strings.HasPrefix(vf, "$"):
+					// A file of another repository than the chart's
+					// is not a file of the checkout.
+					ref, rest, _ := strings.Cut(strings.TrimPrefix(vf, "$"), "/")
+					if repo, ok := refs[ref]; ok && s.Chart == "" && !sameRepo(repo, s.RepoURL) {
+						continue
+					}
+					p = path.Clean(rest)
+				case s.Path != "" && s.Chart == "":
+					p = path.Join(path.Clean(s.Path), vf)
+				}
+				if local(p) {
+					e.paths = append(e.paths, p)
+				}
+			}
+			out = append(out, e)
+		}
+	case kind == "HelmRelease" && strings.HasPrefix(api, "helm.toolkit.fluxcd.io/"):
+		var spec fluxHelmRelease
+		_ = decode(lookup(root, "spec"), "spec", &spec)
+		cs := spec.Chart.Spec
+		e := namedEntry{via: "HelmRelease " + str(lookup(root, "metadata"), "name")}
+		if cs.Chart != "" {
+			if p := path.Join(path.Clean(strings.TrimPrefix(cs.Chart, "/")), "values.yaml"); local(p) {
+				e.paths = append(e.paths, p)
+			}
+		}
+		for _, vf := range append([]string{cs.ValuesFile}, cs.ValuesFiles...) {
+			if p := path.Clean(strings.TrimPrefix(vf, "/")); vf != "" && local(p) {
+				e.paths = append(e.paths, p)
+			}
+		}
+		out = append(out, e)
+	case isKustomization(file) && lookup(root, "helmCharts") != nil:
+		dir := path.Dir(file)
+		var globals struct {
+			ChartHome string `yaml:"chartHome"`
+		}
+		_ = decode(lookup(root, "helmGlobals"), "helmGlobals", &globals)
+		home := path.Join(dir, cmpOr(globals.ChartHome, "charts"))
+		seq := lookup(root, "helmCharts")
+		if seq.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for i, n := range seq.Content {
+			var hc struct {
+				Name                  string   `yaml:"name"`
+				Version               string   `yaml:"version"`
+				ValuesFile            string   `yaml:"valuesFile"`
+				AdditionalValuesFiles []string `yaml:"additionalValuesFiles"`
+			}
+			_ = n.Decode(&hc)
+			e := namedEntry{src: i, via: fmt.Sprintf("%s helmCharts[%d]", file, i)}
+			if hc.Name != "" {
+				e.paths = append(e.paths, path.Join(home, hc.Name, "values.yaml"))
+				if hc.Version != "" {
+					e.paths = append(e.paths, path.Join(home, hc.Name+"-"+hc.Version, hc.Name, "values.yaml"))
+				}
+			}
+			for _, vf := range append([]string{hc.ValuesFile}, hc.AdditionalValuesFiles...) {
+				if p := path.Join(dir, vf); vf != "" && !path.IsAbs(vf) && local(p) {
+					e.paths = append(e.paths, p)
+				}
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// argoSourceNodes are the sources of an Application, and whether they
+// are spec.sources: Argo CD ignores spec.source when spec.sources is not
+// empty.
+func argoSourceNodes(root *yaml.Node) ([]*yaml.Node, bool) {
+	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
+		return n.Content, true
+	}
+	if n := lookup(root, "spec", "source"); n != nil {
+		return []*yaml.Node{n}, false
+	}
+	return nil, false
 }
 
 // decode decodes node n into v, naming the field on failure.
@@ -204,10 +364,11 @@ func inlineValues(n *yaml.Node, field string) (map[string]any, error) {
 
 // argoSource is what the editor reads of an Argo CD Application source.
 type argoSource struct {
-	Path  string `yaml:"path"`
-	Chart string `yaml:"chart"`
-	Ref   string `yaml:"ref"`
-	Helm  struct {
+	RepoURL string `yaml:"repoURL"`
+	Path    string `yaml:"path"`
+	Chart   string `yaml:"chart"`
+	Ref     string `yaml:"ref"`
+	Helm    struct {
 		ReleaseName             string   `yaml:"releaseName"`
 		Namespace               string   `yaml:"namespace"`
 		ValueFiles              []string `yaml:"valueFiles"`
@@ -230,21 +391,15 @@ type argoSource struct {
 func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
 	name := str(lookup(root, "metadata"), "name")
 	ns := str(lookup(root, "spec", "destination"), "namespace")
-	var nodes []*yaml.Node
-	if n := lookup(root, "spec", "source"); n != nil {
-		nodes = append(nodes, n)
-	}
-	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode {
-		nodes = append(nodes, n.Content...)
-	}
+	nodes, multi := argoSourceNodes(root)
 	srcs := make([]argoSource, len(nodes))
-	refs := map[string]bool{}
+	refs := map[string]string{} // ref: its source's repository
 	for i, n := range nodes {
 		if err := decode(n, "spec.source", &srcs[i]); err != nil {
 			return nil, err
 		}
 		if srcs[i].Ref != "" {
-			refs[srcs[i].Ref] = true
+			refs[srcs[i].Ref] = srcs[i].RepoURL
 		}
 	}
 	var out []*helmRelease
@@ -254,13 +409,19 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 			continue
 		}
 		h := s.Helm
-		r := &helmRelease{via: "Application " + name, name: cmpOr(h.ReleaseName, name), namespace: cmpOr(h.Namespace, ns), chart: dir}
+		r := &helmRelease{via: "Application " + name, name: cmpOr(h.ReleaseName, name), namespace: cmpOr(h.Namespace, ns), chart: dir, src: i}
 		for _, vf := range h.ValueFiles {
 			p := path.Join(dir, vf)
 			if strings.HasPrefix(vf, "$") {
 				ref, rest, _ := strings.Cut(strings.TrimPrefix(vf, "$"), "/")
-				if !refs[ref] {
+				repo, ok := refs[ref]
+				if !ok {
 					return nil, fmt.Errorf("line %d: valueFiles: %q names no source ref", nodes[i].Line, vf)
+				}
+				// The checkout is the chart's repository: a file of
+				// another one is not here, whatever its path.
+				if !sameRepo(repo, s.RepoURL) {
+					return nil, fmt.Errorf("line %d: valueFiles: %q is in %s, not in %s, the chart's repository read here", nodes[i].Line, vf, repo, s.RepoURL)
 				}
 				p = path.Clean(rest)
 			}
@@ -271,21 +432,25 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 		}
 		r.ignoreMissing = h.IgnoreMissingValueFiles
 		at := "spec.source.helm"
-		if len(srcs) > 1 || lookup(root, "spec", "source") == nil {
+		if multi {
 			at = fmt.Sprintf("spec.sources[%d].helm", i)
 		}
 		if len(h.FileParameters) > 0 {
 			return nil, fmt.Errorf("%s.fileParameters: not supported", at)
 		}
 		var inline map[string]any
-		if h.Values != "" {
+		objNode := lookup(nodes[i], "helm", "valuesObject")
+		hasObj := objNode != nil && !(objNode.Kind == yaml.ScalarNode && objNode.ShortTag() == "!!null")
+		// Argo CD passes valuesObject when it is set, and values only
+		// when it is not: they are not merged.
+		if h.Values != "" && !hasObj {
 			v, err := loadValues([]byte(h.Values))
 			if err != nil {
 				return nil, fmt.Errorf("%s.values: %w", at, err)
 			}
 			inline = mergeValues(inline, v)
 		}
-		obj, err := inlineValues(lookup(nodes[i], "helm", "valuesObject"), at+".valuesObject")
+		obj, err := inlineValues(objNode, at+".valuesObject")
 		if err != nil {
 			return nil, err
 		}
@@ -299,9 +464,9 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 		}
 		if len(inline) > 0 {
 			r.inline, r.inlineAt = inline, r.via+" "+at
-			if h.Values == "" && len(h.Parameters) == 0 {
+			if (h.Values == "" || hasObj) && len(h.Parameters) == 0 {
 				r.inlinePath = valuePath{"spec", "source", "helm", "valuesObject"}
-				if at != "spec.source.helm" {
+				if multi {
 					r.inlinePath = valuePath{"spec", "sources", i, "helm", "valuesObject"}
 				}
 				r.inlineAt += ".valuesObject"
@@ -359,6 +524,9 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 	if cs.ValuesFile != "" {
 		vfs = append([]string{cs.ValuesFile}, vfs...)
 	}
+	// Flux's valuesFiles replace the chart's values.yaml, which is read
+	// only where they list it.
+	r.noDefault = len(vfs) > 0
 	for _, vf := range vfs {
 		p := path.Clean(strings.TrimPrefix(vf, "/"))
 		if strings.HasPrefix(p, "../") || p == ".." {
@@ -424,10 +592,18 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 		if hc.Name == "" || !isChart(chart) {
 			return nil, fmt.Errorf("line %d: %s: chart %q is not a chart of the checkout below %s (kustomize would pull it): not rendered", n.Line, at, hc.Name, home)
 		}
-		if hc.ValuesMerge != "" && hc.ValuesMerge != "override" && hc.ValuesMerge != "merge" {
-			return nil, fmt.Errorf("line %d: %s.valuesMerge %q is not supported", n.Line, at, hc.ValuesMerge)
+		// kustomize writes valuesInline into the valuesFile it hands helm
+		// (by valuesMerge), and passes additionalValuesFiles after it: they
+		// override valuesInline, and with merge or replace the file's
+		// values win over or replace the inline ones. Only the default,
+		// inline over valuesFile with nothing after, is rendered here.
+		if hc.ValuesMerge != "" && hc.ValuesMerge != "override" {
+			return nil, fmt.Errorf("line %d: %s.valuesMerge %q: only the default override is rendered here: not rendered", n.Line, at, hc.ValuesMerge)
 		}
-		r := &helmRelease{via: fmt.Sprintf("%s %s", file, at), name: cmpOr(hc.ReleaseName, hc.Name), namespace: hc.Namespace, chart: chart,
+		if vi := lookup(n, "valuesInline"); vi != nil && len(vi.Content) > 0 && len(hc.AdditionalValuesFiles) > 0 {
+			return nil, fmt.Errorf("line %d: %s has valuesInline and additionalValuesFiles, which kustomize puts above valuesInline: not rendered", n.Line, at)
+		}
+		r := &helmRelease{via: fmt.Sprintf("%s %s", file, at), name: cmpOr(hc.ReleaseName, hc.Name), namespace: hc.Namespace, chart: chart, src: i,
 			nsOverride: str(root, "namespace")}
 		for _, vf := range append([]string{hc.ValuesFile}, hc.AdditionalValuesFiles...) {
 			if vf == "" {
@@ -449,6 +625,13 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// sameRepo reports whether two Argo CD repoURLs name one repository:
+// equal but for a trailing slash or .git.
+func sameRepo(a, b string) bool {
+	norm := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git") }
+	return norm(a) == norm(b)
 }
 
 func cmpOr(a, b string) string {
@@ -476,8 +659,9 @@ func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir s
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		rs, probs := releasesIn(p, files[p], isChart)
+		rs, probs, unr := releasesIn(p, files[p], isChart)
 		hx.problems = append(hx.problems, probs...)
+		hx.unrendered = append(hx.unrendered, unr...)
 		hx.releases = append(hx.releases, rs...)
 		if isKustomization(p) && (len(rs) > 0 || len(probs) > 0) {
 			hx.kusts[p] = true
@@ -509,9 +693,12 @@ func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir s
 // the inline values.
 func (r *helmRelease) layers(chart map[string][]byte, file func(string) ([]byte, bool)) ([]valuesLayer, error) {
 	var ls []valuesLayer
-	def, err := loadValues(chart["values.yaml"])
-	if err != nil {
-		return nil, fmt.Errorf("%s/values.yaml: %w", r.chart, err)
+	def := map[string]any{}
+	if !r.noDefault {
+		var err error
+		if def, err = loadValues(chart["values.yaml"]); err != nil {
+			return nil, fmt.Errorf("%s/values.yaml: %w", r.chart, err)
+		}
 	}
 	ls = append(ls, valuesLayer{file: path.Join(r.chart, "values.yaml"), vals: def})
 	for _, p := range r.values {
@@ -534,6 +721,21 @@ func (r *helmRelease) layers(chart map[string][]byte, file func(string) ([]byte,
 	return ls, nil
 }
 
+// chartFiles are the chart files r renders: without values.yaml when it
+// is not r's base (it is then one of r's values files, or not read).
+func (r *helmRelease) chartFiles(files map[string][]byte) map[string][]byte {
+	if !r.noDefault {
+		return files
+	}
+	out := make(map[string][]byte, len(files))
+	for p, b := range files {
+		if p != "values.yaml" {
+			out[p] = b
+		}
+	}
+	return out
+}
+
 // render renders r from the index's files, and reads its workloads.
 func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 	c := hx.charts[r.chart]
@@ -543,7 +745,7 @@ func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 	}
 	ls, err := r.layers(c.files, func(p string) ([]byte, bool) { b, ok := hx.files[p]; return b, ok })
 	if err == nil {
-		r.out, err = renderRelease(ctx, c.files, r, userValues(ls))
+		r.out, err = renderRelease(ctx, r.chartFiles(c.files), r, userValues(ls))
 	}
 	if err != nil {
 		r.err = fmt.Errorf("%w: %s: %w", ErrHelm, r.via, err)

@@ -86,8 +86,9 @@ func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]b
 			b = st.cur[r.file]
 		}
 		// The definition is edited: its inline values are read again.
-		rs, _ := releasesIn(r.file, b, func(d string) bool { _, ok := st.hx.charts[d]; return ok })
-		i := slices.IndexFunc(rs, func(x *helmRelease) bool { return x.via == r.via && x.chart == r.chart })
+		rs, _, _ := releasesIn(r.file, b, func(d string) bool { _, ok := st.hx.charts[d]; return ok })
+		// Edits change no document's place nor any source's.
+		i := slices.IndexFunc(rs, func(x *helmRelease) bool { return x.doc == r.doc && x.src == r.src })
 		if i < 0 {
 			return nil, nil, fmt.Errorf("%w: %s is no longer in %s", ErrNotFound, r.via, r.file)
 		}
@@ -96,7 +97,7 @@ func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]b
 		r = &rr
 	}
 	ls, err := r.layers(files, get)
-	return files, ls, err
+	return r.chartFiles(files), ls, err
 }
 
 // render renders r from the files as edited so far and next.
@@ -275,13 +276,27 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 	return notes, nil
 }
 
-// readers are the releases other than r that take values from file p:
-// list it as a values file, or render the chart whose values.yaml it is.
-func (st *hstate) readers(p string, r *helmRelease) []*helmRelease {
-	var out []*helmRelease
+// readers names what other than r takes values from file p: the
+// releases that list it as a values file or render the chart whose
+// values.yaml it is, and the definitions not rendered here that name it.
+func (st *hstate) readers(p string, r *helmRelease) []string {
+	var out []string
 	for _, x := range st.hx.releases {
-		if x != r && (slices.Contains(x.values, p) || p == path.Join(x.chart, "values.yaml")) {
-			out = append(out, x)
+		if x != r && (slices.Contains(x.values, p) || p == path.Join(x.chart, "values.yaml") && !x.noDefault) {
+			out = append(out, x.via)
+		}
+	}
+	out = append(out, st.hx.unrenderedReaders(p)...)
+	return out
+}
+
+// unrenderedReaders names the definitions not rendered here that name
+// values file p.
+func (hx *helmIndex) unrenderedReaders(p string) []string {
+	var out []string
+	for _, u := range hx.unrendered {
+		if slices.Contains(u.paths, p) {
+			out = append(out, fmt.Sprintf("%s (%s:%d, not rendered here)", u.via, u.file, u.line))
 		}
 	}
 	return out
@@ -309,10 +324,7 @@ func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c Change)
 			ve.file = where
 			return ve, nil
 		}
-		vias := make([]string, len(others))
-		for i, x := range others {
-			vias[i] = x.via
-		}
+		vias := others
 		verb := "renders"
 		if len(vias) > 1 {
 			verb = "render"
@@ -454,6 +466,13 @@ func (st *hstate) prove(ctx context.Context, next map[string][]byte, r *helmRele
 		changed = append(changed, p)
 	}
 	sort.Strings(changed)
+	for _, p := range changed {
+		// What a definition that is not rendered here makes of the
+		// edited file cannot be proven.
+		if us := st.hx.unrenderedReaders(p); len(us) > 0 {
+			return nil, fmt.Errorf("%w: %s is also read by %s, so what the edit does there cannot be proven", ErrHelm, p, strings.Join(us, " and "))
+		}
+	}
 	renders := map[*helmRelease][]byte{}
 	for _, x := range st.hx.releases {
 		if !slices.ContainsFunc(changed, x.uses) {

@@ -1,13 +1,16 @@
 package patcher
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // helmSeeds are the release definitions and values files of the Helm
@@ -42,7 +45,7 @@ func FuzzHelmReleases(f *testing.F) {
 	f.Add([]byte("helmCharts:\n- name: c\n  valuesInline: {a: 1}\n  valuesFile: /etc/passwd\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, file := range []string{"apps/app.yaml", "apps/kustomization.yaml"} {
-			rels, probs := releasesIn(file, b, func(string) bool { return true })
+			rels, probs, _ := releasesIn(file, b, func(string) bool { return true })
 			for _, r := range rels {
 				if r.chart == "" || escapes(r.chart) {
 					t.Fatalf("%s: chart %q", file, r.chart)
@@ -110,7 +113,7 @@ func FuzzHelmValues(f *testing.F) {
 // TestReleasesIn: what each kind of release definition says about the
 // release: chart, name, namespace, values files in order, inline values.
 func TestReleasesIn(t *testing.T) {
-	charts := map[string]bool{"charts/chat": true, "apps/chat/charts/chat": true, "apps/chat/my-charts/chat-1.2.0/chat": true}
+	charts := map[string]bool{"charts/chat": true, "apps/chat/charts/chat": true, "apps/chat/my-charts/chat-1.2.0/chat": true, "apps/chat/my-charts/embed": true}
 	isChart := func(d string) bool { return charts[d] }
 	type rel struct {
 		Chart, Name, Namespace, Inline string
@@ -152,6 +155,25 @@ spec:
   sources:
     - {path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
 `, problem: "Application x: line 7: valueFiles: \"$values/envs/prod.yaml\" names no source ref"},
+		{name: "Argo CD, $ref to another repository", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://git.example.com/charts.git, path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
+    - {repoURL: https://git.example.com/values.git, ref: values}
+`, problem: "Application x: line 7: valueFiles: \"$values/envs/prod.yaml\" is in https://git.example.com/values.git, not in https://git.example.com/charts.git"},
+		{name: "Argo CD, $ref to the chart's repository", file: "argocd/app.yaml", yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  destination: {namespace: prod}
+  sources:
+    - {repoURL: https://git.example.com/gitops.git, path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml]}}
+    - {repoURL: https://git.example.com/gitops, ref: values}
+`, want: []rel{{Chart: "charts/chat", Name: "x", Namespace: "prod", Values: []string{"envs/prod.yaml"}}}},
 		{name: "Flux, targetNamespace", file: "flux/hr.yaml", yaml: `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -183,9 +205,19 @@ spec:
 namespace: serving
 helmGlobals: {chartHome: my-charts}
 helmCharts:
-  - {name: chat, version: 1.2.0, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesInline: {replicas: 2}}
-`, want: []rel{{Chart: "apps/chat/my-charts/chat-1.2.0/chat", Name: "chat", Namespace: "serving", Values: []string{"apps/chat/values.yaml", "apps/chat/gpu.yaml"},
-			Inline: "apps/chat/kustomization.yaml helmCharts[0].valuesInline"}}},
+  - {name: chat, version: 1.2.0, valuesFile: values.yaml, valuesInline: {replicas: 2}}
+  - {name: embed, releaseName: b, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesMerge: override}
+`, want: []rel{{Chart: "apps/chat/my-charts/chat-1.2.0/chat", Name: "chat", Namespace: "serving", Values: []string{"apps/chat/values.yaml"},
+			Inline: "apps/chat/kustomization.yaml helmCharts[0].valuesInline"},
+			{Chart: "apps/chat/my-charts/embed", Name: "b", Namespace: "serving", Values: []string{"apps/chat/values.yaml", "apps/chat/gpu.yaml"}}}},
+		{name: "helmCharts, valuesInline below additionalValuesFiles", file: "apps/chat/kustomization.yaml", yaml: `
+helmCharts:
+  - {name: chat, valuesFile: values.yaml, additionalValuesFiles: [gpu.yaml], valuesInline: {replicas: 2}}
+`, problem: "helmCharts[0] has valuesInline and additionalValuesFiles"},
+		{name: "helmCharts, valuesMerge merge", file: "apps/chat/kustomization.yaml", yaml: `
+helmCharts:
+  - {name: chat, valuesFile: values.yaml, valuesInline: {replicas: 2}, valuesMerge: merge}
+`, problem: "helmCharts[0].valuesMerge \"merge\": only the default override is rendered here"},
 		{name: "helmCharts next to patches", file: "apps/chat/kustomization.yaml", yaml: `
 helmCharts: [{name: chat}]
 patches: [{path: p.yaml}]
@@ -193,7 +225,7 @@ patches: [{path: p.yaml}]
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, probs := releasesIn(tc.file, []byte(tc.yaml), isChart)
+			rs, probs, _ := releasesIn(tc.file, []byte(tc.yaml), isChart)
 			var got []rel
 			for _, r := range rs {
 				got = append(got, rel{Chart: r.chart, Name: r.name, Namespace: r.objNamespace(""), Values: r.values, Inline: r.inlineAt})
@@ -210,6 +242,200 @@ patches: [{path: p.yaml}]
 				t.Fatalf("problems: %v", probs)
 			case tc.problem != "" && (len(probs) != 1 || !strings.Contains(probs[0].Error(), tc.problem) || !errors.Is(probs[0], ErrHelm)):
 				t.Fatalf("problems %v, want one with %q", probs, tc.problem)
+			}
+		})
+	}
+}
+
+// renderIndex indexes and renders the releases of an in-memory
+// repository whose charts are read from files too.
+func renderIndex(t *testing.T, files map[string][]byte) *helmIndex {
+	t.Helper()
+	return indexHelm(context.Background(), files, func(dir string) (map[string][]byte, error) {
+		out := map[string][]byte{}
+		for p, b := range files {
+			if strings.HasPrefix(p, dir+"/") {
+				out[strings.TrimPrefix(p, dir+"/")] = b
+			}
+		}
+		return out, nil
+	})
+}
+
+// miniChart is a chart at charts/c whose ConfigMap shows values a and b.
+func miniChart() map[string][]byte {
+	return map[string][]byte{
+		"charts/c/Chart.yaml":        []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+		"charts/c/values.yaml":       []byte("a: fromchart\n"),
+		"charts/c/templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata:\n  a: {{ .Values.a | default \"none\" | quote }}\n  b: {{ .Values.b | default \"none\" | quote }}\n"),
+		"envs/prod.yaml":             []byte("b: prod\n"),
+	}
+}
+
+// TestHelmFluxValuesFiles: Flux's valuesFiles replace the chart's
+// values.yaml, which is read only where they list it.
+func TestHelmFluxValuesFiles(t *testing.T) {
+	hr := func(name, files string) string {
+		return "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: " + name + "}\nspec:\n  chart:\n    spec:\n      chart: charts/c\n      sourceRef: {kind: GitRepository, name: repo}\n" + files
+	}
+	tests := []struct {
+		name, spec string
+		want       []string
+	}{
+		{"no valuesFiles", "", []string{`a: "fromchart"`, `b: "none"`}},
+		{"valuesFiles", "      valuesFiles: [envs/prod.yaml]\n", []string{`a: "none"`, `b: "prod"`}},
+		{"valuesFiles listing values.yaml", "      valuesFiles: [charts/c/values.yaml, envs/prod.yaml]\n", []string{`a: "fromchart"`, `b: "prod"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := miniChart()
+			files["flux/hr.yaml"] = []byte(hr("c", tc.spec))
+			hx := renderIndex(t, files)
+			if len(hx.problems) > 0 || len(hx.releases) != 1 {
+				t.Fatalf("releases %d, problems %v", len(hx.releases), hx.problems)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(hx.releases[0].out), w) {
+					t.Errorf("rendered:\n%s\nwant %s", hx.releases[0].out, w)
+				}
+			}
+		})
+	}
+}
+
+// TestHelmIgnore: files the chart's .helmignore names are not part of
+// the chart, as when Helm loads its directory: an ignored template is
+// not rendered, nor one below an ignored directory.
+func TestHelmIgnore(t *testing.T) {
+	files := miniChart()
+	files["charts/c/.helmignore"] = []byte("# comment\ntemplates/draft-*.yaml\nscratch/\n")
+	files["charts/c/templates/draft-x.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: draft}\n")
+	files["charts/c/templates/scratch/y.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: scratch}\n")
+	files["charts/c/templates/scratchy.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\n")
+	files["flux/hr.yaml"] = []byte("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: c}\nspec:\n  chart:\n    spec:\n      chart: charts/c\n      sourceRef: {kind: GitRepository, name: repo}\n")
+	hx := renderIndex(t, files)
+	if len(hx.problems) > 0 || len(hx.releases) != 1 {
+		t.Fatalf("releases %d, problems %v", len(hx.releases), hx.problems)
+	}
+	out := string(hx.releases[0].out)
+	for _, name := range []string{"draft", "scratch"} {
+		if strings.Contains(out, "name: "+name+"}") {
+			t.Errorf("%s is rendered, though .helmignore names it:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(out, "name: kept}") || !strings.Contains(out, "name: cm}") {
+		t.Errorf("a file .helmignore does not name is not rendered:\n%s", out)
+	}
+}
+
+// TestHelmTraceCap: a field whose value many values equal is refused
+// without rendering once per value, naming how many.
+func TestHelmTraceCap(t *testing.T) {
+	files := map[string][]byte{}
+	for p, b := range miniChart() {
+		if rel, ok := strings.CutPrefix(p, "charts/c/"); ok {
+			files[rel] = b
+		}
+	}
+	var vals strings.Builder
+	vals.WriteString("a: fromchart\n")
+	for i := range 40 {
+		fmt.Fprintf(&vals, "k%d: fromchart\n", i)
+	}
+	files["values.yaml"] = []byte(vals.String())
+	r := &helmRelease{via: "test", name: "c", chart: "charts/c"}
+	_, err := trace(context.Background(), files, r, map[string]any{}, "fromchart", "other", nil)
+	if err == nil || !strings.Contains(err.Error(), `41 values equal "fromchart": cannot tell which sets the field`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestHelmRenderBounds: a render that runs past its context returns the
+// context's error when the context ends, and output larger than a
+// chart's bound is refused, naming the release.
+func TestHelmRenderBounds(t *testing.T) {
+	chartOf := func(tpl string) map[string][]byte {
+		return map[string][]byte{
+			"Chart.yaml":        []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+			"templates/cm.yaml": []byte(tpl),
+		}
+	}
+	r := &helmRelease{via: "test", name: "slow", chart: "charts/c"}
+	t.Run("context", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := renderRelease(ctx, chartOf("{{ range until 3000 }}{{ range until 3000 }}{{ end }}{{ end }}"), r, map[string]any{})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want the context's error", err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("returned after %v", d)
+		}
+	})
+	t.Run("size", func(t *testing.T) {
+		_, err := renderRelease(context.Background(), chartOf(`{{ repeat 34000000 "x" }}`), r, map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "release slow renders 34000000 bytes") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+// TestUnrenderedReaders: the values files a definition that is not
+// rendered here names, which are then never edited.
+func TestUnrenderedReaders(t *testing.T) {
+	isChart := func(d string) bool { return d == "charts/chat" }
+	tests := []struct {
+		name, file, yaml string
+		want             []string
+	}{
+		{"a remote chart with a $ref values file", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://charts.example.com, chart: chat, helm: {valueFiles: [$values/envs/prod.yaml, values-remote.yaml]}}
+    - {repoURL: https://git.example.com/gitops.git, ref: values}
+`, []string{"envs/prod.yaml"}},
+		{"a $ref to another repository than the chart's", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  sources:
+    - {repoURL: https://git.example.com/gitops.git, path: charts/chat, helm: {valueFiles: [$values/envs/prod.yaml, values-prod.yaml]}}
+    - {repoURL: https://git.example.com/other.git, ref: values}
+`, []string{"charts/chat/values.yaml", "charts/chat/values-prod.yaml"}},
+		{"a rendered release", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  source: {path: charts/chat, helm: {valueFiles: [values-prod.yaml]}}
+`, nil},
+		{"Flux valuesFrom", "flux/hr.yaml", `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: charts/chat, sourceRef: {kind: GitRepository, name: repo}, valuesFiles: [envs/a.yaml]}}
+  valuesFrom: [{kind: ConfigMap, name: chat-values}]
+`, []string{"charts/chat/values.yaml", "envs/a.yaml"}},
+		{"helmCharts next to resources", "apps/kustomization.yaml", `
+resources: [x.yaml]
+helmCharts: [{name: chat, valuesFile: v.yaml}]
+`, []string{"apps/charts/chat/values.yaml", "apps/v.yaml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, unr := releasesIn(tc.file, []byte(tc.yaml), isChart)
+			var got []string
+			for _, u := range unr {
+				got = append(got, u.paths...)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

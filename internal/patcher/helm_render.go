@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
@@ -16,7 +18,10 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/ignore"
 	"helm.sh/helm/v4/pkg/strvals"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
 
 // Rendering with the Helm Go SDK, as `helm template` does, in memory:
@@ -81,9 +86,20 @@ func userValues(ls []valuesLayer) map[string]any {
 // loadChart loads a chart from its files (paths relative to its
 // directory) and checks that its dependencies are vendored.
 func loadChart(files map[string][]byte) (*chart.Chart, error) {
+	rules := ignore.Empty()
+	if b, ok := files[ignore.HelmIgnore]; ok {
+		r, err := ignore.Parse(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ignore.HelmIgnore, err)
+		}
+		rules = r
+	}
+	rules.AddDefaults()
 	names := make([]string, 0, len(files))
 	for n := range files {
-		names = append(names, n)
+		if !helmIgnored(rules, n) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	bf := make([]*archive.BufferedFile, 0, len(names))
@@ -110,10 +126,71 @@ func loadChart(files map[string][]byte) (*chart.Chart, error) {
 	return ch, nil
 }
 
+// helmIgnored reports whether the chart's .helmignore rules leave file n
+// (slash-separated, relative to the chart) out, as Helm's loader does
+// when it walks a chart directory: a file below an ignored directory is
+// left out too.
+func helmIgnored(rules *ignore.Rules, n string) bool {
+	parts := strings.Split(n, "/")
+	for i := 1; i < len(parts); i++ {
+		if rules.Ignore(strings.Join(parts[:i], "/"), memInfo{name: parts[i-1], dir: true}) {
+			return true
+		}
+	}
+	return rules.Ignore(n, memInfo{name: parts[len(parts)-1]})
+}
+
+// memInfo is the fs.FileInfo of a chart file held in memory: the
+// .helmignore rules look at the name and whether it is a directory.
+type memInfo struct {
+	name string
+	dir  bool
+}
+
+func (i memInfo) Name() string { return i.name }
+func (i memInfo) Size() int64  { return 0 }
+func (i memInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return i.dir }
+func (i memInfo) Sys() any           { return nil }
+
 // renderRelease renders the chart of files as release r with user values
 // vals, and returns the manifests as one stream, each document headed by
 // the template it came from, in the order of the template names.
-func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
+//
+// The engine does not look at ctx while it runs templates, and a
+// template can loop for as long as it likes: rendering runs in its own
+// goroutine, and when ctx is done first, ctx.Err() is returned at once.
+// That goroutine then runs on until the engine returns (Go cannot stop
+// it), its result dropped.
+func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1) // buffered: an abandoned render does not block
+	go func() {
+		out, err := renderSync(ctx, files, r, vals)
+		done <- result{out, err}
+	}()
+	select {
+	case res := <-done:
+		return res.out, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// renderSync is renderRelease in the caller's goroutine.
+func renderSync(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
 	defer func() {
 		// The engine runs the repository's templates: a panic in it is a
 		// chart that does not render, not the end of the run.
@@ -148,6 +225,15 @@ func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease,
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// What a release renders is held, parsed and rendered again per
+	// candidate value: bounded like a chart's files.
+	size := 0
+	for _, n := range names {
+		size += len(rendered[n])
+	}
+	if size > checkout.MaxTreeSize {
+		return nil, fmt.Errorf("release %s renders %d bytes, more than the %d read of a chart", r.name, size, checkout.MaxTreeSize)
+	}
 	var b bytes.Buffer
 	for _, n := range names {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", n, strings.TrimRight(rendered[n], "\n"))

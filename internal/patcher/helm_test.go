@@ -30,6 +30,8 @@ func TestHelmGolden(t *testing.T) {
 		problems  []string // discovery problems, by file
 		edits     []patcher.Edit
 		refused   []error
+		// refusedText are texts each refusal's message must contain.
+		refusedText []string
 		// unreleased are the charts no release renders.
 		unreleased []string
 		// after is each workload's gpu-fraction and vLLM flag after the
@@ -138,6 +140,28 @@ func TestHelmGolden(t *testing.T) {
 			refused: []error{patcher.ErrHelm},
 			after:   map[string][2]string{"dev/chat": {"0.6", "0.45"}, "prod/chat": {"0.37", "0.45"}, "staging/chat": {"0.5", "0.45"}},
 		},
+		{
+			// prod's values file is also named by an Application of a
+			// chart from a Helm repository ($values/...), which is not
+			// rendered here: what the edit does to it cannot be proven,
+			// so the edit is refused, naming it.
+			name:        "shared-unrendered",
+			workloads:   []string{"dev/chat in argocd/chat-dev.yaml", "inference/chat in argocd/chat-prod.yaml"},
+			edits:       []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"), patcher.SetGPUFraction("0.37"))},
+			refused:     []error{patcher.ErrHelm},
+			refusedText: []string{"chat-remote"},
+			after:       map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.5", "0.45"}},
+		},
+		{
+			// An Application with spec.sources and a left-over spec.source:
+			// Argo CD ignores spec.source, and helm.values when
+			// valuesObject is set. The edit goes to sources[0]'s
+			// valuesObject.
+			name:      "argo-sources",
+			workloads: []string{"staging/chat in deploy/app.yaml"},
+			edits:     []patcher.Edit{helmEdit("deploy/app.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.3"))},
+			after:     map[string][2]string{"staging/chat": {"0.3", "0.45"}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,6 +188,9 @@ func TestHelmGolden(t *testing.T) {
 				t.Logf("refused: %v", r)
 			}
 			requireErrors(t, tc.refused, refused, "refusals")
+			for i, txt := range tc.refusedText {
+				require.ErrorContains(t, refused[i], txt)
+			}
 			for _, f := range res.Files {
 				require.NotEmpty(t, f.Changes, f.Path)
 				requireSplicesMake(t, f)

@@ -235,6 +235,9 @@ func sameDocs(out []byte, want []*yaml.Node) (string, bool) {
 	return "", true
 }
 
+// maxTraceCandidates bounds the renders one traced field costs.
+const maxTraceCandidates = 32
+
 // trace returns the value of release r that sets a field from old to
 // new alone: of the values that print as old, the one whose change to
 // new renders exactly want. files are the chart's, vals the user values.
@@ -246,6 +249,11 @@ func trace(ctx context.Context, files map[string][]byte, r *helmRelease, vals ma
 	cands := leavesEqual(all, old)
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("no value of the release is %q, so what sets the field is not known (not guessed)", old)
+	}
+	// Each candidate is one render: a value as common as "1" or "true"
+	// would render the chart hundreds of times.
+	if len(cands) > maxTraceCandidates {
+		return nil, fmt.Errorf("%d values equal %q: cannot tell which sets the field (more than %d are not tried)", len(cands), old, maxTraceCandidates)
 	}
 	var hits []valuePath
 	var whys []string // why each candidate is not the one
