@@ -134,11 +134,7 @@ func TestGolden(t *testing.T) {
 			}
 			res, err := patcher.Apply(ctx, orig, inv, edits)
 			require.NoError(t, err)
-			var refused []error
-			for _, r := range res.Refused {
-				refused = append(refused, r.Err)
-				t.Logf("refused: %v", r)
-			}
+			refused := refusedErrs(t, res)
 			requireErrors(t, tc.refused, refused, "refusals")
 			var notes []error
 			for _, n := range res.Notes {
@@ -224,6 +220,28 @@ func writeExpected(t *testing.T, expected string, files []patcher.File) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, f.New, 0o644))
 	}
+}
+
+// problemFiles lists the files of the inventory's problems, logging each.
+func problemFiles(t *testing.T, inv *patcher.Inventory) []string {
+	t.Helper()
+	var files []string
+	for _, p := range inv.Problems {
+		files = append(files, p.File)
+		t.Logf("problem: %v", p)
+	}
+	return files
+}
+
+// refusedErrs lists the errors of the result's refused edits, logging each.
+func refusedErrs(t *testing.T, res *patcher.Result) []error {
+	t.Helper()
+	var errs []error
+	for _, r := range res.Refused {
+		errs = append(errs, r.Err)
+		t.Logf("refused: %v", r)
+	}
+	return errs
 }
 
 // workloadNames lists the inventory's workloads as "namespace/name in file".

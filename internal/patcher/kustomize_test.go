@@ -124,21 +124,14 @@ func TestKustomizeGolden(t *testing.T) {
 			orig := filepath.Join(dir, "original")
 			inv, err := patcher.Discover(ctx, orig)
 			require.NoError(t, err)
-			var problems []string
-			for _, p := range inv.Problems {
-				problems = append(problems, p.File)
-			}
+			problems := problemFiles(t, inv)
 			require.Equal(t, tc.problems, problems)
 			got := workloadNames(inv)
 			require.Equal(t, tc.workloads, got)
 
 			res, err := patcher.Apply(ctx, orig, inv, tc.edits)
 			require.NoError(t, err)
-			var refused []error
-			for _, r := range res.Refused {
-				refused = append(refused, r.Err)
-				t.Logf("refused: %v", r)
-			}
+			refused := refusedErrs(t, res)
 			requireErrors(t, tc.refused, refused, "refusals")
 
 			out := t.TempDir()
