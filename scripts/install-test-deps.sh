@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run for real, when they are missing:
 # Prometheus's promtool and server (Debian's prometheus package), git,
-# OpenSSH's server, etcd (Debian's etcd-server package), and kube-apiserver,
-# built once from hack/kube-apiserver into a cache outside the work tree.
+# OpenSSH's server, etcd (Debian's etcd-server package), kube-apiserver
+# (hack/kube-apiserver) and Flux's source-, kustomize- and helm-controller
+# (hack/flux), each built once into a cache outside the work tree.
 # Idempotent; needs root or sudo only when a Debian package is missing.
 set -euo pipefail
 
@@ -28,30 +29,54 @@ if ((${#need[@]} > 0)); then
 	fi
 fi
 
-# kube-apiserver: internal/testenv looks for it at this path unless
-# RECOMMENDER_KUBE_APISERVER names another binary.
-version=v1.34.4
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${RECOMMENDER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-rightsizing-recommender}
-bin=$cache/kube-apiserver-$version/kube-apiserver
-if [ -n "${RECOMMENDER_KUBE_APISERVER:-}" ] || [ -x "$bin" ]; then
-	exit 0
+
+# build NAME VERSION DIR PKG LDFLAGS: builds PKG in the module at DIR into
+# $cache/NAME-VERSION/NAME, once. Beside the final path and renamed, so that
+# an interrupted build never leaves a binary that looks finished.
+build() {
+	local name=$1 version=$2 dir=$3 pkg=$4 ldflags=$5
+	local bin=$cache/$name-$version/$name
+	[ -x "$bin" ] && return 0
+	mkdir -p "$(dirname "$bin")"
+	echo "building $name $version into $bin (once)" >&2
+	local tmp start=$SECONDS
+	tmp=$(mktemp "$bin.XXXXXX")
+	trap 'rm -f "$tmp"' EXIT
+	trap 'rm -f "$tmp"; exit 130' INT TERM HUP
+	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$tmp" -ldflags "$ldflags" "$pkg")
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$bin"
+	trap - EXIT INT TERM HUP
+	echo "built $name in $((SECONDS - start))s" >&2
+}
+
+# kube-apiserver (about 12 minutes on 2 cores): internal/testenv looks for
+# it at $cache/kube-apiserver-v1.34.4/ unless RECOMMENDER_KUBE_APISERVER
+# names another binary.
+version=v1.34.4
+if [ -z "${RECOMMENDER_KUBE_APISERVER:-}" ]; then
+	build kube-apiserver $version "$root/hack/kube-apiserver" . \
+		"-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34"
 fi
-mkdir -p "$(dirname "$bin")"
-echo "building kube-apiserver $version into $bin (once; about 12 minutes on 2 cores)" >&2
-# Build beside the final path and rename, so an interrupted build never
-# leaves a binary that looks finished.
-tmp=$(mktemp "$bin.XXXXXX")
-trap 'rm -f "$tmp"' EXIT
-trap 'rm -f "$tmp"; exit 130' INT TERM HUP
-start=$SECONDS
-(
-	cd "$root/hack/kube-apiserver"
-	CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$tmp" \
-		-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34" \
-		.
-)
-chmod 0755 "$tmp"
-mv -f "$tmp" "$bin"
-trap - EXIT INT TERM HUP
-echo "built kube-apiserver in $((SECONDS - start))s" >&2
+
+# The Flux controllers the GitOps loop tests run (hack/flux; about 5 minutes
+# each on 2 cores, less once the first has filled Go's build cache). The
+# version is the one each wrapper module requires.
+for name in source-controller kustomize-controller helm-controller; do
+	dir=$root/hack/flux/$name
+	v=$(cd "$dir" && go list -m -f '{{.Version}}' "github.com/fluxcd/$name")
+	build "$name" "$v" "$dir" "github.com/fluxcd/$name" "-s -w"
+	# Its CRDs, as the module ships them, beside the binary: the tests
+	# install these, never a copy of our own.
+	crds=$cache/$name-$v/crds
+	if [ ! -d "$crds" ]; then
+		src=$(cd "$dir" && go mod download -json "github.com/fluxcd/$name@$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		tmpd=$(mktemp -d "$crds.XXXXXX")
+		cp "$src"/config/crd/bases/*.yaml "$tmpd"/
+		chmod 0755 "$tmpd"
+		chmod 0644 "$tmpd"/*.yaml
+		mv "$tmpd" "$crds"
+	fi
+done

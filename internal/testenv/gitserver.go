@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,6 +166,37 @@ func (s *GitServer) NewRepo(t testing.TB, name string, files map[string]string) 
 	s.Git(t, name, "--work-tree="+work, "add", "--all")
 	s.Git(t, name, "--work-tree="+work, "commit", "--quiet", "--allow-empty", "-m", "Initial commit")
 	return s.RepoURL(name)
+}
+
+// Commit commits files (slash-separated path → content) on top of branch
+// of the repository name, as a person pushing would, and returns the new
+// commit's hash. Files not named stay as they are.
+func (s *GitServer) Commit(t testing.TB, name, branch string, files map[string]string, message string) string {
+	t.Helper()
+	dir := s.Dir(name)
+	index := filepath.Join(t.TempDir(), "index")
+	git := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(s.git, args...)
+		cmd.Dir = dir
+		cmd.Env = append(slices.Clone(s.env), "GIT_INDEX_FILE="+index)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	parent := git("", "rev-parse", "--verify", "refs/heads/"+branch)
+	git("", "read-tree", parent)
+	for p, content := range files {
+		blob := git(content, "hash-object", "-w", "--stdin")
+		git("", "update-index", "--add", "--cacheinfo", "100644,"+blob+","+p)
+	}
+	tree := git("", "write-tree")
+	commit := git("", "commit-tree", tree, "-p", parent, "-m", message)
+	git("", "update-ref", "refs/heads/"+branch, commit, parent)
+	return commit
 }
 
 // Git runs the git CLI in the bare repository name and returns its

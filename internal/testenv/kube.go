@@ -88,11 +88,7 @@ func StartKubeAPIServer(t testing.TB, users ...KubeUser) *KubeAPIServer {
 	}
 	apiserver, err := kubeAPIServerBinary()
 	if err != nil {
-		if os.Getenv(StrictEnv) != "" {
-			t.Fatalf("kube-apiserver is needed and %s is set: %v (run `make test-deps` to build it)", StrictEnv, err)
-			return nil
-		}
-		t.Skipf("kube-apiserver not found, skipping: %v (run `make test-deps` to build it, once; set %s=1 to fail instead)", err, StrictEnv)
+		missing(t, "kube-apiserver", err)
 		return nil
 	}
 
@@ -152,19 +148,25 @@ func StartKubeAPIServer(t testing.TB, users ...KubeUser) *KubeAPIServer {
 // $XDG_CACHE_HOME/gpu-rightsizing-recommender, else
 // ~/.cache/gpu-rightsizing-recommender.
 func KubeAPIServerCachePath() (string, error) {
+	return cachePath("kube-apiserver", KubeAPIServerVersion)
+}
+
+// cachePath returns where scripts/install-test-deps.sh keeps the program
+// name at version: $cache/name-version/name.
+func cachePath(name, version string) (string, error) {
 	cache := os.Getenv("RECOMMENDER_CACHE_DIR")
 	if cache == "" {
 		base := os.Getenv("XDG_CACHE_HOME")
 		if base == "" {
 			home, err := os.UserHomeDir()
 			if err != nil {
-				return "", fmt.Errorf("locating the cache of kube-apiserver: %w", err)
+				return "", fmt.Errorf("locating the test tools' cache: %w", err)
 			}
 			base = filepath.Join(home, ".cache")
 		}
 		cache = filepath.Join(base, "gpu-rightsizing-recommender")
 	}
-	return filepath.Join(cache, "kube-apiserver-"+KubeAPIServerVersion, "kube-apiserver"), nil
+	return filepath.Join(cache, name+"-"+version, name), nil
 }
 
 // kubeAPIServerBinary returns the kube-apiserver to run.
@@ -178,14 +180,43 @@ func kubeAPIServerBinary() (string, error) {
 		}
 		from = "the test tools' cache"
 	}
-	info, err := os.Stat(path)
-	if err != nil {
+	if err := executable(path); err != nil {
 		return "", fmt.Errorf("kube-apiserver from %s: %w", from, err)
 	}
-	if info.IsDir() || info.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("kube-apiserver from %s: %s is not an executable file", from, path)
-	}
 	return path, nil
+}
+
+// executable says why path is not a program to run, or nil.
+func executable(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if info.IsDir() || info.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}
+
+// missing skips the test for want of what the test set-up script builds,
+// or fails it under StrictEnv.
+func missing(t testing.TB, what string, err error) {
+	t.Helper()
+	if os.Getenv(StrictEnv) != "" {
+		t.Fatalf("%s is needed and %s is set: %v (run `make test-deps` to build it)", what, StrictEnv, err)
+		return
+	}
+	t.Skipf("%s not found, skipping: %v (run `make test-deps` to build it, once; set %s=1 to fail instead)", what, err, StrictEnv)
+}
+
+// joinDocs joins YAML documents into one stream.
+func joinDocs(docs [][]byte) []byte {
+	var b []byte
+	for _, d := range docs {
+		b = append(b, "\n---\n"...)
+		b = append(b, d...)
+	}
+	return b
 }
 
 // Token returns the bearer token of a user the server was started with, or
@@ -667,8 +698,15 @@ type process struct {
 }
 
 func startProcess(name string, log io.Writer, path string, args ...string) (*process, error) {
+	return startProcessEnv(name, log, nil, path, args...)
+}
+
+// startProcessEnv is startProcess with the environment env (nil: this
+// process's).
+func startProcessEnv(name string, log io.Writer, env []string, path string, args ...string) (*process, error) {
 	p := &process{name: name, out: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
+	p.cmd.Env = env
 	p.cmd.Stdout = io.MultiWriter(log, p.out)
 	p.cmd.Stderr = p.cmd.Stdout
 	dieWithParent(p.cmd)

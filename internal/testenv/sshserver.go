@@ -55,7 +55,7 @@ func NewSSHServer(t testing.TB, git *GitServer) *SSHServer {
 	}
 	if os.Geteuid() == 0 {
 		if _, err := os.Stat("/run/sshd"); err != nil {
-			missing(t, "sshd's privilege separation directory /run/sshd (sshd runs as root here)")
+			missing(t, "sshd's privilege separation directory /run/sshd (sshd runs as root here)", err)
 			return nil
 		}
 	}
@@ -172,16 +172,6 @@ func findSSHD(t testing.TB) string {
 		return "/usr/sbin/sshd"
 	}
 	return LookPath(t, "sshd")
-}
-
-// missing skips the test for want of what, or fails it under StrictEnv.
-func missing(t testing.TB, what string) {
-	t.Helper()
-	if os.Getenv(StrictEnv) != "" {
-		t.Fatalf("%s is needed and %s is set (run `make test-deps`)", what, StrictEnv)
-		return
-	}
-	t.Skipf("%s is missing, skipping (run `make test-deps`; set %s=1 to fail instead)", what, StrictEnv)
 }
 
 // RepoURL is the SSH URL of the GitServer's repository name.
