@@ -256,7 +256,12 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	}
 
 	m := Marker{Fraction: Values{Old: old.Fraction.Old, New: t.Fraction.New}, VLLM: vllm, At: a.o.Now().UTC(),
-		Reason: t.Reason, PullRequest: t.PullRequest, Number: t.Number, Branch: t.Branch}
+		Reason: t.Reason, PullRequest: t.PullRequest, Number: t.Number, Branch: t.Branch, Owners: priorOwners(dep, vllm)}
+	if ours {
+		// The fields are the tool's since the first change: its owners
+		// are the ones to hand them back to.
+		m.Owners = mk.Owners
+	}
 	if a.o.DryRun {
 		a.applied++
 		return set(WouldApply, "would apply by server-side apply as %s%s", FieldManager, forced(a.o.Force))

@@ -62,7 +62,8 @@ func TestApply(t *testing.T) {
 				require.Equal(t, live.Marker{Fraction: live.Values{Old: "0.30", New: "0.45"},
 					VLLM: &live.VLLMValues{Container: "vllm", Values: live.Values{Old: "0.27", New: "0.40"}}, At: now(),
 					Reason: "reactive upsize (memory): peak 98% ≥ 90% over 2m", PullRequest: "https://github.example/acme/gitops/pull/7",
-					Number: 7, Branch: "gpu-rightsizing/inference/chat"}, mk)
+					Number: 7, Branch: "gpu-rightsizing/inference/chat", Owners: []string{"kustomize-controller"}}, mk,
+					"the marker names who applied the fields before: the release hands them back")
 				require.Equal(t, []string{"gpu-fraction 0.30 → 0.45", "container vllm --gpu-memory-utilization 0.27 → 0.40"}, res.Fields)
 			},
 		},

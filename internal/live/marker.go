@@ -24,6 +24,11 @@ type Marker struct {
 	PullRequest string `json:"pullRequest"`
 	Number      int    `json:"number"`
 	Branch      string `json:"branch"`
+	// Owners are the managers that had applied the fields before the
+	// first live change took them (a GitOps controller); releasing hands
+	// the fields back to them. Empty: nobody applied them, and the release
+	// leaves them to HandoffManager.
+	Owners []string `json:"owners,omitempty"`
 }
 
 // Values are a field's value in Git before the change (Old) and the one

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,10 +115,11 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 			if a.o.DryRun {
 				return set(WouldRelease, "pull request %s merged and the live values are Git's, at least the tool's: would remove the marker and release the fields", mk.PullRequest)
 			}
-			if err := a.release(ctx, dep, mk, live, liveArgs(dep, mk)); err != nil {
+			to, err := a.release(ctx, dep, mk, live, liveArgs(dep, mk))
+			if err != nil {
 				return set(Failed, "%v", err)
 			}
-			return set(Released, "pull request %s merged and the live values are Git's, at least the tool's: marker removed, fields released to %s", mk.PullRequest, HandoffManager)
+			return set(Released, "pull request %s merged and the live values are Git's, at least the tool's: marker removed, fields released to %s", mk.PullRequest, to)
 		}
 		return set(Left, "%s", changed)
 	}
@@ -132,16 +134,23 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		if !ok {
 			return set(Left, "pull request %s merged, but the base branch no longer holds the workload: the live change is left", mk.PullRequest)
 		}
+		// Merged: Git is the truth again, whatever it holds. When it holds
+		// less than the live values (the pull request was lowered before
+		// it merged), the fields go back all the same, at the live values:
+		// the GitOps controller then applies Git's, as for any other
+		// change merged through Git; the tool itself never lowers them.
+		why := "Git holds the live values"
 		if short := behind(g, mk); short != "" {
-			return set(Left, "pull request %s merged, but Git holds %s: the live change is left", mk.PullRequest, short)
+			why = "Git holds " + short + "; the GitOps controller applies Git's values once the fields are released"
 		}
 		if a.o.DryRun {
-			return set(WouldRelease, "pull request %s merged and Git holds the live values: would remove the marker and release the fields", mk.PullRequest)
+			return set(WouldRelease, "pull request %s merged and %s: would remove the marker and release the fields", mk.PullRequest, why)
 		}
-		if err := a.release(ctx, dep, mk, mk.Fraction.New, liveArgs(dep, mk)); err != nil {
+		to, err := a.release(ctx, dep, mk, mk.Fraction.New, liveArgs(dep, mk))
+		if err != nil {
 			return set(Failed, "%v", err)
 		}
-		return set(Released, "pull request %s merged and Git holds the live values: marker removed, fields released to %s", mk.PullRequest, HandoffManager)
+		return set(Released, "pull request %s merged and %s: marker removed, fields released to %s", mk.PullRequest, why, to)
 	}
 	// Closed unmerged: a person declined the change.
 	if !a.o.RevertClosed {
@@ -177,8 +186,9 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 	// Our own manager sets Git's values first (no force: a field someone
 	// else took since is theirs), then lets go of them.
 	patch, err := applyPatch(dep, g.Fraction, mk.VLLM, args, &mk)
+	reverted := dep
 	if err == nil {
-		_, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
+		reverted, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
 			metav1.PatchOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
@@ -187,7 +197,7 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		}
 		return set(Failed, "%v", apiError("patch", "deployments", dep.Namespace, err))
 	}
-	if err := a.release(ctx, dep, mk, g.Fraction, args); err != nil {
+	if _, err := a.release(ctx, reverted, mk, g.Fraction, args); err != nil {
 		return set(Failed, "%v", err)
 	}
 	return set(Reverted, "pull request %s was closed unmerged: reverted to Git's values, marker removed", mk.PullRequest)
@@ -209,11 +219,12 @@ func (a *Applier) finish(ctx context.Context, dep *appsv1.Deployment, mk Marker,
 		res.Outcome, res.Detail = WouldRelease, fmt.Sprintf("pull request %s was closed unmerged and %s: would remove the marker and release the fields", mk.PullRequest, why)
 		return res
 	}
-	if err := a.release(ctx, dep, mk, fraction, liveArgs(dep, mk)); err != nil {
+	to, err := a.release(ctx, dep, mk, fraction, liveArgs(dep, mk))
+	if err != nil {
 		res.Outcome, res.Detail = Failed, err.Error()
 		return res
 	}
-	res.Outcome, res.Detail = Released, fmt.Sprintf("pull request %s was closed unmerged and %s: marker removed, fields released to %s", mk.PullRequest, why, HandoffManager)
+	res.Outcome, res.Detail = Released, fmt.Sprintf("pull request %s was closed unmerged and %s: marker removed, fields released to %s", mk.PullRequest, why, to)
 	return res
 }
 
@@ -243,27 +254,50 @@ func liveArgs(dep *appsv1.Deployment, mk Marker) []string {
 	return containerArgs(dep, mk.VLLM.Container)
 }
 
-// release lets go of a live change: HandoffManager first takes the
-// fields at the values they hold (equal values: no conflict, no roll),
-// then FieldManager applies nothing, which gives up its fields and
-// deletes the one only it held, the marker. Without the handoff, giving
-// up a field nobody else holds would delete it — the GPU request itself.
-func (a *Applier) release(ctx context.Context, dep *appsv1.Deployment, mk Marker, fraction string, args []string) error {
-	patch, err := applyPatch(dep, fraction, mk.VLLM, args, nil)
-	if err != nil {
-		return err
+// release lets go of a live change. The fields go back first to the
+// managers that applied them before it (the marker's Owners: the GitOps
+// controller), as if it had applied these values itself, else to
+// HandoffManager; then FieldManager applies nothing, which gives up its
+// fields and deletes the one only it held, the marker. Without that
+// first step, giving up a field nobody else holds would delete it — the
+// GPU request itself. It returns whom the fields went to.
+func (a *Applier) release(ctx context.Context, dep *appsv1.Deployment, mk Marker, fraction string, args []string) (string, error) {
+	to := releaseTo(dep, mk)
+	container := ""
+	if mk.VLLM != nil {
+		container = mk.VLLM.Container
 	}
-	if _, err := a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
-		metav1.PatchOptions{FieldManager: HandoffManager}); err != nil {
-		return apiError("patch", "deployments", dep.Namespace, err)
+	for i, manager := range to {
+		if i > 0 {
+			// Each hand-back changes the object: the next one reads it
+			// again, for its resourceVersion.
+			var err error
+			if dep, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Get(ctx, dep.Name, metav1.GetOptions{}); err != nil {
+				return "", apiError("get", "deployments", dep.Namespace, err)
+			}
+		}
+		if manager != HandoffManager {
+			if err := a.handBack(ctx, dep, manager, fraction, container, args); err != nil {
+				return "", err
+			}
+			continue
+		}
+		patch, err := applyPatch(dep, fraction, mk.VLLM, args, nil)
+		if err != nil {
+			return "", err
+		}
+		if _, err := a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
+			metav1.PatchOptions{FieldManager: HandoffManager}); err != nil {
+			return "", apiError("patch", "deployments", dep.Namespace, err)
+		}
 	}
 	empty, err := applyPatch(dep, "", nil, nil, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if _, err := a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, empty,
 		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-		return apiError("patch", "deployments", dep.Namespace, err)
+		return "", apiError("patch", "deployments", dep.Namespace, err)
 	}
-	return nil
+	return strings.Join(to, ", "), nil
 }

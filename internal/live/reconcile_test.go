@@ -54,8 +54,10 @@ func TestReconcile(t *testing.T) {
 				require.Equal(t, before.Spec.Template, d.Spec.Template, "releasing does not roll: the pod template is the same")
 				require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"], "the value stays: Git holds it now")
 				require.Equal(t, "--gpu-memory-utilization=0.40", d.Spec.Template.Spec.Containers[0].Args[2])
-				require.Equal(t, []string{live.HandoffManager}, owners(t, d, fractionPath...), "no longer the tool's manager: Argo CD manages it again")
-				require.Equal(t, []string{live.HandoffManager}, owners(t, d, argsPath...))
+				require.Equal(t, []string{"argocd-controller"}, owners(t, d, fractionPath...), "handed back to the manager that applied it before: Argo CD manages it again")
+				require.Equal(t, []string{"argocd-controller"}, owners(t, d, argsPath...))
+				require.Contains(t, owners(t, d, "f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"vllm"}`, "f:image"), "argocd-controller",
+					"and it keeps everything else it applied")
 				require.Empty(t, owners(t, d, markerPath...))
 				for _, mf := range d.ManagedFields {
 					require.NotEqual(t, live.FieldManager, mf.Manager, "the tool's manager owns nothing")
@@ -90,11 +92,14 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "merged but Git holds less: left", state: scm.Merged,
+			name: "merged but Git holds less: released at the live values, for GitOps to apply Git's", state: scm.Merged,
 			git:  live.GitValues{Fraction: "0.40", VLLM: map[string]string{"vllm": "0.36"}},
-			want: live.Left, detail: `Git holds gpu-fraction "0.40" below the live 0.45`,
-			check: func(t *testing.T, w workload, _ *appsv1.Deployment) {
-				require.Contains(t, c.get(t, w.ns, w.name).Annotations, live.MarkerAnnotation)
+			want: live.Released, detail: `Git holds gpu-fraction "0.40" below the live 0.45; the GitOps controller applies Git's values once the fields are released: marker removed, fields released to argocd-controller`,
+			check: func(t *testing.T, w workload, before *appsv1.Deployment) {
+				d := c.get(t, w.ns, w.name)
+				require.NotContains(t, d.Annotations, live.MarkerAnnotation)
+				require.Equal(t, before.Spec.Template, d.Spec.Template, "the tool lowers nothing itself")
+				require.Equal(t, []string{"argocd-controller"}, owners(t, d, fractionPath...))
 			},
 		},
 		{
@@ -281,59 +286,78 @@ func (c cluster) halfRevert(t *testing.T, w workload, fraction string, args []st
 	require.Equal(t, http.StatusOK, code, "%s", out)
 }
 
-// TestReleasedFieldKnownLimit: docs/live.md's known limit, on a real API
-// server. After a release, the handoff manager co-owns the fraction with
-// the GitOps controller's server-side apply; when Git drops the field, it
-// stays live, until an apply of the Deployment's identity alone under the
-// handoff manager gives up its share and deletes it.
-func TestReleasedFieldKnownLimit(t *testing.T) {
+// TestReleaseHandsBack: the hand-off back to Git is clean, on a real API
+// server. The release gives the fields back to the manager that applied
+// them before the live change, so when Git later drops the field, that
+// manager's next apply prunes it. A Deployment nobody applied (created or
+// updated with client-side tools) has no such manager: the fields go to
+// the handoff manager, and a client-side update that removes the field
+// still removes it, as such tools prune.
+func TestReleaseHandsBack(t *testing.T) {
 	c := startCluster(t, "admin")
 	prs, err := scm.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	w := workload{ns: "inference", name: "limit", fraction: "0.30"}
-	c.create(t, w, "argocd-controller")
-	pr, err := prs.Open(ctx(t), scm.NewPullRequest{Branch: "gpu-rightsizing/inference/limit", Base: "main", Title: "t", Body: "b"})
-	require.NoError(t, err)
-	tg := target(w)
-	tg.VLLM, tg.PullRequest, tg.Number, tg.Branch = nil, pr.URL, pr.Number, pr.Branch
-	o := live.Options{Namespaces: []string{"inference"}, MaxChanges: 1, Force: true, Now: now}
-	res, err := live.NewApplier(c.c, o).Apply(ctx(t), tg)
-	require.NoError(t, err)
-	require.Equal(t, live.Applied, res.Outcome, res.Detail)
-	require.NoError(t, prs.SetState(pr.Number, scm.Merged, ""))
-	results, err := live.NewApplier(c.c, o).Reconcile(ctx(t), prs, func(string, string) (live.GitValues, bool) {
-		return live.GitValues{Fraction: "0.45"}, true
-	})
-	require.NoError(t, err)
-	require.Equal(t, live.Released, results[0].Outcome, results[0].Detail)
-
-	// GitOps syncs the merged value: both managers own the field.
-	w.fraction = "0.45"
-	c.applyAs(t, w, "argocd-controller", true)
-	require.ElementsMatch(t, []string{"argocd-controller", live.HandoffManager}, owners(t, c.get(t, w.ns, w.name), fractionPath...))
-
-	// Git drops the annotation: not pruned, the handoff manager still owns it.
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(w.manifest(), &m))
-	delete(m["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any), "annotations")
-	body, err := json.Marshal(m)
-	require.NoError(t, err)
-	apply := func(manager string, body []byte) {
+	o := live.Options{Namespaces: []string{"inference"}, MaxChanges: 5, Force: true, Now: now}
+	cycle := func(t *testing.T, w workload) *appsv1.Deployment {
 		t.Helper()
-		path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=%s&force=true", w.ns, w.name, manager)
-		code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, body, "application/apply-patch+yaml")
-		require.Equal(t, http.StatusOK, code, "%s", out)
+		pr, err := prs.Open(ctx(t), scm.NewPullRequest{Branch: "gpu-rightsizing/inference/" + w.name, Base: "main", Title: "t", Body: "b"})
+		require.NoError(t, err)
+		tg := target(w)
+		tg.VLLM, tg.PullRequest, tg.Number, tg.Branch = nil, pr.URL, pr.Number, pr.Branch
+		res, err := live.NewApplier(c.c, o).Apply(ctx(t), tg)
+		require.NoError(t, err)
+		require.Equal(t, live.Applied, res.Outcome, res.Detail)
+		require.NoError(t, prs.SetState(pr.Number, scm.Merged, ""))
+		results, err := live.NewApplier(c.c, o).Reconcile(ctx(t), prs, func(_, name string) (live.GitValues, bool) {
+			return live.GitValues{Fraction: "0.45"}, name == w.name
+		})
+		require.NoError(t, err)
+		for _, r := range results {
+			if r.Name == w.name {
+				require.Equal(t, live.Released, r.Outcome, r.Detail)
+			}
+		}
+		return c.get(t, w.ns, w.name)
 	}
-	apply("argocd-controller", body)
-	d := c.get(t, w.ns, w.name)
-	require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"], "the known limit: not pruned")
-	require.Equal(t, []string{live.HandoffManager}, owners(t, d, fractionPath...))
+	dropAnnotation := func(w workload) []byte {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(w.manifest(), &m))
+		delete(m["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any), "annotations")
+		body, err := json.Marshal(m)
+		require.NoError(t, err)
+		return body
+	}
 
-	// The remedy docs/live.md gives: the identity alone, under the handoff manager.
-	apply(live.HandoffManager, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"limit","namespace":"inference"}}`))
-	d = c.get(t, w.ns, w.name)
-	require.NotContains(t, d.Spec.Template.Annotations, "gpu-fraction")
-	for _, mf := range d.ManagedFields {
-		require.NotEqual(t, live.HandoffManager, mf.Manager)
-	}
+	t.Run("applied by a GitOps controller", func(t *testing.T) {
+		w := workload{ns: "inference", name: "applied", fraction: "0.30"}
+		c.create(t, w, "argocd-controller")
+		d := cycle(t, w)
+		require.Equal(t, "0.45", d.Spec.Template.Annotations["gpu-fraction"])
+		require.Equal(t, []string{"argocd-controller"}, owners(t, d, fractionPath...), "the field is the GitOps controller's again")
+		for _, mf := range d.ManagedFields {
+			require.NotEqual(t, live.HandoffManager, mf.Manager, "nobody else holds a share")
+		}
+
+		// Git drops the annotation; the controller's next apply prunes it.
+		path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=argocd-controller&force=true", w.ns, w.name)
+		code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, dropAnnotation(w), "application/apply-patch+yaml")
+		require.Equal(t, http.StatusOK, code, "%s", out)
+		require.NotContains(t, c.get(t, w.ns, w.name).Spec.Template.Annotations, "gpu-fraction", "pruned")
+	})
+
+	t.Run("created with a client-side tool", func(t *testing.T) {
+		w := workload{ns: "inference", name: "created", fraction: "0.30"}
+		code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPost, "/apis/apps/v1/namespaces/inference/deployments?fieldManager=kubectl-client-side-apply", w.manifest(), "")
+		require.Equal(t, http.StatusCreated, code, "%s", out)
+		d := cycle(t, w)
+		require.Equal(t, []string{live.HandoffManager}, owners(t, d, fractionPath...), "no manager applied it before: the handoff manager keeps it")
+
+		// kubectl apply's three-way patch from a manifest without the
+		// annotation deletes it, whoever owns it.
+		patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"gpu-fraction":null}}}}}`)
+		path := "/apis/apps/v1/namespaces/inference/deployments/created?fieldManager=kubectl-client-side-apply"
+		code, out = c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, patch, "application/strategic-merge-patch+json")
+		require.Equal(t, http.StatusOK, code, "%s", out)
+		require.NotContains(t, c.get(t, w.ns, w.name).Spec.Template.Annotations, "gpu-fraction", "removed")
+	})
 }
