@@ -326,8 +326,11 @@ func (s *KubeAPIServer) do(ctx context.Context, user, method, path string, body 
 // Apply creates each object of the YAML documents in manifests as
 // KubeAdmin: Namespaces first, then CustomResourceDefinitions, waiting until
 // each is established, then the rest in their order. A namespaced object
-// without a namespace goes to "default". An object the server refuses, one
-// that exists already included, fails the test.
+// without a namespace goes to "default". Every object is created with
+// strict field validation (fieldValidation=Strict: an unknown or repeated
+// field is an error, as `kubectl apply --validate=strict` makes it, where
+// the default would drop it with a warning). An object the server refuses,
+// one that exists already included, fails the test.
 func (s *KubeAPIServer) Apply(t testing.TB, manifests []byte) {
 	t.Helper()
 	if err := s.apply(t.Context(), manifests); err != nil {
@@ -345,6 +348,18 @@ func (s *KubeAPIServer) InstallKAIQueueCRD(t testing.TB) {
 
 //go:embed testdata/kai-queue-crd.yaml
 var kaiQueueCRD []byte
+
+//go:embed testdata/argocd-application-crd.yaml
+var argoApplicationCRD []byte
+
+// InstallArgoCDApplicationCRD creates Argo CD's Application
+// CustomResourceDefinition (argoproj.io/v1alpha1, as Argo CD v3.5.1
+// publishes it) and the namespace argocd, with no controller: Argo CD is
+// not run here, its objects are held to its schema.
+func (s *KubeAPIServer) InstallArgoCDApplicationCRD(t testing.TB) {
+	t.Helper()
+	s.Apply(t, append([]byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: argocd}\n---\n"), argoApplicationCRD...))
+}
 
 // KAIQueueCRD returns the CustomResourceDefinition InstallKAIQueueCRD
 // creates, as YAML.
@@ -430,7 +445,7 @@ func (s *KubeAPIServer) apply(ctx context.Context, manifests []byte) error {
 		if err != nil {
 			return fmt.Errorf("%v: %w", o, err)
 		}
-		status, body, err := s.do(ctx, KubeAdmin, http.MethodPost, path, o.json, "application/json")
+		status, body, err := s.do(ctx, KubeAdmin, http.MethodPost, path+"?fieldValidation=Strict", o.json, "application/json")
 		if err != nil {
 			return fmt.Errorf("%v: %w", o, err)
 		}
