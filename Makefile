@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image demo test demo-prometheus test-deps demo-run lint bench bench-prometheus bench-scale fuzz backtest backtest-variants
+.PHONY: build image demo test demo-prometheus demo-gitops test-deps demo-run lint bench bench-prometheus bench-scale fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -30,6 +30,10 @@ test-deps:
 ## demo-run: open pull requests (as local files) on a git copy of the quickstart, twice
 demo-run:
 	./scripts/demo-run.sh
+
+## demo-gitops: the whole loop on real Flux, no cluster: run, merge, Flux applies; the Deployments before and after
+demo-gitops:
+	./scripts/demo-gitops.sh
 
 ## demo-prometheus: the demo's plan against a real local Prometheus serving the recording (ARGS=extra plan flags)
 demo-prometheus:

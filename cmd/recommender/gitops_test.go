@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -23,6 +26,7 @@ import (
 // GitHub (merging is a real git merge), and a real API server that Flux's
 // real controllers sync from that repository.
 type gitops struct {
+	t     *testing.T
 	kube  *testenv.KubeAPIServer
 	flux  *testenv.Flux
 	git   *testenv.GitServer
@@ -41,7 +45,7 @@ const gpuResource = corev1.ResourceName("nvidia.com/gpu")
 // flux-system following main.
 func newGitOps(t *testing.T, files map[string]string) *gitops {
 	t.Helper()
-	g := &gitops{kube: testenv.StartKubeAPIServer(t), git: testenv.NewGitServer(t)}
+	g := &gitops{t: t, kube: testenv.StartKubeAPIServer(t), git: testenv.NewGitServer(t)}
 	g.flux = testenv.StartFlux(t, g.kube)
 	g.git.NewRepo(t, gitopsRepo, files)
 	g.forge = testenv.NewFakeGitHub(t, g.git, "acme", "gitops")
@@ -203,16 +207,26 @@ func flagValue(args []string) string {
 // lives in a plain manifest, a Kustomize overlay or a HelmRelease's values.
 func TestGitOpsLoop(t *testing.T) {
 	t.Run("plain manifests", func(t *testing.T) {
+		// `make demo-gitops` runs this case and shows its narrative.
+		d := newDemo()
 		g := newGitOps(t, repoFiles(t, ""))
+		d.step("etcd, kube-apiserver %s, the git server, source-, kustomize- and helm-controller started; the quickstart pushed to %s",
+			testenv.KubeAPIServerVersion, gitopsRepo)
 		ks := g.kustomization(t, "apps", "./apps", "")
+		d.step("Flux applied main (%s) to the namespace inference", g.head(t))
 		before := deployment(t, g.kube, "asr-whisper")
 		require.Contains(t, before.Spec.Template.Spec.Containers[0].Resources.Limits, gpuResource)
 		require.Equal(t, "0.5", deployment(t, g.kube, "chat").Spec.Template.Annotations["gpu-fraction"])
+		d.deployments("live, before", g, "chat", "summarize", "translate", "asr-whisper")
 
 		out, _ := g.recommend(t, nil)
 		require.Contains(t, out, "4 opened")
+		d.step("recommender run: pull requests opened on the fake GitHub\n%s", indent(out))
 		require.Equal(t, 4, g.mergeOpen(t))
-		g.sync(t, ks)
+		d.step("a reviewer merged the 4 pull requests (real git merges into main)")
+		rev := g.sync(t, ks)
+		d.step("Flux fetched and applied %s", rev)
+		d.deployments("live, after", g, "chat", "summarize", "translate", "asr-whisper")
 
 		chat := deployment(t, g.kube, "chat")
 		require.Equal(t, "0.72", chat.Spec.Template.Annotations["gpu-fraction"], "the upsize reached the cluster")
@@ -262,4 +276,64 @@ func TestGitOpsLoop(t *testing.T) {
 		chat := g.eventually(t, "chat", func(d *appsv1.Deployment) bool { return d.Spec.Template.Annotations["gpu-fraction"] == "0.72" })
 		require.Equal(t, "0.64", flagValue(vllmArgs(chat)), "the release's values, edited, reached the cluster")
 	})
+}
+
+// demo narrates a test for `make demo-gitops` (RECOMMENDER_DEMO set): what
+// each step did and how long it took. Otherwise it says nothing.
+type demo struct {
+	w    io.Writer
+	last time.Time
+}
+
+func newDemo() *demo {
+	d := &demo{w: io.Discard, last: time.Now()}
+	if os.Getenv("RECOMMENDER_DEMO") != "" {
+		d.w = os.Stdout
+	}
+	return d
+}
+
+func (d *demo) step(format string, args ...any) {
+	now := time.Now()
+	fmt.Fprintf(d.w, "[%5.1fs] %s\n", now.Sub(d.last).Seconds(), fmt.Sprintf(format, args...))
+	d.last = now
+}
+
+// deployments prints what the live Deployments ask KAI for.
+func (d *demo) deployments(title string, g *gitops, names ...string) {
+	fmt.Fprintf(d.w, "\n        %s:\n", title)
+	tw := tabwriter.NewWriter(d.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "        DEPLOYMENT\tgpu-fraction\tkai.scheduler/queue\tnvidia.com/gpu\t--gpu-memory-utilization")
+	for _, name := range names {
+		var dep appsv1.Deployment
+		code, body := g.kube.Do(g.t, testenv.KubeAdmin, http.MethodGet, "/apis/apps/v1/namespaces/inference/deployments/"+name, nil, "")
+		if code != http.StatusOK || json.Unmarshal(body, &dep) != nil {
+			continue
+		}
+		tmpl := dep.Spec.Template
+		gpus := "-"
+		if q, ok := tmpl.Spec.Containers[0].Resources.Limits[gpuResource]; ok {
+			gpus = q.String()
+		}
+		flag := flagValue(tmpl.Spec.Containers[0].Args)
+		for _, a := range tmpl.Spec.Containers[0].Args {
+			if v, ok := strings.CutPrefix(a, "--gpu_memory_utilization="); ok {
+				flag = v
+			}
+		}
+		fmt.Fprintf(tw, "        inference/%s\t%s\t%s\t%s\t%s\n", name, or(tmpl.Annotations["gpu-fraction"]), or(tmpl.Labels["kai.scheduler/queue"]), gpus, or(flag))
+	}
+	tw.Flush()
+	fmt.Fprintln(d.w)
+}
+
+func or(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func indent(s string) string {
+	return "        " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n        ")
 }
