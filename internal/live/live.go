@@ -26,10 +26,11 @@ const (
 	// FieldManager owns the fields of a live change: Argo CD's
 	// ignoreDifferences.managedFieldsManagers names it.
 	FieldManager = "gpu-rightsizing-recommender"
-	// HandoffManager keeps the value of a released field: once Git holds
-	// a live change, FieldManager lets go of it, and this manager, which no
-	// GitOps set-up ignores, keeps the field from being deleted with it.
-	// A GitOps controller's next apply takes the field over.
+	// HandoffManager keeps the value of a released field that no manager
+	// had applied before the live change (the marker's Owners is empty):
+	// once Git holds a live change, FieldManager lets go of it, and this
+	// manager, which no GitOps set-up ignores, keeps the field from being
+	// deleted with it. Fields some manager had applied go back to it.
 	HandoffManager = "gpu-rightsizing-recommender-handoff"
 	// MarkerAnnotation, on the Deployment's own metadata (not the pod
 	// template's, which would roll it again), holds what a live change did
