@@ -56,7 +56,7 @@ func owners(t *testing.T, d *appsv1.Deployment, path ...string) []string {
 			continue
 		}
 		var node map[string]any
-		require.NoError(t, json.Unmarshal(mf.FieldsV1.Raw, &node))
+		require.NoError(t, json.Unmarshal(mf.FieldsV1.GetRawBytes(), &node))
 		found := true
 		for _, p := range path {
 			next, ok := node[p].(map[string]any)

@@ -34,7 +34,7 @@ func priorOwners(dep *appsv1.Deployment, vllm *VLLMValues) []string {
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if slices.ContainsFunc(paths, func(p []string) bool { return hasField(fields, p) }) {
