@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -18,6 +19,10 @@ func localOnly(k *kust, files map[string][]byte) error {
 	}
 	refs := k.refs()
 	for _, r := range refs {
+		if remoteSpec(r) {
+			return fmt.Errorf("%w: %s names %q, which kustomize reads as a remote repository and would fetch with git (even where a directory of that name exists): not built",
+				ErrKustomize, k.file, r)
+		}
 		if !local(r) || !exists(path.Join(k.dir, r), files) {
 			return fmt.Errorf("%w: %s names %q, which is not a file or directory of the checkout (remote resources are not fetched): not built",
 				ErrKustomize, k.file, r)
@@ -89,6 +94,28 @@ func sources(fs []string) []string {
 	}
 	return out
 }
+
+// remoteSpec reports whether kustomize's loader would take r for a git
+// repository to clone before trying it as a local path: the forms its
+// repository-spec parser accepts (kustomize api v0.21, internal/git):
+// a "git::" prefix, an ssh, https, http or file scheme (any case), an
+// scp-like "user@host:" and a bare "github.com/" or "github.com:" (any
+// case). Refusing the prefix is enough: kustomize would run git for any
+// of these that parses, and a local directory named like one is refused
+// with it.
+func remoteSpec(r string) bool {
+	l := strings.ToLower(r)
+	for _, p := range []string{"git::", "ssh://", "https://", "http://", "file://", "github.com/", "github.com:"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return scpUser.MatchString(r)
+}
+
+// scpUser is the user name kustomize recognises in front of an scp-like
+// repository spec.
+var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
 
 // local reports whether a reference reads as a path kustomize resolves in
 // the file system: no scheme, no git repository spec, not absolute.

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sort"
 	"testing"
 
@@ -222,6 +223,58 @@ func TestKustomizeGoneSinceDiscovery(t *testing.T) {
 	require.Empty(t, res.Files)
 	require.Len(t, res.Refused, 1)
 	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
+}
+
+// TestKustomizeNeverRunsGit: every form kustomize's loader reads as a
+// remote repository is refused before any build, even when a directory of
+// that exact name exists in the checkout (kustomize tries the remote
+// first, running git init, remote add and fetch). A git on PATH records
+// any call; no kustomize-* directory is left in the temp directory.
+func TestKustomizeNeverRunsGit(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "git-calls")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\necho \"$@\" >> "+calls+"\nexit 1\n"), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for _, ref := range []string{
+		"github.com/acme/gitops/base",
+		"GitHub.com/acme/gitops/base",
+		"github.com:acme/gitops/base",
+		"git@github.com:acme/gitops/base",
+		"deploy@gitlab.example:platform/gitops/base",
+		"git::https://gitlab.example/platform/gitops/base",
+		"https://gitlab.example/platform/gitops.git/base",
+		"ssh://git@gitlab.example/platform/gitops/base",
+		"file:///srv/gitops/base",
+		"FILE:///srv/gitops/base",
+	} {
+		t.Run(ref, func(t *testing.T) {
+			root := t.TempDir()
+			files := map[string]string{
+				"overlay/kustomization.yaml": "resources:\n  - " + ref + "\n",
+			}
+			// The same name as a directory of the checkout, where it can be one.
+			if !strings.Contains(ref, "://") && !strings.Contains(ref, ":") {
+				files["overlay/"+ref+"/kustomization.yaml"] = "resources:\n  - deployment.yaml\n"
+				files["overlay/"+ref+"/deployment.yaml"] = applyDeployment
+			}
+			writeFiles(t, root, files)
+			inv, err := patcher.Discover(context.Background(), root)
+			require.NoError(t, err)
+			var named bool
+			for _, p := range inv.Problems {
+				require.ErrorIs(t, p, patcher.ErrKustomize)
+				named = named || strings.Contains(p.Error(), "overlay/kustomization.yaml") && strings.Contains(p.Error(), "remote repository")
+			}
+			require.True(t, named, "the refusal names the kustomization and why: %v", inv.Problems)
+			b, _ := os.ReadFile(calls)
+			require.Empty(t, string(b), "git was run")
+			left, err := filepath.Glob(filepath.Join(tmp, "kustomize-*"))
+			require.NoError(t, err)
+			require.Empty(t, left)
+		})
+	}
 }
 
 // TestKustomizeNeverFetches: a kustomization that names anything beyond
