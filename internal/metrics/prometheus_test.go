@@ -248,8 +248,9 @@ func TestPrometheusFaultsNeverShrink(t *testing.T) {
 		// cause of the workloads that scale back on good data.
 		cause     engine.Cause
 		shortfall engine.ShortfallKind
-		// upsizes: the upsizes of good data still happen.
-		upsizes bool
+		// upsizes: the upsizes of good data still happen; sameUpsizes:
+		// with the same evidence too.
+		upsizes, sameUpsizes bool
 	}{
 		{name: "server down", fault: testenv.Down(), cause: engine.CauseQueryFailed},
 		{name: "slower than the timeout", fault: testenv.Slow(3 * time.Second), timeout: 300 * time.Millisecond, cause: engine.CauseQueryFailed},
@@ -257,9 +258,14 @@ func TestPrometheusFaultsNeverShrink(t *testing.T) {
 		{name: "5xx once is retried", fault: testenv.Status(http.StatusInternalServerError, testenv.ErrorBody("internal", "boom")).Times(1), same: true},
 		{name: "429 with Retry-After is retried", fault: testenv.RateLimited(time.Second).Times(2), same: true},
 		{name: "truncated body", fault: testenv.Truncate(100), cause: engine.CauseQueryFailed},
+		// A server or proxy that answers a series newest first: the
+		// samples are put back in time order, and the plan is the same.
+		{name: "samples in reverse time order", fault: testenv.ReverseSamples(), same: true},
+		// Two values for one instant: neither can be trusted.
+		{name: "a sample repeated with another value", fault: testenv.RepeatSample(), cause: engine.CauseDataInvalid, upsizes: true},
 		{
 			name: "warnings mark the answer partial", fault: testenv.Warnings("store eu-2 is unreachable"),
-			cause: engine.CauseDataIncomplete, shortfall: engine.ShortPartial, upsizes: true,
+			cause: engine.CauseDataIncomplete, shortfall: engine.ShortPartial, upsizes: true, sameUpsizes: true,
 		},
 	}
 	for _, tt := range tests {
@@ -288,9 +294,13 @@ func TestPrometheusFaultsNeverShrink(t *testing.T) {
 					}
 				}
 				if good.Decisions[i].Action == engine.Upsize {
-					if tt.upsizes {
+					switch {
+					case tt.sameUpsizes:
 						require.Equal(t, good.Decisions[i].Decision, d.Decision, ref)
-					} else {
+					case tt.upsizes:
+						require.Equal(t, good.Decisions[i].Recommended, d.Recommended, ref)
+						require.Equal(t, good.Decisions[i].Urgent, d.Urgent, ref)
+					default:
 						require.Equal(t, engine.NoChange, d.Action, ref)
 					}
 				}

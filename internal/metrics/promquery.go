@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -173,9 +174,9 @@ func (p *Prometheus) fetch(ctx context.Context, sels []string, at time.Time, loo
 		return nil, nil, err
 	}
 
-	// Oldest chunk first, so that each series is appended to in time
-	// order; a sample on a chunk boundary, which both chunks return
-	// (Prometheus' ranges are closed), is kept once.
+	// Oldest chunk first, so that each series is mostly appended to in
+	// time order; the samples are put in time order below anyway, since an
+	// answer (a proxy, another server) may not be.
 	slices.SortStableFunc(reads, func(a, b *rangeRead) int { return a.end.Compare(b.end) })
 	bySeries := make(map[string]*series)
 	warned := make(map[string]bool)
@@ -191,16 +192,13 @@ func (p *Prometheus) fetch(ctx context.Context, sels []string, at time.Time, loo
 				bySeries[key] = s
 			}
 			for _, x := range st.Values {
-				t := int64(x.Timestamp)
-				if n := len(s.Samples); n > 0 && t <= s.Samples[n-1].T {
-					continue
-				}
-				s.Samples = append(s.Samples, usage.Sample{T: t, V: float64(x.Value)})
+				s.Samples = append(s.Samples, usage.Sample{T: int64(x.Timestamp), V: float64(x.Value)})
 			}
 		}
 	}
 	out := make([]series, 0, len(bySeries))
 	for _, s := range bySeries {
+		s.Samples = inTimeOrder(s.Samples)
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b series) int {
@@ -209,6 +207,28 @@ func (p *Prometheus) fetch(ctx context.Context, sels []string, at time.Time, loo
 		}))
 	})
 	return out, slices.Sorted(maps.Keys(warned)), nil
+}
+
+// inTimeOrder sorts a series' samples by time and keeps one per instant.
+// A sample on a chunk boundary, which both chunks return (Prometheus'
+// ranges are closed), is the same sample twice; two different values for
+// one instant leave nothing to trust there, and become one invalid (NaN)
+// sample, which never lowers anything.
+func inTimeOrder(xs []usage.Sample) []usage.Sample {
+	if !slices.IsSortedFunc(xs, func(a, b usage.Sample) int { return cmp.Compare(a.T, b.T) }) {
+		slices.SortStableFunc(xs, func(a, b usage.Sample) int { return cmp.Compare(a.T, b.T) })
+	}
+	out := xs[:0]
+	for _, x := range xs {
+		if n := len(out); n > 0 && out[n-1].T == x.T {
+			if last := out[n-1].V; last != x.V && !(math.IsNaN(last) && math.IsNaN(x.V)) {
+				out[n-1].V = math.NaN()
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // seriesOf turns a result's label set into a series' name and labels,

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -47,6 +48,7 @@ type Fault struct {
 	retryAfter time.Duration
 	warnings   []string
 	truncate   int
+	samples    func([][2]any) [][2]any
 	times      int
 }
 
@@ -60,6 +62,7 @@ const (
 	rateLimitedFault
 	warningsFault
 	truncateFault
+	samplesFault
 )
 
 // Down closes the connection without answering. A Go client may retry an
@@ -91,6 +94,27 @@ func Warnings(warnings ...string) Fault { return Fault{kind: warningsFault, warn
 // broken JSON.
 func Truncate(n int) Fault { return Fault{kind: truncateFault, truncate: n} }
 
+// ReverseSamples answers every series of a range query with its samples
+// in descending time order, as a broken server or proxy could.
+func ReverseSamples() Fault {
+	return Fault{kind: samplesFault, body: "reversed samples", samples: func(v [][2]any) [][2]any {
+		slices.Reverse(v)
+		return v
+	}}
+}
+
+// RepeatSample answers every series of a range query with its last sample
+// twice: the second time at the same timestamp with another value.
+func RepeatSample() Fault {
+	return Fault{kind: samplesFault, body: "a sample repeated with another value", samples: func(v [][2]any) [][2]any {
+		if len(v) == 0 {
+			return v
+		}
+		last := v[len(v)-1]
+		return append(v, [2]any{last[0], "1e6"})
+	}}
+}
+
 // Times limits the fault to the next k requests, after which the proxy
 // forwards untouched again, as a server that recovers would; k <= 0 means
 // every request, the default.
@@ -117,6 +141,8 @@ func (f Fault) String() string {
 		s = fmt.Sprintf("warnings %q", f.warnings)
 	case truncateFault:
 		s = fmt.Sprintf("truncated after %d bytes", f.truncate)
+	case samplesFault:
+		s = f.body
 	}
 	if f.times > 0 {
 		s += fmt.Sprintf(" for %d requests", f.times)
@@ -268,6 +294,8 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch f.kind {
 	case warningsFault:
 		rp.ModifyResponse = func(resp *http.Response) error { return addWarnings(resp, f.warnings) }
+	case samplesFault:
+		rp.ModifyResponse = func(resp *http.Response) error { return rewriteSamples(resp, f.samples) }
 	case truncateFault:
 		rp.ModifyResponse = func(resp *http.Response) error {
 			resp.Body = struct {
@@ -315,6 +343,40 @@ func addWarnings(resp *http.Response, warnings []string) error {
 		}
 		if out, err = json.Marshal(obj); err != nil {
 			return fmt.Errorf("encoding the answer with warnings: %w", err)
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	resp.ContentLength = int64(len(out))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
+
+// rewriteSamples passes the samples of every series of a matrix answer
+// through f.
+func rewriteSamples(resp *http.Response, f func([][2]any) [][2]any) error {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("reading the answer to rewrite its samples: %w", err)
+	}
+	var obj struct {
+		Status string `json:"status"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+		Warnings []string `json:"warnings,omitempty"`
+	}
+	out := body
+	if json.Unmarshal(body, &obj) == nil && obj.Data.ResultType == "matrix" {
+		for i := range obj.Data.Result {
+			obj.Data.Result[i].Values = f(obj.Data.Result[i].Values)
+		}
+		if out, err = json.Marshal(obj); err != nil {
+			return fmt.Errorf("encoding the rewritten answer: %w", err)
 		}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(out))
