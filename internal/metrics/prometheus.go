@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -85,8 +86,14 @@ const (
 	// maxRetryAfter caps the wait a 429 or 503 may ask for: a server that
 	// wants more is treated as down.
 	maxRetryAfter = 30 * time.Second
-	// maxResponseBytes caps one response body.
-	maxResponseBytes = 1 << 30
+	// maxResponseBytes caps one response body, decompressed: a longer
+	// answer is asked for again over half the range (down to minChunk),
+	// so a large fleet costs more requests, not more memory.
+	maxResponseBytes = 128 << 20
+	// maxInFlightBytes caps the bodies being read at once, all requests
+	// of the source together (they run Concurrency at a time), so that
+	// answers that expand (gzip) cannot add up past the job's memory.
+	maxInFlightBytes = 256 << 20
 )
 
 // chunk is the longest time range one request reads. A request returns
@@ -151,7 +158,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 		return nil, fmt.Errorf("label matcher: %q is not a label name", m.Name)
 	}
 
-	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes}
+	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes, inFlight: &bodyBudget{left: maxInFlightBytes}}
 	for h := range auth.headers {
 		if http.CanonicalHeaderKey(h) == "Authorization" {
 			return nil, errors.New("prometheus headers: give Authorization through a token or password file, not as a header")
@@ -268,8 +275,9 @@ func tlsConfig(cfg PrometheusConfig) (*tls.Config, error) {
 // status and Retry-After of each response where the request's context
 // asks for them, and bounds the size of response bodies.
 type authTransport struct {
-	next    http.RoundTripper
-	maxBody int64
+	next     http.RoundTripper
+	maxBody  int64
+	inFlight *bodyBudget
 	// scheme and host are the configured server's: credentials and
 	// headers go there only, never to where a redirect points.
 	scheme, host   string
@@ -302,7 +310,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		n.status = resp.StatusCode
 		n.retryAfter = resp.Header.Get("Retry-After")
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: t.maxBody}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.maxBody, budget: t.inFlight}
 	return resp, nil
 }
 
@@ -315,27 +323,64 @@ type responseNote struct {
 	retryAfter string
 }
 
-// errBodyTooLong is an answer longer than maxResponseBytes: trying again
-// would read as much again.
-var errBodyTooLong = errors.New("answer too long: narrow the query (a shorter lookback, --cluster-label)")
+// errBodyTooLong is an answer longer than maxResponseBytes, or one that
+// would take the answers being read past maxInFlightBytes: the range is
+// asked for again in halves.
+var errBodyTooLong = errors.New("answer too long")
 
-// limitedBody fails a body longer than left bytes, instead of reading it
-// all into memory.
+// limitedBody fails a body longer than left bytes, or one that finds the
+// shared budget spent, instead of reading it all into memory. The bytes
+// it took from the budget go back when it is closed: the client has then
+// read and decoded it.
 type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc     io.ReadCloser
+	left   int64
+	budget *bodyBudget
+	taken  int64
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, errBodyTooLong
+		return 0, fmt.Errorf("%w: more than %d MiB", errBodyTooLong, maxResponseBytes>>20)
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
+	if n > 0 {
+		if !b.budget.take(int64(n)) {
+			return 0, fmt.Errorf("%w: the answers being read at once hold more than %d MiB", errBodyTooLong, maxInFlightBytes>>20)
+		}
+		b.taken += int64(n)
+	}
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return b.rc.Close() }
+func (b *limitedBody) Close() error {
+	b.budget.give(b.taken)
+	b.taken = 0
+	return b.rc.Close()
+}
+
+// bodyBudget is the bytes the answers being read may still take.
+type bodyBudget struct {
+	mu   sync.Mutex
+	left int64
+}
+
+func (b *bodyBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.left += n
+}

@@ -1,6 +1,8 @@
 package metrics_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -229,15 +231,54 @@ func TestPrometheusRequestShape(t *testing.T) {
 		require.Len(t, queries, 6, "two selectors: the hour refused, then its two halves")
 	})
 
-	t.Run("an answer too long is refused, and not asked again", func(t *testing.T) {
+	t.Run("an answer too long is asked for in halves, then refused", func(t *testing.T) {
 		g, front := newGate(t, srv.URL, "")
 		prom := newPrometheus(t, front.URL)
 		metrics.SetMaxResponseBytes(prom, 1000)
 		_, err := prom.Usage(context.Background(), clusterQuery())
 		require.ErrorIs(t, err, metrics.ErrUnavailable)
 		require.Contains(t, err.Error(), "answer too long")
+		require.Contains(t, err.Error(), "over 15m", "halved from the hour down to the shortest range")
 		reqs, _ := g.seen()
-		require.LessOrEqual(t, len(reqs), 2)
+		require.LessOrEqual(t, len(reqs), 6, "1h, 30m, 15m for each of two selectors at most")
+	})
+
+	// A gzip answer that expands without end (gzip members of spaces,
+	// valid JSON whitespace, 2 GiB each) is read only up to the bounds,
+	// per answer and for all answers at once; what the answers took is
+	// given back.
+	t.Run("a gzip bomb is read only up to the bounds", func(t *testing.T) {
+		var member bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&member, gzip.BestCompression)
+		require.NoError(t, err)
+		_, err = zw.Write(bytes.Repeat([]byte(" "), 16<<20))
+		require.NoError(t, err)
+		require.NoError(t, zw.Close())
+		bomb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Encoding", "gzip")
+			var head bytes.Buffer
+			hw := gzip.NewWriter(&head)
+			fmt.Fprint(hw, `{"status":"success","data":{"resultType":"matrix","result":[`)
+			hw.Close()
+			if _, err := w.Write(head.Bytes()); err != nil {
+				return
+			}
+			for range 128 { // 2 GiB of spaces
+				if _, err := w.Write(member.Bytes()); err != nil {
+					return
+				}
+			}
+		}))
+		t.Cleanup(bomb.Close)
+		prom := newPrometheus(t, bomb.URL)
+		metrics.SetBodyBounds(prom, 4<<20, 6<<20)
+		start := time.Now()
+		_, err = prom.Usage(context.Background(), clusterQuery())
+		require.ErrorIs(t, err, metrics.ErrUnavailable)
+		require.Contains(t, err.Error(), "answer too long")
+		require.Less(t, time.Since(start), 20*time.Second, "2 GiB an answer was not read")
+		require.EqualValues(t, 6<<20, metrics.InFlightLeft(prom), "every answer gave back what it took")
 	})
 
 	t.Run("a server asking to wait too long is not waited for", func(t *testing.T) {

@@ -252,10 +252,13 @@ var errTooManySamples = errors.New("too many samples for one query")
 func (p *Prometheus) readRange(ctx context.Context, sel string, end time.Time, d time.Duration) (model.Matrix, v1.Warnings, error) {
 	expr := sel + "[" + model.Duration(d).String() + "]"
 	m, warns, err := p.query(ctx, expr, end)
-	if !errors.Is(err, errTooManySamples) {
+	if !errors.Is(err, errTooManySamples) && !errors.Is(err, errBodyTooLong) {
 		return m, warns, err
 	}
 	if d/2 < minChunk {
+		if errors.Is(err, errBodyTooLong) {
+			return nil, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%v): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
+		}
 		return nil, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
 	}
 	half := (d / 2).Truncate(time.Second)
@@ -296,6 +299,9 @@ func (p *Prometheus) query(ctx context.Context, expr string, at time.Time) (mode
 		if f.tooMany {
 			return nil, nil, errTooManySamples
 		}
+		if f.tooLong != nil {
+			return nil, nil, f.tooLong
+		}
 		if !f.retry || try == maxTries {
 			if f.retry {
 				return nil, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, try)
@@ -321,6 +327,8 @@ type failure struct {
 	retry   bool
 	wait    time.Duration
 	tooMany bool
+	// tooLong is an answer over the size bounds (errBodyTooLong).
+	tooLong error
 	// kind is the sentinel of a failure that is not retried.
 	kind error
 }
@@ -336,7 +344,7 @@ func (p *Prometheus) classify(err error, note *responseNote) failure {
 			err = uerr.Err
 		}
 		if errors.Is(err, errBodyTooLong) {
-			return failure{msg: err.Error(), kind: ErrUnavailable}
+			return failure{msg: err.Error(), tooLong: err}
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return failure{msg: fmt.Sprintf("no answer within %s", p.timeout), retry: true}
