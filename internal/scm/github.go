@@ -116,11 +116,12 @@ func NewGitHub(ctx context.Context, cfg GitHubConfig) (*GitHub, error) {
 		g.secrets = []string{cfg.Token}
 	}
 
-	httpClient := &http.Client{Transport: cfg.Transport}
+	bounded := boundedTransport{next: cfg.Transport}
+	httpClient := &http.Client{Transport: bounded}
 	var itr *ghinstallation.Transport
 	if cfg.AppID != 0 {
 		var err error
-		itr, err = ghinstallation.NewKeyFromFile(cfg.Transport, cfg.AppID, cfg.InstallationID, cfg.PrivateKeyFile)
+		itr, err = ghinstallation.NewKeyFromFile(bounded, cfg.AppID, cfg.InstallationID, cfg.PrivateKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("github: GitHub App %d: %w", cfg.AppID, err)
 		}
@@ -187,16 +188,11 @@ func (g *GitHub) GitAuth() Auth {
 // Find lists the pull requests whose head is branch in this repository,
 // in any state, newest first.
 func (g *GitHub) Find(ctx context.Context, branch string) ([]PullRequest, error) {
-	prs, err := g.list(ctx, "find the pull requests of "+branch, &github.PullRequestListOptions{
-		State: "all", Head: g.cfg.Owner + ":" + branch, Sort: "created", Direction: "desc"})
+	out, err := g.list(ctx, "find the pull requests of "+branch, &github.PullRequestListOptions{
+		State: "all", Head: g.cfg.Owner + ":" + branch, Sort: "created", Direction: "desc"},
+		func(pr PullRequest) bool { return pr.Branch == branch })
 	if err != nil {
 		return nil, err
-	}
-	var out []PullRequest
-	for _, pr := range prs {
-		if pr.Branch == branch {
-			out = append(out, pr)
-		}
 	}
 	// Numbers grow with creation: newest first whatever the pages said.
 	slices.SortFunc(out, func(a, b PullRequest) int { return cmp.Compare(b.Number, a.Number) })
@@ -207,27 +203,19 @@ func (g *GitHub) Find(ctx context.Context, branch string) ([]PullRequest, error)
 // forks, which may use the same branch names) whose head branch starts
 // with prefix.
 func (g *GitHub) ListOpen(ctx context.Context, prefix string) ([]PullRequest, error) {
-	prs, err := g.list(ctx, "list the open pull requests", &github.PullRequestListOptions{
-		State: "open", Sort: "created", Direction: "asc"})
-	if err != nil {
-		return nil, err
-	}
-	var out []PullRequest
-	for _, pr := range prs {
-		if strings.HasPrefix(pr.Branch, prefix) {
-			out = append(out, pr)
-		}
-	}
-	return out, nil
+	return g.list(ctx, "list the open pull requests", &github.PullRequestListOptions{
+		State: "open", Sort: "created", Direction: "asc"},
+		func(pr PullRequest) bool { return strings.HasPrefix(pr.Branch, prefix) })
 }
 
 // list reads every page of a list of pull requests, following the Link
-// header, and keeps those whose head is in this repository.
-func (g *GitHub) list(ctx context.Context, what string, opts *github.PullRequestListOptions) ([]PullRequest, error) {
+// header, and keeps those whose head is in this repository and that keep
+// accepts: only they are held in memory. At most maxPages pages are read.
+func (g *GitHub) list(ctx context.Context, what string, opts *github.PullRequestListOptions, keep func(PullRequest) bool) ([]PullRequest, error) {
 	opts.PerPage = g.cfg.PerPage
 	opts.Page = 1
 	var out []PullRequest
-	for {
+	for range maxPages {
 		var page []*github.PullRequest
 		var next int
 		err := g.do(ctx, what, func(ctx context.Context, c *github.Client) (*github.Response, error) {
@@ -246,13 +234,16 @@ func (g *GitHub) list(ctx context.Context, what string, opts *github.PullRequest
 			if full := pr.GetHead().GetRepo().GetFullName(); full != "" && !strings.EqualFold(full, g.cfg.Owner+"/"+g.cfg.Repo) {
 				continue
 			}
-			out = append(out, pullRequest(pr))
+			if p := pullRequest(pr); keep(p) {
+				out = append(out, p)
+			}
 		}
 		if next == 0 || next <= opts.Page {
 			return out, nil
 		}
 		opts.Page = next
 	}
+	return nil, fmt.Errorf("github: %s: more than %d pages", what, maxPages)
 }
 
 // Open opens a pull request, then labels it, asks for reviews and
@@ -356,7 +347,7 @@ func (g *GitHub) Close(ctx context.Context, number int, comment string) error {
 func pullRequest(pr *github.PullRequest) PullRequest {
 	out := PullRequest{
 		Number: pr.GetNumber(), URL: pr.GetHTMLURL(), Branch: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef(),
-		Title: pr.GetTitle(), Body: pr.GetBody(), Draft: pr.GetDraft(), State: Open,
+		Title: pr.GetTitle(), Body: keptBody(pr.GetBody()), Draft: pr.GetDraft(), State: Open,
 	}
 	switch {
 	case pr.MergedAt != nil || pr.GetMerged():

@@ -82,10 +82,12 @@ func NewGitLab(ctx context.Context, cfg GitLabConfig) (*GitLab, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		hc = &c
 	}
+	hc.Transport = boundedTransport{next: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport)}
 	opts := []gitlab.ClientOptionFunc{
 		gitlab.WithHTTPClient(hc),
 		// Retries are ours (do), bounded and on an injectable clock.
@@ -170,10 +172,6 @@ func (g *GitLab) ListOpen(ctx context.Context, prefix string) ([]PullRequest, er
 	})
 }
 
-// maxPages bounds a listing: a server whose next page never ends cannot
-// hang a run.
-const maxPages = 100
-
 func (g *GitLab) list(ctx context.Context, what string, opt *gitlab.ListProjectMergeRequestsOptions, keep func(PullRequest) bool) ([]PullRequest, error) {
 	var out []PullRequest
 	var page []gitlab.RequestOptionFunc
@@ -219,7 +217,7 @@ func mergeRequest(mr *gitlab.BasicMergeRequest) PullRequest {
 		Branch: mr.SourceBranch,
 		Base:   mr.TargetBranch,
 		Title:  draftTitle.ReplaceAllString(mr.Title, ""),
-		Body:   mr.Description,
+		Body:   keptBody(mr.Description),
 		Labels: mr.Labels,
 		Draft:  mr.Draft,
 	}
