@@ -22,10 +22,13 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -152,6 +155,9 @@ type Repo struct {
 	repo   *git.Repository
 	auth   transport.AuthMethod
 	secret string
+	// local is the remote when it is a repository on this machine: pushes
+	// to it write its objects and branches in-process (see pushLocal).
+	local *git.Repository
 }
 
 // Clone clones the base branch of url into dir (which must be empty or
@@ -184,7 +190,24 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 		return nil, r.errorf("clone %s: %w", url, err)
 	}
 	r.repo, r.head = repo, head.Hash()
+	if path, ok := localPath(url); ok {
+		if r.local, err = git.PlainOpen(path); err != nil {
+			return nil, r.errorf("open %s: %w", url, err)
+		}
+	}
 	return r, nil
+}
+
+// localPath is the path of a repository on this machine that url names
+// (a path, or a file:// URL), ok false for a remote one.
+func localPath(url string) (string, bool) {
+	if p, ok := strings.CutPrefix(url, "file://"); ok {
+		return p, true
+	}
+	if strings.Contains(url, "://") || IsSSHURL(url) {
+		return "", false
+	}
+	return url, true
 }
 
 // Dir is the checkout's directory, holding the base branch's files.
@@ -278,6 +301,9 @@ func (r *Repo) Commit(files []File, message string, who Signature, at time.Time)
 // moved since, the push is refused with ErrLeaseBroken and nothing is
 // overwritten.
 func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error {
+	if r.local != nil {
+		return r.pushLocal(branch, commit, expected)
+	}
 	local := plumbing.NewBranchReferenceName(branch)
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, commit)); err != nil {
 		return err
@@ -311,6 +337,82 @@ func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbin
 		return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
 	}
 	return r.errorf("push %s to %s: %w", branch, r.url, err)
+}
+
+// pushLocal is Push to a repository on this machine, in-process: the
+// commit's objects the repository lacks are written into it, then the
+// branch is moved only if it still holds expected. go-git's file
+// transport would spawn git-receive-pack, which runs the repository's
+// server-side hooks (pre-receive, update, post-receive,
+// reference-transaction, …, and wherever core.hooksPath points): a
+// repository's content must never make the tool run a program.
+func (r *Repo) pushLocal(branch string, commit, expected plumbing.Hash) error {
+	name := plumbing.NewBranchReferenceName(branch)
+	if err := copyObjects(r.repo.Storer, r.local.Storer, commit); err != nil {
+		return r.errorf("push %s to %s: %w", branch, r.url, err)
+	}
+	cur, err := r.local.Storer.Reference(name)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		cur = nil
+	case err != nil:
+		return r.errorf("push %s to %s: %w", branch, r.url, err)
+	}
+	switch {
+	case cur != nil && cur.Hash() == commit:
+		return nil // already there
+	case expected.IsZero() && cur != nil, !expected.IsZero() && (cur == nil || cur.Hash() != expected):
+		return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
+	}
+	if err := r.local.Storer.CheckAndSetReference(plumbing.NewHashReference(name, commit), cur); err != nil {
+		if errors.Is(err, storage.ErrReferenceHasChanged) {
+			return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
+		}
+		return r.errorf("push %s to %s: %w", branch, r.url, err)
+	}
+	return nil
+}
+
+// copyObjects writes the objects reachable from h that dst lacks, from
+// src. An object dst holds is taken to hold what it points to, as a
+// repository's objects do: a commit on top of the base copies only what
+// the commit changed.
+func copyObjects(src, dst storer.EncodedObjectStorer, h plumbing.Hash) error {
+	if dst.HasEncodedObject(h) == nil {
+		return nil
+	}
+	obj, err := src.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return fmt.Errorf("read object %s: %w", h, err)
+	}
+	var next []plumbing.Hash
+	switch obj.Type() {
+	case plumbing.CommitObject:
+		c, err := object.DecodeCommit(src, obj)
+		if err != nil {
+			return err
+		}
+		next = append([]plumbing.Hash{c.TreeHash}, c.ParentHashes...)
+	case plumbing.TreeObject:
+		t, err := object.DecodeTree(src, obj)
+		if err != nil {
+			return err
+		}
+		for _, e := range t.Entries {
+			if e.Mode != filemode.Submodule {
+				next = append(next, e.Hash)
+			}
+		}
+	}
+	for _, n := range next {
+		if err := copyObjects(src, dst, n); err != nil {
+			return err
+		}
+	}
+	if _, err := dst.SetEncodedObject(obj); err != nil {
+		return fmt.Errorf("write object %s: %w", h, err)
+	}
+	return nil
 }
 
 // fetch fetches a branch of the remote (its newest commit only) into its

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -326,6 +327,71 @@ func TestIsSSHURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
 			require.Equal(t, tt.want, scm.IsSSHURL(tt.url))
+		})
+	}
+}
+
+// TestPushToALocalRepositoryRunsNoHook: pushing to a repository on the
+// local disk (`--scm local`, a file path) writes its objects and branch
+// in-process, so none of the repository's server-side hooks runs —
+// neither in .git/hooks nor where core.hooksPath points — and the lease
+// still holds.
+func TestPushToALocalRepositoryRunsNoHook(t *testing.T) {
+	ctx := context.Background()
+	gitBin := testenv.LookPath(t, "git")
+	for _, bare := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bare=%t", bare), func(t *testing.T) {
+			dir := t.TempDir()
+			run := func(args ...string) string {
+				t.Helper()
+				cmd := exec.Command(gitBin, args...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+					"GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com")
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "%s", out)
+				return strings.TrimSpace(string(out))
+			}
+			work := dir
+			if bare {
+				run("init", "-q", "--bare", "-b", "main", ".")
+				work = t.TempDir()
+				require.NoError(t, os.MkdirAll(filepath.Join(work, "app"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(work, "app", "a.yaml"), []byte("gpu: 0.5\n"), 0o644))
+				run("--work-tree="+work, "add", "-A")
+				run("--work-tree="+work, "commit", "-q", "-m", "init")
+			} else {
+				run("init", "-q", "-b", "main")
+				require.NoError(t, os.MkdirAll(filepath.Join(dir, "app"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "app", "a.yaml"), []byte("gpu: 0.5\n"), 0o644))
+				run("add", "-A")
+				run("commit", "-q", "-m", "init")
+			}
+			gitDir := run("rev-parse", "--absolute-git-dir")
+			fired := filepath.Join(t.TempDir(), "fired")
+			hooks := []string{"pre-receive", "update", "post-receive", "post-update", "reference-transaction", "proc-receive", "push-to-checkout"}
+			elsewhere := t.TempDir()
+			for _, d := range []string{filepath.Join(gitDir, "hooks"), elsewhere} {
+				require.NoError(t, os.MkdirAll(d, 0o755))
+				for _, h := range hooks {
+					require.NoError(t, os.WriteFile(filepath.Join(d, h), []byte("#!/bin/sh\necho "+h+" >> "+fired+"\n"), 0o755))
+				}
+			}
+			r, err := scm.Clone(ctx, dir, "main", filepath.Join(t.TempDir(), "c"), scm.Auth{})
+			require.NoError(t, err)
+			h := commit(t, r, "gpu: 0.7\n")
+			require.NoError(t, r.Push(ctx, "gpu-rightsizing/a", h, plumbing.ZeroHash))
+			run("config", "core.hooksPath", elsewhere)
+			h2 := commit(t, r, "gpu: 0.8\n")
+			require.NoError(t, r.Push(ctx, "gpu-rightsizing/a", h2, h), "the lease holds: the branch is where it was read")
+			require.ErrorIs(t, r.Push(ctx, "gpu-rightsizing/a", h, h), scm.ErrLeaseBroken, "the branch moved since")
+			require.ErrorIs(t, r.Push(ctx, "gpu-rightsizing/a", h, plumbing.ZeroHash), scm.ErrLeaseBroken, "it exists now")
+
+			require.Equal(t, h2.String(), run("rev-parse", "refs/heads/gpu-rightsizing/a"))
+			require.Equal(t, "gpu: 0.8", run("show", "gpu-rightsizing/a:app/a.yaml"))
+			run("fsck", "--strict")
+			b, _ := os.ReadFile(fired)
+			require.Empty(t, string(b), "hooks ran")
 		})
 	}
 }
