@@ -34,6 +34,8 @@ var ErrHelm = errors.New("helm")
 // helmIndex is every chart of a repository that a release renders, with
 // the releases and what they render.
 type helmIndex struct {
+	// rd renders the releases, in a child process within bounds.
+	rd       *renderer
 	files    map[string][]byte // the checkout's YAML files, values files among them
 	charts   map[string]*helmChart
 	releases []*helmRelease
@@ -645,7 +647,7 @@ func cmpOr(a, b string) string {
 // checkout and renders them. readTree reads a chart directory (all of its
 // files: the checkout's reader skips templates).
 func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error)) *helmIndex {
-	hx := &helmIndex{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}}
+	hx := &helmIndex{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: newRenderer(defaultRenderLimits())}
 	dirs := chartDirs(files)
 	if len(dirs) == 0 {
 		return hx
@@ -745,7 +747,7 @@ func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 	}
 	ls, err := r.layers(c.files, func(p string) ([]byte, bool) { b, ok := hx.files[p]; return b, ok })
 	if err == nil {
-		r.out, err = renderRelease(ctx, r.chartFiles(c.files), r, userValues(ls))
+		r.out, err = hx.rd.render(ctx, r.chartFiles(c.files), r, userValues(ls))
 	}
 	if err != nil {
 		r.err = fmt.Errorf("%w: %s: %w", ErrHelm, r.via, err)

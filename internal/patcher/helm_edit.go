@@ -106,7 +106,7 @@ func (st *hstate) render(ctx context.Context, r *helmRelease, next map[string][]
 	if err != nil {
 		return nil, err
 	}
-	return renderRelease(ctx, files, r, userValues(ls))
+	return st.hx.rd.render(ctx, files, r, userValues(ls))
 }
 
 // current is what r renders from the files as edited so far.
@@ -239,7 +239,7 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 				return nil, fail(fmt.Errorf("%s changes %s and %s differently", op, c.Field, x.Field))
 			}
 		}
-		p, err := trace(ctx, files, r, vals, c.Old, c.New, one.exp)
+		p, err := trace(ctx, st.hx.rd.render, files, r, vals, c.Old, c.New, one.exp)
 		if err != nil {
 			return nil, fail(fmt.Errorf("%s: %w", c.Field, err))
 		}

@@ -344,7 +344,7 @@ func TestHelmTraceCap(t *testing.T) {
 	}
 	files["values.yaml"] = []byte(vals.String())
 	r := &helmRelease{via: "test", name: "c", chart: "charts/c"}
-	_, err := trace(context.Background(), files, r, map[string]any{}, "fromchart", "other", nil)
+	_, err := trace(context.Background(), newRenderer(defaultRenderLimits()).render, files, r, map[string]any{}, "fromchart", "other", nil)
 	if err == nil || !strings.Contains(err.Error(), `41 values equal "fromchart": cannot tell which sets the field`) {
 		t.Fatalf("got %v", err)
 	}
@@ -365,7 +365,7 @@ func TestHelmRenderBounds(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err := renderRelease(ctx, chartOf("{{ range until 3000 }}{{ range until 3000 }}{{ end }}{{ end }}"), r, map[string]any{})
+		_, err := newRenderer(defaultRenderLimits()).render(ctx, chartOf("{{ range until 3000 }}{{ range until 3000 }}{{ end }}{{ end }}"), r, map[string]any{})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("got %v, want the context's error", err)
 		}
@@ -374,7 +374,7 @@ func TestHelmRenderBounds(t *testing.T) {
 		}
 	})
 	t.Run("size", func(t *testing.T) {
-		_, err := renderRelease(context.Background(), chartOf(`{{ repeat 34000000 "x" }}`), r, map[string]any{})
+		_, err := newRenderer(defaultRenderLimits()).render(context.Background(), chartOf(`{{ repeat 34000000 "x" }}`), r, map[string]any{})
 		if err == nil || !strings.Contains(err.Error(), "release slow renders 34000000 bytes") {
 			t.Fatalf("got %v", err)
 		}
@@ -439,4 +439,64 @@ helmCharts: [{name: chat, valuesFile: v.yaml}]
 			}
 		})
 	}
+}
+
+// TestHelmRenderHostile: templates that would exhaust memory or run for
+// ever stop at the render child's bounds, each with an error that says
+// which, in bounded time; a chart that renders still does, in the child.
+func TestHelmRenderHostile(t *testing.T) {
+	chartOf := func(tpl string) map[string][]byte {
+		return map[string][]byte{
+			"Chart.yaml":          []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+			"templates/cm.yaml":   []byte(tpl),
+			"templates/_lib.tpl":  []byte(`{{ define "a0" }}x{{ end }}` + nested(40)),
+			"templates/keys.yaml": []byte(""),
+		}
+	}
+	lim := renderLimits{Time: 1500 * time.Millisecond, Heap: 64 << 20, RSS: 1 << 30}
+	r := &helmRelease{via: "test", name: "hostile", chart: "charts/c"}
+	// One renderer for all: after a render stopped at a bound, the next
+	// gets a new child.
+	rd := newRenderer(lim)
+	tests := []struct {
+		name, tpl, want string
+	}{
+		{"a billion iterations", `{{ range until 1000000000 }}x{{ end }}`, "rendering stopped"},
+		{"a two-gigabyte string", `{{ repeat 2000000000 "x" }}`, "rendering stopped"},
+		{"forty levels of double include", `{{ include "a40" . }}`, "rendering stopped: not done within 1.5s"},
+		{"three hundred private keys", `{{ range until 300 }}{{ genPrivateKey "rsa" }}{{ end }}`, "rendering stopped: not done within 1.5s"},
+		{"recursive tpl", `{{ define "r" }}{{ tpl "{{ include \"r\" . }}" . }}{{ end }}{{ include "r" . }}`, "rendering stopped"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := rd.render(context.Background(), chartOf(tt.tpl), r, map[string]any{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+			if d := time.Since(start); d > lim.Time+5*time.Second {
+				t.Fatalf("returned after %v", d)
+			}
+			t.Logf("%v in %v", err, time.Since(start).Round(time.Millisecond))
+		})
+	}
+	t.Run("a chart that renders", func(t *testing.T) {
+		out, err := rd.render(context.Background(), chartOf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}}\ndata: {v: {{ .Values.v | quote }}}\n"),
+			r, map[string]any{"v": int64(7)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), `name: hostile`) || !strings.Contains(string(out), `v: "7"`) {
+			t.Fatalf("got %s", out)
+		}
+	})
+}
+
+// nested defines a1 … an, each including the one below twice: 2^n calls.
+func nested(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{{ define "a%d" }}{{ include "a%d" . }}{{ include "a%d" . }}{{ end }}`, i, i-1, i-1)
+	}
+	return b.String()
 }

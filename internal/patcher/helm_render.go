@@ -159,37 +159,11 @@ func (i memInfo) ModTime() time.Time { return time.Time{} }
 func (i memInfo) IsDir() bool        { return i.dir }
 func (i memInfo) Sys() any           { return nil }
 
-// renderRelease renders the chart of files as release r with user values
+// renderSync renders the chart of files as release r with user values
 // vals, and returns the manifests as one stream, each document headed by
-// the template it came from, in the order of the template names.
-//
-// The engine does not look at ctx while it runs templates, and a
-// template can loop for as long as it likes: rendering runs in its own
-// goroutine, and when ctx is done first, ctx.Err() is returned at once.
-// That goroutine then runs on until the engine returns (Go cannot stop
-// it), its result dropped.
-func renderRelease(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	type result struct {
-		out []byte
-		err error
-	}
-	done := make(chan result, 1) // buffered: an abandoned render does not block
-	go func() {
-		out, err := renderSync(ctx, files, r, vals)
-		done <- result{out, err}
-	}()
-	select {
-	case res := <-done:
-		return res.out, res.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// renderSync is renderRelease in the caller's goroutine.
+// the template it came from, in the order of the template names. It runs
+// in this process with no bound: the render child's work (helm_child.go),
+// since the templates are the repository's programs.
 func renderSync(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
 	defer func() {
 		// The engine runs the repository's templates: a panic in it is a

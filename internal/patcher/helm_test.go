@@ -247,3 +247,50 @@ func BenchmarkHelm(b *testing.B) {
 		}
 	})
 }
+
+// TestHelmHostileChartIsOneProblem: a release whose templates would
+// exhaust memory is a problem naming it, bounded by the render child; the
+// release beside it is rendered and its workload discovered.
+func TestHelmHostileChartIsOneProblem(t *testing.T) {
+	chart := func(tpl string) map[string]string {
+		return map[string]string{"Chart.yaml": "apiVersion: v2\nname: c\nversion: 0.1.0\n", "templates/deploy.yaml": tpl}
+	}
+	files := map[string]string{}
+	for p, b := range chart(`{{ range until 1000000000 }}x{{ end }}`) {
+		files["charts/bomb/"+p] = b
+	}
+	for p, b := range chart(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata:
+      labels: {app: x}
+      annotations: {gpu-fraction: "0.5"}
+    spec:
+      schedulerName: kai-scheduler
+      containers: [{name: x, image: x}]
+`) {
+		files["charts/good/"+p] = b
+	}
+	release := func(name, chart string) string {
+		return "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: " + name + ", namespace: inference}\n" +
+			"spec:\n  chart:\n    spec:\n      chart: ./charts/" + chart + "\n      sourceRef: {kind: GitRepository, name: gitops, namespace: flux-system}\n"
+	}
+	files["apps/bomb.yaml"] = release("bomb", "bomb")
+	files["apps/good.yaml"] = release("good", "good")
+	root := t.TempDir()
+	writeFiles(t, root, files)
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	var names []string
+	for _, w := range inv.Workloads {
+		names = append(names, w.Ref.Name)
+	}
+	require.Equal(t, []string{"good"}, names)
+	require.Len(t, inv.Problems, 1)
+	require.Equal(t, "apps/bomb.yaml", inv.Problems[0].File)
+	require.ErrorIs(t, inv.Problems[0], patcher.ErrHelm)
+	require.ErrorContains(t, inv.Problems[0], "rendering stopped: more than 192 MiB of memory")
+}

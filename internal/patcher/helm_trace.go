@@ -241,7 +241,7 @@ const maxTraceCandidates = 32
 // trace returns the value of release r that sets a field from old to
 // new alone: of the values that print as old, the one whose change to
 // new renders exactly want. files are the chart's, vals the user values.
-func trace(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any, old, new string, want []*yaml.Node) (valuePath, error) {
+func trace(ctx context.Context, render renderFunc, files map[string][]byte, r *helmRelease, vals map[string]any, old, new string, want []*yaml.Node) (valuePath, error) {
 	all, err := coalesced(files, vals)
 	if err != nil {
 		return nil, err
@@ -261,7 +261,7 @@ func trace(ctx context.Context, files map[string][]byte, r *helmRelease, vals ma
 		v := deepCopy(all).(map[string]any)
 		cur, _ := getValue(v, c)
 		setValue(v, c, typed(new, cur))
-		out, err := renderRelease(ctx, files, r, v)
+		out, err := render(ctx, files, r, v)
 		if err != nil {
 			whys = append(whys, fmt.Sprintf("%s to %s does not render: %v", c, new, err))
 			continue

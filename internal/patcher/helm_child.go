@@ -1,0 +1,288 @@
+package patcher
+
+import (
+	"bufio"
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
+)
+
+// A chart's templates are programs from the repository: `range until
+// 1000000000`, `repeat 2000000000 "x"` or forty levels of double include
+// run for as long and take as much memory as they like, and Go can stop
+// neither a goroutine nor its allocations. So releases are rendered in a
+// child process — this same executable, started with renderChildEnv —
+// with a time limit and a memory bound that hold while it renders: the
+// child watches its own heap and exits past the bound, and the parent
+// kills it past the time limit (and, on Linux, past a resident-size
+// backstop). A release that hits a bound is a problem of its own; the run
+// goes on, with a new child. One child serves a run's renders one after
+// another (a trace renders a release once per candidate value), and exits
+// once idle.
+
+// renderChildEnv, set to "1", makes an executable that links this package
+// a render child: it serves requests on stdin and stdout, then exits,
+// before main (or a test binary's TestMain) runs.
+const renderChildEnv = "GPU_RIGHTSIZING_RECOMMENDER_RENDER_CHILD"
+
+// renderIdle is how long a child waits for its next request.
+const renderIdle = 2 * time.Second
+
+// renderLimits bound one render.
+type renderLimits struct {
+	// Time is the wall time a render may take.
+	Time time.Duration
+	// Heap bounds the child's Go heap.
+	Heap int64
+	// RSS bounds the child's resident size where the parent can read it
+	// (Linux): a backstop for memory the heap does not count.
+	RSS int64
+}
+
+// defaultRenderLimits fit the job's default memory limit (512 MiB) with
+// the parent beside the child; a chart that renders legitimately takes a
+// few megabytes and well under a second.
+func defaultRenderLimits() renderLimits {
+	return renderLimits{Time: 20 * time.Second, Heap: 192 << 20, RSS: 1 << 30}
+}
+
+// renderRequest is what the parent sends the child.
+type renderRequest struct {
+	Files                  map[string][]byte
+	Name, Namespace, Chart string
+	Vals                   map[string]any
+}
+
+// renderReply is what the child answers.
+type renderReply struct {
+	Out []byte
+	Err string
+}
+
+func init() {
+	// Values decoded from YAML hold these in interfaces.
+	gob.Register(map[string]any{})
+	gob.Register([]any{})
+	if os.Getenv(renderChildEnv) == "1" {
+		os.Exit(serveRenders(os.Stdin, os.Stdout))
+	}
+}
+
+// Exit statuses of a child.
+const (
+	exitIdle = 0 // no request for renderIdle, or stdin closed
+	exitHeap = 3 // past the heap bound
+)
+
+// serveRenders is the child: requests until stdin closes or none comes
+// for renderIdle. The heap bound is its first line.
+func serveRenders(in io.Reader, out io.Writer) int {
+	var heap int64
+	dec, enc := gob.NewDecoder(bufio.NewReader(in)), gob.NewEncoder(out)
+	if err := dec.Decode(&heap); err != nil {
+		return exitIdle
+	}
+	// The collector works harder below the bound, so that garbage does
+	// not reach it; live data past it ends the child.
+	debug.SetMemoryLimit(heap * 3 / 4)
+	go watchHeap(heap)
+	idle := time.AfterFunc(renderIdle, func() { os.Exit(exitIdle) })
+	for {
+		var req renderRequest
+		if err := dec.Decode(&req); err != nil {
+			return exitIdle
+		}
+		idle.Stop()
+		r := &helmRelease{name: req.Name, namespace: req.Namespace, chart: req.Chart}
+		b, err := renderSync(context.Background(), req.Files, r, req.Vals)
+		reply := renderReply{Out: b}
+		if err != nil {
+			reply.Err = err.Error()
+		}
+		if err := enc.Encode(reply); err != nil {
+			return exitIdle
+		}
+		req, reply, b = renderRequest{}, renderReply{}, nil
+		runtime.GC()
+		idle.Reset(renderIdle)
+	}
+}
+
+// watchHeap ends the child once its heap passes limit.
+func watchHeap(limit int64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	for {
+		metrics.Read(sample)
+		if v := sample[0].Value; v.Kind() == metrics.KindUint64 && v.Uint64() > uint64(limit) {
+			os.Exit(exitHeap)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// errRenderBound is a render stopped at a bound.
+var errRenderBound = errors.New("rendering stopped")
+
+// renderFunc renders a release: renderer.render, or a test's.
+type renderFunc func(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) ([]byte, error)
+
+// renderer renders releases in a child process within its limits, one
+// at a time. The zero value is not usable: see newRenderer.
+type renderer struct {
+	lim   renderLimits
+	mu    sync.Mutex
+	child *renderChild
+}
+
+func newRenderer(lim renderLimits) *renderer { return &renderer{lim: lim} }
+
+// renderChild is one running child.
+type renderChild struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	enc   *gob.Encoder
+	dec   *gob.Decoder
+	// exited is closed once the process has been waited for.
+	exited chan struct{}
+	// over carries the resident size that made the parent kill it.
+	over chan int64
+}
+
+// render renders the chart of files as release r with user values vals,
+// as renderSync does, in the child.
+func (rd *renderer) render(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	req := renderRequest{Files: files, Name: r.name, Namespace: r.namespace, Chart: r.chart, Vals: vals}
+	// A child that went idle just as the request was sent is replaced
+	// once.
+	for try := 0; ; try++ {
+		c, err := rd.running()
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: starting the renderer: %w", r.chart, err)
+		}
+		out, idle, err := rd.ask(ctx, c, req)
+		if idle && try == 0 {
+			continue
+		}
+		return out, err
+	}
+}
+
+// running returns the child, started if there is none.
+func (rd *renderer) running() (*renderChild, error) {
+	if c := rd.child; c != nil {
+		select {
+		case <-c.exited:
+		default:
+			return c, nil
+		}
+	}
+	rd.child = nil
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	// -test.run=^$ makes a test binary that somehow lacks the hook run no
+	// test rather than every test; the tool's own binary never sees it.
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = []string{renderChildEnv + "=1"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &renderChild{cmd: cmd, stdin: stdin, exited: make(chan struct{}), over: make(chan int64, 1),
+		enc: gob.NewEncoder(stdin), dec: gob.NewDecoder(bufio.NewReader(stdout))}
+	go func() {
+		cmd.Wait() //nolint:errcheck // the exit status is read from ProcessState
+		close(c.exited)
+	}()
+	go watchRSS(cmd.Process.Pid, rd.lim.RSS, c.exited, c.over, func() { cmd.Process.Kill() }) //nolint:errcheck // it may have exited
+	if err := c.enc.Encode(rd.lim.Heap); err != nil {
+		rd.kill(c)
+		return nil, err
+	}
+	rd.child = c
+	return c, nil
+}
+
+// ask sends one request and waits for its reply within the limits. idle
+// says the child was ending for want of requests when it was sent.
+func (rd *renderer) ask(ctx context.Context, c *renderChild, req renderRequest) (out []byte, idle bool, err error) {
+	type answer struct {
+		reply renderReply
+		err   error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		var a answer
+		if a.err = c.enc.Encode(req); a.err == nil {
+			a.err = c.dec.Decode(&a.reply)
+		}
+		got <- a
+	}()
+	timer := time.NewTimer(rd.lim.Time)
+	defer timer.Stop()
+	select {
+	case a := <-got:
+		if a.err == nil {
+			if a.reply.Err != "" {
+				return nil, false, errors.New(a.reply.Err)
+			}
+			if len(a.reply.Out) > checkout.MaxTreeSize {
+				return nil, false, fmt.Errorf("chart %s: the renderer answered more than a release may render", req.Chart)
+			}
+			return a.reply.Out, false, nil
+		}
+		// The child ended without answering: why?
+		<-c.exited
+		rd.child = nil
+		switch {
+		case len(c.over) > 0:
+			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB resident", req.Chart, errRenderBound, (<-c.over)>>20)
+		case c.cmd.ProcessState.ExitCode() == exitHeap:
+			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB of memory", req.Chart, errRenderBound, rd.lim.Heap>>20)
+		case c.cmd.ProcessState.ExitCode() == exitIdle:
+			return nil, true, fmt.Errorf("chart %s: the renderer ended: %w", req.Chart, a.err)
+		}
+		return nil, false, fmt.Errorf("chart %s: the renderer failed: %s", req.Chart, c.cmd.ProcessState)
+	case <-timer.C:
+		rd.kill(c)
+		return nil, false, fmt.Errorf("chart %s: %w: not done within %v", req.Chart, errRenderBound, rd.lim.Time)
+	case <-ctx.Done():
+		rd.kill(c)
+		return nil, false, ctx.Err()
+	}
+}
+
+// kill ends a child and waits until it is gone.
+func (rd *renderer) kill(c *renderChild) {
+	c.cmd.Process.Kill() //nolint:errcheck // it may have exited already
+	c.stdin.Close()
+	<-c.exited
+	if rd.child == c {
+		rd.child = nil
+	}
+}
