@@ -352,10 +352,9 @@ func TestPushToALocalRepositoryRunsNoHook(t *testing.T) {
 				require.NoError(t, err, "%s", out)
 				return strings.TrimSpace(string(out))
 			}
-			work := dir
 			if bare {
 				run("init", "-q", "--bare", "-b", "main", ".")
-				work = t.TempDir()
+				work := t.TempDir()
 				require.NoError(t, os.MkdirAll(filepath.Join(work, "app"), 0o755))
 				require.NoError(t, os.WriteFile(filepath.Join(work, "app", "a.yaml"), []byte("gpu: 0.5\n"), 0o644))
 				run("--work-tree="+work, "add", "-A")
