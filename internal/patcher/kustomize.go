@@ -42,6 +42,8 @@ var ErrKustomize = errors.New("kustomize")
 type kustIndex struct {
 	files map[string][]byte // the files builds read, by slash path
 	kusts []*kust           // sorted by file
+	// byDir and byFile find a kustomization by its directory and file.
+	byDir, byFile map[string]*kust
 	// used are the files some kustomization reads: resources, patches.
 	used map[string]bool
 }
@@ -202,8 +204,13 @@ func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[stri
 // that do not build are kept with their error. Only the roots are built:
 // what another kustomization includes is built as part of it.
 func indexKustomize(files map[string][]byte) *kustIndex {
-	ix := &kustIndex{files: files, used: map[string]bool{}}
-	byDir := map[string]*kust{}
+	return indexKustomizeWithin(files, defaultBuildLimits())
+}
+
+// indexKustomizeWithin is indexKustomize within lim.
+func indexKustomizeWithin(files map[string][]byte, lim buildLimits) *kustIndex {
+	ix := &kustIndex{files: files, used: map[string]bool{}, byDir: map[string]*kust{}, byFile: map[string]*kust{}}
+	byDir := ix.byDir
 	for p, b := range files {
 		if !isKustomization(p) {
 			continue
@@ -221,6 +228,7 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 		// as kustomize reads it: bases: are resources:
 		k.k.FixKustomization()
 		byDir[dir] = k
+		ix.byFile[p] = k
 		ix.kusts = append(ix.kusts, k)
 	}
 	sort.Slice(ix.kusts, func(i, j int) bool { return ix.kusts[i].file < ix.kusts[j].file })
@@ -258,34 +266,42 @@ func indexKustomize(files map[string][]byte) *kustIndex {
 			}
 		}
 	}
+	for _, k := range ix.cyclic() {
+		if k.err == nil {
+			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
+		}
+	}
 	for _, k := range ix.kusts {
-		if k.err == nil && ix.anyIncluded(k, func(sub *kust) bool { return sub != k && slices.Contains(sub.dirs, k.dir) }) {
-			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
-		}
-		if k.err == nil && slices.Contains(k.dirs, k.dir) {
-			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
-		}
 		if k.err == nil {
 			k.err = localOnly(k, files)
 		}
 	}
-	// A kustomization that includes one reaching beyond the checkout would
-	// fetch through it: it is not built either.
-	for changed := true; changed; {
-		changed = false
-		for _, k := range ix.kusts {
-			if k.err != nil {
-				continue
-			}
+	// A kustomization that includes one that is not built (reaching
+	// beyond the checkout, say) would fail, or fetch through it: it is not
+	// built either. The error names the one included, once: its own
+	// problem says why.
+	notBuilt := map[*kust]bool{}
+	var broken func(k *kust) bool
+	broken = func(k *kust) bool {
+		if b, ok := notBuilt[k]; ok {
+			return b
+		}
+		notBuilt[k] = k.err != nil // a cycle is already an error
+		if k.err == nil {
 			for _, d := range k.dirs {
-				if sub, ok := byDir[d]; ok && sub.err != nil {
-					k.err = fmt.Errorf("%w: %s includes %s, which is not built: %w", ErrKustomize, k.file, sub.file, sub.err)
-					changed = true
+				if sub := ix.byDir[d]; sub != nil && broken(sub) {
+					k.err = fmt.Errorf("%w: %s includes %s, which is not built", ErrKustomize, k.file, sub.file)
+					notBuilt[k] = true
 					break
 				}
 			}
 		}
+		return notBuilt[k]
 	}
+	for _, k := range ix.kusts {
+		broken(k)
+	}
+	ix.bound(lim)
 	ix.loosen()
 	tfiles, asked := traced(files, ix.kusts)
 	fs, err := memFS(tfiles)
@@ -330,13 +346,25 @@ func (ix *kustIndex) loosen() {
 			}
 		}
 	}
-	for _, k := range ix.kusts {
-		k.loose = ix.anyLoose(k)
+	memo := map[*kust]bool{}
+	var loose func(k *kust) bool
+	loose = func(k *kust) bool {
+		if l, ok := memo[k]; ok {
+			return l
+		}
+		memo[k] = false // a cycle stops here
+		l := len(k.outside) > 0
+		for _, d := range k.dirs {
+			if sub := ix.byDir[d]; sub != nil && loose(sub) {
+				l = true
+			}
+		}
+		memo[k] = l
+		return l
 	}
-}
-
-func (ix *kustIndex) anyLoose(k *kust) bool {
-	return ix.anyIncluded(k, func(k *kust) bool { return len(k.outside) > 0 })
+	for _, k := range ix.kusts {
+		k.loose = loose(k)
+	}
 }
 
 // anyIncluded reports whether f holds for k or a kustomization it
@@ -354,7 +382,7 @@ func (ix *kustIndex) anyIncluded(k *kust, f func(*kust) bool) bool {
 			return true
 		}
 		for _, d := range k.dirs {
-			if sub := ix.kust(ix.fileIn(d)); sub != nil && walk(sub) {
+			if sub := ix.byDir[d]; sub != nil && walk(sub) {
 				return true
 			}
 		}
@@ -467,21 +495,12 @@ func rename(chain []*kust, n string) string {
 }
 
 // kust returns the kustomization of file.
-func (ix *kustIndex) kust(file string) *kust {
-	for _, k := range ix.kusts {
-		if k.file == file {
-			return k
-		}
-	}
-	return nil
-}
+func (ix *kustIndex) kust(file string) *kust { return ix.byFile[file] }
 
 // fileIn returns the kustomization file of dir, "" when none.
 func (ix *kustIndex) fileIn(dir string) string {
-	for _, k := range ix.kusts {
-		if k.dir == dir {
-			return k.file
-		}
+	if k := ix.byDir[dir]; k != nil {
+		return k.file
 	}
 	return ""
 }

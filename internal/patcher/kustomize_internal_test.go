@@ -1,9 +1,11 @@
 package patcher
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,3 +76,36 @@ spec:
       - name: vllm
         image: vllm/vllm-openai
 `
+
+// TestKustomizeBuildLimits: a root that reads more than the bound through
+// its includes is not built, and once the roots built read the run's
+// bound, the ones after are not either; each error says which bound.
+func TestKustomizeBuildLimits(t *testing.T) {
+	big := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {blob: \"" + strings.Repeat("x", 4000) + "\"}\n"
+	files := map[string][]byte{
+		"base/kustomization.yaml": []byte("resources:\n  - big.yaml\n"),
+		"base/big.yaml":           []byte(big),
+	}
+	for i := range 5 {
+		files[fmt.Sprintf("o%d/kustomization.yaml", i)] = []byte(fmt.Sprintf("namePrefix: o%d-\nresources:\n  - ../base\n", i))
+	}
+	files["huge/kustomization.yaml"] = []byte("resources:\n  - ../base\n  - more.yaml\n")
+	files["huge/more.yaml"] = []byte(strings.Replace(big, "name: big", "name: more", 1))
+	ix := indexKustomizeWithin(files, buildLimits{Bytes: 6000, Includes: 100, RunBytes: 3 * 4200})
+	var built, refused []string
+	for _, k := range ix.kusts {
+		switch {
+		case !k.root:
+		case k.err == nil:
+			built = append(built, k.file)
+		default:
+			refused = append(refused, k.err.Error())
+		}
+	}
+	require.Equal(t, []string{"o0/kustomization.yaml", "o1/kustomization.yaml", "o2/kustomization.yaml"}, built, "three roots fit the run's bound")
+	require.Len(t, refused, 3)
+	require.Contains(t, refused[0], "huge/kustomization.yaml reads 8")
+	require.Contains(t, refused[0], "bytes through its includes")
+	require.Contains(t, refused[1], "o3/kustomization.yaml not built: with the kustomizations built before it")
+	require.Contains(t, refused[2], "o4/kustomization.yaml not built")
+}

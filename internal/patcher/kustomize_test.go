@@ -2,6 +2,7 @@ package patcher_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -314,4 +315,65 @@ func TestKustomizeNeverFetches(t *testing.T) {
 			require.Zero(t, hits, "nothing was fetched")
 		})
 	}
+}
+
+// chainRepo is n kustomizations, each including the one before; the
+// first holds a Deployment, or is broken when broken is set.
+func chainRepo(n int, broken bool) map[string]string {
+	files := map[string]string{"k0/kustomization.yaml": "resources:\n  - deployment.yaml\n", "k0/deployment.yaml": applyDeployment}
+	if broken {
+		files["k0/kustomization.yaml"] = "resources:\n  - https://example.com/deployment.yaml\n"
+	}
+	for i := 1; i < n; i++ {
+		files[fmt.Sprintf("k%d/kustomization.yaml", i)] = fmt.Sprintf("resources:\n  - ../k%d\n", i-1)
+	}
+	return files
+}
+
+// TestKustomizeLargeGraphs: include graphs are walked once, whatever
+// their shape. A chain of 2,000 builds its one root; the same chain with
+// a broken leaf is one problem per kustomization, each naming only the
+// one it includes (not every error below it, again at every level); and
+// a fan-out that doubles at each of fifteen levels is refused before it
+// is built, naming how often it would include.
+func TestKustomizeLargeGraphs(t *testing.T) {
+	discover := func(t *testing.T, files map[string]string) *patcher.Inventory {
+		t.Helper()
+		root := t.TempDir()
+		writeFiles(t, root, files)
+		inv, err := patcher.Discover(context.Background(), root)
+		require.NoError(t, err)
+		return inv
+	}
+	t.Run("a chain of 2,000", func(t *testing.T) {
+		inv := discover(t, chainRepo(2000, false))
+		require.Empty(t, inv.Problems)
+		require.Len(t, inv.Workloads, 1)
+		require.Equal(t, "k1999/kustomization.yaml", inv.Workloads[0].File)
+	})
+	t.Run("a chain of 1,500 with a broken leaf", func(t *testing.T) {
+		inv := discover(t, chainRepo(1500, true))
+		require.Len(t, inv.Problems, 1500)
+		size := 0
+		for _, p := range inv.Problems {
+			size += len(p.Error())
+			require.ErrorIs(t, p, patcher.ErrKustomize)
+		}
+		require.Less(t, size, 300<<10, "each error is said once")
+		require.Contains(t, inv.Problems[1].Error(), "k1/kustomization.yaml includes k0/kustomization.yaml, which is not built")
+	})
+	t.Run("a fan-out doubling at fifteen levels", func(t *testing.T) {
+		files := map[string]string{"l15a/kustomization.yaml": "resources:\n  - deployment.yaml\n", "l15a/deployment.yaml": applyDeployment,
+			"l15b/kustomization.yaml": "resources:\n  - deployment.yaml\n", "l15b/deployment.yaml": applyDeployment}
+		for i := 14; i >= 0; i-- {
+			for _, side := range []string{"a", "b"} {
+				files[fmt.Sprintf("l%d%s/kustomization.yaml", i, side)] = fmt.Sprintf("namePrefix: %s%d-\nresources:\n  - ../l%da\n  - ../l%db\n", side, i, i+1, i+1)
+			}
+		}
+		files["top/kustomization.yaml"] = "resources:\n  - ../l0a\n  - ../l0b\n"
+		inv := discover(t, files)
+		require.Empty(t, inv.Workloads)
+		require.Len(t, inv.Problems, 1)
+		require.ErrorContains(t, inv.Problems[0], "top/kustomization.yaml includes kustomizations 131071 times over (the bound is 10000): not built")
+	})
 }
