@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
 // TestBranchNamesAreInjective: change sets whose names collapse alike
@@ -23,6 +25,8 @@ func TestBranchNamesAreInjective(t *testing.T) {
 		{name: "namespace and name boundaries", by: plan.ByWorkload,
 			keys: []string{"team-a/Deployment/llm", "team/Deployment/a-llm", "ns/StatefulSet/x", "ns/Deployment/statefulset-x"}},
 		// Keys hold Kubernetes names, which discovery validates: no '_'.
+		{name: "names git would refuse as they are", by: plan.ByWorkload,
+			keys: []string{"inference/Deployment/chat.lock", "inference/Deployment/chat-lock", "team.lock/Deployment/chat", "team/Deployment/chat"}},
 		{name: "policies that slug alike", by: plan.ByPolicy,
 			keys: []string{"ClusterProactivePolicy a + ClusterGpuReactivePolicy b", "ClusterProactivePolicy a+ClusterGpuReactivePolicy b", "x/y"}},
 	}
@@ -33,11 +37,14 @@ func TestBranchNamesAreInjective(t *testing.T) {
 				b := publish.BranchName("gpu-rightsizing/", tt.by, k)
 				require.NotContains(t, seen, b, "%q and %q", k, seen[b])
 				seen[b] = k
+				out, err := exec.Command(testenv.LookPath(t, "git"), "check-ref-format", "refs/heads/"+b).CombinedOutput()
+				require.NoError(t, err, "git refuses the branch %s of %q: %s", b, k, out)
 			}
 		})
 	}
 	require.Equal(t, "gpu-rightsizing/inference/chat", publish.BranchName("gpu-rightsizing/", plan.ByWorkload, "inference/Deployment/chat"))
 	require.Equal(t, "gpu-rightsizing/by_namespace/inference", publish.BranchName("gpu-rightsizing/", plan.ByNamespace, "inference"))
+	require.Equal(t, "gpu-rightsizing/inference/chat_lock", publish.BranchName("gpu-rightsizing/", plan.ByWorkload, "inference/Deployment/chat.lock"))
 }
 
 // TestMarkerFromAnEditedBody: the tool's marker is the last one; a marker

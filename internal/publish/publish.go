@@ -519,7 +519,7 @@ var unsafeBranch = regexp.MustCompile(`[^a-z0-9.-]+`)
 func branchName(prefix string, by plan.Grouping, key string) string {
 	switch by {
 	case plan.ByNamespace:
-		return prefix + "by_namespace/" + key
+		return prefix + "by_namespace/" + refComponent(key)
 	case plan.ByPolicy:
 		sum := sha256.Sum256([]byte(key))
 		slug := strings.Trim(unsafeBranch.ReplaceAllString(strings.ToLower(key), "-"), "-.")
@@ -530,8 +530,20 @@ func branchName(prefix string, by plan.Grouping, key string) string {
 	}
 	ns, rest, _ := strings.Cut(key, "/")
 	kind, name, _ := strings.Cut(rest, "/")
+	ns, name = refComponent(ns), refComponent(name)
 	if kind == "Deployment" {
 		return prefix + ns + "/" + name
 	}
 	return prefix + ns + "/" + strings.ToLower(kind) + "_" + name
+}
+
+// refComponent makes a Kubernetes name a component git accepts in a
+// branch name. Of git's rules, a name (a DNS label or subdomain) can
+// break only one: a component must not end in ".lock". Its '.' becomes
+// '_', which no Kubernetes name holds, so the mapping stays injective.
+func refComponent(n string) string {
+	if base, ok := strings.CutSuffix(n, ".lock"); ok {
+		return base + "_lock"
+	}
+	return n
 }
