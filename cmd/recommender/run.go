@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -330,7 +331,7 @@ func writeReport(w io.Writer, rep *publish.Report) error {
 		if r.Number > 0 {
 			pr = fmt.Sprintf("#%d", r.Number)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", plan.Printable(r.Key), plan.Printable(r.Branch), r.Outcome, pr, plan.Printable(r.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", plan.Printable(r.Key), plan.Printable(r.Branch), outcomeText(r.Outcome, rep.DryRun), pr, plan.Printable(r.Detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -339,10 +340,28 @@ func writeReport(w io.Writer, rep *publish.Report) error {
 	if rep.DryRun {
 		prefix = "dry run, nothing written: "
 	}
-	_, err := fmt.Fprintf(w, "\n%s%d opened, %d updated, %d unchanged, %d closed, %d declined, %d failed\n", prefix,
-		rep.Count(publish.Opened), rep.Count(publish.Updated), rep.Count(publish.Unchanged),
-		rep.Count(publish.Closed), rep.Count(publish.Declined), rep.Count(publish.Failed))
+	var counts []string
+	for _, o := range []publish.Outcome{publish.Opened, publish.Updated, publish.Unchanged, publish.Closed, publish.Declined, publish.Failed} {
+		counts = append(counts, fmt.Sprintf("%d %s", rep.Count(o), outcomeText(o, rep.DryRun)))
+	}
+	_, err := fmt.Fprintf(w, "\n%s%s\n", prefix, strings.Join(counts, ", "))
 	return err
+}
+
+// outcomeText is how an outcome reads: what a dry run would have done is
+// not said as done.
+func outcomeText(o publish.Outcome, dryRun bool) string {
+	if dryRun {
+		switch o {
+		case publish.Opened:
+			return "would open"
+		case publish.Updated:
+			return "would update"
+		case publish.Closed:
+			return "would close"
+		}
+	}
+	return string(o)
 }
 
 // conventionalRE matches a Conventional Commits subject: the tool writes

@@ -35,6 +35,17 @@ func TestRunLocal(t *testing.T) {
 
 	args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om"}
 	var out, errOut bytes.Buffer
+
+	// A dry run says what it would do, and writes nothing at all.
+	before := git("for-each-ref")
+	require.Equal(t, exitOK, Main(append(args, "--dry-run"), &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "inference/Deployment/chat         gpu-rightsizing/inference/chat         would open")
+	require.Contains(t, out.String(), "dry run, nothing written: 4 would open, 0 would update, 0 unchanged, 0 would close, 0 declined, 0 failed")
+	require.NotContains(t, out.String(), " opened ")
+	require.NoDirExists(t, filepath.Join(repo, ".git", "gpu-rightsizing"))
+	require.Equal(t, before, git("for-each-ref"))
+
+	out.Reset()
 	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
 	branches := strings.Fields(git("branch", "--list", "gpu-rightsizing/*", "--format=%(refname:short)"))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,10 +22,10 @@ type Local struct {
 }
 
 // NewLocal keeps pull requests under dir, created when missing.
+//
+// The directory is created with the first pull request written: a run
+// that writes none (a dry run) leaves nothing behind.
 func NewLocal(dir string) (*Local, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("local pull requests: %w", err)
-	}
 	return &Local{dir: dir}, nil
 }
 
@@ -34,6 +35,9 @@ func (l *Local) Dir() string { return l.dir }
 // All lists every pull request, oldest first.
 func (l *Local) All() ([]PullRequest, error) {
 	entries, err := os.ReadDir(l.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // none written yet
+	}
 	if err != nil {
 		return nil, fmt.Errorf("local pull requests: %w", err)
 	}
@@ -108,6 +112,9 @@ func (l *Local) Open(_ context.Context, n NewPullRequest) (PullRequest, error) {
 	pr.URL = "file://" + filepath.ToSlash(l.path(pr.Number, ".md"))
 	// Claim the number: a concurrent run, or a record left behind, must
 	// not be overwritten.
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return PullRequest{}, fmt.Errorf("local pull requests: %w", err)
+	}
 	f, err := os.OpenFile(l.path(pr.Number, ".json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return PullRequest{}, fmt.Errorf("local pull request #%d: %w", pr.Number, err)
@@ -171,6 +178,9 @@ func (l *Local) save(pr PullRequest) error {
 	b, err := json.MarshalIndent(pr, "", "  ")
 	if err != nil {
 		return err
+	}
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("local pull requests: %w", err)
 	}
 	md := fmt.Sprintf("# %s\n\n<!-- #%d %s, branch %s into %s -->\n\n%s", pr.Title, pr.Number, pr.State, pr.Branch, pr.Base, pr.Body)
 	for ext, data := range map[string][]byte{".json": append(b, '\n'), ".md": []byte(md)} {
