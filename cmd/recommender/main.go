@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"io"
 	"os"
 	"os/signal"
@@ -59,13 +60,17 @@ func Main(args []string, stdout, stderr io.Writer) exitCode {
 	case errors.As(err, &cfgErr):
 		// A config's errors name their key and line; run's usage would
 		// bury them.
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: %s\n", plan.PrintableLines(err.Error()))
 		return exitUsage
 	case errors.As(err, &flagErr):
-		fmt.Fprintf(stderr, "%v\n\n%s", err, cmd.UsageString())
+		// The mistake, and where to read more: forty lines of usage would
+		// bury it.
+		fmt.Fprintf(stderr, "%s\n\nRun `%s --help` for usage.\n", plan.PrintableLines(err.Error()), cmd.CommandPath())
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		// An error may quote what a server or a file said: nothing from
+		// outside reaches the terminal unescaped.
+		fmt.Fprintf(stderr, "error: %s\n", plan.PrintableLines(err.Error()))
 		return exitError
 	}
 }

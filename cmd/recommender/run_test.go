@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,4 +132,26 @@ func TestRunGitHub(t *testing.T) {
 	require.NotContains(t, out.String()+errOut.String(), fake.Token)
 
 	require.Equal(t, exitUsage, Main([]string{"run", "--scm", "github", "--github-repo", "acme", "--metrics-file", "x"}, &out, &errOut))
+}
+
+// TestErrorLineEscapesWhatAServerSaid: a forge's error message reaches the
+// final error line with its control bytes escaped, so that no server can
+// colour or rewrite the terminal.
+func TestErrorLineEscapesWhatAServerSaid(t *testing.T) {
+	git := testenv.NewGitServer(t)
+	git.NewRepo(t, "acme/gitops", quickstartFiles(t))
+	fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
+	fake.Fail(10, testenv.GitHubFault{Status: http.StatusBadRequest, Body: `{"message":"Not Found \u001b[2J\u001b[31mrepository gone\u0007"}`})
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(fake.Token+"\n"), 0o600))
+	var out, errOut bytes.Buffer
+	code := Main([]string{"run", "--scm", "github", "--github-repo", "acme/gitops", "--github-url", fake.BaseURL(),
+		"--github-token-file", tokenFile, "--metrics-file", "../../examples/quickstart/metrics.om"}, &out, &errOut)
+	require.Equal(t, exitError, code, errOut.String())
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	last := lines[len(lines)-1]
+	require.True(t, strings.HasPrefix(last, "error: "), last)
+	require.Contains(t, last, `\x1b[2J\x1b[31mrepository gone\a`)
+	require.NotContains(t, errOut.String(), "\x1b")
+	require.NotContains(t, errOut.String(), "\a")
 }

@@ -40,6 +40,10 @@ func printable(s, keep string) string {
 // or a usage source prints them through it.
 func Printable(s string) string { return printable(s, "") }
 
+// PrintableLines is Printable that keeps line breaks and tabs: for
+// messages of several lines, such as an error that lists problems.
+func PrintableLines(s string) string { return printable(s, "\n\t") }
+
 func needsEscape(s, keep string) bool {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
