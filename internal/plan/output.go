@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +35,7 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		if d.Action == engine.Upsize || d.Action == engine.ScaleBack {
 			rec = d.Recommended.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(d.Workload.Ref.String(), ""), d.Current, rec, d.Action, printable(d.Reason(), ""))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(d.Workload.Ref.String(), ""), d.Current, rec, d.Action, printable(p.tableReason(d), ""))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -53,6 +54,17 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// tableReason is a decision's reason in the table: a failed usage query,
+// which the problems below say once, is not said again on every row.
+func (p *Plan) tableReason(d Decision) string {
+	if d.Cause == engine.CauseQueryFailed && slices.ContainsFunc(p.Problems, func(pr Problem) bool {
+		return pr.Message == d.Evidence.Detail || strings.HasSuffix(pr.Message, ": "+d.Evidence.Detail)
+	}) {
+		return "no change: usage unavailable (the failed query is under the problems below)"
+	}
+	return d.Reason()
 }
 
 // jsonPlan is the machine-readable plan; its field names are a contract.

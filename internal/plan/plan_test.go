@@ -88,6 +88,11 @@ func TestMakeUsageErrorNeverShrinks(t *testing.T) {
 		require.False(t, d.Cause.Conclusive())
 		require.Equal(t, "no change: usage unavailable: prometheus: 503 Service Unavailable", d.Reason())
 	}
+	// The table says the error once, under the problems, not on every row.
+	var table strings.Builder
+	require.NoError(t, p.WriteTable(&table))
+	require.Equal(t, 1, strings.Count(table.String(), "503 Service Unavailable"), table.String())
+	require.Contains(t, table.String(), "no change: usage unavailable (the failed query is under the problems below)")
 }
 
 // TestMakeNoFuture: a plan at an earlier time sees only what was recorded
