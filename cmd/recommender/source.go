@@ -209,7 +209,7 @@ func evaluationTime(at time.Time, sp metrics.Span, log *slog.Logger, now func() 
 	if at.IsZero() {
 		return sp.Newest, nil
 	}
-	if at.Before(sp.Oldest) || at.After(sp.Newest.Add(metrics.StragglerGap)) {
+	if at.Before(sp.Oldest) || at.After(sp.Newest.Add(metrics.EvalAfter)) {
 		return time.Time{}, flagErrorf("`--at` %s is outside the recording: its samples run from %s, and an evaluation time must fall within them or up to a day after",
 			at.Format(time.RFC3339), sp)
 	}

@@ -134,7 +134,7 @@ func (p *parser) recorded() *Recorded {
 		set.steps[metric] = counts
 	}
 	r := &Recorded{set: set, samples: p.times.n, oldest: p.times.min, newest: p.times.max}
-	r.span = p.times.span(p.lineOf)
+	r.span = p.times.span(p.lineOf, len(p.series))
 	return r
 }
 

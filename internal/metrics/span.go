@@ -7,10 +7,15 @@ import (
 )
 
 // StragglerGap is how far after the rest of a recording a sample must be
-// to count as a straggler, and how far after its newest sample an
-// evaluation time still makes sense: a day, far more than any scrape
-// interval or outage a recording of usage is taken across.
-const StragglerGap = 24 * time.Hour
+// to count as a straggler (with fewer than one scrape's worth of samples
+// after it): half an hour, far more than any scrape interval, and less
+// than the shortest window a policy reads, so that one sample dated ahead
+// cannot leave the evaluation time where no other sample is.
+const StragglerGap = 30 * time.Minute
+
+// EvalAfter is how far after a recording's newest sample an evaluation
+// time still makes sense: a day.
+const EvalAfter = 24 * time.Hour
 
 // Span is the time a recording covers, for choosing and checking an
 // evaluation time.
@@ -18,10 +23,10 @@ type Span struct {
 	// Oldest and Newest are the first and last sample of the bulk of the
 	// recording; both zero when it holds none.
 	Oldest, Newest time.Time
-	// Stragglers counts the samples after Newest: a few samples more than
-	// StragglerGap after the rest, which a wrong clock writes. They are
-	// left out of Newest so that one of them cannot drag the evaluation
-	// time away from every other sample.
+	// Stragglers counts the samples after Newest: fewer than one per
+	// series, more than StragglerGap after the rest, which a wrong clock
+	// writes. They are left out of Newest so that one of them cannot drag
+	// the evaluation time away from every other sample.
 	Stragglers int
 	// Straggler is the newest of them and Line the line it was read
 	// from, for the warning; zero when there are none.
@@ -35,17 +40,20 @@ type Span struct {
 // A straggler is defined robustly, so that a genuine recording never
 // loses its end: sort every sample time, and look among the newest 1% of
 // the samples (at least one) for a gap of more than StragglerGap; the
-// samples after the earliest such gap are stragglers. A lone sample dated
-// a year ahead is one; a recording whose last tenth comes after a
-// two-day outage is not, and keeps its end.
+// samples after the earliest such gap are stragglers if they are fewer
+// than the recording's series, since one scrape after an outage writes a
+// sample of every series it still has. A lone sample dated two hours or
+// a year ahead is one; a recording whose last tenth, or last scrape,
+// comes after an outage is not, and keeps its end.
 func (r *Recorded) Span() Span { return r.span }
 
 // sampleTimes counts sample times as they stream past, in enough detail
 // to find the span's stragglers exactly without keeping every time: per
-// day (a StragglerGap), how many samples and the first and last. A gap of
-// more than a day between two consecutive times can only fall between
-// days, so the days' bounds and counts are all the search needs, and
-// memory grows with the days a recording covers, not its samples.
+// StragglerGap of time (a "day" below), how many samples and the first and
+// last. A gap of more than StragglerGap between two consecutive times can
+// only fall between days, so the days' bounds and counts are all the
+// search needs, and memory grows with the time a recording covers, not
+// its samples.
 type sampleTimes struct {
 	n        int
 	min, max int64
@@ -86,8 +94,9 @@ func (st *sampleTimes) add(t int64) {
 }
 
 // span finds the span as the sort of every time would: line names where
-// the newest sample was read.
-func (st *sampleTimes) span(line func(t int64) int) Span {
+// the newest sample was read, and series is how many series the
+// recording holds.
+func (st *sampleTimes) span(line func(t int64) int, series int) Span {
 	if st.n == 0 {
 		return Span{}
 	}
@@ -100,7 +109,7 @@ func (st *sampleTimes) span(line func(t int64) int) Span {
 	var prev *dayTimes
 	for _, d := range slices.Sorted(maps.Keys(st.days)) {
 		dt := st.days[d]
-		if prev != nil && before >= from && dt.lo-prev.hi > gap {
+		if prev != nil && before >= from && dt.lo-prev.hi > gap && n-before < series {
 			sp.Newest = time.UnixMilli(prev.hi).UTC()
 			sp.Stragglers = n - before
 			sp.Straggler = time.UnixMilli(st.max).UTC()

@@ -49,7 +49,20 @@ func TestSpan(t *testing.T) {
 			want: metrics.Span{Oldest: at(t0), Newest: at(t0 + 99*60 + 2*86400)},
 		},
 		{
-			name: "a sample a day after the rest is no straggler",
+			// A policy's reactive windows are minutes: evaluated two hours
+			// ahead, an urgent upsize would read as stale.
+			name: "a lone sample two hours ahead",
+			file: minutes(`a{pod="x"}`, t0, 100) + minutes(`b{pod="x"}`, t0, 100) + fmt.Sprintf("a{pod=\"x\"} 1 %d\n", t0+99*60+2*3600) + "# EOF\n",
+			want: metrics.Span{Oldest: at(t0), Newest: at(t0 + 99*60), Stragglers: 1, Straggler: at(t0 + 99*60 + 2*3600), Line: 201},
+		},
+		{
+			name: "a scrape of every series after an outage keeps its end",
+			file: minutes(`a{pod="x"}`, t0, 100) + minutes(`b{pod="x"}`, t0, 100) +
+				fmt.Sprintf("a{pod=\"x\"} 1 %d\nb{pod=\"x\"} 1 %d\n", t0+99*60+2*3600, t0+99*60+2*3600) + "# EOF\n",
+			want: metrics.Span{Oldest: at(t0), Newest: at(t0 + 99*60 + 2*3600)},
+		},
+		{
+			name: "a lone sample of a lone series after an outage keeps its end",
 			file: minutes(`a{pod="x"}`, t0, 100) + fmt.Sprintf("a{pod=\"x\"} 1 %d\n", t0+99*60+86400) + "# EOF\n",
 			want: metrics.Span{Oldest: at(t0), Newest: at(t0 + 99*60 + 86400)},
 		},

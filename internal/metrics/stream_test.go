@@ -244,7 +244,7 @@ func TestSpanStreamed(t *testing.T) {
 				tm += 1 + int64(rng.IntN(120000))
 			}
 			ts = append(ts, tm)
-			fmt.Fprintf(&b, "x %d %s\n", rng.IntN(100), seconds(tm))
+			fmt.Fprintf(&b, "x{s=\"%d\"} %d %s\n", rng.IntN(3), rng.IntN(100), seconds(tm))
 		}
 		b.WriteString("# EOF\n")
 		r, err := metrics.ParseRecorded(strings.NewReader(b.String()), "span.om", metrics.KeepMetrics())
@@ -253,8 +253,14 @@ func TestSpanStreamed(t *testing.T) {
 
 		slices.Sort(ts)
 		want := metrics.Span{Oldest: time.UnixMilli(ts[0]).UTC(), Newest: time.UnixMilli(ts[n-1]).UTC()}
+		series := 0
+		for v := range 3 {
+			if strings.Contains(b.String(), fmt.Sprintf("x{s=\"%d\"}", v)) {
+				series++
+			}
+		}
 		for k := max(1, n-max(1, n/100)); k < n; k++ {
-			if ts[k]-ts[k-1] > metrics.StragglerGap.Milliseconds() {
+			if ts[k]-ts[k-1] > metrics.StragglerGap.Milliseconds() && n-k < series {
 				want.Newest = time.UnixMilli(ts[k-1]).UTC()
 				want.Stragglers, want.Straggler, want.Line = n-k, time.UnixMilli(ts[n-1]).UTC(), n
 				break
