@@ -212,6 +212,16 @@ func TestRunConfigErrors(t *testing.T) {
 			config: "repo: r\nmetrics: {file: m.om}\nprometheus: {url: http://p}\n",
 			err:    "`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source\n  (`--metrics-file` is metrics.file at {file}:2:17;\n   `--prometheus-url` is prometheus.url at {file}:3:19)",
 		},
+		{
+			name:   "a Prometheus URL that is not one",
+			config: "scm: local\nrepo: r\nprometheus: {url: 'http://u:p@127.0.0.1:bad port/'}\n",
+			err:    "invalid `--prometheus-url`: prometheus URL: not a valid URL\n  (`--prometheus-url` is prometheus.url at {file}:3:19)",
+		},
+		{
+			name:   "a Prometheus URL of another scheme",
+			config: "scm: local\nrepo: r\nprometheus: {url: 'ftp://prometheus.example/'}\n",
+			err:    "invalid `--prometheus-url`: prometheus URL ftp://prometheus.example/: want http:// or https:// and a host",
+		},
 		{name: "a missing file", args: []string{"--config", "/nonexistent/recommender.yaml"}, err: "config: open /nonexistent/recommender.yaml: no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -249,7 +259,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigPrint(t *testing.T) {
 	file := writeConfig(t, "scm: github\ngithub: {repo: acme/gitops, tokenEnv: GH_TOKEN}\n"+
-		"prometheus:\n  url: https://reader:hunter2@mimir.example/prometheus\n"+
+		"prometheus:\n  url: https://mimir.example/prometheus\n"+
 		"  headers: ['X-Scope-OrgID: gpu', 'Authorization: Bearer sekrit']\n")
 	t.Setenv("GH_TOKEN", "ghp_verysecret")
 	t.Setenv("RECOMMENDER_MAX_NEW", "2")
@@ -260,7 +270,7 @@ func TestConfigPrint(t *testing.T) {
 		"scm: github # " + file + ":1:6\n",
 		"  repo: acme/gitops # " + file + ":2:16\n",
 		"  tokenEnv: GH_TOKEN # " + file + ":2:39\n",
-		"  url: https://reader:xxxxx@mimir.example/prometheus # " + file + ":4:8\n",
+		"  url: https://mimir.example/prometheus # " + file + ":4:8\n",
 		"  headers: ['X-Scope-OrgID: gpu', 'Authorization: <redacted>'] # " + file + ":5:12\n",
 		"  maxNew: 2 # $RECOMMENDER_MAX_NEW\n",
 		"dryRun: true # flag\n",
@@ -268,7 +278,7 @@ func TestConfigPrint(t *testing.T) {
 	} {
 		require.Contains(t, got, want)
 	}
-	for _, secret := range []string{"ghp_verysecret", "hunter2", "sekrit"} {
+	for _, secret := range []string{"ghp_verysecret", "sekrit"} {
 		require.NotContains(t, got, secret)
 	}
 	// What it prints is a config that reads back to the same settings.
@@ -276,14 +286,16 @@ func TestConfigPrint(t *testing.T) {
 	require.Equal(t, exitOK, Main([]string{"config", "print", "--config", writeConfig(t, got)}, &again, &errOut), errOut.String())
 }
 
-// TestConfigPrintHidesTokensInURLs: a token in a URL's query, or in a URL
-// that does not parse, never reaches `config print`.
+// TestConfigPrintHidesTokensInURLs: a token in a URL's query, a password
+// in it, or a URL that does not parse, never reaches `config print` (nor
+// its refusal: such a URL is a mistake the run would refuse).
 func TestConfigPrintHidesTokensInURLs(t *testing.T) {
 	tests := []struct {
 		name, url, secret string
 	}{
 		{name: "a token in the query", url: "https://prom.example/prometheus?access_token=SECRET1", secret: "SECRET1"},
 		{name: "an unparsable URL", url: "https://u:p%zzSECRET3@prom.example/", secret: "SECRET3"},
+		{name: "a password", url: "https://reader:hunter2@mimir.example/prometheus", secret: "hunter2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"os"
 	"strings"
 
@@ -98,14 +99,7 @@ func (f *gitlabFlags) config() (scm.GitLabConfig, error) {
 // variable env; it is an error when neither holds one.
 func secret(file, env string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", err
-		}
-		if s := strings.TrimSpace(string(b)); s != "" {
-			return s, nil
-		}
-		return "", fmt.Errorf("%s is empty", file)
+		return metrics.ReadSecret(file)
 	}
 	if s := strings.TrimSpace(os.Getenv(env)); env != "" && s != "" {
 		return s, nil

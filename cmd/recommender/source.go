@@ -65,6 +65,10 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 					return flagErrorf("`--%s` needs `--prometheus-url`", name)
 				}
 			}
+		default:
+			if err := metrics.CheckURL(pc.URL); err != nil {
+				return flagErrorf("invalid `--prometheus-url`: %v", err)
+			}
 		}
 		for _, h := range headers {
 			name, value, ok := strings.Cut(h, ":")

@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -134,19 +135,9 @@ var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 // NewPrometheus checks cfg, reads its secrets and certificates, and
 // returns a source for the server. It sends no request.
 func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
-	u, err := url.Parse(cfg.URL)
+	u, err := parseURL(cfg.URL)
 	if err != nil {
-		// The parse error quotes the URL, which may hold a password.
-		return nil, errors.New("prometheus URL: not a valid URL")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("prometheus URL %s: want http:// or https:// and a host", u.Redacted())
-	}
-	if _, ok := u.User.Password(); ok {
-		return nil, fmt.Errorf("prometheus URL %s: carries a password; give it in a password file instead", u.Redacted())
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("prometheus URL %s: a base URL takes no query or fragment", u.Redacted())
+		return nil, err
 	}
 	u.User = nil
 	name := "Prometheus at " + u.String()
@@ -172,7 +163,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	case cfg.BasicAuthPasswordFile != "" && cfg.BasicAuthUser == "":
 		return nil, errors.New("prometheus basic auth: a password file needs a user")
 	case cfg.BearerTokenFile != "":
-		tok, err := readSecret(cfg.BearerTokenFile)
+		tok, err := ReadSecret(cfg.BearerTokenFile)
 		if err != nil {
 			return nil, fmt.Errorf("prometheus bearer token: %w", err)
 		}
@@ -186,7 +177,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	case cfg.BasicAuthUser != "":
 		auth.user = cfg.BasicAuthUser
 		if cfg.BasicAuthPasswordFile != "" {
-			pw, err := readSecret(cfg.BasicAuthPasswordFile)
+			pw, err := ReadSecret(cfg.BasicAuthPasswordFile)
 			if err != nil {
 				return nil, fmt.Errorf("prometheus basic auth password: %w", err)
 			}
@@ -230,12 +221,67 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 // String names the server, without credentials.
 func (p *Prometheus) String() string { return p.name }
 
-// readSecret reads a token or password file. The error names the file,
-// never its content.
-func readSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
+// CheckURL says what is wrong with a server's base URL, nil when it is
+// one NewPrometheus takes: the check of `config validate` and of the
+// flags, so that a URL the run would refuse is a usage mistake.
+func CheckURL(raw string) error {
+	_, err := parseURL(raw)
+	return err
+}
+
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// The parse error quotes the URL, which may hold a password.
+		return nil, errors.New("prometheus URL: not a valid URL")
+	}
+	// Messages name the URL without what may be a credential: user
+	// information, query and fragment.
+	shown := (&url.URL{Scheme: u.Scheme, Opaque: u.Opaque, Host: u.Host, Path: u.Path}).String()
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("prometheus URL %s: want http:// or https:// and a host", shown)
+	}
+	if _, ok := u.User.Password(); ok {
+		return nil, fmt.Errorf("prometheus URL %s: carries a password; give it in a password file instead", shown)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("prometheus URL %s: a base URL takes no query or fragment", shown)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("prometheus URL %s: port %q is not a port", shown, p)
+		}
+	}
+	return u, nil
+}
+
+// maxSecretBytes bounds a token or password file: far more than any
+// token, and a device (/dev/zero) or a huge file never fills memory.
+const maxSecretBytes = 64 << 10
+
+// ReadSecret reads a token or password file, trimmed: a regular file (a
+// Kubernetes secret's mounted link leads to one) of at most 64 KiB. The
+// error names the file, never its content. Every secret the tool reads
+// from a file goes through it.
+func ReadSecret(path string) (string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("read %s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
+	}
+	if len(b) > maxSecretBytes {
+		return "", fmt.Errorf("read %s: more than %d KiB, not a token or password", path, maxSecretBytes>>10)
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {

@@ -339,8 +339,8 @@ func TestNewPrometheusRefuses(t *testing.T) {
 	}{
 		{name: "no scheme", cfg: metrics.PrometheusConfig{URL: "prometheus:9090"}, wantErr: "prometheus URL prometheus:9090: want http:// or https:// and a host"},
 		{name: "a password in the URL", cfg: metrics.PrometheusConfig{URL: "https://reader:s3cret@prom.example"},
-			wantErr: "prometheus URL https://reader:xxxxx@prom.example: carries a password; give it in a password file instead"},
-		{name: "a query in the URL", cfg: metrics.PrometheusConfig{URL: "https://prom.example/?x=1"}, wantErr: "prometheus URL https://prom.example/?x=1: a base URL takes no query or fragment"},
+			wantErr: "prometheus URL https://prom.example: carries a password; give it in a password file instead"},
+		{name: "a query in the URL", cfg: metrics.PrometheusConfig{URL: "https://prom.example/?x=1"}, wantErr: "prometheus URL https://prom.example/: a base URL takes no query or fragment"},
 		{name: "token file and env", cfg: metrics.PrometheusConfig{URL: "http://p", BearerTokenFile: token, BearerTokenEnv: "X"},
 			wantErr: "prometheus bearer token: from a file or from the environment, not both"},
 		{name: "token and basic auth", cfg: metrics.PrometheusConfig{URL: "http://p", BearerTokenFile: token, BasicAuthUser: "u"},
@@ -451,4 +451,29 @@ func TestPrometheusCredentialsStayWithTheServer(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, leaked)
+}
+
+// TestReadSecret: a token or password file is read within bounds: a
+// device such as /dev/zero, or a file longer than any token, is refused
+// without being read whole, naming the file and never its content.
+func TestReadSecret(t *testing.T) {
+	dir := t.TempDir()
+	ok := writeFile(t, "token", "  s3cret-token\n")
+	long := filepath.Join(dir, "long")
+	require.NoError(t, os.WriteFile(long, bytes.Repeat([]byte("a"), 100<<10), 0o600))
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(empty, []byte(" \n"), 0o600))
+
+	got, err := metrics.ReadSecret(ok)
+	require.NoError(t, err)
+	require.Equal(t, "s3cret-token", got)
+	for path, want := range map[string]string{
+		"/dev/zero":              "read /dev/zero: not a regular file",
+		long:                     "read " + long + ": more than 64 KiB, not a token or password",
+		empty:                    empty + " is empty",
+		filepath.Join(dir, "no"): "read " + filepath.Join(dir, "no") + ": no such file or directory",
+	} {
+		_, err := metrics.ReadSecret(path)
+		require.EqualError(t, err, want)
+	}
 }
