@@ -20,7 +20,7 @@ const (
 	// CauseDataIncomplete: samples are missing where the decision needs
 	// them (gaps, too little history, no data).
 	CauseDataIncomplete Cause = "data-incomplete"
-	// CauseDataInvalid: NaN, infinite or negative samples lie in a window
+	// CauseDataInvalid: NaN, infinite, negative or out-of-range samples lie in a window
 	// a scale-back relies on.
 	CauseDataInvalid Cause = "data-invalid"
 	// CauseDataStale: no running pod reports now.

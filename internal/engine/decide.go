@@ -488,7 +488,7 @@ func (e *evaluation) historyComplete(m usage.Metric, need time.Duration) (Cause,
 	return "", nil
 }
 
-// invalid finds NaN, infinite or negative samples of m inside w. A
+// invalid finds NaN, infinite, negative or out-of-range samples of m inside w. A
 // missing scrape is tolerated up to a few intervals, but a broken
 // exporter's value is not a missing scrape: where a scale-back relies on a
 // window, an invalid value in it blocks the scale-back (DESIGN §10.1).

@@ -364,7 +364,7 @@ func TestDecide(t *testing.T) {
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(0, 5*time.Minute, math.NaN(), flat(40)))),
 			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
-			reason: "no change: invalid data in the window: pod sum-1 reported 5 NaN, infinite or negative memory sample(s) in the last 7d, and a scale-back relies on that window",
+			reason: "no change: invalid data in the window: pod sum-1 reported 5 NaN, infinite, negative or out-of-range memory sample(s) in the last 7d, and a scale-back relies on that window",
 		},
 		{
 			// Every other scrape missing is tolerated; every other value
@@ -378,14 +378,23 @@ func TestDecide(t *testing.T) {
 				return 40
 			})),
 			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
-			contains: "reported 720 NaN, infinite or negative memory sample(s) in the last 7d",
+			contains: "reported 720 NaN, infinite, negative or out-of-range memory sample(s) in the last 7d",
 		},
 		{
 			name:    "one NaN two minutes ago blocks a scale-back",
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, between(2*time.Minute, 3*time.Minute, math.NaN(), flat(20)), flat(40))),
 			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
-			contains: "pod sum-1 reported 1 NaN, infinite or negative compute sample(s)",
+			contains: "pod sum-1 reported 1 NaN, infinite, negative or out-of-range compute sample(s)",
+		},
+		{
+			// 1e308 percent is finite, but no reading: taken as one, the
+			// target overflowed and the reason read "+Inf GPU".
+			name:    "an out-of-range sample is invalid, never a target",
+			current: fraction(0.6),
+			usage:   workload(false, pod("sum-1", 2*day, between(0, time.Minute, 1e308, flat(20)), flat(40))),
+			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
+			contains: "pod sum-1 reported 1 NaN, infinite, negative or out-of-range compute sample(s)",
 		},
 		{
 			name:    "a negative sample blocks a scale-back",
@@ -400,7 +409,7 @@ func TestDecide(t *testing.T) {
 			current: fraction(0.6),
 			usage:   workload(false, pod("sum-1", 2*day, flat(20), between(30*time.Hour, 30*time.Hour+time.Minute, math.Inf(1), flat(40)))),
 			action:  engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataInvalid,
-			contains: "reported 1 NaN, infinite or negative memory sample(s) in the last 7d",
+			contains: "reported 1 NaN, infinite, negative or out-of-range memory sample(s) in the last 7d",
 		},
 		{
 			name:    "an invalid sample older than every window is only a missing one",

@@ -229,7 +229,7 @@ func shortfall(s *Shortfall) string {
 	case ShortPartial:
 		return "incomplete data: the usage source's answer may be partial (" + s.Why + "), and a scale-back needs all of it"
 	case ShortInvalidData:
-		return fmt.Sprintf("invalid data in the window: pod %s reported %d NaN, infinite or negative %s sample(s) in the last %s, and a scale-back relies on that window",
+		return fmt.Sprintf("invalid data in the window: pod %s reported %d NaN, infinite, negative or out-of-range %s sample(s) in the last %s, and a scale-back relies on that window",
 			s.Pod, s.Samples, s.Metric, s.Window)
 	}
 	return string(s.Kind)

@@ -28,10 +28,16 @@ type Sample struct {
 	V float64
 }
 
-// Valid reports whether the sample carries a usable value. NaN, infinities
-// and negative values are what broken exporters emit; they count as missing.
+// MaxValue bounds a usable sample: values are percent of one GPU or of an
+// allocation, and a million percent (ten thousand GPUs) is no reading of
+// one pod. Past it, the arithmetic of a decision could overflow.
+const MaxValue = 1e6
+
+// Valid reports whether the sample carries a usable value. NaN, infinities,
+// negative values and values past MaxValue are what broken exporters
+// emit; they count as missing.
 func (s Sample) Valid() bool {
-	return !math.IsNaN(s.V) && !math.IsInf(s.V, 0) && s.V >= 0
+	return !math.IsNaN(s.V) && s.V >= 0 && s.V <= MaxValue
 }
 
 // Ref identifies a workload.
