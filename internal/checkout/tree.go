@@ -35,6 +35,16 @@ func (s *Files) ReadTree(dir string) (map[string][]byte, error) {
 	return ReadTree(s.fsys, dir)
 }
 
+// ReadFile reads one more file of the checkout, by the rules of Read (a
+// regular file inside the root, at most MaxFileSize): a file a manifest
+// names that is not YAML, such as a kustomize generator's source.
+func (s *Files) ReadFile(name string) ([]byte, error) {
+	if s.fsys == nil {
+		return nil, ErrNoTree
+	}
+	return ReadFile(s.fsys, name)
+}
+
 // ReadTree reads every regular file below dir of fsys, by the rules of
 // Read for what is safe to read: dot directories are skipped, symlinks
 // are followed inside fsys only (to files: a link to a directory fails

@@ -54,7 +54,7 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 		inv.Workloads = append(inv.Workloads, out[i].ws...)
 		inv.Problems = append(inv.Problems, out[i].probs...)
 	}
-	inv.addKustomize(indexKustomize(all))
+	inv.addKustomize(indexKustomize(all, files.ReadFile))
 	inv.addHelm(indexHelm(ctx, all, files.ReadTree))
 	sort.SliceStable(inv.Problems, func(i, j int) bool {
 		if inv.Problems[i].File != inv.Problems[j].File {

@@ -203,13 +203,15 @@ func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[stri
 // indexKustomize finds and builds the kustomizations among files. Those
 // that do not build are kept with their error. Only the roots are built:
 // what another kustomization includes is built as part of it.
-func indexKustomize(files map[string][]byte) *kustIndex {
-	return indexKustomizeWithin(files, defaultBuildLimits())
+// read reads a file the YAML files do not hold (a generator's source);
+// nil reads none.
+func indexKustomize(files map[string][]byte, read func(string) ([]byte, error)) *kustIndex {
+	return indexKustomizeWithin(files, read, defaultBuildLimits())
 }
 
 // indexKustomizeWithin is indexKustomize within lim.
-func indexKustomizeWithin(files map[string][]byte, lim buildLimits) *kustIndex {
-	ix := &kustIndex{files: files, used: map[string]bool{}, byDir: map[string]*kust{}, byFile: map[string]*kust{}}
+func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, error), lim buildLimits) *kustIndex {
+	ix := &kustIndex{files: maps.Clone(files), used: map[string]bool{}, byDir: map[string]*kust{}, byFile: map[string]*kust{}}
 	byDir := ix.byDir
 	for p, b := range files {
 		if !isKustomization(p) {
@@ -266,6 +268,21 @@ func indexKustomizeWithin(files map[string][]byte, lim buildLimits) *kustIndex {
 			}
 		}
 	}
+	// A generator's sources (a properties file, an env file) are files of
+	// the checkout too, read as they are named.
+	if read != nil {
+		for _, k := range ix.kusts {
+			for _, src := range k.generatorSources() {
+				p := path.Join(k.dir, src)
+				if _, ok := ix.files[p]; ok || !local(src) || remoteSpec(src) {
+					continue
+				}
+				if b, err := read(p); err == nil {
+					ix.files[p] = b
+				}
+			}
+		}
+	}
 	for _, k := range ix.cyclic() {
 		if k.err == nil {
 			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
@@ -273,7 +290,7 @@ func indexKustomizeWithin(files map[string][]byte, lim buildLimits) *kustIndex {
 	}
 	for _, k := range ix.kusts {
 		if k.err == nil {
-			k.err = localOnly(k, files)
+			k.err = localOnly(k, ix.files)
 		}
 	}
 	// A kustomization that includes one that is not built (reaching
@@ -303,7 +320,7 @@ func indexKustomizeWithin(files map[string][]byte, lim buildLimits) *kustIndex {
 	}
 	ix.bound(lim)
 	ix.loosen()
-	tfiles, asked := traced(files, ix.kusts)
+	tfiles, asked := traced(ix.files, ix.kusts)
 	fs, err := memFS(tfiles)
 	if err != nil {
 		for _, k := range ix.kusts {
@@ -556,7 +573,7 @@ func (ix *kustIndex) reread(ctx context.Context, fsys fs.FS) (*kustIndex, error)
 	if same {
 		return ix, nil
 	}
-	return indexKustomize(now), nil
+	return indexKustomize(now, func(p string) ([]byte, error) { return checkout.ReadFile(fsys, p) }), nil
 }
 
 // withComponents puts after each kustomization of chain the components

@@ -44,7 +44,7 @@ func TestBuildTracedIsTheBuild(t *testing.T) {
 	}
 	for name, files := range repos {
 		t.Run(name, func(t *testing.T) {
-			ix := indexKustomize(files)
+			ix := indexKustomize(files, nil)
 			fs, err := memFS(files)
 			require.NoError(t, err)
 			built := 0
@@ -91,7 +91,7 @@ func TestKustomizeBuildLimits(t *testing.T) {
 	}
 	files["huge/kustomization.yaml"] = []byte("resources:\n  - ../base\n  - more.yaml\n")
 	files["huge/more.yaml"] = []byte(strings.Replace(big, "name: big", "name: more", 1))
-	ix := indexKustomizeWithin(files, buildLimits{Bytes: 6000, Includes: 100, RunBytes: 3 * 4200})
+	ix := indexKustomizeWithin(files, nil, buildLimits{Bytes: 6000, Includes: 100, RunBytes: 3 * 4200})
 	var built, refused []string
 	for _, k := range ix.kusts {
 		switch {

@@ -23,8 +23,12 @@ func localOnly(k *kust, files map[string][]byte) error {
 			return fmt.Errorf("%w: %s names %q, which kustomize reads as a remote repository and would fetch with git (even where a directory of that name exists): not built",
 				ErrKustomize, k.file, r)
 		}
-		if !local(r) || !exists(path.Join(k.dir, r), files) {
-			return fmt.Errorf("%w: %s names %q, which is not a file or directory of the checkout (remote resources are not fetched): not built",
+		if !local(r) {
+			return fmt.Errorf("%w: %s names %q, which is not in the checkout (remote resources are never fetched): not built",
+				ErrKustomize, k.file, r)
+		}
+		if !exists(path.Join(k.dir, r), files) {
+			return fmt.Errorf("%w: %s names %q, which is not a file or directory of the checkout: not built",
 				ErrKustomize, k.file, r)
 		}
 	}
@@ -80,6 +84,26 @@ func (k *kust) refs() []string {
 		add(p)
 	}
 	return refs
+}
+
+// generatorSources are the files k's generators read.
+func (k *kust) generatorSources() []string {
+	var out []string
+	for _, g := range k.k.ConfigMapGenerator {
+		out = append(out, sources(g.FileSources)...)
+		out = append(out, g.EnvSources...)
+		if g.EnvSource != "" {
+			out = append(out, g.EnvSource)
+		}
+	}
+	for _, g := range k.k.SecretGenerator {
+		out = append(out, sources(g.FileSources)...)
+		out = append(out, g.EnvSources...)
+		if g.EnvSource != "" {
+			out = append(out, g.EnvSource)
+		}
+	}
+	return out
 }
 
 // sources are the file paths of a generator's `files:` entries, which may

@@ -64,15 +64,14 @@ func TestKustomizeGolden(t *testing.T) {
 			fractions: map[string]string{"prod": "0.6", "staging": "0.5"},
 		},
 		{
-			// prod reads a generator's env file, which the tool does not
-			// read, so it does not build here: editing the base it shares
-			// with staging cannot be proven for prod, so staging's change
-			// goes into a patch of its own.
-			name:      "unbuildable-user",
-			workloads: []string{"staging/chat in overlays/staging/kustomization.yaml"},
+			// prod reads a generator's env file (not YAML), which is read
+			// and built with it; the base it shares with staging keeps
+			// prod's value, so staging's change goes into a patch of its
+			// own.
+			name:      "generator-env",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
 			edits:     []patcher.Edit{kustEdit("staging", dep("staging", "chat"), patcher.SetGPUFraction("0.3"))},
 			fractions: map[string]string{"prod": "0.5", "staging": "0.3"},
-			problems:  []string{"overlays/prod/kustomization.yaml"},
 		},
 		{
 			// A JSON 6902 patch sets it: refused, nothing written.
@@ -376,4 +375,39 @@ func TestKustomizeLargeGraphs(t *testing.T) {
 		require.Len(t, inv.Problems, 1)
 		require.ErrorContains(t, inv.Problems[0], "top/kustomization.yaml includes kustomizations 131071 times over (the bound is 10000): not built")
 	})
+}
+
+// TestKustomizeGenerators: an overlay whose configMapGenerator and
+// secretGenerator read files of the checkout that are not YAML (a
+// properties file, an env file) is built, and its GPU Deployment edited
+// and proven; a generator naming a file the checkout lacks is refused,
+// saying so (not that it is remote).
+func TestKustomizeGenerators(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+		"base/deployment.yaml":    applyDeployment,
+		"prod/kustomization.yaml": "resources:\n  - ../base\n" +
+			"configMapGenerator:\n  - name: engine\n    files:\n      - engine.properties\n    envs:\n      - tuning.env\n" +
+			"secretGenerator:\n  - name: hf\n    files:\n      - token=hf.txt\n",
+		"prod/engine.properties": "max-model-len=8192\n",
+		"prod/tuning.env":        "VLLM_WORKER_MULTIPROC_METHOD=spawn\n",
+		"prod/hf.txt":            "hf_not_a_real_token\n",
+		"broken/kustomization.yaml": "resources:\n  - ../base\nconfigMapGenerator:\n  - name: x\n    files:\n      - missing.properties\n",
+	})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	var built []string
+	for _, w := range inv.Workloads {
+		built = append(built, w.File)
+	}
+	require.Equal(t, []string{"prod/kustomization.yaml"}, built, "%v", inv.Problems)
+	require.Len(t, inv.Problems, 1)
+	require.ErrorContains(t, inv.Problems[0], `broken/kustomization.yaml names "missing.properties", which is not a file or directory of the checkout: not built`)
+
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: inv.Workloads[0].Ref, File: "prod/kustomization.yaml", Reason: "t",
+		Ops: []patcher.Op{patcher.SetGPUFraction("0.4")}}})
+	require.NoError(t, err)
+	require.Empty(t, res.Refused)
+	require.NotEmpty(t, res.Files, "edited, and proven by building the overlay with its generators")
 }
