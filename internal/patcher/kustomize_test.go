@@ -390,9 +390,9 @@ func TestKustomizeGenerators(t *testing.T) {
 		"prod/kustomization.yaml": "resources:\n  - ../base\n" +
 			"configMapGenerator:\n  - name: engine\n    files:\n      - engine.properties\n    envs:\n      - tuning.env\n" +
 			"secretGenerator:\n  - name: hf\n    files:\n      - token=hf.txt\n",
-		"prod/engine.properties": "max-model-len=8192\n",
-		"prod/tuning.env":        "VLLM_WORKER_MULTIPROC_METHOD=spawn\n",
-		"prod/hf.txt":            "hf_not_a_real_token\n",
+		"prod/engine.properties":    "max-model-len=8192\n",
+		"prod/tuning.env":           "VLLM_WORKER_MULTIPROC_METHOD=spawn\n",
+		"prod/hf.txt":               "hf_not_a_real_token\n",
 		"broken/kustomization.yaml": "resources:\n  - ../base\nconfigMapGenerator:\n  - name: x\n    files:\n      - missing.properties\n",
 	})
 	inv, err := patcher.Discover(context.Background(), root)
