@@ -868,7 +868,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 			return fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.docs), len(want.exp))
 		}
 		for i, d := range got.docs {
-			if m := compare(want.exp[i], d, ""); m != nil {
+			if m := compareBuilt(want.exp[i], d, ""); m != nil {
 				return fmt.Errorf("%w: %s builds something else than intended: object %d, %s", ErrKustomize, k.dir, i+1, m)
 			}
 		}

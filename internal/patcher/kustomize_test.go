@@ -110,6 +110,17 @@ func TestKustomizeGolden(t *testing.T) {
 			fractions: map[string]string{"prod": "0.6", "staging": "0.7"},
 		},
 		{
+			// A base still on a whole GPU, which its one overlay puts in a
+			// namespace, is moved onto KAI in the base: the annotations the
+			// edit adds after the labels are built where kustomize puts
+			// them (before), and proven all the same.
+			name:      "convert-in-base",
+			workloads: []string{"prod/asr-whisper in overlays/prod/kustomization.yaml"},
+			edits: []patcher.Edit{kustEdit("prod", dep("prod", "asr-whisper"), patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.24"),
+				patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue"))},
+			fractions: map[string]string{"prod": "0.24"},
+		},
+		{
 			// commonAnnotations would put the value on every object.
 			name:      "common-annotations",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},

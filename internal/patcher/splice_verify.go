@@ -20,7 +20,16 @@ func (m *mismatch) Error() string { return m.path + ": " + m.msg }
 // want and the parsed tree got: kind, resolved tag, value, anchors, mapping
 // keys in order and sequence items. Style, comments and positions are
 // ignored.
-func compare(want, got *yaml.Node, path string) *mismatch {
+func compare(want, got *yaml.Node, path string) *mismatch { return compareNodes(want, got, path, true) }
+
+// compareBuilt is compare for a tool's output, which writes mapping keys
+// in an order of its own (kustomize sorts them): keys match by name,
+// wherever an edit put them in the expected tree.
+func compareBuilt(want, got *yaml.Node, path string) *mismatch {
+	return compareNodes(want, got, path, false)
+}
+
+func compareNodes(want, got *yaml.Node, path string, ordered bool) *mismatch {
 	if want == nil || got == nil {
 		if want == got {
 			return nil
@@ -58,7 +67,7 @@ func compare(want, got *yaml.Node, path string) *mismatch {
 			if want.Kind == yaml.SequenceNode {
 				p += "[" + strconv.Itoa(i) + "]"
 			}
-			if m := compare(want.Content[i], got.Content[i], p); m != nil {
+			if m := compareNodes(want.Content[i], got.Content[i], p, ordered); m != nil {
 				return m
 			}
 		}
@@ -75,10 +84,23 @@ func compare(want, got *yaml.Node, path string) *mismatch {
 			if path != "" {
 				p = path + "." + k
 			}
-			if m := compare(want.Content[i], got.Content[i], p+" (key)"); m != nil {
+			j := i
+			if !ordered {
+				j = -1
+				for g := 0; g+1 < len(got.Content); g += 2 {
+					if got.Content[g].Value == k {
+						j = g
+						break
+					}
+				}
+				if j < 0 {
+					return &mismatch{path: p, line: line, msg: "expected the key, missing"}
+				}
+			}
+			if m := compareNodes(want.Content[i], got.Content[j], p+" (key)", ordered); m != nil {
 				return m
 			}
-			if m := compare(want.Content[i+1], got.Content[i+1], p); m != nil {
+			if m := compareNodes(want.Content[i+1], got.Content[j+1], p, ordered); m != nil {
 				return m
 			}
 		}
