@@ -16,7 +16,6 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
-	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 )
 
@@ -150,7 +149,7 @@ func targetOf(d plan.Decision) live.Target {
 // have one (the engine's default when none does). The largest would let
 // a live change past the rule that limits the step.
 func liveBounds(r engine.Rules) (ceiling float64, maxPercent int) {
-	ceiling = policy.DefaultCeiling
+	ceiling = engine.DefaultCeiling
 	if r.Strategy != nil && r.Strategy.Ceiling > 0 {
 		ceiling = r.Strategy.Ceiling
 	}

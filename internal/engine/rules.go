@@ -6,16 +6,17 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// Defaults the decision math needs when no policy says otherwise; the
-// policy loader fills every other default in.
+// The bounds of every decision when no policy sets them, in one place:
+// the policy loader fills them in, and the live path checks against them
+// again. From the Kubex guide where it gives one.
 const (
 	DefaultMinPodMetricsAge = 15 * time.Minute
-	DefaultMaxPercent       = 200
-	DefaultNamespaceLabel   = "namespace"
-	DefaultPodLabel         = "pod"
-	DefaultContainerLabel   = "container"
-	DefaultComputeMetric    = "kubex_gpu_container_sm_utilization_percent"
-	DefaultMemoryMetric     = "kubex_gpu_container_memory_footprint_percent"
+	// DefaultMaxPercent caps one upsize step: at most this percent of the
+	// allocation it grows from.
+	DefaultMaxPercent = 200
+	// DefaultCeiling and DefaultFloor bound a recommendation, in GPUs.
+	DefaultCeiling = 1.0
+	DefaultFloor   = 0.05
 )
 
 // Interpretations of a GPU metric's value.
@@ -124,11 +125,11 @@ type ScaleBackRules struct {
 // shrink a workload into out-of-memory errors.
 func (r Rules) Sources() map[usage.Metric]*MetricRules {
 	mapping := func(metric string) usage.Mapping {
-		return usage.Mapping{Metric: metric, NamespaceLabel: DefaultNamespaceLabel, PodLabel: DefaultPodLabel, ContainerLabel: DefaultContainerLabel}
+		return usage.Mapping{Metric: metric, NamespaceLabel: usage.DefaultNamespaceLabel, PodLabel: usage.DefaultPodLabel, ContainerLabel: usage.DefaultContainerLabel}
 	}
 	s := map[usage.Metric]*MetricRules{
-		usage.Compute: {Source: mapping(DefaultComputeMetric), Interpretation: FullGPU},
-		usage.Memory:  {Source: mapping(DefaultMemoryMetric), Interpretation: CurrentAllocation},
+		usage.Compute: {Source: mapping(usage.DefaultComputeMetric), Interpretation: FullGPU},
+		usage.Memory:  {Source: mapping(usage.DefaultMemoryMetric), Interpretation: CurrentAllocation},
 	}
 	if r.Reactive != nil {
 		for m, mr := range r.Reactive.Metrics {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
-	"github.com/gpu-rightsizing/recommender/internal/policy"
 )
 
 // Target is one urgent upsize, as Git and the decision see it.
@@ -140,7 +139,9 @@ func CheckNamespaces(namespaces []string) error {
 
 // Apply applies one upsize to its live Deployment, if every rule allows.
 // Only an error that stops the run (a cancelled ctx) is returned; what
-// happened to the Deployment, failures included, is the result.
+// happened to the Deployment, failures included, is the result. The rules
+// are decided by admit and planLive, which read nothing; Apply reads the
+// live Deployment and the queue between them, and writes.
 func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	res := Result{Namespace: t.Namespace, Name: t.Name}
 	if a.bad != nil {
@@ -150,97 +151,19 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
 		return res, ctx.Err()
 	}
-	if t.Kind != "Deployment" {
-		return set(Refused, "a %s is never changed live: Deployments only", t.Kind)
+	if why := admit(t, a.o); why != "" {
+		return set(Refused, "%s", why)
 	}
-	if !slices.Contains(a.o.Namespaces, t.Namespace) {
-		return set(Refused, "namespace %s is not one live changes may touch (%s)", t.Namespace, strings.Join(a.o.Namespaces, ", "))
-	}
-	if t.PullRequest == "" && !a.o.DryRun {
-		return set(Refused, "no pull request carries the change into Git, so it is not made live")
-	}
-	newF, err := kai.ParseFraction(t.Fraction.New)
-	if err != nil {
-		return set(Refused, "only a gpu-fraction is changed live: %v", err)
-	}
-	oldF, err := kai.ParseFraction(t.Fraction.Old)
-	if err != nil {
-		return set(Refused, "only a gpu-fraction is changed live: Git's value: %v", err)
-	}
-	if bad := t.bounds(oldF, newF); bad != "" {
-		return set(Refused, "%s", bad)
-	}
-
 	dep, err := a.c.kube.AppsV1().Deployments(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
 	if err != nil {
 		return set(Failed, "%v", apiError("get", "deployments", t.Namespace, err))
 	}
-	liveText := dep.Spec.Template.Annotations[kai.FractionAnnotation]
-	liveF, err := kai.ParseFraction(liveText)
-	if err != nil {
-		return set(Left, "the live Deployment's gpu-fraction: %v", err)
+	p := planLive(t, dep)
+	res.Fields, res.Warnings = p.fields, p.warnings
+	if p.stop != "" {
+		return set(p.outcome, "%s", p.stop)
 	}
-	mk, hasMarker, mkErr := markerOf(dep.Annotations)
-	if mkErr != nil {
-		return set(Left, "%v: the tool cannot tell whose the live value is", mkErr)
-	}
-	// The live values are "ours" when an earlier live change made them and
-	// nobody changed them since: a further upsize may build on them, and
-	// Git's old values stay the marker's.
-	ours := hasMarker && mk.Fraction.New == liveText && (mk.VLLM == nil || mk.VLLM.New == liveVLLM(dep, mk.VLLM.Container))
-	old := Marker{Fraction: Values{Old: t.Fraction.Old}}
-	switch {
-	case ours:
-		old.Fraction.Old = mk.Fraction.Old
-		old.VLLM = mk.VLLM
-	case hasMarker:
-		// Live values that are not the ones the marker says the tool set
-		// were put there by a person since, even when they equal Git's (a
-		// manual revert): applying again would undo their decision.
-		return set(Left, "the live gpu-fraction is %s, not the %s of the tool's live change: a person changed it since our live change, so it is left as it is", liveText, mk.Fraction.New)
-	case !kai.Same(liveF, oldF):
-		return set(Left, "the live gpu-fraction is %s, Git's %s: someone changed it, so it is left as it is", liveText, t.Fraction.Old)
-	}
-	if !kai.Above(newF, liveF) {
-		return set(Left, "the live gpu-fraction %s already holds the recommended %s: never downsized", liveText, t.Fraction.New)
-	}
-	res.Fields = append(res.Fields, fmt.Sprintf("gpu-fraction %s → %s", liveText, t.Fraction.New))
-
-	// The vLLM flag, when the Git edit changes it and the live args hold it.
-	var args []string
-	var vllm *VLLMValues
-	if t.VLLM != nil {
-		cur := liveVLLM(dep, t.VLLM.Container)
-		gitOld := t.VLLM.Old
-		if ours && old.VLLM != nil {
-			gitOld = old.VLLM.New
-		}
-		switch {
-		case cur == "":
-			res.Warnings = append(res.Warnings, fmt.Sprintf("container %s: --gpu-memory-utilization is not a literal in its args: left to the pull request", t.VLLM.Container))
-		case cur != gitOld:
-			return set(Left, "container %s: the live --gpu-memory-utilization is %s, Git's %s: someone changed it, so it is left as it is", t.VLLM.Container, cur, gitOld)
-		case lowers(cur, t.VLLM.New):
-			// A lower flag gives vLLM less of the GPU: a live change only
-			// ever adds, so the drop waits for the pull request, while the
-			// fraction may still go up.
-			res.Warnings = append(res.Warnings, fmt.Sprintf("container %s: --gpu-memory-utilization would drop from %s to %s: never lowered live, left to the pull request", t.VLLM.Container, cur, t.VLLM.New))
-		case cur != t.VLLM.New:
-			args, _ = withFlag(containerArgs(dep, t.VLLM.Container), t.VLLM.New)
-			first := cur
-			if ours && old.VLLM != nil {
-				first = old.VLLM.Old
-			}
-			vllm = &VLLMValues{Container: t.VLLM.Container, Values: Values{Old: first, New: t.VLLM.New}}
-			res.Fields = append(res.Fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", t.VLLM.Container, cur, t.VLLM.New))
-		}
-	}
-	if vllm == nil && ours && old.VLLM != nil {
-		// Still ours from before: keep owning it at the value it holds.
-		vllm = old.VLLM
-		args = containerArgs(dep, vllm.Container)
-	}
-
+	newF, _ := kai.ParseFraction(t.Fraction.New)
 	qc, err := a.c.CheckQueue(ctx, t.Namespace, t.Name, newF, a.o.Namespaces)
 	if err != nil {
 		res.Warnings = append(res.Warnings, err.Error())
@@ -254,19 +177,13 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	if a.o.MaxChanges <= 0 || a.applied >= a.o.MaxChanges {
 		return set(Capped, "at the cap of %d live changes per run", a.o.MaxChanges)
 	}
-
-	m := Marker{Fraction: Values{Old: old.Fraction.Old, New: t.Fraction.New}, VLLM: vllm, At: a.o.Now().UTC(),
-		Reason: t.Reason, PullRequest: t.PullRequest, Number: t.Number, Branch: t.Branch, Owners: priorOwners(dep, vllm)}
-	if ours {
-		// The fields are the tool's since the first change: its owners
-		// are the ones to hand them back to.
-		m.Owners = mk.Owners
-	}
+	m := p.marker
+	m.At = a.o.Now().UTC()
 	if a.o.DryRun {
 		a.applied++
 		return set(WouldApply, "would apply by server-side apply as %s%s", FieldManager, forced(a.o.Force))
 	}
-	patch, err := applyPatch(dep, t.Fraction.New, vllm, args, &m)
+	patch, err := applyPatch(dep, t.Fraction.New, m.VLLM, p.args, &m)
 	if err != nil {
 		return set(Failed, "%v", err)
 	}
@@ -281,6 +198,138 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	a.applied++
 	res.Generation = out.Generation
 	return set(Applied, "applied by server-side apply as %s%s; generation %d → %d", FieldManager, forced(a.o.Force), dep.Generation, out.Generation)
+}
+
+// admit says why t is never applied live, whatever the cluster holds: ""
+// when it may be.
+func admit(t Target, o Options) string {
+	if t.Kind != "Deployment" {
+		return fmt.Sprintf("a %s is never changed live: Deployments only", t.Kind)
+	}
+	if !slices.Contains(o.Namespaces, t.Namespace) {
+		return fmt.Sprintf("namespace %s is not one live changes may touch (%s)", t.Namespace, strings.Join(o.Namespaces, ", "))
+	}
+	if t.PullRequest == "" && !o.DryRun {
+		return "no pull request carries the change into Git, so it is not made live"
+	}
+	newF, err := kai.ParseFraction(t.Fraction.New)
+	if err != nil {
+		return fmt.Sprintf("only a gpu-fraction is changed live: %v", err)
+	}
+	oldF, err := kai.ParseFraction(t.Fraction.Old)
+	if err != nil {
+		return fmt.Sprintf("only a gpu-fraction is changed live: Git's value: %v", err)
+	}
+	return t.bounds(oldF, newF)
+}
+
+// livePlan is what planLive decides for one admitted upsize.
+type livePlan struct {
+	// stop, when not "", is why nothing is applied, with its outcome.
+	stop    string
+	outcome Outcome
+	fields  []string
+	// warnings are for the decision and the pull request.
+	warnings []string
+	// args are the vLLM container's whole args to own, nil when not.
+	args []string
+	// marker is the marker to write, but for its time.
+	marker Marker
+}
+
+// planLive decides an admitted upsize against the live Deployment: whose
+// the live values are (Git's, the tool's own earlier change, or a
+// person's), never a downsize, and the vLLM flag's change. It reads
+// nothing but dep.
+func planLive(t Target, dep *appsv1.Deployment) livePlan {
+	var p livePlan
+	stop := func(o Outcome, format string, args ...any) livePlan {
+		p.stop, p.outcome = fmt.Sprintf(format, args...), o
+		return p
+	}
+	newF, _ := kai.ParseFraction(t.Fraction.New)
+	oldF, _ := kai.ParseFraction(t.Fraction.Old)
+	liveText := dep.Spec.Template.Annotations[kai.FractionAnnotation]
+	liveF, err := kai.ParseFraction(liveText)
+	if err != nil {
+		return stop(Left, "the live Deployment's gpu-fraction: %v", err)
+	}
+	mk, hasMarker, mkErr := markerOf(dep.Annotations)
+	if mkErr != nil {
+		return stop(Left, "%v: the tool cannot tell whose the live value is", mkErr)
+	}
+	// The live values are "ours" when an earlier live change made them and
+	// nobody changed them since: a further upsize may build on them, and
+	// Git's old values stay the marker's.
+	ours := hasMarker && mk.Fraction.New == liveText && (mk.VLLM == nil || mk.VLLM.New == liveVLLM(dep, mk.VLLM.Container))
+	old := Marker{Fraction: Values{Old: t.Fraction.Old}}
+	switch {
+	case ours:
+		old.Fraction.Old = mk.Fraction.Old
+		old.VLLM = mk.VLLM
+	case hasMarker:
+		// Live values that are not the ones the marker says the tool set
+		// were put there by a person since, even when they equal Git's (a
+		// manual revert): applying again would undo their decision.
+		return stop(Left, "the live gpu-fraction is %s, not the %s of the tool's live change: a person changed it since our live change, so it is left as it is", liveText, mk.Fraction.New)
+	case !kai.Same(liveF, oldF):
+		return stop(Left, "the live gpu-fraction is %s, Git's %s: someone changed it, so it is left as it is", liveText, t.Fraction.Old)
+	}
+	if !kai.Above(newF, liveF) {
+		return stop(Left, "the live gpu-fraction %s already holds the recommended %s: never downsized", liveText, t.Fraction.New)
+	}
+	p.fields = append(p.fields, fmt.Sprintf("gpu-fraction %s → %s", liveText, t.Fraction.New))
+	vllm, why := p.planVLLM(t, dep, ours, old.VLLM)
+	if why != "" {
+		return stop(Left, "%s", why)
+	}
+	p.marker = Marker{Fraction: Values{Old: old.Fraction.Old, New: t.Fraction.New}, VLLM: vllm,
+		Reason: t.Reason, PullRequest: t.PullRequest, Number: t.Number, Branch: t.Branch, Owners: priorOwners(dep, vllm)}
+	if ours {
+		// The fields are the tool's since the first change: its owners
+		// are the ones to hand them back to.
+		p.marker.Owners = mk.Owners
+	}
+	return p
+}
+
+// planVLLM decides the vLLM flag's live change, when the Git edit changes
+// it and the live args hold it: it sets p.args and returns the marker's
+// vLLM values, or why the live object is left alone.
+func (p *livePlan) planVLLM(t Target, dep *appsv1.Deployment, ours bool, prev *VLLMValues) (*VLLMValues, string) {
+	var vllm *VLLMValues
+	if t.VLLM != nil {
+		cur := liveVLLM(dep, t.VLLM.Container)
+		gitOld := t.VLLM.Old
+		if ours && prev != nil {
+			gitOld = prev.New
+		}
+		switch {
+		case cur == "":
+			p.warnings = append(p.warnings, fmt.Sprintf("container %s: --gpu-memory-utilization is not a literal in its args: left to the pull request", t.VLLM.Container))
+		case cur != gitOld:
+			return nil, fmt.Sprintf("container %s: the live --gpu-memory-utilization is %s, Git's %s: someone changed it, so it is left as it is", t.VLLM.Container, cur, gitOld)
+		case lowers(cur, t.VLLM.New):
+			// A lower flag gives vLLM less of the GPU: a live change only
+			// ever adds, so the drop waits for the pull request, while the
+			// fraction may still go up.
+			p.warnings = append(p.warnings, fmt.Sprintf("container %s: --gpu-memory-utilization would drop from %s to %s: never lowered live, left to the pull request", t.VLLM.Container, cur, t.VLLM.New))
+		case cur != t.VLLM.New:
+			p.args, _ = withFlag(containerArgs(dep, t.VLLM.Container), t.VLLM.New)
+			first := cur
+			if ours && prev != nil {
+				first = prev.Old
+			}
+			vllm = &VLLMValues{Container: t.VLLM.Container, Values: Values{Old: first, New: t.VLLM.New}}
+			p.fields = append(p.fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", t.VLLM.Container, cur, t.VLLM.New))
+		}
+	}
+	if vllm == nil && ours && prev != nil {
+		// Still ours from before: keep owning it at the value it holds.
+		vllm = prev
+		p.args = containerArgs(dep, vllm.Container)
+	}
+	return vllm, ""
 }
 
 // lowers reports whether the flag's value next is below cur, or either
@@ -307,7 +356,7 @@ func forced(f bool) string {
 func (t Target) bounds(oldF, newF float64) string {
 	ceiling, step := t.Ceiling, t.MaxPercent
 	if ceiling <= 0 {
-		ceiling = policy.DefaultCeiling
+		ceiling = engine.DefaultCeiling
 	}
 	if step <= 0 {
 		step = engine.DefaultMaxPercent

@@ -67,125 +67,197 @@ func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(name
 	return out, nil
 }
 
-func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs PullRequests, git func(string, string) (GitValues, bool)) Result {
-	res := Result{Namespace: dep.Namespace, Name: dep.Name}
-	set := func(o Outcome, format string, args ...any) Result {
-		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
-		return res
+// seen is what a reconcile observes of one marked Deployment: all that
+// decideReconcile needs.
+type seen struct {
+	marker    Marker
+	markerErr error // the marker does not read
+	// live and liveVLLM are the live gpu-fraction and, when the marker
+	// holds a vLLM change, the flag in its container.
+	live, liveVLLM string
+	// pr is the marker's pull request; nil when the forge does not have
+	// it, or could not be asked (prErr).
+	pr    *scm.PullRequest
+	prErr error
+	// git are the base branch's values; gitOK false when it no longer
+	// holds the workload.
+	git          GitValues
+	gitOK        bool
+	revertClosed bool
+}
+
+// stepKind is what a reconcile does.
+type stepKind int
+
+const (
+	stepNothing stepKind = iota // Left, Pending or Failed: nothing is written
+	stepRelease                 // the marker goes, the fields go back
+	stepRevert                  // Git's values are set, then released
+)
+
+// step is decideReconcile's answer: what to do, the outcome it has, and
+// what the detail says.
+type step struct {
+	kind    stepKind
+	outcome Outcome // of stepNothing
+	// detail is the whole detail of stepNothing; of a release or revert,
+	// why it is made ("pull request … merged and Git holds the live
+	// values").
+	detail string
+	// fraction is the value a release keeps or a revert sets; vllm the
+	// flag a revert sets in the marker's container.
+	fraction, vllm string
+	fields         []string
+}
+
+// decideReconcile is the life of a live change after it is made, as a
+// function of what is seen: docs/live.md's table, every case of which
+// TestDecideReconcile holds. It reads nothing and writes nothing.
+func decideReconcile(s seen) step {
+	leave := func(format string, args ...any) step {
+		return step{outcome: Left, detail: fmt.Sprintf(format, args...)}
 	}
-	mk, _, err := markerOf(dep.Annotations)
-	if err != nil {
-		return set(Left, "%v: left for a person", err)
+	if s.markerErr != nil {
+		return leave("%v: left for a person", s.markerErr)
 	}
-	live := dep.Spec.Template.Annotations[kai.FractionAnnotation]
-	var liveV string
-	if mk.VLLM != nil {
-		liveV = liveVLLM(dep, mk.VLLM.Container)
-	}
-	// changed says how the live values differ from the ones the tool
-	// applied, "" when they are still the tool's.
-	var changed string
-	switch {
-	case live != mk.Fraction.New:
-		changed = fmt.Sprintf("the live gpu-fraction is %s, not the %s the tool applied: someone changed it since; the marker is left for a person", live, mk.Fraction.New)
-	case mk.VLLM != nil && liveV != mk.VLLM.New:
-		changed = fmt.Sprintf("container %s: the live --gpu-memory-utilization is %q, not the %s the tool applied: someone changed it since; the marker is left for a person",
-			mk.VLLM.Container, liveV, mk.VLLM.New)
-	}
-	found, err := prs.Find(ctx, mk.Branch)
-	if err != nil {
+	mk := s.marker
+	changed := changedSince(s)
+	if s.prErr != nil {
 		if changed != "" {
-			return set(Left, "%s", changed)
+			return leave("%s", changed)
 		}
-		return set(Failed, "the state of pull request %s: %v", mk.PullRequest, err)
+		return step{outcome: Failed, detail: fmt.Sprintf("the state of pull request %s: %v", mk.PullRequest, s.prErr)}
 	}
-	i := slices.IndexFunc(found, func(pr scm.PullRequest) bool { return pr.Number == mk.Number })
+	release := func(why string, fraction string) step {
+		return step{kind: stepRelease, detail: fmt.Sprintf("pull request %s %s", mk.PullRequest, why), fraction: fraction}
+	}
 	if changed != "" {
+		switch {
 		// A revert that died between setting Git's values and letting go
 		// of them leaves the marker on Git's old values: the release is
 		// what is left to do, else the marker would stay for ever.
-		g, ok := git(dep.Namespace, dep.Name)
-		if i >= 0 && found[i].State == scm.Closed && holdsGit(live, liveV, mk, g, ok) {
-			return a.finish(ctx, dep, mk, live, res, "the live values are Git's")
-		}
+		case s.pr != nil && s.pr.State == scm.Closed && holdsGit(s.live, s.liveVLLM, mk, s.git, s.gitOK):
+			return release("was closed unmerged and the live values are Git's", s.live)
 		// Merged, and GitOps synced a value Git raised since above the
 		// tool's: the live values are Git's, nothing to keep alive.
-		if i >= 0 && found[i].State == scm.Merged && ok && behind(g, mk) == "" &&
-			live == g.Fraction && (mk.VLLM == nil || liveV == g.VLLM[mk.VLLM.Container]) {
-			if a.o.DryRun {
-				return set(WouldRelease, "pull request %s merged and the live values are Git's, at least the tool's: would remove the marker and release the fields", mk.PullRequest)
-			}
-			to, err := a.release(ctx, dep, mk, live, liveArgs(dep, mk))
-			if err != nil {
-				return set(Failed, "%v", err)
-			}
-			return set(Released, "pull request %s merged and the live values are Git's, at least the tool's: marker removed, fields released to %s", mk.PullRequest, to)
+		case s.pr != nil && s.pr.State == scm.Merged && s.gitOK && behind(s.git, mk) == "" &&
+			s.live == s.git.Fraction && (mk.VLLM == nil || s.liveVLLM == s.git.VLLM[mk.VLLM.Container]):
+			return release("merged and the live values are Git's, at least the tool's", s.live)
 		}
-		return set(Left, "%s", changed)
+		return leave("%s", changed)
 	}
-	if i < 0 {
-		return set(Left, "pull request %s (#%d, branch %s) is not found: the live change is left", mk.PullRequest, mk.Number, mk.Branch)
+	if s.pr == nil {
+		return leave("pull request %s (#%d, branch %s) is not found: the live change is left", mk.PullRequest, mk.Number, mk.Branch)
 	}
-	switch found[i].State {
+	switch s.pr.State {
 	case scm.Open:
-		return set(Pending, "pull request %s is open", mk.PullRequest)
+		return step{outcome: Pending, detail: fmt.Sprintf("pull request %s is open", mk.PullRequest)}
 	case scm.Merged:
-		g, ok := git(dep.Namespace, dep.Name)
-		if !ok {
-			return set(Left, "pull request %s merged, but the base branch no longer holds the workload: the live change is left", mk.PullRequest)
+		if !s.gitOK {
+			return leave("pull request %s merged, but the base branch no longer holds the workload: the live change is left", mk.PullRequest)
 		}
 		// Merged: Git is the truth again, whatever it holds. When it holds
 		// less than the live values (the pull request was lowered before
 		// it merged), the fields go back all the same, at the live values:
 		// the GitOps controller then applies Git's, as for any other
 		// change merged through Git; the tool itself never lowers them.
-		why := "Git holds the live values"
-		if short := behind(g, mk); short != "" {
-			why = "Git holds " + short + "; the GitOps controller applies Git's values once the fields are released"
+		why := "merged and Git holds the live values"
+		if short := behind(s.git, mk); short != "" {
+			why = "merged and Git holds " + short + "; the GitOps controller applies Git's values once the fields are released"
 		}
-		if a.o.DryRun {
-			return set(WouldRelease, "pull request %s merged and %s: would remove the marker and release the fields", mk.PullRequest, why)
-		}
-		to, err := a.release(ctx, dep, mk, mk.Fraction.New, liveArgs(dep, mk))
-		if err != nil {
-			return set(Failed, "%v", err)
-		}
-		return set(Released, "pull request %s merged and %s: marker removed, fields released to %s", mk.PullRequest, why, to)
+		return release(why, mk.Fraction.New)
 	}
-	// Closed unmerged: a person declined the change.
-	if !a.o.RevertClosed {
-		return set(Left, "pull request %s was closed unmerged; the live change (gpu-fraction %s → %s) is left (`--live-revert-closed` reverts it)",
+	return decideClosed(s)
+}
+
+// changedSince says how the live values differ from the ones the tool
+// applied, "" when they are still the tool's.
+func changedSince(s seen) string {
+	mk := s.marker
+	switch {
+	case s.live != mk.Fraction.New:
+		return fmt.Sprintf("the live gpu-fraction is %s, not the %s the tool applied: someone changed it since; the marker is left for a person", s.live, mk.Fraction.New)
+	case mk.VLLM != nil && s.liveVLLM != mk.VLLM.New:
+		return fmt.Sprintf("container %s: the live --gpu-memory-utilization is %q, not the %s the tool applied: someone changed it since; the marker is left for a person",
+			mk.VLLM.Container, s.liveVLLM, mk.VLLM.New)
+	}
+	return ""
+}
+
+// decideClosed is decideReconcile for a pull request a person closed
+// unmerged, the live values still the tool's.
+func decideClosed(s seen) step {
+	mk := s.marker
+	leave := func(format string, args ...any) step {
+		return step{outcome: Left, detail: fmt.Sprintf(format, args...)}
+	}
+	if !s.revertClosed {
+		return leave("pull request %s was closed unmerged; the live change (gpu-fraction %s → %s) is left (`--live-revert-closed` reverts it)",
 			mk.PullRequest, mk.Fraction.Old, mk.Fraction.New)
 	}
 	// The revert goes to Git's values now, not the marker's old ones:
 	// another pull request may have raised them since, and a revert never
 	// goes below Git.
-	g, ok := git(dep.Namespace, dep.Name)
-	if !ok {
-		return set(Left, "pull request %s was closed unmerged, but the base branch no longer holds the workload: the live change is left", mk.PullRequest)
+	if !s.gitOK {
+		return leave("pull request %s was closed unmerged, but the base branch no longer holds the workload: the live change is left", mk.PullRequest)
 	}
-	if behind(g, mk) == "" {
-		return a.finish(ctx, dep, mk, live, res, "Git now holds at least the live values")
+	if behind(s.git, mk) == "" {
+		return step{kind: stepRelease, detail: fmt.Sprintf("pull request %s was closed unmerged and Git now holds at least the live values", mk.PullRequest), fraction: s.live}
 	}
-	if _, err := kai.ParseFraction(g.Fraction); err != nil {
-		return set(Left, "pull request %s was closed unmerged, but Git's gpu-fraction %q is not one to revert to: %v", mk.PullRequest, g.Fraction, err)
+	if _, err := kai.ParseFraction(s.git.Fraction); err != nil {
+		return leave("pull request %s was closed unmerged, but Git's gpu-fraction %q is not one to revert to: %v", mk.PullRequest, s.git.Fraction, err)
 	}
-	res.Fields = append(res.Fields, fmt.Sprintf("gpu-fraction %s → %s", mk.Fraction.New, g.Fraction))
-	var args []string
+	st := step{kind: stepRevert, detail: fmt.Sprintf("pull request %s was closed unmerged", mk.PullRequest), fraction: s.git.Fraction,
+		fields: []string{fmt.Sprintf("gpu-fraction %s → %s", mk.Fraction.New, s.git.Fraction)}}
 	if mk.VLLM != nil {
-		gv := g.VLLM[mk.VLLM.Container]
+		gv := s.git.VLLM[mk.VLLM.Container]
 		if _, err := strconv.ParseFloat(gv, 64); err != nil {
-			return set(Left, "pull request %s was closed unmerged, but Git's --gpu-memory-utilization in container %s is %q, not a value to revert to", mk.PullRequest, mk.VLLM.Container, gv)
+			return leave("pull request %s was closed unmerged, but Git's --gpu-memory-utilization in container %s is %q, not a value to revert to", mk.PullRequest, mk.VLLM.Container, gv)
 		}
-		args, _ = withFlag(containerArgs(dep, mk.VLLM.Container), gv)
-		res.Fields = append(res.Fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", mk.VLLM.Container, mk.VLLM.New, gv))
+		st.vllm = gv
+		st.fields = append(st.fields, fmt.Sprintf("container %s --gpu-memory-utilization %s → %s", mk.VLLM.Container, mk.VLLM.New, gv))
+	}
+	return st
+}
+
+// reconcile observes one marked Deployment, decides, and does what the
+// step says, in dry run only saying it.
+func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs PullRequests, git func(string, string) (GitValues, bool)) Result {
+	s := a.observe(ctx, dep, prs, git)
+	st := decideReconcile(s)
+	res := Result{Namespace: dep.Namespace, Name: dep.Name, Fields: st.fields}
+	set := func(o Outcome, format string, args ...any) Result {
+		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
+		return res
+	}
+	mk := s.marker
+	switch st.kind {
+	case stepNothing:
+		return set(st.outcome, "%s", st.detail)
+	case stepRelease:
+		if a.o.DryRun {
+			return set(WouldRelease, "%s: would remove the marker and release the fields", st.detail)
+		}
+		var args []string
+		if mk.VLLM != nil {
+			args = containerArgs(dep, mk.VLLM.Container)
+		}
+		to, err := a.release(ctx, dep, mk, st.fraction, args)
+		if err != nil {
+			return set(Failed, "%v", err)
+		}
+		return set(Released, "%s: marker removed, fields released to %s", st.detail, to)
 	}
 	if a.o.DryRun {
-		return set(WouldRevert, "pull request %s was closed unmerged: would revert to Git's values", mk.PullRequest)
+		return set(WouldRevert, "%s: would revert to Git's values", st.detail)
+	}
+	var args []string
+	if mk.VLLM != nil {
+		args, _ = withFlag(containerArgs(dep, mk.VLLM.Container), st.vllm)
 	}
 	// Our own manager sets Git's values first (no force: a field someone
 	// else took since is theirs), then lets go of them.
-	patch, err := applyPatch(dep, g.Fraction, mk.VLLM, args, &mk)
+	patch, err := applyPatch(dep, st.fraction, mk.VLLM, args, &mk)
 	reverted := dep
 	if err == nil {
 		reverted, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
@@ -197,10 +269,33 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 		}
 		return set(Failed, "%v", apiError("patch", "deployments", dep.Namespace, err))
 	}
-	if _, err := a.release(ctx, reverted, mk, g.Fraction, args); err != nil {
+	if _, err := a.release(ctx, reverted, mk, st.fraction, args); err != nil {
 		return set(Failed, "%v", err)
 	}
-	return set(Reverted, "pull request %s was closed unmerged: reverted to Git's values, marker removed", mk.PullRequest)
+	return set(Reverted, "%s: reverted to Git's values, marker removed", st.detail)
+}
+
+// observe reads what decideReconcile needs: the marker, the live values,
+// the pull request's state and Git's values.
+func (a *Applier) observe(ctx context.Context, dep *appsv1.Deployment, prs PullRequests, git func(string, string) (GitValues, bool)) seen {
+	s := seen{revertClosed: a.o.RevertClosed, live: dep.Spec.Template.Annotations[kai.FractionAnnotation]}
+	s.marker, _, s.markerErr = markerOf(dep.Annotations)
+	if s.markerErr != nil {
+		return s
+	}
+	if s.marker.VLLM != nil {
+		s.liveVLLM = liveVLLM(dep, s.marker.VLLM.Container)
+	}
+	found, err := prs.Find(ctx, s.marker.Branch)
+	if err != nil {
+		s.prErr = err
+		return s
+	}
+	if i := slices.IndexFunc(found, func(pr scm.PullRequest) bool { return pr.Number == s.marker.Number }); i >= 0 {
+		s.pr = &found[i]
+	}
+	s.git, s.gitOK = git(dep.Namespace, dep.Name)
+	return s
 }
 
 // holdsGit reports whether the live values are Git's: the marker's old
@@ -210,22 +305,6 @@ func holdsGit(live, liveV string, mk Marker, g GitValues, ok bool) bool {
 		return true
 	}
 	return ok && live == g.Fraction && (mk.VLLM == nil || liveV == g.VLLM[mk.VLLM.Container])
-}
-
-// finish releases the live values as they are, the marker's pull
-// request being closed: why says what makes them safe to let go of.
-func (a *Applier) finish(ctx context.Context, dep *appsv1.Deployment, mk Marker, fraction string, res Result, why string) Result {
-	if a.o.DryRun {
-		res.Outcome, res.Detail = WouldRelease, fmt.Sprintf("pull request %s was closed unmerged and %s: would remove the marker and release the fields", mk.PullRequest, why)
-		return res
-	}
-	to, err := a.release(ctx, dep, mk, fraction, liveArgs(dep, mk))
-	if err != nil {
-		res.Outcome, res.Detail = Failed, err.Error()
-		return res
-	}
-	res.Outcome, res.Detail = Released, fmt.Sprintf("pull request %s was closed unmerged and %s: marker removed, fields released to %s", mk.PullRequest, why, to)
-	return res
 }
 
 // behind says how Git falls short of the live values, "" when it holds
@@ -245,13 +324,6 @@ func behind(g GitValues, mk Marker) string {
 		}
 	}
 	return ""
-}
-
-func liveArgs(dep *appsv1.Deployment, mk Marker) []string {
-	if mk.VLLM == nil {
-		return nil
-	}
-	return containerArgs(dep, mk.VLLM.Container)
 }
 
 // release lets go of a live change. The fields go back first to the

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -54,8 +53,8 @@ func ParsePreset(s string) (Preset, error) {
 }
 
 func podMapping(metric, divisor string) usage.Mapping {
-	return usage.Mapping{Metric: metric, Divisor: divisor, NamespaceLabel: engine.DefaultNamespaceLabel,
-		PodLabel: engine.DefaultPodLabel, ContainerLabel: engine.DefaultContainerLabel}
+	return usage.Mapping{Metric: metric, Divisor: divisor, NamespaceLabel: usage.DefaultNamespaceLabel,
+		PodLabel: usage.DefaultPodLabel, ContainerLabel: usage.DefaultContainerLabel}
 }
 
 // Mappings returns where the preset's exporter stores each metric. The
@@ -77,8 +76,8 @@ func (p Preset) Mappings() map[usage.Metric]usage.Mapping {
 		}
 	}
 	return map[usage.Metric]usage.Mapping{
-		usage.Compute: podMapping(engine.DefaultComputeMetric, ""),
-		usage.Memory:  podMapping(engine.DefaultMemoryMetric, ""),
+		usage.Compute: podMapping(usage.DefaultComputeMetric, ""),
+		usage.Memory:  podMapping(usage.DefaultMemoryMetric, ""),
 	}
 }
 

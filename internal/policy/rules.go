@@ -10,8 +10,8 @@ import (
 
 // Defaults, from the Kubex guide where it gives one.
 const (
-	DefaultCeiling           = 1.0
-	DefaultFloor             = 0.05
+	DefaultCeiling           = engine.DefaultCeiling
+	DefaultFloor             = engine.DefaultFloor
 	DefaultQueue             = "kubex-unlimited-gpu-queue"
 	DefaultMinChangePercent  = 5
 	DefaultMinPodMetricsAge  = engine.DefaultMinPodMetricsAge
@@ -23,11 +23,11 @@ const (
 	DefaultMaxPercent        = engine.DefaultMaxPercent
 	DefaultScaleBackThresh   = 75
 	DefaultScaleBackWindow   = 10 * time.Minute
-	DefaultNamespaceLabel    = engine.DefaultNamespaceLabel
-	DefaultPodLabel          = engine.DefaultPodLabel
-	DefaultContainerLabel    = engine.DefaultContainerLabel
-	DefaultComputeMetric     = engine.DefaultComputeMetric
-	DefaultMemoryMetric      = engine.DefaultMemoryMetric
+	DefaultNamespaceLabel    = usage.DefaultNamespaceLabel
+	DefaultPodLabel          = usage.DefaultPodLabel
+	DefaultContainerLabel    = usage.DefaultContainerLabel
+	DefaultComputeMetric     = usage.DefaultComputeMetric
+	DefaultMemoryMetric      = usage.DefaultMemoryMetric
 	DefaultConsolidationUtil = 75
 )
 

@@ -201,7 +201,9 @@ type run struct {
 	report   *Report
 }
 
-// publish opens or updates the pull request of one change set.
+// publish opens or updates the pull request of one change set: it
+// prepares the change, observes the forge and the branch, decides with
+// decidePublish (which reads nothing), and acts, dry run in one place.
 func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 	res := Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, cs.Grouping, cs.Key)}
 	fail := func(err error) Result {
@@ -209,127 +211,191 @@ func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
 		r.o.Logger.Error("publish", "set", cs.Key, "branch", res.Branch, "err", err)
 		return res
 	}
-	applied, err := cs.Apply(ctx, r.g.Dir(), r.p.Inventory())
+	ch, err := r.prepare(ctx, cs)
 	if err != nil {
 		return fail(err)
 	}
-	if len(applied.Refused) > 0 {
-		return fail(fmt.Errorf("edit refused: %w", applied.Refused[0]))
-	}
-	if len(applied.Files) == 0 {
+	if len(ch.files) == 0 {
 		// Nothing differs from the base: never an empty pull request.
 		res.Outcome, res.Detail = Unchanged, "the base already holds the recommendation"
 		return res
 	}
-	var files []scm.File
-	for _, f := range applied.Files {
-		files = append(files, scm.File{Path: f.Path, Data: f.New})
-	}
-	mk := marker{Set: cs.Key, Fingerprint: fingerprint(cs, files), Recommended: recommended(cs), Current: current(cs)}
-	for _, f := range files {
-		mk.Files = append(mk.Files, f.Path)
-	}
-	t := title(cs)
-	b, err := body(cs, mk, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings})
+	s, err := r.observe(ctx, cs, res.Branch, ch.marker)
 	if err != nil {
 		return fail(err)
 	}
-
-	prs, err := r.f.Find(ctx, res.Branch)
-	if err != nil {
-		return fail(err)
+	act := decidePublish(s, r.o.DeclinePercent)
+	res.Outcome, res.Detail = act.outcome, act.detail
+	if act.pr != nil {
+		res.Number, res.URL = act.pr.Number, act.pr.URL
 	}
-	// The newest of the tool's pull requests for the branch decides: open
-	// is updated, closed unmerged is declined, merged is history.
-	var current, declined *scm.PullRequest
-	for i := range prs {
-		// Only the tool's pull requests for this very change set count.
-		if mk, ok := markerOf(prs[i].Body); !ok || mk.Set != cs.Key {
-			continue
-		}
-		switch mk, _ := markerOf(prs[i].Body); {
-		case prs[i].State == scm.Open:
-			current = &prs[i]
-		case prs[i].State == scm.Closed && !mk.Autoclosed:
-			declined = &prs[i]
-		}
-		break
-	}
-	if current != nil {
-		res.Number, res.URL = current.Number, current.URL
-		// The branch and the body each record what they hold: the branch
-		// in its commit's trailer, the body in its marker. A run killed
-		// between the push and the edit leaves them apart; the next one
-		// brings whichever is behind up to date.
-		head, err := r.head(ctx, res.Branch)
-		if err != nil {
-			return fail(err)
-		}
-		if head.who != "" {
-			res.Outcome = Kept
-			res.Detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", head.who)
-			return res
-		}
-		old, _ := markerOf(current.Body)
-		pushed, edited := head.fingerprint == mk.Fingerprint, old.Fingerprint == mk.Fingerprint && !old.Autoclosed
-		if pushed && edited {
-			res.Outcome = Unchanged
-			return res
-		}
-		if r.o.DryRun {
-			res.Outcome, res.Detail = Updated, "would update the branch or the pull request"
-			return res
-		}
-		if !pushed {
-			if err := r.push(ctx, cs, res.Branch, files, mk.Fingerprint); err != nil {
-				return fail(err)
-			}
-		}
-		if err := r.f.Update(ctx, current.Number, t, b); err != nil {
-			return fail(err)
-		}
-		res.Outcome = Updated
-		return res
-	}
-	if declined != nil {
-		old, _ := markerOf(declined.Body)
-		if !moved(old, mk, r.o.DeclinePercent) {
-			res.Outcome, res.Number, res.URL = Declined, declined.Number, declined.URL
-			res.Detail = fmt.Sprintf("#%d was closed unmerged; the recommendation has not moved by more than %d%% since", declined.Number, r.o.DeclinePercent)
-			return res
-		}
-	}
-	if (r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew) {
-		res.Outcome, res.Detail = Capped, fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
-		return res
-	}
-	if head, err := r.head(ctx, res.Branch); err != nil {
-		return fail(err)
-	} else if head.who != "" {
-		res.Outcome = Kept
-		res.Detail = fmt.Sprintf("the branch holds a commit by %s and no open pull request; delete the branch to let the tool start over", head.who)
+	if !act.push && !act.edit && !act.open {
 		return res
 	}
 	if r.o.DryRun {
-		// Counted like a real one, so that the caps say what a real run
-		// would do.
-		r.open++
-		r.opened++
-		res.Outcome, res.Detail = Opened, "would push the branch and open a pull request"
+		if act.open {
+			// Counted like a real one, so that the caps say what a real
+			// run would do.
+			r.open++
+			r.opened++
+			res.Detail = "would push the branch and open a pull request"
+		} else {
+			res.Detail = "would update the branch or the pull request"
+		}
 		return res
 	}
-	if err := r.push(ctx, cs, res.Branch, files, mk.Fingerprint); err != nil {
-		return fail(err)
+	if act.push {
+		if err := r.push(ctx, cs, res.Branch, ch.files, ch.marker.Fingerprint); err != nil {
+			return fail(err)
+		}
 	}
-	pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: res.Branch, Base: r.o.Base, Title: t, Body: b,
-		Labels: labels(cs, r.o.Labels), Reviewers: plan.Union(r.o.Reviewers, cs.Reviewers), Assignees: r.o.Assignees, Draft: r.o.Draft})
-	if err != nil {
-		return fail(err)
+	if act.edit {
+		if err := r.f.Update(ctx, act.pr.Number, ch.title, ch.body); err != nil {
+			return fail(err)
+		}
 	}
-	r.open++
-	r.opened++
-	res.Outcome, res.Number, res.URL = Opened, pr.Number, pr.URL
+	if act.open {
+		pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: res.Branch, Base: r.o.Base, Title: ch.title, Body: ch.body,
+			Labels: labels(cs, r.o.Labels), Reviewers: plan.Union(r.o.Reviewers, cs.Reviewers), Assignees: r.o.Assignees, Draft: r.o.Draft})
+		if err != nil {
+			return fail(err)
+		}
+		r.open++
+		r.opened++
+		res.Number, res.URL = pr.Number, pr.URL
+	}
 	return res
+}
+
+// change is one change set made ready to publish: its files, marker,
+// title and body.
+type change struct {
+	files       []scm.File
+	marker      marker
+	title, body string
+}
+
+// prepare applies a change set's edits to the base and renders what its
+// pull request says.
+func (r *run) prepare(ctx context.Context, cs plan.ChangeSet) (change, error) {
+	applied, err := cs.Apply(ctx, r.g.Dir(), r.p.Inventory())
+	if err != nil {
+		return change{}, err
+	}
+	if len(applied.Refused) > 0 {
+		return change{}, fmt.Errorf("edit refused: %w", applied.Refused[0])
+	}
+	var ch change
+	for _, f := range applied.Files {
+		ch.files = append(ch.files, scm.File{Path: f.Path, Data: f.New})
+	}
+	if len(ch.files) == 0 {
+		return ch, nil
+	}
+	ch.marker = marker{Set: cs.Key, Fingerprint: fingerprint(cs, ch.files), Recommended: recommended(cs), Current: current(cs)}
+	for _, f := range ch.files {
+		ch.marker.Files = append(ch.marker.Files, f.Path)
+	}
+	ch.title = title(cs)
+	ch.body, err = body(cs, ch.marker, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings})
+	return ch, err
+}
+
+// published is what publishing one change set observes: all that
+// decidePublish needs.
+type published struct {
+	// current is the tool's open pull request for the change set, and
+	// declined the newest one a person closed unmerged; nil when none.
+	current, declined *scm.PullRequest
+	// head is the branch's newest commit: a person's, or the tool's with
+	// the fingerprint it holds.
+	head branchHead
+	// want is the marker of the change as it is now.
+	want marker
+	// capped, when not "", says which cap opening one more would pass
+	// (--max-open, --max-new).
+	capped string
+}
+
+// observe reads the pull requests of the change set's branch and the
+// branch's head.
+func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, want marker) (published, error) {
+	s := published{want: want}
+	if (r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew) {
+		s.capped = fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
+	}
+	prs, err := r.f.Find(ctx, branch)
+	if err != nil {
+		return s, err
+	}
+	// The newest of the tool's pull requests for the branch decides: open
+	// is updated, closed unmerged is declined, merged is history.
+	for i := range prs {
+		// Only the tool's pull requests for this very change set count.
+		mk, ok := markerOf(prs[i].Body)
+		if !ok || mk.Set != cs.Key {
+			continue
+		}
+		switch {
+		case prs[i].State == scm.Open:
+			s.current = &prs[i]
+		case prs[i].State == scm.Closed && !mk.Autoclosed:
+			s.declined = &prs[i]
+		}
+		break
+	}
+	s.head, err = r.head(ctx, branch)
+	return s, err
+}
+
+// action is what decidePublish says to do with one change set.
+type action struct {
+	outcome Outcome
+	detail  string
+	// pr is the pull request the outcome is about.
+	pr *scm.PullRequest
+	// push the branch, edit the pull request's title and body, open one.
+	push, edit, open bool
+}
+
+// decidePublish is the pull-request lifecycle of one change set, as a
+// function of what is seen (README, "Pull requests"): every case of it is
+// a row of TestDecidePublish. It reads nothing and writes nothing.
+func decidePublish(s published, declinePercent int) action {
+	if s.current != nil {
+		a := action{pr: s.current}
+		// The branch and the body each record what they hold: the branch
+		// in its commit's trailer, the body in its marker. A run killed
+		// between the push and the edit leaves them apart; this one brings
+		// whichever is behind up to date.
+		if s.head.who != "" {
+			a.outcome = Kept
+			a.detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", s.head.who)
+			return a
+		}
+		old, _ := markerOf(s.current.Body)
+		pushed := s.head.fingerprint == s.want.Fingerprint
+		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed
+		if pushed && edited {
+			a.outcome = Unchanged
+			return a
+		}
+		a.outcome, a.push, a.edit = Updated, !pushed, true
+		return a
+	}
+	if s.declined != nil {
+		if old, _ := markerOf(s.declined.Body); !moved(old, s.want, declinePercent) {
+			return action{outcome: Declined, pr: s.declined,
+				detail: fmt.Sprintf("#%d was closed unmerged; the recommendation has not moved by more than %d%% since", s.declined.Number, declinePercent)}
+		}
+	}
+	if s.capped != "" {
+		return action{outcome: Capped, detail: s.capped}
+	}
+	if s.head.who != "" {
+		return action{outcome: Kept, detail: fmt.Sprintf("the branch holds a commit by %s and no open pull request; delete the branch to let the tool start over", s.head.who)}
+	}
+	return action{outcome: Opened, push: true, open: true}
 }
 
 // branchHead is what the publisher knows of a branch's newest commit.

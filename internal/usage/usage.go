@@ -28,6 +28,18 @@ type Sample struct {
 	V float64
 }
 
+// The series a policy reads when it names none: the Kubex exporter's
+// gauges, the guide's names, with the labels kube-state-metrics and the
+// exporters use. Sources (the metrics presets) map them to other
+// exporters' series; the decision math reads them as defaults.
+const (
+	DefaultComputeMetric  = "kubex_gpu_container_sm_utilization_percent"
+	DefaultMemoryMetric   = "kubex_gpu_container_memory_footprint_percent"
+	DefaultNamespaceLabel = "namespace"
+	DefaultPodLabel       = "pod"
+	DefaultContainerLabel = "container"
+)
+
 // MaxValue bounds a usable sample: values are percent of one GPU or of an
 // allocation, and a million percent (ten thousand GPUs) is no reading of
 // one pod. Past it, the arithmetic of a decision could overflow.

@@ -1,0 +1,81 @@
+package publish
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+// TestDecidePublish is the pull-request lifecycle of one change set, one
+// row per case of the README's table, with no forge: the fake-forge tests
+// prove the acting, this proves the deciding.
+func TestDecidePublish(t *testing.T) {
+	want := marker{Set: "inference/Deployment/chat", Fingerprint: "f2", Recommended: map[string]float64{"chat": 0.72}, Current: map[string]float64{"chat": 0.5}}
+	body := func(m marker) string {
+		b, err := withMarker("body", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	with := func(f func(*marker)) marker { m := want; f(&m); return m }
+	pr := func(n int, st scm.State, m marker) *scm.PullRequest {
+		return &scm.PullRequest{Number: n, State: st, Body: body(m)}
+	}
+	tests := []struct {
+		name string
+		seen published
+		want action
+		// detail is a part of the action's detail.
+		detail string
+	}{
+		{name: "nothing yet: open",
+			seen: published{want: want},
+			want: action{outcome: Opened, push: true, open: true}},
+		{name: "open, branch and body hold the change: unchanged",
+			seen: published{want: want, current: pr(4, scm.Open, want), head: branchHead{fingerprint: "f2"}},
+			want: action{outcome: Unchanged}},
+		{name: "open, the recommendation changed: branch pushed and body edited",
+			seen: published{want: want, current: pr(4, scm.Open, with(func(m *marker) { m.Fingerprint = "f1" })), head: branchHead{fingerprint: "f1"}},
+			want: action{outcome: Updated, push: true, edit: true}},
+		{name: "open, a run died between push and edit: only the body",
+			seen: published{want: want, current: pr(4, scm.Open, with(func(m *marker) { m.Fingerprint = "f1" })), head: branchHead{fingerprint: "f2"}},
+			want: action{outcome: Updated, edit: true}},
+		{name: "open, the body says the tool closed it once: edited again",
+			seen: published{want: want, current: pr(4, scm.Open, with(func(m *marker) { m.Autoclosed = true })), head: branchHead{fingerprint: "f2"}},
+			want: action{outcome: Updated, edit: true}},
+		{name: "open, a person pushed to the branch: kept",
+			seen: published{want: want, current: pr(4, scm.Open, want), head: branchHead{who: "Ana"}},
+			want: action{outcome: Kept}, detail: "Ana pushed to the branch, so the tool leaves it alone"},
+		{name: "declined, not moved: declined",
+			seen: published{want: want, declined: pr(3, scm.Closed, with(func(m *marker) { m.Recommended = map[string]float64{"chat": 0.7} }))},
+			want: action{outcome: Declined}, detail: "#3 was closed unmerged; the recommendation has not moved by more than 10% since"},
+		{name: "declined, moved by more than the threshold: opened again",
+			seen: published{want: want, declined: pr(3, scm.Closed, with(func(m *marker) { m.Recommended = map[string]float64{"chat": 0.6} }))},
+			want: action{outcome: Opened, push: true, open: true}},
+		{name: "declined, the direction turned: opened again",
+			seen: published{want: want, declined: pr(3, scm.Closed, with(func(m *marker) {
+				m.Recommended, m.Current = map[string]float64{"chat": 0.7}, map[string]float64{"chat": 0.8}
+			}))},
+			want: action{outcome: Opened, push: true, open: true}},
+		{name: "at a cap: capped",
+			seen: published{want: want, capped: "at the cap of open (3) or new (0) pull requests"},
+			want: action{outcome: Capped}, detail: "at the cap of open (3)"},
+		{name: "no pull request, a person's commit on the branch: kept",
+			seen: published{want: want, head: branchHead{who: "Ana"}},
+			want: action{outcome: Kept}, detail: "the branch holds a commit by Ana and no open pull request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decidePublish(tt.seen, 10)
+			if !strings.Contains(got.detail, tt.detail) {
+				t.Fatalf("detail %q, want it to hold %q", got.detail, tt.detail)
+			}
+			got.detail, got.pr = "", nil
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
