@@ -377,24 +377,34 @@ var errBodyTooLong = errors.New("answer too long")
 // limitedBody fails a body longer than left bytes, or one that finds the
 // shared budget spent, instead of reading it all into memory. The bytes
 // it took from the budget go back when it is closed: the client has then
-// read and decoded it.
+// read and decoded it. The client may close it while another goroutine
+// reads it (a cancelled request): the accounting is under mu, the read
+// itself is not, so that closing still ends a read that waits.
 type limitedBody struct {
 	rc     io.ReadCloser
-	left   int64
 	budget *bodyBudget
+
+	mu     sync.Mutex
+	left   int64
 	taken  int64
+	closed bool
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
+	b.mu.Lock()
+	left := b.left
+	b.mu.Unlock()
+	if left <= 0 {
 		return 0, fmt.Errorf("%w: more than %d MiB", errBodyTooLong, maxResponseBytes>>20)
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
+	if int64(len(p)) > left {
+		p = p[:left]
 	}
 	n, err := b.rc.Read(p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.left -= int64(n)
-	if n > 0 {
+	if n > 0 && !b.closed {
 		if !b.budget.take(int64(n)) {
 			return 0, fmt.Errorf("%w: the answers being read at once hold more than %d MiB", errBodyTooLong, maxInFlightBytes>>20)
 		}
@@ -404,8 +414,13 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error {
-	b.budget.give(b.taken)
-	b.taken = 0
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		b.budget.give(b.taken)
+		b.taken = 0
+	}
+	b.mu.Unlock()
 	return b.rc.Close()
 }
 
