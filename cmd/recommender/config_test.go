@@ -566,3 +566,18 @@ func FuzzSplitEnvList(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeConfig: a config file is the user's text. Decoding never
+// fails hard, and every error it gives names the file.
+func FuzzDecodeConfig(f *testing.F) {
+	f.Add([]byte(fullConfig))
+	f.Add([]byte("scm: local\nrepo: r\nmetrics: {file: m.om}\n"))
+	f.Add([]byte("prometheus:\n  url: &a http://p\n  headers: [*a, *a]\n"))
+	f.Add([]byte("- a\n- b\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := decodeConfig("recommender.yaml", b)
+		if err != nil && !strings.Contains(err.Error(), "recommender.yaml") {
+			t.Fatalf("an error that does not name the file: %v", err)
+		}
+	})
+}

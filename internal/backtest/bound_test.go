@@ -96,20 +96,15 @@ func TestCeilingAt(t *testing.T) {
 }
 
 // TestCeilingAtGenTD26 reproduces the bounds BENCHMARKS.md gives for
-// GenTD26 from 0.50 GPU ("Where it is not met, and why"), on the shared
-// trace: $RECOMMENDER_TRACES/usage.csv, ../shared/traces by default as for
-// `make backtest`. It is skipped where the trace is not. It also checks
-// the claims made there against docs/backtest: with pull requests,
-// `recommended` is exactly at the first-merge bound; with the live fast
-// path, under the second-run one.
+// GenTD26 from 0.50 GPU ("Where it is not met, and why"), on the trace
+// kept in testdata/gentd26 ($RECOMMENDER_TRACES/usage.csv instead when
+// set). It also checks the claims made there against docs/backtest: with
+// pull requests, `recommended` is exactly at the first-merge bound; with
+// the live fast path, under the second-run one.
 func TestCeilingAtGenTD26(t *testing.T) {
-	dir := os.Getenv("RECOMMENDER_TRACES")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "traces")
-	}
-	file := filepath.Join(dir, "usage.csv")
-	if _, err := os.Stat(file); err != nil {
-		t.Skipf("no GenTD26 trace (set RECOMMENDER_TRACES=dir): %v", err)
+	file := filepath.Join("testdata", "gentd26", "usage.csv.gz")
+	if dir := os.Getenv("RECOMMENDER_TRACES"); dir != "" {
+		file = filepath.Join(dir, "usage.csv")
 	}
 	traces, err := backtest.ReadCSVFile(file)
 	require.NoError(t, err)

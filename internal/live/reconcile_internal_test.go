@@ -171,3 +171,27 @@ func TestPlanLive(t *testing.T) {
 		}
 	})
 }
+
+// FuzzLiveMarker: the marker is read from a Deployment's annotation,
+// which anyone with patch rights can write. Reading never fails hard, and
+// a marker read is written and read again the same.
+func FuzzLiveMarker(f *testing.F) {
+	m := Marker{Fraction: Values{Old: "0.30", New: "0.45"}, Branch: "b", Number: 7, Owners: []string{"kustomize-controller"}}
+	s, _ := m.encode()
+	f.Add(s)
+	f.Add(`{"gpuFraction":{"new":"0.4"},"branch":"x","vllm":null}`)
+	f.Fuzz(func(t *testing.T, v string) {
+		got, ok, err := markerOf(map[string]string{MarkerAnnotation: v})
+		if !ok || err != nil {
+			return
+		}
+		enc, err := got.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _, err := markerOf(map[string]string{MarkerAnnotation: enc})
+		if err != nil || again.Fraction != got.Fraction || again.Branch != got.Branch || again.Number != got.Number {
+			t.Fatalf("read %+v, wrote and read %+v (%v)", got, again, err)
+		}
+	})
+}

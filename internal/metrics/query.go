@@ -128,7 +128,7 @@ func sum(parts [][]usage.Sample) []usage.Sample {
 		var v float64
 		for i, p := range parts {
 			if next[i] < len(p) && p[next[i]].T == t {
-				if x := p[next[i]]; x.Valid() {
+				if x := p[next[i]]; x.Finite() {
 					v += x.V
 				} else {
 					// A part a broken exporter sent (NaN, negative,
@@ -184,7 +184,7 @@ func ratio(n, d []usage.Sample) []usage.Sample {
 			continue
 		}
 		v := math.NaN()
-		if y := d[j]; x.Valid() && y.Valid() && y.V > 0 {
+		if y := d[j]; x.Finite() && y.Finite() && y.V > 0 {
 			v = 100 * x.V / y.V
 		}
 		out = append(out, usage.Sample{T: x.T, V: v})

@@ -14,16 +14,16 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 )
 
-// corpusDir is the shared corpus of real public manifests. It is not in the
-// repository; CI may not have it.
+// corpusDir is the corpus of real public manifests in testdata/corpus
+// (testdata/corpus/README.md), or $RECOMMENDER_CORPUS.
 func corpusDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("RECOMMENDER_CORPUS")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "corpus", "manifests")
+		dir = filepath.Join("testdata", "corpus", "manifests")
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		t.Skipf("corpus %s not available (set RECOMMENDER_CORPUS)", dir)
+		t.Fatalf("corpus %s: %v", dir, err)
 	}
 	return dir
 }

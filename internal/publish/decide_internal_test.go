@@ -79,3 +79,28 @@ func TestDecidePublish(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMarker: the marker and the trailer are read from text a forge and a
+// person control. Reading never fails hard, and a marker read is written
+// back and read again the same.
+func FuzzMarker(f *testing.F) {
+	seed, _ := withMarker("a body", marker{Set: "inference/Deployment/chat", Fingerprint: "f", Recommended: map[string]float64{"chat": 0.72}})
+	f.Add(seed)
+	f.Add("<!-- gpu-rightsizing-recommender {\"set\":\"--\"} -->")
+	f.Add("x\nGpu-Rightsizing-Fingerprint: abc\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		_ = trailer(body)
+		m, ok := markerOf(body)
+		if !ok {
+			return
+		}
+		again, err := withMarker(body, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, ok := markerOf(again)
+		if !ok || m2.Set != m.Set || m2.Fingerprint != m.Fingerprint || m2.Autoclosed != m.Autoclosed {
+			t.Fatalf("read %+v, wrote and read %+v", m, m2)
+		}
+	})
+}

@@ -49,7 +49,14 @@ const MaxValue = 1e6
 // negative values and values past MaxValue are what broken exporters
 // emit; they count as missing.
 func (s Sample) Valid() bool {
-	return !math.IsNaN(s.V) && s.V >= 0 && s.V <= MaxValue
+	return s.Finite() && s.V <= MaxValue
+}
+
+// Finite reports whether the sample is a reading at all, in any unit: not
+// NaN, infinite or negative. Sources check raw series (bytes, ratios)
+// with it before they turn them into the percent Valid bounds.
+func (s Sample) Finite() bool {
+	return !math.IsNaN(s.V) && !math.IsInf(s.V, 0) && s.V >= 0
 }
 
 // Ref identifies a workload.
