@@ -174,7 +174,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	for _, e := range set.Errors {
-		if rp, ok := readerProblem(e, files); ok {
+		if rp := (checkout.Problem{}); errors.As(e, &rp) {
 			// Located at the file, like every other problem.
 			p.Problems = append(p.Problems, Problem{File: rp.Path,
 				Message: fmt.Sprintf("%v (every workload a policy in it could govern is left alone)", rp.Err)})
@@ -190,7 +190,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	for _, pr := range inv.Problems {
-		if reported(pr, files, set) {
+		if reported(pr, set) {
 			continue
 		}
 		p.problem(pr)
@@ -461,26 +461,14 @@ func (p *Plan) sortProblems() {
 // reported says whether a discovery problem is a file the reader could
 // not read that policy loading already reported, with what it means for
 // governance: once is enough.
-func reported(pr patcher.Problem, files *checkout.Files, set *policy.Set) bool {
+func reported(pr patcher.Problem, set *policy.Set) bool {
 	for _, e := range set.Errors {
-		if rp, ok := readerProblem(e, files); ok && rp.Path == pr.File && errors.Is(pr.Err, rp.Err) {
+		var rp checkout.Problem
+		if errors.As(e, &rp) && rp.Path == pr.File && errors.Is(pr.Err, rp.Err) {
 			return true
 		}
 	}
 	return false
-}
-
-// readerProblem finds the file the reader refused that a policy error is
-// about, if it is about one.
-func readerProblem(err error, files *checkout.Files) (checkout.Problem, bool) {
-	for _, rp := range files.Problems {
-		// The error may be a sentinel many files share: the path tells
-		// which file this one is about.
-		if errors.Is(err, rp.Err) && strings.HasPrefix(err.Error(), rp.Path+": ") {
-			return rp, true
-		}
-	}
-	return checkout.Problem{}, false
 }
 
 // withNamespaces returns the inventory with the default namespace filled

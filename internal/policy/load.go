@@ -125,7 +125,7 @@ func mentionsGroup(data []byte) bool {
 func (l *loader) unreadable(name string, err error) {
 	// It may hold policies nobody can read: assume the worst about what
 	// they govern, as for a file that does not parse.
-	err = fmt.Errorf("%s: %w (every workload a policy in it could govern is left alone)", name, err)
+	err = fmt.Errorf("%w (every workload a policy in it could govern is left alone)", checkout.Problem{Path: name, Err: err})
 	l.set.Errors = append(l.set.Errors, err)
 	l.set.Broken = append(l.set.Broken, &Broken{Meta: Meta{File: name}, Err: err})
 }
