@@ -1,6 +1,7 @@
 package patcher
 
 import (
+	"slices"
 	"context"
 	"fmt"
 	"runtime"
@@ -40,18 +41,20 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	all := make(map[string][]byte, len(files.Files))
 	type found struct {
 		ws    []Workload
+		uns   []Unsupported
 		probs []Problem
 	}
 	out := make([]found, len(files.Files))
 	if err := eachFile(ctx, len(files.Files), func(i int) {
 		f := files.Files[i]
-		out[i].ws, out[i].probs = discoverFile(f.Path, f.Data)
+		out[i].ws, out[i].uns, out[i].probs = discoverFile(f.Path, f.Data)
 	}); err != nil {
 		return nil, err
 	}
 	for i, f := range files.Files {
 		all[f.Path] = f.Data
 		inv.Workloads = append(inv.Workloads, out[i].ws...)
+		inv.Unsupported = append(inv.Unsupported, out[i].uns...)
 		inv.Problems = append(inv.Problems, out[i].probs...)
 	}
 	inv.addKustomize(indexKustomize(all, files.ReadFile))
@@ -107,13 +110,14 @@ func eachFile(ctx context.Context, n int, fn func(i int)) error {
 }
 
 // discoverFile returns the workloads of one file, in document order.
-func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
+func discoverFile(rel string, b []byte) ([]Workload, []Unsupported, []Problem) {
 	s, err := parseStream(b)
 	if err != nil {
-		return nil, []Problem{{File: rel, Line: errLine(err), Err: err}}
+		return nil, nil, []Problem{{File: rel, Line: errLine(err), Err: err}}
 	}
 	var ws []Workload
 	var probs []Problem
+	uns := unsupportedIn(s, rel, true)
 	for _, doc := range s.docs {
 		if len(doc.Content) == 0 {
 			continue
@@ -134,7 +138,7 @@ func discoverFile(rel string, b []byte) ([]Workload, []Problem) {
 		w.File, w.Line = rel, doc.Line
 		ws = append(ws, w)
 	}
-	return ws, probs
+	return ws, uns, probs
 }
 
 // addKustomize puts the workloads the overlays build in place of those
@@ -153,6 +157,7 @@ func (inv *Inventory) addKustomize(ix *kustIndex) {
 		}
 	}
 	inv.Workloads = ws
+	inv.Unsupported = slices.DeleteFunc(inv.Unsupported, func(u Unsupported) bool { return ix.used[u.File] })
 	for _, k := range ix.kusts {
 		if k.err != nil {
 			inv.Problems = append(inv.Problems, Problem{File: k.file, Err: k.err})
@@ -163,6 +168,9 @@ func (inv *Inventory) addKustomize(ix *kustIndex) {
 		}
 		for _, o := range k.objs {
 			inv.Workloads = append(inv.Workloads, o.w)
+		}
+		if s, err := parseStream(k.out); err == nil {
+			inv.Unsupported = append(inv.Unsupported, unsupportedIn(s, k.file, false)...)
 		}
 	}
 	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })

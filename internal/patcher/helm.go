@@ -807,6 +807,7 @@ func (inv *Inventory) addHelm(hx *helmIndex) {
 	if len(hx.kusts) > 0 {
 		inv.Problems = slices.DeleteFunc(inv.Problems, func(p Problem) bool { return hx.kusts[p.File] && errors.Is(p.Err, ErrKustomize) })
 		inv.Workloads = slices.DeleteFunc(inv.Workloads, func(w Workload) bool { return hx.kusts[w.File] })
+		inv.Unsupported = slices.DeleteFunc(inv.Unsupported, func(u Unsupported) bool { return hx.kusts[u.File] })
 	}
 	inv.Problems = append(inv.Problems, hx.problems...)
 	for _, r := range hx.releases {
@@ -821,6 +822,17 @@ func (inv *Inventory) addHelm(hx *helmIndex) {
 	for _, r := range hx.releases {
 		for _, o := range r.objs {
 			inv.Workloads = append(inv.Workloads, o.w)
+		}
+		if r.err != nil {
+			continue
+		}
+		if s, err := parseStream(r.out); err == nil {
+			for _, u := range unsupportedIn(s, r.file, false) {
+				if u.Ref.Namespace == "" {
+					u.Ref.Namespace = r.namespace
+				}
+				inv.Unsupported = append(inv.Unsupported, u)
+			}
 		}
 	}
 	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })

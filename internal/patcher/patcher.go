@@ -88,6 +88,9 @@ type Inventory struct {
 	// Problems are files that could not be read or parsed, and documents
 	// that could not be understood. They are not fatal.
 	Problems []Problem
+	// Unsupported are the objects that ask for GPUs, or own pods, in a
+	// kind the tool does not size: reported, never passed over.
+	Unsupported []Unsupported
 
 	// kust holds the kustomizations and their builds, when the files
 	// have any: a Workload whose File is a kustomization is edited

@@ -207,6 +207,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 	for _, w := range p.inv.Workloads {
 		definitions[w.Ref] = append(definitions[w.Ref], w.Where())
 	}
+	p.unsupported(set, cmp.Or(opts.DefaultNamespace, "default"))
 	groups := map[string]int{}
 	for _, w := range p.inv.Workloads {
 		g := set.Govern(policy.Target{Ref: w.Ref, Labels: w.Labels})
@@ -469,6 +470,30 @@ func reported(pr patcher.Problem, set *policy.Set) bool {
 		}
 	}
 	return false
+}
+
+// unsupported gives a row to every object the tool does not size that
+// asks for GPUs, or that a policy selects: never a silent drop.
+func (p *Plan) unsupported(set *policy.Set, ns string) {
+	for _, u := range p.inv.Unsupported {
+		u.Ref.Namespace = cmp.Or(u.Ref.Namespace, ns)
+		g := set.Govern(policy.Target{Ref: u.Ref, Labels: u.Labels})
+		if !u.GPU && g.Skip != "" {
+			continue
+		}
+		var about []string
+		if u.GPU {
+			about = append(about, "it asks for GPUs")
+		}
+		if g.Skip == "" {
+			about = append(about, "a policy selects it")
+		}
+		why := fmt.Sprintf("kind %s (%s) is not sized, only Deployment is; %s", u.Ref.Kind, u.APIVersion, strings.Join(about, ", and "))
+		p.work = append(p.work, pending{
+			w: patcher.Workload{Ref: u.Ref, File: u.File, Line: u.Line, Labels: u.Labels},
+			g: policy.Governance{Skip: engine.CauseUnsupported, Why: why, Policies: g.Policies},
+		})
+	}
 }
 
 // withNamespaces returns the inventory with the default namespace filled

@@ -74,7 +74,7 @@ var fieldNotes = map[string]fieldNote{
 	"spec.scope.labelSelector.matchExpressions[].key":      {required, "The label's name."},
 	"spec.scope.labelSelector.matchExpressions[].operator": {required, "In, NotIn, Exists or DoesNotExist."},
 	"spec.scope.labelSelector.matchExpressions[].values":   {"none (needed by In and NotIn)", "The label's values."},
-	"spec.scope.workloadTypes":                             {required, "The kinds governed: Deployment, StatefulSet, DaemonSet, Job, CronJob, Rollout, LeaderWorkerSet, Model."},
+	"spec.scope.workloadTypes":                             {required, "The kinds selected. Deployment is the one sized today; StatefulSet, DaemonSet, Job, CronJob, Rollout, LeaderWorkerSet and Model load, and what they select appears in the plan with cause `unsupported` (as does any object of another kind that asks for GPUs)."},
 	"spec.scope.containers":                                {"every container", ""},
 	"spec.automationStrategyRef":                           {required, "The strategy that makes this policy's changes."},
 	"spec.automationStrategyRef.name":                      {required, "The strategy's name (a namespaced policy finds one in its namespace first)."},

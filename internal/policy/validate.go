@@ -12,7 +12,8 @@ import (
 
 // workloadTypes are the workloadTypes a scope may name. Only Deployment is
 // discovered and edited today; the others are accepted so that a policy
-// written for them loads, and govern nothing yet.
+// written for them loads, and what they select is a plan row with cause
+// unsupported, never nothing.
 var workloadTypes = []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout", "LeaderWorkerSet", "Model"}
 
 // validator checks ranges and cross-field rules after decoding, reporting

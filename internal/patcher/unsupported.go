@@ -1,0 +1,94 @@
+package patcher
+
+import (
+	"slices"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Unsupported is an object of the repository that the tool does not size
+// but must not pass over in silence: one that asks for GPUs, or that owns
+// pods (a StatefulSet, a Rollout, …) where a policy may select it. The
+// plan gives it a row with cause unsupported, never nothing.
+type Unsupported struct {
+	// Ref names it; Kind is its kind.
+	Ref        usage.Ref
+	APIVersion string
+	Labels     map[string]string
+	File       string
+	Line       int
+	// GPU says it asks for GPUs: nvidia.com/gpu, a gpu-fraction or
+	// gpu-memory annotation, or KAI's scheduler.
+	GPU bool
+}
+
+// PodOwnerKinds are the kinds that run pods from a template, which a
+// policy's workloadTypes may name; of them, only Deployment is sized.
+var podOwnerKinds = []string{"StatefulSet", "DaemonSet", "Job", "CronJob", "ReplicaSet", "Pod",
+	"Rollout", "LeaderWorkerSet", "InferenceService", "DynamoGraphDeployment"}
+
+// unsupportedObject reads root as an Unsupported, ok false when it is
+// neither a pod owner nor asks for GPUs, or when it is a kind the tool
+// reads (those are workloads).
+func unsupportedObject(root *yaml.Node) (Unsupported, bool) {
+	if root == nil || root.Kind != yaml.MappingNode {
+		return Unsupported{}, false
+	}
+	kind, apiVersion := str(root, "kind"), str(root, "apiVersion")
+	if kind == "" || apiVersion == "" {
+		return Unsupported{}, false
+	}
+	if spec, ok := kindSpecFor(kind); ok && spec.accepts(apiVersion) {
+		return Unsupported{}, false
+	}
+	md := lookup(root, "metadata")
+	u := Unsupported{Ref: usage.Ref{Kind: kind, Namespace: str(md, "namespace"), Name: str(md, "name")}, APIVersion: apiVersion,
+		Labels: stringMap(lookup(md, "labels")), GPU: asksForGPU(root)}
+	if u.Ref.Name == "" || !u.GPU && !slices.Contains(podOwnerKinds, kind) {
+		return Unsupported{}, false
+	}
+	return u, true
+}
+
+// asksForGPU reports whether anything in n asks for GPUs the way a pod
+// does: a nvidia.com/gpu resource, KAI's gpu-fraction or gpu-memory
+// annotation, or KAI's scheduler.
+func asksForGPU(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, n.Content[i+1]
+			switch {
+			case k == "nvidia.com/gpu" || k == kai.FractionAnnotation || k == "gpu-memory":
+				return true
+			case k == "schedulerName" && v.Kind == yaml.ScalarNode && v.Value == "kai-scheduler":
+				return true
+			}
+		}
+	}
+	return slices.ContainsFunc(n.Content, asksForGPU)
+}
+
+// unsupportedIn reads the Unsupported objects of a parsed stream, each
+// placed at file (and the document's line, when line is set).
+func unsupportedIn(s *stream, file string, line bool) []Unsupported {
+	var out []Unsupported
+	for _, doc := range s.docs {
+		if len(doc.Content) == 0 {
+			continue
+		}
+		if u, ok := unsupportedObject(doc.Content[0]); ok {
+			u.File = file
+			if line {
+				u.Line = doc.Line
+			}
+			out = append(out, u)
+		}
+	}
+	return out
+}

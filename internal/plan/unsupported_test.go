@@ -1,0 +1,94 @@
+package plan_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+)
+
+// TestNoSilentDrop: every object that asks for GPUs, or that a policy
+// selects, has a row in the plan: decided when it is a Deployment, with
+// cause unsupported, naming its kind, when it is not. A StatefulSet that
+// a policy's workloadTypes names, with no GPU request, has one too; a
+// ConfigMap has none.
+func TestNoSilentDrop(t *testing.T) {
+	dir := quickstartCopy(t, map[string][2]string{
+		// The reactive policy names StatefulSet too.
+		"policies/kai-gpu-sharing.yaml": {"    workloadTypes:\n      - Deployment\n  # A pod's first", "    workloadTypes:\n      - Deployment\n      - StatefulSet\n  # A pod's first"},
+	})
+	gpuTemplate := func(kind, apiVersion, name, path string) string {
+		return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: %s, namespace: inference}\n%s", apiVersion, kind, name, path)
+	}
+	pod := "template:\n  metadata: {annotations: {gpu-fraction: \"0.3\"}}\n  spec: {schedulerName: kai-scheduler, containers: [{name: c, image: i}]}\n"
+	indent := func(s, by string) string {
+		out := ""
+		for _, l := range splitLines(s) {
+			out += by + l + "\n"
+		}
+		return out
+	}
+	objects := map[string]string{
+		"StatefulSet":           gpuTemplate("StatefulSet", "apps/v1", "sts", "spec:\n"+indent(pod, "  ")),
+		"DaemonSet":             gpuTemplate("DaemonSet", "apps/v1", "ds", "spec:\n"+indent(pod, "  ")),
+		"Rollout":               gpuTemplate("Rollout", "argoproj.io/v1alpha1", "ro", "spec:\n"+indent(pod, "  ")),
+		"LeaderWorkerSet":       gpuTemplate("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", "lws", "spec:\n  leaderWorkerTemplate:\n    workerTemplate:\n      spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"),
+		"InferenceService":      gpuTemplate("InferenceService", "serving.kserve.io/v1beta1", "isvc", "spec:\n  predictor:\n    model: {resources: {limits: {nvidia.com/gpu: 1}}}\n"),
+		"DynamoGraphDeployment": gpuTemplate("DynamoGraphDeployment", "nvidia.com/v1alpha1", "dgd", "spec:\n  services:\n    worker: {resources: {limits: {gpu: \"1\"}}, extraPodSpec: {schedulerName: kai-scheduler}}\n"),
+		"AnUnknownGPUKind":      gpuTemplate("Trainer", "example.com/v1", "odd", "spec:\n  resources: {limits: {nvidia.com/gpu: 2}}\n"),
+	}
+	for kind, doc := range objects {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "apps", kind+".yaml"), []byte(doc), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "apps", "selected.yaml"), []byte(
+		"apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: selected\n  namespace: inference\n  labels: {nvidia.com/gpu.present: \"true\"}\nspec:\n  template:\n    spec: {containers: [{name: c, image: i}]}\n"+
+			"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: inference}\ndata: {gpu: none}\n"), 0o644))
+
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	rows := map[string]plan.Decision{}
+	for _, d := range p.Decisions {
+		rows[d.Workload.Ref.Kind+"/"+d.Workload.Ref.Name] = d
+	}
+	for kind, name := range map[string]string{"StatefulSet": "sts", "DaemonSet": "ds", "Rollout": "ro", "LeaderWorkerSet": "lws",
+		"InferenceService": "isvc", "DynamoGraphDeployment": "dgd", "Trainer": "odd", "StatefulSet ": "selected"} {
+		d, ok := rows[trim(kind)+"/"+name]
+		require.True(t, ok, "no row for %s %s", kind, name)
+		require.Equal(t, engine.Skipped, d.Action)
+		require.Equal(t, engine.CauseUnsupported, d.Cause)
+		require.Contains(t, d.Reason(), "kind "+trim(kind)+" (")
+	}
+	require.Contains(t, rows["StatefulSet/selected"].Reason(), "a policy selects it")
+	require.Contains(t, rows["StatefulSet/sts"].Reason(), "it asks for GPUs")
+	require.NotContains(t, rows, "ConfigMap/settings")
+	require.Equal(t, engine.Upsize, rows["Deployment/chat"].Action, "Deployments are decided as before")
+}
+
+func trim(s string) string {
+	for len(s) > 0 && s[len(s)-1] == ' ' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}
