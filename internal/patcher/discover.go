@@ -1,10 +1,10 @@
 package patcher
 
 import (
-	"slices"
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
