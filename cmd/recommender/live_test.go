@@ -13,12 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/live"
-	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
-	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // liveQuickstart is a git copy of the quickstart whose strategy lets
@@ -162,29 +159,3 @@ func TestLiveFlagsNamespaces(t *testing.T) {
 	require.NoError(t, (&liveFlags{Enabled: true, Namespaces: []string{"inference", "staging"}}).check())
 }
 
-// TestLiveBounds: the live path checks the tightest maxPercent, as the
-// engine's step limit does, and an unset ceiling or maxPercent is the
-// default, never no bound.
-func TestLiveBounds(t *testing.T) {
-	up := func(p int) *engine.MetricRules {
-		return &engine.MetricRules{Upsize: &engine.UpsizeRules{MaxPercent: p}}
-	}
-	tests := []struct {
-		name    string
-		rules   engine.Rules
-		ceiling float64
-		percent int
-	}{
-		{"tightest of the metrics", engine.Rules{Strategy: &engine.StrategyRules{Ceiling: 0.8},
-			Reactive: &engine.ReactiveRules{Metrics: map[usage.Metric]*engine.MetricRules{"memory": up(300), "compute": up(150), "other": {}}}}, 0.8, 150},
-		{"no strategy, no reactive rules: defaults", engine.Rules{}, policy.DefaultCeiling, engine.DefaultMaxPercent},
-		{"unset ceiling", engine.Rules{Strategy: &engine.StrategyRules{}}, policy.DefaultCeiling, engine.DefaultMaxPercent},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, p := liveBounds(tt.rules)
-			require.Equal(t, tt.ceiling, c)
-			require.Equal(t, tt.percent, p)
-		})
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"io"
 	"log/slog"
 	"os"
@@ -171,9 +172,9 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	// logs; p and rep fill it in as far as the run got.
 	var p *plan.Plan
 	var rep *publish.Report
-	var lr *liveRun
+	var lr *fastpath.Stage
 	start := time.Now()
-	defer func() { logSummary(opts.Logger, p, rep, lr.summary(), opts.DryRun, time.Since(start), err) }()
+	defer func() { logSummary(opts.Logger, p, rep, lr.Summary(), opts.DryRun, time.Since(start), err) }()
 	forge, url, auth, err := opts.forge(ctx)
 	if err != nil {
 		return err
@@ -210,7 +211,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
-		Conventional: conventionalRE.MatchString(g.Message()), Source: source, Warnings: lr.publishWarnings(),
+		Conventional: conventionalRE.MatchString(g.Message()), Source: source, Warnings: lr.Warnings(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()
@@ -220,7 +221,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err := writeReport(opts.IO.Out, rep); err != nil {
 		return err
 	}
-	liveFailed, err := lr.finish(ctx, forge, rep, plan.Grouping(opts.GroupBy), opts.IO.Out)
+	liveFailed, err := lr.Finish(ctx, forge, rep, plan.Grouping(opts.GroupBy), opts.IO.Out)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,8 @@ var allowed = map[string][]string{
 	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
-	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/kai", "internal/live", "internal/metrics",
+	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
+	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
 		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
 }
 

@@ -1,0 +1,288 @@
+// Package fastpath is the live stage of a run (DESIGN §2 and §7,
+// docs/live.md): which urgent upsizes of a plan go live, with which
+// bounds and pull request, after publishing; the reconcile of earlier
+// live changes against Git's values; and what a run prints of it. The
+// cluster work is package live's; this package joins it to the plan and
+// the published pull requests, so that the command only wires.
+package fastpath
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/live"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/publish"
+)
+
+// Options are a run's settings of the live stage.
+type Options struct {
+	// Namespaces are the only namespaces changed live (checked by
+	// live.CheckNamespaces).
+	Namespaces   []string
+	MaxChanges   int
+	Force        bool
+	RevertClosed bool
+	// Kubeconfig is the cluster's kubeconfig file; "" is the pod's
+	// service account.
+	Kubeconfig string
+	DryRun     bool
+	Now        func() time.Time
+}
+
+// Stage is one run's live fast path: nil when live mode is off, and then
+// every method does nothing.
+type Stage struct {
+	o       Options
+	client  *live.Client
+	applier *live.Applier
+	p       *plan.Plan
+	// warnings are by workload ref, for the pull requests and the output.
+	warnings map[string][]string
+	// targets are the urgent upsizes the policies let go live.
+	targets []target
+	// results are what Finish did, for the run's summary line.
+	results []live.Result
+}
+
+type target struct {
+	d plan.Decision
+	t live.Target
+}
+
+// Prepare connects to the cluster and reads, for every upsize of the
+// plan, its KAI queue, before anything is published, so that a warning
+// reaches the pull request's body.
+func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
+	cfg, err := live.RESTConfig(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := live.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lr := &Stage{o: o, client: c, p: p, warnings: map[string][]string{},
+		applier: live.NewApplier(c, live.Options{Namespaces: o.Namespaces, MaxChanges: o.MaxChanges, Force: o.Force,
+			RevertClosed: o.RevertClosed, DryRun: o.DryRun, Now: o.Now})}
+	for _, d := range p.Decisions {
+		if d.Action != engine.Upsize || d.Workload.Ref.Kind != "Deployment" || !slices.Contains(o.Namespaces, d.Workload.Ref.Namespace) {
+			continue
+		}
+		ref := d.Workload.Ref.String()
+		if d.Recommended.Form == engine.Fraction {
+			q, err := c.CheckQueue(ctx, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Recommended.GPUs, o.Namespaces)
+			if err != nil {
+				lr.warnings[ref] = append(lr.warnings[ref], err.Error())
+			} else if w := q.Warning(); w != "" {
+				lr.warnings[ref] = append(lr.warnings[ref], w)
+			}
+		}
+		if d.Urgent && d.Rules.Strategy != nil && d.Rules.Strategy.LiveUpsize {
+			lr.targets = append(lr.targets, target{d: d, t: targetOf(d)})
+		}
+	}
+	return lr, nil
+}
+
+// Warnings are the warnings for the pull requests' bodies, by workload.
+func (lr *Stage) Warnings() map[string][]string {
+	if lr == nil {
+		return nil
+	}
+	return lr.warnings
+}
+
+// targetOf is the live change of an urgent upsize: Git's values and the
+// recommended ones, with the rules' bounds.
+func targetOf(d plan.Decision) live.Target {
+	ref := d.Workload.Ref
+	t := live.Target{Namespace: ref.Namespace, Name: ref.Name, Kind: ref.Kind, Reason: d.Reason()}
+	if d.Current.Form == engine.Fraction {
+		t.Fraction.Old = d.Workload.GPU.FractionText
+	}
+	if d.Recommended.Form == engine.Fraction {
+		t.Fraction.New = kai.FormatFraction(d.Recommended.GPUs)
+	}
+	t.Ceiling, t.MaxPercent = Bounds(d.Rules)
+
+	if v, ok := plan.VLLMUtilization(d); ok {
+		for _, c := range d.Workload.Containers {
+			if c.Name == d.Workload.GPU.Container && c.GPUMemoryUtilization != v {
+				t.VLLM = &live.VLLMValues{Container: c.Name, Values: live.Values{Old: c.GPUMemoryUtilization, New: v}}
+			}
+		}
+	}
+	return t
+}
+
+// Bounds are the bounds the live path checks again, as the engine
+// applied them: the strategy's ceiling (the policy default when unset),
+// and the step limit, the tightest maxPercent of the reactive metrics that
+// have one (the engine's default when none does). The largest would let
+// a live change past the rule that limits the step.
+func Bounds(r engine.Rules) (ceiling float64, maxPercent int) {
+	ceiling = engine.DefaultCeiling
+	if r.Strategy != nil && r.Strategy.Ceiling > 0 {
+		ceiling = r.Strategy.Ceiling
+	}
+	if r.Reactive != nil {
+		for _, m := range r.Reactive.Metrics {
+			if m.Upsize != nil && m.Upsize.MaxPercent > 0 && (maxPercent == 0 || m.Upsize.MaxPercent < maxPercent) {
+				maxPercent = m.Upsize.MaxPercent
+			}
+		}
+	}
+	if maxPercent == 0 {
+		maxPercent = engine.DefaultMaxPercent
+	}
+	return ceiling, maxPercent
+}
+
+// Finish runs after publishing: first the reconcile of earlier live
+// changes, then the new ones, each carried by the pull request just
+// opened or updated for it. A change set whose pull request is not open
+// (failed, capped, declined) makes no live change: every live change has
+// a pull request that brings Git to it. It prints what it did, and
+// reports whether anything failed.
+func (lr *Stage) Finish(ctx context.Context, forge live.PullRequests, rep *publish.Report, grouping plan.Grouping, w io.Writer) (failed bool, err error) {
+	if lr == nil {
+		return false, nil
+	}
+	git := map[string]live.GitValues{}
+	for _, d := range lr.p.Decisions {
+		g := live.GitValues{Fraction: d.Workload.GPU.FractionText, VLLM: map[string]string{}}
+		for _, c := range d.Workload.Containers {
+			g.VLLM[c.Name] = c.GPUMemoryUtilization
+		}
+		git[d.Workload.Ref.Namespace+"/"+d.Workload.Ref.Name] = g
+	}
+	results, err := lr.applier.Reconcile(ctx, forge, func(ns, name string) (live.GitValues, bool) {
+		g, ok := git[ns+"/"+name]
+		return g, ok
+	})
+	if err != nil {
+		return false, err
+	}
+	sets, err := lr.p.ChangeSets(grouping)
+	if err != nil {
+		return false, err
+	}
+	setOf := map[string]string{}
+	for _, cs := range sets {
+		for _, d := range cs.Decisions {
+			setOf[d.Workload.Ref.String()] = cs.Key
+		}
+	}
+	for _, tg := range lr.targets {
+		t := tg.t
+		ref := tg.d.Workload.Ref.String()
+		i := slices.IndexFunc(rep.Results, func(r publish.Result) bool { return r.Key == setOf[ref] })
+		var pr publish.Result
+		if i >= 0 {
+			pr = rep.Results[i]
+		}
+		switch {
+		case pr.Number > 0 && slices.Contains([]publish.Outcome{publish.Opened, publish.Updated, publish.Unchanged}, pr.Outcome):
+			t.PullRequest, t.Number, t.Branch = pr.URL, pr.Number, pr.Branch
+		case rep.DryRun && pr.Outcome == publish.Opened:
+			t.Branch = pr.Branch
+		default:
+			results = append(results, live.Result{Namespace: t.Namespace, Name: t.Name, Outcome: live.Refused,
+				Detail: fmt.Sprintf("its pull request is not open (%s%s): no live change without one", orNone(string(pr.Outcome)), detail(pr.Detail))})
+			continue
+		}
+		res, err := lr.applier.Apply(ctx, t)
+		if err != nil {
+			return false, err
+		}
+		results = append(results, res)
+	}
+	lr.results = results
+	for _, r := range results {
+		failed = failed || r.Outcome == live.Failed
+	}
+	return failed, lr.write(w, results)
+}
+
+// Summary counts what Finish did by outcome, for the run's summary line;
+// nil when live mode is off.
+func (lr *Stage) Summary() []any {
+	if lr == nil {
+		return nil
+	}
+	n := map[live.Outcome]int{}
+	for _, r := range lr.results {
+		n[r.Outcome]++
+	}
+	var counts []any
+	for _, o := range slices.Sorted(maps.Keys(n)) {
+		counts = append(counts, string(o), n[o])
+	}
+	return counts
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func detail(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// write prints one row per live change or marker, then the warnings.
+func (lr *Stage) write(w io.Writer, results []live.Result) error {
+	fmt.Fprintln(w)
+	if len(results) == 0 {
+		fmt.Fprintln(w, "live: no urgent upsize to apply and no live change to reconcile")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "LIVE DEPLOYMENT\tOUTCOME\tCHANGE\tDETAIL")
+		for _, r := range results {
+			fields := strings.Join(r.Fields, ", ")
+			if fields == "" {
+				fields = "-"
+			}
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\n", plan.Printable(r.Namespace), plan.Printable(r.Name), r.Outcome,
+				plan.Printable(fields), plan.Printable(r.Detail))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	var lines []string
+	for ref, ws := range lr.warnings {
+		// A ref is namespace/Kind/name; live results say namespace/name.
+		ns, rest, _ := strings.Cut(ref, "/")
+		_, name, _ := strings.Cut(rest, "/")
+		for _, x := range ws {
+			lines = append(lines, fmt.Sprintf("warning: %s/%s: %s", ns, name, x))
+		}
+	}
+	for _, r := range results {
+		for _, x := range r.Warnings {
+			lines = append(lines, fmt.Sprintf("warning: %s/%s: %s", r.Namespace, r.Name, x))
+		}
+	}
+	slices.Sort(lines)
+	for _, l := range slices.Compact(lines) {
+		if _, err := fmt.Fprintln(w, plan.Printable(l)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
