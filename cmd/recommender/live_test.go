@@ -158,4 +158,3 @@ func TestLiveFlagsNamespaces(t *testing.T) {
 	}
 	require.NoError(t, (&liveFlags{Enabled: true, Namespaces: []string{"inference", "staging"}}).check())
 }
-
