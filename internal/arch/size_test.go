@@ -8,7 +8,6 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -148,5 +147,3 @@ func complexity(fn *ast.FuncDecl) int {
 	})
 	return c
 }
-
-var _ = slices.Contains[[]string]

@@ -25,7 +25,7 @@ type Unsupported struct {
 	GPU bool
 }
 
-// PodOwnerKinds are the kinds that run pods from a template, which a
+// podOwnerKinds are the kinds that run pods from a template, which a
 // policy's workloadTypes may name; of them, only Deployment is sized.
 var podOwnerKinds = []string{"StatefulSet", "DaemonSet", "Job", "CronJob", "ReplicaSet", "Pod",
 	"Rollout", "LeaderWorkerSet", "InferenceService", "DynamoGraphDeployment"}

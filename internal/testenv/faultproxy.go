@@ -323,61 +323,61 @@ func hijackAndClose(w http.ResponseWriter) {
 
 // addWarnings adds warnings to the JSON object in resp's body.
 func addWarnings(resp *http.Response, warnings []string) error {
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return fmt.Errorf("reading the answer to add warnings: %w", err)
-	}
-	out := body
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) == nil {
+	return rewriteBody(resp, "add warnings to", func(body []byte) ([]byte, error) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(body, &obj) != nil {
+			return body, nil
+		}
 		var all []string
 		if old, ok := obj["warnings"]; ok {
 			if err := json.Unmarshal(old, &all); err != nil {
-				return fmt.Errorf("decoding the server's warnings: %w", err)
+				return nil, fmt.Errorf("decoding the server's warnings: %w", err)
 			}
 		}
-		all = append(all, warnings...)
-		if obj["warnings"], err = json.Marshal(all); err != nil {
-			return fmt.Errorf("encoding the warnings: %w", err)
+		var err error
+		if obj["warnings"], err = json.Marshal(append(all, warnings...)); err != nil {
+			return nil, err
 		}
-		if out, err = json.Marshal(obj); err != nil {
-			return fmt.Errorf("encoding the answer with warnings: %w", err)
-		}
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(out))
-	resp.ContentLength = int64(len(out))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
-	return nil
+		return json.Marshal(obj)
+	})
 }
 
 // rewriteSamples passes the samples of every series of a matrix answer
 // through f.
 func rewriteSamples(resp *http.Response, f func([][2]any) [][2]any) error {
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return fmt.Errorf("reading the answer to rewrite its samples: %w", err)
-	}
-	var obj struct {
-		Status string `json:"status"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-		Warnings []string `json:"warnings,omitempty"`
-	}
-	out := body
-	if json.Unmarshal(body, &obj) == nil && obj.Data.ResultType == "matrix" {
+	return rewriteBody(resp, "rewrite the samples of", func(body []byte) ([]byte, error) {
+		var obj struct {
+			Status string `json:"status"`
+			Data   struct {
+				ResultType string `json:"resultType"`
+				Result     []struct {
+					Metric map[string]string `json:"metric"`
+					Values [][2]any          `json:"values"`
+				} `json:"result"`
+			} `json:"data"`
+			Warnings []string `json:"warnings,omitempty"`
+		}
+		if json.Unmarshal(body, &obj) != nil || obj.Data.ResultType != "matrix" {
+			return body, nil
+		}
 		for i := range obj.Data.Result {
 			obj.Data.Result[i].Values = f(obj.Data.Result[i].Values)
 		}
-		if out, err = json.Marshal(obj); err != nil {
-			return fmt.Errorf("encoding the rewritten answer: %w", err)
-		}
+		return json.Marshal(obj)
+	})
+}
+
+// rewriteBody replaces resp's body with what f makes of it; what names
+// the rewrite in errors.
+func rewriteBody(resp *http.Response, what string, f func([]byte) ([]byte, error)) error {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("reading the answer to %s it: %w", what, err)
+	}
+	out, err := f(body)
+	if err != nil {
+		return fmt.Errorf("%s the answer: %w", what, err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(out))
 	resp.ContentLength = int64(len(out))

@@ -270,20 +270,12 @@ func (o FluxObject) String() string { return o.Kind + " " + o.Namespace + "/" + 
 
 // FluxStatus is what the tests read of a Flux object's status.
 type FluxStatus struct {
-	ObservedGeneration      int64  `json:"observedGeneration"`
-	LastHandledReconcileAt  string `json:"lastHandledReconcileAt"`
-	LastAppliedRevision     string `json:"lastAppliedRevision"`
-	LastAttemptedRevision   string `json:"lastAttemptedRevision"`
-	LastAttemptedGeneration int64  `json:"lastAttemptedGeneration"`
-	Artifact                *struct {
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt"`
+	LastAppliedRevision    string `json:"lastAppliedRevision"`
+	Artifact               *struct {
 		Revision string `json:"revision"`
 	} `json:"artifact"`
-	Conditions []struct {
-		Type    string `json:"type"`
-		Status  string `json:"status"`
-		Reason  string `json:"reason"`
-		Message string `json:"message"`
-	} `json:"conditions"`
+	Conditions []condition `json:"conditions"`
 }
 
 // Ready returns the Ready condition's status and message.
@@ -304,9 +296,6 @@ func (f *Flux) Status(t testing.TB, o FluxObject) FluxStatus {
 		t.Fatalf("GET %v: %d %s", o, code, statusMessage(body))
 	}
 	var obj struct {
-		Metadata struct {
-			Generation int64 `json:"generation"`
-		} `json:"metadata"`
 		Status FluxStatus `json:"status"`
 	}
 	if err := json.Unmarshal(body, &obj); err != nil {

@@ -524,12 +524,7 @@ func (s *KubeAPIServer) waitEstablished(ctx context.Context, name string) error 
 		}
 		var crd struct {
 			Status struct {
-				Conditions []struct {
-					Type    string `json:"type"`
-					Status  string `json:"status"`
-					Reason  string `json:"reason"`
-					Message string `json:"message"`
-				} `json:"conditions"`
+				Conditions []condition `json:"conditions"`
 			} `json:"status"`
 		}
 		if status == http.StatusOK {
@@ -553,6 +548,15 @@ func (s *KubeAPIServer) waitEstablished(ctx context.Context, name string) error 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// condition is one of an object's status conditions, as Kubernetes and
+// Flux write them.
+type condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // statusMessage returns the message of a metav1.Status answer, or the answer.
