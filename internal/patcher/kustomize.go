@@ -293,31 +293,7 @@ func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, er
 			k.err = localOnly(k, ix.files)
 		}
 	}
-	// A kustomization that includes one that is not built (reaching
-	// beyond the checkout, say) would fail, or fetch through it: it is not
-	// built either. The error names the one included, once: its own
-	// problem says why.
-	notBuilt := map[*kust]bool{}
-	var broken func(k *kust) bool
-	broken = func(k *kust) bool {
-		if b, ok := notBuilt[k]; ok {
-			return b
-		}
-		notBuilt[k] = k.err != nil // a cycle is already an error
-		if k.err == nil {
-			for _, d := range k.dirs {
-				if sub := ix.byDir[d]; sub != nil && broken(sub) {
-					k.err = fmt.Errorf("%w: %s includes %s, which is not built", ErrKustomize, k.file, sub.file)
-					notBuilt[k] = true
-					break
-				}
-			}
-		}
-		return notBuilt[k]
-	}
-	for _, k := range ix.kusts {
-		broken(k)
-	}
+	ix.propagate()
 	ix.bound(lim)
 	ix.loosen()
 	tfiles, asked := traced(ix.files, ix.kusts)
@@ -364,23 +340,10 @@ func (ix *kustIndex) loosen() {
 		}
 	}
 	memo := map[*kust]bool{}
-	var loose func(k *kust) bool
-	loose = func(k *kust) bool {
-		if l, ok := memo[k]; ok {
-			return l
-		}
-		memo[k] = false // a cycle stops here
-		l := len(k.outside) > 0
-		for _, d := range k.dirs {
-			if sub := ix.byDir[d]; sub != nil && loose(sub) {
-				l = true
-			}
-		}
-		memo[k] = l
-		return l
-	}
 	for _, k := range ix.kusts {
-		k.loose = loose(k)
+		k.loose = fold(ix, memo, k, func(k *kust, _ []*kust, subs []bool) bool {
+			return len(k.outside) > 0 || slices.Contains(subs, true)
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package patcher
 import (
 	"fmt"
 	"path"
+	"slices"
 )
 
 // The include graph of a repository's kustomizations, walked in linear
@@ -91,6 +92,48 @@ func (ix *kustIndex) cyclic() []*kust {
 
 func has[K comparable, V any](m map[K]V, k K) bool { _, ok := m[k]; return ok }
 
+// fold computes f for k from its value and those of the kustomizations it
+// includes (subs, in include order, with their values), each once: memo
+// holds what is known. A kustomization met again on an include cycle
+// counts as T's zero value there.
+func fold[T any](ix *kustIndex, memo map[*kust]T, k *kust, f func(k *kust, subs []*kust, vals []T) T) T {
+	if v, ok := memo[k]; ok {
+		return v
+	}
+	var zero T
+	memo[k] = zero // a cycle stops here
+	var subs []*kust
+	var vals []T
+	for _, d := range k.dirs {
+		if sub := ix.byDir[d]; sub != nil {
+			subs = append(subs, sub)
+			vals = append(vals, fold(ix, memo, sub, f))
+		}
+	}
+	v := f(k, subs, vals)
+	memo[k] = v
+	return v
+}
+
+// propagate makes a kustomization that includes one that is not built
+// (reaching beyond the checkout, say) not built either: it would fail, or
+// fetch through it. The error names the one included, once: its own
+// problem says why.
+func (ix *kustIndex) propagate() {
+	memo := map[*kust]bool{}
+	for _, k := range ix.kusts {
+		fold(ix, memo, k, func(k *kust, subs []*kust, broken []bool) bool {
+			if k.err != nil {
+				return true
+			}
+			if i := slices.Index(broken, true); i >= 0 {
+				k.err = fmt.Errorf("%w: %s includes %s, which is not built", ErrKustomize, k.file, subs[i].file)
+			}
+			return k.err != nil
+		})
+	}
+}
+
 // expansion is what building a kustomization reads, counted once per
 // include path.
 type expansion struct{ bytes, includes int64 }
@@ -101,28 +144,21 @@ type expansion struct{ bytes, includes int64 }
 // already, and its walk stops.
 func (ix *kustIndex) bound(lim buildLimits) {
 	memo := map[*kust]expansion{}
-	var expand func(k *kust) expansion
-	expand = func(k *kust) expansion {
-		if e, ok := memo[k]; ok {
-			return e
-		}
-		memo[k] = expansion{} // a cycle stops here
-		e := expansion{bytes: int64(len(ix.files[k.file])), includes: 1}
-		for _, r := range k.refs() {
-			if b, ok := ix.files[path.Join(k.dir, r)]; ok {
-				e.bytes += int64(len(b))
+	expand := func(k *kust) expansion {
+		return fold(ix, memo, k, func(k *kust, _ []*kust, subs []expansion) expansion {
+			e := expansion{bytes: int64(len(ix.files[k.file])), includes: 1}
+			for _, r := range k.refs() {
+				if b, ok := ix.files[path.Join(k.dir, r)]; ok {
+					e.bytes += int64(len(b))
+				}
 			}
-		}
-		for _, d := range k.dirs {
-			if sub := ix.byDir[d]; sub != nil {
-				se := expand(sub)
+			for _, se := range subs {
 				// Saturate: past the bounds the exact count does not matter.
 				e.bytes = min(e.bytes+se.bytes, 1<<50)
 				e.includes = min(e.includes+se.includes, 1<<50)
 			}
-		}
-		memo[k] = e
-		return e
+			return e
+		})
 	}
 	var total int64
 	for _, k := range ix.kusts {
