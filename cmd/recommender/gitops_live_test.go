@@ -137,7 +137,8 @@ func TestLiveOnFlux(t *testing.T) {
 		chat = deployment(t, g.kube, "chat")
 		require.NotContains(t, chat.Annotations, live.MarkerAnnotation, "the marker is gone: the ignore rule no longer matches")
 		require.Equal(t, "0.72", chat.Spec.Template.Annotations["gpu-fraction"], "releasing deletes nothing")
-		t.Logf("gpu-fraction's managers after the release: %v", owners(t, chat, fractionPath...))
+		require.Equal(t, []string{"kustomize-controller/Apply"}, owners(t, chat, fractionPath...),
+			"the release handed the field back to the manager that applied it before the live change")
 		g.sync(t, ks)
 		require.Equal(t, "0.72", fraction(g, "chat"))
 
