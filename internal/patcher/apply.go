@@ -60,12 +60,6 @@ type File struct {
 	Splices []Splice
 }
 
-// Splice is one byte-level replacement in a file's original text.
-type Splice struct {
-	Off, Len int
-	Text     string
-}
-
 // Change is one field changed on one workload.
 type Change struct {
 	Workload usage.Ref
@@ -183,8 +177,8 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			return
 		}
 		var notes []Note
-		run := func(whole bool) (*fileEdit, []error, error) {
-			fe, err := newFileEdit(path, b, whole)
+		run := func(whole bool) (*podFile, []error, error) {
+			fe, err := newPodFile(path, b, whole)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -216,7 +210,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			}
 		}
 		o.notes = notes
-		if f, ok := fe.result(); ok {
+		if f, ok := fe.file(); ok {
 			o.file = &f
 		}
 	}); err != nil {
@@ -247,7 +241,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 // apply applies one Edit, all or nothing, to the document of workload w,
 // one engine step per op, and returns the notes its ops made. The result
 // of the whole Edit must also be a pod KAI accepts.
-func (f *fileEdit) apply(e Edit, w Workload) ([]Note, error) {
+func (f *podFile) apply(e Edit, w Workload) ([]Note, error) {
 	idx, err := f.find(e.Workload, w.Line)
 	if err != nil {
 		return nil, &editError{file: f.path, err: err}
@@ -278,11 +272,34 @@ func (f *fileEdit) apply(e Edit, w Workload) ([]Note, error) {
 			return nil, &editError{file: f.path, line: n.Line + line0, field: field, err: err}
 		}
 	}
-	for i := range changes {
-		changes[i].Workload, changes[i].Reason = e.Workload, e.Reason
+	for _, c := range changes {
+		f.changes = append(f.changes, Change{Workload: e.Workload, Field: c.Field, Old: c.Old, New: c.New, Reason: e.Reason})
 	}
-	f.changes = append(f.changes, changes...)
 	return notes, nil
+}
+
+// podFile is a file of workloads being edited: the engine's fileEdit,
+// and the changes of the edits kept so far, said for which workload.
+type podFile struct {
+	*fileEdit
+	changes []Change
+}
+
+func newPodFile(path string, b []byte, whole bool) (*podFile, error) {
+	f, err := newFileEdit(path, b, whole)
+	if err != nil {
+		return nil, err
+	}
+	return &podFile{fileEdit: f}, nil
+}
+
+// file returns the file when its bytes changed.
+func (f *podFile) file() (File, bool) {
+	cur, ok := f.result()
+	if !ok {
+		return File{}, false
+	}
+	return File{Path: f.path, Old: f.orig, New: cur, Changes: f.changes, Splices: f.splices()}, true
 }
 
 // podEdit is one workload Op at work: the engine's docEdit of the
@@ -309,7 +326,7 @@ func (p *podEdit) tmplField(rest ...string) string {
 // kubectl would). An exact namespace match wins; among several loose
 // ones, the document that started at line (where Discover saw the
 // workload) does.
-func (f *fileEdit) find(ref usage.Ref, line int) (int, error) {
+func (f *podFile) find(ref usage.Ref, line int) (int, error) {
 	var exact, loose []int
 	for i, d := range f.exp {
 		var got usage.Ref

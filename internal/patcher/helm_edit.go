@@ -197,7 +197,7 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 	// What the ops make of the rendered object is what the edit must make
 	// Helm render.
 	label := r.via + " (rendered)"
-	whole, err := newFileEdit(label, cur, true)
+	whole, err := newPodFile(label, cur, true)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -218,7 +218,7 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 	vals := userValues(ls)
 	var ves []valueEdit
 	for _, op := range e.Ops {
-		one, err := newFileEdit(label, cur, true)
+		one, err := newPodFile(label, cur, true)
 		if err != nil {
 			return nil, fail(err)
 		}
@@ -395,65 +395,14 @@ func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[s
 	if err != nil {
 		return err
 	}
-	f, ok := fe.result()
+	cur, ok := fe.result()
 	if !ok {
 		return nil
 	}
-	next[ve.file] = f.New
+	next[ve.file] = cur
 	for _, c := range cs {
-		c.Field = fmt.Sprintf("%s (%s)", c.Field, ve.field)
-		changes[ve.file] = append(changes[ve.file], c)
+		changes[ve.file] = append(changes[ve.file], Change{Field: fmt.Sprintf("%s (%s)", c.Field, ve.field), Old: c.Old, New: c.New})
 	}
-	return nil
-}
-
-// setPath sets the scalar at path p of the values document to value,
-// keeping its style; mappings missing on the way are created (with quote,
-// a new value is written as a string). A path through a missing list
-// item is refused.
-func (d *docEdit) setPath(p valuePath, value string, quote bool, name string) error {
-	cur := d.root
-	for i, e := range p {
-		if err := d.editable(cur, name); err != nil {
-			return err
-		}
-		switch k := e.(type) {
-		case string:
-			if cur.Kind != yaml.MappingNode {
-				return d.fail(cur, name, fmt.Errorf("%w: expected a mapping", ErrUnsupported))
-			}
-			kn, v := field(cur, k)
-			if kn == nil || v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" && i < len(p)-1 {
-				var keys []string
-				for _, r := range p[i:] {
-					s, ok := r.(string)
-					if !ok {
-						return d.fail(cur, name, fmt.Errorf("%w: the path goes through a list the file does not have", ErrUnsupported))
-					}
-					keys = append(keys, s)
-				}
-				return d.setString(cur, name, keys, value, scalarOpts{quote: quote})
-			}
-			cur = v
-		case int:
-			if cur.Kind != yaml.SequenceNode || k >= len(cur.Content) {
-				return d.fail(cur, name, fmt.Errorf("%w: expected a list of more than %d items", ErrUnsupported, k))
-			}
-			cur = cur.Content[k]
-		}
-	}
-	if err := d.editable(cur, name); err != nil {
-		return err
-	}
-	if cur.Kind != yaml.ScalarNode {
-		return d.fail(cur, name, fmt.Errorf("%w: expected a scalar", ErrUnsupported))
-	}
-	old := cur.Value
-	changed, err := d.replaceScalar(cur, value, name, scalarOpts{})
-	if err != nil || !changed {
-		return err
-	}
-	d.change(name, old, value)
 	return nil
 }
 

@@ -593,7 +593,7 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 	if !ok {
 		return fmt.Errorf("%w: %s: not read", ErrKustomize, file)
 	}
-	fe, err := newFileEdit(file, b, false)
+	fe, err := newPodFile(file, b, false)
 	if err != nil {
 		return err
 	}
@@ -623,7 +623,7 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 	if _, err := fe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
 		return err
 	}
-	if f, ok := fe.result(); ok {
+	if f, ok := fe.file(); ok {
 		next[file] = f.New
 		changes[file] = append(changes[file], f.Changes...)
 	}
@@ -634,7 +634,7 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 // and adds it to the overlay's patches.
 func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, changes map[string][]Change) error {
 	// What the ops make of the built object is what the patch must make.
-	fe, err := newFileEdit(ke.k.file, ke.k.out, true)
+	fe, err := newPodFile(ke.k.file, ke.k.out, true)
 	if err != nil {
 		return err
 	}
@@ -721,8 +721,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 	}}}); err != nil {
 		return err
 	}
-	f, _ := kf.result()
-	next[k.file] = f.New
+	next[k.file], _ = kf.result()
 	changes[k.file] = append(changes[k.file], Change{Field: "patches", New: "path: " + rel})
 	return nil
 }
@@ -851,7 +850,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 			}
 			continue
 		}
-		want, err := newFileEdit(k.dir+" (kustomize build)", k.out, true)
+		want, err := newPodFile(k.dir+" (kustomize build)", k.out, true)
 		if err != nil {
 			return err
 		}
@@ -894,104 +893,6 @@ func firstDiff(a, b []byte) string {
 	return "no line differs"
 }
 
-// appendPatch adds `- path: rel` to the kustomization's patches, or a
-// patches: list holding it at the end of the kustomization.
-func (d *docEdit) appendPatch(rel string) error {
-	const name = "patches"
-	m := d.root
-	if m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle != 0 || len(m.Content) == 0 {
-		return d.fail(m, name, fmt.Errorf("%w: not a block mapping", ErrUnsupported))
-	}
-	item := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "path"},
-		{Kind: yaml.ScalarNode, Tag: "!!str", Value: rel}}}
-	txt, _ := renderScalar(rel, 0, scalarOpts{asString: true})
-	k, s := field(m, name)
-	if k == nil {
-		if d.absorbsNextLine(m.Content[len(m.Content)-1]) {
-			return d.fail(m, name, fmt.Errorf("%w: the last value would absorb a new line", ErrUnsupported))
-		}
-		_, end, err := d.sp.span(m.Content[len(m.Content)-1])
-		if err != nil {
-			return d.fail(m, name, err)
-		}
-		indent, err := d.keyIndent(m)
-		if err != nil {
-			return d.fail(m, name, err)
-		}
-		eol := d.t.eolAt(end)
-		d.insertLines(end, indent+name+":"+eol+indent+d.seqIndent(m)+"- path: "+txt+eol)
-		em, err := d.expNode(m)
-		if err != nil {
-			return d.fail(m, name, err)
-		}
-		em.Content = append(em.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name},
-			&yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{item}})
-		d.changes = append(d.changes, Change{Field: name, New: "path: " + rel})
-		return nil
-	}
-	if err := d.editable(s, name); err != nil {
-		return err
-	}
-	if s.Kind != yaml.SequenceNode || len(s.Content) == 0 {
-		return d.fail(s, name, fmt.Errorf("%w: expected a list", ErrUnsupported))
-	}
-	if s.Style&yaml.FlowStyle != 0 {
-		if err := d.insertFlow(s, "{path: "+txt+"}", ""); err != nil {
-			return d.fail(s, name, err)
-		}
-	} else {
-		last := s.Content[len(s.Content)-1]
-		if d.absorbsNextLine(last) {
-			return d.fail(last, name, fmt.Errorf("%w: the last item would absorb a new line", ErrUnsupported))
-		}
-		ls, err := d.t.nodeOffset(last)
-		if err != nil {
-			return d.fail(last, name, err)
-		}
-		prefix := string(d.t.b[d.t.lineStart(ls):ls])
-		if !dashPrefixRE.MatchString(prefix) {
-			return d.fail(last, name, fmt.Errorf("%w: list item shares its line", ErrUnsupported))
-		}
-		_, end, err := d.sp.span(last)
-		if err != nil {
-			return d.fail(last, name, err)
-		}
-		d.insertLines(end, prefix+"path: "+txt+d.t.eolAt(end))
-	}
-	es, err := d.expNode(s)
-	if err != nil {
-		return d.fail(s, name, err)
-	}
-	es.Content = append(es.Content, item)
-	d.changes = append(d.changes, Change{Field: name, New: "path: " + rel})
-	return nil
-}
-
-// seqIndent is how far the dash of a block sequence is indented under its
-// key in mapping m (kustomizations write both `- x` and `  - x`), copied
-// from the first such sequence; none when there is none.
-func (d *docEdit) seqIndent(m *yaml.Node) string {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		if v.Kind != yaml.SequenceNode || v.Style&yaml.FlowStyle != 0 || len(v.Content) == 0 {
-			continue
-		}
-		off, err := d.t.nodeOffset(v.Content[0])
-		if err != nil {
-			continue
-		}
-		prefix := string(d.t.b[d.t.lineStart(off):off])
-		if dashPrefixRE.MatchString(prefix) && v.Content[0].Line > k.Line {
-			if dash := len(prefix) - len(strings.TrimLeft(prefix, " ")); dash > k.Column-1 {
-				return strings.Repeat(" ", dash-(k.Column-1))
-			}
-			return ""
-		}
-	}
-	return ""
-}
-
 // editInline applies ops to the inline patch of entry #index of the
 // patches of kustomization file kf: the patch text is edited like a file
 // of its own, and the block scalar that holds it is replaced line by
@@ -1022,7 +923,7 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []s
 		if n.Style&yaml.LiteralStyle == 0 {
 			return d.fail(n, name, fmt.Errorf("%w: an inline patch that is not a literal block (|)", ErrUnsupported))
 		}
-		pe, err := newFileEdit(kf+": "+name, []byte(n.Value), true)
+		pe, err := newPodFile(kf+": "+name, []byte(n.Value), true)
 		if err != nil {
 			return d.fail(n, name, err)
 		}
@@ -1041,43 +942,18 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []s
 		if _, err := pe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
 			return err
 		}
-		f, ok := pe.result()
+		f, ok := pe.file()
 		if !ok {
 			return nil
 		}
 		inner = f.Changes
-		start, end, err := d.sp.span(n)
-		if err != nil {
-			return d.fail(n, name, err)
-		}
-		body := d.t.nextLine(start)
-		if body >= end {
-			return d.fail(n, name, fmt.Errorf("%w: empty block", ErrUnsupported))
-		}
-		first := d.t.skipBlank(body)
-		indent := string(d.t.b[body:first])
-		if strings.Contains(indent, "\t") || strings.Contains(string(f.New), "\r") {
-			return d.fail(n, name, fmt.Errorf("%w: tabs or CR in the block", ErrUnsupported))
-		}
-		lines := strings.Split(strings.TrimRight(string(f.New), "\n"), "\n")
-		for i, l := range lines {
-			if l != "" {
-				lines[i] = indent + l
-			}
-		}
-		d.splices = append(d.splices, splice{off: body, end: end, text: strings.Join(lines, d.t.eolAt(body))})
-		e, err := d.expNode(n)
-		if err != nil {
-			return d.fail(n, name, err)
-		}
-		e.Value = string(f.New)
-		return nil
+		return d.replaceBlock(n, name, f.New)
 	}}
 	if _, _, err := fe.editDoc(0, []docStep{step}); err != nil {
 		return err
 	}
-	if f, ok := fe.result(); ok {
-		next[kf] = f.New
+	if cur, ok := fe.result(); ok {
+		next[kf] = cur
 		for _, c := range inner {
 			c.Field = name + ": " + c.Field
 			changes[kf] = append(changes[kf], c)

@@ -33,31 +33,14 @@ import (
 // Sentinel errors. Refusals and problems wrap one of them, so callers can
 // classify with errors.Is.
 var (
-	// ErrInvalidYAML: the file does not parse.
-	ErrInvalidYAML = errors.New("invalid YAML")
-	// ErrConflictMarkers: the file contains git merge-conflict markers.
-	ErrConflictMarkers = errors.New("file contains merge-conflict markers")
-	// ErrDuplicateKey: a mapping of the edited document has a key twice.
-	ErrDuplicateKey = errors.New("duplicate mapping key")
-	// ErrAlias: an anchor, alias or merge key lies on the edit path;
-	// editing through it would change other places too.
-	ErrAlias = errors.New("anchor, alias or merge key on the edit path")
-	// ErrTemplate: the value is written through a Helm/Go template.
-	ErrTemplate = errors.New("value is a template expression")
 	// ErrUnsupportedKind: the workload kind cannot be edited.
 	ErrUnsupportedKind = errors.New("unsupported workload kind")
 	// ErrNotFound: the workload is not in the inventory or its file.
 	ErrNotFound = errors.New("workload not found")
 	// ErrAmbiguous: the workload is defined more than once.
 	ErrAmbiguous = errors.New("workload defined more than once")
-	// ErrUnsupported: the source has a shape the editor does not handle
-	// safely (odd line breaks, a key sharing its line with a dash, ...).
-	ErrUnsupported = errors.New("unsupported source layout")
 	// ErrInvalidValue: the value to write is not acceptable for the field.
 	ErrInvalidValue = errors.New("invalid value")
-	// ErrVerify: after splicing, the file did not parse to exactly the
-	// intended result.
-	ErrVerify = errors.New("edit verification failed")
 	// ErrKVCacheBytes: the container sets --kv-cache-memory-bytes, which
 	// makes vLLM ignore --gpu-memory-utilization; it is left alone.
 	ErrKVCacheBytes = errors.New("--kv-cache-memory-bytes is set, so vLLM ignores --gpu-memory-utilization")
@@ -204,24 +187,3 @@ type Edit struct {
 	Reason string // one line, carried into every Change
 	Ops    []Op
 }
-
-// editError is a refusal reason that names file:line and the field.
-type editError struct {
-	file  string
-	line  int
-	field string
-	err   error
-}
-
-func (e *editError) Error() string {
-	s := e.file
-	if e.line > 0 {
-		s += fmt.Sprintf(":%d", e.line)
-	}
-	if e.field != "" {
-		s += ": " + e.field
-	}
-	return s + ": " + e.err.Error()
-}
-
-func (e *editError) Unwrap() error { return e.err }

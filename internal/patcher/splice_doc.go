@@ -32,7 +32,7 @@ type docEdit struct {
 	// remove, comments included; every other comment must survive it.
 	removed [][2]int
 	// changes are the fields changed, by path; the caller says for what.
-	changes []Change
+	changes []spChange
 }
 
 func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
@@ -44,7 +44,7 @@ func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
 }
 
 func (d *docEdit) change(name, from, to string) {
-	d.changes = append(d.changes, Change{Field: name, Old: from, New: to})
+	d.changes = append(d.changes, spChange{Field: name, Old: from, New: to})
 }
 
 // editable refuses nodes that are aliases, carry anchors or merge keys: an

@@ -33,9 +33,6 @@ type fileEdit struct {
 	chunks []*chunk
 	exp    []*yaml.Node // expected documents, in file order
 	lines  []int        // where each document started in orig
-	// changes are those of the edits kept so far; the caller that runs
-	// editDoc decides what to keep and says which workload they are for.
-	changes []Change
 }
 
 // chunk is a run of the file from one document start marker to the next
@@ -162,7 +159,7 @@ type docStep struct {
 // what the step meant to remove must still be there, in order. The
 // returned changes carry only Field, Old and New; undo puts the document
 // back as it was, for a caller whose own check of the result fails.
-func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []Change, undo func(), err error) {
+func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []spChange, undo func(), err error) {
 	fail := func(line int, field string, err error) error {
 		return &editError{file: f.path, line: line, field: field, err: err}
 	}
@@ -396,12 +393,16 @@ func replaceSegs(segs []segment, o, e int, lit string) []segment {
 	return out
 }
 
-// result returns the file when its bytes changed.
-func (f *fileEdit) result() (File, bool) {
+// result returns the current text of the file, and whether it differs
+// from the original.
+func (f *fileEdit) result() ([]byte, bool) {
 	cur := f.current()
-	if string(cur) == string(f.orig) {
-		return File{}, false
-	}
+	return cur, string(cur) != string(f.orig)
+}
+
+// splices returns the byte replacements that turn the original text into
+// the current one.
+func (f *fileEdit) splices() []Splice {
 	var sps []Splice
 	at := 0
 	var pend strings.Builder
@@ -422,7 +423,7 @@ func (f *fileEdit) result() (File, bool) {
 		}
 	}
 	flush(len(f.orig))
-	return File{Path: f.path, Old: f.orig, New: cur, Changes: f.changes, Splices: sps}, true
+	return sps
 }
 
 // cloneNode deep-copies a node tree. (kyaml's RNode.Copy would unwrap a
