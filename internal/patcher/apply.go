@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -59,6 +60,9 @@ type File struct {
 	// They are sorted and do not overlap.
 	Splices []Splice
 }
+
+// Splice is one byte-level replacement in a file's original text.
+type Splice = splice.Splice
 
 // Change is one field changed on one workload.
 type Change struct {
@@ -172,7 +176,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		b, err := checkout.ReadFile(r, path)
 		if err != nil {
 			for _, t := range ts {
-				refuse(t.e, &editError{file: path, err: err})
+				refuse(t.e, &splice.Error{File: path, Err: err})
 			}
 			return
 		}
@@ -192,7 +196,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			return fe, errs, nil
 		}
 		fe, errs, err := run(false)
-		if err == nil && !fe.whole && fe.verifyAll() != nil {
+		if err == nil && !fe.Whole && fe.VerifyAll() != nil {
 			// Each document parsed on its own as intended, but the file
 			// as a whole does not: do it again, verifying the whole file
 			// after every op.
@@ -244,14 +248,14 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 func (f *podFile) apply(e Edit, w Workload) ([]Note, error) {
 	idx, err := f.find(e.Workload, w.Line)
 	if err != nil {
-		return nil, &editError{file: f.path, err: err}
+		return nil, &splice.Error{File: f.Path, Err: err}
 	}
 	spec, _ := kindSpecFor(e.Workload.Kind)
 	var notes []Note
-	steps := make([]docStep, len(e.Ops))
+	steps := make([]splice.Step, len(e.Ops))
 	for i, op := range e.Ops {
-		steps[i] = docStep{name: op.String(), run: func(d *docEdit) error {
-			p := &podEdit{docEdit: d, tmpl: spec.template, ref: e.Workload}
+		steps[i] = splice.Step{Name: op.String(), Run: func(d *splice.Doc) error {
+			p := &podEdit{Doc: d, tmpl: spec.template, ref: e.Workload}
 			if err := op.apply(p); err != nil {
 				return err
 			}
@@ -259,17 +263,17 @@ func (f *podFile) apply(e Edit, w Workload) ([]Note, error) {
 			return nil
 		}}
 	}
-	changes, undo, err := f.editDoc(idx, steps)
+	changes, undo, err := f.EditDoc(idx, steps)
 	if err != nil {
 		return nil, err
 	}
 	// KAI refuses a pod that asks for a GPU in two ways at once: check the
 	// result of the whole Edit, whatever the order of its ops.
-	doc, line0 := f.doc(idx)
-	if tmpl := lookup(doc.Content[0], spec.template...); tmpl != nil {
+	doc, line0 := f.Document(idx)
+	if tmpl := splice.Lookup(doc.Content[0], spec.template...); tmpl != nil {
 		if n, field, err := kaiConflict(tmpl, strings.Join(spec.template, ".")); err != nil {
 			undo()
-			return nil, &editError{file: f.path, line: n.Line + line0, field: field, err: err}
+			return nil, &splice.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
 		}
 	}
 	for _, c := range changes {
@@ -281,38 +285,38 @@ func (f *podFile) apply(e Edit, w Workload) ([]Note, error) {
 // podFile is a file of workloads being edited: the engine's fileEdit,
 // and the changes of the edits kept so far, said for which workload.
 type podFile struct {
-	*fileEdit
+	*splice.File
 	changes []Change
 }
 
 func newPodFile(path string, b []byte, whole bool) (*podFile, error) {
-	f, err := newFileEdit(path, b, whole)
+	f, err := splice.NewFile(path, b, whole)
 	if err != nil {
 		return nil, err
 	}
-	return &podFile{fileEdit: f}, nil
+	return &podFile{File: f}, nil
 }
 
 // file returns the file when its bytes changed.
 func (f *podFile) file() (File, bool) {
-	cur, ok := f.result()
+	cur, ok := f.Result()
 	if !ok {
 		return File{}, false
 	}
-	return File{Path: f.path, Old: f.orig, New: cur, Changes: f.changes, Splices: f.splices()}, true
+	return File{Path: f.Path, Old: f.Orig, New: cur, Changes: f.changes, Splices: f.Splices()}, true
 }
 
 // podEdit is one workload Op at work: the engine's docEdit of the
 // workload's document, plus what the op needs to know of the workload.
 type podEdit struct {
-	*docEdit
+	*splice.Doc
 	tmpl  []string // path of the pod template
 	ref   usage.Ref
 	notes []Note
 }
 
 func (p *podEdit) note(n *yaml.Node, name string, err error) {
-	p.notes = append(p.notes, Note{Workload: p.ref, File: p.file, Line: n.Line + p.line0, Field: name, Err: err})
+	p.notes = append(p.notes, Note{Workload: p.ref, File: p.File, Line: n.Line + p.Line0, Field: name, Err: err})
 }
 
 // tmplField is the dotted path of the pod template plus rest.
@@ -328,7 +332,7 @@ func (p *podEdit) tmplField(rest ...string) string {
 // workload) does.
 func (f *podFile) find(ref usage.Ref, line int) (int, error) {
 	var exact, loose []int
-	for i, d := range f.exp {
+	for i, d := range f.Expected {
 		var got usage.Ref
 		if len(d.Content) > 0 {
 			got, _, _ = identify(d.Content[0])
@@ -354,7 +358,7 @@ func (f *podFile) find(ref usage.Ref, line int) (int, error) {
 		return 0, fmt.Errorf("%w: %s is no longer in the file", ErrNotFound, ref)
 	}
 	for _, idx := range cands {
-		if f.lines[idx] == line {
+		if f.Lines[idx] == line {
 			return idx, nil
 		}
 	}

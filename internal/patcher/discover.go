@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 )
 
 // Discover reads the YAML files of the repository checkout at root (see
@@ -111,14 +112,14 @@ func eachFile(ctx context.Context, n int, fn func(i int)) error {
 
 // discoverFile returns the workloads of one file, in document order.
 func discoverFile(rel string, b []byte) ([]Workload, []Unsupported, []Problem) {
-	s, err := parseStream(b)
+	s, err := splice.Parse(b)
 	if err != nil {
-		return nil, nil, []Problem{{File: rel, Line: errLine(err), Err: err}}
+		return nil, nil, []Problem{{File: rel, Line: splice.LineOf(err), Err: err}}
 	}
 	var ws []Workload
 	var probs []Problem
 	uns := unsupportedIn(s, rel, true)
-	for _, doc := range s.docs {
+	for _, doc := range s.Docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
@@ -169,7 +170,7 @@ func (inv *Inventory) addKustomize(ix *kustIndex) {
 		for _, o := range k.objs {
 			inv.Workloads = append(inv.Workloads, o.w)
 		}
-		if s, err := parseStream(k.out); err == nil {
+		if s, err := splice.Parse(k.out); err == nil {
 			inv.Unsupported = append(inv.Unsupported, unsupportedIn(s, k.file, false)...)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -156,19 +157,19 @@ func chartDirs(files map[string][]byte) []string {
 // chart) is not a release rendered here, and is not reported. Problems
 // are definitions that name a chart of the checkout but cannot be read.
 func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []Problem, []valuesReader) {
-	s, err := parseStream(b)
+	s, err := splice.Parse(b)
 	if err != nil {
 		return nil, nil, nil // discoverFile reports it
 	}
 	var rels []*helmRelease
 	var probs []Problem
 	var unr []valuesReader
-	for di, doc := range s.docs {
+	for di, doc := range s.Docs {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
 		}
 		root := doc.Content[0]
-		api, kind := str(root, "apiVersion"), str(root, "kind")
+		api, kind := splice.Str(root, "apiVersion"), splice.Str(root, "kind")
 		var rs []*helmRelease
 		var err error
 		switch {
@@ -176,7 +177,7 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 			rs, err = argoReleases(root, isChart)
 		case kind == "HelmRelease" && strings.HasPrefix(api, "helm.toolkit.fluxcd.io/"):
 			rs, err = fluxRelease(root, isChart)
-		case isKustomization(file) && lookup(root, "helmCharts") != nil:
+		case isKustomization(file) && splice.Lookup(root, "helmCharts") != nil:
 			rs, err = kustReleases(file, root, isChart)
 		}
 		rendered := map[int]bool{}
@@ -192,7 +193,7 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 		}
 		if err != nil {
 			if kind == "Application" || kind == "HelmRelease" {
-				err = fmt.Errorf("%s %s: %w", kind, str(lookup(root, "metadata"), "name"), err)
+				err = fmt.Errorf("%s %s: %w", kind, splice.Str(splice.Lookup(root, "metadata"), "name"), err)
 			}
 			probs = append(probs, Problem{File: file, Line: doc.Line, Err: fmt.Errorf("%w: %w", ErrHelm, err)})
 			continue
@@ -230,7 +231,7 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 	var out []namedEntry
 	switch {
 	case kind == "Application" && strings.HasPrefix(api, "argoproj.io/"):
-		name := str(lookup(root, "metadata"), "name")
+		name := splice.Str(splice.Lookup(root, "metadata"), "name")
 		nodes, _ := argoSourceNodes(root)
 		srcs := make([]argoSource, len(nodes))
 		refs := map[string]string{}
@@ -269,9 +270,9 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 		}
 	case kind == "HelmRelease" && strings.HasPrefix(api, "helm.toolkit.fluxcd.io/"):
 		var spec fluxHelmRelease
-		_ = decode(lookup(root, "spec"), "spec", &spec)
+		_ = decode(splice.Lookup(root, "spec"), "spec", &spec)
 		cs := spec.Chart.Spec
-		e := namedEntry{via: "HelmRelease " + str(lookup(root, "metadata"), "name")}
+		e := namedEntry{via: "HelmRelease " + splice.Str(splice.Lookup(root, "metadata"), "name")}
 		if cs.Chart != "" {
 			if p := path.Join(path.Clean(strings.TrimPrefix(cs.Chart, "/")), "values.yaml"); local(p) {
 				e.paths = append(e.paths, p)
@@ -283,14 +284,14 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 			}
 		}
 		out = append(out, e)
-	case isKustomization(file) && lookup(root, "helmCharts") != nil:
+	case isKustomization(file) && splice.Lookup(root, "helmCharts") != nil:
 		dir := path.Dir(file)
 		var globals struct {
 			ChartHome string `yaml:"chartHome"`
 		}
-		_ = decode(lookup(root, "helmGlobals"), "helmGlobals", &globals)
+		_ = decode(splice.Lookup(root, "helmGlobals"), "helmGlobals", &globals)
 		home := path.Join(dir, cmpOr(globals.ChartHome, "charts"))
-		seq := lookup(root, "helmCharts")
+		seq := splice.Lookup(root, "helmCharts")
 		if seq.Kind != yaml.SequenceNode {
 			return nil
 		}
@@ -324,10 +325,10 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 // are spec.sources: Argo CD ignores spec.source when spec.sources is not
 // empty.
 func argoSourceNodes(root *yaml.Node) ([]*yaml.Node, bool) {
-	if n := lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
+	if n := splice.Lookup(root, "spec", "sources"); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
 		return n.Content, true
 	}
-	if n := lookup(root, "spec", "source"); n != nil {
+	if n := splice.Lookup(root, "spec", "source"); n != nil {
 		return []*yaml.Node{n}, false
 	}
 	return nil, false
@@ -391,8 +392,8 @@ type argoSource struct {
 // $name/ starts a path at the root of the source whose ref is name (taken
 // to be this repository).
 func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
-	name := str(lookup(root, "metadata"), "name")
-	ns := str(lookup(root, "spec", "destination"), "namespace")
+	name := splice.Str(splice.Lookup(root, "metadata"), "name")
+	ns := splice.Str(splice.Lookup(root, "spec", "destination"), "namespace")
 	nodes, multi := argoSourceNodes(root)
 	srcs := make([]argoSource, len(nodes))
 	refs := map[string]string{} // ref: its source's repository
@@ -441,7 +442,7 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 			return nil, fmt.Errorf("%s.fileParameters: not supported", at)
 		}
 		var inline map[string]any
-		objNode := lookup(nodes[i], "helm", "valuesObject")
+		objNode := splice.Lookup(nodes[i], "helm", "valuesObject")
 		hasObj := objNode != nil && !(objNode.Kind == yaml.ScalarNode && objNode.ShortTag() == "!!null")
 		// Argo CD passes valuesObject when it is set, and values only
 		// when it is not: they are not merged.
@@ -502,10 +503,10 @@ type fluxHelmRelease struct {
 // are paths from the source's root, merged in order, and spec.values
 // comes last.
 func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, error) {
-	md := lookup(root, "metadata")
-	name, ns := str(md, "name"), str(md, "namespace")
+	md := splice.Lookup(root, "metadata")
+	name, ns := splice.Str(md, "name"), splice.Str(md, "namespace")
 	var spec fluxHelmRelease
-	if err := decode(lookup(root, "spec"), "spec", &spec); err != nil {
+	if err := decode(splice.Lookup(root, "spec"), "spec", &spec); err != nil {
 		return nil, err
 	}
 	cs := spec.Chart.Spec
@@ -536,7 +537,7 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 		}
 		r.values = append(r.values, p)
 	}
-	v, err := inlineValues(lookup(root, "spec", "values"), "spec.values")
+	v, err := inlineValues(splice.Lookup(root, "spec", "values"), "spec.values")
 	if err != nil {
 		return nil, err
 	}
@@ -564,11 +565,11 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 	var globals struct {
 		ChartHome string `yaml:"chartHome"`
 	}
-	if err := decode(lookup(root, "helmGlobals"), "helmGlobals", &globals); err != nil {
+	if err := decode(splice.Lookup(root, "helmGlobals"), "helmGlobals", &globals); err != nil {
 		return nil, err
 	}
 	home := path.Join(dir, cmpOr(globals.ChartHome, "charts"))
-	seq := lookup(root, "helmCharts")
+	seq := splice.Lookup(root, "helmCharts")
 	if seq.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("line %d: helmCharts is not a list", seq.Line)
 	}
@@ -602,11 +603,11 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 		if hc.ValuesMerge != "" && hc.ValuesMerge != "override" {
 			return nil, fmt.Errorf("line %d: %s.valuesMerge %q: only the default override is rendered here: not rendered", n.Line, at, hc.ValuesMerge)
 		}
-		if vi := lookup(n, "valuesInline"); vi != nil && len(vi.Content) > 0 && len(hc.AdditionalValuesFiles) > 0 {
+		if vi := splice.Lookup(n, "valuesInline"); vi != nil && len(vi.Content) > 0 && len(hc.AdditionalValuesFiles) > 0 {
 			return nil, fmt.Errorf("line %d: %s has valuesInline and additionalValuesFiles, which kustomize puts above valuesInline: not rendered", n.Line, at)
 		}
 		r := &helmRelease{via: fmt.Sprintf("%s %s", file, at), name: cmpOr(hc.ReleaseName, hc.Name), namespace: hc.Namespace, chart: chart, src: i,
-			nsOverride: str(root, "namespace")}
+			nsOverride: splice.Str(root, "namespace")}
 		for _, vf := range append([]string{hc.ValuesFile}, hc.AdditionalValuesFiles...) {
 			if vf == "" {
 				continue
@@ -617,7 +618,7 @@ func kustReleases(file string, root *yaml.Node, isChart func(string) bool) ([]*h
 			}
 			r.values = append(r.values, p)
 		}
-		v, err := inlineValues(lookup(n, "valuesInline"), at+".valuesInline")
+		v, err := inlineValues(splice.Lookup(n, "valuesInline"), at+".valuesInline")
 		if err != nil {
 			return nil, err
 		}
@@ -826,7 +827,7 @@ func (inv *Inventory) addHelm(hx *helmIndex) {
 		if r.err != nil {
 			continue
 		}
-		if s, err := parseStream(r.out); err == nil {
+		if s, err := splice.Parse(r.out); err == nil {
 			for _, u := range unsupportedIn(s, r.file, false) {
 				if u.Ref.Namespace == "" {
 					u.Ref.Namespace = r.namespace

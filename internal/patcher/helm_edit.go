@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 )
 
 // Editing what a release renders. For each op of an Edit, the field it
@@ -201,9 +202,9 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 	if err != nil {
 		return nil, fail(err)
 	}
-	ref, _, _ := identify(whole.exp[o.doc].Content[0])
+	ref, _, _ := identify(whole.Expected[o.doc].Content[0])
 	w := o.w
-	w.Ref, w.Line = ref, whole.lines[o.doc]
+	w.Ref, w.Line = ref, whole.Lines[o.doc]
 	notes, err := whole.apply(Edit{Workload: ref, Ops: e.Ops}, w)
 	if err != nil {
 		return nil, fail(err)
@@ -239,7 +240,7 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 				return nil, fail(fmt.Errorf("%s changes %s and %s differently", op, c.Field, x.Field))
 			}
 		}
-		p, err := trace(ctx, st.hx.rd.render, files, r, vals, c.Old, c.New, one.exp)
+		p, err := trace(ctx, st.hx.rd.render, files, r, vals, c.Old, c.New, one.Expected)
 		if err != nil {
 			return nil, fail(fmt.Errorf("%s: %w", c.Field, err))
 		}
@@ -257,7 +258,7 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 			return nil, fail(err)
 		}
 	}
-	renders, err := st.prove(ctx, next, r, whole.exp)
+	renders, err := st.prove(ctx, next, r, whole.Expected)
 	if err != nil {
 		return nil, err
 	}
@@ -377,25 +378,25 @@ func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[s
 			return fmt.Errorf("%s: not read", ve.file)
 		}
 	}
-	fe, err := newFileEdit(ve.file, b, true)
+	fe, err := splice.NewFile(ve.file, b, true)
 	if err != nil {
 		return err
 	}
 	doc := ve.doc
 	if doc < 0 {
-		if len(fe.exp) != 1 || len(fe.exp[0].Content) == 0 {
-			return &editError{file: ve.file, field: ve.path.String(), err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", ErrUnsupported, len(fe.exp))}
+		if len(fe.Expected) != 1 || len(fe.Expected[0].Content) == 0 {
+			return &splice.Error{File: ve.file, Field: ve.path.String(), Err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", ErrUnsupported, len(fe.Expected))}
 		}
 		doc = 0
 	}
 	name := ve.path.String()
-	cs, _, err := fe.editDoc(doc, []docStep{{name: "set " + name, run: func(d *docEdit) error {
-		return d.setPath(ve.path, ve.new, ve.quote, name)
+	cs, _, err := fe.EditDoc(doc, []splice.Step{{Name: "set " + name, Run: func(d *splice.Doc) error {
+		return d.SetPath(ve.path, ve.new, ve.quote, name)
 	}}})
 	if err != nil {
 		return err
 	}
-	cur, ok := fe.result()
+	cur, ok := fe.Result()
 	if !ok {
 		return nil
 	}

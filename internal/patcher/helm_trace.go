@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -215,19 +216,19 @@ func coalesced(files map[string][]byte, vals map[string]any) (map[string]any, er
 // sameDocs compares a rendered stream with the documents it should
 // parse to; the message names the first difference.
 func sameDocs(out []byte, want []*yaml.Node) (string, bool) {
-	s, err := parseStream(out)
+	s, err := splice.Parse(out)
 	if err != nil {
 		return "it does not parse: " + err.Error(), false
 	}
-	if len(s.docs) != len(want) {
-		return fmt.Sprintf("%d objects instead of %d", len(s.docs), len(want)), false
+	if len(s.Docs) != len(want) {
+		return fmt.Sprintf("%d objects instead of %d", len(s.Docs), len(want)), false
 	}
-	for i, d := range s.docs {
-		if m := compare(want[i], d, ""); m != nil {
+	for i, d := range s.Docs {
+		if m := splice.Compare(want[i], d, ""); m != nil {
 			obj := fmt.Sprintf("object %d", i+1)
 			if len(want[i].Content) > 0 {
 				root := want[i].Content[0]
-				obj = fmt.Sprintf("%s %s", str(root, "kind"), str(lookup(root, "metadata"), "name"))
+				obj = fmt.Sprintf("%s %s", splice.Str(root, "kind"), splice.Str(splice.Lookup(root, "metadata"), "name"))
 			}
 			return fmt.Sprintf("%s, %s", obj, m), false
 		}

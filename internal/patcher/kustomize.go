@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -403,7 +404,7 @@ func (ix *kustIndex) builtWorkloads(k *kust, origins map[usage.Ref]string) []kob
 // It fills in o's name, namespace, names and meta; o.name stays "" when
 // no document is it for sure.
 func (ix *kustIndex) original(k *kust, o *kobj) {
-	s, err := parseStream(ix.files[o.origin])
+	s, err := splice.Parse(ix.files[o.origin])
 	if err != nil {
 		return
 	}
@@ -412,7 +413,7 @@ func (ix *kustIndex) original(k *kust, o *kobj) {
 		node *yaml.Node
 	}
 	var docs []cand
-	for _, doc := range s.docs {
+	for _, doc := range s.Docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
@@ -456,14 +457,14 @@ func (ix *kustIndex) original(k *kust, o *kobj) {
 
 // gvkOf is the group, version and kind of an object.
 func gvkOf(n *yaml.Node) resid.Gvk {
-	g, v := resid.ParseGroupVersion(str(n, "apiVersion"))
-	return resid.NewGvk(g, v, str(n, "kind"))
+	g, v := resid.ParseGroupVersion(splice.Str(n, "apiVersion"))
+	return resid.NewGvk(g, v, splice.Str(n, "kind"))
 }
 
 // metaOf returns an object's labels and annotations; values that are
 // not strings are left out.
 func metaOf(n *yaml.Node) objMeta {
-	return objMeta{labels: stringMap(lookup(n, "metadata", "labels")), annotations: stringMap(lookup(n, "metadata", "annotations"))}
+	return objMeta{labels: splice.StringMap(splice.Lookup(n, "metadata", "labels")), annotations: splice.StringMap(splice.Lookup(n, "metadata", "annotations"))}
 }
 
 // rename is the name chain (outermost first) gives an object named n.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 )
 
 // Editing what a kustomization builds. Each op of an Edit goes where the
@@ -455,11 +456,11 @@ func (st *kstate) definer(chain []*kust, o kobj, fields [][]string) (string, err
 			if !ok {
 				continue
 			}
-			ps, err := parseStream(b)
+			ps, err := splice.Parse(b)
 			if err != nil {
 				return "", fmt.Errorf("%w: %s: %w", ErrKustomize, where, err)
 			}
-			for _, doc := range ps.docs {
+			for _, doc := range ps.Docs {
 				if len(doc.Content) == 0 {
 					continue
 				}
@@ -473,11 +474,11 @@ func (st *kstate) definer(chain []*kust, o kobj, fields [][]string) (string, err
 				if s.json {
 					continue
 				}
-				if s.target == nil && (str(root, "kind") != kind || !slices.Contains(names, str(lookup(root, "metadata"), "name"))) {
+				if s.target == nil && (splice.Str(root, "kind") != kind || !slices.Contains(names, splice.Str(splice.Lookup(root, "metadata"), "name"))) {
 					continue
 				}
 				for _, f := range fields {
-					if lookup(root, f[:len(f)-1]...) != nil && hasField(lookup(root, f[:len(f)-1]...), f[len(f)-1]) {
+					if splice.Lookup(root, f[:len(f)-1]...) != nil && hasField(splice.Lookup(root, f[:len(f)-1]...), f[len(f)-1]) {
 						if s.file == "" && s.index < 0 {
 							return "", fmt.Errorf("%w: %s: an inline patch of patchesStrategicMerge sets %s; move it to patches: to have it edited", ErrKustomize, k.file, strings.Join(f, "."))
 						}
@@ -501,7 +502,7 @@ func labelMaps(m map[string]string) []map[string]string {
 }
 
 func hasField(m *yaml.Node, name string) bool {
-	k, _ := field(m, name)
+	k, _ := splice.Field(m, name)
 	return k != nil
 }
 
@@ -565,7 +566,7 @@ func (o kobj) selectedBy(t *types.Selector) (bool, error) {
 // patch that reaches one of fields, or a parent or child of it.
 func json6902Touches(ops *yaml.Node, fields [][]string) string {
 	for _, op := range ops.Content {
-		p := str(op, "path")
+		p := splice.Str(op, "path")
 		if p == "" {
 			continue
 		}
@@ -599,7 +600,7 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 	}
 	w := Workload{}
 	var only []int // the documents of the kind
-	for i, d := range fe.exp {
+	for i, d := range fe.Expected {
 		if len(d.Content) == 0 {
 			continue
 		}
@@ -608,14 +609,14 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 			only = append(only, i)
 		}
 		if ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
-			w.Ref, w.Line = ref, fe.lines[i]
+			w.Ref, w.Line = ref, fe.Lines[i]
 			break
 		}
 	}
 	if w.Ref.Kind == "" && len(only) == 1 && file != ke.o.origin {
 		// a patch with a target applies whatever name it has
-		w.Ref, _, _ = identify(fe.exp[only[0]].Content[0])
-		w.Line = fe.lines[only[0]]
+		w.Ref, _, _ = identify(fe.Expected[only[0]].Content[0])
+		w.Line = fe.Lines[only[0]]
 	}
 	if w.Ref.Kind == "" {
 		return fmt.Errorf("%w: %s: no %s named %s", ErrNotFound, file, ke.e.Workload.Kind, strings.Join(names, " or "))
@@ -642,7 +643,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 	if err != nil {
 		return err
 	}
-	before := cloneNode(fe.exp[idx].Content[0])
+	before := splice.Clone(fe.Expected[idx].Content[0])
 	// A patch finds its object by the id it has where the patch applies:
 	// after the kustomizations k includes and its components, before k's
 	// own namePrefix and namespace.
@@ -659,18 +660,18 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 		}
 	}
 	w := ke.o.w
-	w.Line = fe.lines[idx]
+	w.Line = fe.Lines[idx]
 	if _, err := fe.apply(Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
 		return err
 	}
-	diff, ok := smpDiff(before, fe.exp[idx].Content[0])
+	diff, ok := smpDiff(before, fe.Expected[idx].Content[0])
 	if !ok {
 		return nil
 	}
 	patch := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 	patch.Content = append(patch.Content,
-		scalar("apiVersion"), scalar(str(before, "apiVersion")),
+		scalar("apiVersion"), scalar(splice.Str(before, "apiVersion")),
 		scalar("kind"), scalar(ke.e.Workload.Kind),
 		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(name)}})
 	if ns != "" {
@@ -709,19 +710,19 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 	if !ok {
 		kb, _ = st.file(k.file)
 	}
-	kf, err := newFileEdit(k.file, kb, false)
+	kf, err := splice.NewFile(k.file, kb, false)
 	if err != nil {
 		return err
 	}
-	if len(kf.exp) != 1 {
-		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, k.file, len(kf.exp))
+	if len(kf.Expected) != 1 {
+		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, k.file, len(kf.Expected))
 	}
-	if _, _, err := kf.editDoc(0, []docStep{{name: "add " + rel + " to patches", run: func(d *docEdit) error {
-		return d.appendPatch(rel)
+	if _, _, err := kf.EditDoc(0, []splice.Step{{Name: "add " + rel + " to patches", Run: func(d *splice.Doc) error {
+		return d.AppendPatch(rel)
 	}}}); err != nil {
 		return err
 	}
-	next[k.file], _ = kf.result()
+	next[k.file], _ = kf.Result()
 	changes[k.file] = append(changes[k.file], Change{Field: "patches", New: "path: " + rel})
 	return nil
 }
@@ -730,51 +731,51 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 // changed keys, removed keys as null, containers merged by name, other
 // sequences whole. ok is false when they are equal.
 func smpDiff(a, b *yaml.Node) (*yaml.Node, bool) {
-	if compare(a, b, "") == nil {
+	if splice.Compare(a, b, "") == nil {
 		return nil, false
 	}
 	if a.Kind != yaml.MappingNode || b.Kind != yaml.MappingNode {
-		return cloneNode(b), true
+		return splice.Clone(b), true
 	}
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for i := 0; i+1 < len(b.Content); i += 2 {
 		k, bv := b.Content[i], b.Content[i+1]
-		_, av := field(a, k.Value)
+		_, av := splice.Field(a, k.Value)
 		switch {
 		case av == nil:
-			out.Content = append(out.Content, cloneNode(k), cloneNode(bv))
+			out.Content = append(out.Content, splice.Clone(k), splice.Clone(bv))
 		case av.Kind == yaml.SequenceNode && bv.Kind == yaml.SequenceNode && namedItems(av) && namedItems(bv):
 			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 			for _, item := range bv.Content {
-				name := str(item, "name")
+				name := splice.Str(item, "name")
 				var old *yaml.Node
 				for _, x := range av.Content {
-					if str(x, "name") == name {
+					if splice.Str(x, "name") == name {
 						old = x
 					}
 				}
 				if old == nil {
-					seq.Content = append(seq.Content, cloneNode(item))
+					seq.Content = append(seq.Content, splice.Clone(item))
 					continue
 				}
 				if d, ok := smpDiff(old, item); ok {
-					_, nv := field(item, "name")
-					d.Content = append([]*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, cloneNode(nv)}, d.Content...)
+					_, nv := splice.Field(item, "name")
+					d.Content = append([]*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, splice.Clone(nv)}, d.Content...)
 					seq.Content = append(seq.Content, d)
 				}
 			}
 			if len(seq.Content) > 0 {
-				out.Content = append(out.Content, cloneNode(k), seq)
+				out.Content = append(out.Content, splice.Clone(k), seq)
 			}
 		default:
 			if d, ok := smpDiff(av, bv); ok {
-				out.Content = append(out.Content, cloneNode(k), d)
+				out.Content = append(out.Content, splice.Clone(k), d)
 			}
 		}
 	}
 	for i := 0; i+1 < len(a.Content); i += 2 {
-		if k, _ := field(b, a.Content[i].Value); k == nil {
-			out.Content = append(out.Content, cloneNode(a.Content[i]), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"})
+		if k, _ := splice.Field(b, a.Content[i].Value); k == nil {
+			out.Content = append(out.Content, splice.Clone(a.Content[i]), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"})
 		}
 	}
 	return out, true
@@ -784,7 +785,7 @@ func smpDiff(a, b *yaml.Node) (*yaml.Node, bool) {
 // as containers are: a strategic merge matches them by name.
 func namedItems(s *yaml.Node) bool {
 	for _, it := range s.Content {
-		if it.Kind != yaml.MappingNode || str(it, "name") == "" {
+		if it.Kind != yaml.MappingNode || splice.Str(it, "name") == "" {
 			return false
 		}
 	}
@@ -859,15 +860,15 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 				return err
 			}
 		}
-		got, err := parseStream(out)
+		got, err := splice.Parse(out)
 		if err != nil {
 			return fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
 		}
-		if len(got.docs) != len(want.exp) {
-			return fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.docs), len(want.exp))
+		if len(got.Docs) != len(want.Expected) {
+			return fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.Docs), len(want.Expected))
 		}
-		for i, d := range got.docs {
-			if m := compareBuilt(want.exp[i], d, ""); m != nil {
+		for i, d := range got.Docs {
+			if m := splice.CompareBuilt(want.Expected[i], d, ""); m != nil {
 				return fmt.Errorf("%w: %s builds something else than intended: object %d, %s", ErrKustomize, k.dir, i+1, m)
 			}
 		}
@@ -902,42 +903,42 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []s
 	if !ok {
 		b, _ = st.file(kf)
 	}
-	fe, err := newFileEdit(kf, b, false)
+	fe, err := splice.NewFile(kf, b, false)
 	if err != nil {
 		return err
 	}
-	if len(fe.exp) != 1 {
-		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, kf, len(fe.exp))
+	if len(fe.Expected) != 1 {
+		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, kf, len(fe.Expected))
 	}
 	name := fmt.Sprintf("patches[%d].patch", index)
 	var inner []Change
-	step := docStep{name: "edit " + name, run: func(d *docEdit) error {
-		_, seq := field(d.root, "patches")
+	step := splice.Step{Name: "edit " + name, Run: func(d *splice.Doc) error {
+		_, seq := splice.Field(d.Root, "patches")
 		if seq == nil || seq.Kind != yaml.SequenceNode || index >= len(seq.Content) {
-			return d.fail(d.root, name, fmt.Errorf("%w: no such patch", ErrNotFound))
+			return d.Fail(d.Root, name, fmt.Errorf("%w: no such patch", ErrNotFound))
 		}
-		_, n := field(seq.Content[index], "patch")
+		_, n := splice.Field(seq.Content[index], "patch")
 		if n == nil || n.Kind != yaml.ScalarNode {
-			return d.fail(seq.Content[index], name, fmt.Errorf("%w: no patch text", ErrNotFound))
+			return d.Fail(seq.Content[index], name, fmt.Errorf("%w: no patch text", ErrNotFound))
 		}
 		if n.Style&yaml.LiteralStyle == 0 {
-			return d.fail(n, name, fmt.Errorf("%w: an inline patch that is not a literal block (|)", ErrUnsupported))
+			return d.Fail(n, name, fmt.Errorf("%w: an inline patch that is not a literal block (|)", ErrUnsupported))
 		}
 		pe, err := newPodFile(kf+": "+name, []byte(n.Value), true)
 		if err != nil {
-			return d.fail(n, name, err)
+			return d.Fail(n, name, err)
 		}
 		w := Workload{}
-		for i, doc := range pe.exp {
+		for i, doc := range pe.Expected {
 			if len(doc.Content) == 0 {
 				continue
 			}
 			if ref, _, ok := identify(doc.Content[0]); ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
-				w.Ref, w.Line = ref, pe.lines[i]
+				w.Ref, w.Line = ref, pe.Lines[i]
 			}
 		}
 		if w.Ref.Kind == "" {
-			return d.fail(n, name, fmt.Errorf("%w: no %s named %s in the patch", ErrNotFound, ke.e.Workload.Kind, strings.Join(names, " or ")))
+			return d.Fail(n, name, fmt.Errorf("%w: no %s named %s in the patch", ErrNotFound, ke.e.Workload.Kind, strings.Join(names, " or ")))
 		}
 		if _, err := pe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
 			return err
@@ -947,12 +948,12 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []s
 			return nil
 		}
 		inner = f.Changes
-		return d.replaceBlock(n, name, f.New)
+		return d.ReplaceBlock(n, name, f.New)
 	}}
-	if _, _, err := fe.editDoc(0, []docStep{step}); err != nil {
+	if _, _, err := fe.EditDoc(0, []splice.Step{step}); err != nil {
 		return err
 	}
-	if cur, ok := fe.result(); ok {
+	if cur, ok := fe.Result(); ok {
 		next[kf] = cur
 		for _, c := range inner {
 			c.Field = name + ": " + c.Field

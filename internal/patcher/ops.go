@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -84,18 +85,18 @@ func SetWholeGPUs(n int64) Op { return setWholeGPUs{n: n} }
 
 // template returns the pod template mapping of the current parse.
 func (d *podEdit) template() (*yaml.Node, error) {
-	cur := d.root
+	cur := d.Root
 	for i, p := range d.tmpl {
-		if err := d.editable(cur, strings.Join(d.tmpl[:i], ".")); err != nil {
+		if err := d.Editable(cur, strings.Join(d.tmpl[:i], ".")); err != nil {
 			return nil, err
 		}
-		_, next := field(cur, p)
+		_, next := splice.Field(cur, p)
 		if next == nil || next.Kind != yaml.MappingNode {
-			return nil, d.fail(cur, strings.Join(d.tmpl[:i+1], "."), fmt.Errorf("%w: no pod template mapping", ErrUnsupported))
+			return nil, d.Fail(cur, strings.Join(d.tmpl[:i+1], "."), fmt.Errorf("%w: no pod template mapping", ErrUnsupported))
 		}
 		cur = next
 	}
-	return cur, d.editable(cur, d.tmplField())
+	return cur, d.Editable(cur, d.tmplField())
 }
 
 // podSpec returns the template's spec mapping.
@@ -104,11 +105,11 @@ func (d *podEdit) podSpec() (*yaml.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, pod := field(tmpl, "spec")
+	_, pod := splice.Field(tmpl, "spec")
 	if pod == nil || pod.Kind != yaml.MappingNode {
-		return nil, d.fail(tmpl, d.tmplField("spec"), fmt.Errorf("%w: no pod spec mapping", ErrUnsupported))
+		return nil, d.Fail(tmpl, d.tmplField("spec"), fmt.Errorf("%w: no pod spec mapping", ErrUnsupported))
 	}
-	return pod, d.editable(pod, d.tmplField("spec"))
+	return pod, d.Editable(pod, d.tmplField("spec"))
 }
 
 // containers returns the items of the pod's containers or initContainers
@@ -118,16 +119,16 @@ func (d *podEdit) containers(list string) ([]*yaml.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, s := field(pod, list)
+	_, s := splice.Field(pod, list)
 	if s == nil {
 		return nil, nil
 	}
-	if err := d.editable(s, d.tmplField("spec", list)); err != nil {
+	if err := d.Editable(s, d.tmplField("spec", list)); err != nil {
 		return nil, err
 	}
 	var cs []*yaml.Node
 	for _, r := range containerRefs(pod, list) {
-		if err := d.editable(r.item, d.containerField(r)); err != nil {
+		if err := d.Editable(r.item, d.containerField(r)); err != nil {
 			return nil, err
 		}
 		cs = append(cs, r.c)
@@ -146,12 +147,12 @@ func (o setGPUFraction) apply(d *podEdit) error {
 		return err
 	}
 	if err := validFraction(o.value); err != nil {
-		return d.fail(tmpl, name, err)
+		return d.Fail(tmpl, name, err)
 	}
-	if _, v := field(lookup(tmpl, "metadata", "annotations"), kai.MemoryAnnotation); v != nil {
-		return d.fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
+	if _, v := splice.Field(splice.Lookup(tmpl, "metadata", "annotations"), kai.MemoryAnnotation); v != nil {
+		return d.Fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
 	}
-	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.FractionAnnotation}, o.value, scalarOpts{quote: true, asString: true})
+	return d.SetString(tmpl, name, []string{"metadata", "annotations", kai.FractionAnnotation}, o.value, splice.ScalarOpts{Quote: true, AsString: true})
 }
 
 type setGPUMemory struct{ mib int64 }
@@ -165,9 +166,9 @@ func (o setGPUMemory) apply(d *podEdit) error {
 		return err
 	}
 	if o.mib < 1 {
-		return d.fail(tmpl, name, fmt.Errorf("%w: %s %d must be a positive number of MiB", ErrInvalidValue, kai.MemoryAnnotation, o.mib))
+		return d.Fail(tmpl, name, fmt.Errorf("%w: %s %d must be a positive number of MiB", ErrInvalidValue, kai.MemoryAnnotation, o.mib))
 	}
-	return d.setString(tmpl, name, []string{"metadata", "annotations", kai.MemoryAnnotation}, strconv.FormatInt(o.mib, 10), scalarOpts{quote: true, asString: true})
+	return d.SetString(tmpl, name, []string{"metadata", "annotations", kai.MemoryAnnotation}, strconv.FormatInt(o.mib, 10), splice.ScalarOpts{Quote: true, AsString: true})
 }
 
 type setSchedulerName struct{ name string }
@@ -183,9 +184,9 @@ func (o setSchedulerName) apply(d *podEdit) error {
 		return err
 	}
 	if !dnsNameRE.MatchString(o.name) || len(o.name) > 253 {
-		return d.fail(tmpl, name, fmt.Errorf("%w: scheduler name %q", ErrInvalidValue, o.name))
+		return d.Fail(tmpl, name, fmt.Errorf("%w: scheduler name %q", ErrInvalidValue, o.name))
 	}
-	return d.setString(tmpl, name, []string{"spec", "schedulerName"}, o.name, scalarOpts{asString: true})
+	return d.SetString(tmpl, name, []string{"spec", "schedulerName"}, o.name, splice.ScalarOpts{AsString: true})
 }
 
 type setPodLabel struct{ key, value string }
@@ -209,23 +210,23 @@ func (o setPodLabel) apply(d *podEdit) error {
 		return err
 	}
 	if err := validLabel(o.key, o.value); err != nil {
-		return d.fail(tmpl, name, err)
+		return d.Fail(tmpl, name, err)
 	}
-	_, cur := field(lookup(tmpl, "metadata", "labels"), o.key)
+	_, cur := splice.Field(splice.Lookup(tmpl, "metadata", "labels"), o.key)
 	if cur == nil || cur.Value != o.value {
-		sel := lookup(d.root, "spec", "selector")
-		if _, v := field(lookup(sel, "matchLabels"), o.key); v != nil && v.Value != o.value {
-			return d.fail(v, name, fmt.Errorf("%w: the selector matches on %s=%s; changing it would orphan the pods", ErrInvalidValue, o.key, v.Value))
+		sel := splice.Lookup(d.Root, "spec", "selector")
+		if _, v := splice.Field(splice.Lookup(sel, "matchLabels"), o.key); v != nil && v.Value != o.value {
+			return d.Fail(v, name, fmt.Errorf("%w: the selector matches on %s=%s; changing it would orphan the pods", ErrInvalidValue, o.key, v.Value))
 		}
-		if _, exprs := field(sel, "matchExpressions"); exprs != nil && exprs.Kind == yaml.SequenceNode {
+		if _, exprs := splice.Field(sel, "matchExpressions"); exprs != nil && exprs.Kind == yaml.SequenceNode {
 			for _, x := range exprs.Content {
-				if _, k := field(resolved(x), "key"); k != nil && k.Value == o.key {
-					return d.fail(k, name, fmt.Errorf("%w: the selector's matchExpressions use the label %s; changing it could orphan the pods", ErrInvalidValue, o.key))
+				if _, k := splice.Field(resolved(x), "key"); k != nil && k.Value == o.key {
+					return d.Fail(k, name, fmt.Errorf("%w: the selector's matchExpressions use the label %s; changing it could orphan the pods", ErrInvalidValue, o.key))
 				}
 			}
 		}
 	}
-	return d.setString(tmpl, name, []string{"metadata", "labels", o.key}, o.value, scalarOpts{asString: true})
+	return d.SetString(tmpl, name, []string{"metadata", "labels", o.key}, o.value, splice.ScalarOpts{AsString: true})
 }
 
 type setWorkloadLabel struct{ key, value string }
@@ -237,9 +238,9 @@ func (o setWorkloadLabel) String() string {
 func (o setWorkloadLabel) apply(d *podEdit) error {
 	name := "metadata.labels." + o.key
 	if err := validLabel(o.key, o.value); err != nil {
-		return d.fail(d.root, name, err)
+		return d.Fail(d.Root, name, err)
 	}
-	return d.setString(d.root, name, []string{"metadata", "labels", o.key}, o.value, scalarOpts{asString: true})
+	return d.SetString(d.Root, name, []string{"metadata", "labels", o.key}, o.value, splice.ScalarOpts{AsString: true})
 }
 
 type removePodAnnotation struct{ key string }
@@ -252,30 +253,30 @@ func (o removePodAnnotation) apply(d *podEdit) error {
 	if err != nil {
 		return err
 	}
-	mk, md := field(tmpl, "metadata")
-	ak, ann := field(md, "annotations")
-	k, v := field(ann, o.key)
+	mk, md := splice.Field(tmpl, "metadata")
+	ak, ann := splice.Field(md, "annotations")
+	k, v := splice.Field(ann, o.key)
 	if k == nil {
 		return nil
 	}
 	for _, n := range []*yaml.Node{md, ann} {
-		if err := d.editable(n, name); err != nil {
+		if err := d.Editable(n, name); err != nil {
 			return err
 		}
 	}
 	old := v.Value
 	switch {
 	case len(ann.Content) > 2:
-		err = d.deleteEntry(ann, k, v, name)
+		err = d.DeleteEntry(ann, k, v, name)
 	case len(md.Content) > 2:
-		err = d.deleteEntry(md, ak, ann, name)
+		err = d.DeleteEntry(md, ak, ann, name)
 	default:
-		err = d.deleteEntry(tmpl, mk, md, name)
+		err = d.DeleteEntry(tmpl, mk, md, name)
 	}
 	if err != nil {
 		return err
 	}
-	d.change(name, old, "")
+	d.Record(name, old, "")
 	return nil
 }
 
@@ -308,11 +309,11 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 		for i, h := range holders {
 			names[i] = d.containerField(h)
 		}
-		return d.fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
+		return d.Fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
 	}
 	for _, r := range refs {
 		if g := readGPU(r); g.via != nil {
-			return d.fail(g.via, d.containerField(r)+".resources", fmt.Errorf("%w: nvidia.com/gpu is written through it", ErrAlias))
+			return d.Fail(g.via, d.containerField(r)+".resources", fmt.Errorf("%w: nvidia.com/gpu is written through it", ErrAlias))
 		}
 		if err := d.removeGPUs(r.c, d.containerField(r)+".resources"); err != nil {
 			return err
@@ -324,16 +325,16 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 	// KAI gives a fraction to the first container unless the pod names
 	// another: name the one that held the GPU, unless it is the first.
 	h := holders[0]
-	named := str(lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
+	named := splice.Str(splice.Lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
 	if h.list == "containers" && h.i == 0 && named == "" {
 		return nil
 	}
 	field := d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation)
-	name := str(h.c, "name")
+	name := splice.Str(h.c, "name")
 	if name == "" {
-		return d.fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", ErrUnsupported, d.containerField(h)))
+		return d.Fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", ErrUnsupported, d.containerField(h)))
 	}
-	return d.setString(tmpl, field, []string{"metadata", "annotations", kai.ContainerNameAnnotation}, name, scalarOpts{asString: true})
+	return d.SetString(tmpl, field, []string{"metadata", "annotations", kai.ContainerNameAnnotation}, name, splice.ScalarOpts{AsString: true})
 }
 
 // containerField names a container in a field path, e.g.
@@ -351,8 +352,8 @@ func (d *podEdit) gpuTargets() ([]containerRef, error) {
 	}
 	ts, ok := gpuTargets(tmpl)
 	if !ok {
-		name := str(lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
-		return nil, d.fail(tmpl, d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation), fmt.Errorf("%w: no container named %q", ErrNotFound, name))
+		name := splice.Str(splice.Lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
+		return nil, d.Fail(tmpl, d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation), fmt.Errorf("%w: no container named %q", ErrNotFound, name))
 	}
 	return ts, nil
 }
@@ -360,7 +361,7 @@ func (d *podEdit) gpuTargets() ([]containerRef, error) {
 // removeGPUs deletes nvidia.com/gpu from one container's limits and
 // requests, removing the mappings it leaves empty.
 func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
-	rk, res := field(c, "resources")
+	rk, res := splice.Field(c, "resources")
 	if res == nil || res.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -371,8 +372,8 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 	var hits []hit
 	emptied := 0
 	for _, list := range []string{"limits", "requests"} {
-		lk, l := field(res, list)
-		k, v := field(l, kai.GPUResource)
+		lk, l := splice.Field(res, list)
+		k, v := splice.Field(l, kai.GPUResource)
 		if k == nil {
 			continue
 		}
@@ -384,11 +385,11 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 	if len(hits) == 0 {
 		return nil
 	}
-	if err := d.editable(res, base); err != nil {
+	if err := d.Editable(res, base); err != nil {
 		return err
 	}
 	if emptied*2 == len(res.Content) {
-		if err := d.deleteEntry(c, rk, res, base); err != nil {
+		if err := d.DeleteEntry(c, rk, res, base); err != nil {
 			return err
 		}
 	} else {
@@ -396,9 +397,9 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 			name := base + "." + h.list + "." + kai.GPUResource
 			var err error
 			if len(h.l.Content) == 2 {
-				err = d.deleteEntry(res, h.lk, h.l, name)
+				err = d.DeleteEntry(res, h.lk, h.l, name)
 			} else {
-				err = d.deleteEntry(h.l, h.k, h.v, name)
+				err = d.DeleteEntry(h.l, h.k, h.v, name)
 			}
 			if err != nil {
 				return err
@@ -406,7 +407,7 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 		}
 	}
 	for _, h := range hits {
-		d.change(base+"."+h.list+"."+kai.GPUResource, h.v.Value, "")
+		d.Record(base+"."+h.list+"."+kai.GPUResource, h.v.Value, "")
 	}
 	return nil
 }
@@ -421,7 +422,7 @@ func (o setWholeGPUs) apply(d *podEdit) error {
 		return err
 	}
 	if o.n < 1 {
-		return d.fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: %d whole GPUs", ErrInvalidValue, o.n))
+		return d.Fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: %d whole GPUs", ErrInvalidValue, o.n))
 	}
 	ts, err := d.gpuTargets()
 	if err != nil {
@@ -429,13 +430,13 @@ func (o setWholeGPUs) apply(d *podEdit) error {
 	}
 	switch {
 	case len(ts) == 0:
-		return d.fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: no GPU container", ErrNotFound))
+		return d.Fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: no GPU container", ErrNotFound))
 	case len(ts) > 1:
 		names := make([]string, len(ts))
 		for i, t := range ts {
 			names[i] = d.containerField(t)
 		}
-		return d.fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
+		return d.Fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
 	}
 	if _, err := d.containers(ts[0].list); err != nil {
 		return err
@@ -443,11 +444,11 @@ func (o setWholeGPUs) apply(d *podEdit) error {
 	c := ts[0].c
 	base := d.containerField(ts[0]) + ".resources."
 	v := strconv.FormatInt(o.n, 10)
-	if err := d.setString(c, base+"limits."+kai.GPUResource, []string{"resources", "limits", kai.GPUResource}, v, scalarOpts{quote: true}); err != nil {
+	if err := d.SetString(c, base+"limits."+kai.GPUResource, []string{"resources", "limits", kai.GPUResource}, v, splice.ScalarOpts{Quote: true}); err != nil {
 		return err
 	}
-	if str(lookup(c, "resources", "requests"), kai.GPUResource) != "" {
-		return d.setString(c, base+"requests."+kai.GPUResource, []string{"resources", "requests", kai.GPUResource}, v, scalarOpts{quote: true})
+	if splice.Str(splice.Lookup(c, "resources", "requests"), kai.GPUResource) != "" {
+		return d.SetString(c, base+"requests."+kai.GPUResource, []string{"resources", "requests", kai.GPUResource}, v, splice.ScalarOpts{Quote: true})
 	}
 	return nil
 }
@@ -468,7 +469,7 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 		if err != nil {
 			return err
 		}
-		return d.fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
+		return d.Fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
 	}
 	ts, err := d.gpuTargets()
 	if err != nil {
@@ -495,7 +496,7 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 			continue
 		}
 		if v.err != nil {
-			return d.fail(c, base, v.err)
+			return d.Fail(c, base, v.err)
 		}
 		if len(v.sites) > 0 {
 			if err := d.setUtil(v, base, o.value); err != nil {
@@ -512,7 +513,7 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 
 // listName says whether item n belongs to the command or the args list.
 func (v *vllmScan) listName(n *yaml.Node) string {
-	if v.command != nil && indexOf(v.command.Content, n) >= 0 {
+	if v.command != nil && splice.IndexOf(v.command.Content, n) >= 0 {
 		return "command"
 	}
 	return "args"
@@ -531,25 +532,25 @@ func (d *podEdit) setUtil(v *vllmScan, base, value string) error {
 			cur := strings.TrimSpace(s.n.Value)
 			if !numberRE.MatchString(cur) || numberRE.FindString(cur) != cur {
 				if strings.Contains(cur, "{{") {
-					return d.fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization %s", ErrTemplate, cur))
+					return d.Fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization %s", ErrTemplate, cur))
 				}
-				return d.fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", ErrUnsupported, cur))
+				return d.Fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", ErrUnsupported, cur))
 			}
-			changed, err := d.replaceScalar(s.n, value, name, scalarOpts{asString: true})
+			changed, err := d.ReplaceScalar(s.n, value, name, splice.ScalarOpts{AsString: true})
 			if err != nil {
 				return err
 			}
 			if changed {
-				d.change(name, cur, value)
+				d.Record(name, cur, value)
 			}
 			continue
 		}
-		subs, err := d.editInScalar(s.n, name, func(text string) ([]subst, error) {
+		subs, err := d.EditInScalar(s.n, name, func(text string) ([]splice.Subst, error) {
 			hits, err := utilHits(text)
-			var out []subst
+			var out []splice.Subst
 			for _, h := range hits {
 				if h.value != value {
-					out = append(out, subst{start: h.start, end: h.end, key: h.value, repl: value})
+					out = append(out, splice.Subst{Start: h.start, End: h.end, Key: h.value, Repl: value})
 				}
 			}
 			return out, err
@@ -558,7 +559,7 @@ func (d *podEdit) setUtil(v *vllmScan, base, value string) error {
 			return err
 		}
 		for _, sub := range subs {
-			d.change(name, sub.key, value)
+			d.Record(name, sub.Key, value)
 		}
 	}
 	return nil
@@ -572,11 +573,11 @@ func (d *podEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 	case len(v.scripts) > 0:
 		for _, s := range v.scripts {
 			name := base + "." + v.listName(s)
-			subs, err := d.editInScalar(s, name, func(text string) ([]subst, error) {
-				var out []subst
+			subs, err := d.EditInScalar(s, name, func(text string) ([]splice.Subst, error) {
+				var out []splice.Subst
 				for _, m := range serveRE.FindAllStringIndex(text, -1) {
 					key := strings.TrimLeft(text[m[0]:m[1]], " \t\r\n/;&|(\"'")
-					out = append(out, subst{start: m[1], end: m[1], key: key, repl: " " + flag})
+					out = append(out, splice.Subst{Start: m[1], End: m[1], Key: key, Repl: " " + flag})
 				}
 				return out, nil
 			})
@@ -584,30 +585,30 @@ func (d *podEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 				return err
 			}
 			if len(subs) > 0 {
-				d.change(name, "", value)
+				d.Record(name, "", value)
 			}
 		}
 		return nil
 	case v.shell:
-		return d.fail(c, base, fmt.Errorf("%w: the shell command does not run vllm serve or vllm.entrypoints", ErrNoVLLMCommand))
+		return d.Fail(c, base, fmt.Errorf("%w: the shell command does not run vllm serve or vllm.entrypoints", ErrNoVLLMCommand))
 	case v.invoked || v.command == nil:
 		target, name := v.args, "args"
-		if _, a := field(c, "args"); a != nil && v.args == nil {
-			return d.fail(a, base+".args", fmt.Errorf("%w: args is not a list", ErrUnsupported))
+		if _, a := splice.Field(c, "args"); a != nil && v.args == nil {
+			return d.Fail(a, base+".args", fmt.Errorf("%w: args is not a list", ErrUnsupported))
 		}
 		if target == nil && v.tokens {
 			target, name = v.command, "command"
 		}
 		if target == nil {
-			return d.fail(c, base, fmt.Errorf("%w: the container runs the image's default command", ErrNoVLLMCommand))
+			return d.Fail(c, base, fmt.Errorf("%w: the container runs the image's default command", ErrNoVLLMCommand))
 		}
-		if err := d.appendItem(target, flag, base+"."+name); err != nil {
+		if err := d.AppendItem(target, flag, base+"."+name); err != nil {
 			return err
 		}
-		d.change(base+"."+name, "", value)
+		d.Record(base+"."+name, "", value)
 		return nil
 	}
-	return d.fail(c, base, fmt.Errorf("%w: the command does not run vllm", ErrNoVLLMCommand))
+	return d.Fail(c, base, fmt.Errorf("%w: the command does not run vllm", ErrNoVLLMCommand))
 }
 
 // validFraction accepts what KAI accepts for gpu-fraction and keeps
@@ -629,9 +630,9 @@ func validFraction(v string) error {
 // It returns the node to blame, its field and the reason; a nil error
 // when there is none.
 func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
-	ann := lookup(tmpl, "metadata", "annotations")
-	fk, _ := field(ann, kai.FractionAnnotation)
-	mk, _ := field(ann, kai.MemoryAnnotation)
+	ann := splice.Lookup(tmpl, "metadata", "annotations")
+	fk, _ := splice.Field(ann, kai.FractionAnnotation)
+	mk, _ := splice.Field(ann, kai.MemoryAnnotation)
 	if err := (kai.Request{Fraction: fk != nil, Memory: mk != nil}).Conflict(); err != nil {
 		return fk, path + ".metadata.annotations." + kai.FractionAnnotation, fmt.Errorf("%w: %w", ErrInvalidValue, err)
 	}
@@ -642,7 +643,7 @@ func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
 	if share == nil {
 		return nil, "", nil
 	}
-	for _, r := range allContainers(lookup(tmpl, "spec")) {
+	for _, r := range allContainers(splice.Lookup(tmpl, "spec")) {
 		if g := readGPU(r); g.present {
 			return g.at, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), g.list, kai.GPUResource),
 				fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)

@@ -27,12 +27,29 @@ import (
 	"fmt"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // Sentinel errors. Refusals and problems wrap one of them, so callers can
 // classify with errors.Is.
 var (
+	// ErrInvalidYAML: the file does not parse.
+	ErrInvalidYAML = splice.ErrInvalidYAML
+	// ErrConflictMarkers: the file contains git merge-conflict markers.
+	ErrConflictMarkers = splice.ErrConflictMarkers
+	// ErrDuplicateKey: a mapping of the edited document has a key twice.
+	ErrDuplicateKey = splice.ErrDuplicateKey
+	// ErrAlias: an anchor, alias or merge key lies on the edit path.
+	ErrAlias = splice.ErrAlias
+	// ErrTemplate: the value is written through a Helm/Go template.
+	ErrTemplate = splice.ErrTemplate
+	// ErrUnsupported: the source has a shape the editor does not handle
+	// safely (odd line breaks, a key sharing its line with a dash, ...).
+	ErrUnsupported = splice.ErrUnsupported
+	// ErrVerify: after splicing, the file did not parse to exactly the
+	// intended result.
+	ErrVerify = splice.ErrVerify
 	// ErrUnsupportedKind: the workload kind cannot be edited.
 	ErrUnsupportedKind = errors.New("unsupported workload kind")
 	// ErrNotFound: the workload is not in the inventory or its file.

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -37,16 +38,16 @@ func unsupportedObject(root *yaml.Node) (Unsupported, bool) {
 	if root == nil || root.Kind != yaml.MappingNode {
 		return Unsupported{}, false
 	}
-	kind, apiVersion := str(root, "kind"), str(root, "apiVersion")
+	kind, apiVersion := splice.Str(root, "kind"), splice.Str(root, "apiVersion")
 	if kind == "" || apiVersion == "" {
 		return Unsupported{}, false
 	}
 	if spec, ok := kindSpecFor(kind); ok && spec.accepts(apiVersion) {
 		return Unsupported{}, false
 	}
-	md := lookup(root, "metadata")
-	u := Unsupported{Ref: usage.Ref{Kind: kind, Namespace: str(md, "namespace"), Name: str(md, "name")}, APIVersion: apiVersion,
-		Labels: stringMap(lookup(md, "labels")), GPU: asksForGPU(root)}
+	md := splice.Lookup(root, "metadata")
+	u := Unsupported{Ref: usage.Ref{Kind: kind, Namespace: splice.Str(md, "namespace"), Name: splice.Str(md, "name")}, APIVersion: apiVersion,
+		Labels: splice.StringMap(splice.Lookup(md, "labels")), GPU: asksForGPU(root)}
 	if u.Ref.Name == "" || !u.GPU && !slices.Contains(podOwnerKinds, kind) {
 		return Unsupported{}, false
 	}
@@ -76,9 +77,9 @@ func asksForGPU(n *yaml.Node) bool {
 
 // unsupportedIn reads the Unsupported objects of a parsed stream, each
 // placed at file (and the document's line, when line is set).
-func unsupportedIn(s *stream, file string, line bool) []Unsupported {
+func unsupportedIn(s *splice.Stream, file string, line bool) []Unsupported {
 	var out []Unsupported
-	for _, doc := range s.docs {
+	for _, doc := range s.Docs {
 		if len(doc.Content) == 0 {
 			continue
 		}

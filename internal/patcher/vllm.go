@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -121,9 +122,9 @@ func (v *vllmScan) current() string {
 // scanVLLM reads a container mapping node.
 func scanVLLM(c *yaml.Node) *vllmScan {
 	v := &vllmScan{}
-	v.image = strings.Contains(strings.ToLower(str(c, "image")), "vllm")
+	v.image = strings.Contains(strings.ToLower(splice.Str(c, "image")), "vllm")
 	for _, name := range []string{"command", "args"} {
-		_, s := field(c, name)
+		_, s := splice.Field(c, name)
 		if s == nil || s.Kind != yaml.SequenceNode {
 			continue
 		}

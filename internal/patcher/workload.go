@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -49,13 +50,13 @@ func identify(root *yaml.Node) (usage.Ref, kindSpec, bool) {
 	if root == nil || root.Kind != yaml.MappingNode {
 		return usage.Ref{}, kindSpec{}, false
 	}
-	kind := str(root, "kind")
+	kind := splice.Str(root, "kind")
 	spec, ok := kindSpecFor(kind)
-	if !ok || !spec.accepts(str(root, "apiVersion")) {
+	if !ok || !spec.accepts(splice.Str(root, "apiVersion")) {
 		return usage.Ref{}, kindSpec{}, false
 	}
-	md := lookup(root, "metadata")
-	return usage.Ref{Kind: kind, Namespace: str(md, "namespace"), Name: str(md, "name")}, spec, true
+	md := splice.Lookup(root, "metadata")
+	return usage.Ref{Kind: kind, Namespace: splice.Str(md, "namespace"), Name: splice.Str(md, "name")}, spec, true
 }
 
 // validRef refuses a workload whose name or namespace Kubernetes would
@@ -117,12 +118,12 @@ type builtWorkload struct {
 // builtWorkloads reads the workloads of a built or rendered stream: what
 // Kustomize builds and what a chart renders are read alike.
 func builtWorkloads(out []byte) ([]builtWorkload, error) {
-	s, err := parseStream(out)
+	s, err := splice.Parse(out)
 	if err != nil {
 		return nil, err
 	}
 	var bw []builtWorkload
-	for i, doc := range s.docs {
+	for i, doc := range s.Docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
@@ -139,12 +140,12 @@ func builtWorkloads(out []byte) ([]builtWorkload, error) {
 // accepted.
 func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 	w := Workload{Ref: ref}
-	w.Labels = stringMap(lookup(root, "metadata", "labels"))
-	tmpl := lookup(root, spec.template...)
-	w.PodLabels = stringMap(lookup(tmpl, "metadata", "labels"))
-	w.PodAnnotations = stringMap(lookup(tmpl, "metadata", "annotations"))
-	pod := lookup(tmpl, "spec")
-	w.SchedulerName = str(pod, "schedulerName")
+	w.Labels = splice.StringMap(splice.Lookup(root, "metadata", "labels"))
+	tmpl := splice.Lookup(root, spec.template...)
+	w.PodLabels = splice.StringMap(splice.Lookup(tmpl, "metadata", "labels"))
+	w.PodAnnotations = splice.StringMap(splice.Lookup(tmpl, "metadata", "annotations"))
+	pod := splice.Lookup(tmpl, "spec")
+	w.SchedulerName = splice.Str(pod, "schedulerName")
 	w.Queue = w.Labels[kai.QueueLabel]
 	if w.Queue == "" {
 		w.Queue = w.PodLabels[kai.QueueLabel]
@@ -217,8 +218,8 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 	for _, c := range containerNodes(pod, "containers") {
 		v := scanVLLM(c)
 		w.Containers = append(w.Containers, Container{
-			Name:                 str(c, "name"),
-			Image:                str(c, "image"),
+			Name:                 splice.Str(c, "name"),
+			Image:                splice.Str(c, "image"),
 			VLLM:                 v.isVLLM(),
 			GPUMemoryUtilization: v.current(),
 			KVCacheMemoryBytes:   v.kvBytes,
@@ -241,7 +242,7 @@ func annotation(root *yaml.Node, spec kindSpec, name string) (*yaml.Node, error)
 		if n == nil || n.Kind != yaml.MappingNode {
 			return nil, nil
 		}
-		_, v := field(n, key)
+		_, v := splice.Field(n, key)
 		switch {
 		case v == nil:
 			if v = readField(n, key); v != nil && via == nil {
@@ -318,7 +319,7 @@ type containerRef struct {
 }
 
 func containerRefs(pod *yaml.Node, list string) []containerRef {
-	_, s := field(pod, list)
+	_, s := splice.Field(pod, list)
 	if s == nil || s.Kind != yaml.SequenceNode {
 		return nil
 	}
@@ -368,7 +369,7 @@ func readField(m *yaml.Node, name string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
-	if _, v := field(m, name); v != nil {
+	if _, v := splice.Field(m, name); v != nil {
 		return resolved(v)
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -413,7 +414,7 @@ func readGPU(r containerRef) gpuRequest {
 		}
 	}
 	mark(r.item)
-	_, res := field(r.c, "resources")
+	_, res := splice.Field(r.c, "resources")
 	if res == nil {
 		return g
 	}
@@ -424,7 +425,7 @@ func readGPU(r containerRef) gpuRequest {
 		if l == nil {
 			continue
 		}
-		if _, own := field(resolved(res), list); own != nil {
+		if _, own := splice.Field(resolved(res), list); own != nil {
 			mark(own)
 		}
 		mark(l)
@@ -472,10 +473,10 @@ func gpuHolders(pod *yaml.Node) []containerRef {
 // container that held the GPU, so the answer does not depend on the order
 // of the ops.
 func gpuTargets(tmpl *yaml.Node) (ts []containerRef, ok bool) {
-	pod := lookup(tmpl, "spec")
-	if name := str(lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation); name != "" {
+	pod := splice.Lookup(tmpl, "spec")
+	if name := splice.Str(splice.Lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation); name != "" {
 		for _, r := range allContainers(pod) {
-			if str(r.c, "name") == name {
+			if splice.Str(r.c, "name") == name {
 				return []containerRef{r}, true
 			}
 		}
@@ -493,7 +494,7 @@ func gpuTargets(tmpl *yaml.Node) (ts []containerRef, ok bool) {
 // containerLabel names a container in a field path: its name, else its
 // index.
 func containerLabel(c *yaml.Node, i int) string {
-	if n := str(c, "name"); n != "" {
+	if n := splice.Str(c, "name"); n != "" {
 		return n
 	}
 	return fmt.Sprint(i)

@@ -1,4 +1,4 @@
-package patcher
+package splice
 
 import (
 	"fmt"
@@ -7,84 +7,84 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// appendPatch adds `- path: rel` to the kustomization's patches, or a
+// AppendPatch adds `- path: rel` to the kustomization's patches, or a
 // patches: list holding it at the end of the kustomization.
-func (d *docEdit) appendPatch(rel string) error {
+func (d *Doc) AppendPatch(rel string) error {
 	const name = "patches"
-	m := d.root
+	m := d.Root
 	if m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle != 0 || len(m.Content) == 0 {
-		return d.fail(m, name, fmt.Errorf("%w: not a block mapping", ErrUnsupported))
+		return d.Fail(m, name, fmt.Errorf("%w: not a block mapping", ErrUnsupported))
 	}
 	item := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "path"},
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: rel}}}
-	txt, _ := renderScalar(rel, 0, scalarOpts{asString: true})
-	k, s := field(m, name)
+	txt, _ := renderScalar(rel, 0, ScalarOpts{AsString: true})
+	k, s := Field(m, name)
 	if k == nil {
 		if d.absorbsNextLine(m.Content[len(m.Content)-1]) {
-			return d.fail(m, name, fmt.Errorf("%w: the last value would absorb a new line", ErrUnsupported))
+			return d.Fail(m, name, fmt.Errorf("%w: the last value would absorb a new line", ErrUnsupported))
 		}
 		_, end, err := d.sp.span(m.Content[len(m.Content)-1])
 		if err != nil {
-			return d.fail(m, name, err)
+			return d.Fail(m, name, err)
 		}
 		indent, err := d.keyIndent(m)
 		if err != nil {
-			return d.fail(m, name, err)
+			return d.Fail(m, name, err)
 		}
 		eol := d.t.eolAt(end)
 		d.insertLines(end, indent+name+":"+eol+indent+d.seqIndent(m)+"- path: "+txt+eol)
 		em, err := d.expNode(m)
 		if err != nil {
-			return d.fail(m, name, err)
+			return d.Fail(m, name, err)
 		}
 		em.Content = append(em.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name},
 			&yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{item}})
-		d.changes = append(d.changes, spChange{Field: name, New: "path: " + rel})
+		d.changes = append(d.changes, Change{Field: name, New: "path: " + rel})
 		return nil
 	}
-	if err := d.editable(s, name); err != nil {
+	if err := d.Editable(s, name); err != nil {
 		return err
 	}
 	if s.Kind != yaml.SequenceNode || len(s.Content) == 0 {
-		return d.fail(s, name, fmt.Errorf("%w: expected a list", ErrUnsupported))
+		return d.Fail(s, name, fmt.Errorf("%w: expected a list", ErrUnsupported))
 	}
 	if s.Style&yaml.FlowStyle != 0 {
 		if err := d.insertFlow(s, "{path: "+txt+"}", ""); err != nil {
-			return d.fail(s, name, err)
+			return d.Fail(s, name, err)
 		}
 	} else {
 		last := s.Content[len(s.Content)-1]
 		if d.absorbsNextLine(last) {
-			return d.fail(last, name, fmt.Errorf("%w: the last item would absorb a new line", ErrUnsupported))
+			return d.Fail(last, name, fmt.Errorf("%w: the last item would absorb a new line", ErrUnsupported))
 		}
 		ls, err := d.t.nodeOffset(last)
 		if err != nil {
-			return d.fail(last, name, err)
+			return d.Fail(last, name, err)
 		}
 		prefix := string(d.t.b[d.t.lineStart(ls):ls])
 		if !dashPrefixRE.MatchString(prefix) {
-			return d.fail(last, name, fmt.Errorf("%w: list item shares its line", ErrUnsupported))
+			return d.Fail(last, name, fmt.Errorf("%w: list item shares its line", ErrUnsupported))
 		}
 		_, end, err := d.sp.span(last)
 		if err != nil {
-			return d.fail(last, name, err)
+			return d.Fail(last, name, err)
 		}
 		d.insertLines(end, prefix+"path: "+txt+d.t.eolAt(end))
 	}
 	es, err := d.expNode(s)
 	if err != nil {
-		return d.fail(s, name, err)
+		return d.Fail(s, name, err)
 	}
 	es.Content = append(es.Content, item)
-	d.changes = append(d.changes, spChange{Field: name, New: "path: " + rel})
+	d.changes = append(d.changes, Change{Field: name, New: "path: " + rel})
 	return nil
 }
 
 // seqIndent is how far the dash of a block sequence is indented under its
 // key in mapping m (kustomizations write both `- x` and `  - x`), copied
 // from the first such sequence; none when there is none.
-func (d *docEdit) seqIndent(m *yaml.Node) string {
+func (d *Doc) seqIndent(m *yaml.Node) string {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		if v.Kind != yaml.SequenceNode || v.Style&yaml.FlowStyle != 0 || len(v.Content) == 0 {
@@ -105,72 +105,72 @@ func (d *docEdit) seqIndent(m *yaml.Node) string {
 	return ""
 }
 
-// setPath sets the scalar at path p of the values document to value,
+// SetPath sets the scalar at path p of the values document to value,
 // keeping its style; mappings missing on the way are created (with quote,
 // a new value is written as a string). A path through a missing list
 // item is refused.
-func (d *docEdit) setPath(p []any, value string, quote bool, name string) error {
-	cur := d.root
+func (d *Doc) SetPath(p []any, value string, quote bool, name string) error {
+	cur := d.Root
 	for i, e := range p {
-		if err := d.editable(cur, name); err != nil {
+		if err := d.Editable(cur, name); err != nil {
 			return err
 		}
 		switch k := e.(type) {
 		case string:
 			if cur.Kind != yaml.MappingNode {
-				return d.fail(cur, name, fmt.Errorf("%w: expected a mapping", ErrUnsupported))
+				return d.Fail(cur, name, fmt.Errorf("%w: expected a mapping", ErrUnsupported))
 			}
-			kn, v := field(cur, k)
+			kn, v := Field(cur, k)
 			if kn == nil || v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" && i < len(p)-1 {
 				var keys []string
 				for _, r := range p[i:] {
 					s, ok := r.(string)
 					if !ok {
-						return d.fail(cur, name, fmt.Errorf("%w: the path goes through a list the file does not have", ErrUnsupported))
+						return d.Fail(cur, name, fmt.Errorf("%w: the path goes through a list the file does not have", ErrUnsupported))
 					}
 					keys = append(keys, s)
 				}
-				return d.setString(cur, name, keys, value, scalarOpts{quote: quote})
+				return d.SetString(cur, name, keys, value, ScalarOpts{Quote: quote})
 			}
 			cur = v
 		case int:
 			if cur.Kind != yaml.SequenceNode || k >= len(cur.Content) {
-				return d.fail(cur, name, fmt.Errorf("%w: expected a list of more than %d items", ErrUnsupported, k))
+				return d.Fail(cur, name, fmt.Errorf("%w: expected a list of more than %d items", ErrUnsupported, k))
 			}
 			cur = cur.Content[k]
 		}
 	}
-	if err := d.editable(cur, name); err != nil {
+	if err := d.Editable(cur, name); err != nil {
 		return err
 	}
 	if cur.Kind != yaml.ScalarNode {
-		return d.fail(cur, name, fmt.Errorf("%w: expected a scalar", ErrUnsupported))
+		return d.Fail(cur, name, fmt.Errorf("%w: expected a scalar", ErrUnsupported))
 	}
 	old := cur.Value
-	changed, err := d.replaceScalar(cur, value, name, scalarOpts{})
+	changed, err := d.ReplaceScalar(cur, value, name, ScalarOpts{})
 	if err != nil || !changed {
 		return err
 	}
-	d.change(name, old, value)
+	d.Record(name, old, value)
 	return nil
 }
 
-// replaceBlock replaces the text of literal block scalar n with text,
+// ReplaceBlock replaces the text of literal block scalar n with text,
 // line by line, indented as its first line is. Tabs and CRs are refused:
 // the block would not read back the same.
-func (d *docEdit) replaceBlock(n *yaml.Node, name string, text []byte) error {
+func (d *Doc) ReplaceBlock(n *yaml.Node, name string, text []byte) error {
 	start, end, err := d.sp.span(n)
 	if err != nil {
-		return d.fail(n, name, err)
+		return d.Fail(n, name, err)
 	}
 	body := d.t.nextLine(start)
 	if body >= end {
-		return d.fail(n, name, fmt.Errorf("%w: empty block", ErrUnsupported))
+		return d.Fail(n, name, fmt.Errorf("%w: empty block", ErrUnsupported))
 	}
 	first := d.t.skipBlank(body)
 	indent := string(d.t.b[body:first])
 	if strings.Contains(indent, "\t") || strings.Contains(string(text), "\r") {
-		return d.fail(n, name, fmt.Errorf("%w: tabs or CR in the block", ErrUnsupported))
+		return d.Fail(n, name, fmt.Errorf("%w: tabs or CR in the block", ErrUnsupported))
 	}
 	lines := strings.Split(strings.TrimRight(string(text), "\n"), "\n")
 	for i, l := range lines {
@@ -181,7 +181,7 @@ func (d *docEdit) replaceBlock(n *yaml.Node, name string, text []byte) error {
 	d.splices = append(d.splices, splice{off: body, end: end, text: strings.Join(lines, d.t.eolAt(body))})
 	e, err := d.expNode(n)
 	if err != nil {
-		return d.fail(n, name, err)
+		return d.Fail(n, name, err)
 	}
 	e.Value = string(text)
 	return nil

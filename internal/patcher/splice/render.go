@@ -1,4 +1,4 @@
-package patcher
+package splice
 
 import (
 	"fmt"
@@ -9,16 +9,16 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// scalarOpts says how a scalar value is written. The zero value writes
+// ScalarOpts says how a scalar value is written. The zero value writes
 // any scalar, plain when it can be, for block context.
-type scalarOpts struct {
-	// quote double-quotes a new value whatever it holds (KAI's docs write
+type ScalarOpts struct {
+	// Quote double-quotes a new value whatever it holds (KAI's docs write
 	// gpu-fraction: "0.5", Kubernetes' write nvidia.com/gpu: "1").
-	quote bool
-	// asString: the value must read back as a string (an annotation
+	Quote bool
+	// AsString: the value must read back as a string (an annotation
 	// value, an argument), so a plain 0.5 or true is quoted; without it
 	// any scalar will do (a quantity like 1).
-	asString bool
+	AsString bool
 	// flow: the scalar sits in a flow collection, where , [ ] { } end a
 	// plain scalar.
 	flow bool
@@ -27,7 +27,7 @@ type scalarOpts struct {
 // plainOK reports whether s can be written as a plain scalar and read back
 // as the same text, and as a string when o.asString. In flow context the
 // flow indicators are excluded too.
-func plainOK(s string, o scalarOpts) bool {
+func plainOK(s string, o ScalarOpts) bool {
 	if s == "" || strings.TrimSpace(s) != s || strings.ContainsAny(s, "\n\r\t") {
 		return false
 	}
@@ -53,7 +53,7 @@ func plainOK(s string, o scalarOpts) bool {
 	if c.Kind != yaml.ScalarNode || c.Style != 0 || c.Value != s {
 		return false
 	}
-	if o.asString && (c.ShortTag() != "!!str" || yaml.IsYaml1_1NonString(c)) {
+	if o.AsString && (c.ShortTag() != "!!str" || yaml.IsYaml1_1NonString(c)) {
 		return false
 	}
 	return true
@@ -93,7 +93,7 @@ func doubleQuote(s string) string {
 // renderScalar writes s in the wanted style, falling back to double quotes
 // when that style cannot carry it (o.quote is for new values: the caller
 // passes DoubleQuotedStyle).
-func renderScalar(s string, style yaml.Style, o scalarOpts) (string, yaml.Style) {
+func renderScalar(s string, style yaml.Style, o ScalarOpts) (string, yaml.Style) {
 	switch {
 	case style&yaml.SingleQuotedStyle != 0:
 		ok := true
@@ -117,7 +117,7 @@ func renderScalar(s string, style yaml.Style, o scalarOpts) (string, yaml.Style)
 // renderKey writes a mapping key: plain when it reads back as the same
 // string, else double-quoted.
 func renderKey(k string, flow bool) string {
-	if plainOK(k, scalarOpts{asString: true, flow: flow}) {
+	if plainOK(k, ScalarOpts{AsString: true, flow: flow}) {
 		return k
 	}
 	return doubleQuote(k)
@@ -142,7 +142,7 @@ func (e entry) scalar(flow bool) (string, yaml.Style) {
 	if e.quote {
 		return doubleQuote(e.value), yaml.DoubleQuotedStyle
 	}
-	return renderScalar(e.value, 0, scalarOpts{asString: !e.untyped, flow: flow})
+	return renderScalar(e.value, 0, ScalarOpts{AsString: !e.untyped, flow: flow})
 }
 
 // block renders e as block lines, each ending in eol.

@@ -1,4 +1,4 @@
-package patcher
+package splice
 
 import (
 	"bytes"
@@ -13,29 +13,29 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
 
-// stream is one parsed text (a file, or a run of its documents): the text
+// Stream is one parsed text (a file, or a run of its documents): the text
 // and every document, with positions relative to the text.
-type stream struct {
+type Stream struct {
 	t    *text
-	docs []*yaml.Node // DocumentNodes
+	Docs []*yaml.Node // DocumentNodes
 	pl   []map[*yaml.Node]place
 }
 
 // places returns places(s.docs[i]), computed once: a step and the
 // comment scan around it both need it.
-func (s *stream) places(i int) map[*yaml.Node]place {
+func (s *Stream) places(i int) map[*yaml.Node]place {
 	if s.pl == nil {
-		s.pl = make([]map[*yaml.Node]place, len(s.docs))
+		s.pl = make([]map[*yaml.Node]place, len(s.Docs))
 	}
 	if s.pl[i] == nil {
-		s.pl[i] = places(s.docs[i])
+		s.pl[i] = places(s.Docs[i])
 	}
 	return s.pl[i]
 }
 
 // comments returns the comments of the stream's text (text.comments).
-func (s *stream) comments() ([]comment, error) {
-	return s.t.comments(s.docs, s.places)
+func (s *Stream) comments() ([]comment, error) {
+	return s.t.comments(s.Docs, s.places)
 }
 
 // lineErr is an error that knows its line, so messages can say file:line.
@@ -47,8 +47,8 @@ type lineErr struct {
 func (e *lineErr) Error() string { return e.err.Error() }
 func (e *lineErr) Unwrap() error { return e.err }
 
-// errLine is the line an error of parseStream is about, 0 when unknown.
-func errLine(err error) int {
+// LineOf is the line an error of parseStream is about, 0 when unknown.
+func LineOf(err error) int {
 	var le *lineErr
 	if errors.As(err, &le) {
 		return le.line
@@ -58,14 +58,14 @@ func errLine(err error) int {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
 
-// parseStream decodes every document of b. Errors carry the line they are
+// Parse decodes every document of b. Errors carry the line they are
 // about when the parser says it.
-func parseStream(b []byte) (*stream, error) {
+func Parse(b []byte) (*Stream, error) {
 	t := newText(b)
 	if l := conflictMarkerLine(b); l > 0 {
 		return nil, &lineErr{line: l, err: ErrConflictMarkers}
 	}
-	s := &stream{t: t}
+	s := &Stream{t: t}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	for {
 		var n yaml.Node
@@ -73,7 +73,7 @@ func parseStream(b []byte) (*stream, error) {
 		if errors.Is(err, io.EOF) {
 			// Readers of the tree follow aliases: bound what they expand
 			// to before anyone meets them.
-			if err := checkout.CheckAliases(s.docs...); err != nil {
+			if err := checkout.CheckAliases(s.Docs...); err != nil {
 				line := 0
 				if ae := (*checkout.AliasError)(nil); errors.As(err, &ae) {
 					line = ae.Line
@@ -91,7 +91,7 @@ func parseStream(b []byte) (*stream, error) {
 			}
 			return nil, &lineErr{line: line, err: fmt.Errorf("%w: %s", ErrInvalidYAML, msg)}
 		}
-		s.docs = append(s.docs, &n)
+		s.Docs = append(s.Docs, &n)
 	}
 }
 
@@ -191,9 +191,9 @@ func duplicateKey(n *yaml.Node) *yaml.Node {
 	return nil
 }
 
-// field returns the key and value nodes of name in mapping m, using kyaml's
+// Field returns the key and value nodes of name in mapping m, using kyaml's
 // RNode.Field; nil when m is not a mapping or has no such key.
-func field(m *yaml.Node, name string) (k, v *yaml.Node) {
+func Field(m *yaml.Node, name string) (k, v *yaml.Node) {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil, nil
 	}
@@ -204,17 +204,17 @@ func field(m *yaml.Node, name string) (k, v *yaml.Node) {
 	return f.Key.YNode(), f.Value.YNode()
 }
 
-// str returns the value of a scalar field, "" when absent or not a scalar.
-func str(m *yaml.Node, name string) string {
-	_, v := field(m, name)
+// Str returns the value of a scalar field, "" when absent or not a scalar.
+func Str(m *yaml.Node, name string) string {
+	_, v := Field(m, name)
 	if v == nil || v.Kind != yaml.ScalarNode {
 		return ""
 	}
 	return v.Value
 }
 
-// stringMap returns the scalar entries of a mapping.
-func stringMap(m *yaml.Node) map[string]string {
+// StringMap returns the scalar entries of a mapping.
+func StringMap(m *yaml.Node) map[string]string {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -228,9 +228,9 @@ func stringMap(m *yaml.Node) map[string]string {
 	return out
 }
 
-// lookup follows a path of mapping keys with kyaml's Lookup; nil when any
+// Lookup follows a path of mapping keys with kyaml's Lookup; nil when any
 // step is missing or not a mapping.
-func lookup(n *yaml.Node, path ...string) *yaml.Node {
+func Lookup(n *yaml.Node, path ...string) *yaml.Node {
 	if n == nil {
 		return nil
 	}

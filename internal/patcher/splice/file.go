@@ -1,4 +1,4 @@
-package patcher
+package splice
 
 // The splice engine: the files named splice_*.go. It knows YAML text, not
 // workloads: a fileEdit holds one file's bytes and expected documents,
@@ -18,21 +18,21 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// fileEdit is one file being edited: the original bytes, cut into chunks
+// File is one file being edited: the original bytes, cut into chunks
 // that each hold whole documents, and the expected documents.
 //
 // Documents are independent, so an op re-parses and compares only the
 // chunk of its document; the whole file is parsed and compared once at
 // the end (verifyAll). A file whose chunks do not parse on their own to
 // exactly the documents of the whole stream is one chunk (whole).
-type fileEdit struct {
-	path   string
-	orig   []byte
-	eol    string // the file's usual line break
-	whole  bool   // one chunk: every op verifies the whole file
-	chunks []*chunk
-	exp    []*yaml.Node // expected documents, in file order
-	lines  []int        // where each document started in orig
+type File struct {
+	Path     string
+	Orig     []byte
+	eol      string // the file's usual line break
+	Whole    bool   // one chunk: every op verifies the whole file
+	chunks   []*chunk
+	Expected []*yaml.Node // expected documents, in file order
+	Lines    []int        // where each document started in orig
 }
 
 // chunk is a run of the file from one document start marker to the next
@@ -41,36 +41,36 @@ type fileEdit struct {
 type chunk struct {
 	segs  []segment
 	b     []byte
-	s     *stream
+	s     *Stream
 	first int // index in exp of its first document
 	// line0 is the number of lines before the chunk in the original file:
 	// messages name lines of the file as it is in the checkout.
 	line0 int
 }
 
-func newFileEdit(path string, b []byte, whole bool) (*fileEdit, error) {
-	fail := func(line int, err error) error { return &editError{file: path, line: line, err: err} }
+func NewFile(path string, b []byte, whole bool) (*File, error) {
+	fail := func(line int, err error) error { return &Error{File: path, Line: line, Err: err} }
 	if !utf8.Valid(b) {
 		return nil, fail(0, fmt.Errorf("%w: not UTF-8", ErrUnsupported))
 	}
-	s, err := parseStream(b)
+	s, err := Parse(b)
 	if err != nil {
-		return nil, fail(errLine(err), err)
+		return nil, fail(LineOf(err), err)
 	}
 	if s.t.odd {
 		return nil, fail(0, fmt.Errorf("%w: line breaks other than LF and CRLF", ErrUnsupported))
 	}
-	f := &fileEdit{path: path, orig: b, eol: s.t.eol}
-	for _, d := range s.docs {
+	f := &File{Path: path, Orig: b, eol: s.t.eol}
+	for _, d := range s.Docs {
 		// The expected trees start as a copy of the parse; ops mutate them.
-		f.exp = append(f.exp, cloneNode(d))
-		f.lines = append(f.lines, d.Line)
+		f.Expected = append(f.Expected, Clone(d))
+		f.Lines = append(f.Lines, d.Line)
 	}
 	if !whole {
 		f.chunks = f.split(s)
 	}
 	if f.chunks == nil {
-		f.whole = true
+		f.Whole = true
 		f.chunks = []*chunk{{segs: []segment{{orig: true, off: 0, end: len(b)}}, b: b, s: s}}
 	}
 	return f, nil
@@ -80,8 +80,8 @@ func newFileEdit(path string, b []byte, whole bool) (*fileEdit, error) {
 // start of a line, with the directives before it) and parses each on its
 // own. It returns nil unless that gives exactly the documents and lines
 // of the whole stream s.
-func (f *fileEdit) split(s *stream) []*chunk {
-	b := f.orig
+func (f *File) split(s *Stream) []*chunk {
+	b := f.Orig
 	starts := []int{0}
 	directives := false
 	for _, l := range s.t.lines {
@@ -116,21 +116,21 @@ func (f *fileEdit) split(s *stream) []*chunk {
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		cs, err := parseStream(b[st:end])
+		cs, err := Parse(b[st:end])
 		if err != nil {
 			return nil
 		}
 		cs.t.eol = f.eol
-		for _, d := range cs.docs {
-			if next >= len(s.docs) || d.Line+line0 != s.docs[next].Line || compare(s.docs[next], d, "") != nil {
+		for _, d := range cs.Docs {
+			if next >= len(s.Docs) || d.Line+line0 != s.Docs[next].Line || Compare(s.Docs[next], d, "") != nil {
 				return nil
 			}
 			next++
 		}
-		chunks = append(chunks, &chunk{segs: []segment{{orig: true, off: st, end: end}}, b: b[st:end], s: cs, first: next - len(cs.docs), line0: line0})
+		chunks = append(chunks, &chunk{segs: []segment{{orig: true, off: st, end: end}}, b: b[st:end], s: cs, first: next - len(cs.Docs), line0: line0})
 		line0 += len(cs.t.lines) - 1
 	}
-	if next != len(s.docs) {
+	if next != len(s.Docs) {
 		return nil
 	}
 	return chunks
@@ -145,47 +145,47 @@ func docMarker(b []byte, l int) bool {
 	return l+3 == len(b) || isBlank(b[l+3]) || breakLen(b, l+3) > 0
 }
 
-// docStep is one change to one document: run records splices against the
+// Step is one change to one document: run records splices against the
 // current text of the document and makes the same change to its expected
 // tree (the primitives of docEdit do both). name says which step failed.
-type docStep struct {
-	name string
-	run  func(d *docEdit) error
+type Step struct {
+	Name string
+	Run  func(d *Doc) error
 }
 
-// editDoc runs steps on document idx, all or nothing. Each step gets a
+// EditDoc runs steps on document idx, all or nothing. Each step gets a
 // fresh parse of the document's chunk; after each, the chunk is parsed
 // again and compared with the expected trees, and every comment outside
 // what the step meant to remove must still be there, in order. The
 // returned changes carry only Field, Old and New; undo puts the document
 // back as it was, for a caller whose own check of the result fails.
-func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []spChange, undo func(), err error) {
+func (f *File) EditDoc(idx int, steps []Step) (changes []Change, undo func(), err error) {
 	fail := func(line int, field string, err error) error {
-		return &editError{file: f.path, line: line, field: field, err: err}
+		return &Error{File: f.Path, Line: line, Field: field, Err: err}
 	}
 	ci, j, err := f.locate(idx)
 	if err != nil {
 		return nil, nil, fail(0, "", err)
 	}
 	ch, line0 := f.chunks[ci], f.chunks[ci].line0
-	if k := duplicateKey(ch.s.docs[j]); k != nil {
+	if k := duplicateKey(ch.s.Docs[j]); k != nil {
 		return nil, nil, fail(k.Line+line0, k.Value, ErrDuplicateKey)
 	}
-	saved, savedExp := *ch, cloneNode(f.exp[idx])
+	saved, savedExp := *ch, Clone(f.Expected[idx])
 	saved.segs = append([]segment(nil), ch.segs...)
-	undo = func() { *ch, f.exp[idx] = saved, savedExp }
+	undo = func() { *ch, f.Expected[idx] = saved, savedExp }
 
 	// The comments after one step are those before the next: the text
 	// is the same.
 	var before []comment
 	haveBefore := false
 	for _, st := range steps {
-		doc := ch.s.docs[j]
-		d := &docEdit{
-			file: f.path, line0: line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.places(j)},
-			root: doc.Content[0], exp: f.exp[idx].Content[0], step: indentStep(doc),
+		doc := ch.s.Docs[j]
+		d := &Doc{
+			File: f.Path, Line0: line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.places(j)},
+			Root: doc.Content[0], exp: f.Expected[idx].Content[0], step: indentStep(doc),
 		}
-		if err := d.editable(d.root, ""); err != nil {
+		if err := d.Editable(d.Root, ""); err != nil {
 			undo()
 			return nil, nil, err
 		}
@@ -197,14 +197,14 @@ func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []spChange, undo f
 			}
 			haveBefore = true
 		}
-		if err := st.run(d); err != nil {
+		if err := st.Run(d); err != nil {
 			undo()
 			return nil, nil, err
 		}
 		if len(d.splices) > 0 {
-			if err := ch.splice(f.orig, d.splices); err != nil {
+			if err := ch.splice(f.Orig, d.splices); err != nil {
 				undo()
-				return nil, nil, fail(0, "", fmt.Errorf("%s: %w", st.name, err))
+				return nil, nil, fail(0, "", fmt.Errorf("%s: %w", st.Name, err))
 			}
 			if err := f.verifyChunk(ch, line0); err != nil {
 				undo()
@@ -216,7 +216,7 @@ func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []spChange, undo f
 			}
 			if err != nil {
 				undo()
-				return nil, nil, fail(0, "", fmt.Errorf("%s: %w", st.name, err))
+				return nil, nil, fail(0, "", fmt.Errorf("%s: %w", st.Name, err))
 			}
 			before = after
 		}
@@ -226,61 +226,61 @@ func (f *fileEdit) editDoc(idx int, steps []docStep) (changes []spChange, undo f
 }
 
 // locate returns the chunk holding document idx and its index there.
-func (f *fileEdit) locate(idx int) (ci, j int, err error) {
+func (f *File) locate(idx int) (ci, j int, err error) {
 	for ci, c := range f.chunks {
-		if idx < c.first+len(c.s.docs) {
+		if idx < c.first+len(c.s.Docs) {
 			return ci, idx - c.first, nil
 		}
 	}
 	return 0, 0, fmt.Errorf("%w: document %d is in no chunk", ErrVerify, idx)
 }
 
-// doc returns the current parse of document idx with the number of lines
+// Document returns the current parse of document idx with the number of lines
 // of the file before its chunk; nil when there is no such document.
-func (f *fileEdit) doc(idx int) (*yaml.Node, int) {
+func (f *File) Document(idx int) (*yaml.Node, int) {
 	ci, j, err := f.locate(idx)
 	if err != nil {
 		return nil, 0
 	}
-	return f.chunks[ci].s.docs[j], f.chunks[ci].line0
+	return f.chunks[ci].s.Docs[j], f.chunks[ci].line0
 }
 
 // verifyChunk parses the current text of ch and compares its documents
 // with the expected trees. line0 turns its lines into the file's.
-func (f *fileEdit) verifyChunk(ch *chunk, line0 int) error {
-	n := len(ch.s.docs)
-	s, err := parseStream(ch.b)
+func (f *File) verifyChunk(ch *chunk, line0 int) error {
+	n := len(ch.s.Docs)
+	s, err := Parse(ch.b)
 	if err != nil {
-		return &editError{file: f.path, line: errLine(err) + line0, err: fmt.Errorf("%w: the result does not parse: %v", ErrVerify, err)}
+		return &Error{File: f.Path, Line: LineOf(err) + line0, Err: fmt.Errorf("%w: the result does not parse: %v", ErrVerify, err)}
 	}
 	s.t.eol = f.eol
-	if len(s.docs) != n {
-		return &editError{file: f.path, err: fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, n, len(s.docs))}
+	if len(s.Docs) != n {
+		return &Error{File: f.Path, Err: fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, n, len(s.Docs))}
 	}
-	for i, d := range s.docs {
-		if m := compare(f.exp[ch.first+i], d, ""); m != nil {
-			return &editError{file: f.path, line: m.line + line0, field: m.path, err: fmt.Errorf("%w: %s", ErrVerify, m.msg)}
+	for i, d := range s.Docs {
+		if m := Compare(f.Expected[ch.first+i], d, ""); m != nil {
+			return &Error{File: f.Path, Line: m.line + line0, Field: m.path, Err: fmt.Errorf("%w: %s", ErrVerify, m.msg)}
 		}
 	}
 	ch.s = s
 	return nil
 }
 
-// verifyAll parses the whole current text and compares every document
+// VerifyAll parses the whole current text and compares every document
 // with the expected trees. With one chunk every op did that already.
-func (f *fileEdit) verifyAll() error {
-	if f.whole {
+func (f *File) VerifyAll() error {
+	if f.Whole {
 		return nil
 	}
-	s, err := parseStream(f.current())
+	s, err := Parse(f.current())
 	if err != nil {
 		return err
 	}
-	if len(s.docs) != len(f.exp) {
-		return fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, len(f.exp), len(s.docs))
+	if len(s.Docs) != len(f.Expected) {
+		return fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, len(f.Expected), len(s.Docs))
 	}
-	for i, d := range s.docs {
-		if m := compare(f.exp[i], d, ""); m != nil {
+	for i, d := range s.Docs {
+		if m := Compare(f.Expected[i], d, ""); m != nil {
 			return m
 		}
 	}
@@ -288,7 +288,7 @@ func (f *fileEdit) verifyAll() error {
 }
 
 // current is the current text of the file.
-func (f *fileEdit) current() []byte {
+func (f *File) current() []byte {
 	if len(f.chunks) == 1 {
 		return f.chunks[0].b
 	}
@@ -393,16 +393,16 @@ func replaceSegs(segs []segment, o, e int, lit string) []segment {
 	return out
 }
 
-// result returns the current text of the file, and whether it differs
+// Result returns the current text of the file, and whether it differs
 // from the original.
-func (f *fileEdit) result() ([]byte, bool) {
+func (f *File) Result() ([]byte, bool) {
 	cur := f.current()
-	return cur, string(cur) != string(f.orig)
+	return cur, string(cur) != string(f.Orig)
 }
 
-// splices returns the byte replacements that turn the original text into
+// Splices returns the byte replacements that turn the original text into
 // the current one.
-func (f *fileEdit) splices() []Splice {
+func (f *File) Splices() []Splice {
 	var sps []Splice
 	at := 0
 	var pend strings.Builder
@@ -422,17 +422,17 @@ func (f *fileEdit) splices() []Splice {
 			at = s.end
 		}
 	}
-	flush(len(f.orig))
+	flush(len(f.Orig))
 	return sps
 }
 
-// cloneNode deep-copies a node tree. (kyaml's RNode.Copy would unwrap a
+// Clone deep-copies a node tree. (kyaml's RNode.Copy would unwrap a
 // document node.) Alias targets are shared, which compare never follows.
-func cloneNode(n *yaml.Node) *yaml.Node {
+func Clone(n *yaml.Node) *yaml.Node {
 	c := *n
 	c.Content = make([]*yaml.Node, len(n.Content))
 	for i, k := range n.Content {
-		c.Content[i] = cloneNode(k)
+		c.Content[i] = Clone(k)
 	}
 	return &c
 }

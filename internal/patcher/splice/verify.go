@@ -1,4 +1,4 @@
-package patcher
+package splice
 
 import (
 	"fmt"
@@ -16,16 +16,16 @@ type mismatch struct {
 
 func (m *mismatch) Error() string { return m.path + ": " + m.msg }
 
-// compare reports the first semantic difference between the expected tree
+// Compare reports the first semantic difference between the expected tree
 // want and the parsed tree got: kind, resolved tag, value, anchors, mapping
 // keys in order and sequence items. Style, comments and positions are
 // ignored.
-func compare(want, got *yaml.Node, path string) *mismatch { return compareNodes(want, got, path, true) }
+func Compare(want, got *yaml.Node, path string) *mismatch { return compareNodes(want, got, path, true) }
 
-// compareBuilt is compare for a tool's output, which writes mapping keys
+// CompareBuilt is compare for a tool's output, which writes mapping keys
 // in an order of its own (kustomize sorts them): keys match by name,
 // wherever an edit put them in the expected tree.
-func compareBuilt(want, got *yaml.Node, path string) *mismatch {
+func CompareBuilt(want, got *yaml.Node, path string) *mismatch {
 	return compareNodes(want, got, path, false)
 }
 

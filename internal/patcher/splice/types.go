@@ -1,4 +1,4 @@
-package patcher
+package splice
 
 import (
 	"errors"
@@ -32,31 +32,31 @@ type Splice struct {
 	Text     string
 }
 
-// spChange is one field a step changed: its path and the values before
+// Change is one field a step changed: its path and the values before
 // and after ("" for an addition or a removal). The caller says for which
 // workload and why.
-type spChange struct {
+type Change struct {
 	Field    string
 	Old, New string
 }
 
-// editError is a refusal reason that names file:line and the field.
-type editError struct {
-	file  string
-	line  int
-	field string
-	err   error
+// Error is a refusal reason that names file:line and the field.
+type Error struct {
+	File  string
+	Line  int
+	Field string
+	Err   error
 }
 
-func (e *editError) Error() string {
-	s := e.file
-	if e.line > 0 {
-		s += fmt.Sprintf(":%d", e.line)
+func (e *Error) Error() string {
+	s := e.File
+	if e.Line > 0 {
+		s += fmt.Sprintf(":%d", e.Line)
 	}
-	if e.field != "" {
-		s += ": " + e.field
+	if e.Field != "" {
+		s += ": " + e.Field
 	}
-	return s + ": " + e.err.Error()
+	return s + ": " + e.Err.Error()
 }
 
-func (e *editError) Unwrap() error { return e.err }
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,4 +1,4 @@
-package patcher
+package splice
 
 import (
 	"fmt"
@@ -14,16 +14,16 @@ type splice struct {
 	text     string
 }
 
-// docEdit is one Op at work on one document. Positions come from root, a
+// Doc is one Op at work on one document. Positions come from root, a
 // parse of the current text; meaning goes to exp, the expected tree that the
 // result must parse to. Every primitive below does both halves: it records
 // byte splices against the current text and applies the same change to exp.
-type docEdit struct {
-	file  string
-	line0 int // lines of the file before t
+type Doc struct {
+	File  string
+	Line0 int // lines of the file before t
 	t     *text
 	sp    spanner
-	root  *yaml.Node // document root of the current parse
+	Root  *yaml.Node // document root of the current parse
 	exp   *yaml.Node // document root of the expected tree
 	step  int        // indentation step of the file
 
@@ -32,36 +32,36 @@ type docEdit struct {
 	// remove, comments included; every other comment must survive it.
 	removed [][2]int
 	// changes are the fields changed, by path; the caller says for what.
-	changes []spChange
+	changes []Change
 }
 
-func (d *docEdit) fail(n *yaml.Node, name string, err error) error {
+func (d *Doc) Fail(n *yaml.Node, name string, err error) error {
 	line := 0
 	if n != nil {
-		line = n.Line + d.line0
+		line = n.Line + d.Line0
 	}
-	return &editError{file: d.file, line: line, field: name, err: err}
+	return &Error{File: d.File, Line: line, Field: name, Err: err}
 }
 
-func (d *docEdit) change(name, from, to string) {
-	d.changes = append(d.changes, spChange{Field: name, Old: from, New: to})
+func (d *Doc) Record(name, from, to string) {
+	d.changes = append(d.changes, Change{Field: name, Old: from, New: to})
 }
 
-// editable refuses nodes that are aliases, carry anchors or merge keys: an
+// Editable refuses nodes that are aliases, carry anchors or merge keys: an
 // edit there would change other places too (or not the place it seems to).
-func (d *docEdit) editable(n *yaml.Node, name string) error {
+func (d *Doc) Editable(n *yaml.Node, name string) error {
 	if n == nil {
 		return nil
 	}
 	switch {
 	case n.Kind == yaml.AliasNode:
-		return d.fail(n, name, fmt.Errorf("%w: alias *%s", ErrAlias, n.Value))
+		return d.Fail(n, name, fmt.Errorf("%w: alias *%s", ErrAlias, n.Value))
 	case n.Anchor != "":
-		return d.fail(n, name, fmt.Errorf("%w: anchor &%s", ErrAlias, n.Anchor))
+		return d.Fail(n, name, fmt.Errorf("%w: anchor &%s", ErrAlias, n.Anchor))
 	case n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Style == 0 {
-				return d.fail(k, name, fmt.Errorf("%w: merge key <<", ErrAlias))
+				return d.Fail(k, name, fmt.Errorf("%w: merge key <<", ErrAlias))
 			}
 		}
 	}
@@ -70,9 +70,9 @@ func (d *docEdit) editable(n *yaml.Node, name string) error {
 
 // expNode returns the node of the expected tree at the same path as n in
 // the current parse.
-func (d *docEdit) expNode(n *yaml.Node) (*yaml.Node, error) {
+func (d *Doc) expNode(n *yaml.Node) (*yaml.Node, error) {
 	var path []func(*yaml.Node) *yaml.Node
-	for c := n; c != d.root; {
+	for c := n; c != d.Root; {
 		p, ok := d.sp.pl[c]
 		if !ok || p.parent == nil {
 			return nil, fmt.Errorf("%w: node outside the document", ErrVerify)
@@ -83,9 +83,9 @@ func (d *docEdit) expNode(n *yaml.Node) (*yaml.Node, error) {
 				return nil, fmt.Errorf("%w: a key is not editable", ErrUnsupported)
 			}
 			k := p.key.Value
-			path = append(path, func(m *yaml.Node) *yaml.Node { _, v := field(m, k); return v })
+			path = append(path, func(m *yaml.Node) *yaml.Node { _, v := Field(m, k); return v })
 		case yaml.SequenceNode:
-			i := indexOf(p.parent.Content, c)
+			i := IndexOf(p.parent.Content, c)
 			path = append(path, func(s *yaml.Node) *yaml.Node {
 				if s == nil || s.Kind != yaml.SequenceNode || i >= len(s.Content) {
 					return nil
@@ -100,12 +100,12 @@ func (d *docEdit) expNode(n *yaml.Node) (*yaml.Node, error) {
 		e = path[i](e)
 	}
 	if e == nil || e.Kind != n.Kind {
-		return nil, fmt.Errorf("%w: the expected tree has no node at %s:%d", ErrVerify, d.file, n.Line+d.line0)
+		return nil, fmt.Errorf("%w: the expected tree has no node at %s:%d", ErrVerify, d.File, n.Line+d.Line0)
 	}
 	return e, nil
 }
 
-func indexOf(ns []*yaml.Node, n *yaml.Node) int {
+func IndexOf(ns []*yaml.Node, n *yaml.Node) int {
 	for i, c := range ns {
 		if c == n {
 			return i
@@ -114,54 +114,54 @@ func indexOf(ns []*yaml.Node, n *yaml.Node) int {
 	return -1
 }
 
-// setString sets the string at path below from (a mapping of the current
+// SetString sets the string at path below from (a mapping of the current
 // parse), creating the mappings on the way when they are missing. name
 // names the path for messages and changes. With o.quote, a new value is
 // always double-quoted; with o.asString a replaced plain value is quoted
 // when YAML would read it as something else than a string. (o.flow is
 // ignored: the place of each node says.)
-func (d *docEdit) setString(from *yaml.Node, name string, path []string, value string, o scalarOpts) error {
+func (d *Doc) SetString(from *yaml.Node, name string, path []string, value string, o ScalarOpts) error {
 	cur := from
-	leaf := entry{key: path[len(path)-1], value: value, quote: o.quote, untyped: !o.quote && !o.asString}
+	leaf := entry{key: path[len(path)-1], value: value, quote: o.Quote, untyped: !o.Quote && !o.AsString}
 	for i, p := range path {
-		if err := d.editable(cur, name); err != nil {
+		if err := d.Editable(cur, name); err != nil {
 			return err
 		}
 		if cur.Kind != yaml.MappingNode {
-			return d.fail(cur, name, fmt.Errorf("%w: expected a mapping", ErrUnsupported))
+			return d.Fail(cur, name, fmt.Errorf("%w: expected a mapping", ErrUnsupported))
 		}
-		k, v := field(cur, p)
+		k, v := Field(cur, p)
 		if k == nil {
 			e := nest(path[i:len(path)-1], leaf)
 			if err := d.insertEntry(cur, e, beforeKey(p), name); err != nil {
 				return err
 			}
-			d.change(name, "", value)
+			d.Record(name, "", value)
 			return nil
 		}
-		if err := d.editable(v, name); err != nil {
+		if err := d.Editable(v, name); err != nil {
 			return err
 		}
 		if i == len(path)-1 {
 			if v.Kind != yaml.ScalarNode {
-				return d.fail(v, name, fmt.Errorf("%w: expected a scalar", ErrUnsupported))
+				return d.Fail(v, name, fmt.Errorf("%w: expected a scalar", ErrUnsupported))
 			}
 			old := v.Value
 			if v.ShortTag() == "!!null" {
 				old = "" // key: ~ has no value
 			}
-			changed, err := d.replaceScalar(v, value, name, o)
+			changed, err := d.ReplaceScalar(v, value, name, o)
 			if err != nil || !changed {
 				return err
 			}
-			d.change(name, old, value)
+			d.Record(name, old, value)
 			return nil
 		}
 		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
 			if err := d.fillNull(k, v, nest(path[i+1:len(path)-1], leaf), name); err != nil {
 				return err
 			}
-			d.change(name, "", value)
+			d.Record(name, "", value)
 			return nil
 		}
 		cur = v
@@ -182,29 +182,29 @@ func beforeKey(key string) string {
 	return ""
 }
 
-// replaceScalar replaces scalar n with value, keeping its quoting style.
+// ReplaceScalar replaces scalar n with value, keeping its quoting style.
 // It reports false when n already holds value.
 // Only o.asString counts: a replaced value keeps its own style.
-func (d *docEdit) replaceScalar(n *yaml.Node, value, name string, o scalarOpts) (bool, error) {
-	if err := d.editable(n, name); err != nil {
+func (d *Doc) ReplaceScalar(n *yaml.Node, value, name string, o ScalarOpts) (bool, error) {
+	if err := d.Editable(n, name); err != nil {
 		return false, err
 	}
-	if n.Value == value && (!o.asString || n.ShortTag() == "!!str") {
+	if n.Value == value && (!o.AsString || n.ShortTag() == "!!str") {
 		return false, nil
 	}
 	switch {
 	case strings.Contains(n.Value, "{{"):
-		return false, d.fail(n, name, fmt.Errorf("%w: %q", ErrTemplate, n.Value))
+		return false, d.Fail(n, name, fmt.Errorf("%w: %q", ErrTemplate, n.Value))
 	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
-		return false, d.fail(n, name, fmt.Errorf("%w: block scalar", ErrUnsupported))
+		return false, d.Fail(n, name, fmt.Errorf("%w: block scalar", ErrUnsupported))
 	case n.Style&yaml.TaggedStyle != 0 && n.ShortTag() != "!!str":
-		return false, d.fail(n, name, fmt.Errorf("%w: explicit tag %s", ErrUnsupported, n.Tag))
+		return false, d.Fail(n, name, fmt.Errorf("%w: explicit tag %s", ErrUnsupported, n.Tag))
 	}
 	start, end, err := d.sp.span(n)
 	if err != nil {
-		return false, d.fail(n, name, err)
+		return false, d.Fail(n, name, err)
 	}
-	txt, style := renderScalar(value, n.Style, scalarOpts{asString: o.asString, flow: d.sp.pl[n].flow})
+	txt, style := renderScalar(value, n.Style, ScalarOpts{AsString: o.AsString, flow: d.sp.pl[n].flow})
 	if start == end && (start == 0 || !isBlank(d.t.b[start-1])) {
 		// an empty value sits right after its colon: `key:` becomes
 		// `key: value`, and a comment after it stays
@@ -213,7 +213,7 @@ func (d *docEdit) replaceScalar(n *yaml.Node, value, name string, o scalarOpts) 
 	d.splices = append(d.splices, splice{off: start, end: end, text: txt})
 	e, err := d.expNode(n)
 	if err != nil {
-		return false, d.fail(n, name, err)
+		return false, d.Fail(n, name, err)
 	}
 	e.Value = value
 	if n.Style&yaml.TaggedStyle != 0 {
@@ -245,7 +245,7 @@ func (e entry) nodes(flow bool) (k, v *yaml.Node) {
 
 // insertEntry adds e to mapping m (block or flow): before the key named
 // before when m has it, else at the end.
-func (d *docEdit) insertEntry(m *yaml.Node, e entry, before, name string) error {
+func (d *Doc) insertEntry(m *yaml.Node, e entry, before, name string) error {
 	flow := m.Style&yaml.FlowStyle != 0
 	if before == "" && !flow && len(m.Content) >= 2 && d.absorbsNextLine(m.Content[len(m.Content)-1]) {
 		// A line after the last value would become part of it: insert
@@ -259,27 +259,27 @@ func (d *docEdit) insertEntry(m *yaml.Node, e entry, before, name string) error 
 		err = d.insertBlock(m, e, before)
 	}
 	if err != nil {
-		return d.fail(m, name, err)
+		return d.Fail(m, name, err)
 	}
 	em, err := d.expNode(m)
 	if err != nil {
-		return d.fail(m, name, err)
+		return d.Fail(m, name, err)
 	}
 	k, v := e.nodes(flow)
-	if bk, _ := field(em, before); before != "" && bk != nil {
-		i := indexOf(em.Content, bk)
+	if bk, _ := Field(em, before); before != "" && bk != nil {
+		i := IndexOf(em.Content, bk)
 		em.Content = append(em.Content[:i], append([]*yaml.Node{k, v}, em.Content[i:]...)...)
 		return nil
 	}
 	if _, err := yaml.NewRNode(em).Pipe(yaml.SetField(e.key, yaml.NewRNode(v))); err != nil {
-		return d.fail(m, name, err)
+		return d.Fail(m, name, err)
 	}
 	return nil
 }
 
 // insertBlock inserts e as new lines into block mapping m.
-func (d *docEdit) insertBlock(m *yaml.Node, e entry, before string) error {
-	if bk, _ := field(m, before); before != "" && bk != nil {
+func (d *Doc) insertBlock(m *yaml.Node, e entry, before string) error {
+	if bk, _ := Field(m, before); before != "" && bk != nil {
 		ks, err := d.t.nodeOffset(bk)
 		if err != nil {
 			return err
@@ -311,7 +311,7 @@ func (d *docEdit) insertBlock(m *yaml.Node, e entry, before string) error {
 // would change its value: n ends in a block scalar that keeps its trailing
 // line breaks (|+), or one whose last line is the file's last and has no
 // line break (the inserted break would become part of the value).
-func (d *docEdit) absorbsNextLine(n *yaml.Node) bool {
+func (d *Doc) absorbsNextLine(n *yaml.Node) bool {
 	for (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0 && len(n.Content) > 0 {
 		n = n.Content[len(n.Content)-1]
 	}
@@ -334,7 +334,7 @@ func (d *docEdit) absorbsNextLine(n *yaml.Node) bool {
 // chomping returns the chomping indicator of the block scalar whose header
 // starts at start (its | or >): '+' keeps the final line breaks, '-'
 // strips them, 0 (clip) keeps one.
-func (d *docEdit) chomping(start int) byte {
+func (d *Doc) chomping(start int) byte {
 	b := d.t.b
 	for i := start + 1; i < len(b) && (b[i] == '+' || b[i] == '-' || b[i] >= '0' && b[i] <= '9'); i++ {
 		if b[i] == '+' || b[i] == '-' {
@@ -346,7 +346,7 @@ func (d *docEdit) chomping(start int) byte {
 
 // blockScalarBefore reports whether a literal or folded block scalar that
 // does not strip its final line break ends right before line start off.
-func (d *docEdit) blockScalarBefore(off int) bool {
+func (d *Doc) blockScalarBefore(off int) bool {
 	for n := range d.sp.pl {
 		if n.Kind != yaml.ScalarNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			continue
@@ -365,7 +365,7 @@ func (d *docEdit) blockScalarBefore(off int) bool {
 // insertLines inserts whole lines after the line holding off. On a last
 // line without a line break, the break goes first and none is added at the
 // end, so the file still ends without one.
-func (d *docEdit) insertLines(off int, lines string) {
+func (d *Doc) insertLines(off int, lines string) {
 	at := d.t.nextLine(off)
 	if d.t.lineEnd(off) == len(d.t.b) {
 		eol := d.t.eol
@@ -376,7 +376,7 @@ func (d *docEdit) insertLines(off int, lines string) {
 
 // keyIndent is the indentation of m's keys, copied from a key that starts
 // its line.
-func (d *docEdit) keyIndent(m *yaml.Node) (string, error) {
+func (d *Doc) keyIndent(m *yaml.Node) (string, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		ks, err := d.t.nodeOffset(m.Content[i])
 		if err != nil {
@@ -392,7 +392,7 @@ func (d *docEdit) keyIndent(m *yaml.Node) (string, error) {
 // headCommentStart walks back from the line of ks over the comment lines
 // right above it that have the same indentation, so that a line inserted
 // before a key does not separate the key from its comment.
-func (d *docEdit) headCommentStart(ks int, indent string) int {
+func (d *Doc) headCommentStart(ks int, indent string) int {
 	start := d.t.lineStart(ks)
 	for start > d.t.bom {
 		prev := d.t.lineStart(start - 1)
@@ -406,15 +406,15 @@ func (d *docEdit) headCommentStart(ks int, indent string) int {
 }
 
 // fillNull gives a key without a value (`key:` or `key: ~`) the mapping e.
-func (d *docEdit) fillNull(k, v *yaml.Node, e entry, name string) error {
+func (d *Doc) fillNull(k, v *yaml.Node, e entry, name string) error {
 	start, end, err := d.sp.span(v)
 	if err != nil {
-		return d.fail(v, name, err)
+		return d.Fail(v, name, err)
 	}
 	if start == end && !d.sp.pl[v].flow {
 		ks, err := d.t.nodeOffset(k)
 		if err != nil {
-			return d.fail(k, name, err)
+			return d.Fail(k, name, err)
 		}
 		indent := strings.Repeat(" ", k.Column-1+d.step)
 		if ind, ok := d.t.indentOf(ks); ok {
@@ -430,7 +430,7 @@ func (d *docEdit) fillNull(k, v *yaml.Node, e entry, name string) error {
 	}
 	ev, err := d.expNode(v)
 	if err != nil {
-		return d.fail(v, name, err)
+		return d.Fail(v, name, err)
 	}
 	ek, evv := e.nodes(start != end)
 	*ev = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{ek, evv}}
@@ -441,7 +441,7 @@ var flowSepRE = regexp.MustCompile(`^[ \t]*,[ \t\r\n]*$`)
 
 // flowSep is the separator used between the items of a flow collection,
 // ", " when it has fewer than two.
-func (d *docEdit) flowSep(c *yaml.Node) string {
+func (d *Doc) flowSep(c *yaml.Node) string {
 	step := 1
 	if c.Kind == yaml.MappingNode {
 		step = 2
@@ -465,7 +465,7 @@ func (d *docEdit) flowSep(c *yaml.Node) string {
 
 // insertFlow inserts item text into flow collection c, before the key
 // named before when c is a mapping that has it, else at the end.
-func (d *docEdit) insertFlow(c *yaml.Node, item, before string) error {
+func (d *Doc) insertFlow(c *yaml.Node, item, before string) error {
 	b := d.t.b
 	cs, ce, err := d.sp.span(c)
 	if err != nil {
@@ -483,7 +483,7 @@ func (d *docEdit) insertFlow(c *yaml.Node, item, before string) error {
 		return nil
 	}
 	sep := d.flowSep(c)
-	if bk, _ := field(c, before); before != "" && c.Kind == yaml.MappingNode && bk != nil {
+	if bk, _ := Field(c, before); before != "" && c.Kind == yaml.MappingNode && bk != nil {
 		ks, err := d.sp.entryStart(bk)
 		if err != nil {
 			return err
@@ -525,7 +525,7 @@ func (d *docEdit) insertFlow(c *yaml.Node, item, before string) error {
 // itemsStartLines reports whether the line holding off starts with an
 // item of flow collection c (a key for a mapping), and returns the blanks
 // before it.
-func (d *docEdit) itemsStartLines(c *yaml.Node, off int) (string, bool) {
+func (d *Doc) itemsStartLines(c *yaml.Node, off int) (string, bool) {
 	ls := d.t.lineStart(off)
 	first := d.t.skipBlank(ls)
 	step := 1
@@ -541,22 +541,22 @@ func (d *docEdit) itemsStartLines(c *yaml.Node, off int) (string, bool) {
 	return "", false
 }
 
-// deleteEntry removes the entry k: v from mapping m: whole lines in a block
+// DeleteEntry removes the entry k: v from mapping m: whole lines in a block
 // mapping, the entry and one comma in a flow mapping.
-func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
+func (d *Doc) DeleteEntry(m, k, v *yaml.Node, name string) error {
 	for _, n := range []*yaml.Node{m, v} {
-		if err := d.editable(n, name); err != nil {
+		if err := d.Editable(n, name); err != nil {
 			return err
 		}
 	}
 	b := d.t.b
 	ks, err := d.sp.entryStart(k)
 	if err != nil {
-		return d.fail(k, name, err)
+		return d.Fail(k, name, err)
 	}
 	_, ve, err := d.sp.span(v)
 	if err != nil {
-		return d.fail(v, name, err)
+		return d.Fail(v, name, err)
 	}
 	if ve < ks { // an empty value is positioned right after the colon
 		ve = ks
@@ -564,7 +564,7 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 	if m.Style&yaml.FlowStyle != 0 {
 		cuts, err := d.flowCuts(m, k, ks, ve)
 		if err != nil {
-			return d.fail(k, name, err)
+			return d.Fail(k, name, err)
 		}
 		for _, c := range cuts {
 			d.splices = append(d.splices, splice{off: c[0], end: c[1]})
@@ -572,7 +572,7 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 		d.removed = append(d.removed, [2]int{ks, ve})
 	} else {
 		if _, ok := d.t.indentOf(ks); !ok {
-			return d.fail(k, name, fmt.Errorf("%w: key shares its line with a sequence dash", ErrUnsupported))
+			return d.Fail(k, name, fmt.Errorf("%w: key shares its line with a sequence dash", ErrUnsupported))
 		}
 		start, end := d.t.lineStart(ks), d.t.nextLine(ve)
 		if d.t.lineEnd(ve) == len(b) && start > d.t.bom && !d.blockScalarBefore(start) {
@@ -586,10 +586,10 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 	}
 	em, err := d.expNode(m)
 	if err != nil {
-		return d.fail(m, name, err)
+		return d.Fail(m, name, err)
 	}
 	if _, err := yaml.NewRNode(em).Pipe(yaml.Clear(k.Value)); err != nil {
-		return d.fail(m, name, err)
+		return d.Fail(m, name, err)
 	}
 	return nil
 }
@@ -598,7 +598,7 @@ func (d *docEdit) deleteEntry(m, k, v *yaml.Node, name string) error {
 // mapping m: the entry and one comma next to it (the one after it, else
 // the one before), never a comment. A line left empty or blank goes; a
 // line left ending in blanks loses them.
-func (d *docEdit) flowCuts(m, k *yaml.Node, ks, ve int) ([][2]int, error) {
+func (d *Doc) flowCuts(m, k *yaml.Node, ks, ve int) ([][2]int, error) {
 	b := d.t.b
 	var cuts [][2]int
 	// blanks after a comma go when an item follows on the same line, or a
@@ -616,7 +616,7 @@ func (d *docEdit) flowCuts(m, k *yaml.Node, ks, ve int) ([][2]int, error) {
 		} else {
 			cuts = append(cuts, [2]int{ks, ve}, [2]int{c, afterComma(c)})
 		}
-	} else if i := indexOf(m.Content, k); i > 0 {
+	} else if i := IndexOf(m.Content, k); i > 0 {
 		_, pe, err := d.sp.span(m.Content[i-1])
 		if err != nil {
 			return nil, err
@@ -656,7 +656,7 @@ func (d *docEdit) flowCuts(m, k *yaml.Node, ks, ve int) ([][2]int, error) {
 }
 
 // onlyBlanksBefore reports whether off is the first non-blank of its line.
-func (d *docEdit) onlyBlanksBefore(off int) bool {
+func (d *Doc) onlyBlanksBefore(off int) bool {
 	return blankText(d.t.b[d.t.lineStart(off):off])
 }
 
@@ -676,47 +676,47 @@ func prevBreakLen(b []byte, at int) int {
 	return 1
 }
 
-// appendItem adds a string item at the end of sequence s, in the style of
+// AppendItem adds a string item at the end of sequence s, in the style of
 // its sibling items.
-func (d *docEdit) appendItem(s *yaml.Node, value, name string) error {
-	if err := d.editable(s, name); err != nil {
+func (d *Doc) AppendItem(s *yaml.Node, value, name string) error {
+	if err := d.Editable(s, name); err != nil {
 		return err
 	}
 	if s.Kind != yaml.SequenceNode {
-		return d.fail(s, name, fmt.Errorf("%w: expected a sequence", ErrUnsupported))
+		return d.Fail(s, name, fmt.Errorf("%w: expected a sequence", ErrUnsupported))
 	}
 	flow := s.Style&yaml.FlowStyle != 0
-	txt, style := renderScalar(value, siblingStyle(s), scalarOpts{asString: true, flow: flow})
+	txt, style := renderScalar(value, siblingStyle(s), ScalarOpts{AsString: true, flow: flow})
 	if flow {
 		if err := d.insertFlow(s, txt, ""); err != nil {
-			return d.fail(s, name, err)
+			return d.Fail(s, name, err)
 		}
 	} else {
 		last := s.Content[len(s.Content)-1]
 		if d.absorbsNextLine(last) {
-			return d.fail(last, name, fmt.Errorf("%w: the last item is a block scalar that would absorb a new line", ErrUnsupported))
+			return d.Fail(last, name, fmt.Errorf("%w: the last item is a block scalar that would absorb a new line", ErrUnsupported))
 		}
 		ls, err := d.t.nodeOffset(last)
 		if err != nil {
-			return d.fail(last, name, err)
+			return d.Fail(last, name, err)
 		}
 		prefix := string(d.t.b[d.t.lineStart(ls):ls])
 		if !dashPrefixRE.MatchString(prefix) {
-			return d.fail(last, name, fmt.Errorf("%w: sequence item shares its line", ErrUnsupported))
+			return d.Fail(last, name, fmt.Errorf("%w: sequence item shares its line", ErrUnsupported))
 		}
 		_, end, err := d.sp.span(last)
 		if err != nil {
-			return d.fail(last, name, err)
+			return d.Fail(last, name, err)
 		}
 		d.insertLines(end, prefix+txt+d.t.eolAt(end))
 	}
 	es, err := d.expNode(s)
 	if err != nil {
-		return d.fail(s, name, err)
+		return d.Fail(s, name, err)
 	}
 	item := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: style}
 	if _, err := yaml.NewRNode(es).Pipe(yaml.Append(item)); err != nil {
-		return d.fail(s, name, err)
+		return d.Fail(s, name, err)
 	}
 	return nil
 }
@@ -737,53 +737,53 @@ func siblingStyle(s *yaml.Node) yaml.Style {
 
 var dashPrefixRE = regexp.MustCompile(`^[ \t]*-[ \t]+$`)
 
-// subst is one replacement inside a string: s[start:end] becomes repl.
+// Subst is one replacement inside a string: s[start:end] becomes repl.
 // key identifies it, so that the same replacement can be found both in a
 // scalar's source text and in its decoded value.
-type subst struct {
-	start, end int
-	key, repl  string
+type Subst struct {
+	Start, End int
+	Key, Repl  string
 }
 
-// editInScalar applies find's replacements inside scalar n: to the bytes of
+// EditInScalar applies find's replacements inside scalar n: to the bytes of
 // its source (keeping quotes, block header and line structure) and to its
 // decoded value in the expected tree. Both must yield the same
 // replacements, else the edit is refused: this is what makes edits inside
 // sh -c strings and | or > blocks exact. It returns the replacements made,
 // as found in the value.
-func (d *docEdit) editInScalar(n *yaml.Node, name string, find func(string) ([]subst, error)) ([]subst, error) {
-	if err := d.editable(n, name); err != nil {
+func (d *Doc) EditInScalar(n *yaml.Node, name string, find func(string) ([]Subst, error)) ([]Subst, error) {
+	if err := d.Editable(n, name); err != nil {
 		return nil, err
 	}
 	start, end, err := d.sp.span(n)
 	if err != nil {
-		return nil, d.fail(n, name, err)
+		return nil, d.Fail(n, name, err)
 	}
 	inSrc, err := find(string(d.t.b[start:end]))
 	if err != nil {
-		return nil, d.fail(n, name, err)
+		return nil, d.Fail(n, name, err)
 	}
 	inVal, err := find(n.Value)
 	if err != nil {
-		return nil, d.fail(n, name, err)
+		return nil, d.Fail(n, name, err)
 	}
 	if len(inSrc) != len(inVal) {
-		return nil, d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
+		return nil, d.Fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
 	}
 	for i := range inSrc {
-		if inSrc[i].key != inVal[i].key {
-			return nil, d.fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
+		if inSrc[i].Key != inVal[i].Key {
+			return nil, d.Fail(n, name, fmt.Errorf("%w: the source and the value of the string do not match", ErrUnsupported))
 		}
 	}
 	value := n.Value
 	for i := len(inVal) - 1; i >= 0; i-- {
 		s := inVal[i]
-		value = value[:s.start] + s.repl + value[s.end:]
-		d.splices = append(d.splices, splice{off: start + inSrc[i].start, end: start + inSrc[i].end, text: inSrc[i].repl})
+		value = value[:s.Start] + s.Repl + value[s.End:]
+		d.splices = append(d.splices, splice{off: start + inSrc[i].Start, end: start + inSrc[i].End, text: inSrc[i].Repl})
 	}
 	e, err := d.expNode(n)
 	if err != nil {
-		return nil, d.fail(n, name, err)
+		return nil, d.Fail(n, name, err)
 	}
 	e.Value = value
 	return inVal, nil

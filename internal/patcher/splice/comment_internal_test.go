@@ -1,0 +1,92 @@
+package splice
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+func TestComments(t *testing.T) {
+	src := "# head\n" +
+		"a: \"x # not\" # one\n" +
+		"b: 'y # not'\t# two\n" +
+		"c: z#not # three\n" +
+		"d: |  # four\n" +
+		"  body # not\n" +
+		"  # not either\n" +
+		"# five\n" +
+		"e: &x !!str \"q # not\"\n" +
+		"f: [g, # six\n" +
+		"  h]\n" +
+		"i: >2\n" +
+		"   folded # not\n" +
+		"j: \"multi\n" +
+		"  # not\"\n"
+	s, err := Parse([]byte(src))
+	require.NoError(t, err)
+	cs, err := s.comments()
+	require.NoError(t, err)
+	var got []string
+	for _, c := range cs {
+		require.Equal(t, c.text, src[c.off:c.end])
+		got = append(got, c.text)
+	}
+	require.Equal(t, []string{"# head", "# one", "# two", "# three", "# four", "# five", "# six"}, got)
+}
+
+// oldFlowDelete removes a flow mapping entry the way deleteEntry once did:
+// from the end of the previous value, which takes the comments between
+// the two entries with it. It declares only the entry as removed.
+func oldFlowDelete(key string) func(d *Doc) error {
+	return func(d *Doc) error {
+		ann := Lookup(d.Root, "spec", "template", "metadata", "annotations")
+		k, v := Field(ann, key)
+		_, pe, err := d.sp.span(ann.Content[IndexOf(ann.Content, k)-1])
+		if err != nil {
+			return err
+		}
+		ks, err := d.sp.entryStart(k)
+		if err != nil {
+			return err
+		}
+		_, ve, err := d.sp.span(v)
+		if err != nil {
+			return err
+		}
+		d.splices = append(d.splices, splice{off: pe, end: ve})
+		d.removed = append(d.removed, [2]int{ks, ve})
+		em, err := d.expNode(ann)
+		if err != nil {
+			return err
+		}
+		_, err = yaml.NewRNode(em).Pipe(yaml.Clear(key))
+		return err
+	}
+}
+
+// A step that loses a comment outside what it means to remove is
+// refused, even though the result parses to the intended tree.
+func TestRefusesALostComment(t *testing.T) {
+	src := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  template:
+    metadata:
+      annotations: {
+        prometheus.io/scrape: "true",  # scrape me
+        gpu-fraction: "0.5"
+      }
+    spec:
+      containers: [{name: c, image: x}]
+`
+	f, err := NewFile("d.yaml", []byte(src), false)
+	require.NoError(t, err)
+	_, _, err = f.EditDoc(0, []Step{{Name: "oldFlowDelete", Run: oldFlowDelete("gpu-fraction")}})
+	require.ErrorIs(t, err, ErrVerify)
+	require.ErrorContains(t, err, `the comment "# scrape me" is lost`)
+	_, changed := f.Result()
+	require.False(t, changed)
+}
