@@ -38,20 +38,35 @@ var allowed = map[string][]string{
 		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
 }
 
-// packages lists the module's packages (not test files), from the
-// directories under the module root.
+// packages lists the module's packages (not test files): every directory
+// under internal and cmd that holds Go files, nested ones included, so
+// that a sub-package is held to the table as its parent is. testdata and
+// the directories the go command ignores (".x", "_x") hold none.
 func packages(t *testing.T) []string {
 	t.Helper()
+	root := filepath.Join("..", "..")
 	var out []string
 	for _, top := range []string{"internal", "cmd"} {
-		entries, err := os.ReadDir(filepath.Join("..", "..", top))
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				return filepath.SkipDir
+			}
+			goFiles, err := filepath.Glob(filepath.Join(path, "*.go"))
+			if err != nil || len(goFiles) == 0 {
+				return err
+			}
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				return err
+			}
+			out = append(out, filepath.ToSlash(rel))
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.IsDir() {
-				out = append(out, top+"/"+e.Name())
-			}
 		}
 	}
 	return out
