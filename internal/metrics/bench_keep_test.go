@@ -5,19 +5,20 @@ import (
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 )
 
 // benchKeep opens the streaming benchmark's recording as plan and run do:
 // with the metrics a plan reads, and with `--at` only the window of a
 // one-hour lookback before the end.
 func benchKeep(b *testing.B, path string) {
-	end := t0.Add((streamSamples - 1) * time.Minute)
+	end := metricstest.T0.Add((streamSamples - 1) * time.Minute)
 	for _, k := range []struct {
 		name string
 		opts []metrics.Option
 	}{
-		{name: "needed", opts: []metrics.Option{metrics.KeepMetrics(sm, mem)}},
-		{name: "needed-last-hour", opts: []metrics.Option{metrics.KeepMetrics(sm, mem), metrics.KeepWindow(end.Add(-time.Hour), end)}},
+		{name: "needed", opts: []metrics.Option{metrics.KeepMetrics(metricstest.SM, metricstest.Mem)}},
+		{name: "needed-last-hour", opts: []metrics.Option{metrics.KeepMetrics(metricstest.SM, metricstest.Mem), metrics.KeepWindow(end.Add(-time.Hour), end)}},
 	} {
 		b.Run(k.name, func(b *testing.B) {
 			benchOpen(b, path, func() (any, error) { return metrics.OpenRecorded(path, k.opts...) })

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -26,19 +27,19 @@ func benchRecording() []byte {
 	var b bytes.Buffer
 	each := func(series string, value func(i int) string) {
 		for i := range benchSamples {
-			fmt.Fprintf(&b, "%s %s %d\n", series, value(i), t0.Unix()+int64(i)*60)
+			fmt.Fprintf(&b, "%s %s %d\n", series, value(i), metricstest.T0.Unix()+int64(i)*60)
 		}
 	}
 	for w := range benchWorkloads {
 		d := fmt.Sprintf("llm-%02d", w)
 		rs := d + "-7d9f8c6b5d"
-		each(replicaSetOwner("serving", rs, "Deployment", d), func(int) string { return "1" })
+		each(metricstest.ReplicaSetOwner("serving", rs, "Deployment", d), func(int) string { return "1" })
 		for p := range benchPods {
 			pod := fmt.Sprintf("%s-x2b%02d", rs, p+20)
-			each(podOwner("serving", pod, "ReplicaSet", rs), func(int) string { return "1" })
-			each(series("kube_pod_start_time", "namespace", "serving", "pod", pod), func(int) string { return "1699990000" })
-			each(usageOf(sm, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d.5", (i*7+w)%100) })
-			each(usageOf(mem, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d", 40+(i+p)%13) })
+			each(metricstest.PodOwner("serving", pod, "ReplicaSet", rs), func(int) string { return "1" })
+			each(metricstest.Series("kube_pod_start_time", "namespace", "serving", "pod", pod), func(int) string { return "1699990000" })
+			each(metricstest.UsageOf(metricstest.SM, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d.5", (i*7+w)%100) })
+			each(metricstest.UsageOf(metricstest.Mem, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d", 40+(i+p)%13) })
 		}
 	}
 	b.WriteString("# EOF\n")
@@ -62,14 +63,14 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkUsage(b *testing.B) {
 	r, err := metrics.ParseRecorded(bytes.NewReader(benchRecording()), "bench.om")
 	require.NoError(b, err)
-	q := usage.Query{Lookback: 24 * time.Hour, Metrics: kubexMetrics()}
+	q := usage.Query{Lookback: 24 * time.Hour, Metrics: metricstest.KubexMetrics()}
 	for w := range benchWorkloads {
-		q.Workloads = append(q.Workloads, deployment("serving", fmt.Sprintf("llm-%02d", w)))
+		q.Workloads = append(q.Workloads, metricstest.Deployment("serving", fmt.Sprintf("llm-%02d", w)))
 	}
 	b.ReportAllocs()
 	hour := 0
 	for b.Loop() {
-		q.At = t0.Add(24*time.Hour + time.Duration(hour%24)*time.Hour)
+		q.At = metricstest.T0.Add(24*time.Hour + time.Duration(hour%24)*time.Hour)
 		hour++
 		res, err := r.Usage(context.Background(), q)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -29,7 +30,7 @@ func renderOM(series []metrics.Series) string {
 			name += "{" + strings.Join(ls, ",") + "}"
 		}
 		for _, x := range s.Samples {
-			b.WriteString(name + " " + strconv.FormatFloat(x.V, 'g', -1, 64) + " " + seconds(x.T) + "\n")
+			b.WriteString(name + " " + strconv.FormatFloat(x.V, 'g', -1, 64) + " " + metricstest.Seconds(x.T) + "\n")
 		}
 	}
 	return b.String() + "# EOF\n"
@@ -56,13 +57,13 @@ func FuzzParseRecorded(f *testing.F) {
 		series := r.Series()
 		for _, s := range series {
 			for i := 1; i < len(s.Samples); i++ {
-				require.Less(t, s.Samples[i-1].T, s.Samples[i].T, "series %s out of order", seriesString(s))
+				require.Less(t, s.Samples[i-1].T, s.Samples[i].T, "series %s out of order", metricstest.SeriesString(s))
 			}
 		}
 
 		again, err := metrics.ParseRecorded(strings.NewReader(renderOM(series)), "rendered.om")
 		require.NoError(t, err, "rendered:\n%s", renderOM(series))
-		require.Equal(t, dump(r), dump(again))
+		require.Equal(t, metricstest.Dump(r), metricstest.Dump(again))
 		require.Equal(t, r.Oldest(), again.Oldest())
 		require.Equal(t, r.Newest(), again.Newest())
 

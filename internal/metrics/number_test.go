@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 )
 
 func TestParseValue(t *testing.T) {
@@ -103,7 +104,7 @@ func TestParseTimestamp(t *testing.T) {
 func TestParseTimestampExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ms := rapid.Int64Range(-math.MaxInt64, math.MaxInt64).Draw(t, "ms")
-		s := seconds(ms)
+		s := metricstest.Seconds(ms)
 		// Trailing zeros and extra digits below the millisecond change nothing.
 		s += strings.Repeat("0", rapid.IntRange(0, 3).Draw(t, "zeros"))
 		got, ok := metrics.ParseTimestamp([]byte(s))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 )
 
 func TestParseRecordedFixtures(t *testing.T) {
@@ -64,7 +65,7 @@ func TestParseRecordedFixtures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := metrics.OpenRecorded(filepath.Join("testdata", tt.file))
 			require.NoError(t, err)
-			require.Equal(t, tt.want, dump(r))
+			require.Equal(t, tt.want, metricstest.Dump(r))
 			require.Equal(t, tt.oldest, r.Oldest())
 			require.Equal(t, tt.newest, r.Newest())
 		})
@@ -76,14 +77,14 @@ func TestOpenRecordedGzip(t *testing.T) {
 	plain, err := os.ReadFile(filepath.Join("testdata", "cluster.om"))
 	require.NoError(t, err)
 	path := filepath.Join(dir, "cluster.om.gz")
-	require.NoError(t, os.WriteFile(path, gzipped(t, plain), 0o644))
+	require.NoError(t, os.WriteFile(path, metricstest.Gzipped(t, plain), 0o644))
 
 	got, err := metrics.OpenRecorded(path)
 	require.NoError(t, err)
 	want, err := metrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
 	require.NoError(t, err)
-	require.Equal(t, dump(want), dump(got))
-	require.Len(t, dump(got), 150)
+	require.Equal(t, metricstest.Dump(want), metricstest.Dump(got))
+	require.Len(t, metricstest.Dump(got), 150)
 
 	// A .gz that is not gzip names the file.
 	bad := filepath.Join(dir, "bad.om.gz")
@@ -364,7 +365,7 @@ func TestOpenRecordedErrorNamesPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.om")
 	var b strings.Builder
 	for i := range 1233 {
-		b.WriteString("up 1 " + seconds(t0.Add(time.Duration(i)*time.Minute).UnixMilli()) + "\n")
+		b.WriteString("up 1 " + metricstest.Seconds(metricstest.T0.Add(time.Duration(i)*time.Minute).UnixMilli()) + "\n")
 	}
 	b.WriteString("up 1\n# EOF\n")
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))

@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -96,8 +97,8 @@ func writeFile(t *testing.T, name, content string) string {
 
 func clusterQuery() usage.Query {
 	return usage.Query{
-		At: t0.Add(9 * time.Minute), Lookback: time.Hour, Metrics: kubexMetrics(),
-		Workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-b", "chat")},
+		At: metricstest.T0.Add(9 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(),
+		Workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-b", "chat")},
 	}
 }
 
@@ -170,7 +171,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 			prom := newPrometheus(t, front.URL+tt.prefix, tt.cfg)
 			got, err := prom.Usage(context.Background(), clusterQuery())
 			require.NoError(t, err)
-			require.Equal(t, workloads(want), workloads(got))
+			require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 			reqs, _ := g.seen()
 			require.NotEmpty(t, reqs)
 			for _, r := range reqs {
@@ -226,7 +227,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 		}
 		got, err := newPrometheus(t, front.URL).Usage(context.Background(), clusterQuery())
 		require.NoError(t, err)
-		require.Equal(t, workloads(want), workloads(got))
+		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 		_, queries := g.seen()
 		require.Len(t, queries, 6, "two selectors: the hour refused, then its two halves")
 	})
@@ -305,7 +306,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 
 		got, err := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) { c.CAFile = ca }).Usage(context.Background(), clusterQuery())
 		require.NoError(t, err)
-		require.Equal(t, workloads(want), workloads(got))
+		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 
 		var logged strings.Builder
 		got, err = newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) {
@@ -313,7 +314,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 			c.Logger = slogTo(&logged)
 		}).Usage(context.Background(), clusterQuery())
 		require.NoError(t, err)
-		require.Equal(t, workloads(want), workloads(got))
+		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 		require.Contains(t, logged.String(), "not verifying the certificate")
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -57,12 +58,6 @@ func planJSON(t *testing.T, p *plan.Plan) string {
 	return b.String()
 }
 
-// workloads renders a result without its warnings, which name the source.
-func workloads(res usage.Result) string {
-	res.Warnings = nil
-	return render(res)
-}
-
 // The recording and the server it is backfilled into give the same usage,
 // so the same plan: they share the attribution code, and the server is
 // read for raw samples.
@@ -97,26 +92,26 @@ func TestPrometheusAgreesWithRecording(t *testing.T) {
 		{
 			name: "cluster: owners, liveness, start", file: "cluster.om", at: 9 * time.Minute, lookback: time.Hour,
 			workloads: []usage.Ref{
-				deployment("team-a", "chat"), deployment("team-a", "chat-canary"),
+				metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary"),
 				{Namespace: "team-a", Kind: "StatefulSet", Name: "embed"},
-				deployment("team-a", "ghost"), deployment("team-b", "chat"),
+				metricstest.Deployment("team-a", "ghost"), metricstest.Deployment("team-b", "chat"),
 			},
 		},
 		{
 			name: "cluster: an earlier time", file: "cluster.om", at: 3 * time.Minute, lookback: time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 		},
 		{
 			name: "cluster: a window shorter than the data", file: "cluster.om", at: 9 * time.Minute, lookback: 4 * time.Minute,
-			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-a", "chat-canary")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary")},
 		},
 		{
 			name: "exported labels, NaN and Inf, a gap, gpu-fraction annotations", file: "prometheus.om", at: 30 * time.Minute, lookback: time.Hour,
-			workloads: []usage.Ref{deployment("team-x", "chat"), deployment("team-x", "gappy"), deployment("team-x", "shared")},
+			workloads: []usage.Ref{metricstest.Deployment("team-x", "chat"), metricstest.Deployment("team-x", "gappy"), metricstest.Deployment("team-x", "shared")},
 		},
 		{
 			name: "a lookback of two days spans chunks", file: "prometheus.om", at: 30 * time.Minute, lookback: 48 * time.Hour,
-			workloads: []usage.Ref{deployment("team-x", "chat"), deployment("team-x", "gappy"), deployment("team-x", "shared")},
+			workloads: []usage.Ref{metricstest.Deployment("team-x", "chat"), metricstest.Deployment("team-x", "gappy"), metricstest.Deployment("team-x", "shared")},
 		},
 	}
 	for _, tt := range tests {
@@ -125,16 +120,16 @@ func TestPrometheusAgreesWithRecording(t *testing.T) {
 			require.NoError(t, err)
 			ms := tt.metrics
 			if ms == nil {
-				ms = kubexMetrics()
+				ms = metricstest.KubexMetrics()
 			}
-			q := usage.Query{At: t0.Add(tt.at), Lookback: tt.lookback, Metrics: ms, Workloads: tt.workloads}
+			q := usage.Query{At: metricstest.T0.Add(tt.at), Lookback: tt.lookback, Metrics: ms, Workloads: tt.workloads}
 			want, err := rec.Usage(context.Background(), q)
 			require.NoError(t, err)
 			got, err := prom.Usage(context.Background(), q)
 			require.NoError(t, err)
 			require.NotEmpty(t, want.Workloads)
-			require.Equal(t, workloads(want), workloads(got))
-			if shared, ok := want.Workloads[deployment("team-x", "shared")]; ok {
+			require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
+			if shared, ok := want.Workloads[metricstest.Deployment("team-x", "shared")]; ok {
 				// Each pod is read against the gpu-fraction it was created
 				// with, from kube_pod_annotations.
 				require.Len(t, shared.Pods, 2)
@@ -162,22 +157,22 @@ func manyDeployments(t *testing.T, dir, prefix string, n int) (string, []usage.R
 		d := fmt.Sprintf("app-%d", i)
 		rs := d + "-7d9f8c6b5d"
 		pod := rs + "-x2b4z"
-		refs = append(refs, deployment(ns, d))
+		refs = append(refs, metricstest.Deployment(ns, d))
 		lines = append(lines,
-			line{usageOf(sm, ns, pod, "server"), "20"},
-			line{usageOf(mem, ns, pod, "server"), "30"},
-			line{podOwner(ns, pod, "ReplicaSet", rs), "1"},
-			line{replicaSetOwner(ns, rs, "Deployment", d), "1"},
+			line{metricstest.UsageOf(metricstest.SM, ns, pod, "server"), "20"},
+			line{metricstest.UsageOf(metricstest.Mem, ns, pod, "server"), "30"},
+			line{metricstest.PodOwner(ns, pod, "ReplicaSet", rs), "1"},
+			line{metricstest.ReplicaSetOwner(ns, rs, "Deployment", d), "1"},
 		)
 	}
 	// OpenMetrics wants one metric family together.
-	for _, family := range []string{sm + "{", mem + "{", "kube_pod_owner{", "kube_replicaset_owner{"} {
+	for _, family := range []string{metricstest.SM + "{", metricstest.Mem + "{", "kube_pod_owner{", "kube_replicaset_owner{"} {
 		for _, l := range lines {
 			if !strings.HasPrefix(l.series, family) {
 				continue
 			}
 			for k := range samples {
-				fmt.Fprintf(&b, "%s %s %d\n", l.series, l.value, t0.Add(time.Duration(k)*time.Minute).Unix())
+				fmt.Fprintf(&b, "%s %s %d\n", l.series, l.value, metricstest.T0.Add(time.Duration(k)*time.Minute).Unix())
 			}
 		}
 	}
@@ -204,7 +199,7 @@ func TestPrometheusRequestsDoNotGrowWithWorkloads(t *testing.T) {
 		t.Helper()
 		before := proxy.Requests()
 		res, err := prom.Usage(context.Background(), usage.Query{
-			At: t0.Add(4 * time.Minute), Lookback: 2 * 24 * time.Hour, Metrics: kubexMetrics(), Workloads: refs,
+			At: metricstest.T0.Add(4 * time.Minute), Lookback: 2 * 24 * time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: refs,
 		})
 		require.NoError(t, err)
 		require.Len(t, res.Workloads, len(refs))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
@@ -52,7 +53,7 @@ func promtoolDump(r *metrics.Recorded) []string {
 			parts[i] = l.Name + "=" + strconv.Quote(l.Value)
 		}
 		for _, x := range s.Samples {
-			out = append(out, fmt.Sprintf("{%s} %s %d", strings.Join(parts, ", "), formatValue(x.V), x.T))
+			out = append(out, fmt.Sprintf("{%s} %s %d", strings.Join(parts, ", "), metricstest.FormatValue(x.V), x.T))
 		}
 	}
 	return out

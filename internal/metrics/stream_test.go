@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -55,7 +56,7 @@ func TestOpenRecordedGzipBomb(t *testing.T) {
 func TestOpenRecordedTruncatedGzip(t *testing.T) {
 	plain, err := os.ReadFile(filepath.Join("testdata", "cluster.om"))
 	require.NoError(t, err)
-	z := gzipped(t, plain)
+	z := metricstest.Gzipped(t, plain)
 	path := filepath.Join(t.TempDir(), "cut.om.gz")
 	require.NoError(t, os.WriteFile(path, z[:len(z)/2], 0o644))
 	_, err = metrics.OpenRecorded(path)
@@ -111,13 +112,13 @@ func TestParseRecordedLongLines(t *testing.T) {
 func TestKeep(t *testing.T) {
 	const pod = "chat-7d9f8c6b5d-x2b4z"
 	nan := math.NaN() // a staleness marker
-	rec := new(recording).
-		add(usageOf(sm, "team-a", pod, "server"), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
-		add(`other{pod="`+pod+`"}`, 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
-		add(podOwner("team-a", pod, "ReplicaSet", "chat-7d9f8c6b5d"), 0, time.Minute, 1, 1, nan).
-		add(series("kube_pod_start_time", "namespace", "team-a", "pod", pod), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
+	rec := new(metricstest.Recording).
+		Add(metricstest.UsageOf(metricstest.SM, "team-a", pod, "server"), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
+		Add(`other{pod="`+pod+`"}`, 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
+		Add(metricstest.PodOwner("team-a", pod, "ReplicaSet", "chat-7d9f8c6b5d"), 0, time.Minute, 1, 1, nan).
+		Add(metricstest.Series("kube_pod_start_time", "namespace", "team-a", "pod", pod), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
 		// A wrong clock, a year ahead.
-		add(`other{pod="`+pod+`"}`, 365*24*time.Hour, time.Minute, 10).String()
+		Add(`other{pod="`+pod+`"}`, 365*24*time.Hour, time.Minute, 10).String()
 	all, err := metrics.ParseRecorded(strings.NewReader(rec), "keep.om")
 	require.NoError(t, err)
 	require.Equal(t, 1, all.Span().Stragglers)
@@ -127,7 +128,7 @@ func TestKeep(t *testing.T) {
 		owner = `kube_pod_owner{namespace="team-a",owner_is_controller="true",owner_kind="ReplicaSet",owner_name="chat-7d9f8c6b5d",pod="` + pod + `",uid="u-` + pod + `"}`
 		start = `kube_pod_start_time{namespace="team-a",pod="` + pod + `"}`
 		other = `other{pod="` + pod + `"}`
-		smS   = sm + `{container="server",namespace="team-a",pod="` + pod + `"}`
+		smS   = metricstest.SM + `{container="server",namespace="team-a",pod="` + pod + `"}`
 		every = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	)
 	// minutes lists the samples of a series at the given minutes, each
@@ -135,15 +136,15 @@ func TestKeep(t *testing.T) {
 	minutes := func(s string, ms ...int) []string {
 		var out []string
 		for _, m := range ms {
-			out = append(out, fmt.Sprintf("%s %d@%d", s, m, t0.Add(time.Duration(m)*time.Minute).UnixMilli()))
+			out = append(out, fmt.Sprintf("%s %d@%d", s, m, metricstest.T0.Add(time.Duration(m)*time.Minute).UnixMilli()))
 		}
 		return out
 	}
 	// The owner reports 1 at minutes 0 and 1, then goes stale.
 	ownerAt := func(m int, v string) string {
-		return fmt.Sprintf("%s %s@%d", owner, v, t0.Add(time.Duration(m)*time.Minute).UnixMilli())
+		return fmt.Sprintf("%s %s@%d", owner, v, metricstest.T0.Add(time.Duration(m)*time.Minute).UnixMilli())
 	}
-	window := metrics.KeepWindow(t0.Add(3*time.Minute), t0.Add(6*time.Minute))
+	window := metrics.KeepWindow(metricstest.T0.Add(3*time.Minute), metricstest.T0.Add(6*time.Minute))
 	tests := []struct {
 		name string
 		opts []metrics.Option
@@ -151,7 +152,7 @@ func TestKeep(t *testing.T) {
 	}{
 		{
 			name: "the named metrics and kube-state-metrics",
-			opts: []metrics.Option{metrics.KeepMetrics(sm)},
+			opts: []metrics.Option{metrics.KeepMetrics(metricstest.SM)},
 			want: slices.Concat([]string{ownerAt(0, "1"), ownerAt(1, "1"), ownerAt(2, "NaN")}, minutes(start, every...), minutes(smS, every...)),
 		},
 		{
@@ -163,7 +164,7 @@ func TestKeep(t *testing.T) {
 			// kube-state-metrics series keep their newest report before
 			// the window (not the staleness marker): it still answers.
 			name: "a window",
-			opts: []metrics.Option{metrics.KeepMetrics(sm), window},
+			opts: []metrics.Option{metrics.KeepMetrics(metricstest.SM), window},
 			want: slices.Concat([]string{ownerAt(1, "1")}, minutes(start, 2, 3, 4, 5, 6), minutes(smS, 3, 4, 5, 6)),
 		},
 		{
@@ -176,7 +177,7 @@ func TestKeep(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := metrics.ParseRecorded(strings.NewReader(rec), "keep.om", tt.opts...)
 			require.NoError(t, err)
-			got := dump(r)
+			got := metricstest.Dump(r)
 			slices.Sort(got)
 			want := slices.Clone(tt.want)
 			slices.Sort(want)
@@ -199,7 +200,7 @@ func TestKeepAnswersAlike(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, qs)
 	names := metrics.PresetKubex.MetricsOf(qs)
-	require.Equal(t, []string{"kubex_gpu_container_memory_footprint_percent", sm}, names)
+	require.Equal(t, []string{"kubex_gpu_container_memory_footprint_percent", metricstest.SM}, names)
 
 	all, err := metrics.OpenRecorded(path)
 	require.NoError(t, err)
@@ -212,7 +213,7 @@ func TestKeepAnswersAlike(t *testing.T) {
 		t.Run(at.Format(time.RFC3339), func(t *testing.T) {
 			kept, err := metrics.OpenRecorded(path, metrics.KeepMetrics(names...), metrics.KeepWindow(at.Add(-longest), at))
 			require.NoError(t, err)
-			require.LessOrEqual(t, len(dump(kept)), len(dump(all)))
+			require.LessOrEqual(t, len(metricstest.Dump(kept)), len(metricstest.Dump(all)))
 			for _, q := range qs {
 				q.At = at
 				want, err := all.Usage(context.Background(), q)
@@ -244,7 +245,7 @@ func TestSpanStreamed(t *testing.T) {
 				tm += 1 + int64(rng.IntN(120000))
 			}
 			ts = append(ts, tm)
-			fmt.Fprintf(&b, "x{s=\"%d\"} %d %s\n", rng.IntN(3), rng.IntN(100), seconds(tm))
+			fmt.Fprintf(&b, "x{s=\"%d\"} %d %s\n", rng.IntN(3), rng.IntN(100), metricstest.Seconds(tm))
 		}
 		b.WriteString("# EOF\n")
 		r, err := metrics.ParseRecorded(strings.NewReader(b.String()), "span.om", metrics.KeepMetrics())
