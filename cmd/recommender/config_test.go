@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
@@ -107,7 +108,7 @@ func TestRunConfigFile(t *testing.T) {
 	require.Equal(t, gitlabFlags{URL: "https://gitlab.example.com", Project: "platform/gitops", TokenFile: "/var/run/secrets/gitlab/token", TokenEnv: "GL_TOKEN"}, o.GitLab)
 	require.Equal(t, []string{"policies", "more"}, o.PolicyPaths)
 	require.Equal(t, "ml", o.DefaultNamespace)
-	require.Equal(t, metrics.PresetHAMi, o.Usage.Preset)
+	require.Equal(t, preset.HAMi, o.Usage.Preset)
 	require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), o.Usage.At)
 	p := o.Usage.Prometheus
 	require.Equal(t, "https://mimir.example/prometheus", p.URL)
@@ -434,7 +435,7 @@ func TestPlanConfigFile(t *testing.T) {
 	require.Equal(t, "ml", o.DefaultNamespace)
 	require.Equal(t, "markdown", o.Output)
 	require.True(t, o.DetailedExitCode)
-	require.Equal(t, metrics.PresetHAMi, o.Usage.Preset)
+	require.Equal(t, preset.HAMi, o.Usage.Preset)
 	require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), o.Usage.At)
 	p := o.Usage.Prometheus
 	require.Equal(t, "https://mimir.example/prometheus", p.URL)

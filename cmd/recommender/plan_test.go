@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 )
 
 func TestNewCmdPlan(t *testing.T) {
@@ -55,7 +56,7 @@ func TestNewCmdPlan(t *testing.T) {
 		{
 			name: "a metrics preset",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "hami"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", Preset: metrics.PresetHAMi}, Output: "table", DefaultNamespace: "default"},
+			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", Preset: preset.HAMi}, Output: "table", DefaultNamespace: "default"},
 		},
 		{name: "an unknown metrics preset", args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "nvidia"},
 			err: "invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm"},
@@ -106,7 +107,7 @@ func TestNewCmdPlan(t *testing.T) {
 			require.NoError(t, err)
 			got.IO, got.Now, got.Logger, got.effective = streams{}, nil, nil, nil
 			if tt.want.Usage.Preset == "" {
-				tt.want.Usage.Preset = metrics.PresetKubex
+				tt.want.Usage.Preset = preset.Kubex
 			}
 			if tt.want.Usage.Prometheus.Timeout == 0 {
 				tt.want.Usage.Prometheus.Timeout = metrics.DefaultPrometheusTimeout

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -23,7 +24,7 @@ type usageFlags struct {
 	// exactly one of it and MetricsFile is.
 	Prometheus metrics.PrometheusConfig
 	// Preset names the exporter whose series policies read by default.
-	Preset metrics.Preset
+	Preset preset.Preset
 	At     time.Time // zero: the newest recorded sample, or now
 	// Progress counts the queries on a terminal; nil: none shown.
 	Progress *progress
@@ -32,12 +33,12 @@ type usageFlags struct {
 // addUsageFlags registers the usage flags on cmd, and returns what parses
 // and checks them into u, for cmd's RunE to call first.
 func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
-	var at, cluster, preset string
+	var at, cluster, presetName string
 	var headers []string
 	f := cmd.Flags()
 	f.StringVar(&u.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
 	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample, or now with --prometheus-url)")
-	f.StringVar(&preset, "metrics-preset", string(metrics.PresetKubex), "`exporter` whose series policies read when they name none: "+
+	f.StringVar(&presetName, "metrics-preset", string(preset.Kubex), "`exporter` whose series policies read when they name none: "+
 		"kubex (gpu-process-exporter), hami (HAMi vGPU monitor, kai-resource-isolator), dcgm (dcgm-exporter; whole GPUs only)")
 	pc := &u.Prometheus
 	f.StringVar(&pc.URL, "prometheus-url", "", "read usage from the server at `URL`, with Prometheus' HTTP API; include any path prefix (Mimir's /prometheus)")
@@ -89,7 +90,7 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 			}
 			pc.Matcher = &metrics.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
 		}
-		p, err := metrics.ParsePreset(preset)
+		p, err := preset.Parse(presetName)
 		if err != nil {
 			return flagErrorf("invalid `--metrics-preset`: %v", err)
 		}
@@ -141,8 +142,8 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 		}
 		src, name = rec, "the recording "+filepath.Base(u.MetricsFile)
 	}
-	if u.Preset != "" && u.Preset != metrics.PresetKubex {
-		src = metrics.WithPreset(src, u.Preset)
+	if u.Preset != "" && u.Preset != preset.Kubex {
+		src = preset.Wrap(src, u.Preset)
 	}
 	return src, at, name, nil
 }

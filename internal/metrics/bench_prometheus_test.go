@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -96,7 +97,7 @@ func BenchmarkPrometheusUsage(b *testing.B) {
 			proxy := testenv.NewFaultProxy(b, srv.URL)
 			prom, err := metrics.NewPrometheus(metrics.PrometheusConfig{URL: proxy.URL})
 			require.NoError(b, err)
-			q := usage.Query{At: metricstest.T0, Lookback: bc.span, Metrics: metrics.PresetKubex.Mappings(), Workloads: refs}
+			q := usage.Query{At: metricstest.T0, Lookback: bc.span, Metrics: preset.Kubex.Mappings(), Workloads: refs}
 			res, err := prom.Usage(context.Background(), q)
 			require.NoError(b, err)
 			require.Len(b, res.Workloads, bc.pods)

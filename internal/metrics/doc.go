@@ -11,6 +11,5 @@
 // Prometheus reads the same raw samples from a live server with
 // Prometheus' HTTP API, in a few batched requests per query, and answers
 // with the same code (seriesSet), so that a recording and the server it is
-// backfilled into give the same usage. A Preset says which exporter's
-// series policies read when they name none.
+// backfilled into give the same usage.
 package metrics

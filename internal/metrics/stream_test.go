@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -199,7 +200,7 @@ func TestKeepAnswersAlike(t *testing.T) {
 	qs := gov.Queries
 	require.NoError(t, err)
 	require.NotEmpty(t, qs)
-	names := metrics.PresetKubex.MetricsOf(qs)
+	names := preset.Kubex.MetricsOf(qs)
 	require.Equal(t, []string{"kubex_gpu_container_memory_footprint_percent", metricstest.SM}, names)
 
 	all, err := metrics.OpenRecorded(path)

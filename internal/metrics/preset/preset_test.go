@@ -1,4 +1,4 @@
-package metrics_test
+package preset_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -59,18 +60,18 @@ func presetRecording() *metricstest.Recording {
 func TestPresets(t *testing.T) {
 	r := presetRecording()
 	rec := r.Parse(t)
-	defaults := metrics.PresetKubex.Mappings()
+	defaults := preset.Kubex.Mappings()
 	named := map[usage.Metric]usage.Mapping{usage.Compute: {Metric: "DCGM_FI_DEV_GPU_UTIL", NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"}}
 	tests := []struct {
 		name       string
-		preset     metrics.Preset
+		preset     preset.Preset
 		metrics    map[usage.Metric]usage.Mapping
 		containers []string
 		workloads  []usage.Ref
 		want       string
 	}{
 		{
-			name: "hami: exported labels, memory used of the limit summed over containers", preset: metrics.PresetHAMi,
+			name: "hami: exported labels, memory used of the limit summed over containers", preset: preset.HAMi,
 			workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")},
 			// Memory: (4+1)/(8+2), (5+1)/(8+2), and the sidecar's limit of
 			// 0 at 120 s makes that sum 6+1 of 8: the limits are summed
@@ -84,7 +85,7 @@ warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, e
 `,
 		},
 		{
-			name: "hami: one container", preset: metrics.PresetHAMi, containers: []string{"server"},
+			name: "hami: one container", preset: preset.HAMi, containers: []string{"server"},
 			workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")},
 			want: `team-h/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
@@ -95,7 +96,7 @@ warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, e
 `,
 		},
 		{
-			name: "dcgm: two GPUs of one pod; a pod holding a gpu-fraction is not read", preset: metrics.PresetDCGM,
+			name: "dcgm: two GPUs of one pod; a pod holding a gpu-fraction is not read", preset: preset.DCGM,
 			workloads: []usage.Ref{metricstest.Deployment("team-d", "train"), metricstest.Deployment("team-d", "embed")},
 			// Memory: (20000+0)/(80000+80000) = 12.5%, 25%, 37.5%.
 			want: `team-d/Deployment/train step=1m0s liveKnown=false
@@ -106,14 +107,14 @@ warning: team-d/Deployment/embed: pod embed-6c8f9d7b5-m4n5p holds a gpu-fraction
 `,
 		},
 		{
-			name: "kubex is the default: nothing of the others is read", preset: metrics.PresetKubex,
+			name: "kubex is the default: nothing of the others is read", preset: preset.Kubex,
 			workloads: []usage.Ref{metricstest.Deployment("team-h", "chat"), metricstest.Deployment("team-d", "train")},
 			want: `warning: metric kubex_gpu_container_sm_utilization_percent (compute) is not in test.om
 warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in test.om
 `,
 		},
 		{
-			name: "a policy that names its series keeps them", preset: metrics.PresetHAMi, metrics: named,
+			name: "a policy that names its series keeps them", preset: preset.HAMi, metrics: named,
 			workloads: []usage.Ref{metricstest.Deployment("team-d", "train")},
 			want: `team-d/Deployment/train step=1m0s liveKnown=false
   train-5f6d7b8c9-bcdfg live=false start=-
@@ -127,7 +128,9 @@ warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in 
 	if haveTools("prometheus", "promtool") {
 		path := filepath.Join(t.TempDir(), "presets.om")
 		require.NoError(t, os.WriteFile(path, []byte(r.String()), 0o644))
-		prom = newPrometheus(t, testenv.StartPrometheus(t, path).URL)
+		var err error
+		prom, err = metrics.NewPrometheus(metrics.PrometheusConfig{URL: testenv.StartPrometheus(t, path).URL, Timeout: 5 * time.Second})
+		require.NoError(t, err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,13 +139,13 @@ warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in 
 				ms = defaults
 			}
 			q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: ms, Containers: tt.containers, Workloads: tt.workloads}
-			res, err := metrics.WithPreset(rec, tt.preset).Usage(context.Background(), q)
+			res, err := preset.Wrap(rec, tt.preset).Usage(context.Background(), q)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, metricstest.Render(res))
 			if prom == nil {
 				return
 			}
-			got, err := metrics.WithPreset(prom, tt.preset).Usage(context.Background(), q)
+			got, err := preset.Wrap(prom, tt.preset).Usage(context.Background(), q)
 			require.NoError(t, err)
 			require.Equal(t, metricstest.Workloads(res), metricstest.Workloads(got), "the server agrees")
 		})
@@ -150,12 +153,12 @@ warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in 
 }
 
 func TestParsePreset(t *testing.T) {
-	for _, p := range metrics.Presets() {
-		got, err := metrics.ParsePreset(string(p))
+	for _, p := range preset.All() {
+		got, err := preset.Parse(string(p))
 		require.NoError(t, err)
 		require.Equal(t, p, got)
 	}
-	_, err := metrics.ParsePreset("nvidia")
+	_, err := preset.Parse("nvidia")
 	require.EqualError(t, err, `unknown metrics preset "nvidia": use kubex, hami, dcgm`)
 }
 
