@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
@@ -119,7 +119,7 @@ func TestRunConfigFile(t *testing.T) {
 	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
 	require.Equal(t, []string{"/ca.pem", "/cert.pem", "/key.pem"}, []string{p.CAFile, p.CertFile, p.KeyFile})
 	require.Equal(t, 30*time.Second, p.Timeout)
-	require.Equal(t, &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
 	require.Equal(t, "namespace", o.GroupBy)
 	require.Equal(t, "rightsizing/", o.BranchPrefix)
 	require.Equal(t, []string{"gpu", "team-ml"}, o.Labels)
@@ -442,7 +442,7 @@ func TestPlanConfigFile(t *testing.T) {
 	require.Equal(t, "/var/run/secrets/prometheus/token", p.BearerTokenFile)
 	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
 	require.Equal(t, 30*time.Second, p.Timeout)
-	require.Equal(t, &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
 	require.Equal(t, settingSource{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
 	require.NotContains(t, o.effective.Sources, "max-new", "a key only run uses is left to run")
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 )
 
 func TestNewCmdPlan(t *testing.T) {
@@ -46,11 +46,11 @@ func TestNewCmdPlan(t *testing.T) {
 				"--prometheus-header", "X-Scope-OrgID: tenant-1", "--prometheus-header", "X-Extra:a: b",
 				"--prometheus-ca-file", "/ca", "--prometheus-cert-file", "/c", "--prometheus-key-file", "/k",
 				"--prometheus-insecure-skip-verify", "--prometheus-timeout", "30s", "--cluster-label", "cluster=prod-eu"},
-			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Usage: usageFlags{Prometheus: metrics.PrometheusConfig{
+			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Usage: usageFlags{Prometheus: prometheus.Config{
 				URL: "https://mimir.example/prometheus", BearerTokenFile: "/t", BearerTokenEnv: "TOKEN", BasicAuthUser: "u", BasicAuthPasswordFile: "/p",
 				Headers: http.Header{"X-Scope-Orgid": {"tenant-1"}, "X-Extra": {"a: b"}},
 				CAFile:  "/ca", CertFile: "/c", KeyFile: "/k", InsecureSkipVerify: true, Timeout: 30 * time.Second,
-				Matcher: &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"},
+				Matcher: &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"},
 			}}},
 		},
 		{
@@ -110,7 +110,7 @@ func TestNewCmdPlan(t *testing.T) {
 				tt.want.Usage.Preset = preset.Kubex
 			}
 			if tt.want.Usage.Prometheus.Timeout == 0 {
-				tt.want.Usage.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
+				tt.want.Usage.Prometheus.Timeout = prometheus.DefaultTimeout
 			}
 			require.Equal(t, tt.want, *got)
 		})

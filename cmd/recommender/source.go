@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -22,7 +23,7 @@ type usageFlags struct {
 	MetricsFile string
 	// Prometheus is the server to read usage from, when URL is set;
 	// exactly one of it and MetricsFile is.
-	Prometheus metrics.PrometheusConfig
+	Prometheus prometheus.Config
 	// Preset names the exporter whose series policies read by default.
 	Preset preset.Preset
 	At     time.Time // zero: the newest recorded sample, or now
@@ -51,7 +52,7 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 	f.StringVar(&pc.CertFile, "prometheus-cert-file", "", "client certificate PEM `file`, for mutual TLS")
 	f.StringVar(&pc.KeyFile, "prometheus-key-file", "", "client key PEM `file`, for mutual TLS")
 	f.BoolVar(&pc.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, "do not verify the server's certificate (logged as a warning)")
-	f.DurationVar(&pc.Timeout, "prometheus-timeout", metrics.DefaultPrometheusTimeout, "time limit of each request; failing requests are tried up to 3 times")
+	f.DurationVar(&pc.Timeout, "prometheus-timeout", prometheus.DefaultTimeout, "time limit of each request; failing requests are tried up to 3 times")
 	f.StringVar(&cluster, "cluster-label", "", "select only series with this label, `name=value`, e.g. cluster=prod-eu when several clusters share a store")
 
 	return func() error {
@@ -67,7 +68,7 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 				}
 			}
 		default:
-			if err := metrics.CheckURL(pc.URL); err != nil {
+			if err := prometheus.CheckURL(pc.URL); err != nil {
 				return flagErrorf("invalid `--prometheus-url`: %v", err)
 			}
 		}
@@ -88,7 +89,7 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 			if !ok || name == "" || value == "" {
 				return flagErrorf("invalid `--cluster-label` %q: write it as name=value, e.g. cluster=prod-eu", cluster)
 			}
-			pc.Matcher = &metrics.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
+			pc.Matcher = &prometheus.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
 		}
 		p, err := preset.Parse(presetName)
 		if err != nil {
@@ -124,7 +125,7 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 	if u.Prometheus.URL != "" {
 		cfg := u.Prometheus
 		cfg.Logger = log
-		prom, err := metrics.NewPrometheus(cfg)
+		prom, err := prometheus.New(cfg)
 		if err != nil {
 			return nil, time.Time{}, "", err
 		}

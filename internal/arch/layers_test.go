@@ -30,13 +30,14 @@ var allowed = map[string][]string{
 	"internal/metrics":             {"internal/usage"},
 	"internal/metrics/metricstest": {"internal/metrics", "internal/usage"},
 	"internal/metrics/preset":      {"internal/usage"},
+	"internal/metrics/prometheus":  {"internal/metrics", "internal/usage"},
 	"internal/patcher":             {"internal/checkout", "internal/kai", "internal/usage"},
 	"internal/backtest":            {"internal/engine", "internal/kai", "internal/policy", "internal/usage"},
 	"internal/plan":                {"internal/checkout", "internal/engine", "internal/kai", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":             {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":                {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath":            {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics", "internal/metrics/preset",
+	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics", "internal/metrics/preset", "internal/metrics/prometheus",
 		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
 }
 

@@ -3,34 +3,16 @@ package metrics
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
-
-// Label is one label of a series.
-type Label struct {
-	Name, Value string
-}
-
-// Series is one time series of a recorded file.
-type Series struct {
-	Metric string
-	// Labels are sorted by name. They never include the metric name, nor a
-	// label with an empty value: as in Prometheus, an empty value is the
-	// same as no label, so x{a=""} and x are one series.
-	Labels []Label
-	// Samples are in strictly increasing time order.
-	Samples []usage.Sample
-}
 
 // series is a Series while it is being parsed.
 type series struct {
@@ -389,23 +371,14 @@ func (s *series) flush() {
 }
 
 // flushIntervals returns the intervals between samples of each kept
-// metric, by length, as seriesSet.intervals would count them.
-func (p *parser) flushIntervals() map[string][]intervalCount {
+// metric, counted by length, as Set would count them from every sample.
+func (p *parser) flushIntervals() map[string]map[int64]int {
 	for i := range p.series {
 		if p.series[i].keep {
 			p.series[i].flush()
 		}
 	}
-	out := make(map[string][]intervalCount, len(p.intervals))
-	for metric, counts := range p.intervals {
-		h := make([]intervalCount, 0, len(counts))
-		for d, n := range counts {
-			h = append(h, intervalCount{d: d, n: n})
-		}
-		slices.SortFunc(h, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
-		out[metric] = h
-	}
-	return out
+	return p.intervals
 }
 
 // lineOf returns the line of the first series' newest sample taken at t,
@@ -546,7 +519,7 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 		}
 		ls = append(ls, Label{Name: p.intern(line[s.name[0]:s.name[1]]), Value: p.intern(v)})
 	}
-	sortLabels(ls)
+	SortLabels(ls)
 	name := p.intern(line[:nameLen])
 
 	// Label names are ASCII and values valid UTF-8, so 0xff separates
@@ -585,15 +558,6 @@ func (p *parser) intern(b []byte) string {
 	s := string(b)
 	p.strs[s] = s
 	return s
-}
-
-// sortLabels sorts by name; label sets are short, so insertion sort wins.
-func sortLabels(ls []Label) {
-	for i := 1; i < len(ls); i++ {
-		for j := i; j > 0 && ls[j].Name < ls[j-1].Name; j-- {
-			ls[j], ls[j-1] = ls[j-1], ls[j]
-		}
-	}
 }
 
 // unescape resolves the escapes labels already checked: \\, \" and \n.

@@ -19,7 +19,7 @@ import (
 //
 // A Recorded is safe for concurrent use.
 type Recorded struct {
-	set *seriesSet
+	set *Set
 	// span covers every sample of the file, kept or not.
 	span           Span
 	samples        int
@@ -115,7 +115,7 @@ func (p *parser) recorded() *Recorded {
 			n++
 		}
 	}
-	kept := make([]series, 0, n)
+	kept := make([]Series, 0, n)
 	for i := range p.series {
 		s := &p.series[i]
 		if !s.keep {
@@ -125,14 +125,11 @@ func (p *parser) recorded() *Recorded {
 			// No sample in the window followed it.
 			s.Samples = append(s.Samples, s.carried)
 		}
-		kept = append(kept, *s)
+		kept = append(kept, s.Series)
 	}
-	set := newSeriesSet(p.file, kept)
 	// The scrape interval is read from every sample of the file, as it
 	// would be had every sample been kept.
-	for metric, counts := range p.flushIntervals() {
-		set.steps[metric] = counts
-	}
+	set := NewSet(p.file, kept, p.flushIntervals())
 	r := &Recorded{set: set, samples: p.times.n, oldest: p.times.min, newest: p.times.max}
 	r.span = p.times.span(p.lineOf, len(p.series))
 	return r
@@ -180,5 +177,5 @@ func (r *Recorded) Series() []Series {
 // Usage answers q from the recording. It never returns a sample after
 // q.At, so that a backtest replaying the file sees only the past.
 func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
-	return r.set.answer(ctx, q)
+	return r.set.Usage(ctx, q)
 }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -124,12 +124,12 @@ warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in 
 	}
 	// The server's half runs where its tools are (always under
 	// RECOMMENDER_TEST_STRICT), and the recording's half everywhere.
-	var prom *metrics.Prometheus
+	var prom *prometheus.Source
 	if haveTools("prometheus", "promtool") {
 		path := filepath.Join(t.TempDir(), "presets.om")
 		require.NoError(t, os.WriteFile(path, []byte(r.String()), 0o644))
 		var err error
-		prom, err = metrics.NewPrometheus(metrics.PrometheusConfig{URL: testenv.StartPrometheus(t, path).URL, Timeout: 5 * time.Second})
+		prom, err = prometheus.New(prometheus.Config{URL: testenv.StartPrometheus(t, path).URL, Timeout: 5 * time.Second})
 		require.NoError(t, err)
 	}
 	for _, tt := range tests {

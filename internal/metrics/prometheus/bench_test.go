@@ -1,4 +1,4 @@
-package metrics_test
+package prometheus_test
 
 import (
 	"bufio"
@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -95,7 +95,7 @@ func BenchmarkPrometheusUsage(b *testing.B) {
 			path, refs := writeFleet(b, bc.pods, bc.span)
 			srv := testenv.StartPrometheus(b, path)
 			proxy := testenv.NewFaultProxy(b, srv.URL)
-			prom, err := metrics.NewPrometheus(metrics.PrometheusConfig{URL: proxy.URL})
+			prom, err := prometheus.New(prometheus.Config{URL: proxy.URL})
 			require.NoError(b, err)
 			q := usage.Query{At: metricstest.T0, Lookback: bc.span, Metrics: preset.Kubex.Mappings(), Workloads: refs}
 			res, err := prom.Usage(context.Background(), q)

@@ -1,4 +1,4 @@
-package metrics_test
+package prometheus_test
 
 import (
 	"bytes"
@@ -17,14 +17,15 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 const (
-	quickstartRepo    = "../../examples/quickstart"
-	quickstartMetrics = "../../examples/quickstart/metrics.om"
+	quickstartRepo    = "../../../examples/quickstart"
+	quickstartMetrics = "../../../examples/quickstart/metrics.om"
 )
 
 // quickstartAt is the evaluation time of the quickstart's golden plan.
@@ -32,13 +33,13 @@ var quickstartAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // newPrometheus returns a source for url with a short timeout, as tests
 // want failures fast.
-func newPrometheus(t *testing.T, url string, change ...func(*metrics.PrometheusConfig)) *metrics.Prometheus {
+func newPrometheus(t *testing.T, url string, change ...func(*prometheus.Config)) *prometheus.Source {
 	t.Helper()
-	cfg := metrics.PrometheusConfig{URL: url, Timeout: 5 * time.Second}
+	cfg := prometheus.Config{URL: url, Timeout: 5 * time.Second}
 	for _, f := range change {
 		f(&cfg)
 	}
-	p, err := metrics.NewPrometheus(cfg)
+	p, err := prometheus.New(cfg)
 	require.NoError(t, err)
 	return p
 }
@@ -62,7 +63,7 @@ func planJSON(t *testing.T, p *plan.Plan) string {
 // so the same plan: they share the attribution code, and the server is
 // read for raw samples.
 func TestPrometheusAgreesWithRecording(t *testing.T) {
-	srv := testenv.StartPrometheus(t, quickstartMetrics, filepath.Join("testdata", "cluster.om"), filepath.Join("testdata", "prometheus.om"))
+	srv := testenv.StartPrometheus(t, quickstartMetrics, filepath.Join("..", "testdata", "cluster.om"), filepath.Join("..", "testdata", "prometheus.om"))
 	prom := newPrometheus(t, srv.URL)
 
 	t.Run("quickstart plan, byte for byte", func(t *testing.T) {
@@ -116,7 +117,7 @@ func TestPrometheusAgreesWithRecording(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, err := metrics.OpenRecorded(filepath.Join("testdata", tt.file))
+			rec, err := metrics.OpenRecorded(filepath.Join("..", "testdata", tt.file))
 			require.NoError(t, err)
 			ms := tt.metrics
 			if ms == nil {
@@ -268,7 +269,7 @@ func TestPrometheusFaultsNeverShrink(t *testing.T) {
 			proxy := testenv.NewFaultProxy(t, srv.URL)
 			proxy.Set(tt.fault)
 			timeout := cmp.Or(tt.timeout, 5*time.Second)
-			src := newPrometheus(t, proxy.URL, func(c *metrics.PrometheusConfig) { c.Timeout = timeout })
+			src := newPrometheus(t, proxy.URL, func(c *prometheus.Config) { c.Timeout = timeout })
 			start := time.Now()
 			got := makePlan(t, src)
 			t.Logf("%d requests in %s", proxy.Requests(), time.Since(start).Round(time.Millisecond))
