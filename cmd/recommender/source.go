@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
@@ -134,7 +134,7 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 			at = now().UTC()
 		}
 	} else {
-		rec, err := metrics.OpenRecorded(u.MetricsFile, u.keep(queries)...)
+		rec, err := openmetrics.OpenRecorded(u.MetricsFile, u.keep(queries)...)
 		if err != nil {
 			return nil, time.Time{}, "", err
 		}
@@ -152,17 +152,17 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 // keep says what of a recording answering queries needs: their metrics,
 // through the preset, and with `--at` the window of the longest lookback
 // before it. A nil queries keeps everything.
-func (u *usageFlags) keep(queries []usage.Query) []metrics.Option {
+func (u *usageFlags) keep(queries []usage.Query) []openmetrics.Option {
 	if queries == nil {
 		return nil
 	}
-	opts := []metrics.Option{metrics.KeepMetrics(u.Preset.MetricsOf(queries)...)}
+	opts := []openmetrics.Option{openmetrics.KeepMetrics(u.Preset.MetricsOf(queries)...)}
 	if !u.At.IsZero() {
 		var longest time.Duration
 		for _, q := range queries {
 			longest = max(longest, q.Lookback)
 		}
-		opts = append(opts, metrics.KeepWindow(u.At.Add(-longest), u.At))
+		opts = append(opts, openmetrics.KeepWindow(u.At.Add(-longest), u.At))
 	}
 	return opts
 }
@@ -199,7 +199,7 @@ func (u *usageFlags) plan(ctx context.Context, opts plan.Options, log *slog.Logg
 // the recording has samples, or the end of the recording. A time far from
 // every sample would turn each workload into "no data, no change" without
 // a word, so it is a usage mistake that names the span.
-func evaluationTime(at time.Time, sp metrics.Span, log *slog.Logger, now func() time.Time) (time.Time, error) {
+func evaluationTime(at time.Time, sp openmetrics.Span, log *slog.Logger, now func() time.Time) (time.Time, error) {
 	if sp.Newest.IsZero() {
 		// No samples: nothing to check against, and nothing to decide on.
 		if at.IsZero() {
@@ -215,7 +215,7 @@ func evaluationTime(at time.Time, sp metrics.Span, log *slog.Logger, now func() 
 	if at.IsZero() {
 		return sp.Newest, nil
 	}
-	if at.Before(sp.Oldest) || at.After(sp.Newest.Add(metrics.EvalAfter)) {
+	if at.Before(sp.Oldest) || at.After(sp.Newest.Add(openmetrics.EvalAfter)) {
 		return time.Time{}, flagErrorf("`--at` %s is outside the recording: its samples run from %s, and an evaluation time must fall within them or up to a day after",
 			at.Format(time.RFC3339), sp)
 	}

@@ -28,7 +28,8 @@ var allowed = map[string][]string{
 	"internal/engine":              {"internal/kai", "internal/usage"},
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/usage"},
 	"internal/metrics":             {"internal/usage"},
-	"internal/metrics/metricstest": {"internal/metrics", "internal/usage"},
+	"internal/metrics/openmetrics": {"internal/metrics", "internal/usage"},
+	"internal/metrics/metricstest": {"internal/metrics", "internal/metrics/openmetrics", "internal/usage"},
 	"internal/metrics/preset":      {"internal/usage"},
 	"internal/metrics/prometheus":  {"internal/metrics", "internal/usage"},
 	"internal/patcher":             {"internal/checkout", "internal/kai", "internal/usage"},
@@ -37,7 +38,7 @@ var allowed = map[string][]string{
 	"internal/publish":             {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":                {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath":            {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics", "internal/metrics/preset", "internal/metrics/prometheus",
+	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
 		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
 }
 

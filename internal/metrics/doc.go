@@ -3,10 +3,8 @@
 //
 // A Set holds series by metric name and answers usage queries from them
 // alone, attributing pods to workloads through kube-state-metrics or the
-// Deployment pod-name pattern. Both sources build one: Recorded from a file
-// in the OpenMetrics text format that
-// `promtool tsdb create-blocks-from openmetrics` accepts, with a timestamp
-// on every sample, and the prometheus package from the raw samples a live
+// Deployment pod-name pattern. Both sources build one: package openmetrics
+// from a recorded file, package prometheus from the raw samples a live
 // server returns, so that a recording and the server it is backfilled into
 // give the same usage.
 //

@@ -1,8 +1,5 @@
 package metrics
 
-// Internals that the external tests check directly.
-var (
-	MatchDeploymentPod = matchDeploymentPod
-	ParseValue         = parseValue
-	ParseTimestamp     = parseTimestamp
-)
+// MatchDeploymentPod is matchDeploymentPod, for the external tests to
+// check directly.
+var MatchDeploymentPod = matchDeploymentPod

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -426,10 +427,10 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var r *metrics.Recorded
+			var r *openmetrics.Recorded
 			if tt.file != "" {
 				var err error
-				r, err = metrics.OpenRecorded(filepath.Join("testdata", tt.file))
+				r, err = openmetrics.OpenRecorded(filepath.Join("testdata", tt.file))
 				require.NoError(t, err)
 			} else {
 				r = tt.rec.Parse(t)
@@ -500,13 +501,13 @@ func TestRecordedUsageCanceled(t *testing.T) {
 // Backtests may ask from several goroutines; the caches must hold (run
 // with -race).
 func TestRecordedUsageConcurrent(t *testing.T) {
-	r, err := metrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
+	r, err := openmetrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
 	require.NoError(t, err)
 	q := usage.Query{At: metricstest.T0.Add(9 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")}}
 	want, err := r.Usage(context.Background(), q)
 	require.NoError(t, err)
 
-	r, err = metrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
+	r, err = openmetrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
 	require.NoError(t, err)
 	results := make([]string, 8)
 	var wg sync.WaitGroup

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -69,6 +70,33 @@ func ReplicaSetOwner(ns, rs, kind, name string) string {
 	return Series("kube_replicaset_owner", "namespace", ns, "replicaset", rs, "owner_kind", kind, "owner_name", name, "owner_is_controller", "true")
 }
 
+// BacktestRecording is a recording the size of a backtest's, of workloads
+// Deployments of pods pods each: per pod a compute
+// and a memory series and its kube-state-metrics series, a sample a minute,
+// written as promtool's dump writes, series after series.
+func BacktestRecording(workloads, pods, samples int) []byte {
+	var b bytes.Buffer
+	each := func(series string, value func(i int) string) {
+		for i := range samples {
+			fmt.Fprintf(&b, "%s %s %d\n", series, value(i), T0.Unix()+int64(i)*60)
+		}
+	}
+	for w := range workloads {
+		d := fmt.Sprintf("llm-%02d", w)
+		rs := d + "-7d9f8c6b5d"
+		each(ReplicaSetOwner("serving", rs, "Deployment", d), func(int) string { return "1" })
+		for p := range pods {
+			pod := fmt.Sprintf("%s-x2b%02d", rs, p+20)
+			each(PodOwner("serving", pod, "ReplicaSet", rs), func(int) string { return "1" })
+			each(Series("kube_pod_start_time", "namespace", "serving", "pod", pod), func(int) string { return "1699990000" })
+			each(UsageOf(SM, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d.5", (i*7+w)%100) })
+			each(UsageOf(Mem, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d", 40+(i+p)%13) })
+		}
+	}
+	b.WriteString("# EOF\n")
+	return b.Bytes()
+}
+
 // Recording writes an OpenMetrics file for a test, one series after the
 // other (OpenMetrics only orders the samples within a series).
 type Recording struct {
@@ -101,9 +129,9 @@ func (r *Recording) Add(series string, start, step time.Duration, values ...any)
 func (r *Recording) String() string { return r.b.String() + "# EOF\n" }
 
 // Parse reads the recording as the file test.om.
-func (r *Recording) Parse(t testing.TB) *metrics.Recorded {
+func (r *Recording) Parse(t testing.TB) *openmetrics.Recorded {
 	t.Helper()
-	rec, err := metrics.ParseRecorded(strings.NewReader(r.String()), "test.om")
+	rec, err := openmetrics.ParseRecorded(strings.NewReader(r.String()), "test.om")
 	require.NoError(t, err)
 	return rec
 }
@@ -121,7 +149,7 @@ func Seconds(ms int64) string {
 // Dump renders every sample of a recording, one line each, as
 // `metric{labels} value@unix-ms`, for exact comparisons that NaN does not
 // defeat.
-func Dump(r *metrics.Recorded) []string {
+func Dump(r *openmetrics.Recorded) []string {
 	var out []string
 	for _, s := range r.Series() {
 		name := SeriesString(s)

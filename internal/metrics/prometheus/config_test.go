@@ -30,8 +30,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -110,7 +110,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 	if srv == nil {
 		return
 	}
-	rec, err := metrics.OpenRecorded(filepath.Join("..", "testdata", "cluster.om"))
+	rec, err := openmetrics.OpenRecorded(filepath.Join("..", "testdata", "cluster.om"))
 	require.NoError(t, err)
 	want, err := rec.Usage(context.Background(), clusterQuery())
 	require.NoError(t, err)

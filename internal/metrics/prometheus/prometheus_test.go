@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
@@ -67,7 +67,7 @@ func TestPrometheusAgreesWithRecording(t *testing.T) {
 	prom := newPrometheus(t, srv.URL)
 
 	t.Run("quickstart plan, byte for byte", func(t *testing.T) {
-		rec, err := metrics.OpenRecorded(quickstartMetrics)
+		rec, err := openmetrics.OpenRecorded(quickstartMetrics)
 		require.NoError(t, err)
 		want := makePlan(t, rec)
 		got := makePlan(t, prom)
@@ -117,7 +117,7 @@ func TestPrometheusAgreesWithRecording(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, err := metrics.OpenRecorded(filepath.Join("..", "testdata", tt.file))
+			rec, err := openmetrics.OpenRecorded(filepath.Join("..", "testdata", tt.file))
 			require.NoError(t, err)
 			ms := tt.metrics
 			if ms == nil {

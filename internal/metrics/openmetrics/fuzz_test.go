@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -37,7 +38,7 @@ func renderOM(series []metrics.Series) string {
 }
 
 func FuzzParseRecorded(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.om"))
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.om"))
 	require.NoError(f, err)
 	for _, file := range files {
 		b, err := os.ReadFile(file)
@@ -49,7 +50,7 @@ func FuzzParseRecorded(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r, err := metrics.ParseRecorded(strings.NewReader(string(in)), "fuzz.om")
+		r, err := openmetrics.ParseRecorded(strings.NewReader(string(in)), "fuzz.om")
 		if err != nil {
 			require.True(t, strings.HasPrefix(err.Error(), "fuzz.om:"), "error without position: %v", err)
 			return
@@ -61,7 +62,7 @@ func FuzzParseRecorded(f *testing.F) {
 			}
 		}
 
-		again, err := metrics.ParseRecorded(strings.NewReader(renderOM(series)), "rendered.om")
+		again, err := openmetrics.ParseRecorded(strings.NewReader(renderOM(series)), "rendered.om")
 		require.NoError(t, err, "rendered:\n%s", renderOM(series))
 		require.Equal(t, metricstest.Dump(r), metricstest.Dump(again))
 		require.Equal(t, r.Oldest(), again.Oldest())

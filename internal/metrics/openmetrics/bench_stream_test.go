@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"bufio"
@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	recmetrics "github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 )
 
 // The recording the streaming benchmarks read: 1,000 Deployments of two
@@ -201,7 +201,7 @@ func bareParse(path string) (any, error) {
 func BenchmarkOpenRecordedStream(b *testing.B) {
 	path := writeStreamRecording(b, b.TempDir())
 	b.Run("all", func(b *testing.B) {
-		benchOpen(b, path, func() (any, error) { return recmetrics.OpenRecorded(path) })
+		benchOpen(b, path, func() (any, error) { return openmetrics.OpenRecorded(path) })
 	})
 	b.Run("bare", func(b *testing.B) {
 		benchOpen(b, path, func() (any, error) { return bareParse(path) })

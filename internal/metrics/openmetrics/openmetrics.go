@@ -1,4 +1,4 @@
-package metrics
+package openmetrics
 
 import (
 	"bufio"
@@ -7,16 +7,18 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // series is a Series while it is being parsed.
 type series struct {
-	Series
+	metrics.Series
 	// line is where the newest sample was read, for ordering errors, and
 	// last and n its time and how many were read, kept or not.
 	line int
@@ -63,6 +65,8 @@ type parser struct {
 	key   []byte
 
 	keep keep
+	// ksm names the kube-state-metrics series (metrics.KubeStateMetrics).
+	ksm []string
 	// times sees every sample, for the span.
 	times sampleTimes
 	// intervals counts, per kept metric, the intervals between
@@ -93,6 +97,7 @@ type labelSpan struct {
 func newParser(file string) *parser {
 	return &parser{
 		file:      file,
+		ksm:       metrics.KubeStateMetrics(),
 		intervals: make(map[string]map[int64]int),
 		raw:       make(map[string]int),
 		canon:     make(map[string]int),
@@ -508,7 +513,7 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 			return 0, p.errorf(s.val[0]+1, "label value is not valid UTF-8")
 		}
 	}
-	ls := make([]Label, 0, len(p.spans))
+	ls := make([]metrics.Label, 0, len(p.spans))
 	for _, s := range p.spans {
 		if s.val[0] == s.val[1] {
 			continue
@@ -517,9 +522,9 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 		if s.escaped {
 			v = unescape(v)
 		}
-		ls = append(ls, Label{Name: p.intern(line[s.name[0]:s.name[1]]), Value: p.intern(v)})
+		ls = append(ls, metrics.Label{Name: p.intern(line[s.name[0]:s.name[1]]), Value: p.intern(v)})
 	}
-	SortLabels(ls)
+	metrics.SortLabels(ls)
 	name := p.intern(line[:nameLen])
 
 	// Label names are ASCII and values valid UTF-8, so 0xff separates
@@ -535,11 +540,7 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 	if i, ok := p.canon[string(k)]; ok {
 		return i, nil
 	}
-	s := series{Series: Series{Metric: name, Labels: ls}}
-	switch name {
-	case podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric:
-		s.ksm = true
-	}
+	s := series{Series: metrics.Series{Metric: name, Labels: ls}, ksm: slices.Contains(p.ksm, name)}
 	if s.keep = p.keep.metrics == nil || p.keep.metrics[name]; s.keep {
 		if s.intervals = p.intervals[name]; s.intervals == nil {
 			s.intervals = make(map[int64]int)
