@@ -55,7 +55,7 @@ bench-scale:
 
 ## bench-prometheus: the real-server benchmark of BENCHMARKS.md (backfills millions of samples: about 2 min)
 bench-prometheus:
-	RECOMMENDER_BENCH_PROMETHEUS=1 $(GO) test -run '^$$' -bench BenchmarkPrometheusUsage -benchmem -benchtime 5x -count=1 ./internal/metrics
+	RECOMMENDER_BENCH_PROMETHEUS=1 $(GO) test -run '^$$' -bench BenchmarkPrometheusUsage -benchmem -benchtime 5x -count=1 ./internal/metrics/prometheus
 
 ## backtest: replay the shared traces (TRACES=dir) through the policies and baselines into docs/backtest
 TRACES ?= ../shared/traces

@@ -17,7 +17,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -117,7 +117,7 @@ func (o *backtestOptions) inputs() []string {
 // metric mapping of the governance given (the first policy's, or Kubex's
 // exporter by default).
 func recordedTraces(ctx context.Context, repo, file string, g policy.Governance) ([]*backtest.Trace, error) {
-	src, err := metrics.OpenRecorded(file)
+	src, err := openmetrics.OpenRecorded(file)
 	if err != nil {
 		return nil, err
 	}

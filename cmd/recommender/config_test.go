@@ -13,7 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
@@ -107,7 +108,7 @@ func TestRunConfigFile(t *testing.T) {
 	require.Equal(t, gitlabFlags{URL: "https://gitlab.example.com", Project: "platform/gitops", TokenFile: "/var/run/secrets/gitlab/token", TokenEnv: "GL_TOKEN"}, o.GitLab)
 	require.Equal(t, []string{"policies", "more"}, o.PolicyPaths)
 	require.Equal(t, "ml", o.DefaultNamespace)
-	require.Equal(t, metrics.PresetHAMi, o.Usage.Preset)
+	require.Equal(t, preset.HAMi, o.Usage.Preset)
 	require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), o.Usage.At)
 	p := o.Usage.Prometheus
 	require.Equal(t, "https://mimir.example/prometheus", p.URL)
@@ -118,7 +119,7 @@ func TestRunConfigFile(t *testing.T) {
 	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
 	require.Equal(t, []string{"/ca.pem", "/cert.pem", "/key.pem"}, []string{p.CAFile, p.CertFile, p.KeyFile})
 	require.Equal(t, 30*time.Second, p.Timeout)
-	require.Equal(t, &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
 	require.Equal(t, "namespace", o.GroupBy)
 	require.Equal(t, "rightsizing/", o.BranchPrefix)
 	require.Equal(t, []string{"gpu", "team-ml"}, o.Labels)
@@ -434,14 +435,14 @@ func TestPlanConfigFile(t *testing.T) {
 	require.Equal(t, "ml", o.DefaultNamespace)
 	require.Equal(t, "markdown", o.Output)
 	require.True(t, o.DetailedExitCode)
-	require.Equal(t, metrics.PresetHAMi, o.Usage.Preset)
+	require.Equal(t, preset.HAMi, o.Usage.Preset)
 	require.Equal(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), o.Usage.At)
 	p := o.Usage.Prometheus
 	require.Equal(t, "https://mimir.example/prometheus", p.URL)
 	require.Equal(t, "/var/run/secrets/prometheus/token", p.BearerTokenFile)
 	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
 	require.Equal(t, 30*time.Second, p.Timeout)
-	require.Equal(t, &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
 	require.Equal(t, settingSource{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
 	require.NotContains(t, o.effective.Sources, "max-new", "a key only run uses is left to run")
 

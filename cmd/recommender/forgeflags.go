@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"os"
 	"strings"
 
@@ -99,7 +99,7 @@ func (f *gitlabFlags) config() (scm.GitLabConfig, error) {
 // variable env; it is an error when neither holds one.
 func secret(file, env string) (string, error) {
 	if file != "" {
-		return metrics.ReadSecret(file)
+		return prometheus.ReadSecret(file)
 	}
 	if s := strings.TrimSpace(os.Getenv(env)); env != "" && s != "" {
 		return s, nil

@@ -9,7 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 )
 
 func TestNewCmdPlan(t *testing.T) {
@@ -45,17 +46,17 @@ func TestNewCmdPlan(t *testing.T) {
 				"--prometheus-header", "X-Scope-OrgID: tenant-1", "--prometheus-header", "X-Extra:a: b",
 				"--prometheus-ca-file", "/ca", "--prometheus-cert-file", "/c", "--prometheus-key-file", "/k",
 				"--prometheus-insecure-skip-verify", "--prometheus-timeout", "30s", "--cluster-label", "cluster=prod-eu"},
-			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Usage: usageFlags{Prometheus: metrics.PrometheusConfig{
+			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Usage: usageFlags{Prometheus: prometheus.Config{
 				URL: "https://mimir.example/prometheus", BearerTokenFile: "/t", BearerTokenEnv: "TOKEN", BasicAuthUser: "u", BasicAuthPasswordFile: "/p",
 				Headers: http.Header{"X-Scope-Orgid": {"tenant-1"}, "X-Extra": {"a: b"}},
 				CAFile:  "/ca", CertFile: "/c", KeyFile: "/k", InsecureSkipVerify: true, Timeout: 30 * time.Second,
-				Matcher: &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"},
+				Matcher: &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"},
 			}}},
 		},
 		{
 			name: "a metrics preset",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "hami"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", Preset: metrics.PresetHAMi}, Output: "table", DefaultNamespace: "default"},
+			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", Preset: preset.HAMi}, Output: "table", DefaultNamespace: "default"},
 		},
 		{name: "an unknown metrics preset", args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "nvidia"},
 			err: "invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm"},
@@ -106,10 +107,10 @@ func TestNewCmdPlan(t *testing.T) {
 			require.NoError(t, err)
 			got.IO, got.Now, got.Logger, got.effective = streams{}, nil, nil, nil
 			if tt.want.Usage.Preset == "" {
-				tt.want.Usage.Preset = metrics.PresetKubex
+				tt.want.Usage.Preset = preset.Kubex
 			}
 			if tt.want.Usage.Prometheus.Timeout == 0 {
-				tt.want.Usage.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
+				tt.want.Usage.Prometheus.Timeout = prometheus.DefaultTimeout
 			}
 			require.Equal(t, tt.want, *got)
 		})

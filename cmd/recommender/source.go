@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -21,9 +23,9 @@ type usageFlags struct {
 	MetricsFile string
 	// Prometheus is the server to read usage from, when URL is set;
 	// exactly one of it and MetricsFile is.
-	Prometheus metrics.PrometheusConfig
+	Prometheus prometheus.Config
 	// Preset names the exporter whose series policies read by default.
-	Preset metrics.Preset
+	Preset preset.Preset
 	At     time.Time // zero: the newest recorded sample, or now
 	// Progress counts the queries on a terminal; nil: none shown.
 	Progress *progress
@@ -32,12 +34,12 @@ type usageFlags struct {
 // addUsageFlags registers the usage flags on cmd, and returns what parses
 // and checks them into u, for cmd's RunE to call first.
 func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
-	var at, cluster, preset string
+	var at, cluster, presetName string
 	var headers []string
 	f := cmd.Flags()
 	f.StringVar(&u.MetricsFile, "metrics-file", "", "recorded usage: OpenMetrics text with timestamps (.om, or .om.gz)")
 	f.StringVar(&at, "at", "", "evaluation time, RFC 3339 or Unix seconds (default: the newest recorded sample, or now with --prometheus-url)")
-	f.StringVar(&preset, "metrics-preset", string(metrics.PresetKubex), "`exporter` whose series policies read when they name none: "+
+	f.StringVar(&presetName, "metrics-preset", string(preset.Kubex), "`exporter` whose series policies read when they name none: "+
 		"kubex (gpu-process-exporter), hami (HAMi vGPU monitor, kai-resource-isolator), dcgm (dcgm-exporter; whole GPUs only)")
 	pc := &u.Prometheus
 	f.StringVar(&pc.URL, "prometheus-url", "", "read usage from the server at `URL`, with Prometheus' HTTP API; include any path prefix (Mimir's /prometheus)")
@@ -50,7 +52,7 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 	f.StringVar(&pc.CertFile, "prometheus-cert-file", "", "client certificate PEM `file`, for mutual TLS")
 	f.StringVar(&pc.KeyFile, "prometheus-key-file", "", "client key PEM `file`, for mutual TLS")
 	f.BoolVar(&pc.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, "do not verify the server's certificate (logged as a warning)")
-	f.DurationVar(&pc.Timeout, "prometheus-timeout", metrics.DefaultPrometheusTimeout, "time limit of each request; failing requests are tried up to 3 times")
+	f.DurationVar(&pc.Timeout, "prometheus-timeout", prometheus.DefaultTimeout, "time limit of each request; failing requests are tried up to 3 times")
 	f.StringVar(&cluster, "cluster-label", "", "select only series with this label, `name=value`, e.g. cluster=prod-eu when several clusters share a store")
 
 	return func() error {
@@ -66,7 +68,7 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 				}
 			}
 		default:
-			if err := metrics.CheckURL(pc.URL); err != nil {
+			if err := prometheus.CheckURL(pc.URL); err != nil {
 				return flagErrorf("invalid `--prometheus-url`: %v", err)
 			}
 		}
@@ -87,9 +89,9 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 			if !ok || name == "" || value == "" {
 				return flagErrorf("invalid `--cluster-label` %q: write it as name=value, e.g. cluster=prod-eu", cluster)
 			}
-			pc.Matcher = &metrics.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
+			pc.Matcher = &prometheus.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
 		}
-		p, err := metrics.ParsePreset(preset)
+		p, err := preset.Parse(presetName)
 		if err != nil {
 			return flagErrorf("invalid `--metrics-preset`: %v", err)
 		}
@@ -123,7 +125,7 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 	if u.Prometheus.URL != "" {
 		cfg := u.Prometheus
 		cfg.Logger = log
-		prom, err := metrics.NewPrometheus(cfg)
+		prom, err := prometheus.New(cfg)
 		if err != nil {
 			return nil, time.Time{}, "", err
 		}
@@ -132,7 +134,7 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 			at = now().UTC()
 		}
 	} else {
-		rec, err := metrics.OpenRecorded(u.MetricsFile, u.keep(queries)...)
+		rec, err := openmetrics.OpenRecorded(u.MetricsFile, u.keep(queries)...)
 		if err != nil {
 			return nil, time.Time{}, "", err
 		}
@@ -141,8 +143,8 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 		}
 		src, name = rec, "the recording "+filepath.Base(u.MetricsFile)
 	}
-	if u.Preset != "" && u.Preset != metrics.PresetKubex {
-		src = metrics.WithPreset(src, u.Preset)
+	if u.Preset != "" && u.Preset != preset.Kubex {
+		src = preset.Wrap(src, u.Preset)
 	}
 	return src, at, name, nil
 }
@@ -150,17 +152,17 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 // keep says what of a recording answering queries needs: their metrics,
 // through the preset, and with `--at` the window of the longest lookback
 // before it. A nil queries keeps everything.
-func (u *usageFlags) keep(queries []usage.Query) []metrics.Option {
+func (u *usageFlags) keep(queries []usage.Query) []openmetrics.Option {
 	if queries == nil {
 		return nil
 	}
-	opts := []metrics.Option{metrics.KeepMetrics(u.Preset.MetricsOf(queries)...)}
+	opts := []openmetrics.Option{openmetrics.KeepMetrics(u.Preset.MetricsOf(queries)...)}
 	if !u.At.IsZero() {
 		var longest time.Duration
 		for _, q := range queries {
 			longest = max(longest, q.Lookback)
 		}
-		opts = append(opts, metrics.KeepWindow(u.At.Add(-longest), u.At))
+		opts = append(opts, openmetrics.KeepWindow(u.At.Add(-longest), u.At))
 	}
 	return opts
 }
@@ -197,7 +199,7 @@ func (u *usageFlags) plan(ctx context.Context, opts plan.Options, log *slog.Logg
 // the recording has samples, or the end of the recording. A time far from
 // every sample would turn each workload into "no data, no change" without
 // a word, so it is a usage mistake that names the span.
-func evaluationTime(at time.Time, sp metrics.Span, log *slog.Logger, now func() time.Time) (time.Time, error) {
+func evaluationTime(at time.Time, sp openmetrics.Span, log *slog.Logger, now func() time.Time) (time.Time, error) {
 	if sp.Newest.IsZero() {
 		// No samples: nothing to check against, and nothing to decide on.
 		if at.IsZero() {
@@ -213,7 +215,7 @@ func evaluationTime(at time.Time, sp metrics.Span, log *slog.Logger, now func() 
 	if at.IsZero() {
 		return sp.Newest, nil
 	}
-	if at.Before(sp.Oldest) || at.After(sp.Newest.Add(metrics.EvalAfter)) {
+	if at.Before(sp.Oldest) || at.After(sp.Newest.Add(openmetrics.EvalAfter)) {
 		return time.Time{}, flagErrorf("`--at` %s is outside the recording: its samples run from %s, and an evaluation time must fall within them or up to a day after",
 			at.Format(time.RFC3339), sp)
 	}

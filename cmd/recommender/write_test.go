@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
@@ -41,8 +42,8 @@ func TestNewCmdPlanWrite(t *testing.T) {
 			root.SetArgs(append([]string{"plan"}, tc.args...))
 			require.NoError(t, root.Execute())
 			got.IO, got.Now, got.Logger, got.effective = streams{}, nil, nil, nil
-			tc.want.Usage.Preset = metrics.PresetKubex
-			tc.want.Usage.Prometheus.Timeout = metrics.DefaultPrometheusTimeout
+			tc.want.Usage.Preset = preset.Kubex
+			tc.want.Usage.Prometheus.Timeout = prometheus.DefaultTimeout
 			require.Equal(t, tc.want, *got)
 		})
 	}

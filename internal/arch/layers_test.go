@@ -18,40 +18,59 @@ const module = "github.com/gpu-rightsizing/recommender/"
 // command that wires them. A new import that is not here is a decision:
 // change this table with it, or import the other way round.
 var allowed = map[string][]string{
-	"internal/usage":    {},
-	"internal/kai":      {},
-	"internal/checkout": {},
-	"internal/scm":      {},
-	"internal/testenv":  {},
-	"internal/arch":     {},
-	"internal/deploy":   {},
-	"internal/engine":   {"internal/kai", "internal/usage"},
-	"internal/policy":   {"internal/checkout", "internal/engine", "internal/usage"},
-	"internal/metrics":  {"internal/usage"},
-	"internal/patcher":  {"internal/checkout", "internal/kai", "internal/usage"},
-	"internal/backtest": {"internal/engine", "internal/kai", "internal/policy", "internal/usage"},
-	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/patcher", "internal/policy", "internal/usage"},
-	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
-	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
-	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
+	"internal/usage":               {},
+	"internal/kai":                 {},
+	"internal/checkout":            {},
+	"internal/scm":                 {},
+	"internal/testenv":             {},
+	"internal/arch":                {},
+	"internal/deploy":              {},
+	"internal/engine":              {"internal/kai", "internal/usage"},
+	"internal/policy":              {"internal/checkout", "internal/engine", "internal/usage"},
+	"internal/metrics":             {"internal/usage"},
+	"internal/metrics/openmetrics": {"internal/metrics", "internal/usage"},
+	"internal/metrics/metricstest": {"internal/metrics", "internal/metrics/openmetrics", "internal/usage"},
+	"internal/metrics/preset":      {"internal/usage"},
+	"internal/metrics/prometheus":  {"internal/metrics", "internal/usage"},
+	"internal/patcher":             {"internal/checkout", "internal/kai", "internal/usage"},
+	"internal/backtest":            {"internal/engine", "internal/kai", "internal/policy", "internal/usage"},
+	"internal/plan":                {"internal/checkout", "internal/engine", "internal/kai", "internal/patcher", "internal/policy", "internal/usage"},
+	"internal/publish":             {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
+	"internal/live":                {"internal/engine", "internal/kai", "internal/scm"},
+	"internal/fastpath":            {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
+	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
 		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
 }
 
-// packages lists the module's packages (not test files), from the
-// directories under the module root.
+// packages lists the module's packages (not test files): every directory
+// under internal and cmd that holds Go files, nested ones included, so
+// that a sub-package is held to the table as its parent is. testdata and
+// the directories the go command ignores (".x", "_x") hold none.
 func packages(t *testing.T) []string {
 	t.Helper()
+	root := filepath.Join("..", "..")
 	var out []string
 	for _, top := range []string{"internal", "cmd"} {
-		entries, err := os.ReadDir(filepath.Join("..", "..", top))
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				return filepath.SkipDir
+			}
+			goFiles, err := filepath.Glob(filepath.Join(path, "*.go"))
+			if err != nil || len(goFiles) == 0 {
+				return err
+			}
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				return err
+			}
+			out = append(out, filepath.ToSlash(rel))
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.IsDir() {
-				out = append(out, top+"/"+e.Name())
-			}
 		}
 	}
 	return out

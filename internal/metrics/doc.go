@@ -1,16 +1,14 @@
 // Package metrics is where GPU usage comes from: it turns stored time series
 // into usage.Result values for the decision engine.
 //
-// Recorded reads a file in the OpenMetrics text format that
-// `promtool tsdb create-blocks-from openmetrics` accepts, with a timestamp on
-// every sample, and answers usage queries from it. Backtests replay such a
-// recording at many evaluation times, so it never returns a sample newer
-// than the query's evaluation time, and it keeps its indexes so repeated
-// queries stay cheap.
+// A Set holds series by metric name and answers usage queries from them
+// alone, attributing pods to workloads through kube-state-metrics or the
+// Deployment pod-name pattern. Both sources build one: package openmetrics
+// from a recorded file, package prometheus from the raw samples a live
+// server returns, so that a recording and the server it is backfilled into
+// give the same usage.
 //
-// Prometheus reads the same raw samples from a live server with
-// Prometheus' HTTP API, in a few batched requests per query, and answers
-// with the same code (seriesSet), so that a recording and the server it is
-// backfilled into give the same usage. A Preset says which exporter's
-// series policies read when they name none.
+// Backtests replay a recording at many evaluation times, so a Set never
+// returns a sample newer than the query's evaluation time, and it keeps its
+// indexes so repeated queries stay cheap.
 package metrics

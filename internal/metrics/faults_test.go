@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -15,14 +16,14 @@ import (
 // container must not lower the pod's sum into valid-looking low usage.
 func TestRecordedUsageBrokenContainerIsMissingData(t *testing.T) {
 	pod := "chat-7d9f8c6b5d-x2b4z"
-	var r recording
-	r.add(usageOf(sm, "a", pod, "vllm"), 0, time.Minute, 60, 60, 60)
-	r.add(usageOf(sm, "a", pod, "broken"), 0, time.Minute, 0, -50, math.Inf(1))
-	rec := r.parse(t)
-	res, err := rec.Usage(context.Background(), usage.Query{At: t0.Add(2 * time.Minute), Lookback: time.Hour,
-		Metrics: kubexMetrics(), Workloads: []usage.Ref{deployment("a", "chat")}})
+	var r metricstest.Recording
+	r.Add(metricstest.UsageOf(metricstest.SM, "a", pod, "vllm"), 0, time.Minute, 60, 60, 60)
+	r.Add(metricstest.UsageOf(metricstest.SM, "a", pod, "broken"), 0, time.Minute, 0, -50, math.Inf(1))
+	rec := r.Parse(t)
+	res, err := rec.Usage(context.Background(), usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour,
+		Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{metricstest.Deployment("a", "chat")}})
 	require.NoError(t, err)
-	s := res.Workloads[deployment("a", "chat")].Pods[0].Series[usage.Compute]
+	s := res.Workloads[metricstest.Deployment("a", "chat")].Pods[0].Series[usage.Compute]
 	require.Len(t, s, 3)
 	require.Equal(t, 60.0, s[0].V)
 	require.True(t, math.IsNaN(s[1].V), "60 + -50 is no usage of 10")
@@ -45,24 +46,24 @@ func TestRecordedUsageStepPerMetricFromThePast(t *testing.T) {
 	for i := range sixty {
 		sixty[i] = 20
 	}
-	var r recording
-	r.add(usageOf(sm, "a", pod, "vllm"), 0, 15*time.Second, fifteen...)
-	r.add(usageOf(mem, "a", pod, "vllm"), 0, time.Minute, sixty...)
+	var r metricstest.Recording
+	r.Add(metricstest.UsageOf(metricstest.SM, "a", pod, "vllm"), 0, 15*time.Second, fifteen...)
+	r.Add(metricstest.UsageOf(metricstest.Mem, "a", pod, "vllm"), 0, time.Minute, sixty...)
 	// After the evaluation time memory is scraped every 5 s: that must not
 	// make the past look gappy, nor count for anything.
 	future := make([]any, 120)
 	for i := range future {
 		future[i] = 20
 	}
-	r.add(usageOf(mem, "a", pod, "vllm"), 61*time.Minute, 5*time.Second, future...)
-	rec := r.parse(t)
-	res, err := rec.Usage(context.Background(), usage.Query{At: t0.Add(59 * time.Minute), Lookback: time.Hour,
-		Metrics: kubexMetrics(), Workloads: []usage.Ref{deployment("a", "chat")}})
+	r.Add(metricstest.UsageOf(metricstest.Mem, "a", pod, "vllm"), 61*time.Minute, 5*time.Second, future...)
+	rec := r.Parse(t)
+	res, err := rec.Usage(context.Background(), usage.Query{At: metricstest.T0.Add(59 * time.Minute), Lookback: time.Hour,
+		Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{metricstest.Deployment("a", "chat")}})
 	require.NoError(t, err)
-	w := res.Workloads[deployment("a", "chat")]
+	w := res.Workloads[metricstest.Deployment("a", "chat")]
 	require.Equal(t, 15*time.Second, w.StepOf(usage.Compute))
 	require.Equal(t, time.Minute, w.StepOf(usage.Memory))
 	require.Equal(t, time.Minute, w.Step, "liveness is judged by the slowest metric")
-	c := usage.Cover(w.Pods[0].Series[usage.Memory], usage.WindowEnding(t0.Add(59*time.Minute), 30*time.Minute), w.StepOf(usage.Memory))
+	c := usage.Cover(w.Pods[0].Series[usage.Memory], usage.WindowEnding(metricstest.T0.Add(59*time.Minute), 30*time.Minute), w.StepOf(usage.Memory))
 	require.True(t, c.Complete, "%+v", c)
 }

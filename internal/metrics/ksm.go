@@ -23,6 +23,13 @@ const (
 	fractionLabel = "annotation_gpu_fraction"
 )
 
+// KubeStateMetrics returns the kube-state-metrics series attribution
+// reads, all labelled by "namespace": a source must read them, whatever
+// the metrics asked for, to attribute pods to workloads.
+func KubeStateMetrics() []string {
+	return []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric}
+}
+
 // noOwner is what kube-state-metrics writes as the owner of an orphan.
 const noOwner = "<none>"
 
@@ -56,7 +63,7 @@ type ksm struct {
 	exported []string
 }
 
-func (set *seriesSet) buildKSM() *ksm {
+func (set *Set) buildKSM() *ksm {
 	k := &ksm{
 		pods:             make(map[objKey][]ownerSeries),
 		replicaSets:      make(map[objKey][]ownerSeries),

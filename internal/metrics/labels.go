@@ -2,10 +2,10 @@ package metrics
 
 import "strings"
 
-// exportedPrefix is what Prometheus puts before a scraped label that
+// ExportedPrefix is what Prometheus puts before a scraped label that
 // collides with a target label when honor_labels is false, the default of
 // a ServiceMonitor.
-const exportedPrefix = "exported_"
+const ExportedPrefix = "exported_"
 
 // label returns the value of the label called name in ls, which is sorted.
 //
@@ -21,8 +21,8 @@ func label(ls []Label, name string) (value string, exported, ok bool) {
 		switch {
 		case l.Name == name:
 			value, ok = l.Value, true
-		case len(l.Name) == len(exportedPrefix)+len(name) &&
-			strings.HasPrefix(l.Name, exportedPrefix) && l.Name[len(exportedPrefix):] == name:
+		case len(l.Name) == len(ExportedPrefix)+len(name) &&
+			strings.HasPrefix(l.Name, ExportedPrefix) && l.Name[len(ExportedPrefix):] == name:
 			return l.Value, true, true
 		}
 	}

@@ -37,7 +37,7 @@ type podSeries struct {
 
 // podIndex returns the index of a mapping's metric, building it on first
 // use.
-func (set *seriesSet) podIndex(m usage.Mapping) *podIndex {
+func (set *Set) podIndex(m usage.Mapping) *podIndex {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	if x, ok := set.indexes[m]; ok {
@@ -192,10 +192,10 @@ func ratio(n, d []usage.Sample) []usage.Sample {
 	return out
 }
 
-// answer answers q from the set alone. It never returns a sample after
+// Usage answers q from the set alone. It never returns a sample after
 // q.At, so that a backtest replaying a recording sees only the past.
-func (set *seriesSet) answer(ctx context.Context, q usage.Query) (usage.Result, error) {
-	if err := checkQuery(q); err != nil {
+func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+	if err := CheckQuery(q); err != nil {
 		return usage.Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -281,7 +281,7 @@ type namespaceView struct {
 
 // namespaceAt attributes the pods of a namespace, those with usage series
 // and the live ones kube-state-metrics knows, to workloads.
-func (set *seriesSet) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
+func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
 	at := w.To
 	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string)}
 
@@ -324,7 +324,7 @@ func (set *seriesSet) namespaceAt(ns string, refs []usage.Ref, metrics []*querie
 
 // pod returns the usage of one pod in w, and false when the pod has none
 // and is not live either.
-func (set *seriesSet) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
+func (set *Set) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
 	key := objKey{ns, name}
 	p := usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Allocation: set.ksm.fraction(key, w.To),
 		Series: make(map[usage.Metric][]usage.Sample)}
@@ -368,7 +368,7 @@ func exportedWarning(m *queried) string {
 		name string
 	}{{exportedNamespace, m.mapping.NamespaceLabel}, {exportedPod, m.mapping.PodLabel}, {exportedContainer, m.mapping.ContainerLabel}} {
 		if m.exported&l.bit != 0 {
-			from = append(from, exportedPrefix+l.name)
+			from = append(from, ExportedPrefix+l.name)
 			to = append(to, l.name)
 		}
 	}
@@ -395,8 +395,8 @@ func metricOrder(ms map[usage.Metric]usage.Mapping) []usage.Metric {
 	return append(out, rest...)
 }
 
-// checkQuery rejects a query that cannot be answered whatever the data.
-func checkQuery(q usage.Query) error {
+// CheckQuery rejects a query that cannot be answered whatever the data.
+func CheckQuery(q usage.Query) error {
 	switch {
 	case q.At.IsZero():
 		return fmt.Errorf("%w: no evaluation time", ErrBadQuery)
@@ -420,7 +420,7 @@ func checkQuery(q usage.Query) error {
 // one that judges liveness most leniently, so that a pod counts as running,
 // and must show complete data, for as long as any metric could still
 // report it. Too few samples to tell fall back to the whole set.
-func (set *seriesSet) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
+func (set *Set) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
 	steps := make(map[usage.Metric]time.Duration, len(metrics))
 	var longest time.Duration
 	for _, m := range metrics {

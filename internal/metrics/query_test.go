@@ -2,10 +2,8 @@ package metrics_test
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,46 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
-
-const (
-	sm  = "kubex_gpu_container_sm_utilization_percent"
-	mem = "kubex_gpu_container_memory_used_percent"
-)
-
-func kubexMetrics() map[usage.Metric]usage.Mapping {
-	return map[usage.Metric]usage.Mapping{
-		usage.Compute: {Metric: sm, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"},
-		usage.Memory:  {Metric: mem, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"},
-	}
-}
-
-func deployment(ns, name string) usage.Ref {
-	return usage.Ref{Namespace: ns, Kind: "Deployment", Name: name}
-}
-
-// series writes a series as a file does: name{l1="v1",...} from pairs.
-func series(name string, pairs ...string) string {
-	ls := make([]string, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		ls = append(ls, fmt.Sprintf("%s=%q", pairs[i], pairs[i+1]))
-	}
-	return name + "{" + strings.Join(ls, ",") + "}"
-}
-
-// usageOf is a kubex series of one container of a pod.
-func usageOf(metric, ns, pod, container string) string {
-	return series(metric, "namespace", ns, "pod", pod, "container", container)
-}
-
-func podOwner(ns, pod, kind, name string) string {
-	return series("kube_pod_owner", "namespace", ns, "pod", pod, "uid", "u-"+pod, "owner_kind", kind, "owner_name", name, "owner_is_controller", "true")
-}
-
-func replicaSetOwner(ns, rs, kind, name string) string {
-	return series("kube_replicaset_owner", "namespace", ns, "replicaset", rs, "owner_kind", kind, "owner_name", name, "owner_is_controller", "true")
-}
 
 // podName names a pod as Kubernetes' name generator does: the generate-name
 // prefix "<replicaset>-" cut to 58 bytes, then 5 random characters.
@@ -66,14 +28,14 @@ func podName(replicaSet, random string) string {
 
 // ownerChange records a pod that kube-state-metrics moves from chat's
 // ReplicaSet to chat-canary's after five minutes.
-func ownerChange() *recording {
+func ownerChange() *metricstest.Recording {
 	const min = time.Minute
-	return new(recording).
-		add(podOwner("team-a", "adopted", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1, 1).
-		add(podOwner("team-a", "adopted", "ReplicaSet", "chat-canary-5f6d7b8c9"), 5*min, min, 1, 1, 1, 1, 1).
-		add(replicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1).
-		add(replicaSetOwner("team-a", "chat-canary-5f6d7b8c9", "Deployment", "chat-canary"), 0, min, 1).
-		add(usageOf(sm, "team-a", "adopted", "server"), 0, min, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+	return new(metricstest.Recording).
+		Add(metricstest.PodOwner("team-a", "adopted", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1, 1).
+		Add(metricstest.PodOwner("team-a", "adopted", "ReplicaSet", "chat-canary-5f6d7b8c9"), 5*min, min, 1, 1, 1, 1, 1).
+		Add(metricstest.ReplicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1).
+		Add(metricstest.ReplicaSetOwner("team-a", "chat-canary-5f6d7b8c9", "Deployment", "chat-canary"), 0, min, 1).
+		Add(metricstest.UsageOf(metricstest.SM, "team-a", "adopted", "server"), 0, min, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 }
 
 func TestRecordedUsage(t *testing.T) {
@@ -101,7 +63,7 @@ func TestRecordedUsage(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		rec        *recording
+		rec        *metricstest.Recording
 		file       string // instead of rec
 		at         time.Duration
 		lookback   time.Duration
@@ -116,9 +78,9 @@ func TestRecordedUsage(t *testing.T) {
 			at:       9 * min,
 			lookback: time.Hour,
 			workloads: []usage.Ref{
-				deployment("team-a", "chat"), deployment("team-a", "chat-canary"),
+				metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary"),
 				{Namespace: "team-a", Kind: "StatefulSet", Name: "embed"},
-				deployment("team-a", "ghost"), deployment("team-b", "chat"),
+				metricstest.Deployment("team-a", "ghost"), metricstest.Deployment("team-b", "chat"),
 			},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=true
   chat-7d9f8c6b5d-k8s9q live=false start=-3600
@@ -142,7 +104,7 @@ team-b/Deployment/chat step=1m0s liveKnown=false
 			file:      "cluster.om",
 			at:        3 * min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=true
   chat-7d9f8c6b5d-k8s9q live=true start=-3600
     compute: 20@0 22@60 24@120 26@180
@@ -154,20 +116,20 @@ team-b/Deployment/chat step=1m0s liveKnown=false
 		},
 		{
 			name: "name pattern: chat takes neither chat-canary's pods nor another namespace's",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 10, 20).
-				add(usageOf(sm, "team-a", c1, "server"), 0, min, 90, 91).
-				add(usageOf(sm, "team-a", "chat-bcd-5f6d7-x2b4z", "server"), 0, min, 80, 81).
-				add(usageOf(sm, "team-a", "chatbot-5f6d7-x2b4z", "server"), 0, min, 70, 71).
-				add(usageOf(sm, "team-a", "chat-x2b4z", "server"), 0, min, 60, 61).
-				add(usageOf(sm, "team-a", "chat-7d9f8c6b5d-x2b4", "server"), 0, min, 50, 51).
-				add(usageOf(sm, "team-a", "chat-7d9f8c6b5d-X2B4Z", "server"), 0, min, 40, 41).
-				add(usageOf(sm, "team-a", "chat-7d9a8c6b5d-x2b4z", "server"), 0, min, 30, 31).
-				add(usageOf(sm, "team-a", "chat-7d9f8c6b5d7-x2b4z", "server"), 0, min, 25, 26).
-				add(usageOf(sm, "team-b", a1, "server"), 0, min, 99, 99),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 10, 20).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", c1, "server"), 0, min, 90, 91).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-bcd-5f6d7-x2b4z", "server"), 0, min, 80, 81).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chatbot-5f6d7-x2b4z", "server"), 0, min, 70, 71).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-x2b4z", "server"), 0, min, 60, 61).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9f8c6b5d-x2b4", "server"), 0, min, 50, 51).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9f8c6b5d-X2B4Z", "server"), 0, min, 40, 41).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9a8c6b5d-x2b4z", "server"), 0, min, 30, 31).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9f8c6b5d7-x2b4z", "server"), 0, min, 25, 26).
+				Add(metricstest.UsageOf(metricstest.SM, "team-b", a1, "server"), 0, min, 99, 99),
 			at:        min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 10@0 20@60
@@ -176,14 +138,14 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "name pattern: each deployment its own pods",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 10, 20).
-				add(usageOf(sm, "team-a", a2, "server"), min, min, 30).
-				add(usageOf(sm, "team-a", c1, "server"), 0, min, 90, 91).
-				add(usageOf(mem, "team-a", c1, "server"), 0, min, 5, 6),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 10, 20).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a2, "server"), min, min, 30).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", c1, "server"), 0, min, 90, 91).
+				Add(metricstest.UsageOf(metricstest.Mem, "team-a", c1, "server"), 0, min, 5, 6),
 			at:        min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat-canary"), deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat-canary"), metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-k8s9q live=false start=-
     compute: 30@60
@@ -197,15 +159,15 @@ team-a/Deployment/chat-canary step=1m0s liveKnown=false
 		},
 		{
 			name: "name pattern: long names cut by Kubernetes, the longest match wins",
-			rec: new(recording).
-				add(usageOf(sm, "ml", longPod, "server"), 0, min, 1).
-				add(usageOf(sm, "ml", podName(long+"-5f6d7b8c9", "bcdfg"), "server"), 0, min, 2).
-				add(usageOf(sm, "ml", clashPod, "server"), 0, min, 3).
-				add(usageOf(sm, "ml", podName(twinA+"-5f6d7b8c9", "x2b4z"), "server"), 0, min, 4).
-				add(usageOf(mem, "ml", podName(twinB+"-5f6d7b8c9", "x2b4z"), "server"), 0, min, 5),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "ml", longPod, "server"), 0, min, 1).
+				Add(metricstest.UsageOf(metricstest.SM, "ml", podName(long+"-5f6d7b8c9", "bcdfg"), "server"), 0, min, 2).
+				Add(metricstest.UsageOf(metricstest.SM, "ml", clashPod, "server"), 0, min, 3).
+				Add(metricstest.UsageOf(metricstest.SM, "ml", podName(twinA+"-5f6d7b8c9", "x2b4z"), "server"), 0, min, 4).
+				Add(metricstest.UsageOf(metricstest.Mem, "ml", podName(twinB+"-5f6d7b8c9", "x2b4z"), "server"), 0, min, 5),
 			at:        0,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("ml", long), deployment("ml", longer), deployment("ml", twinA), deployment("ml", twinB)},
+			workloads: []usage.Ref{metricstest.Deployment("ml", long), metricstest.Deployment("ml", longer), metricstest.Deployment("ml", twinA), metricstest.Deployment("ml", twinB)},
 			want: `ml/Deployment/` + long + ` step=1m0s liveKnown=false
   ` + long + `-5f6dbcdfg live=false start=-
     compute: 2@0
@@ -220,21 +182,21 @@ warning: pod ml/` + veryLong + `-x2b4z counts for no workload: its name fits Dep
 		},
 		{
 			name: "kube-state-metrics: owners beat names, orphans count for nobody, StatefulSets by kind",
-			rec: new(recording).
-				add(podOwner("team-a", "renamed-by-hand", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1).
-				add(podOwner("team-a", "chat-7d9f8c6b5d-zzzzz", "<none>", "<none>"), 0, min, 1, 1).
-				add(podOwner("team-a", "chat-7d9f8c6b5d-q7v2n", "ReplicaSet", "chat-canary-5f6d7b8c9"), 0, min, 1, 1).
-				add(podOwner("team-a", "embed-0", "StatefulSet", "embed"), 0, min, 1, 1).
-				add(replicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1, 1).
-				add(replicaSetOwner("team-a", "chat-canary-5f6d7b8c9", "Deployment", "chat-canary"), 0, min, 1, 1).
-				add(usageOf(sm, "team-a", "renamed-by-hand", "server"), 0, min, 10, 11).
-				add(usageOf(sm, "team-a", "chat-7d9f8c6b5d-zzzzz", "server"), 0, min, 20, 21).
-				add(usageOf(sm, "team-a", "chat-7d9f8c6b5d-q7v2n", "server"), 0, min, 30, 31).
-				add(usageOf(sm, "team-a", "embed-0", "server"), 0, min, 40, 41),
+			rec: new(metricstest.Recording).
+				Add(metricstest.PodOwner("team-a", "renamed-by-hand", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1).
+				Add(metricstest.PodOwner("team-a", "chat-7d9f8c6b5d-zzzzz", "<none>", "<none>"), 0, min, 1, 1).
+				Add(metricstest.PodOwner("team-a", "chat-7d9f8c6b5d-q7v2n", "ReplicaSet", "chat-canary-5f6d7b8c9"), 0, min, 1, 1).
+				Add(metricstest.PodOwner("team-a", "embed-0", "StatefulSet", "embed"), 0, min, 1, 1).
+				Add(metricstest.ReplicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1, 1).
+				Add(metricstest.ReplicaSetOwner("team-a", "chat-canary-5f6d7b8c9", "Deployment", "chat-canary"), 0, min, 1, 1).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "renamed-by-hand", "server"), 0, min, 10, 11).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9f8c6b5d-zzzzz", "server"), 0, min, 20, 21).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9f8c6b5d-q7v2n", "server"), 0, min, 30, 31).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "embed-0", "server"), 0, min, 40, 41),
 			at:       min,
 			lookback: time.Hour,
 			workloads: []usage.Ref{
-				deployment("team-a", "chat"), deployment("team-a", "chat-canary"),
+				metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary"),
 				{Namespace: "team-a", Kind: "StatefulSet", Name: "embed"},
 			},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=true
@@ -251,16 +213,16 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "kube-state-metrics: without ReplicaSet owners, the ReplicaSet's name tells",
-			rec: new(recording).
-				add(podOwner("team-a", "p1", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1).
-				add(podOwner("team-a", "p2", "ReplicaSet", "chat-canary-5f6d7b8c9"), 0, min, 1).
-				add(podOwner("team-a", "p3", "ReplicaSet", "standalone"), 0, min, 1).
-				add(usageOf(sm, "team-a", "p1", "server"), 0, min, 1).
-				add(usageOf(sm, "team-a", "p2", "server"), 0, min, 2).
-				add(usageOf(sm, "team-a", "p3", "server"), 0, min, 3),
+			rec: new(metricstest.Recording).
+				Add(metricstest.PodOwner("team-a", "p1", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1).
+				Add(metricstest.PodOwner("team-a", "p2", "ReplicaSet", "chat-canary-5f6d7b8c9"), 0, min, 1).
+				Add(metricstest.PodOwner("team-a", "p3", "ReplicaSet", "standalone"), 0, min, 1).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "p1", "server"), 0, min, 1).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "p2", "server"), 0, min, 2).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "p3", "server"), 0, min, 3),
 			at:        0,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat"), {Namespace: "team-a", Kind: "ReplicaSet", Name: "standalone"}},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), {Namespace: "team-a", Kind: "ReplicaSet", Name: "standalone"}},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=true
   p1 live=true start=-
     compute: 1@0
@@ -275,7 +237,7 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 			rec:       ownerChange(),
 			at:        4 * min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-a", "chat-canary")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=true
   adopted live=true start=-
     compute: 0@0 1@60 2@120 3@180 4@240
@@ -287,7 +249,7 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 			rec:       ownerChange(),
 			at:        9 * min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-a", "chat-canary")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary")},
 			want: `team-a/Deployment/chat-canary step=1m0s liveKnown=true
   adopted live=true start=-
     compute: 0@0 1@60 2@120 3@180 4@240 5@300 6@360 7@420 8@480 9@540
@@ -296,23 +258,23 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "kube-state-metrics: a live pod without data is there, a dead one with data too",
-			rec: new(recording).
-				add(podOwner("team-a", "chat-7d9f8c6b5d-q7v2n", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1, 1, 1).
-				add(podOwner("team-a", a1, "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1).
-				add(podOwner("team-a", a2, "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1).
+			rec: new(metricstest.Recording).
+				Add(metricstest.PodOwner("team-a", "chat-7d9f8c6b5d-q7v2n", "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1, 1, 1).
+				Add(metricstest.PodOwner("team-a", a1, "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1).
+				Add(metricstest.PodOwner("team-a", a2, "ReplicaSet", "chat-7d9f8c6b5d"), 0, min, 1, 1, 1, 1).
 				// Last seen exactly 150 s before the evaluation time.
-				add(podOwner("team-a", "chat-7d9f8c6b5d-b2d4f", "ReplicaSet", "chat-7d9f8c6b5d"), 30*time.Second, min, 1, 1, 1).
+				Add(metricstest.PodOwner("team-a", "chat-7d9f8c6b5d-b2d4f", "ReplicaSet", "chat-7d9f8c6b5d"), 30*time.Second, min, 1, 1, 1).
 				// Last seen 151 s before.
-				add(podOwner("team-a", "chat-7d9f8c6b5d-c2d4f", "ReplicaSet", "chat-7d9f8c6b5d"), 29*time.Second, min, 1).
-				add(replicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1, 1, 1, 1, 1, 1).
-				add(series("kube_pod_start_time", "namespace", "team-a", "pod", "chat-7d9f8c6b5d-q7v2n"), 0, min, 1700000000.5).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 10, 11, 12).
-				add(usageOf(mem, "team-a", a2, "server"), 0, min, 20, 21, 22, 23),
+				Add(metricstest.PodOwner("team-a", "chat-7d9f8c6b5d-c2d4f", "ReplicaSet", "chat-7d9f8c6b5d"), 29*time.Second, min, 1).
+				Add(metricstest.ReplicaSetOwner("team-a", "chat-7d9f8c6b5d", "Deployment", "chat"), 0, min, 1, 1, 1, 1, 1, 1).
+				Add(metricstest.Series("kube_pod_start_time", "namespace", "team-a", "pod", "chat-7d9f8c6b5d-q7v2n"), 0, min, 1700000000.5).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 10, 11, 12).
+				Add(metricstest.UsageOf(metricstest.Mem, "team-a", a2, "server"), 0, min, 20, 21, 22, 23),
 			// kube_pod_owner is scraped every minute: a pod is live when
 			// seen in the last 2.5 minutes, at 150 s or later.
 			at:        5 * min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=true
   chat-7d9f8c6b5d-b2d4f live=true start=-
   chat-7d9f8c6b5d-k8s9q live=true start=-
@@ -324,16 +286,16 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "containers: only the selected ones are summed",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 10, 20).
-				add(usageOf(sm, "team-a", a1, "sidecar"), 0, min, 1, 2).
-				add(usageOf(sm, "team-a", a1, "init"), 0, min, 1000, 1000).
-				add(series(sm, "namespace", "team-a", "pod", a1), 0, min, 100, 100).
-				add(usageOf(mem, "team-a", a1, "sidecar"), 0, min, 7, 7),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 10, 20).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "sidecar"), 0, min, 1, 2).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "init"), 0, min, 1000, 1000).
+				Add(metricstest.Series(metricstest.SM, "namespace", "team-a", "pod", a1), 0, min, 100, 100).
+				Add(metricstest.UsageOf(metricstest.Mem, "team-a", a1, "sidecar"), 0, min, 7, 7),
 			at:         min,
 			lookback:   time.Hour,
 			containers: []string{"server", "sidecar"},
-			workloads:  []usage.Ref{deployment("team-a", "chat")},
+			workloads:  []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 11@0 22@60
@@ -342,13 +304,13 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "containers: none selected means every series of the pod",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 10, 20).
-				add(usageOf(sm, "team-a", a1, "sidecar"), 0, min, 1, 2).
-				add(series(sm, "namespace", "team-a", "pod", a1), 0, min, 100, 100),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 10, 20).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "sidecar"), 0, min, 1, 2).
+				Add(metricstest.Series(metricstest.SM, "namespace", "team-a", "pod", a1), 0, min, 100, 100),
 			at:        min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 111@0 122@60
@@ -357,13 +319,13 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "containers: a NaN makes the sum NaN; timestamps align exactly",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 10, math.NaN(), 30).
-				add(usageOf(sm, "team-a", a1, "sidecar"), 0, min, 1, 2, 3).
-				add(usageOf(sm, "team-a", a1, "proxy"), 30*time.Second, min, 5),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 10, math.NaN(), 30).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "sidecar"), 0, min, 1, 2, 3).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "proxy"), 30*time.Second, min, 5),
 			at:        2 * min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 11@0 5@30 NaN@60 33@120
@@ -372,16 +334,16 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "exported labels: a ServiceMonitor without honorLabels",
-			rec: new(recording).
-				add(series(sm, "container", "exporter", "exported_container", "server", "exported_namespace", "team-a", "exported_pod", a1,
+			rec: new(metricstest.Recording).
+				Add(metricstest.Series(metricstest.SM, "container", "exporter", "exported_container", "server", "exported_namespace", "team-a", "exported_pod", a1,
 					"namespace", "monitoring", "pod", "kubex-exporter-x2b4z"), 0, min, 10, 20).
-				add(series(sm, "container", "exporter", "exported_container", "server", "exported_namespace", "team-a", "exported_pod", a2,
+				Add(metricstest.Series(metricstest.SM, "container", "exporter", "exported_container", "server", "exported_namespace", "team-a", "exported_pod", a2,
 					"namespace", "monitoring", "pod", "kubex-exporter-x2b4z"), 0, min, 30, 40).
-				add(series(mem, "exported_namespace", "team-a", "exported_pod", a1, "container", "server"), 0, min, 5, 6),
+				Add(metricstest.Series(metricstest.Mem, "exported_namespace", "team-a", "exported_pod", a1, "container", "server"), 0, min, 5, 6),
 			at:         min,
 			lookback:   time.Hour,
 			containers: []string{"server"},
-			workloads:  []usage.Ref{deployment("team-a", "chat"), deployment("monitoring", "kubex-exporter")},
+			workloads:  []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("monitoring", "kubex-exporter")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-k8s9q live=false start=-
     compute: 30@0 40@60
@@ -394,13 +356,13 @@ warning: metric kubex_gpu_container_memory_used_percent (memory): took exported_
 		},
 		{
 			name: "exported labels: kube-state-metrics behind a ServiceMonitor without honorLabels",
-			rec: new(recording).
-				add(series("kube_pod_owner", "exported_namespace", "team-a", "exported_pod", "p1", "namespace", "monitoring", "pod", "kube-state-metrics-x2b4z",
+			rec: new(metricstest.Recording).
+				Add(metricstest.Series("kube_pod_owner", "exported_namespace", "team-a", "exported_pod", "p1", "namespace", "monitoring", "pod", "kube-state-metrics-x2b4z",
 					"owner_kind", "ReplicaSet", "owner_name", "chat-7d9f8c6b5d"), 0, min, 1).
-				add(usageOf(sm, "team-a", "p1", "server"), 0, min, 5),
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", "p1", "server"), 0, min, 5),
 			at:        0,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("monitoring", "kube-state-metrics")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("monitoring", "kube-state-metrics")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=true
   p1 live=true start=-
     compute: 5@0
@@ -410,11 +372,11 @@ warning: kube-state-metrics series kube_pod_owner: namespace, pod and owner labe
 		},
 		{
 			name: "window: nothing after the evaluation time, nothing at its start",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
 			at:        5 * min,
 			lookback:  2 * min,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 4@240 5@300
@@ -423,23 +385,23 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "window: a workload whose data is all outside is absent",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 10*min, min, 1, 2),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 10*min, min, 1, 2),
 			at:        5 * min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-a", "ghost")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "ghost")},
 			want: `warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.om
 `,
 		},
 		{
 			name: "step: the median interval, over both metrics",
-			rec: new(recording).
+			rec: new(metricstest.Recording).
 				// Intervals 30 30 90 30 (a missed scrape) and 30 30.
-				add(usageOf(sm, "team-a", a1, "server"), 0, 30*time.Second, 1, 2, 3, nil, nil, 6, 7).
-				add(usageOf(mem, "team-a", a1, "server"), 0, 30*time.Second, 1, 2, 3),
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, 30*time.Second, 1, 2, 3, nil, nil, 6, 7).
+				Add(metricstest.UsageOf(metricstest.Mem, "team-a", a1, "server"), 0, 30*time.Second, 1, 2, 3),
 			at:        3 * min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=30s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 1@0 2@30 3@60 6@150 7@180
@@ -448,12 +410,12 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 		},
 		{
 			name: "step: one sample per series tells nothing, so one minute",
-			rec: new(recording).
-				add(usageOf(sm, "team-a", a1, "server"), 0, min, 1).
-				add(usageOf(sm, "team-a", a2, "server"), 15*time.Second, min, 2),
+			rec: new(metricstest.Recording).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a1, "server"), 0, min, 1).
+				Add(metricstest.UsageOf(metricstest.SM, "team-a", a2, "server"), 15*time.Second, min, 2),
 			at:        min,
 			lookback:  time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 			want: `team-a/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-k8s9q live=false start=-
     compute: 2@15
@@ -465,20 +427,20 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var r *metrics.Recorded
+			var r *openmetrics.Recorded
 			if tt.file != "" {
 				var err error
-				r, err = metrics.OpenRecorded(filepath.Join("testdata", tt.file))
+				r, err = openmetrics.OpenRecorded(filepath.Join("testdata", tt.file))
 				require.NoError(t, err)
 			} else {
-				r = tt.rec.parse(t)
+				r = tt.rec.Parse(t)
 			}
 			ms := tt.metrics
 			if ms == nil {
-				ms = kubexMetrics()
+				ms = metricstest.KubexMetrics()
 			}
 			q := usage.Query{
-				At:         t0.Add(tt.at),
+				At:         metricstest.T0.Add(tt.at),
 				Lookback:   tt.lookback,
 				Metrics:    ms,
 				Containers: tt.containers,
@@ -486,19 +448,19 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 			}
 			res, err := r.Usage(context.Background(), q)
 			require.NoError(t, err)
-			require.Equal(t, tt.want, render(res))
+			require.Equal(t, tt.want, metricstest.Render(res))
 			// Asking again answers the same from the caches.
 			again, err := r.Usage(context.Background(), q)
 			require.NoError(t, err)
-			require.Equal(t, tt.want, render(again))
+			require.Equal(t, tt.want, metricstest.Render(again))
 		})
 	}
 }
 
 func TestRecordedUsageBadQuery(t *testing.T) {
-	r := new(recording).add(usageOf(sm, "team-a", "chat-7d9f8c6b5d-x2b4z", "server"), 0, time.Minute, 1).parse(t)
+	r := new(metricstest.Recording).Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9f8c6b5d-x2b4z", "server"), 0, time.Minute, 1).Parse(t)
 	good := func() usage.Query {
-		return usage.Query{At: t0, Lookback: time.Hour, Metrics: kubexMetrics(), Workloads: []usage.Ref{deployment("team-a", "chat")}}
+		return usage.Query{At: metricstest.T0, Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")}}
 	}
 	tests := []struct {
 		name    string
@@ -511,7 +473,7 @@ func TestRecordedUsageBadQuery(t *testing.T) {
 		{
 			name: "no pod label",
 			change: func(q *usage.Query) {
-				q.Metrics[usage.Memory] = usage.Mapping{Metric: mem, NamespaceLabel: "namespace"}
+				q.Metrics[usage.Memory] = usage.Mapping{Metric: metricstest.Mem, NamespaceLabel: "namespace"}
 			},
 			wantErr: "bad usage query: metric memory: the mapping needs a series name, a namespace label and a pod label",
 		},
@@ -528,10 +490,10 @@ func TestRecordedUsageBadQuery(t *testing.T) {
 }
 
 func TestRecordedUsageCanceled(t *testing.T) {
-	r := new(recording).add(usageOf(sm, "team-a", "chat-7d9f8c6b5d-x2b4z", "server"), 0, time.Minute, 1).parse(t)
+	r := new(metricstest.Recording).Add(metricstest.UsageOf(metricstest.SM, "team-a", "chat-7d9f8c6b5d-x2b4z", "server"), 0, time.Minute, 1).Parse(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := r.Usage(ctx, usage.Query{At: t0, Lookback: time.Hour, Metrics: kubexMetrics(), Workloads: []usage.Ref{deployment("team-a", "chat")}})
+	_, err := r.Usage(ctx, usage.Query{At: metricstest.T0, Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualError(t, err, "usage from test.om: context canceled")
 }
@@ -539,13 +501,13 @@ func TestRecordedUsageCanceled(t *testing.T) {
 // Backtests may ask from several goroutines; the caches must hold (run
 // with -race).
 func TestRecordedUsageConcurrent(t *testing.T) {
-	r, err := metrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
+	r, err := openmetrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
 	require.NoError(t, err)
-	q := usage.Query{At: t0.Add(9 * time.Minute), Lookback: time.Hour, Metrics: kubexMetrics(), Workloads: []usage.Ref{deployment("team-a", "chat")}}
+	q := usage.Query{At: metricstest.T0.Add(9 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")}}
 	want, err := r.Usage(context.Background(), q)
 	require.NoError(t, err)
 
-	r, err = metrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
+	r, err = openmetrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
 	require.NoError(t, err)
 	results := make([]string, 8)
 	var wg sync.WaitGroup
@@ -556,11 +518,11 @@ func TestRecordedUsageConcurrent(t *testing.T) {
 				results[i] = err.Error()
 				return
 			}
-			results[i] = render(res)
+			results[i] = metricstest.Render(res)
 		})
 	}
 	wg.Wait()
 	for _, got := range results {
-		require.Equal(t, render(want), got)
+		require.Equal(t, metricstest.Render(want), got)
 	}
 }

@@ -1,21 +1,49 @@
 package metrics
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// seriesSet is a set of series by metric name: a whole recording, or what
-// a Prometheus server returned for one query. Pod → workload attribution
-// and usage are computed from a set alone (answer), so that both sources
+// Label is one label of a series.
+type Label struct {
+	Name, Value string
+}
+
+// Series is one time series: of a recorded file, or of a server's answer.
+type Series struct {
+	Metric string
+	// Labels are sorted by name. They never include the metric name, nor a
+	// label with an empty value: as in Prometheus, an empty value is the
+	// same as no label, so x{a=""} and x are one series.
+	Labels []Label
+	// Samples are in strictly increasing time order.
+	Samples []usage.Sample
+}
+
+// SortLabels sorts by name, as a Series holds its labels; label sets are
+// short, so insertion sort wins.
+func SortLabels(ls []Label) {
+	for i := 1; i < len(ls); i++ {
+		for j := i; j > 0 && ls[j].Name < ls[j-1].Name; j-- {
+			ls[j], ls[j-1] = ls[j-1], ls[j]
+		}
+	}
+}
+
+// A Set is a set of series by metric name: a whole recording, or what a
+// Prometheus server returned for one query. Pod → workload attribution
+// and usage are computed from a set alone (Usage), so that both sources
 // go through the same code and agree on the same data.
 //
-// A seriesSet is safe for concurrent use.
-type seriesSet struct {
+// A Set is safe for concurrent use.
+type Set struct {
 	// name stands for the set in warnings and errors: a file, a server.
 	name   string
-	series []series
+	series []Series
 	// byName indexes series by metric name, in set order.
 	byName map[string][]int
 	ksm    *ksm
@@ -27,8 +55,13 @@ type seriesSet struct {
 	indexes map[usage.Mapping]*podIndex
 }
 
-func newSeriesSet(name string, ss []series) *seriesSet {
-	set := &seriesSet{
+// NewSet indexes ss; name stands for the set in warnings and errors.
+// intervals, when not nil, counts by length the intervals between
+// consecutive samples of a series, per metric: a recording that kept only
+// some of its samples (KeepWindow) knows them from all, and they then
+// stand for the scrape interval of their metrics instead of what ss holds.
+func NewSet(name string, ss []Series, intervals map[string]map[int64]int) *Set {
+	set := &Set{
 		name:    name,
 		series:  ss,
 		byName:  make(map[string][]int),
@@ -39,5 +72,13 @@ func newSeriesSet(name string, ss []series) *seriesSet {
 		set.byName[s.Metric] = append(set.byName[s.Metric], i)
 	}
 	set.ksm = set.buildKSM()
+	for metric, counts := range intervals {
+		h := make([]intervalCount, 0, len(counts))
+		for d, n := range counts {
+			h = append(h, intervalCount{d: d, n: n})
+		}
+		slices.SortFunc(h, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
+		set.steps[metric] = h
+	}
 	return set
 }

@@ -20,7 +20,7 @@ type intervalCount struct {
 // intervals returns the intervals between consecutive samples over all
 // series of a metric, by length. Scrapes are regular, so there are few
 // distinct lengths however many samples there are.
-func (set *seriesSet) intervals(metric string) []intervalCount {
+func (set *Set) intervals(metric string) []intervalCount {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	if h, ok := set.steps[metric]; ok {
@@ -46,7 +46,7 @@ func (set *seriesSet) intervals(metric string) []intervalCount {
 // interval between consecutive samples of a series: a missed scrape or a
 // restart makes a few intervals longer, and the median ignores them. With
 // an even count it takes the lower middle, an interval that occurred.
-func (set *seriesSet) step(metrics ...string) time.Duration {
+func (set *Set) step(metrics ...string) time.Duration {
 	var all []intervalCount
 	for _, m := range metrics {
 		all = append(all, set.intervals(m)...)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -39,11 +39,11 @@ func (c *counting) Usage(ctx context.Context, q usage.Query) (usage.Result, erro
 	return c.src.Usage(ctx, q)
 }
 
-var _ plan.UsageSource = (*metrics.Recorded)(nil)
+var _ plan.UsageSource = (*openmetrics.Recorded)(nil)
 
-func recorded(t testing.TB) *metrics.Recorded {
+func recorded(t testing.TB) *openmetrics.Recorded {
 	t.Helper()
-	src, err := metrics.OpenRecorded(metricsFile)
+	src, err := openmetrics.OpenRecorded(metricsFile)
 	require.NoError(t, err)
 	return src
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -48,7 +48,7 @@ type lifecycle struct {
 	git     *testenv.GitServer
 	fake    *testenv.FakeGitHub
 	forge   *scm.GitHub
-	src     *metrics.Recorded
+	src     *openmetrics.Recorded
 	logs    *bytes.Buffer
 	said    []string // reports, errors, details
 	workdir string   // every clone is under it
@@ -69,7 +69,7 @@ func newLifecycle(t *testing.T, app bool) *lifecycle {
 	forge, err := scm.NewGitHub(context.Background(), cfg)
 	require.NoError(t, err)
 	l.forge = forge
-	l.src, err = metrics.OpenRecorded(filepath.Join(quickstart, "metrics.om"))
+	l.src, err = openmetrics.OpenRecorded(filepath.Join(quickstart, "metrics.om"))
 	require.NoError(t, err)
 	return l
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -27,7 +27,7 @@ type gitlabWorld struct {
 	srv   *testenv.GitServer
 	fake  *testenv.FakeGitLab
 	forge *scm.GitLab
-	src   *metrics.Recorded
+	src   *openmetrics.Recorded
 	name  string
 }
 
@@ -41,7 +41,7 @@ func newGitLabWorld(t *testing.T) *gitlabWorld {
 	forge, err := scm.NewGitLab(context.Background(), scm.GitLabConfig{BaseURL: fake.URL, Project: name, Token: srv.Token,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
-	src, err := metrics.OpenRecorded(filepath.Join(quickstart, "metrics.om"))
+	src, err := openmetrics.OpenRecorded(filepath.Join(quickstart, "metrics.om"))
 	require.NoError(t, err)
 	return &gitlabWorld{t: t, srv: srv, fake: fake, forge: forge, src: src, name: name}
 }

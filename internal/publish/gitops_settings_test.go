@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -34,7 +34,7 @@ func TestPolicyLabelsAndReviewersReachThePullRequest(t *testing.T) {
 		text = strings.Replace(text, e[0], e[1], 1)
 	}
 	files[file] = text
-	src, err := metrics.OpenRecorded(filepath.Join(quickstart, "metrics.om"))
+	src, err := openmetrics.OpenRecorded(filepath.Join(quickstart, "metrics.om"))
 	require.NoError(t, err)
 	at := src.Span().Newest
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -86,9 +86,9 @@ func outcomes(rep *publish.Report) map[string]publish.Outcome {
 	return out
 }
 
-func recorded(t *testing.T) *metrics.Recorded {
+func recorded(t *testing.T) *openmetrics.Recorded {
 	t.Helper()
-	src, err := metrics.OpenRecorded(quickstart + "/metrics.om")
+	src, err := openmetrics.OpenRecorded(quickstart + "/metrics.om")
 	require.NoError(t, err)
 	return src
 }

@@ -1,4 +1,4 @@
-package metrics_test
+package prometheus_test
 
 import (
 	"bytes"
@@ -30,7 +30,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -96,19 +98,19 @@ func writeFile(t *testing.T, name, content string) string {
 
 func clusterQuery() usage.Query {
 	return usage.Query{
-		At: t0.Add(9 * time.Minute), Lookback: time.Hour, Metrics: kubexMetrics(),
-		Workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-b", "chat")},
+		At: metricstest.T0.Add(9 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(),
+		Workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-b", "chat")},
 	}
 }
 
 // Credentials, headers, a path prefix and the extra matcher reach the
 // server as a Mimir or an authenticating proxy wants them.
 func TestPrometheusRequestShape(t *testing.T) {
-	srv := testenv.StartPrometheus(t, filepath.Join("testdata", "cluster.om"))
+	srv := testenv.StartPrometheus(t, filepath.Join("..", "testdata", "cluster.om"))
 	if srv == nil {
 		return
 	}
-	rec, err := metrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
+	rec, err := openmetrics.OpenRecorded(filepath.Join("..", "testdata", "cluster.om"))
 	require.NoError(t, err)
 	want, err := rec.Usage(context.Background(), clusterQuery())
 	require.NoError(t, err)
@@ -119,26 +121,26 @@ func TestPrometheusRequestShape(t *testing.T) {
 	tests := []struct {
 		name   string
 		prefix string
-		cfg    func(c *metrics.PrometheusConfig)
+		cfg    func(c *prometheus.Config)
 		check  func(t *testing.T, r *http.Request)
 	}{
 		{
 			name: "bearer token from a file",
-			cfg:  func(c *metrics.PrometheusConfig) { c.BearerTokenFile = token },
+			cfg:  func(c *prometheus.Config) { c.BearerTokenFile = token },
 			check: func(t *testing.T, r *http.Request) {
 				require.Equal(t, "Bearer s3cret-token", r.Header.Get("Authorization"))
 			},
 		},
 		{
 			name: "bearer token from the environment",
-			cfg:  func(c *metrics.PrometheusConfig) { c.BearerTokenEnv = "TEST_PROM_TOKEN" },
+			cfg:  func(c *prometheus.Config) { c.BearerTokenEnv = "TEST_PROM_TOKEN" },
 			check: func(t *testing.T, r *http.Request) {
 				require.Equal(t, "Bearer env-token", r.Header.Get("Authorization"))
 			},
 		},
 		{
 			name: "basic auth",
-			cfg:  func(c *metrics.PrometheusConfig) { c.BasicAuthUser, c.BasicAuthPasswordFile = "reader", password },
+			cfg:  func(c *prometheus.Config) { c.BasicAuthUser, c.BasicAuthPasswordFile = "reader", password },
 			check: func(t *testing.T, r *http.Request) {
 				user, pw, ok := r.BasicAuth()
 				require.True(t, ok)
@@ -149,7 +151,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 		{
 			name:   "Mimir: a path prefix and a tenant header",
 			prefix: "/prometheus",
-			cfg: func(c *metrics.PrometheusConfig) {
+			cfg: func(c *prometheus.Config) {
 				c.Headers = http.Header{"X-Scope-OrgID": {"tenant-1"}}
 			},
 			check: func(t *testing.T, r *http.Request) {
@@ -160,7 +162,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 		{
 			name:   "a path prefix with a trailing slash",
 			prefix: "/prometheus",
-			cfg:    func(c *metrics.PrometheusConfig) { c.URL += "/" },
+			cfg:    func(c *prometheus.Config) { c.URL += "/" },
 			check:  func(*testing.T, *http.Request) {},
 		},
 	}
@@ -170,7 +172,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 			prom := newPrometheus(t, front.URL+tt.prefix, tt.cfg)
 			got, err := prom.Usage(context.Background(), clusterQuery())
 			require.NoError(t, err)
-			require.Equal(t, workloads(want), workloads(got))
+			require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 			reqs, _ := g.seen()
 			require.NotEmpty(t, reqs)
 			for _, r := range reqs {
@@ -182,8 +184,8 @@ func TestPrometheusRequestShape(t *testing.T) {
 
 	t.Run("the extra matcher is in every selector, the namespaces in one regexp", func(t *testing.T) {
 		g, front := newGate(t, srv.URL, "")
-		prom := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) {
-			c.Matcher = &metrics.LabelMatcher{Name: "cluster", Value: "prod-eu"}
+		prom := newPrometheus(t, front.URL, func(c *prometheus.Config) {
+			c.Matcher = &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}
 		})
 		got, err := prom.Usage(context.Background(), clusterQuery())
 		require.NoError(t, err)
@@ -203,9 +205,9 @@ func TestPrometheusRequestShape(t *testing.T) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return true
 		}
-		prom := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) { c.BearerTokenFile = token })
+		prom := newPrometheus(t, front.URL, func(c *prometheus.Config) { c.BearerTokenFile = token })
 		_, err := prom.Usage(context.Background(), clusterQuery())
-		require.ErrorIs(t, err, metrics.ErrUnavailable)
+		require.ErrorIs(t, err, prometheus.ErrUnavailable)
 		require.Contains(t, err.Error(), "Prometheus at "+front.URL)
 		require.Contains(t, err.Error(), "401")
 		require.NotContains(t, err.Error(), "s3cret")
@@ -226,7 +228,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 		}
 		got, err := newPrometheus(t, front.URL).Usage(context.Background(), clusterQuery())
 		require.NoError(t, err)
-		require.Equal(t, workloads(want), workloads(got))
+		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 		_, queries := g.seen()
 		require.Len(t, queries, 6, "two selectors: the hour refused, then its two halves")
 	})
@@ -234,9 +236,9 @@ func TestPrometheusRequestShape(t *testing.T) {
 	t.Run("an answer too long is asked for in halves, then refused", func(t *testing.T) {
 		g, front := newGate(t, srv.URL, "")
 		prom := newPrometheus(t, front.URL)
-		metrics.SetMaxResponseBytes(prom, 1000)
+		prometheus.SetMaxResponseBytes(prom, 1000)
 		_, err := prom.Usage(context.Background(), clusterQuery())
-		require.ErrorIs(t, err, metrics.ErrUnavailable)
+		require.ErrorIs(t, err, prometheus.ErrUnavailable)
 		require.Contains(t, err.Error(), "answer too long")
 		require.Contains(t, err.Error(), "over 15m", "halved from the hour down to the shortest range")
 		reqs, _ := g.seen()
@@ -272,13 +274,13 @@ func TestPrometheusRequestShape(t *testing.T) {
 		}))
 		t.Cleanup(bomb.Close)
 		prom := newPrometheus(t, bomb.URL)
-		metrics.SetBodyBounds(prom, 4<<20, 6<<20)
+		prometheus.SetBodyBounds(prom, 4<<20, 6<<20)
 		start := time.Now()
 		_, err = prom.Usage(context.Background(), clusterQuery())
-		require.ErrorIs(t, err, metrics.ErrUnavailable)
+		require.ErrorIs(t, err, prometheus.ErrUnavailable)
 		require.Contains(t, err.Error(), "answer too long")
 		require.Less(t, time.Since(start), 20*time.Second, "2 GiB an answer was not read")
-		require.EqualValues(t, 6<<20, metrics.InFlightLeft(prom), "every answer gave back what it took")
+		require.EqualValues(t, 6<<20, prometheus.InFlightLeft(prom), "every answer gave back what it took")
 	})
 
 	t.Run("a server asking to wait too long is not waited for", func(t *testing.T) {
@@ -286,7 +288,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 		proxy.Set(testenv.RateLimited(time.Hour))
 		start := time.Now()
 		_, err := newPrometheus(t, proxy.URL).Usage(context.Background(), clusterQuery())
-		require.ErrorIs(t, err, metrics.ErrUnavailable)
+		require.ErrorIs(t, err, prometheus.ErrUnavailable)
 		require.Contains(t, err.Error(), "too long a wait")
 		require.Less(t, time.Since(start), 5*time.Second)
 	})
@@ -300,20 +302,20 @@ func TestPrometheusRequestShape(t *testing.T) {
 		ca := writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw})))
 
 		_, err := newPrometheus(t, front.URL).Usage(context.Background(), clusterQuery())
-		require.ErrorIs(t, err, metrics.ErrUnavailable, "an unknown CA")
+		require.ErrorIs(t, err, prometheus.ErrUnavailable, "an unknown CA")
 		require.Contains(t, err.Error(), "certificate")
 
-		got, err := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) { c.CAFile = ca }).Usage(context.Background(), clusterQuery())
+		got, err := newPrometheus(t, front.URL, func(c *prometheus.Config) { c.CAFile = ca }).Usage(context.Background(), clusterQuery())
 		require.NoError(t, err)
-		require.Equal(t, workloads(want), workloads(got))
+		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 
 		var logged strings.Builder
-		got, err = newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) {
+		got, err = newPrometheus(t, front.URL, func(c *prometheus.Config) {
 			c.InsecureSkipVerify = true
 			c.Logger = slogTo(&logged)
 		}).Usage(context.Background(), clusterQuery())
 		require.NoError(t, err)
-		require.Equal(t, workloads(want), workloads(got))
+		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 		require.Contains(t, logged.String(), "not verifying the certificate")
 	})
 }
@@ -334,39 +336,39 @@ func TestNewPrometheusRefuses(t *testing.T) {
 	t.Setenv("TEST_PROM_EMPTY", "")
 	tests := []struct {
 		name    string
-		cfg     metrics.PrometheusConfig
+		cfg     prometheus.Config
 		wantErr string
 	}{
-		{name: "no scheme", cfg: metrics.PrometheusConfig{URL: "prometheus:9090"}, wantErr: "prometheus URL prometheus:9090: want http:// or https:// and a host"},
-		{name: "a password in the URL", cfg: metrics.PrometheusConfig{URL: "https://reader:s3cret@prom.example"},
+		{name: "no scheme", cfg: prometheus.Config{URL: "prometheus:9090"}, wantErr: "prometheus URL prometheus:9090: want http:// or https:// and a host"},
+		{name: "a password in the URL", cfg: prometheus.Config{URL: "https://reader:s3cret@prom.example"},
 			wantErr: "prometheus URL https://prom.example: carries a password; give it in a password file instead"},
-		{name: "a query in the URL", cfg: metrics.PrometheusConfig{URL: "https://prom.example/?x=1"}, wantErr: "prometheus URL https://prom.example/: a base URL takes no query or fragment"},
-		{name: "token file and env", cfg: metrics.PrometheusConfig{URL: "http://p", BearerTokenFile: token, BearerTokenEnv: "X"},
+		{name: "a query in the URL", cfg: prometheus.Config{URL: "https://prom.example/?x=1"}, wantErr: "prometheus URL https://prom.example/: a base URL takes no query or fragment"},
+		{name: "token file and env", cfg: prometheus.Config{URL: "http://p", BearerTokenFile: token, BearerTokenEnv: "X"},
 			wantErr: "prometheus bearer token: from a file or from the environment, not both"},
-		{name: "token and basic auth", cfg: metrics.PrometheusConfig{URL: "http://p", BearerTokenFile: token, BasicAuthUser: "u"},
+		{name: "token and basic auth", cfg: prometheus.Config{URL: "http://p", BearerTokenFile: token, BasicAuthUser: "u"},
 			wantErr: "prometheus auth: a bearer token or basic auth, not both"},
-		{name: "password without user", cfg: metrics.PrometheusConfig{URL: "http://p", BasicAuthPasswordFile: token},
+		{name: "password without user", cfg: prometheus.Config{URL: "http://p", BasicAuthPasswordFile: token},
 			wantErr: "prometheus basic auth: a password file needs a user"},
-		{name: "missing token file", cfg: metrics.PrometheusConfig{URL: "http://p", BearerTokenFile: "/nonexistent/token"},
+		{name: "missing token file", cfg: prometheus.Config{URL: "http://p", BearerTokenFile: "/nonexistent/token"},
 			wantErr: "prometheus bearer token: read /nonexistent/token: no such file or directory"},
-		{name: "empty token file", cfg: metrics.PrometheusConfig{URL: "http://p", BearerTokenFile: empty},
+		{name: "empty token file", cfg: prometheus.Config{URL: "http://p", BearerTokenFile: empty},
 			wantErr: "prometheus bearer token: " + empty + " is empty"},
-		{name: "empty token env", cfg: metrics.PrometheusConfig{URL: "http://p", BearerTokenEnv: "TEST_PROM_EMPTY"},
+		{name: "empty token env", cfg: prometheus.Config{URL: "http://p", BearerTokenEnv: "TEST_PROM_EMPTY"},
 			wantErr: "prometheus bearer token: environment variable TEST_PROM_EMPTY is empty or unset"},
-		{name: "Authorization as a header", cfg: metrics.PrometheusConfig{URL: "http://p", Headers: http.Header{"authorization": {"Bearer s3cret"}}},
+		{name: "Authorization as a header", cfg: prometheus.Config{URL: "http://p", Headers: http.Header{"authorization": {"Bearer s3cret"}}},
 			wantErr: "prometheus headers: give Authorization through a token or password file, not as a header"},
-		{name: "a certificate without its key", cfg: metrics.PrometheusConfig{URL: "http://p", CertFile: token},
+		{name: "a certificate without its key", cfg: prometheus.Config{URL: "http://p", CertFile: token},
 			wantErr: "prometheus client certificate: give both the certificate and the key file"},
-		{name: "a key that is no key", cfg: metrics.PrometheusConfig{URL: "http://p", CertFile: token, KeyFile: token},
+		{name: "a key that is no key", cfg: prometheus.Config{URL: "http://p", CertFile: token, KeyFile: token},
 			wantErr: "prometheus client certificate " + token + " and key " + token + ": cannot be loaded as a pair"},
-		{name: "a CA file without certificates", cfg: metrics.PrometheusConfig{URL: "http://p", CAFile: token},
+		{name: "a CA file without certificates", cfg: prometheus.Config{URL: "http://p", CAFile: token},
 			wantErr: "prometheus CA file " + token + ": no PEM certificate in it"},
-		{name: "a matcher that is no label", cfg: metrics.PrometheusConfig{URL: "http://p", Matcher: &metrics.LabelMatcher{Name: "0x", Value: "v"}},
+		{name: "a matcher that is no label", cfg: prometheus.Config{URL: "http://p", Matcher: &prometheus.LabelMatcher{Name: "0x", Value: "v"}},
 			wantErr: `label matcher: "0x" is not a label name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := metrics.NewPrometheus(tt.cfg)
+			_, err := prometheus.New(tt.cfg)
 			require.EqualError(t, err, tt.wantErr)
 			require.NotContains(t, err.Error(), "s3cret")
 		})
@@ -375,7 +377,7 @@ func TestNewPrometheusRefuses(t *testing.T) {
 
 // A client certificate the server requires is presented.
 func TestPrometheusClientCertificate(t *testing.T) {
-	srv := testenv.StartPrometheus(t, filepath.Join("testdata", "cluster.om"))
+	srv := testenv.StartPrometheus(t, filepath.Join("..", "testdata", "cluster.om"))
 	if srv == nil {
 		return
 	}
@@ -386,12 +388,12 @@ func TestPrometheusClientCertificate(t *testing.T) {
 	t.Cleanup(front.Close)
 	ca := writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw})))
 
-	_, err := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) { c.CAFile = ca }).Usage(context.Background(), clusterQuery())
-	require.ErrorIs(t, err, metrics.ErrUnavailable, "no client certificate")
+	_, err := newPrometheus(t, front.URL, func(c *prometheus.Config) { c.CAFile = ca }).Usage(context.Background(), clusterQuery())
+	require.ErrorIs(t, err, prometheus.ErrUnavailable, "no client certificate")
 
 	certPEM, keyPEM := testCertificate(t)
 	cert, key := writeFile(t, "cert.pem", certPEM), writeFile(t, "key.pem", keyPEM)
-	res, err := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) {
+	res, err := newPrometheus(t, front.URL, func(c *prometheus.Config) {
 		c.CAFile, c.CertFile, c.KeyFile = ca, cert, key
 	}).Usage(context.Background(), clusterQuery())
 	require.NoError(t, err)
@@ -442,7 +444,7 @@ func TestPrometheusCredentialsStayWithTheServer(t *testing.T) {
 	}))
 	defer front.Close()
 	t.Setenv("PROM_TOKEN", "s3cr3t-token")
-	prom := newPrometheus(t, front.URL, func(c *metrics.PrometheusConfig) {
+	prom := newPrometheus(t, front.URL, func(c *prometheus.Config) {
 		c.BearerTokenEnv = "PROM_TOKEN"
 		c.Headers = http.Header{"X-Api-Key": {"k3y"}}
 	})
@@ -464,7 +466,7 @@ func TestReadSecret(t *testing.T) {
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.WriteFile(empty, []byte(" \n"), 0o600))
 
-	got, err := metrics.ReadSecret(ok)
+	got, err := prometheus.ReadSecret(ok)
 	require.NoError(t, err)
 	require.Equal(t, "s3cret-token", got)
 	for path, want := range map[string]string{
@@ -473,7 +475,7 @@ func TestReadSecret(t *testing.T) {
 		empty:                    empty + " is empty",
 		filepath.Join(dir, "no"): "read " + filepath.Join(dir, "no") + ": no such file or directory",
 	} {
-		_, err := metrics.ReadSecret(path)
+		_, err := prometheus.ReadSecret(path)
 		require.EqualError(t, err, want)
 	}
 }

@@ -1,4 +1,4 @@
-package metrics
+package prometheus
 
 import (
 	"context"
@@ -29,11 +29,11 @@ import (
 // workloads of the query are left as they are.
 var ErrUnavailable = errors.New("prometheus unavailable")
 
-// PrometheusConfig says how to reach a server with Prometheus' HTTP API:
+// Config says how to reach a server with Prometheus' HTTP API:
 // Prometheus, Thanos, Mimir, VictoriaMetrics. Secrets are read from files
 // or the environment, never passed as values, so that they do not show in
 // a process list or a shell history.
-type PrometheusConfig struct {
+type Config struct {
 	// URL is the server's base URL, with any path prefix (Mimir serves the
 	// API under /prometheus). It may not carry a password.
 	URL string
@@ -71,10 +71,10 @@ type LabelMatcher struct {
 
 func (m LabelMatcher) String() string { return m.Name + "=" + quote(m.Value) }
 
-// Defaults of a PrometheusConfig.
+// Defaults of a Config.
 const (
-	DefaultPrometheusTimeout = 2 * time.Minute
-	defaultConcurrency       = 4
+	DefaultTimeout     = 2 * time.Minute
+	defaultConcurrency = 4
 )
 
 // Limits of one query. They bound what a failing or hostile server can
@@ -109,14 +109,14 @@ const chunk = 24 * time.Hour
 // refuses to load its samples (--query.max-samples).
 const minChunk = 10 * time.Minute
 
-// Prometheus is a usage source backed by a server with Prometheus' HTTP
+// Source is a usage source backed by a server with Prometheus' HTTP
 // API. A query reads the raw samples of its metrics and of the
 // kube-state-metrics series of its namespaces, in a few requests whatever
 // the number of workloads, and answers from them with the same code as a
 // recording.
 //
-// A Prometheus is safe for concurrent use.
-type Prometheus struct {
+// A Source is safe for concurrent use.
+type Source struct {
 	api         v1.API
 	transport   *authTransport
 	name        string
@@ -128,13 +128,13 @@ type Prometheus struct {
 
 var _ interface {
 	Usage(context.Context, usage.Query) (usage.Result, error)
-} = (*Prometheus)(nil)
+} = (*Source)(nil)
 
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// NewPrometheus checks cfg, reads its secrets and certificates, and
+// New checks cfg, reads its secrets and certificates, and
 // returns a source for the server. It sends no request.
-func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
+func New(cfg Config) (*Source, error) {
 	u, err := parseURL(cfg.URL)
 	if err != nil {
 		return nil, err
@@ -200,7 +200,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := &Prometheus{
+	p := &Source{
 		api:         v1.NewAPI(client),
 		transport:   auth,
 		name:        name,
@@ -210,7 +210,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 		log:         log,
 	}
 	if p.timeout <= 0 {
-		p.timeout = DefaultPrometheusTimeout
+		p.timeout = DefaultTimeout
 	}
 	if p.concurrency <= 0 {
 		p.concurrency = defaultConcurrency
@@ -219,10 +219,10 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 }
 
 // String names the server, without credentials.
-func (p *Prometheus) String() string { return p.name }
+func (p *Source) String() string { return p.name }
 
 // CheckURL says what is wrong with a server's base URL, nil when it is
-// one NewPrometheus takes: the check of `config validate` and of the
+// one New accepts: the check of `config validate` and of the
 // flags, so that a URL the run would refuse is a usage mistake.
 func CheckURL(raw string) error {
 	_, err := parseURL(raw)
@@ -290,7 +290,7 @@ func ReadSecret(path string) (string, error) {
 	return s, nil
 }
 
-func tlsConfig(cfg PrometheusConfig) (*tls.Config, error) {
+func tlsConfig(cfg Config) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, and logged
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)

@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
@@ -42,7 +44,7 @@ func dumpBlocks(t *testing.T, promtool, db string) []string {
 }
 
 // promtoolDump renders a recording as `promtool tsdb dump` does.
-func promtoolDump(r *metrics.Recorded) []string {
+func promtoolDump(r *openmetrics.Recorded) []string {
 	var out []string
 	for _, s := range r.Series() {
 		ls := append([]metrics.Label{{Name: "__name__", Value: s.Metric}}, s.Labels...)
@@ -52,7 +54,7 @@ func promtoolDump(r *metrics.Recorded) []string {
 			parts[i] = l.Name + "=" + strconv.Quote(l.Value)
 		}
 		for _, x := range s.Samples {
-			out = append(out, fmt.Sprintf("{%s} %s %d", strings.Join(parts, ", "), formatValue(x.V), x.T))
+			out = append(out, fmt.Sprintf("{%s} %s %d", strings.Join(parts, ", "), metricstest.FormatValue(x.V), x.T))
 		}
 	}
 	return out
@@ -65,13 +67,13 @@ func TestPromtoolAgrees(t *testing.T) {
 	promtool := testenv.LookPath(t, "promtool")
 
 	t.Run("accepted", func(t *testing.T) {
-		files, err := filepath.Glob(filepath.Join("testdata", "*.om"))
+		files, err := filepath.Glob(filepath.Join("..", "testdata", "*.om"))
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, len(files), 4)
 		for _, file := range files {
 			t.Run(filepath.Base(file), func(t *testing.T) {
 				t.Parallel()
-				r, err := metrics.OpenRecorded(file)
+				r, err := openmetrics.OpenRecorded(file)
 				require.NoError(t, err)
 
 				db := t.TempDir()
@@ -97,7 +99,7 @@ func TestPromtoolAgrees(t *testing.T) {
 				t.Parallel()
 				file := filepath.Join(t.TempDir(), "x.om")
 				require.NoError(t, os.WriteFile(file, []byte(tt.input), 0o644))
-				_, err := metrics.OpenRecorded(file)
+				_, err := openmetrics.OpenRecorded(file)
 				require.Error(t, err)
 
 				out, err := createBlocks(t, promtool, file, t.TempDir())

@@ -1,4 +1,4 @@
-package metrics_test
+package preset_test
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -25,52 +27,52 @@ const (
 // presetRecording holds HAMi series behind a ServiceMonitor without
 // honorLabels (exported_*), and DCGM series of a two-GPU pod and of a pod
 // holding a gpu-fraction.
-func presetRecording() *recording {
+func presetRecording() *metricstest.Recording {
 	hami := func(metric, container string) string {
-		return series(metric, "namespace", "kai-resource-isolator", "pod", "kai-vgpu-monitor-8x7kq", "container", "monitor",
+		return metricstest.Series(metric, "namespace", "kai-resource-isolator", "pod", "kai-vgpu-monitor-8x7kq", "container", "monitor",
 			"exported_namespace", "team-h", "exported_pod", hamiPod, "exported_container", container,
 			"vdevice_index", "0", "device_uuid", "GPU-1", "zone", "vGPU")
 	}
 	dcgm := func(metric, pod, gpu string) string {
-		return series(metric, "namespace", "team-d", "pod", pod, "container", "main", "gpu", gpu, "UUID", "GPU-"+gpu)
+		return metricstest.Series(metric, "namespace", "team-d", "pod", pod, "container", "main", "gpu", gpu, "UUID", "GPU-"+gpu)
 	}
 	const min = time.Minute
-	r := new(recording)
-	r.add(hami("hami_container_device_utilization_ratio", "server"), 0, min, 30, 35, 40)
-	r.add(hami("hami_container_device_utilization_ratio", "sidecar"), 0, min, 1, 1, 1)
-	r.add(hami("hami_vgpu_memory_limit_bytes", "server"), 0, min, 8*gib, 8*gib, 8*gib)
-	r.add(hami("hami_vgpu_memory_limit_bytes", "sidecar"), 0, min, 2*gib, 2*gib, 0)
-	r.add(hami("hami_vgpu_memory_used_bytes", "server"), 0, min, 4*gib, 5*gib, 6*gib)
-	r.add(hami("hami_vgpu_memory_used_bytes", "sidecar"), 0, min, gib, gib, gib)
-	r.add(dcgm("DCGM_FI_DEV_FB_FREE", dcgmPod, "0"), 0, min, 60000, 40000, 20000)
-	r.add(dcgm("DCGM_FI_DEV_FB_FREE", dcgmPod, "1"), 0, min, 80000, 80000, 80000)
-	r.add(dcgm("DCGM_FI_DEV_FB_FREE", dcgmFrac, "2"), 0, min, 40000, 40000, 40000)
-	r.add(dcgm("DCGM_FI_DEV_FB_USED", dcgmPod, "0"), 0, min, 20000, 40000, 60000)
-	r.add(dcgm("DCGM_FI_DEV_FB_USED", dcgmPod, "1"), 0, min, 0, 0, 0)
-	r.add(dcgm("DCGM_FI_DEV_FB_USED", dcgmFrac, "2"), 0, min, 40000, 40000, 40000)
-	r.add(dcgm("DCGM_FI_DEV_GPU_UTIL", dcgmPod, "0"), 0, min, 50, 70, 90)
-	r.add(dcgm("DCGM_FI_DEV_GPU_UTIL", dcgmPod, "1"), 0, min, 0, 0, 10)
-	r.add(dcgm("DCGM_FI_DEV_GPU_UTIL", dcgmFrac, "2"), 0, min, 100, 100, 100)
-	r.add(series("kube_pod_annotations", "namespace", "team-d", "pod", dcgmFrac, "annotation_gpu_fraction", "0.5"), 0, min, 1, 1, 1)
+	r := new(metricstest.Recording)
+	r.Add(hami("hami_container_device_utilization_ratio", "server"), 0, min, 30, 35, 40)
+	r.Add(hami("hami_container_device_utilization_ratio", "sidecar"), 0, min, 1, 1, 1)
+	r.Add(hami("hami_vgpu_memory_limit_bytes", "server"), 0, min, 8*gib, 8*gib, 8*gib)
+	r.Add(hami("hami_vgpu_memory_limit_bytes", "sidecar"), 0, min, 2*gib, 2*gib, 0)
+	r.Add(hami("hami_vgpu_memory_used_bytes", "server"), 0, min, 4*gib, 5*gib, 6*gib)
+	r.Add(hami("hami_vgpu_memory_used_bytes", "sidecar"), 0, min, gib, gib, gib)
+	r.Add(dcgm("DCGM_FI_DEV_FB_FREE", dcgmPod, "0"), 0, min, 60000, 40000, 20000)
+	r.Add(dcgm("DCGM_FI_DEV_FB_FREE", dcgmPod, "1"), 0, min, 80000, 80000, 80000)
+	r.Add(dcgm("DCGM_FI_DEV_FB_FREE", dcgmFrac, "2"), 0, min, 40000, 40000, 40000)
+	r.Add(dcgm("DCGM_FI_DEV_FB_USED", dcgmPod, "0"), 0, min, 20000, 40000, 60000)
+	r.Add(dcgm("DCGM_FI_DEV_FB_USED", dcgmPod, "1"), 0, min, 0, 0, 0)
+	r.Add(dcgm("DCGM_FI_DEV_FB_USED", dcgmFrac, "2"), 0, min, 40000, 40000, 40000)
+	r.Add(dcgm("DCGM_FI_DEV_GPU_UTIL", dcgmPod, "0"), 0, min, 50, 70, 90)
+	r.Add(dcgm("DCGM_FI_DEV_GPU_UTIL", dcgmPod, "1"), 0, min, 0, 0, 10)
+	r.Add(dcgm("DCGM_FI_DEV_GPU_UTIL", dcgmFrac, "2"), 0, min, 100, 100, 100)
+	r.Add(metricstest.Series("kube_pod_annotations", "namespace", "team-d", "pod", dcgmFrac, "annotation_gpu_fraction", "0.5"), 0, min, 1, 1, 1)
 	return r
 }
 
 func TestPresets(t *testing.T) {
 	r := presetRecording()
-	rec := r.parse(t)
-	defaults := metrics.PresetKubex.Mappings()
+	rec := r.Parse(t)
+	defaults := preset.Kubex.Mappings()
 	named := map[usage.Metric]usage.Mapping{usage.Compute: {Metric: "DCGM_FI_DEV_GPU_UTIL", NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"}}
 	tests := []struct {
 		name       string
-		preset     metrics.Preset
+		preset     preset.Preset
 		metrics    map[usage.Metric]usage.Mapping
 		containers []string
 		workloads  []usage.Ref
 		want       string
 	}{
 		{
-			name: "hami: exported labels, memory used of the limit summed over containers", preset: metrics.PresetHAMi,
-			workloads: []usage.Ref{deployment("team-h", "chat")},
+			name: "hami: exported labels, memory used of the limit summed over containers", preset: preset.HAMi,
+			workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")},
 			// Memory: (4+1)/(8+2), (5+1)/(8+2), and the sidecar's limit of
 			// 0 at 120 s makes that sum 6+1 of 8: the limits are summed
 			// before dividing.
@@ -83,8 +85,8 @@ warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, e
 `,
 		},
 		{
-			name: "hami: one container", preset: metrics.PresetHAMi, containers: []string{"server"},
-			workloads: []usage.Ref{deployment("team-h", "chat")},
+			name: "hami: one container", preset: preset.HAMi, containers: []string{"server"},
+			workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")},
 			want: `team-h/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
     compute: 30@0 35@60 40@120
@@ -94,8 +96,8 @@ warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, e
 `,
 		},
 		{
-			name: "dcgm: two GPUs of one pod; a pod holding a gpu-fraction is not read", preset: metrics.PresetDCGM,
-			workloads: []usage.Ref{deployment("team-d", "train"), deployment("team-d", "embed")},
+			name: "dcgm: two GPUs of one pod; a pod holding a gpu-fraction is not read", preset: preset.DCGM,
+			workloads: []usage.Ref{metricstest.Deployment("team-d", "train"), metricstest.Deployment("team-d", "embed")},
 			// Memory: (20000+0)/(80000+80000) = 12.5%, 25%, 37.5%.
 			want: `team-d/Deployment/train step=1m0s liveKnown=false
   train-5f6d7b8c9-bcdfg live=false start=-
@@ -105,15 +107,15 @@ warning: team-d/Deployment/embed: pod embed-6c8f9d7b5-m4n5p holds a gpu-fraction
 `,
 		},
 		{
-			name: "kubex is the default: nothing of the others is read", preset: metrics.PresetKubex,
-			workloads: []usage.Ref{deployment("team-h", "chat"), deployment("team-d", "train")},
+			name: "kubex is the default: nothing of the others is read", preset: preset.Kubex,
+			workloads: []usage.Ref{metricstest.Deployment("team-h", "chat"), metricstest.Deployment("team-d", "train")},
 			want: `warning: metric kubex_gpu_container_sm_utilization_percent (compute) is not in test.om
 warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in test.om
 `,
 		},
 		{
-			name: "a policy that names its series keeps them", preset: metrics.PresetHAMi, metrics: named,
-			workloads: []usage.Ref{deployment("team-d", "train")},
+			name: "a policy that names its series keeps them", preset: preset.HAMi, metrics: named,
+			workloads: []usage.Ref{metricstest.Deployment("team-d", "train")},
 			want: `team-d/Deployment/train step=1m0s liveKnown=false
   train-5f6d7b8c9-bcdfg live=false start=-
     compute: 50@0 70@60 100@120
@@ -122,11 +124,13 @@ warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in 
 	}
 	// The server's half runs where its tools are (always under
 	// RECOMMENDER_TEST_STRICT), and the recording's half everywhere.
-	var prom *metrics.Prometheus
+	var prom *prometheus.Source
 	if haveTools("prometheus", "promtool") {
 		path := filepath.Join(t.TempDir(), "presets.om")
 		require.NoError(t, os.WriteFile(path, []byte(r.String()), 0o644))
-		prom = newPrometheus(t, testenv.StartPrometheus(t, path).URL)
+		var err error
+		prom, err = prometheus.New(prometheus.Config{URL: testenv.StartPrometheus(t, path).URL, Timeout: 5 * time.Second})
+		require.NoError(t, err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,27 +138,27 @@ warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in 
 			if ms == nil {
 				ms = defaults
 			}
-			q := usage.Query{At: t0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: ms, Containers: tt.containers, Workloads: tt.workloads}
-			res, err := metrics.WithPreset(rec, tt.preset).Usage(context.Background(), q)
+			q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: ms, Containers: tt.containers, Workloads: tt.workloads}
+			res, err := preset.Wrap(rec, tt.preset).Usage(context.Background(), q)
 			require.NoError(t, err)
-			require.Equal(t, tt.want, render(res))
+			require.Equal(t, tt.want, metricstest.Render(res))
 			if prom == nil {
 				return
 			}
-			got, err := metrics.WithPreset(prom, tt.preset).Usage(context.Background(), q)
+			got, err := preset.Wrap(prom, tt.preset).Usage(context.Background(), q)
 			require.NoError(t, err)
-			require.Equal(t, workloads(res), workloads(got), "the server agrees")
+			require.Equal(t, metricstest.Workloads(res), metricstest.Workloads(got), "the server agrees")
 		})
 	}
 }
 
 func TestParsePreset(t *testing.T) {
-	for _, p := range metrics.Presets() {
-		got, err := metrics.ParsePreset(string(p))
+	for _, p := range preset.All() {
+		got, err := preset.Parse(string(p))
 		require.NoError(t, err)
 		require.Equal(t, p, got)
 	}
-	_, err := metrics.ParsePreset("nvidia")
+	_, err := preset.Parse("nvidia")
 	require.EqualError(t, err, `unknown metrics preset "nvidia": use kubex, hami, dcgm`)
 }
 

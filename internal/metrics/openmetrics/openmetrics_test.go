@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"errors"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 )
 
 func TestParseRecordedFixtures(t *testing.T) {
@@ -62,9 +63,9 @@ func TestParseRecordedFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := metrics.OpenRecorded(filepath.Join("testdata", tt.file))
+			r, err := openmetrics.OpenRecorded(filepath.Join("..", "testdata", tt.file))
 			require.NoError(t, err)
-			require.Equal(t, tt.want, dump(r))
+			require.Equal(t, tt.want, metricstest.Dump(r))
 			require.Equal(t, tt.oldest, r.Oldest())
 			require.Equal(t, tt.newest, r.Newest())
 		})
@@ -73,25 +74,25 @@ func TestParseRecordedFixtures(t *testing.T) {
 
 func TestOpenRecordedGzip(t *testing.T) {
 	dir := t.TempDir()
-	plain, err := os.ReadFile(filepath.Join("testdata", "cluster.om"))
+	plain, err := os.ReadFile(filepath.Join("..", "testdata", "cluster.om"))
 	require.NoError(t, err)
 	path := filepath.Join(dir, "cluster.om.gz")
-	require.NoError(t, os.WriteFile(path, gzipped(t, plain), 0o644))
+	require.NoError(t, os.WriteFile(path, metricstest.Gzipped(t, plain), 0o644))
 
-	got, err := metrics.OpenRecorded(path)
+	got, err := openmetrics.OpenRecorded(path)
 	require.NoError(t, err)
-	want, err := metrics.OpenRecorded(filepath.Join("testdata", "cluster.om"))
+	want, err := openmetrics.OpenRecorded(filepath.Join("..", "testdata", "cluster.om"))
 	require.NoError(t, err)
-	require.Equal(t, dump(want), dump(got))
-	require.Len(t, dump(got), 150)
+	require.Equal(t, metricstest.Dump(want), metricstest.Dump(got))
+	require.Len(t, metricstest.Dump(got), 150)
 
 	// A .gz that is not gzip names the file.
 	bad := filepath.Join(dir, "bad.om.gz")
 	require.NoError(t, os.WriteFile(bad, plain, 0o644))
-	_, err = metrics.OpenRecorded(bad)
+	_, err = openmetrics.OpenRecorded(bad)
 	require.ErrorContains(t, err, bad+": gzip: invalid header")
 
-	_, err = metrics.OpenRecorded(filepath.Join(dir, "missing.om"))
+	_, err = openmetrics.OpenRecorded(filepath.Join(dir, "missing.om"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.ErrorContains(t, err, filepath.Join(dir, "missing.om"))
 }
@@ -350,9 +351,9 @@ func formatErrors() []formatError {
 func TestParseRecordedErrors(t *testing.T) {
 	for _, tt := range formatErrors() {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := metrics.ParseRecorded(strings.NewReader(tt.input), "x.om")
+			_, err := openmetrics.ParseRecorded(strings.NewReader(tt.input), "x.om")
 			require.EqualError(t, err, tt.wantErr)
-			var perr *metrics.ParseError
+			var perr *openmetrics.ParseError
 			require.True(t, errors.As(err, &perr))
 			require.Equal(t, "x.om", perr.File)
 			require.True(t, strings.HasPrefix(tt.wantErr, "x.om:"))
@@ -364,10 +365,10 @@ func TestOpenRecordedErrorNamesPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.om")
 	var b strings.Builder
 	for i := range 1233 {
-		b.WriteString("up 1 " + seconds(t0.Add(time.Duration(i)*time.Minute).UnixMilli()) + "\n")
+		b.WriteString("up 1 " + metricstest.Seconds(metricstest.T0.Add(time.Duration(i)*time.Minute).UnixMilli()) + "\n")
 	}
 	b.WriteString("up 1\n# EOF\n")
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-	_, err := metrics.OpenRecorded(path)
+	_, err := openmetrics.OpenRecorded(path)
 	require.EqualError(t, err, path+":1234: sample has no timestamp (a recorded file needs one on every sample)")
 }

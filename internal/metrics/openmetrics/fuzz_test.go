@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -29,14 +31,14 @@ func renderOM(series []metrics.Series) string {
 			name += "{" + strings.Join(ls, ",") + "}"
 		}
 		for _, x := range s.Samples {
-			b.WriteString(name + " " + strconv.FormatFloat(x.V, 'g', -1, 64) + " " + seconds(x.T) + "\n")
+			b.WriteString(name + " " + strconv.FormatFloat(x.V, 'g', -1, 64) + " " + metricstest.Seconds(x.T) + "\n")
 		}
 	}
 	return b.String() + "# EOF\n"
 }
 
 func FuzzParseRecorded(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.om"))
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.om"))
 	require.NoError(f, err)
 	for _, file := range files {
 		b, err := os.ReadFile(file)
@@ -48,7 +50,7 @@ func FuzzParseRecorded(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r, err := metrics.ParseRecorded(strings.NewReader(string(in)), "fuzz.om")
+		r, err := openmetrics.ParseRecorded(strings.NewReader(string(in)), "fuzz.om")
 		if err != nil {
 			require.True(t, strings.HasPrefix(err.Error(), "fuzz.om:"), "error without position: %v", err)
 			return
@@ -56,13 +58,13 @@ func FuzzParseRecorded(f *testing.F) {
 		series := r.Series()
 		for _, s := range series {
 			for i := 1; i < len(s.Samples); i++ {
-				require.Less(t, s.Samples[i-1].T, s.Samples[i].T, "series %s out of order", seriesString(s))
+				require.Less(t, s.Samples[i-1].T, s.Samples[i].T, "series %s out of order", metricstest.SeriesString(s))
 			}
 		}
 
-		again, err := metrics.ParseRecorded(strings.NewReader(renderOM(series)), "rendered.om")
+		again, err := openmetrics.ParseRecorded(strings.NewReader(renderOM(series)), "rendered.om")
 		require.NoError(t, err, "rendered:\n%s", renderOM(series))
-		require.Equal(t, dump(r), dump(again))
+		require.Equal(t, metricstest.Dump(r), metricstest.Dump(again))
 		require.Equal(t, r.Oldest(), again.Oldest())
 		require.Equal(t, r.Newest(), again.Newest())
 

@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"bufio"
@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	recmetrics "github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 )
 
 // The recording the streaming benchmarks read: 1,000 Deployments of two
@@ -42,7 +43,7 @@ func writeStreamRecording(b *testing.B, dir string) string {
 			line = append(line, ' ')
 			line = strconv.AppendInt(line, int64(value(i)), 10)
 			line = append(line, ' ')
-			line = strconv.AppendInt(line, t0.Unix()+int64(i)*60, 10)
+			line = strconv.AppendInt(line, metricstest.T0.Unix()+int64(i)*60, 10)
 			line = append(line, '\n')
 			w.Write(line)
 		}
@@ -51,14 +52,14 @@ func writeStreamRecording(b *testing.B, dir string) string {
 	for d := range streamWorkloads {
 		name := fmt.Sprintf("llm-%04d", d)
 		rs := name + "-7d9f8c6b5d"
-		each(replicaSetOwner("serving", rs, "Deployment", name), one)
+		each(metricstest.ReplicaSetOwner("serving", rs, "Deployment", name), one)
 		for p := range streamPods {
 			pod := fmt.Sprintf("%s-x2b%02d", rs, p+20)
-			each(podOwner("serving", pod, "ReplicaSet", rs), one)
-			each(series("kube_pod_start_time", "namespace", "serving", "pod", pod), func(int) int { return 1699990000 })
-			each(usageOf(sm, "serving", pod, "server"), func(i int) int { return (i*7 + d) % 100 })
-			each(usageOf(mem, "serving", pod, "server"), func(i int) int { return 40 + (i+p)%13 })
-			each(usageOf("kubex_gpu_container_power_watts", "serving", pod, "server"), func(i int) int { return 200 + i%50 })
+			each(metricstest.PodOwner("serving", pod, "ReplicaSet", rs), one)
+			each(metricstest.Series("kube_pod_start_time", "namespace", "serving", "pod", pod), func(int) int { return 1699990000 })
+			each(metricstest.UsageOf(metricstest.SM, "serving", pod, "server"), func(i int) int { return (i*7 + d) % 100 })
+			each(metricstest.UsageOf(metricstest.Mem, "serving", pod, "server"), func(i int) int { return 40 + (i+p)%13 })
+			each(metricstest.UsageOf("kubex_gpu_container_power_watts", "serving", pod, "server"), func(i int) int { return 200 + i%50 })
 		}
 	}
 	w.WriteString("# EOF\n")
@@ -200,7 +201,7 @@ func bareParse(path string) (any, error) {
 func BenchmarkOpenRecordedStream(b *testing.B) {
 	path := writeStreamRecording(b, b.TempDir())
 	b.Run("all", func(b *testing.B) {
-		benchOpen(b, path, func() (any, error) { return recmetrics.OpenRecorded(path) })
+		benchOpen(b, path, func() (any, error) { return openmetrics.OpenRecorded(path) })
 	})
 	b.Run("bare", func(b *testing.B) {
 		benchOpen(b, path, func() (any, error) { return bareParse(path) })

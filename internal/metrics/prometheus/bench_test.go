@@ -1,4 +1,4 @@
-package metrics_test
+package prometheus_test
 
 import (
 	"bufio"
@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -30,7 +32,7 @@ func writeFleet(b *testing.B, pods int, span time.Duration) (string, []usage.Ref
 	require.NoError(b, err)
 	w := bufio.NewWriterSize(f, 1<<20)
 	n := int(span / time.Minute)
-	start := t0.Add(-span).Unix()
+	start := metricstest.T0.Add(-span).Unix()
 	name := func(i int) (ns, d, rs, pod string) {
 		ns, d = fmt.Sprintf("serving-%02d", i%50), fmt.Sprintf("llm-%04d", i)
 		rs = d + "-7d9f8c6b5d"
@@ -46,13 +48,22 @@ func writeFleet(b *testing.B, pods int, span time.Duration) (string, []usage.Ref
 		}
 	}
 	one := func(int, int) int { return 1 }
-	write(func(i int) string { ns, _, _, pod := name(i); return usageOf(engineCompute, ns, pod, "server") }, func(i, k int) int { return (i + k) % 100 })
-	write(func(i int) string { ns, _, _, pod := name(i); return usageOf(engineMemory, ns, pod, "server") }, func(i, k int) int { return (i*3 + k) % 100 })
-	write(func(i int) string { ns, _, rs, pod := name(i); return podOwner(ns, pod, "ReplicaSet", rs) }, one)
-	write(func(i int) string { ns, d, rs, _ := name(i); return replicaSetOwner(ns, rs, "Deployment", d) }, one)
+	write(func(i int) string {
+		ns, _, _, pod := name(i)
+		return metricstest.UsageOf(engineCompute, ns, pod, "server")
+	}, func(i, k int) int { return (i + k) % 100 })
+	write(func(i int) string {
+		ns, _, _, pod := name(i)
+		return metricstest.UsageOf(engineMemory, ns, pod, "server")
+	}, func(i, k int) int { return (i*3 + k) % 100 })
+	write(func(i int) string { ns, _, rs, pod := name(i); return metricstest.PodOwner(ns, pod, "ReplicaSet", rs) }, one)
+	write(func(i int) string {
+		ns, d, rs, _ := name(i)
+		return metricstest.ReplicaSetOwner(ns, rs, "Deployment", d)
+	}, one)
 	for i := range pods {
 		ns, d, _, _ := name(i)
-		refs = append(refs, deployment(ns, d))
+		refs = append(refs, metricstest.Deployment(ns, d))
 	}
 	fmt.Fprintln(w, "# EOF")
 	require.NoError(b, w.Flush())
@@ -84,9 +95,9 @@ func BenchmarkPrometheusUsage(b *testing.B) {
 			path, refs := writeFleet(b, bc.pods, bc.span)
 			srv := testenv.StartPrometheus(b, path)
 			proxy := testenv.NewFaultProxy(b, srv.URL)
-			prom, err := metrics.NewPrometheus(metrics.PrometheusConfig{URL: proxy.URL})
+			prom, err := prometheus.New(prometheus.Config{URL: proxy.URL})
 			require.NoError(b, err)
-			q := usage.Query{At: t0, Lookback: bc.span, Metrics: metrics.PresetKubex.Mappings(), Workloads: refs}
+			q := usage.Query{At: metricstest.T0, Lookback: bc.span, Metrics: preset.Kubex.Mappings(), Workloads: refs}
 			res, err := prom.Usage(context.Background(), q)
 			require.NoError(b, err)
 			require.Len(b, res.Workloads, bc.pods)

@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"math"
@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 )
 
 func TestParseValue(t *testing.T) {
@@ -40,13 +41,13 @@ func TestParseValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := metrics.ParseValue([]byte(tt.in))
+			got, ok := openmetrics.ParseValue([]byte(tt.in))
 			require.Equal(t, tt.ok, ok)
 			require.Equal(t, math.Float64bits(tt.want), math.Float64bits(got))
 		})
 	}
 	t.Run("NaN", func(t *testing.T) {
-		got, ok := metrics.ParseValue([]byte("NaN"))
+		got, ok := openmetrics.ParseValue([]byte("NaN"))
 		require.True(t, ok)
 		require.True(t, math.IsNaN(got))
 	})
@@ -56,7 +57,7 @@ func TestParseValue(t *testing.T) {
 func TestParseValueMatchesStrconv(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapid.StringMatching(`[+-]?[0-9]{0,17}(\.[0-9]{0,25})?`).Draw(t, "s")
-		got, ok := metrics.ParseValue([]byte(s))
+		got, ok := openmetrics.ParseValue([]byte(s))
 		want, err := strconv.ParseFloat(s, 64)
 		if (err == nil) != ok {
 			t.Fatalf("ParseValue(%q) ok=%t, strconv err=%v", s, ok, err)
@@ -92,7 +93,7 @@ func TestParseTimestamp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := metrics.ParseTimestamp([]byte(tt.in))
+			got, ok := openmetrics.ParseTimestamp([]byte(tt.in))
 			require.Equal(t, tt.ok, ok)
 			require.Equal(t, tt.want, got)
 		})
@@ -103,10 +104,10 @@ func TestParseTimestamp(t *testing.T) {
 func TestParseTimestampExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ms := rapid.Int64Range(-math.MaxInt64, math.MaxInt64).Draw(t, "ms")
-		s := seconds(ms)
+		s := metricstest.Seconds(ms)
 		// Trailing zeros and extra digits below the millisecond change nothing.
 		s += strings.Repeat("0", rapid.IntRange(0, 3).Draw(t, "zeros"))
-		got, ok := metrics.ParseTimestamp([]byte(s))
+		got, ok := openmetrics.ParseTimestamp([]byte(s))
 		if !ok || got != ms {
 			t.Fatalf("ParseTimestamp(%q) = %d, %t; want %d", s, got, ok, ms)
 		}

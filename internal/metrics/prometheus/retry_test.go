@@ -1,4 +1,4 @@
-package metrics_test
+package prometheus_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -29,7 +29,7 @@ func TestRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := metrics.RetryAfter(tt.header, now)
+			got, ok := prometheus.RetryAfter(tt.header, now)
 			require.Equal(t, tt.ok, ok)
 			require.Equal(t, tt.want, got)
 		})

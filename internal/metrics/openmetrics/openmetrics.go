@@ -1,9 +1,8 @@
-package metrics
+package openmetrics
 
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -13,28 +12,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// Label is one label of a series.
-type Label struct {
-	Name, Value string
-}
-
-// Series is one time series of a recorded file.
-type Series struct {
-	Metric string
-	// Labels are sorted by name. They never include the metric name, nor a
-	// label with an empty value: as in Prometheus, an empty value is the
-	// same as no label, so x{a=""} and x are one series.
-	Labels []Label
-	// Samples are in strictly increasing time order.
-	Samples []usage.Sample
-}
-
 // series is a Series while it is being parsed.
 type series struct {
-	Series
+	metrics.Series
 	// line is where the newest sample was read, for ordering errors, and
 	// last and n its time and how many were read, kept or not.
 	line int
@@ -81,6 +65,8 @@ type parser struct {
 	key   []byte
 
 	keep keep
+	// ksm names the kube-state-metrics series (metrics.KubeStateMetrics).
+	ksm []string
 	// times sees every sample, for the span.
 	times sampleTimes
 	// intervals counts, per kept metric, the intervals between
@@ -111,6 +97,7 @@ type labelSpan struct {
 func newParser(file string) *parser {
 	return &parser{
 		file:      file,
+		ksm:       metrics.KubeStateMetrics(),
 		intervals: make(map[string]map[int64]int),
 		raw:       make(map[string]int),
 		canon:     make(map[string]int),
@@ -389,23 +376,14 @@ func (s *series) flush() {
 }
 
 // flushIntervals returns the intervals between samples of each kept
-// metric, by length, as seriesSet.intervals would count them.
-func (p *parser) flushIntervals() map[string][]intervalCount {
+// metric, counted by length, as Set would count them from every sample.
+func (p *parser) flushIntervals() map[string]map[int64]int {
 	for i := range p.series {
 		if p.series[i].keep {
 			p.series[i].flush()
 		}
 	}
-	out := make(map[string][]intervalCount, len(p.intervals))
-	for metric, counts := range p.intervals {
-		h := make([]intervalCount, 0, len(counts))
-		for d, n := range counts {
-			h = append(h, intervalCount{d: d, n: n})
-		}
-		slices.SortFunc(h, func(a, b intervalCount) int { return cmp.Compare(a.d, b.d) })
-		out[metric] = h
-	}
-	return out
+	return p.intervals
 }
 
 // lineOf returns the line of the first series' newest sample taken at t,
@@ -535,7 +513,7 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 			return 0, p.errorf(s.val[0]+1, "label value is not valid UTF-8")
 		}
 	}
-	ls := make([]Label, 0, len(p.spans))
+	ls := make([]metrics.Label, 0, len(p.spans))
 	for _, s := range p.spans {
 		if s.val[0] == s.val[1] {
 			continue
@@ -544,9 +522,9 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 		if s.escaped {
 			v = unescape(v)
 		}
-		ls = append(ls, Label{Name: p.intern(line[s.name[0]:s.name[1]]), Value: p.intern(v)})
+		ls = append(ls, metrics.Label{Name: p.intern(line[s.name[0]:s.name[1]]), Value: p.intern(v)})
 	}
-	sortLabels(ls)
+	metrics.SortLabels(ls)
 	name := p.intern(line[:nameLen])
 
 	// Label names are ASCII and values valid UTF-8, so 0xff separates
@@ -562,11 +540,7 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 	if i, ok := p.canon[string(k)]; ok {
 		return i, nil
 	}
-	s := series{Series: Series{Metric: name, Labels: ls}}
-	switch name {
-	case podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric:
-		s.ksm = true
-	}
+	s := series{Series: metrics.Series{Metric: name, Labels: ls}, ksm: slices.Contains(p.ksm, name)}
 	if s.keep = p.keep.metrics == nil || p.keep.metrics[name]; s.keep {
 		if s.intervals = p.intervals[name]; s.intervals == nil {
 			s.intervals = make(map[int64]int)
@@ -585,15 +559,6 @@ func (p *parser) intern(b []byte) string {
 	s := string(b)
 	p.strs[s] = s
 	return s
-}
-
-// sortLabels sorts by name; label sets are short, so insertion sort wins.
-func sortLabels(ls []Label) {
-	for i := 1; i < len(ls); i++ {
-		for j := i; j > 0 && ls[j].Name < ls[j-1].Name; j-- {
-			ls[j], ls[j-1] = ls[j-1], ls[j]
-		}
-	}
 }
 
 // unescape resolves the escapes labels already checked: \\, \" and \n.

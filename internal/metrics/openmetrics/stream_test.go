@@ -1,4 +1,4 @@
-package metrics_test
+package openmetrics_test
 
 import (
 	"bytes"
@@ -17,7 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -41,7 +43,7 @@ func TestOpenRecordedGzipBomb(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	_, err = metrics.OpenRecorded(path)
+	_, err = openmetrics.OpenRecorded(path)
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
 
@@ -53,12 +55,12 @@ func TestOpenRecordedGzipBomb(t *testing.T) {
 // TestOpenRecordedTruncatedGzip cuts a gzipped recording short: the read
 // error names the file and the line it broke off in.
 func TestOpenRecordedTruncatedGzip(t *testing.T) {
-	plain, err := os.ReadFile(filepath.Join("testdata", "cluster.om"))
+	plain, err := os.ReadFile(filepath.Join("..", "testdata", "cluster.om"))
 	require.NoError(t, err)
-	z := gzipped(t, plain)
+	z := metricstest.Gzipped(t, plain)
 	path := filepath.Join(t.TempDir(), "cut.om.gz")
 	require.NoError(t, os.WriteFile(path, z[:len(z)/2], 0o644))
-	_, err = metrics.OpenRecorded(path)
+	_, err = openmetrics.OpenRecorded(path)
 	require.ErrorContains(t, err, "read recorded usage "+path+":")
 	require.ErrorContains(t, err, "unexpected EOF")
 }
@@ -95,7 +97,7 @@ func TestParseRecordedLongLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := metrics.ParseRecorded(strings.NewReader(tt.file), "long.om")
+			r, err := openmetrics.ParseRecorded(strings.NewReader(tt.file), "long.om")
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				return
@@ -111,14 +113,14 @@ func TestParseRecordedLongLines(t *testing.T) {
 func TestKeep(t *testing.T) {
 	const pod = "chat-7d9f8c6b5d-x2b4z"
 	nan := math.NaN() // a staleness marker
-	rec := new(recording).
-		add(usageOf(sm, "team-a", pod, "server"), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
-		add(`other{pod="`+pod+`"}`, 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
-		add(podOwner("team-a", pod, "ReplicaSet", "chat-7d9f8c6b5d"), 0, time.Minute, 1, 1, nan).
-		add(series("kube_pod_start_time", "namespace", "team-a", "pod", pod), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
+	rec := new(metricstest.Recording).
+		Add(metricstest.UsageOf(metricstest.SM, "team-a", pod, "server"), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
+		Add(`other{pod="`+pod+`"}`, 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
+		Add(metricstest.PodOwner("team-a", pod, "ReplicaSet", "chat-7d9f8c6b5d"), 0, time.Minute, 1, 1, nan).
+		Add(metricstest.Series("kube_pod_start_time", "namespace", "team-a", "pod", pod), 0, time.Minute, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9).
 		// A wrong clock, a year ahead.
-		add(`other{pod="`+pod+`"}`, 365*24*time.Hour, time.Minute, 10).String()
-	all, err := metrics.ParseRecorded(strings.NewReader(rec), "keep.om")
+		Add(`other{pod="`+pod+`"}`, 365*24*time.Hour, time.Minute, 10).String()
+	all, err := openmetrics.ParseRecorded(strings.NewReader(rec), "keep.om")
 	require.NoError(t, err)
 	require.Equal(t, 1, all.Span().Stragglers)
 	require.Equal(t, 34, all.Span().Line)
@@ -127,7 +129,7 @@ func TestKeep(t *testing.T) {
 		owner = `kube_pod_owner{namespace="team-a",owner_is_controller="true",owner_kind="ReplicaSet",owner_name="chat-7d9f8c6b5d",pod="` + pod + `",uid="u-` + pod + `"}`
 		start = `kube_pod_start_time{namespace="team-a",pod="` + pod + `"}`
 		other = `other{pod="` + pod + `"}`
-		smS   = sm + `{container="server",namespace="team-a",pod="` + pod + `"}`
+		smS   = metricstest.SM + `{container="server",namespace="team-a",pod="` + pod + `"}`
 		every = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	)
 	// minutes lists the samples of a series at the given minutes, each
@@ -135,48 +137,48 @@ func TestKeep(t *testing.T) {
 	minutes := func(s string, ms ...int) []string {
 		var out []string
 		for _, m := range ms {
-			out = append(out, fmt.Sprintf("%s %d@%d", s, m, t0.Add(time.Duration(m)*time.Minute).UnixMilli()))
+			out = append(out, fmt.Sprintf("%s %d@%d", s, m, metricstest.T0.Add(time.Duration(m)*time.Minute).UnixMilli()))
 		}
 		return out
 	}
 	// The owner reports 1 at minutes 0 and 1, then goes stale.
 	ownerAt := func(m int, v string) string {
-		return fmt.Sprintf("%s %s@%d", owner, v, t0.Add(time.Duration(m)*time.Minute).UnixMilli())
+		return fmt.Sprintf("%s %s@%d", owner, v, metricstest.T0.Add(time.Duration(m)*time.Minute).UnixMilli())
 	}
-	window := metrics.KeepWindow(t0.Add(3*time.Minute), t0.Add(6*time.Minute))
+	window := openmetrics.KeepWindow(metricstest.T0.Add(3*time.Minute), metricstest.T0.Add(6*time.Minute))
 	tests := []struct {
 		name string
-		opts []metrics.Option
+		opts []openmetrics.Option
 		want []string
 	}{
 		{
 			name: "the named metrics and kube-state-metrics",
-			opts: []metrics.Option{metrics.KeepMetrics(sm)},
+			opts: []openmetrics.Option{openmetrics.KeepMetrics(metricstest.SM)},
 			want: slices.Concat([]string{ownerAt(0, "1"), ownerAt(1, "1"), ownerAt(2, "NaN")}, minutes(start, every...), minutes(smS, every...)),
 		},
 		{
 			name: "kube-state-metrics alone",
-			opts: []metrics.Option{metrics.KeepMetrics()},
+			opts: []openmetrics.Option{openmetrics.KeepMetrics()},
 			want: slices.Concat([]string{ownerAt(0, "1"), ownerAt(1, "1"), ownerAt(2, "NaN")}, minutes(start, every...)),
 		},
 		{
 			// kube-state-metrics series keep their newest report before
 			// the window (not the staleness marker): it still answers.
 			name: "a window",
-			opts: []metrics.Option{metrics.KeepMetrics(sm), window},
+			opts: []openmetrics.Option{openmetrics.KeepMetrics(metricstest.SM), window},
 			want: slices.Concat([]string{ownerAt(1, "1")}, minutes(start, 2, 3, 4, 5, 6), minutes(smS, 3, 4, 5, 6)),
 		},
 		{
 			name: "a window over every metric",
-			opts: []metrics.Option{window},
+			opts: []openmetrics.Option{window},
 			want: slices.Concat([]string{ownerAt(1, "1")}, minutes(start, 2, 3, 4, 5, 6), minutes(smS, 3, 4, 5, 6), minutes(other, 3, 4, 5, 6)),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := metrics.ParseRecorded(strings.NewReader(rec), "keep.om", tt.opts...)
+			r, err := openmetrics.ParseRecorded(strings.NewReader(rec), "keep.om", tt.opts...)
 			require.NoError(t, err)
-			got := dump(r)
+			got := metricstest.Dump(r)
 			slices.Sort(got)
 			want := slices.Clone(tt.want)
 			slices.Sort(want)
@@ -192,16 +194,16 @@ func TestKeep(t *testing.T) {
 // plan reads, over windows ending at several times, and checks every
 // answer against the whole recording's.
 func TestKeepAnswersAlike(t *testing.T) {
-	const repo = "../../examples/quickstart"
+	const repo = "../../../examples/quickstart"
 	path := filepath.Join(repo, "metrics.om")
 	gov, err := plan.Govern(context.Background(), plan.Options{Repo: repo})
 	qs := gov.Queries
 	require.NoError(t, err)
 	require.NotEmpty(t, qs)
-	names := metrics.PresetKubex.MetricsOf(qs)
-	require.Equal(t, []string{"kubex_gpu_container_memory_footprint_percent", sm}, names)
+	names := preset.Kubex.MetricsOf(qs)
+	require.Equal(t, []string{"kubex_gpu_container_memory_footprint_percent", metricstest.SM}, names)
 
-	all, err := metrics.OpenRecorded(path)
+	all, err := openmetrics.OpenRecorded(path)
 	require.NoError(t, err)
 	end := all.Span().Newest
 	var longest time.Duration
@@ -210,9 +212,9 @@ func TestKeepAnswersAlike(t *testing.T) {
 	}
 	for _, at := range []time.Time{end, end.Add(-90 * time.Minute), end.Add(-longest / 2), end.Add(-longest), all.Oldest().Add(time.Hour)} {
 		t.Run(at.Format(time.RFC3339), func(t *testing.T) {
-			kept, err := metrics.OpenRecorded(path, metrics.KeepMetrics(names...), metrics.KeepWindow(at.Add(-longest), at))
+			kept, err := openmetrics.OpenRecorded(path, openmetrics.KeepMetrics(names...), openmetrics.KeepWindow(at.Add(-longest), at))
 			require.NoError(t, err)
-			require.LessOrEqual(t, len(dump(kept)), len(dump(all)))
+			require.LessOrEqual(t, len(metricstest.Dump(kept)), len(metricstest.Dump(all)))
 			for _, q := range qs {
 				q.At = at
 				want, err := all.Usage(context.Background(), q)
@@ -235,7 +237,7 @@ func TestSpanStreamed(t *testing.T) {
 		n := 1 + rng.IntN(400)
 		tm := int64(1700000000000)
 		for range n {
-			switch day := metrics.StragglerGap.Milliseconds(); rng.IntN(40) {
+			switch day := openmetrics.StragglerGap.Milliseconds(); rng.IntN(40) {
 			case 0:
 				tm += int64(1+rng.IntN(3)) * day // an outage of a few days
 			case 1:
@@ -244,15 +246,15 @@ func TestSpanStreamed(t *testing.T) {
 				tm += 1 + int64(rng.IntN(120000))
 			}
 			ts = append(ts, tm)
-			fmt.Fprintf(&b, "x{s=\"%d\"} %d %s\n", rng.IntN(3), rng.IntN(100), seconds(tm))
+			fmt.Fprintf(&b, "x{s=\"%d\"} %d %s\n", rng.IntN(3), rng.IntN(100), metricstest.Seconds(tm))
 		}
 		b.WriteString("# EOF\n")
-		r, err := metrics.ParseRecorded(strings.NewReader(b.String()), "span.om", metrics.KeepMetrics())
+		r, err := openmetrics.ParseRecorded(strings.NewReader(b.String()), "span.om", openmetrics.KeepMetrics())
 		require.NoError(t, err)
 		require.Empty(t, r.Series())
 
 		slices.Sort(ts)
-		want := metrics.Span{Oldest: time.UnixMilli(ts[0]).UTC(), Newest: time.UnixMilli(ts[n-1]).UTC()}
+		want := openmetrics.Span{Oldest: time.UnixMilli(ts[0]).UTC(), Newest: time.UnixMilli(ts[n-1]).UTC()}
 		series := 0
 		for v := range 3 {
 			if strings.Contains(b.String(), fmt.Sprintf("x{s=\"%d\"}", v)) {
@@ -260,7 +262,7 @@ func TestSpanStreamed(t *testing.T) {
 			}
 		}
 		for k := max(1, n-max(1, n/100)); k < n; k++ {
-			if ts[k]-ts[k-1] > metrics.StragglerGap.Milliseconds() && n-k < series {
+			if ts[k]-ts[k-1] > openmetrics.StragglerGap.Milliseconds() && n-k < series {
 				want.Newest = time.UnixMilli(ts[k-1]).UTC()
 				want.Stragglers, want.Straggler, want.Line = n-k, time.UnixMilli(ts[n-1]).UTC(), n
 				break

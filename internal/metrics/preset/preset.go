@@ -1,4 +1,9 @@
-package metrics
+// Package preset says which exporter's series usage is read from when a
+// policy names none: Kubex's, HAMi's or DCGM's, ratios included (HAMi's
+// memory used of the limit). A preset wraps any usage source, a recording
+// or a live server alike, and says which metrics a recording must keep to
+// answer a run's queries.
+package preset
 
 import (
 	"context"
@@ -15,38 +20,38 @@ import (
 type Preset string
 
 const (
-	// PresetKubex reads Kubex's gpu-process-exporter
+	// Kubex reads Kubex's gpu-process-exporter
 	// (kubex_gpu_container_*), the policies' own default.
-	PresetKubex Preset = "kubex"
-	// PresetHAMi reads HAMi's vGPU monitor, or kai-resource-isolator's
+	Kubex Preset = "kubex"
+	// HAMi reads HAMi's vGPU monitor, or kai-resource-isolator's
 	// kai-vgpu-monitor: SM utilisation of each container's device
 	// (hami_container_device_utilization_ratio, 0-100) and memory used of
 	// the container's limit (hami_vgpu_memory_used_bytes ÷
 	// hami_vgpu_memory_limit_bytes, which HAMi-core sets to the share).
 	// Behind a ServiceMonitor without honorLabels their labels arrive as
 	// exported_*, which every source reads.
-	PresetHAMi Preset = "hami"
-	// PresetDCGM reads NVIDIA's dcgm-exporter: device utilisation
+	HAMi Preset = "hami"
+	// DCGM reads NVIDIA's dcgm-exporter: device utilisation
 	// (DCGM_FI_DEV_GPU_UTIL, 0-100) and framebuffer used of the total
 	// (DCGM_FI_DEV_FB_USED ÷ (FB_USED + FB_FREE)), by the pod labels of
 	// its Kubernetes mode. DCGM gives a shared GPU to one pod (under KAI,
 	// to the reservation pod), so it serves whole-GPU workloads only:
 	// pods known to hold a gpu-fraction are not read.
-	PresetDCGM Preset = "dcgm"
+	DCGM Preset = "dcgm"
 )
 
-// Presets lists the presets, in the order help text shows them.
-func Presets() []Preset { return []Preset{PresetKubex, PresetHAMi, PresetDCGM} }
+// All lists the presets, in the order help text shows them.
+func All() []Preset { return []Preset{Kubex, HAMi, DCGM} }
 
-// ParsePreset reads a preset's name.
-func ParsePreset(s string) (Preset, error) {
-	for _, p := range Presets() {
+// Parse reads a preset's name.
+func Parse(s string) (Preset, error) {
+	for _, p := range All() {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	names := make([]string, len(Presets()))
-	for i, p := range Presets() {
+	names := make([]string, len(All()))
+	for i, p := range All() {
 		names[i] = string(p)
 	}
 	return "", fmt.Errorf("unknown metrics preset %q: use %s", s, strings.Join(names, ", "))
@@ -62,12 +67,12 @@ func podMapping(metric, divisor string) usage.Mapping {
 // percent of one GPU, memory in percent of the allocation.
 func (p Preset) Mappings() map[usage.Metric]usage.Mapping {
 	switch p {
-	case PresetHAMi:
+	case HAMi:
 		return map[usage.Metric]usage.Mapping{
 			usage.Compute: podMapping("hami_container_device_utilization_ratio", ""),
 			usage.Memory:  podMapping("hami_vgpu_memory_used_bytes", "hami_vgpu_memory_limit_bytes"),
 		}
-	case PresetDCGM:
+	case DCGM:
 		return map[usage.Metric]usage.Mapping{
 			usage.Compute: podMapping("DCGM_FI_DEV_GPU_UTIL", ""),
 			// Summed over a pod's devices before dividing: the share of
@@ -84,7 +89,7 @@ func (p Preset) Mappings() map[usage.Metric]usage.Mapping {
 // mappings returns ms with the preset's mappings in place of the
 // defaults.
 func (p Preset) mappings(ms map[usage.Metric]usage.Mapping) map[usage.Metric]usage.Mapping {
-	defaults, preset := PresetKubex.Mappings(), p.Mappings()
+	defaults, preset := Kubex.Mappings(), p.Mappings()
 	out := make(map[usage.Metric]usage.Mapping, len(ms))
 	for m, mp := range ms {
 		if mp == defaults[m] {
@@ -110,29 +115,29 @@ func (p Preset) MetricsOf(qs []usage.Query) []string {
 	return slices.Compact(names)
 }
 
-// source is what a preset wraps: any usage source.
-type source interface {
+// usageSource is what a preset wraps: any usage source.
+type usageSource interface {
 	Usage(ctx context.Context, q usage.Query) (usage.Result, error)
 }
 
-// PresetSource reads a preset's series wherever a query asks for the
+// Source reads a preset's series wherever a query asks for the
 // default ones; a policy that names its own series keeps them.
-type PresetSource struct {
-	src    source
+type Source struct {
+	src    usageSource
 	preset Preset
 }
 
-// WithPreset wraps src so that it reads the preset's series.
-func WithPreset(src source, p Preset) *PresetSource {
-	return &PresetSource{src: src, preset: p}
+// Wrap wraps src so that it reads the preset's series.
+func Wrap(src usageSource, p Preset) *Source {
+	return &Source{src: src, preset: p}
 }
 
 // Usage answers q from the wrapped source, with the preset's mappings in
 // place of the defaults.
-func (s *PresetSource) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+func (s *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
 	q.Metrics = s.preset.mappings(q.Metrics)
 	res, err := s.src.Usage(ctx, q)
-	if err != nil || s.preset != PresetDCGM {
+	if err != nil || s.preset != DCGM {
 		return res, err
 	}
 	for _, ref := range slices.SortedFunc(maps.Keys(res.Workloads), func(a, b usage.Ref) int { return strings.Compare(a.String(), b.String()) }) {

@@ -1,4 +1,4 @@
-package metrics_test
+package prometheus_test
 
 import (
 	"bytes"
@@ -15,15 +15,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
-	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 const (
-	quickstartRepo    = "../../examples/quickstart"
-	quickstartMetrics = "../../examples/quickstart/metrics.om"
+	quickstartRepo    = "../../../examples/quickstart"
+	quickstartMetrics = "../../../examples/quickstart/metrics.om"
 )
 
 // quickstartAt is the evaluation time of the quickstart's golden plan.
@@ -31,13 +33,13 @@ var quickstartAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // newPrometheus returns a source for url with a short timeout, as tests
 // want failures fast.
-func newPrometheus(t *testing.T, url string, change ...func(*metrics.PrometheusConfig)) *metrics.Prometheus {
+func newPrometheus(t *testing.T, url string, change ...func(*prometheus.Config)) *prometheus.Source {
 	t.Helper()
-	cfg := metrics.PrometheusConfig{URL: url, Timeout: 5 * time.Second}
+	cfg := prometheus.Config{URL: url, Timeout: 5 * time.Second}
 	for _, f := range change {
 		f(&cfg)
 	}
-	p, err := metrics.NewPrometheus(cfg)
+	p, err := prometheus.New(cfg)
 	require.NoError(t, err)
 	return p
 }
@@ -57,21 +59,15 @@ func planJSON(t *testing.T, p *plan.Plan) string {
 	return b.String()
 }
 
-// workloads renders a result without its warnings, which name the source.
-func workloads(res usage.Result) string {
-	res.Warnings = nil
-	return render(res)
-}
-
 // The recording and the server it is backfilled into give the same usage,
 // so the same plan: they share the attribution code, and the server is
 // read for raw samples.
 func TestPrometheusAgreesWithRecording(t *testing.T) {
-	srv := testenv.StartPrometheus(t, quickstartMetrics, filepath.Join("testdata", "cluster.om"), filepath.Join("testdata", "prometheus.om"))
+	srv := testenv.StartPrometheus(t, quickstartMetrics, filepath.Join("..", "testdata", "cluster.om"), filepath.Join("..", "testdata", "prometheus.om"))
 	prom := newPrometheus(t, srv.URL)
 
 	t.Run("quickstart plan, byte for byte", func(t *testing.T) {
-		rec, err := metrics.OpenRecorded(quickstartMetrics)
+		rec, err := openmetrics.OpenRecorded(quickstartMetrics)
 		require.NoError(t, err)
 		want := makePlan(t, rec)
 		got := makePlan(t, prom)
@@ -97,44 +93,44 @@ func TestPrometheusAgreesWithRecording(t *testing.T) {
 		{
 			name: "cluster: owners, liveness, start", file: "cluster.om", at: 9 * time.Minute, lookback: time.Hour,
 			workloads: []usage.Ref{
-				deployment("team-a", "chat"), deployment("team-a", "chat-canary"),
+				metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary"),
 				{Namespace: "team-a", Kind: "StatefulSet", Name: "embed"},
-				deployment("team-a", "ghost"), deployment("team-b", "chat"),
+				metricstest.Deployment("team-a", "ghost"), metricstest.Deployment("team-b", "chat"),
 			},
 		},
 		{
 			name: "cluster: an earlier time", file: "cluster.om", at: 3 * time.Minute, lookback: time.Hour,
-			workloads: []usage.Ref{deployment("team-a", "chat")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
 		},
 		{
 			name: "cluster: a window shorter than the data", file: "cluster.om", at: 9 * time.Minute, lookback: 4 * time.Minute,
-			workloads: []usage.Ref{deployment("team-a", "chat"), deployment("team-a", "chat-canary")},
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat"), metricstest.Deployment("team-a", "chat-canary")},
 		},
 		{
 			name: "exported labels, NaN and Inf, a gap, gpu-fraction annotations", file: "prometheus.om", at: 30 * time.Minute, lookback: time.Hour,
-			workloads: []usage.Ref{deployment("team-x", "chat"), deployment("team-x", "gappy"), deployment("team-x", "shared")},
+			workloads: []usage.Ref{metricstest.Deployment("team-x", "chat"), metricstest.Deployment("team-x", "gappy"), metricstest.Deployment("team-x", "shared")},
 		},
 		{
 			name: "a lookback of two days spans chunks", file: "prometheus.om", at: 30 * time.Minute, lookback: 48 * time.Hour,
-			workloads: []usage.Ref{deployment("team-x", "chat"), deployment("team-x", "gappy"), deployment("team-x", "shared")},
+			workloads: []usage.Ref{metricstest.Deployment("team-x", "chat"), metricstest.Deployment("team-x", "gappy"), metricstest.Deployment("team-x", "shared")},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, err := metrics.OpenRecorded(filepath.Join("testdata", tt.file))
+			rec, err := openmetrics.OpenRecorded(filepath.Join("..", "testdata", tt.file))
 			require.NoError(t, err)
 			ms := tt.metrics
 			if ms == nil {
-				ms = kubexMetrics()
+				ms = metricstest.KubexMetrics()
 			}
-			q := usage.Query{At: t0.Add(tt.at), Lookback: tt.lookback, Metrics: ms, Workloads: tt.workloads}
+			q := usage.Query{At: metricstest.T0.Add(tt.at), Lookback: tt.lookback, Metrics: ms, Workloads: tt.workloads}
 			want, err := rec.Usage(context.Background(), q)
 			require.NoError(t, err)
 			got, err := prom.Usage(context.Background(), q)
 			require.NoError(t, err)
 			require.NotEmpty(t, want.Workloads)
-			require.Equal(t, workloads(want), workloads(got))
-			if shared, ok := want.Workloads[deployment("team-x", "shared")]; ok {
+			require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
+			if shared, ok := want.Workloads[metricstest.Deployment("team-x", "shared")]; ok {
 				// Each pod is read against the gpu-fraction it was created
 				// with, from kube_pod_annotations.
 				require.Len(t, shared.Pods, 2)
@@ -162,22 +158,22 @@ func manyDeployments(t *testing.T, dir, prefix string, n int) (string, []usage.R
 		d := fmt.Sprintf("app-%d", i)
 		rs := d + "-7d9f8c6b5d"
 		pod := rs + "-x2b4z"
-		refs = append(refs, deployment(ns, d))
+		refs = append(refs, metricstest.Deployment(ns, d))
 		lines = append(lines,
-			line{usageOf(sm, ns, pod, "server"), "20"},
-			line{usageOf(mem, ns, pod, "server"), "30"},
-			line{podOwner(ns, pod, "ReplicaSet", rs), "1"},
-			line{replicaSetOwner(ns, rs, "Deployment", d), "1"},
+			line{metricstest.UsageOf(metricstest.SM, ns, pod, "server"), "20"},
+			line{metricstest.UsageOf(metricstest.Mem, ns, pod, "server"), "30"},
+			line{metricstest.PodOwner(ns, pod, "ReplicaSet", rs), "1"},
+			line{metricstest.ReplicaSetOwner(ns, rs, "Deployment", d), "1"},
 		)
 	}
 	// OpenMetrics wants one metric family together.
-	for _, family := range []string{sm + "{", mem + "{", "kube_pod_owner{", "kube_replicaset_owner{"} {
+	for _, family := range []string{metricstest.SM + "{", metricstest.Mem + "{", "kube_pod_owner{", "kube_replicaset_owner{"} {
 		for _, l := range lines {
 			if !strings.HasPrefix(l.series, family) {
 				continue
 			}
 			for k := range samples {
-				fmt.Fprintf(&b, "%s %s %d\n", l.series, l.value, t0.Add(time.Duration(k)*time.Minute).Unix())
+				fmt.Fprintf(&b, "%s %s %d\n", l.series, l.value, metricstest.T0.Add(time.Duration(k)*time.Minute).Unix())
 			}
 		}
 	}
@@ -204,7 +200,7 @@ func TestPrometheusRequestsDoNotGrowWithWorkloads(t *testing.T) {
 		t.Helper()
 		before := proxy.Requests()
 		res, err := prom.Usage(context.Background(), usage.Query{
-			At: t0.Add(4 * time.Minute), Lookback: 2 * 24 * time.Hour, Metrics: kubexMetrics(), Workloads: refs,
+			At: metricstest.T0.Add(4 * time.Minute), Lookback: 2 * 24 * time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: refs,
 		})
 		require.NoError(t, err)
 		require.Len(t, res.Workloads, len(refs))
@@ -273,7 +269,7 @@ func TestPrometheusFaultsNeverShrink(t *testing.T) {
 			proxy := testenv.NewFaultProxy(t, srv.URL)
 			proxy.Set(tt.fault)
 			timeout := cmp.Or(tt.timeout, 5*time.Second)
-			src := newPrometheus(t, proxy.URL, func(c *metrics.PrometheusConfig) { c.Timeout = timeout })
+			src := newPrometheus(t, proxy.URL, func(c *prometheus.Config) { c.Timeout = timeout })
 			start := time.Now()
 			got := makePlan(t, src)
 			t.Logf("%d requests in %s", proxy.Requests(), time.Since(start).Round(time.Millisecond))

@@ -1,4 +1,4 @@
-package metrics
+package openmetrics
 
 import (
 	"compress/gzip"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -19,7 +20,9 @@ import (
 //
 // A Recorded is safe for concurrent use.
 type Recorded struct {
-	set *seriesSet
+	set *metrics.Set
+	// series are the set's, for Series.
+	series []metrics.Series
 	// span covers every sample of the file, kept or not.
 	span           Span
 	samples        int
@@ -45,7 +48,7 @@ type keep struct {
 // KeepMetrics keeps only the series of the named metrics, and those of
 // kube-state-metrics that attribute pods to workloads, so that memory
 // grows with what a run reads rather than with the file. Name a ratio's
-// divisors too (Preset.MetricsOf does): a query for a metric not kept
+// divisors too (preset.Preset.MetricsOf does): a query for a metric not kept
 // finds it missing from the file. With no names, only kube-state-metrics
 // is kept.
 func KeepMetrics(names ...string) Option {
@@ -54,8 +57,7 @@ func KeepMetrics(names ...string) Option {
 			k.metrics = make(map[string]bool)
 		}
 		// Attribution reads these whatever the metrics asked for.
-		ksm := []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric}
-		for _, n := range slices.Concat(names, ksm) {
+		for _, n := range slices.Concat(names, metrics.KubeStateMetrics()) {
 			k.metrics[n] = true
 		}
 	}
@@ -115,7 +117,7 @@ func (p *parser) recorded() *Recorded {
 			n++
 		}
 	}
-	kept := make([]series, 0, n)
+	kept := make([]metrics.Series, 0, n)
 	for i := range p.series {
 		s := &p.series[i]
 		if !s.keep {
@@ -125,15 +127,12 @@ func (p *parser) recorded() *Recorded {
 			// No sample in the window followed it.
 			s.Samples = append(s.Samples, s.carried)
 		}
-		kept = append(kept, *s)
+		kept = append(kept, s.Series)
 	}
-	set := newSeriesSet(p.file, kept)
 	// The scrape interval is read from every sample of the file, as it
 	// would be had every sample been kept.
-	for metric, counts := range p.flushIntervals() {
-		set.steps[metric] = counts
-	}
-	r := &Recorded{set: set, samples: p.times.n, oldest: p.times.min, newest: p.times.max}
+	set := metrics.NewSet(p.file, kept, p.flushIntervals())
+	r := &Recorded{set: set, series: kept, samples: p.times.n, oldest: p.times.min, newest: p.times.max}
 	r.span = p.times.span(p.lineOf, len(p.series))
 	return r
 }
@@ -158,16 +157,16 @@ func (r *Recorded) Newest() time.Time {
 
 // Series returns every series kept of the file, sorted by metric name and
 // then label set. The result is a copy.
-func (r *Recorded) Series() []Series {
-	out := make([]Series, len(r.set.series))
-	for i, s := range r.set.series {
-		out[i] = Series{Metric: s.Metric, Labels: slices.Clone(s.Labels), Samples: slices.Clone(s.Samples)}
+func (r *Recorded) Series() []metrics.Series {
+	out := make([]metrics.Series, len(r.series))
+	for i, s := range r.series {
+		out[i] = metrics.Series{Metric: s.Metric, Labels: slices.Clone(s.Labels), Samples: slices.Clone(s.Samples)}
 	}
-	slices.SortFunc(out, func(a, b Series) int {
+	slices.SortFunc(out, func(a, b metrics.Series) int {
 		if c := strings.Compare(a.Metric, b.Metric); c != 0 {
 			return c
 		}
-		return slices.CompareFunc(a.Labels, b.Labels, func(x, y Label) int {
+		return slices.CompareFunc(a.Labels, b.Labels, func(x, y metrics.Label) int {
 			if c := strings.Compare(x.Name, y.Name); c != 0 {
 				return c
 			}
@@ -180,5 +179,5 @@ func (r *Recorded) Series() []Series {
 // Usage answers q from the recording. It never returns a sample after
 // q.At, so that a backtest replaying the file sees only the past.
 func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
-	return r.set.answer(ctx, q)
+	return r.set.Usage(ctx, q)
 }

@@ -1,4 +1,4 @@
-package metrics
+package prometheus
 
 import (
 	"cmp"
@@ -19,12 +19,9 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
-
-// ksmMetrics are the kube-state-metrics series attribution reads (ksm.go),
-// all labelled by "namespace".
-var ksmMetrics = []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric}
 
 // Usage answers q from the server.
 //
@@ -45,8 +42,8 @@ var ksmMetrics = []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric,
 // server an index lookup), each split in 24-hour chunks. A chunk whose
 // samples the server refuses to load at once (--query.max-samples) is
 // halved until it fits.
-func (p *Prometheus) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
-	if err := checkQuery(q); err != nil {
+func (p *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+	if err := metrics.CheckQuery(q); err != nil {
 		return usage.Result{}, err
 	}
 	var namespaces []string
@@ -56,7 +53,7 @@ func (p *Prometheus) Usage(ctx context.Context, q usage.Query) (usage.Result, er
 	slices.Sort(namespaces)
 	namespaces = slices.Compact(namespaces)
 
-	var ss []series
+	var ss []metrics.Series
 	var warnings []string
 	if len(namespaces) > 0 {
 		var err error
@@ -65,7 +62,7 @@ func (p *Prometheus) Usage(ctx context.Context, q usage.Query) (usage.Result, er
 			return usage.Result{}, fmt.Errorf("usage from %s: %w", p.name, err)
 		}
 	}
-	res, err := newSeriesSet(p.name, ss).answer(ctx, q)
+	res, err := metrics.NewSet(p.name, ss, nil).Usage(ctx, q)
 	if err != nil {
 		return usage.Result{}, err
 	}
@@ -83,8 +80,8 @@ func (p *Prometheus) Usage(ctx context.Context, q usage.Query) (usage.Result, er
 }
 
 // selectors returns the series selectors of a query, without a range.
-func (p *Prometheus) selectors(q usage.Query, namespaces []string) []string {
-	byLabel := map[string][]string{"namespace": slices.Clone(ksmMetrics)}
+func (p *Source) selectors(q usage.Query, namespaces []string) []string {
+	byLabel := map[string][]string{"namespace": metrics.KubeStateMetrics()}
 	for _, mp := range q.Metrics {
 		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Metric)
 		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Divisors()...)
@@ -101,7 +98,7 @@ func (p *Prometheus) selectors(q usage.Query, namespaces []string) []string {
 		for i, n := range names {
 			names[i] = regexp.QuoteMeta(n)
 		}
-		for _, nsLabel := range []string{l, exportedPrefix + l} {
+		for _, nsLabel := range []string{l, metrics.ExportedPrefix + l} {
 			ms := []string{"__name__=~" + quote(strings.Join(names, "|")), nsLabel + "=~" + quote(strings.Join(nsRE, "|"))}
 			if p.matcher != nil {
 				ms = append(ms, p.matcher.String())
@@ -127,7 +124,7 @@ type rangeRead struct {
 // fetch reads the raw samples of every selector in (at-lookback, at],
 // chunk by chunk, a few requests at once, and stitches the chunks into
 // series.
-func (p *Prometheus) fetch(ctx context.Context, sels []string, at time.Time, lookback time.Duration) ([]series, []string, error) {
+func (p *Source) fetch(ctx context.Context, sels []string, at time.Time, lookback time.Duration) ([]metrics.Series, []string, error) {
 	var reads []*rangeRead
 	for _, sel := range sels {
 		for end := at; end.After(at.Add(-lookback)); end = end.Add(-chunk) {
@@ -178,7 +175,7 @@ func (p *Prometheus) fetch(ctx context.Context, sels []string, at time.Time, loo
 	// time order; the samples are put in time order below anyway, since an
 	// answer (a proxy, another server) may not be.
 	slices.SortStableFunc(reads, func(a, b *rangeRead) int { return a.end.Compare(b.end) })
-	bySeries := make(map[string]*series)
+	bySeries := make(map[string]*metrics.Series)
 	warned := make(map[string]bool)
 	for _, r := range reads {
 		for _, w := range r.warnings {
@@ -188,7 +185,7 @@ func (p *Prometheus) fetch(ctx context.Context, sels []string, at time.Time, loo
 			key := st.Metric.String()
 			s, ok := bySeries[key]
 			if !ok {
-				s = &series{Series: seriesOf(st.Metric)}
+				s = seriesOf(st.Metric)
 				bySeries[key] = s
 			}
 			for _, x := range st.Values {
@@ -196,13 +193,13 @@ func (p *Prometheus) fetch(ctx context.Context, sels []string, at time.Time, loo
 			}
 		}
 	}
-	out := make([]series, 0, len(bySeries))
+	out := make([]metrics.Series, 0, len(bySeries))
 	for _, s := range bySeries {
 		s.Samples = inTimeOrder(s.Samples)
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b series) int {
-		return cmp.Or(strings.Compare(a.Metric, b.Metric), slices.CompareFunc(a.Labels, b.Labels, func(x, y Label) int {
+	slices.SortFunc(out, func(a, b metrics.Series) int {
+		return cmp.Or(strings.Compare(a.Metric, b.Metric), slices.CompareFunc(a.Labels, b.Labels, func(x, y metrics.Label) int {
 			return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.Value, y.Value))
 		}))
 	})
@@ -233,14 +230,14 @@ func inTimeOrder(xs []usage.Sample) []usage.Sample {
 
 // seriesOf turns a result's label set into a series' name and labels,
 // dropping empty values as the recording's parser does.
-func seriesOf(m model.Metric) Series {
-	s := Series{Metric: string(m[model.MetricNameLabel])}
+func seriesOf(m model.Metric) *metrics.Series {
+	s := &metrics.Series{Metric: string(m[model.MetricNameLabel])}
 	for n, v := range m {
 		if n != model.MetricNameLabel && v != "" {
-			s.Labels = append(s.Labels, Label{Name: string(n), Value: string(v)})
+			s.Labels = append(s.Labels, metrics.Label{Name: string(n), Value: string(v)})
 		}
 	}
-	sortLabels(s.Labels)
+	metrics.SortLabels(s.Labels)
 	return s
 }
 
@@ -249,7 +246,7 @@ var errTooManySamples = errors.New("too many samples for one query")
 
 // readRange reads the samples of sel in (end-d, end], halving the range
 // while the server finds it too big.
-func (p *Prometheus) readRange(ctx context.Context, sel string, end time.Time, d time.Duration) (model.Matrix, v1.Warnings, error) {
+func (p *Source) readRange(ctx context.Context, sel string, end time.Time, d time.Duration) (model.Matrix, v1.Warnings, error) {
 	expr := sel + "[" + model.Duration(d).String() + "]"
 	m, warns, err := p.query(ctx, expr, end)
 	if !errors.Is(err, errTooManySamples) && !errors.Is(err, errBodyTooLong) {
@@ -278,7 +275,7 @@ func (p *Prometheus) readRange(ctx context.Context, sel string, end time.Time, d
 // passing: a 5xx, a 429, a timeout, a connection refused, a body cut
 // short. Each try is bounded by the timeout, and the waits between them
 // by maxRetryAfter, so that a query ends in bounded time.
-func (p *Prometheus) query(ctx context.Context, expr string, at time.Time) (model.Matrix, v1.Warnings, error) {
+func (p *Source) query(ctx context.Context, expr string, at time.Time) (model.Matrix, v1.Warnings, error) {
 	backoff := firstBackoff
 	for try := 1; ; try++ {
 		note := &responseNote{}
@@ -336,7 +333,7 @@ type failure struct {
 // classify decides what a failed query means. Its message comes from the
 // status and the server's error text, never from the request, which holds
 // the URL.
-func (p *Prometheus) classify(err error, note *responseNote) failure {
+func (p *Source) classify(err error, note *responseNote) failure {
 	var apiErr *v1.Error
 	if !errors.As(err, &apiErr) {
 		var uerr *url.Error
@@ -365,7 +362,7 @@ func (p *Prometheus) classify(err error, note *responseNote) failure {
 	case apiErr.Type == v1.ErrServer, apiErr.Type == v1.ErrTimeout, apiErr.Type == v1.ErrBadResponse:
 		return failure{msg: msg, retry: true}
 	case apiErr.Type == v1.ErrBadData:
-		return failure{msg: msg, kind: ErrBadQuery}
+		return failure{msg: msg, kind: metrics.ErrBadQuery}
 	}
 	// 401, 403, 404, an execution error: another try would fail alike.
 	return failure{msg: msg, kind: ErrUnavailable}

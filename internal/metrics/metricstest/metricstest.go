@@ -1,0 +1,244 @@
+// Package metricstest holds what the tests of the metrics packages share:
+// recordings written in code, the series they name, and renderings of
+// recordings and usage results that compare exactly, NaN included. The
+// recording, the server it is backfilled into and the presets over both
+// are tested against the same data, so their tests write it one way.
+package metricstest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// T0 is when test recordings start: 2023-11-14T22:13:20Z.
+var T0 = time.Unix(1700000000, 0).UTC()
+
+// The kubex series of the policies' default mappings.
+const (
+	SM  = "kubex_gpu_container_sm_utilization_percent"
+	Mem = "kubex_gpu_container_memory_used_percent"
+)
+
+// KubexMetrics maps compute and memory to SM and Mem, by the usual labels.
+func KubexMetrics() map[usage.Metric]usage.Mapping {
+	return map[usage.Metric]usage.Mapping{
+		usage.Compute: {Metric: SM, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"},
+		usage.Memory:  {Metric: Mem, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"},
+	}
+}
+
+// Deployment is the reference of a Deployment.
+func Deployment(ns, name string) usage.Ref {
+	return usage.Ref{Namespace: ns, Kind: "Deployment", Name: name}
+}
+
+// Series writes a series as a file does: name{l1="v1",...} from pairs.
+func Series(name string, pairs ...string) string {
+	ls := make([]string, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ls = append(ls, fmt.Sprintf("%s=%q", pairs[i], pairs[i+1]))
+	}
+	return name + "{" + strings.Join(ls, ",") + "}"
+}
+
+// UsageOf is a kubex series of one container of a pod.
+func UsageOf(metric, ns, pod, container string) string {
+	return Series(metric, "namespace", ns, "pod", pod, "container", container)
+}
+
+// PodOwner is the kube_pod_owner series of a pod owned by kind/name.
+func PodOwner(ns, pod, kind, name string) string {
+	return Series("kube_pod_owner", "namespace", ns, "pod", pod, "uid", "u-"+pod, "owner_kind", kind, "owner_name", name, "owner_is_controller", "true")
+}
+
+// ReplicaSetOwner is the kube_replicaset_owner series of a ReplicaSet
+// owned by kind/name.
+func ReplicaSetOwner(ns, rs, kind, name string) string {
+	return Series("kube_replicaset_owner", "namespace", ns, "replicaset", rs, "owner_kind", kind, "owner_name", name, "owner_is_controller", "true")
+}
+
+// BacktestRecording is a recording the size of a backtest's, of workloads
+// Deployments of pods pods each: per pod a compute
+// and a memory series and its kube-state-metrics series, a sample a minute,
+// written as promtool's dump writes, series after series.
+func BacktestRecording(workloads, pods, samples int) []byte {
+	var b bytes.Buffer
+	each := func(series string, value func(i int) string) {
+		for i := range samples {
+			fmt.Fprintf(&b, "%s %s %d\n", series, value(i), T0.Unix()+int64(i)*60)
+		}
+	}
+	for w := range workloads {
+		d := fmt.Sprintf("llm-%02d", w)
+		rs := d + "-7d9f8c6b5d"
+		each(ReplicaSetOwner("serving", rs, "Deployment", d), func(int) string { return "1" })
+		for p := range pods {
+			pod := fmt.Sprintf("%s-x2b%02d", rs, p+20)
+			each(PodOwner("serving", pod, "ReplicaSet", rs), func(int) string { return "1" })
+			each(Series("kube_pod_start_time", "namespace", "serving", "pod", pod), func(int) string { return "1699990000" })
+			each(UsageOf(SM, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d.5", (i*7+w)%100) })
+			each(UsageOf(Mem, "serving", pod, "server"), func(i int) string { return fmt.Sprintf("%d", 40+(i+p)%13) })
+		}
+	}
+	b.WriteString("# EOF\n")
+	return b.Bytes()
+}
+
+// Recording writes an OpenMetrics file for a test, one series after the
+// other (OpenMetrics only orders the samples within a series).
+type Recording struct {
+	b strings.Builder
+}
+
+// Add writes one sample per value, step apart from start (an offset from
+// T0); a nil value leaves a gap. series is written as is:
+// `name{label="value"}`.
+func (r *Recording) Add(series string, start, step time.Duration, values ...any) *Recording {
+	for i, v := range values {
+		if v == nil {
+			continue
+		}
+		var s string
+		switch v := v.(type) {
+		case int:
+			s = strconv.Itoa(v)
+		case float64:
+			s = strconv.FormatFloat(v, 'g', -1, 64)
+		default:
+			panic(fmt.Sprintf("value %v of type %T", v, v))
+		}
+		at := T0.Add(start + time.Duration(i)*step)
+		fmt.Fprintf(&r.b, "%s %s %s\n", series, s, Seconds(at.UnixMilli()))
+	}
+	return r
+}
+
+func (r *Recording) String() string { return r.b.String() + "# EOF\n" }
+
+// Parse reads the recording as the file test.om.
+func (r *Recording) Parse(t testing.TB) *openmetrics.Recorded {
+	t.Helper()
+	rec, err := openmetrics.ParseRecorded(strings.NewReader(r.String()), "test.om")
+	require.NoError(t, err)
+	return rec
+}
+
+// Seconds renders Unix milliseconds as the seconds a file holds.
+func Seconds(ms int64) string {
+	sign := ""
+	u := uint64(ms)
+	if ms < 0 {
+		sign, u = "-", -u
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, u/1000, u%1000)
+}
+
+// Dump renders every sample of a recording, one line each, as
+// `metric{labels} value@unix-ms`, for exact comparisons that NaN does not
+// defeat.
+func Dump(r *openmetrics.Recorded) []string {
+	var out []string
+	for _, s := range r.Series() {
+		name := SeriesString(s)
+		for _, x := range s.Samples {
+			out = append(out, fmt.Sprintf("%s %s@%d", name, FormatValue(x.V), x.T))
+		}
+	}
+	return out
+}
+
+// SeriesString writes a series' name and labels as a file does.
+func SeriesString(s metrics.Series) string {
+	ls := make([]string, len(s.Labels))
+	for i, l := range s.Labels {
+		ls[i] = fmt.Sprintf("%s=%q", l.Name, l.Value)
+	}
+	return s.Metric + "{" + strings.Join(ls, ",") + "}"
+}
+
+// FormatValue writes a sample value, NaN as "NaN".
+func FormatValue(v float64) string {
+	if math.IsNaN(v) {
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// Render describes a usage.Result exactly and readably: times are seconds
+// after T0, `-` is an unknown start.
+func Render(res usage.Result) string {
+	var b strings.Builder
+	refs := make([]usage.Ref, 0, len(res.Workloads))
+	for ref := range res.Workloads {
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, func(a, b usage.Ref) int { return strings.Compare(a.String(), b.String()) })
+	for _, ref := range refs {
+		w := res.Workloads[ref]
+		fmt.Fprintf(&b, "%s step=%s liveKnown=%t\n", ref, w.Step, w.LiveKnown)
+		for _, p := range w.Pods {
+			start := "-"
+			if p.Start != 0 {
+				start = offset(p.Start)
+			}
+			fmt.Fprintf(&b, "  %s live=%t start=%s\n", p.Name, p.Live, start)
+			for _, m := range []usage.Metric{usage.Compute, usage.Memory} {
+				s, ok := p.Series[m]
+				if !ok {
+					continue
+				}
+				xs := make([]string, len(s))
+				for i, x := range s {
+					xs[i] = FormatValue(x.V) + "@" + offset(x.T)
+				}
+				fmt.Fprintf(&b, "    %s: %s\n", m, strings.Join(xs, " "))
+			}
+			if len(p.Series) > 2 {
+				fmt.Fprintf(&b, "    unexpected series: %v\n", p.Series)
+			}
+		}
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	return b.String()
+}
+
+// Workloads renders a result without its warnings, which name the source.
+func Workloads(res usage.Result) string {
+	res.Warnings = nil
+	return Render(res)
+}
+
+// offset renders Unix milliseconds as seconds after T0.
+func offset(ms int64) string {
+	d := ms - T0.UnixMilli()
+	if d%1000 == 0 {
+		return strconv.FormatInt(d/1000, 10)
+	}
+	return strconv.FormatFloat(float64(d)/1000, 'f', -1, 64)
+}
+
+// Gzipped compresses b.
+func Gzipped(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	z := gzip.NewWriter(&buf)
+	_, err := z.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, z.Close())
+	return buf.Bytes()
+}
