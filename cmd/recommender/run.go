@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"io"
 	"log/slog"
 	"os"
@@ -16,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -29,7 +30,7 @@ type runOptions struct {
 	// Config is the config file that fills in what flags and the
 	// environment leave out; effective is the outcome.
 	Config    string
-	effective *effectiveConfig
+	effective *config.Effective
 
 	Repo        string
 	Base        string
@@ -78,13 +79,13 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			"      --gitlab-token-file /var/run/secrets/gitlab/token --prometheus-url http://prometheus:9090",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eff, err := loadConfig(cmd, &opts.Config, os.LookupEnv)
+			eff, err := config.Load(cmd.Flags(), &opts.Config, os.LookupEnv)
 			if err != nil {
 				return err
 			}
 			opts.effective = eff
 			if err := opts.check(parseUsage); err != nil {
-				return eff.explain(err)
+				return explain(eff, err)
 			}
 			// A run in a cluster logs its summary line: run logs at info
 			// unless told otherwise.
@@ -106,7 +107,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 		},
 	}
 	f := cmd.Flags()
-	addConfigFlag(cmd, &opts.Config)
+	config.AddFlag(cmd.Flags(), &opts.Config)
 	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
 	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository), github or gitlab")

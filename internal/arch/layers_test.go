@@ -34,7 +34,8 @@ var allowed = map[string][]string{
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
+	"internal/config":   {"internal/checkout", "internal/policy", "internal/scm"},
+	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/config", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
 		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
 }
 
