@@ -29,14 +29,14 @@ var allowed = map[string][]string{
 	"internal/policy":   {"internal/checkout", "internal/engine", "internal/usage"},
 	"internal/metrics":  {"internal/usage"},
 	"internal/patcher":  {"internal/checkout", "internal/kai", "internal/usage"},
-	"internal/backtest": {"internal/engine", "internal/kai", "internal/policy", "internal/usage"},
+	"internal/backtest": {"internal/engine", "internal/kai", "internal/metrics", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
 	"internal/config":   {"internal/checkout", "internal/policy", "internal/scm"},
-	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/config", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
-		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
+	"cmd/recommender": {"internal/backtest", "internal/config", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
+		"internal/patcher", "internal/plan", "internal/publish", "internal/scm", "internal/usage"},
 }
 
 // packages lists the module's packages (not test files), from the
