@@ -4,19 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
-	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
@@ -212,14 +207,14 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
-		Conventional: conventionalRE.MatchString(g.Message()), Source: source, Warnings: lr.Warnings(),
+		Conventional: publish.Conventional(g.Message()), Source: source, Warnings: lr.Warnings(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()
 	if err != nil {
 		return err
 	}
-	if err := writeReport(opts.IO.Out, rep); err != nil {
+	if err := rep.WriteTable(opts.IO.Out); err != nil {
 		return err
 	}
 	liveFailed, err := lr.Finish(ctx, forge, rep, plan.Grouping(opts.GroupBy), opts.IO.Out)
@@ -254,17 +249,10 @@ func logSummary(log *slog.Logger, p *plan.Plan, rep *publish.Report, live []any,
 	}
 	attrs := []any{"outcome", outcome, "dryRun", dryRun, "duration", took.Round(time.Millisecond).String()}
 	if p != nil {
-		c := p.Counts()
-		attrs = append(attrs, slog.Group("decisions", "upsize", c[engine.Upsize], "scaleBack", c[engine.ScaleBack],
-			"noChange", c[engine.NoChange], "skipped", c[engine.Skipped]), "problems", len(p.Problems))
+		attrs = append(attrs, slog.Group("decisions", p.DecisionCounts()...), "problems", len(p.Problems))
 	}
 	if rep != nil {
-		var counts []any
-		for _, o := range []publish.Outcome{publish.Opened, publish.Updated, publish.Unchanged, publish.Closed,
-			publish.Declined, publish.Capped, publish.Kept, publish.Failed} {
-			counts = append(counts, string(o), rep.Count(o))
-		}
-		attrs = append(attrs, slog.Group("pullRequests", counts...))
+		attrs = append(attrs, slog.Group("pullRequests", rep.Summary()...))
 	}
 	if live != nil {
 		attrs = append(attrs, slog.Group("live", live...))
@@ -322,50 +310,3 @@ func (o *runOptions) forge(ctx context.Context) (publish.Forge, string, scm.Auth
 	}
 	return local, repo, scm.Auth{}, nil
 }
-
-// writeReport prints one row per change set or pull request, and the
-// summary.
-func writeReport(w io.Writer, rep *publish.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANGE SET\tBRANCH\tOUTCOME\tPULL REQUEST\tDETAIL")
-	for _, r := range rep.Results {
-		pr := "-"
-		if r.Number > 0 {
-			pr = fmt.Sprintf("#%d", r.Number)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", plan.Printable(r.Key), plan.Printable(r.Branch), outcomeText(r.Outcome, rep.DryRun), pr, plan.Printable(r.Detail))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	prefix := ""
-	if rep.DryRun {
-		prefix = "dry run, nothing written: "
-	}
-	var counts []string
-	for _, o := range []publish.Outcome{publish.Opened, publish.Updated, publish.Unchanged, publish.Closed, publish.Declined, publish.Failed} {
-		counts = append(counts, fmt.Sprintf("%d %s", rep.Count(o), outcomeText(o, rep.DryRun)))
-	}
-	_, err := fmt.Fprintf(w, "\n%s%s\n", prefix, strings.Join(counts, ", "))
-	return err
-}
-
-// outcomeText is how an outcome reads: what a dry run would have done is
-// not said as done.
-func outcomeText(o publish.Outcome, dryRun bool) string {
-	if dryRun {
-		switch o {
-		case publish.Opened:
-			return "would open"
-		case publish.Updated:
-			return "would update"
-		case publish.Closed:
-			return "would close"
-		}
-	}
-	return string(o)
-}
-
-// conventionalRE matches a Conventional Commits subject: the tool writes
-// its commits as the repository's newest one is written.
-var conventionalRE = regexp.MustCompile(`^[a-z]+(\([^)]*\))?!?: `)

@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
 	"internal/config":   {"internal/checkout", "internal/policy", "internal/scm"},
-	"cmd/recommender": {"internal/backtest", "internal/config", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
+	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics",
 		"internal/patcher", "internal/plan", "internal/publish", "internal/scm", "internal/usage"},
 }
 
