@@ -13,25 +13,27 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/backtest"
 )
 
 func TestNewCmdBacktest(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want backtestOptions
+		want backtest.Options
 		err  string
 	}{
 		{
 			name: "defaults",
 			args: []string{"--traces", "t.csv"},
-			want: backtestOptions{Traces: []string{"t.csv"}, Start: 1, Cadence: time.Hour, MergeDelay: 2 * time.Hour, OOMKill: true, Restart: 2 * time.Minute},
+			want: backtest.Options{Traces: []string{"t.csv"}, Start: 1, Cadence: time.Hour, MergeDelay: 2 * time.Hour, OOMKill: true, Restart: 2 * time.Minute},
 		},
 		{
 			name: "everything",
 			args: []string{"--traces", "a.csv", "--traces", "b.csv.gz", "--policies", "g=p", "--start", "0.5", "--cadence", "30m",
 				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100"},
-			want: backtestOptions{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
+			want: backtest.Options{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
 				Restart: 5 * time.Minute, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
 		},
 		{name: "no traces", args: nil, err: "`--traces` or `--metrics-file` is required"},
@@ -45,9 +47,9 @@ func TestNewCmdBacktest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got *backtestOptions
+			var got *backtest.Options
 			io := streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
-			cmd := newCmdBacktest(io, func() (*slog.Logger, error) { return newLogger(io, "warn") }, func(_ context.Context, o *backtestOptions) error {
+			cmd := newCmdBacktest(io, func() (*slog.Logger, error) { return newLogger(io, "warn") }, func(_ context.Context, o *backtest.Options) error {
 				got = o
 				return nil
 			})
@@ -60,7 +62,7 @@ func TestNewCmdBacktest(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got.IO, got.Logger = streams{}, nil
+			got.Out, got.Logger = nil, nil
 			require.Equal(t, tt.want, *got)
 		})
 	}
@@ -156,29 +158,4 @@ func TestBacktestWritesOnlyUnderOut(t *testing.T) {
 		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/results.md", "a/b/c/out/tradeoff.svg", "a/b/c/out/tradeoff-live.svg",
 		"a/b/c/out/workload-x_.._.._.._pwned.svg", "a/b/c/out/workload-x_.._.._.._pwned-2.svg",
 	}, files)
-}
-
-func TestPlotFile(t *testing.T) {
-	tests := []struct {
-		name  string
-		names []string
-		want  []string
-	}{
-		{name: "plain", names: []string{"chat-v2.1_a"}, want: []string{"workload-chat-v2.1_a.svg"}},
-		{name: "a path", names: []string{"x/../../../pwned"}, want: []string{"workload-x_.._.._.._pwned.svg"}},
-		{name: "dot dot", names: []string{".."}, want: []string{"workload-...svg"}},
-		{name: "control characters and non-ASCII", names: []string{"a\nb\x00ü"}, want: []string{"workload-a_b___.svg"}},
-		{name: "names that read alike", names: []string{"a/b", "a_b", "a b"}, want: []string{"workload-a_b.svg", "workload-a_b-2.svg", "workload-a_b-3.svg"}},
-		{name: "too long", names: []string{strings.Repeat("n", 300)}, want: []string{"workload-" + strings.Repeat("n", 200) + ".svg"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			used := map[string]bool{}
-			var got []string
-			for _, n := range tt.names {
-				got = append(got, plotFile(n, used))
-			}
-			require.Equal(t, tt.want, got)
-		})
-	}
 }

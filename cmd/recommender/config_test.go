@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -147,10 +147,10 @@ func TestRunConfigPrecedence(t *testing.T) {
 	require.Equal(t, 2, o.MaxOpen, "file")
 	require.Equal(t, []string{"env-a", "env-b"}, o.Labels, "a list from the environment replaces the file's")
 	require.Empty(t, o.GroupBy, "default: each strategy's gitops.grouping decides")
-	require.Equal(t, settingSource{Kind: "flag"}, o.effective.Sources["max-new"])
-	require.Equal(t, settingSource{Kind: "env", Where: "RECOMMENDER_BASE"}, o.effective.Sources["base"])
-	require.Equal(t, settingSource{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
-	require.Equal(t, settingSource{Kind: "default"}, o.effective.Sources["group-by"])
+	require.Equal(t, config.Source{Kind: "flag"}, o.effective.Sources["max-new"])
+	require.Equal(t, config.Source{Kind: "env", Where: "RECOMMENDER_BASE"}, o.effective.Sources["base"])
+	require.Equal(t, config.Source{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
+	require.Equal(t, config.Source{Kind: "default"}, o.effective.Sources["group-by"])
 
 	t.Setenv("RECOMMENDER_CONFIG", file)
 	o, err = runWith(t, nil)
@@ -171,27 +171,6 @@ func TestRunConfigErrors(t *testing.T) {
 			config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
 			err:    ":5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel)",
 		},
-		{
-			name:   "a key in the wrong case",
-			config: "prometheus:\n  URL: http://p\n",
-			err:    ":2:3: prometheus.URL: unknown key (did you mean \"url\"?)",
-		},
-		{
-			name:   "a secret's value",
-			config: "github:\n  token: ghp_x\n",
-			err:    ":2:3: github.token: unknown key (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)",
-		},
-		{name: "duplicate key", config: "base: a\nbase: b\n", err: ":2:1: base: duplicate key"},
-		{name: "a section that is not a mapping", config: "github: acme/gitops\n", err: ":1:9: github: expected a mapping, got the string \"acme/gitops\""},
-		{name: "a list where a mapping is", config: "- scm\n", err: ":1:1: expected a mapping, got a list"},
-		{name: "a quoted integer", config: "pullRequests: {maxNew: \"3\"}\n", err: ":1:24: pullRequests.maxNew: expected an integer, got the string \"3\""},
-		{name: "yes is no boolean", config: "dryRun: yes\n", err: ":1:9: dryRun: expected true or false, got the string \"yes\""},
-		{name: "an unquoted number for a string", config: "base: 2024\n", err: ":1:7: base: expected a string, got the integer 2024 (quote it)"},
-		{name: "a bad duration", config: "prometheus: {timeout: 5 minutes}\n", err: ":1:23: prometheus.timeout: expected a duration such as 30s or 2m, got \"5 minutes\""},
-		{name: "a string for a list", config: "pullRequests:\n  labels: gpu\n", err: ":2:11: pullRequests.labels: expected a list of strings, got the string \"gpu\""},
-		{name: "a number in a list", config: "policies: [a, 1]\n", err: ":1:11: policies: item 1: expected a string, got the integer 1"},
-		{name: "two documents", config: "base: a\n---\nbase: b\n", err: ":2: one YAML document expected"},
-		{name: "YAML syntax", config: "base: [a\n", err: "yaml: line 1: did not find expected ',' or ']'"},
 		{
 			name:   "a bad value from the environment",
 			config: "scm: local\nrepo: r\nmetrics: {file: m.om}\n",
@@ -325,7 +304,7 @@ func TestRunConfigEmptyEnv(t *testing.T) {
 			env:  map[string]string{"RECOMMENDER_GITHUB_TOKEN_FILE": ""},
 			check: func(t *testing.T, o *runOptions) {
 				require.Empty(t, o.GitHub.TokenFile)
-				require.Equal(t, settingSource{Kind: "env", Where: "RECOMMENDER_GITHUB_TOKEN_FILE"}, o.effective.Sources["github-token-file"])
+				require.Equal(t, config.Source{Kind: "env", Where: "RECOMMENDER_GITHUB_TOKEN_FILE"}, o.effective.Sources["github-token-file"])
 			},
 		},
 		{
@@ -380,28 +359,6 @@ func TestRunConfigEmptyEnv(t *testing.T) {
 	}
 }
 
-func TestSplitEnvList(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     []string
-	}{
-		{name: "commas", in: "a,b,c", want: []string{"a", "b", "c"}},
-		{name: "space and empty items", in: " a , b ,, ", want: []string{"a", "b"}},
-		{name: "empty", in: "", want: nil},
-		{name: "only commas", in: ",,", want: nil},
-		{name: "an escaped comma", in: `Accept: text/plain\, application/json,X-Scope-OrgID: gpu`,
-			want: []string{"Accept: text/plain, application/json", "X-Scope-OrgID: gpu"}},
-		{name: "an escaped backslash before a comma", in: `a\\,b`, want: []string{`a\`, "b"}},
-		{name: "another backslash is itself", in: `C:\dir,x\y`, want: []string{`C:\dir`, `x\y`}},
-		{name: "a trailing backslash", in: `a\`, want: []string{`a\`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, splitEnvList(tt.in))
-		})
-	}
-}
-
 // TestRunConfigEnvListWithComma: a header whose value holds a comma comes
 // through the environment whole.
 func TestRunConfigEnvListWithComma(t *testing.T) {
@@ -443,7 +400,7 @@ func TestPlanConfigFile(t *testing.T) {
 	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
 	require.Equal(t, 30*time.Second, p.Timeout)
 	require.Equal(t, &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
-	require.Equal(t, settingSource{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
+	require.Equal(t, config.Source{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
 	require.NotContains(t, o.effective.Sources, "max-new", "a key only run uses is left to run")
 
 	// flag > env > file > default, as for run.
@@ -538,47 +495,4 @@ func TestConfigPrintGitURL(t *testing.T) {
 			require.Contains(t, out.String(), tt.want)
 		})
 	}
-}
-
-// escapeEnvItem writes an item for a list variable: what splitEnvList
-// reads back as the item.
-func escapeEnvItem(s string) string {
-	return strings.NewReplacer(`\`, `\\`, ",", `\,`).Replace(s)
-}
-
-// FuzzSplitEnvList: any value splits without a panic into trimmed,
-// non-empty items, and items written back with escapeEnvItem read back
-// the same.
-func FuzzSplitEnvList(f *testing.F) {
-	for _, s := range []string{"", "a,b", ` a , b ,`, `Accept: a\, b,X: y`, `a\\,b`, `C:\dir`, `\`, `\,`, `,,\\\,`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		items := splitEnvList(v)
-		escaped := make([]string, len(items))
-		for i, item := range items {
-			if item == "" || item != strings.TrimSpace(item) {
-				t.Fatalf("%q: item %d is %q", v, i, item)
-			}
-			escaped[i] = escapeEnvItem(item)
-		}
-		if again := splitEnvList(strings.Join(escaped, ",")); !slices.Equal(again, items) {
-			t.Fatalf("%q: %q written back reads %q", v, items, again)
-		}
-	})
-}
-
-// FuzzDecodeConfig: a config file is the user's text. Decoding never
-// fails hard, and every error it gives names the file.
-func FuzzDecodeConfig(f *testing.F) {
-	f.Add([]byte(fullConfig))
-	f.Add([]byte("scm: local\nrepo: r\nmetrics: {file: m.om}\n"))
-	f.Add([]byte("prometheus:\n  url: &a http://p\n  headers: [*a, *a]\n"))
-	f.Add([]byte("- a\n- b\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, err := decodeConfig("recommender.yaml", b)
-		if err != nil && !strings.Contains(err.Error(), "recommender.yaml") {
-			t.Fatalf("an error that does not name the file: %v", err)
-		}
-	})
 }

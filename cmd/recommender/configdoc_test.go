@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/config"
 )
 
 const (
@@ -33,7 +35,7 @@ func configKeysTable(t *testing.T) string {
 	}
 	var b strings.Builder
 	b.WriteString("| key | flag | environment variable | default | read by | meaning |\n|---|---|---|---|---|---|\n")
-	for _, k := range configKeys {
+	for _, k := range config.Keys() {
 		var f *pflag.Flag
 		var users []string
 		if f = root.PersistentFlags().Lookup(k.Flag); f != nil {
@@ -56,7 +58,7 @@ func configKeysTable(t *testing.T) string {
 			def = "`" + def + "`"
 		}
 		usage := strings.ReplaceAll(f.Usage, "|", `\|`)
-		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s | %s |\n", k.Path, k.Flag, envName(k.Flag), def, strings.Join(users, ", "), usage)
+		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s | %s |\n", k.Path, k.Flag, config.EnvName(k.Flag), def, strings.Join(users, ", "), usage)
 	}
 	return b.String()
 }
@@ -85,7 +87,7 @@ func TestConfigKeysCoverRun(t *testing.T) {
 	io := streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
 	run := newCmdRun(io, nil, nil)
 	keyed := map[string]bool{}
-	for _, k := range configKeys {
+	for _, k := range config.Keys() {
 		keyed[k.Flag] = true
 	}
 	run.Flags().VisitAll(func(f *pflag.Flag) {

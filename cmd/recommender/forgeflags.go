@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
@@ -128,7 +129,7 @@ func (f *gitFlags) check() error {
 	case f.SSHKeyFile != "" && f.URL == "":
 		return flagErrorf("`--git-ssh-key-file` needs `--git-url`, the repository's SSH URL (ssh://git@host/owner/name.git)")
 	case f.SSHKeyFile != "" && !ssh:
-		return flagErrorf("`--git-ssh-key-file` needs an SSH `--git-url` (ssh://user@host/path or user@host:path), got %q", redactURL(f.URL))
+		return flagErrorf("`--git-ssh-key-file` needs an SSH `--git-url` (ssh://user@host/path or user@host:path), got %q", config.RedactURL(f.URL))
 	case ssh && f.SSHKeyFile == "":
 		return flagErrorf("an SSH `--git-url` needs `--git-ssh-key-file`: the key to authenticate with")
 	case f.SSHKeyFile != "" && f.KnownHostsFile == "":

@@ -7,11 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/gpu-rightsizing/recommender/internal/config"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
 // exitCode is what the process returns; its values are documented in the
@@ -48,7 +50,7 @@ func Main(args []string, stdout, stderr io.Writer) exitCode {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	var flagErr *flagError
-	var cfgErr *configError
+	var cfgErr *config.Error
 	switch {
 	case err == nil:
 		return exitOK

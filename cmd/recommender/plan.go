@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
@@ -23,7 +24,7 @@ type planOptions struct {
 	// environment leave out (the one run reads: plan takes the keys it
 	// shares with run); effective is the outcome.
 	Config    string
-	effective *effectiveConfig
+	effective *config.Effective
 
 	Repo             string
 	Usage            usageFlags
@@ -62,13 +63,13 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 			"      --prometheus-header 'X-Scope-OrgID: gpu' --prometheus-token-file /var/run/secrets/token --cluster-label cluster=prod-eu",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eff, err := loadConfig(cmd, &opts.Config, os.LookupEnv)
+			eff, err := config.Load(cmd.Flags(), &opts.Config, os.LookupEnv)
 			if err != nil {
 				return err
 			}
 			opts.effective = eff
 			if err := opts.check(parseUsage); err != nil {
-				return eff.explain(err)
+				return explain(eff, err)
 			}
 			log, err := logger()
 			if err != nil {
@@ -82,7 +83,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 			return runPlan(cmd.Context(), opts)
 		},
 	}
-	addConfigFlag(cmd, &opts.Config)
+	config.AddFlag(cmd.Flags(), &opts.Config)
 	f := cmd.Flags()
 	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table, json or markdown (for a CI job's summary)")

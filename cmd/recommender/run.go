@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpu-rightsizing/recommender/internal/fastpath"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/config"
+	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -29,7 +25,7 @@ type runOptions struct {
 	// Config is the config file that fills in what flags and the
 	// environment leave out; effective is the outcome.
 	Config    string
-	effective *effectiveConfig
+	effective *config.Effective
 
 	Repo        string
 	Base        string
@@ -78,13 +74,13 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			"      --gitlab-token-file /var/run/secrets/gitlab/token --prometheus-url http://prometheus:9090",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eff, err := loadConfig(cmd, &opts.Config, os.LookupEnv)
+			eff, err := config.Load(cmd.Flags(), &opts.Config, os.LookupEnv)
 			if err != nil {
 				return err
 			}
 			opts.effective = eff
 			if err := opts.check(parseUsage); err != nil {
-				return eff.explain(err)
+				return explain(eff, err)
 			}
 			// A run in a cluster logs its summary line: run logs at info
 			// unless told otherwise.
@@ -106,7 +102,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 		},
 	}
 	f := cmd.Flags()
-	addConfigFlag(cmd, &opts.Config)
+	config.AddFlag(cmd.Flags(), &opts.Config)
 	f.StringVar(&opts.Repo, "repo", "", "the GitOps repository's local path (with --scm local)")
 	f.StringVar(&opts.Base, "base", "main", "base `branch` the pull requests go into; policies are read from it")
 	f.StringVar(&opts.SCM, "scm", "local", "where pull requests live: local (files beside the repository), github or gitlab")
@@ -211,14 +207,14 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
-		Conventional: conventionalRE.MatchString(g.Message()), Source: source, Warnings: lr.Warnings(),
+		Conventional: publish.Conventional(g.Message()), Source: source, Warnings: lr.Warnings(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()
 	if err != nil {
 		return err
 	}
-	if err := writeReport(opts.IO.Out, rep); err != nil {
+	if err := rep.WriteTable(opts.IO.Out); err != nil {
 		return err
 	}
 	liveFailed, err := lr.Finish(ctx, forge, rep, plan.Grouping(opts.GroupBy), opts.IO.Out)
@@ -253,17 +249,10 @@ func logSummary(log *slog.Logger, p *plan.Plan, rep *publish.Report, live []any,
 	}
 	attrs := []any{"outcome", outcome, "dryRun", dryRun, "duration", took.Round(time.Millisecond).String()}
 	if p != nil {
-		c := p.Counts()
-		attrs = append(attrs, slog.Group("decisions", "upsize", c[engine.Upsize], "scaleBack", c[engine.ScaleBack],
-			"noChange", c[engine.NoChange], "skipped", c[engine.Skipped]), "problems", len(p.Problems))
+		attrs = append(attrs, slog.Group("decisions", p.DecisionCounts()...), "problems", len(p.Problems))
 	}
 	if rep != nil {
-		var counts []any
-		for _, o := range []publish.Outcome{publish.Opened, publish.Updated, publish.Unchanged, publish.Closed,
-			publish.Declined, publish.Capped, publish.Kept, publish.Failed} {
-			counts = append(counts, string(o), rep.Count(o))
-		}
-		attrs = append(attrs, slog.Group("pullRequests", counts...))
+		attrs = append(attrs, slog.Group("pullRequests", rep.Summary()...))
 	}
 	if live != nil {
 		attrs = append(attrs, slog.Group("live", live...))
@@ -321,50 +310,3 @@ func (o *runOptions) forge(ctx context.Context) (publish.Forge, string, scm.Auth
 	}
 	return local, repo, scm.Auth{}, nil
 }
-
-// writeReport prints one row per change set or pull request, and the
-// summary.
-func writeReport(w io.Writer, rep *publish.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANGE SET\tBRANCH\tOUTCOME\tPULL REQUEST\tDETAIL")
-	for _, r := range rep.Results {
-		pr := "-"
-		if r.Number > 0 {
-			pr = fmt.Sprintf("#%d", r.Number)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", plan.Printable(r.Key), plan.Printable(r.Branch), outcomeText(r.Outcome, rep.DryRun), pr, plan.Printable(r.Detail))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	prefix := ""
-	if rep.DryRun {
-		prefix = "dry run, nothing written: "
-	}
-	var counts []string
-	for _, o := range []publish.Outcome{publish.Opened, publish.Updated, publish.Unchanged, publish.Closed, publish.Declined, publish.Failed} {
-		counts = append(counts, fmt.Sprintf("%d %s", rep.Count(o), outcomeText(o, rep.DryRun)))
-	}
-	_, err := fmt.Fprintf(w, "\n%s%s\n", prefix, strings.Join(counts, ", "))
-	return err
-}
-
-// outcomeText is how an outcome reads: what a dry run would have done is
-// not said as done.
-func outcomeText(o publish.Outcome, dryRun bool) string {
-	if dryRun {
-		switch o {
-		case publish.Opened:
-			return "would open"
-		case publish.Updated:
-			return "would update"
-		case publish.Closed:
-			return "would close"
-		}
-	}
-	return string(o)
-}
-
-// conventionalRE matches a Conventional Commits subject: the tool writes
-// its commits as the repository's newest one is written.
-var conventionalRE = regexp.MustCompile(`^[a-z]+(\([^)]*\))?!?: `)

@@ -32,14 +32,17 @@ var allowed = map[string][]string{
 	"internal/metrics/metricstest": {"internal/metrics", "internal/metrics/openmetrics", "internal/usage"},
 	"internal/metrics/preset":      {"internal/usage"},
 	"internal/metrics/prometheus":  {"internal/metrics", "internal/usage"},
-	"internal/patcher":             {"internal/checkout", "internal/kai", "internal/usage"},
-	"internal/backtest":            {"internal/engine", "internal/kai", "internal/policy", "internal/usage"},
+	"internal/patcher":             {"internal/checkout", "internal/kai", "internal/usage", "internal/patcher/splice"},
+	"internal/patcher/splice":      {"internal/checkout"},
+	"internal/backtest":            {"internal/engine", "internal/kai", "internal/metrics/openmetrics", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/plan":                {"internal/checkout", "internal/engine", "internal/kai", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":             {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":                {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath":            {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"cmd/recommender": {"internal/backtest", "internal/checkout", "internal/engine", "internal/fastpath", "internal/kai", "internal/live", "internal/metrics", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/patcher", "internal/plan", "internal/policy", "internal/publish", "internal/scm", "internal/usage"},
+	"internal/config":              {"internal/checkout", "internal/policy", "internal/scm"},
+	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/kai", "internal/live",
+		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
+		"internal/patcher", "internal/plan", "internal/publish", "internal/scm", "internal/usage"},
 }
 
 // packages lists the module's packages (not test files): every directory

@@ -22,6 +22,13 @@ func (p *Plan) Counts() map[engine.Action]int {
 	return c
 }
 
+// DecisionCounts counts the decisions by action, every action named, for
+// a run's summary line.
+func (p *Plan) DecisionCounts() []any {
+	c := p.Counts()
+	return []any{"upsize", c[engine.Upsize], "scaleBack", c[engine.ScaleBack], "noChange", c[engine.NoChange], "skipped", c[engine.Skipped]}
+}
+
 // WriteTable renders the plan for people: one row per workload, then the
 // diff of every edited file, then the problems.
 func (p *Plan) WriteTable(w io.Writer) error {

@@ -1,0 +1,148 @@
+package backtest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// writeFiles writes results.txt, results.json, results.md, the trade-off
+// plots and the plots of a few workloads under OutDir.
+func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery) error {
+	results := deliveries[0].Results
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return err
+	}
+	// Every write goes through a Root: whatever a name holds, no file
+	// lands outside --out.
+	out, err := os.OpenRoot(opts.OutDir)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	write := func(name string, fn func(f *os.File) error) error {
+		f, err := out.Create(name)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return f.Close()
+	}
+	config := map[string]any{
+		"start": cfg.Start.String(), "cadence": cfg.Cadence.String(), "mergeDelay": cfg.MergeDelay.String(),
+		"policies": opts.Policies, "maxPeakPercent": opts.MaxPeak, "oomKill": cfg.OOMKill, "restart": cfg.Restart.String(),
+	}
+	if err := write("results.txt", func(f *os.File) error { return WriteTables(f, deliveries) }); err != nil {
+		return err
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, opts.inputs(), config, deliveries); err != nil {
+		return err
+	}
+	if err := write("results.json", func(f *os.File) error { _, err := f.Write(js.Bytes()); return err }); err != nil {
+		return err
+	}
+	// The Markdown tables are rendered from results.json as written, as
+	// the check of BENCHMARKS.md renders them.
+	doc, err := ReadResults(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		return err
+	}
+	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
+		return err
+	}
+	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true}
+	for i, d := range deliveries {
+		name := "tradeoff.svg"
+		if i > 0 {
+			name = "tradeoff-live.svg"
+		}
+		used[name] = true
+		if err := write(name, func(f *os.File) error {
+			return PlotTradeoff(f, fmt.Sprintf("%d workloads, start %s, %s", len(traces), cfg.Start, d.Name), d.Results)
+		}); err != nil {
+			return err
+		}
+	}
+	names := chooseExamples(results)
+	for _, n := range opts.Plot {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		i := slices.IndexFunc(traces, func(t *Trace) bool { return t.Name == n })
+		if i < 0 {
+			return fmt.Errorf("`--plot` %q: no such workload in the traces", n)
+		}
+		file := plotFile(n, used)
+		if err := write(file, func(f *os.File) error { return PlotWorkload(f, traces[i], results) }); err != nil {
+			return err
+		}
+		opts.Logger.Debug("workload plotted", "workload", n, "file", file)
+	}
+	opts.Logger.Info("results written", "dir", opts.OutDir)
+	return nil
+}
+
+// plotFile names the plot of workload name: workload-<name>.svg, with
+// every byte outside [A-Za-z0-9._-] replaced by '_', so that a name from
+// a trace (x/../../pwned, a line break, a NUL) can only ever be one plain
+// file name. The replacement can make two names one, so a name already in
+// used gets -2, -3, ...; the result is added to used.
+func plotFile(name string, used map[string]bool) string {
+	// File names are limited to 255 bytes; leave room for the rest.
+	const maxName = 200
+	b := []byte(name)
+	if len(b) > maxName {
+		b = b[:maxName]
+	}
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	base := "workload-" + string(b)
+	file := base + ".svg"
+	for k := 2; used[file]; k++ {
+		file = fmt.Sprintf("%s-%d.svg", base, k)
+	}
+	used[file] = true
+	return file
+}
+
+// chooseExamples picks up to three workloads worth looking at: where the
+// first policy leaves the most slack, and where it and VPA
+// baseline breach memory the most.
+func chooseExamples(results []Result) []string {
+	pick := func(r Result, score func(Score) float64) string {
+		best, name := 0.0, ""
+		for _, w := range r.Workloads {
+			if v := score(w.Score); v > best {
+				best, name = v, w.Name
+			}
+		}
+		return name
+	}
+	var names []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	breach := func(s Score) float64 { return s.MemoryBreachMinutes }
+	if len(results) > 1 {
+		add(pick(results[1], func(s Score) float64 { return s.SlackGPUHours }))
+		add(pick(results[1], breach))
+	}
+	for _, r := range results {
+		if r.Strategy == "vpa" {
+			add(pick(r, breach))
+		}
+	}
+	return names
+}

@@ -1,0 +1,269 @@
+package backtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Options are one backtest as the command asks for it: where the traces
+// come from, the policies, the delivery model, and where results go.
+type Options struct {
+	Traces      []string
+	MetricsFile string // a recording, replayed for the GPU workloads of Repo
+	Repo        string
+	Policies    []string // NAME=PATH or PATH, each a strategy
+	Start       float64
+	Cadence     time.Duration
+	MergeDelay  time.Duration
+	OOMKill     bool          // a memory breach kills the container (HAMi-core)
+	Restart     time.Duration // how long a killed container takes to restart
+	OutDir      string
+	Plot        []string // workloads to plot; empty: a few chosen
+	MaxPeak     float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
+
+	// Out gets the tables; Logger says what the backtest is at.
+	Out    io.Writer
+	Logger *slog.Logger
+}
+
+// inputs names where the traces came from.
+func (o *Options) inputs() []string {
+	in := slices.Clone(o.Traces)
+	if o.MetricsFile != "" {
+		in = append(in, o.MetricsFile+" (for "+o.Repo+")")
+	}
+	return in
+}
+
+// Replay loads the traces and policies the options name, replays them
+// through the policies and the baselines, each delivered as pull requests
+// and with the live fast path, prints the tables, and writes the result
+// files when OutDir is set.
+func Replay(ctx context.Context, opts Options) error {
+	engines, err := loadEngines(ctx, opts.Policies)
+	if err != nil {
+		return err
+	}
+	traces, err := loadTraces(ctx, &opts, engines)
+	if err != nil {
+		return err
+	}
+	opts.Logger.Info("traces loaded", "workloads", len(traces))
+
+	startAlloc := engine.Allocation{Form: engine.Fraction, GPUs: opts.Start}
+	if opts.Start >= 1 {
+		startAlloc = engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(int(opts.Start))}
+	}
+	strategies := strategiesOf(engines, opts.Cadence)
+	cfg := Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart}
+	began := time.Now()
+	deliveries, err := deliver(ctx, traces, strategies, cfg)
+	if err != nil {
+		return err
+	}
+	opts.Logger.Info("backtest done", "strategies", len(strategies), "workloads", len(traces), "elapsed", time.Since(began).Round(time.Millisecond))
+
+	kills := "memory breaches kill the container, restarting in " + opts.Restart.String()
+	if !opts.OOMKill {
+		kills = "memory breaches have no consequence"
+	}
+	fmt.Fprintf(opts.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s; %s\n",
+		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, kills)
+	if err := WriteTables(opts.Out, deliveries); err != nil {
+		return err
+	}
+	if opts.OutDir == "" {
+		return nil
+	}
+	return writeFiles(&opts, traces, cfg, deliveries)
+}
+
+func loadEngines(ctx context.Context, specs []string) ([]*Engine, error) {
+	var engines []*Engine
+	for _, spec := range specs {
+		e, err := loadEngine(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		engines = append(engines, e)
+	}
+	return engines, nil
+}
+
+// loadTraces reads the trace files and the recording, keeping those
+// within MaxPeak. A recording is read through the first policy's metric
+// mapping.
+func loadTraces(ctx context.Context, opts *Options, engines []*Engine) ([]*Trace, error) {
+	var traces []*Trace
+	for _, f := range opts.Traces {
+		ts, err := ReadCSVFile(f)
+		if err != nil {
+			return nil, err
+		}
+		traces = append(traces, ts...)
+	}
+	if opts.MetricsFile != "" {
+		g := policy.Governance{}
+		if len(engines) > 0 {
+			g = engines[0].Governance
+		}
+		ts, err := recordedTraces(ctx, opts.Repo, opts.MetricsFile, g)
+		if err != nil {
+			return nil, err
+		}
+		traces = append(traces, ts...)
+	}
+	if opts.MaxPeak > 0 {
+		traces = slices.DeleteFunc(traces, func(t *Trace) bool { return t.Peak() > opts.MaxPeak })
+	}
+	if len(traces) == 0 {
+		return nil, fmt.Errorf("no workload left to replay")
+	}
+	return traces, nil
+}
+
+// strategiesOf are the strategies replayed: static first, then each
+// policy, then the baselines.
+func strategiesOf(engines []*Engine, cadence time.Duration) []Strategy {
+	strategies := []Strategy{Static{}}
+	// The baselines are held to the first policy's bounds (or the
+	// defaults), so that they differ from it in how they pick a number.
+	bounds := Bounds{Ceiling: policy.DefaultCeiling, Floor: policy.DefaultFloor, MinChangePercent: policy.DefaultMinChangePercent}
+	for i, e := range engines {
+		strategies = append(strategies, e)
+		if st := e.Governance.Strategy; i == 0 {
+			bounds = Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
+		}
+	}
+	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Auto: true},
+		KRRSimple{Bounds: bounds}, PeakPlus15{Bounds: bounds},
+		CadenceOracle{Bounds: bounds, Period: 7 * 24 * time.Hour}, CadenceOracle{Bounds: bounds, Period: 24 * time.Hour},
+		Oracle{Bounds: bounds, Cadence: cadence})
+}
+
+// deliver runs every strategy both as pull requests and with the live
+// fast path, so that none wins by its delivery alone.
+func deliver(ctx context.Context, traces []*Trace, strategies []Strategy, cfg Config) ([]Delivery, error) {
+	deliveries := []Delivery{{Name: PullRequests}, {Name: PullRequestsLive, Live: true}}
+	for i := range deliveries {
+		c := cfg
+		c.Live = deliveries[i].Live
+		results, err := Run(ctx, traces, strategies, c)
+		if err != nil {
+			return nil, err
+		}
+		deliveries[i].Results = results
+	}
+	return deliveries, nil
+}
+
+// recordedTraces replays a recording for the GPU Deployments of a
+// repository: each becomes a trace of its hottest pod, read through the
+// metric mapping of the governance given (the first policy's, or Kubex's
+// exporter by default).
+func recordedTraces(ctx context.Context, repo, file string, g policy.Governance) ([]*Trace, error) {
+	src, err := openmetrics.OpenRecorded(file)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := patcher.Discover(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	// The span leaves out samples a wrong clock dated far after the rest,
+	// which would stretch the replay over empty months.
+	sp := src.Span()
+	q := usage.Query{At: sp.Newest, Lookback: sp.Newest.Sub(sp.Oldest) + time.Millisecond, Metrics: map[usage.Metric]usage.Mapping{}}
+	relative := map[usage.Metric]bool{}
+	for m, mr := range g.Sources() {
+		q.Metrics[m] = mr.Source
+		relative[m] = mr.Interpretation == engine.CurrentAllocation
+	}
+	alloc := map[usage.Ref]float64{}
+	for _, w := range inv.Workloads {
+		if w.Ref.Namespace == "" {
+			w.Ref.Namespace = "default"
+		}
+		a := w.GPU.Fraction
+		if a == 0 {
+			a = float64(w.GPU.Whole)
+		}
+		if a > 0 {
+			alloc[w.Ref] = a
+			q.Workloads = append(q.Workloads, w.Ref)
+		}
+	}
+	res, err := src.Usage(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var traces []*Trace
+	for _, r := range q.Workloads {
+		if w, ok := res.Workloads[r]; ok {
+			if tr := FromUsage(r.Namespace+"-"+r.Name, w, relative, alloc[r]); len(tr.Compute) > 0 {
+				traces = append(traces, tr)
+			}
+		}
+	}
+	return traces, nil
+}
+
+func peakNote(p float64) string {
+	if p <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" peaking at most at %g%% of a GPU", p)
+}
+
+// target is the Deployment every trace stands for when policies are asked
+// who governs it: the label is the one the Kubex starter policies select
+// on.
+func target(name string) policy.Target {
+	return policy.Target{
+		Ref:    usage.Ref{Namespace: "backtest", Kind: "Deployment", Name: name},
+		Labels: map[string]string{"nvidia.com/gpu.present": "true"},
+	}
+}
+
+// loadEngine reads the policies spec names (NAME=PATH, or PATH named by
+// its base name) as the engine's strategy.
+func loadEngine(ctx context.Context, spec string) (*Engine, error) {
+	name, path, ok := strings.Cut(spec, "=")
+	if !ok {
+		path = spec
+		name = strings.TrimSuffix(filepath.Base(spec), filepath.Ext(spec))
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("policies %s: %w", spec, err)
+	}
+	root, rel := path, []string(nil)
+	if !st.IsDir() {
+		root, rel = filepath.Dir(path), []string{filepath.Base(path)}
+	}
+	set, err := policy.Load(ctx, root, rel...)
+	if err != nil {
+		return nil, err
+	}
+	if len(set.Errors) > 0 {
+		return nil, fmt.Errorf("policies %s: %w", spec, set.Errors[0])
+	}
+	g := set.Govern(target("trace"))
+	if g.Skip != "" {
+		return nil, fmt.Errorf("policies %s do not govern a Deployment labelled nvidia.com/gpu.present=true: %s", spec, g.Skip)
+	}
+	return &Engine{Label: name, Governance: g}, nil
+}
