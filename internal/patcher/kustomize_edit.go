@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 )
 
@@ -288,7 +287,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	}
 	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
 	for _, op := range ke.e.Ops {
-		file, err := st.definer(chain, ke.o, opPaths(op, spec.template))
+		file, err := st.definer(chain, ke.o, op.touches(spec.template))
 		if err != nil {
 			return false, err
 		}
@@ -345,28 +344,6 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	}
 	st.accepted = append(st.accepted, g...)
 	return elsewhere, nil
-}
-
-// opPaths are the fields an op may change, as paths from the object.
-func opPaths(op Op, tmpl []string) [][]string {
-	under := func(rest ...string) []string { return append(slices.Clone(tmpl), rest...) }
-	switch o := op.(type) {
-	case setGPUFraction:
-		return [][]string{under("metadata", "annotations", kai.FractionAnnotation)}
-	case setGPUMemory:
-		return [][]string{under("metadata", "annotations", kai.MemoryAnnotation)}
-	case removePodAnnotation:
-		return [][]string{under("metadata", "annotations", o.key)}
-	case setSchedulerName:
-		return [][]string{under("spec", "schedulerName")}
-	case setPodLabel:
-		return [][]string{under("metadata", "labels", o.key)}
-	case setWorkloadLabel:
-		return [][]string{{"metadata", "labels", o.key}}
-	}
-	// GPUs, vLLM flags and the container-name annotation
-	return [][]string{under("spec", "containers"), under("spec", "initContainers"),
-		under("metadata", "annotations", kai.ContainerNameAnnotation)}
 }
 
 // inlinePrefix marks a definer that is the patch: string of the entry

@@ -18,7 +18,49 @@ import (
 type Op interface {
 	fmt.Stringer
 	apply(d *podEdit) error
+	// touches are the fields the op may change, as paths from the object
+	// whose pod template is at tmpl: an editor that finds where a field is
+	// defined (a Kustomize patch, a values file) looks there.
+	touches(tmpl []string) [][]string
 }
+
+// inTemplate is the path of the pod template tmpl, then rest.
+func inTemplate(tmpl []string, rest ...string) []string {
+	return append(append(make([]string, 0, len(tmpl)+len(rest)), tmpl...), rest...)
+}
+
+// containerFields are what the ops on GPUs and vLLM flags touch: the
+// containers, and the annotation that names the one the GPU goes to.
+func containerFields(tmpl []string) [][]string {
+	return [][]string{inTemplate(tmpl, "spec", "containers"), inTemplate(tmpl, "spec", "initContainers"),
+		inTemplate(tmpl, "metadata", "annotations", kai.ContainerNameAnnotation)}
+}
+
+func (setGPUFraction) touches(tmpl []string) [][]string {
+	return [][]string{inTemplate(tmpl, "metadata", "annotations", kai.FractionAnnotation)}
+}
+
+func (setGPUMemory) touches(tmpl []string) [][]string {
+	return [][]string{inTemplate(tmpl, "metadata", "annotations", kai.MemoryAnnotation)}
+}
+
+func (o removePodAnnotation) touches(tmpl []string) [][]string {
+	return [][]string{inTemplate(tmpl, "metadata", "annotations", o.key)}
+}
+
+func (setSchedulerName) touches(tmpl []string) [][]string {
+	return [][]string{inTemplate(tmpl, "spec", "schedulerName")}
+}
+
+func (o setPodLabel) touches(tmpl []string) [][]string {
+	return [][]string{inTemplate(tmpl, "metadata", "labels", o.key)}
+}
+
+func (o setWorkloadLabel) touches([]string) [][]string { return [][]string{{"metadata", "labels", o.key}} }
+
+func (removeWholeGPUs) touches(tmpl []string) [][]string { return containerFields(tmpl) }
+func (setWholeGPUs) touches(tmpl []string) [][]string    { return containerFields(tmpl) }
+func (setVLLMUtil) touches(tmpl []string) [][]string     { return containerFields(tmpl) }
 
 // SetGPUFraction sets the pod annotation gpu-fraction to v, a decimal
 // with at most two places from 0.01 to 0.99 (KAI keeps two), written as a
