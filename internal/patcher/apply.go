@@ -113,8 +113,8 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	}
 	byFile := map[string][]target{}
 	var files []string
-	var kedits []Edit // of workloads a kustomization builds
-	var hedits []Edit // of workloads a Helm release renders
+	// edits of the workloads an origin makes, by origin
+	byOrigin := map[origin][]Edit{}
 	for _, e := range edits {
 		ws := byRef[e.Workload]
 		if e.File != "" {
@@ -142,14 +142,9 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			continue
 		}
 		f := ws[0].File
-		if inv.helm != nil && inv.helm.owns(f) {
+		if o := inv.owner(f); o != nil {
 			e.File = f
-			hedits = append(hedits, e)
-			continue
-		}
-		if inv.kust != nil && inv.kust.kust(f) != nil {
-			e.File = f
-			kedits = append(kedits, e)
+			byOrigin[o] = append(byOrigin[o], e)
 			continue
 		}
 		if _, ok := byFile[f]; !ok {
@@ -227,16 +222,13 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 			res.Files = append(res.Files, *o.file)
 		}
 	}
-	if len(kedits) > 0 {
-		ix, err := inv.kust.reread(ctx, r)
-		if err != nil {
+	for _, o := range inv.origins {
+		if len(byOrigin[o]) == 0 {
+			continue
+		}
+		if err := o.edit(ctx, r, byOrigin[o], res); err != nil {
 			return nil, err
 		}
-		ix.apply(kedits, res)
-		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
-	}
-	if len(hedits) > 0 {
-		inv.helm.reread(ctx, r).apply(ctx, hedits, res)
 		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
 	return res, nil

@@ -2,6 +2,7 @@ package patcher
 
 import (
 	"context"
+	"io/fs"
 	"fmt"
 	"runtime"
 	"slices"
@@ -36,15 +37,7 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 // The error is only for a cancelled ctx.
 func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, error) {
 	inv := &Inventory{}
-	for _, p := range files.Problems {
-		inv.Problems = append(inv.Problems, Problem{File: p.Path, Err: p.Err})
-	}
 	all := make(map[string][]byte, len(files.Files))
-	type found struct {
-		ws    []Workload
-		uns   []Unsupported
-		probs []Problem
-	}
 	out := make([]found, len(files.Files))
 	if err := eachFile(ctx, len(files.Files), func(i int) {
 		f := files.Files[i]
@@ -52,14 +45,20 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	}); err != nil {
 		return nil, err
 	}
+	plain := found{}
+	for _, p := range files.Problems {
+		plain.probs = append(plain.probs, Problem{File: p.Path, Err: p.Err})
+	}
 	for i, f := range files.Files {
 		all[f.Path] = f.Data
-		inv.Workloads = append(inv.Workloads, out[i].ws...)
-		inv.Unsupported = append(inv.Unsupported, out[i].uns...)
-		inv.Problems = append(inv.Problems, out[i].probs...)
+		plain.ws = append(plain.ws, out[i].ws...)
+		plain.uns = append(plain.uns, out[i].uns...)
+		plain.probs = append(plain.probs, out[i].probs...)
 	}
-	inv.addKustomize(indexKustomize(all, files.ReadFile))
-	inv.addHelm(indexHelm(ctx, all, files.ReadTree))
+	kx := indexKustomize(all, files.ReadFile)
+	hx := indexHelm(ctx, all, files.ReadTree, kx.included)
+	inv.Unreleased = hx.unreleased
+	inv.merge(plain, kx, hx)
 	sort.SliceStable(inv.Problems, func(i, j int) bool {
 		if inv.Problems[i].File != inv.Problems[j].File {
 			return inv.Problems[i].File < inv.Problems[j].File
@@ -67,6 +66,71 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 		return inv.Problems[i].Line < inv.Problems[j].Line
 	})
 	return inv, nil
+}
+
+// found is what one origin, or the plain files, make of the checkout.
+type found struct {
+	ws    []Workload
+	uns   []Unsupported
+	probs []Problem
+}
+
+// An origin is a way the checkout makes workloads other than writing
+// them out: kustomizations build them, chart releases render them. Each
+// finds its workloads in the files and edits them where their values
+// live; the inventory and Apply only ask it these questions.
+type origin interface {
+	// claims reports whether the origin reads file to make its workloads:
+	// what the plain files and the origins before it found in file is
+	// then not the last word (a base is not a workload of its own; a
+	// kustomization that renders a chart is the chart's).
+	claims(file string) bool
+	// owns reports whether a workload found in file is the origin's: its
+	// edits go through the origin.
+	owns(file string) bool
+	// found are the workloads it makes, the objects it makes that ask
+	// for GPUs in a kind that is not sized, and what it could not make.
+	found() found
+	// edit applies edits of its workloads to the files of fsys as they
+	// are now, into res. The error is only for a cancelled ctx.
+	edit(ctx context.Context, fsys fs.FS, edits []Edit, res *Result) error
+}
+
+// merge puts together what the plain files and each origin found, in
+// that order: an origin that claims a file sets aside the workloads and
+// unsupported objects found in it before, and what the origins before it
+// could not make of it. The plain files' own problems stay: a file that
+// does not parse is reported whoever reads it.
+func (inv *Inventory) merge(plain found, origins ...origin) {
+	all := []found{plain}
+	for _, o := range origins {
+		for j := range all {
+			all[j].ws = slices.DeleteFunc(all[j].ws, func(w Workload) bool { return o.claims(w.File) })
+			all[j].uns = slices.DeleteFunc(all[j].uns, func(u Unsupported) bool { return o.claims(u.File) })
+			if j > 0 {
+				all[j].probs = slices.DeleteFunc(all[j].probs, func(p Problem) bool { return o.claims(p.File) })
+			}
+		}
+		all = append(all, o.found())
+	}
+	for _, f := range all {
+		inv.Workloads = append(inv.Workloads, f.ws...)
+		inv.Unsupported = append(inv.Unsupported, f.uns...)
+		inv.Problems = append(inv.Problems, f.probs...)
+	}
+	inv.origins = origins
+	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })
+}
+
+// owner is the origin whose workloads those found in file are, the last
+// that owns it; nil for a plain file.
+func (inv *Inventory) owner(file string) origin {
+	for i := len(inv.origins) - 1; i >= 0; i-- {
+		if inv.origins[i].owns(file) {
+			return inv.origins[i]
+		}
+	}
+	return nil
 }
 
 // Where is the workload's file and line, or only the file for a workload
@@ -142,37 +206,3 @@ func discoverFile(rel string, b []byte) ([]Workload, []Unsupported, []Problem) {
 	return ws, uns, probs
 }
 
-// addKustomize puts the workloads the overlays build in place of those
-// read from the files kustomizations read: a base Deployment and its
-// patches are not workloads of their own, and a file only an overlay
-// includes is not a second definition of what the overlay builds.
-func (inv *Inventory) addKustomize(ix *kustIndex) {
-	if len(ix.kusts) == 0 {
-		return
-	}
-	inv.kust = ix
-	ws := inv.Workloads[:0]
-	for _, w := range inv.Workloads {
-		if !ix.used[w.File] {
-			ws = append(ws, w)
-		}
-	}
-	inv.Workloads = ws
-	inv.Unsupported = slices.DeleteFunc(inv.Unsupported, func(u Unsupported) bool { return ix.used[u.File] })
-	for _, k := range ix.kusts {
-		if k.err != nil {
-			inv.Problems = append(inv.Problems, Problem{File: k.file, Err: k.err})
-			continue
-		}
-		if !k.root {
-			continue
-		}
-		for _, o := range k.objs {
-			inv.Workloads = append(inv.Workloads, o.w)
-		}
-		if s, err := splice.Parse(k.out); err == nil {
-			inv.Unsupported = append(inv.Unsupported, unsupportedIn(s, k.file, false)...)
-		}
-	}
-	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })
-}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"sort"
@@ -43,6 +44,9 @@ type helmIndex struct {
 	// kusts are kustomizations whose objects are only helmCharts: they
 	// are rendered here, and what kustomize says of them is dropped.
 	kusts map[string]bool
+	// included reports whether a kustomization is included by another:
+	// a release it defines is not rendered.
+	included func(file string) bool
 	// unreleased are the chart directories no release renders.
 	unreleased []string
 	// problems are releases that do not render, and release definitions
@@ -647,8 +651,8 @@ func cmpOr(a, b string) string {
 // indexHelm finds the releases among files that render charts of the
 // checkout and renders them. readTree reads a chart directory (all of its
 // files: the checkout's reader skips templates).
-func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error)) *helmIndex {
-	hx := &helmIndex{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: newRenderer(defaultRenderLimits())}
+func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error), included func(file string) bool) *helmIndex {
+	hx := &helmIndex{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: newRenderer(defaultRenderLimits()), included: included}
 	dirs := chartDirs(files)
 	if len(dirs) == 0 {
 		return hx
@@ -679,6 +683,12 @@ func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir s
 			hx.charts[r.chart] = c
 		}
 		r.render(ctx, hx)
+		if r.err == nil && included(r.file) {
+			// What is deployed is what the including kustomization makes
+			// of the chart's output, which is not traced.
+			r.err = fmt.Errorf("%w: %s is included by another kustomization, which transforms what the chart renders: not rendered", ErrHelm, r.via)
+			r.objs = nil
+		}
 		if r.err != nil {
 			hx.problems = append(hx.problems, Problem{File: r.file, Line: r.line, Err: r.err})
 		}
@@ -796,33 +806,17 @@ func (r *helmRelease) find(ref usage.Ref) (hobj, bool) {
 	return hobj{}, false
 }
 
-// addHelm puts the workloads releases render into the inventory, and
-// drops what kustomize said of the kustomizations rendered here.
-func (inv *Inventory) addHelm(hx *helmIndex) {
-	if len(hx.releases) == 0 && len(hx.problems) == 0 {
-		inv.Unreleased = hx.unreleased
-		return
-	}
-	inv.helm = hx
-	inv.Unreleased = hx.unreleased
-	if len(hx.kusts) > 0 {
-		inv.Problems = slices.DeleteFunc(inv.Problems, func(p Problem) bool { return hx.kusts[p.File] && errors.Is(p.Err, ErrKustomize) })
-		inv.Workloads = slices.DeleteFunc(inv.Workloads, func(w Workload) bool { return hx.kusts[w.File] })
-		inv.Unsupported = slices.DeleteFunc(inv.Unsupported, func(u Unsupported) bool { return hx.kusts[u.File] })
-	}
-	inv.Problems = append(inv.Problems, hx.problems...)
-	for _, r := range hx.releases {
-		if k := inv.kust.kustOf(r.file); k != nil && !k.root && r.err == nil {
-			// What is deployed is what the including kustomization makes
-			// of the chart's output, which is not traced.
-			r.err = fmt.Errorf("%w: %s is included by another kustomization, which transforms what the chart renders: not rendered", ErrHelm, r.via)
-			r.objs = nil
-			inv.Problems = append(inv.Problems, Problem{File: r.file, Line: r.line, Err: r.err})
-		}
-	}
+// claims reports whether file is a kustomization that renders a chart:
+// what kustomize makes of it is dropped, its release is read here.
+func (hx *helmIndex) claims(file string) bool { return hx.kusts[file] }
+
+// found are the workloads the releases render, and the releases that do
+// not render.
+func (hx *helmIndex) found() found {
+	f := found{probs: hx.problems}
 	for _, r := range hx.releases {
 		for _, o := range r.objs {
-			inv.Workloads = append(inv.Workloads, o.w)
+			f.ws = append(f.ws, o.w)
 		}
 		if r.err != nil {
 			continue
@@ -832,20 +826,18 @@ func (inv *Inventory) addHelm(hx *helmIndex) {
 				if u.Ref.Namespace == "" {
 					u.Ref.Namespace = r.namespace
 				}
-				inv.Unsupported = append(inv.Unsupported, u)
+				f.uns = append(f.uns, u)
 			}
 		}
 	}
-	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })
+	return f
 }
 
-// kustOf returns the kustomization of file, nil when ix is nil or has
-// none.
-func (ix *kustIndex) kustOf(file string) *kust {
-	if ix == nil || !isKustomization(file) {
-		return nil
-	}
-	return ix.kust(file)
+// edit renders the releases again when a file they read changed since
+// discovery, and applies edits.
+func (hx *helmIndex) edit(ctx context.Context, fsys fs.FS, edits []Edit, res *Result) error {
+	hx.reread(ctx, fsys).apply(ctx, edits, res)
+	return nil
 }
 
 // owns reports whether the workloads of file are rendered by a release.

@@ -496,5 +496,5 @@ func (hx *helmIndex) reread(ctx context.Context, fsys fs.FS) *helmIndex {
 			return t, nil
 		}
 		return checkout.ReadTree(fsys, dir)
-	})
+	}, hx.included)
 }

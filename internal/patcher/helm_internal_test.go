@@ -259,7 +259,7 @@ func renderIndex(t *testing.T, files map[string][]byte) *helmIndex {
 			}
 		}
 		return out, nil
-	})
+	}, func(string) bool { return false })
 }
 
 // miniChart is a chart at charts/c whose ConfigMap shows values a and b.

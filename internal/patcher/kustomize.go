@@ -581,3 +581,54 @@ func (ix *kustIndex) reads(k *kust, files []string) bool {
 func under(p, dir string) bool {
 	return dir == "." || strings.HasPrefix(p, dir+"/")
 }
+
+// claims reports whether a kustomization reads file: a base Deployment
+// and its patches are not workloads of their own, and a file only an
+// overlay includes is not a second definition of what the overlay builds.
+func (ix *kustIndex) claims(file string) bool { return ix.used[file] }
+
+// owns reports whether file is a kustomization: what it builds is edited
+// through it.
+func (ix *kustIndex) owns(file string) bool { return ix.kust(file) != nil }
+
+// included reports whether file is a kustomization another one includes.
+func (ix *kustIndex) included(file string) bool {
+	if !isKustomization(file) {
+		return false
+	}
+	k := ix.kust(file)
+	return k != nil && !k.root
+}
+
+// found are the workloads the root kustomizations build, and the
+// kustomizations that do not build.
+func (ix *kustIndex) found() found {
+	var f found
+	for _, k := range ix.kusts {
+		if k.err != nil {
+			f.probs = append(f.probs, Problem{File: k.file, Err: k.err})
+			continue
+		}
+		if !k.root {
+			continue
+		}
+		for _, o := range k.objs {
+			f.ws = append(f.ws, o.w)
+		}
+		if s, err := splice.Parse(k.out); err == nil {
+			f.uns = append(f.uns, unsupportedIn(s, k.file, false)...)
+		}
+	}
+	return f
+}
+
+// edit builds the kustomizations again when a file they read changed
+// since discovery, and applies edits.
+func (ix *kustIndex) edit(ctx context.Context, fsys fs.FS, edits []Edit, res *Result) error {
+	now, err := ix.reread(ctx, fsys)
+	if err != nil {
+		return err
+	}
+	now.apply(edits, res)
+	return nil
+}

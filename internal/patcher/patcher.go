@@ -92,17 +92,15 @@ type Inventory struct {
 	// kind the tool does not size: reported, never passed over.
 	Unsupported []Unsupported
 
-	// kust holds the kustomizations and their builds, when the files
-	// have any: a Workload whose File is a kustomization is edited
-	// through it.
-	kust *kustIndex
 	// Unreleased are the directories of the charts of the checkout that
 	// no Argo CD Application, Flux HelmRelease or helmCharts entry renders:
 	// they are not rendered (helm.go says why).
 	Unreleased []string
-	// helm holds the releases of the checkout's charts and their renders:
-	// a Workload whose File defines a release is edited through it.
-	helm *helmIndex
+
+	// origins make workloads other than plain files do: kustomizations,
+	// then chart releases. A Workload found in a file an origin owns is
+	// edited through it.
+	origins []origin
 }
 
 // Problem is a file or document that was skipped.
