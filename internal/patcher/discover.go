@@ -2,8 +2,8 @@ package patcher
 
 import (
 	"context"
-	"io/fs"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"slices"
 	"sort"
@@ -205,4 +205,3 @@ func discoverFile(rel string, b []byte) ([]Workload, []Unsupported, []Problem) {
 	}
 	return ws, uns, probs
 }
-

@@ -56,7 +56,9 @@ func (o setPodLabel) touches(tmpl []string) [][]string {
 	return [][]string{inTemplate(tmpl, "metadata", "labels", o.key)}
 }
 
-func (o setWorkloadLabel) touches([]string) [][]string { return [][]string{{"metadata", "labels", o.key}} }
+func (o setWorkloadLabel) touches([]string) [][]string {
+	return [][]string{{"metadata", "labels", o.key}}
+}
 
 func (removeWholeGPUs) touches(tmpl []string) [][]string { return containerFields(tmpl) }
 func (setWholeGPUs) touches(tmpl []string) [][]string    { return containerFields(tmpl) }
