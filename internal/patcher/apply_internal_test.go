@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -57,8 +58,8 @@ spec:
       containers: [{name: c, image: x}]
 `
 	res := applyInternal(t, src,
-		Edit{Workload: usage.Ref{Kind: "Deployment", Name: "a"}, Ops: []Op{SetGPUFraction("0.5")}},
-		Edit{Workload: usage.Ref{Kind: "Deployment", Name: "c"}, Ops: []Op{SetGPUFraction("0.5")}},
+		workload.Edit{Workload: usage.Ref{Kind: "Deployment", Name: "a"}, Ops: []Op{SetGPUFraction("0.5")}},
+		workload.Edit{Workload: usage.Ref{Kind: "Deployment", Name: "c"}, Ops: []Op{SetGPUFraction("0.5")}},
 	)
 	require.Len(t, res.Files, 1)
 	require.Len(t, res.Refused, 1)

@@ -1,14 +1,5 @@
 package splice
 
-// The splice engine: the files named splice_*.go. It knows YAML text, not
-// workloads: a fileEdit holds one file's bytes and expected documents,
-// editDoc runs docSteps on one document, and the docEdit primitives
-// (setString, insertEntry, deleteEntry, appendItem, editInScalar) splice
-// bytes and change the expected tree in the same stroke; every step is
-// verified by parsing again. The workload edits (ops.go, vllm.go, apply.go)
-// and any other editor of YAML files (a kustomization, a patch file, a
-// values file) are built on it and say what the changes are for.
-
 import (
 	"fmt"
 	"sort"

@@ -7,60 +7,60 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// mismatch describes the first place where two trees differ.
-type mismatch struct {
+// Mismatch describes the first place where two trees differ.
+type Mismatch struct {
 	path string
 	line int // in the tree that was parsed
 	msg  string
 }
 
-func (m *mismatch) Error() string { return m.path + ": " + m.msg }
+func (m *Mismatch) Error() string { return m.path + ": " + m.msg }
 
 // Compare reports the first semantic difference between the expected tree
 // want and the parsed tree got: kind, resolved tag, value, anchors, mapping
 // keys in order and sequence items. Style, comments and positions are
 // ignored.
-func Compare(want, got *yaml.Node, path string) *mismatch { return compareNodes(want, got, path, true) }
+func Compare(want, got *yaml.Node, path string) *Mismatch { return compareNodes(want, got, path, true) }
 
 // CompareBuilt is compare for a tool's output, which writes mapping keys
 // in an order of its own (kustomize sorts them): keys match by name,
 // wherever an edit put them in the expected tree.
-func CompareBuilt(want, got *yaml.Node, path string) *mismatch {
+func CompareBuilt(want, got *yaml.Node, path string) *Mismatch {
 	return compareNodes(want, got, path, false)
 }
 
-func compareNodes(want, got *yaml.Node, path string, ordered bool) *mismatch {
+func compareNodes(want, got *yaml.Node, path string, ordered bool) *Mismatch {
 	if want == nil || got == nil {
 		if want == got {
 			return nil
 		}
-		return &mismatch{path: path, msg: "node missing"}
+		return &Mismatch{path: path, msg: "node missing"}
 	}
 	line := got.Line
 	if want.Kind != got.Kind {
-		return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %s, got %s", kindName(want.Kind), kindName(got.Kind))}
+		return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected %s, got %s", kindName(want.Kind), kindName(got.Kind))}
 	}
 	if want.Anchor != got.Anchor {
-		return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected anchor %q, got %q", want.Anchor, got.Anchor)}
+		return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected anchor %q, got %q", want.Anchor, got.Anchor)}
 	}
 	switch want.Kind {
 	case yaml.ScalarNode:
 		if want.ShortTag() != got.ShortTag() {
-			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
+			return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
 		}
 		if want.Value != got.Value {
-			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %q, got %q", want.Value, got.Value)}
+			return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected %q, got %q", want.Value, got.Value)}
 		}
 	case yaml.AliasNode:
 		if want.Value != got.Value {
-			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected alias *%s, got *%s", want.Value, got.Value)}
+			return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected alias *%s, got *%s", want.Value, got.Value)}
 		}
 	case yaml.DocumentNode, yaml.SequenceNode:
 		if want.Kind == yaml.SequenceNode && want.ShortTag() != got.ShortTag() {
-			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
+			return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
 		}
 		if len(want.Content) != len(got.Content) {
-			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %d items, got %d", len(want.Content), len(got.Content))}
+			return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected %d items, got %d", len(want.Content), len(got.Content))}
 		}
 		for i := range want.Content {
 			p := path
@@ -73,10 +73,10 @@ func compareNodes(want, got *yaml.Node, path string, ordered bool) *mismatch {
 		}
 	case yaml.MappingNode:
 		if want.ShortTag() != got.ShortTag() {
-			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
+			return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected a %s, got a %s", want.ShortTag(), got.ShortTag())}
 		}
 		if len(want.Content) != len(got.Content) {
-			return &mismatch{path: path, line: line, msg: fmt.Sprintf("expected %d keys, got %d", len(want.Content)/2, len(got.Content)/2)}
+			return &Mismatch{path: path, line: line, msg: fmt.Sprintf("expected %d keys, got %d", len(want.Content)/2, len(got.Content)/2)}
 		}
 		for i := 0; i+1 < len(want.Content); i += 2 {
 			k := want.Content[i].Value
@@ -94,7 +94,7 @@ func compareNodes(want, got *yaml.Node, path string, ordered bool) *mismatch {
 					}
 				}
 				if j < 0 {
-					return &mismatch{path: p, line: line, msg: "expected the key, missing"}
+					return &Mismatch{path: p, line: line, msg: "expected the key, missing"}
 				}
 			}
 			if m := compareNodes(want.Content[i], got.Content[j], p+" (key)", ordered); m != nil {

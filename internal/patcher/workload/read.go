@@ -1,4 +1,4 @@
-package patcher
+package workload
 
 import (
 	"fmt"
@@ -15,23 +15,23 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// kindSpec says how to read one workload kind: which API groups it lives
+// Spec says how to read one workload kind: which API groups it lives
 // in and where its pod template is. Adding StatefulSet, DaemonSet or Job is
 // one more case in kindSpecFor.
-type kindSpec struct {
+type Spec struct {
 	groups   []string
-	template []string
+	Template []string
 }
 
-func kindSpecFor(kind string) (kindSpec, bool) {
+func SpecFor(kind string) (Spec, bool) {
 	switch kind {
 	case "Deployment":
-		return kindSpec{groups: []string{"apps", "extensions"}, template: []string{"spec", "template"}}, true
+		return Spec{groups: []string{"apps", "extensions"}, Template: []string{"spec", "template"}}, true
 	}
-	return kindSpec{}, false
+	return Spec{}, false
 }
 
-func (k kindSpec) accepts(apiVersion string) bool {
+func (k Spec) accepts(apiVersion string) bool {
 	g, _, ok := strings.Cut(apiVersion, "/")
 	if !ok {
 		return false
@@ -44,28 +44,28 @@ func (k kindSpec) accepts(apiVersion string) bool {
 	return false
 }
 
-// identify returns the workload identity of a document root, ok=false when
+// Identify returns the workload identity of a document root, ok=false when
 // it is not a workload kind we read.
-func identify(root *yaml.Node) (usage.Ref, kindSpec, bool) {
+func Identify(root *yaml.Node) (usage.Ref, Spec, bool) {
 	if root == nil || root.Kind != yaml.MappingNode {
-		return usage.Ref{}, kindSpec{}, false
+		return usage.Ref{}, Spec{}, false
 	}
 	kind := splice.Str(root, "kind")
-	spec, ok := kindSpecFor(kind)
+	spec, ok := SpecFor(kind)
 	if !ok || !spec.accepts(splice.Str(root, "apiVersion")) {
-		return usage.Ref{}, kindSpec{}, false
+		return usage.Ref{}, Spec{}, false
 	}
 	md := splice.Lookup(root, "metadata")
 	return usage.Ref{Kind: kind, Namespace: splice.Str(md, "namespace"), Name: splice.Str(md, "name")}, spec, true
 }
 
-// validRef refuses a workload whose name or namespace Kubernetes would
+// ValidRef refuses a workload whose name or namespace Kubernetes would
 // not accept. Besides sparing a plan for an object that cannot exist, it
 // keeps input out of the terminal: a name is printed in plan rows and
 // pull requests, and one holding a line break or an escape sequence would
 // forge a row or colour the terminal. The error quotes the name with %q,
 // so nothing raw is printed.
-func validRef(ref usage.Ref) error {
+func ValidRef(ref usage.Ref) error {
 	if why := dns1123Subdomain(ref.Name); why != "" {
 		return fmt.Errorf("metadata.name %q is %w: %s", ref.Name, ErrInvalidName, why)
 	}
@@ -107,41 +107,41 @@ var (
 	dns1123SubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
-// builtWorkload is a workload in the output of a build or a render, with
+// BuiltWorkload is a workload in the output of a build or a render, with
 // the index of its document in that stream.
-type builtWorkload struct {
-	w    Workload
-	root *yaml.Node
-	doc  int
+type BuiltWorkload struct {
+	Workload Workload
+	Root     *yaml.Node
+	Doc      int
 }
 
-// builtWorkloads reads the workloads of a built or rendered stream: what
+// BuiltWorkloads reads the workloads of a built or rendered stream: what
 // Kustomize builds and what a chart renders are read alike.
-func builtWorkloads(out []byte) ([]builtWorkload, error) {
+func BuiltWorkloads(out []byte) ([]BuiltWorkload, error) {
 	s, err := splice.Parse(out)
 	if err != nil {
 		return nil, err
 	}
-	var bw []builtWorkload
+	var bw []BuiltWorkload
 	for i, doc := range s.Docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		ref, spec, ok := identify(doc.Content[0])
-		if !ok || validRef(ref) != nil {
+		ref, spec, ok := Identify(doc.Content[0])
+		if !ok || ValidRef(ref) != nil {
 			continue
 		}
-		bw = append(bw, builtWorkload{w: readWorkload(doc.Content[0], ref, spec), root: doc.Content[0], doc: i})
+		bw = append(bw, BuiltWorkload{Workload: Read(doc.Content[0], ref, spec), Root: doc.Content[0], Doc: i})
 	}
 	return bw, nil
 }
 
-// readWorkload builds a Workload from a document root that identify
+// Read builds a Workload from a document root that identify
 // accepted.
-func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
+func Read(root *yaml.Node, ref usage.Ref, spec Spec) Workload {
 	w := Workload{Ref: ref}
 	w.Labels = splice.StringMap(splice.Lookup(root, "metadata", "labels"))
-	tmpl := splice.Lookup(root, spec.template...)
+	tmpl := splice.Lookup(root, spec.Template...)
 	w.PodLabels = splice.StringMap(splice.Lookup(tmpl, "metadata", "labels"))
 	w.PodAnnotations = splice.StringMap(splice.Lookup(tmpl, "metadata", "annotations"))
 	pod := splice.Lookup(tmpl, "spec")
@@ -197,7 +197,7 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 		n := g.n
 		if g.via != nil && w.GPU.Err == nil {
 			w.GPU.Err = fmt.Errorf("%w: line %d: the nvidia.com/gpu of %s[%s] is written through it, so it is read but not edited",
-				ErrAlias, g.via.Line, strings.Join(append(slices.Clone(spec.template), "spec", r.list), "."), containerLabel(r.c, r.i))
+				splice.ErrAlias, g.via.Line, strings.Join(append(slices.Clone(spec.Template), "spec", r.list), "."), containerLabel(r.c, r.i))
 		}
 		if r.list == "containers" {
 			sum += n
@@ -233,12 +233,12 @@ func readWorkload(root *yaml.Node, ref usage.Ref, spec kindSpec) Workload {
 // says why the value cannot be read as KAI reads it or edited in place:
 // written through an alias or a merge key, null, a sequence or a
 // mapping; it names the line.
-func annotation(root *yaml.Node, spec kindSpec, name string) (*yaml.Node, error) {
+func annotation(root *yaml.Node, spec Spec, name string) (*yaml.Node, error) {
 	// via is the first alias or merge key on the way; it matters only
 	// when the annotation is there at the end of it.
 	var via error
 	n := root
-	for _, key := range append(slices.Clone(spec.template), "metadata", "annotations", name) {
+	for _, key := range append(slices.Clone(spec.Template), "metadata", "annotations", name) {
 		if n == nil || n.Kind != yaml.MappingNode {
 			return nil, nil
 		}
@@ -246,11 +246,11 @@ func annotation(root *yaml.Node, spec kindSpec, name string) (*yaml.Node, error)
 		switch {
 		case v == nil:
 			if v = readField(n, key); v != nil && via == nil {
-				via = fmt.Errorf("%w: line %d: %s is written through a << merge key", ErrAlias, mergeLine(n), name)
+				via = fmt.Errorf("%w: line %d: %s is written through a << merge key", splice.ErrAlias, mergeLine(n), name)
 			}
 		case v.Kind == yaml.AliasNode:
 			if via == nil {
-				via = fmt.Errorf("%w: line %d: %s is written through an alias", ErrAlias, v.Line, name)
+				via = fmt.Errorf("%w: line %d: %s is written through an alias", splice.ErrAlias, v.Line, name)
 			}
 			v = resolved(v)
 		}

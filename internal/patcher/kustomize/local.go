@@ -1,4 +1,4 @@
-package patcher
+package kustomize
 
 import (
 	"fmt"

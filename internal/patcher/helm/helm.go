@@ -1,4 +1,4 @@
-package patcher
+package helm
 
 import (
 	"bytes"
@@ -13,7 +13,9 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -27,15 +29,15 @@ import (
 // release name, namespace and values it would be deployed with is not
 // known, and a guess would attribute usage to names no cluster has; it is
 // listed in Inventory.Unreleased. Editing goes to the values file that
-// sets the value, traced by rendering (helm_trace.go, helm_edit.go).
+// sets the value, traced by rendering (trace.go, edit.go).
 
 // ErrHelm: a release does not render, or an edit of what it renders
 // cannot be traced to a value, placed or proven.
 var ErrHelm = errors.New("helm")
 
-// helmIndex is every chart of a repository that a release renders, with
+// Index is every chart of a repository that a release renders, with
 // the releases and what they render.
-type helmIndex struct {
+type Index struct {
 	// rd renders the releases, in a child process within bounds.
 	rd       *renderer
 	files    map[string][]byte // the checkout's YAML files, values files among them
@@ -47,11 +49,11 @@ type helmIndex struct {
 	// included reports whether a kustomization is included by another:
 	// a release it defines is not rendered.
 	included func(file string) bool
-	// unreleased are the chart directories no release renders.
-	unreleased []string
+	// Unreleased are the chart directories no release renders.
+	Unreleased []string
 	// problems are releases that do not render, and release definitions
 	// that cannot be read.
-	problems []Problem
+	problems []workload.Problem
 	// unrendered are the definitions that name values files (or a
 	// chart's values.yaml) but are not rendered here: skipped (a remote
 	// chart) or reported. What they render from those files is not
@@ -114,13 +116,13 @@ type helmRelease struct {
 
 // hobj is one workload a release renders.
 type hobj struct {
-	w   Workload // as rendered; File is the release's file
-	doc int      // index of its document in out
+	w   workload.Workload // as rendered; File is the release's file
+	doc int               // index of its document in out
 }
 
 // uses reports whether rendering r reads file p (a path from the root).
 func (r *helmRelease) uses(p string) bool {
-	return under(p, r.chart) || slices.Contains(r.values, p) || p == r.file
+	return inDir(p, r.chart) || slices.Contains(r.values, p) || p == r.file
 }
 
 // screenRelease reports whether a file may define a release: the cheap
@@ -144,7 +146,7 @@ func chartDirs(files map[string][]byte) []string {
 	for _, d := range dirs {
 		sub := false
 		for _, o := range out {
-			if under(d, path.Join(o, "charts")) {
+			if inDir(d, path.Join(o, "charts")) {
 				sub = true
 			}
 		}
@@ -160,13 +162,13 @@ func chartDirs(files map[string][]byte) []string {
 // source that names anything else (plain manifests, a Helm repository's
 // chart) is not a release rendered here, and is not reported. Problems
 // are definitions that name a chart of the checkout but cannot be read.
-func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []Problem, []valuesReader) {
+func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmRelease, []workload.Problem, []valuesReader) {
 	s, err := splice.Parse(b)
 	if err != nil {
 		return nil, nil, nil // discoverFile reports it
 	}
 	var rels []*helmRelease
-	var probs []Problem
+	var probs []workload.Problem
 	var unr []valuesReader
 	for di, doc := range s.Docs {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
@@ -181,7 +183,7 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 			rs, err = argoReleases(root, isChart)
 		case kind == "HelmRelease" && strings.HasPrefix(api, "helm.toolkit.fluxcd.io/"):
 			rs, err = fluxRelease(root, isChart)
-		case isKustomization(file) && splice.Lookup(root, "helmCharts") != nil:
+		case kustomize.IsKustomization(file) && splice.Lookup(root, "helmCharts") != nil:
 			rs, err = kustReleases(file, root, isChart)
 		}
 		rendered := map[int]bool{}
@@ -199,7 +201,7 @@ func releasesIn(file string, b []byte, isChart func(string) bool) ([]*helmReleas
 			if kind == "Application" || kind == "HelmRelease" {
 				err = fmt.Errorf("%s %s: %w", kind, splice.Str(splice.Lookup(root, "metadata"), "name"), err)
 			}
-			probs = append(probs, Problem{File: file, Line: doc.Line, Err: fmt.Errorf("%w: %w", ErrHelm, err)})
+			probs = append(probs, workload.Problem{File: file, Line: doc.Line, Err: fmt.Errorf("%w: %w", ErrHelm, err)})
 			continue
 		}
 		for _, r := range rs {
@@ -288,7 +290,7 @@ func namedValues(file string, root *yaml.Node, api, kind string) []namedEntry {
 			}
 		}
 		out = append(out, e)
-	case isKustomization(file) && splice.Lookup(root, "helmCharts") != nil:
+	case kustomize.IsKustomization(file) && splice.Lookup(root, "helmCharts") != nil:
 		dir := path.Dir(file)
 		var globals struct {
 			ChartHome string `yaml:"chartHome"`
@@ -648,11 +650,11 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// indexHelm finds the releases among files that render charts of the
+// NewIndex finds the releases among files that render charts of the
 // checkout and renders them. readTree reads a chart directory (all of its
 // files: the checkout's reader skips templates).
-func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error), included func(file string) bool) *helmIndex {
-	hx := &helmIndex{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: newRenderer(defaultRenderLimits()), included: included}
+func NewIndex(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error), included func(file string) bool) *Index {
+	hx := &Index{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: newRenderer(defaultRenderLimits()), included: included}
 	dirs := chartDirs(files)
 	if len(dirs) == 0 {
 		return hx
@@ -670,7 +672,7 @@ func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir s
 		hx.problems = append(hx.problems, probs...)
 		hx.unrendered = append(hx.unrendered, unr...)
 		hx.releases = append(hx.releases, rs...)
-		if isKustomization(p) && (len(rs) > 0 || len(probs) > 0) {
+		if kustomize.IsKustomization(p) && (len(rs) > 0 || len(probs) > 0) {
 			hx.kusts[p] = true
 		}
 	}
@@ -690,12 +692,12 @@ func indexHelm(ctx context.Context, files map[string][]byte, readTree func(dir s
 			r.objs = nil
 		}
 		if r.err != nil {
-			hx.problems = append(hx.problems, Problem{File: r.file, Line: r.line, Err: r.err})
+			hx.problems = append(hx.problems, workload.Problem{File: r.file, Line: r.line, Err: r.err})
 		}
 	}
 	for _, d := range dirs {
 		if !named[d] {
-			hx.unreleased = append(hx.unreleased, d)
+			hx.Unreleased = append(hx.Unreleased, d)
 		}
 	}
 	return hx
@@ -750,7 +752,7 @@ func (r *helmRelease) chartFiles(files map[string][]byte) map[string][]byte {
 }
 
 // render renders r from the index's files, and reads its workloads.
-func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
+func (r *helmRelease) render(ctx context.Context, hx *Index) {
 	c := hx.charts[r.chart]
 	if c.err != nil {
 		r.err = fmt.Errorf("%w: %s: chart %s cannot be read: %w", ErrHelm, r.via, r.chart, c.err)
@@ -769,16 +771,16 @@ func (r *helmRelease) render(ctx context.Context, hx *helmIndex) {
 
 // workloads reads the workloads of a rendered stream.
 func (r *helmRelease) workloads(out []byte) ([]hobj, error) {
-	bw, err := builtWorkloads(out)
+	bw, err := workload.BuiltWorkloads(out)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: what chart %s renders does not parse: %w", ErrHelm, r.via, r.chart, err)
 	}
 	objs := make([]hobj, 0, len(bw))
 	for _, b := range bw {
-		w := b.w
+		w := b.Workload
 		w.Ref.Namespace = r.objNamespace(w.Ref.Namespace)
 		w.File, w.Line = r.file, r.line
-		objs = append(objs, hobj{w: w, doc: b.doc})
+		objs = append(objs, hobj{w: w, doc: b.Doc})
 	}
 	return objs, nil
 }
@@ -806,41 +808,46 @@ func (r *helmRelease) find(ref usage.Ref) (hobj, bool) {
 	return hobj{}, false
 }
 
-// claims reports whether file is a kustomization that renders a chart:
+// Claims reports whether file is a kustomization that renders a chart:
 // what kustomize makes of it is dropped, its release is read here.
-func (hx *helmIndex) claims(file string) bool { return hx.kusts[file] }
+func (hx *Index) Claims(file string) bool { return hx.kusts[file] }
 
-// found are the workloads the releases render, and the releases that do
+// Found are the workloads the releases render, and the releases that do
 // not render.
-func (hx *helmIndex) found() found {
-	f := found{probs: hx.problems}
+func (hx *Index) Found() workload.Found {
+	f := workload.Found{Problems: hx.problems}
 	for _, r := range hx.releases {
 		for _, o := range r.objs {
-			f.ws = append(f.ws, o.w)
+			f.Workloads = append(f.Workloads, o.w)
 		}
 		if r.err != nil {
 			continue
 		}
 		if s, err := splice.Parse(r.out); err == nil {
-			for _, u := range unsupportedIn(s, r.file, false) {
+			for _, u := range workload.UnsupportedIn(s, r.file, false) {
 				if u.Ref.Namespace == "" {
 					u.Ref.Namespace = r.namespace
 				}
-				f.uns = append(f.uns, u)
+				f.Unsupported = append(f.Unsupported, u)
 			}
 		}
 	}
 	return f
 }
 
-// edit renders the releases again when a file they read changed since
+// Edit renders the releases again when a file they read changed since
 // discovery, and applies edits.
-func (hx *helmIndex) edit(ctx context.Context, fsys fs.FS, edits []Edit, res *Result) error {
+func (hx *Index) Edit(ctx context.Context, fsys fs.FS, edits []workload.Edit, res *workload.Result) error {
 	hx.reread(ctx, fsys).apply(ctx, edits, res)
 	return nil
 }
 
-// owns reports whether the workloads of file are rendered by a release.
-func (hx *helmIndex) owns(file string) bool {
+// Owns reports whether the workloads of file are rendered by a release.
+func (hx *Index) Owns(file string) bool {
 	return slices.ContainsFunc(hx.releases, func(r *helmRelease) bool { return r.file == file })
+}
+
+// inDir reports whether path p is in directory dir, or below it.
+func inDir(p, dir string) bool {
+	return dir == "." || strings.HasPrefix(p, dir+"/")
 }

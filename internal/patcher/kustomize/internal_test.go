@@ -1,4 +1,4 @@
-package patcher
+package kustomize
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ func TestBuildTracedIsTheBuild(t *testing.T) {
 			"lbl/kustomization.yaml":  []byte("commonLabels: {team: ml}\nbuildMetadata: [managedByLabel]\nresources:\n  - ../base\n"),
 		},
 	}
-	root := filepath.Join("testdata", "kustomize")
+	root := filepath.Join("..", "testdata", "kustomize")
 	cases, err := os.ReadDir(root)
 	require.NoError(t, err)
 	for _, c := range cases {
@@ -44,7 +44,7 @@ func TestBuildTracedIsTheBuild(t *testing.T) {
 	}
 	for name, files := range repos {
 		t.Run(name, func(t *testing.T) {
-			ix := indexKustomize(files, nil)
+			ix := NewIndex(files, nil)
 			fs, err := memFS(files)
 			require.NoError(t, err)
 			built := 0

@@ -1,4 +1,4 @@
-package patcher
+package helm
 
 import (
 	"bytes"
@@ -14,11 +14,12 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 // Editing what a release renders. For each op of an Edit, the field it
 // changes in the rendered object is traced to the value that sets it
-// (helm_trace.go), and the value is edited where Helm takes it from, the
+// (trace.go), and the value is edited where Helm takes it from, the
 // values file of highest precedence that has it:
 //
 //   - a values file only this release reads (or the chart's values.yaml
@@ -41,10 +42,10 @@ import (
 // hstate is the files as edited so far and what each release renders
 // from them.
 type hstate struct {
-	hx      *helmIndex
+	hx      *Index
 	cur     map[string][]byte // changed files, from the root
 	renders map[*helmRelease][]byte
-	changes map[string][]Change
+	changes map[string][]workload.Change
 }
 
 func (st *hstate) file(p string) ([]byte, bool) {
@@ -64,7 +65,7 @@ func (st *hstate) chartFiles(r *helmRelease, next map[string][]byte) map[string]
 	}
 	for _, m := range []map[string][]byte{st.cur, next} {
 		for p, b := range m {
-			if under(p, r.chart) {
+			if inDir(p, r.chart) {
 				out[strings.TrimPrefix(p, r.chart+"/")] = b
 			}
 		}
@@ -91,7 +92,7 @@ func (st *hstate) layers(r *helmRelease, next map[string][]byte) (map[string][]b
 		// Edits change no document's place nor any source's.
 		i := slices.IndexFunc(rs, func(x *helmRelease) bool { return x.doc == r.doc && x.src == r.src })
 		if i < 0 {
-			return nil, nil, fmt.Errorf("%w: %s is no longer in %s", ErrNotFound, r.via, r.file)
+			return nil, nil, fmt.Errorf("%w: %s is no longer in %s", workload.ErrNotFound, r.via, r.file)
 		}
 		rr := *r
 		rr.inline = rs[i].inline
@@ -120,12 +121,12 @@ func (st *hstate) current(r *helmRelease) []byte {
 
 // apply applies edits of workloads releases render, and adds the results
 // to res.
-func (hx *helmIndex) apply(ctx context.Context, edits []Edit, res *Result) {
-	st := &hstate{hx: hx, cur: map[string][]byte{}, renders: map[*helmRelease][]byte{}, changes: map[string][]Change{}}
+func (hx *Index) apply(ctx context.Context, edits []workload.Edit, res *workload.Result) {
+	st := &hstate{hx: hx, cur: map[string][]byte{}, renders: map[*helmRelease][]byte{}, changes: map[string][]workload.Change{}}
 	for _, e := range edits {
 		notes, err := st.try(ctx, e)
 		if err != nil {
-			res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: e.File, Err: err})
+			res.Refused = append(res.Refused, workload.Refusal{Workload: e.Workload, File: e.File, Err: err})
 			continue
 		}
 		res.Notes = append(res.Notes, notes...)
@@ -140,13 +141,13 @@ func (hx *helmIndex) apply(ctx context.Context, edits []Edit, res *Result) {
 		if bytes.Equal(old, st.cur[p]) {
 			continue
 		}
-		res.Files = append(res.Files, File{Path: p, Old: old, New: st.cur[p], Changes: st.changes[p],
-			Splices: []Splice{wholeSplice(old, st.cur[p])}})
+		res.Files = append(res.Files, workload.File{Path: p, Old: old, New: st.cur[p], Changes: st.changes[p],
+			Splices: []splice.Splice{splice.Whole(old, st.cur[p])}})
 	}
 }
 
 // target finds the release and object an edit is for.
-func (hx *helmIndex) target(e Edit) (*helmRelease, hobj, error) {
+func (hx *Index) target(e workload.Edit) (*helmRelease, hobj, error) {
 	var rs []*helmRelease
 	var os []hobj
 	for _, r := range hx.releases {
@@ -159,7 +160,7 @@ func (hx *helmIndex) target(e Edit) (*helmRelease, hobj, error) {
 	}
 	switch len(rs) {
 	case 0:
-		return nil, hobj{}, fmt.Errorf("%w: %s is not rendered by a release of %s", ErrNotFound, e.Workload, e.File)
+		return nil, hobj{}, fmt.Errorf("%w: %s is not rendered by a release of %s", workload.ErrNotFound, e.Workload, e.File)
 	case 1:
 		return rs[0], os[0], nil
 	}
@@ -167,7 +168,7 @@ func (hx *helmIndex) target(e Edit) (*helmRelease, hobj, error) {
 	for i, r := range rs {
 		vias[i] = r.via
 	}
-	return nil, hobj{}, fmt.Errorf("%w: %s is rendered by %s", ErrAmbiguous, e.Workload, strings.Join(vias, " and "))
+	return nil, hobj{}, fmt.Errorf("%w: %s is rendered by %s", workload.ErrAmbiguous, e.Workload, strings.Join(vias, " and "))
 }
 
 // valueEdit is one value to write: at path of file, added when the file
@@ -184,7 +185,7 @@ type valueEdit struct {
 }
 
 // try traces, places and proves one edit, and keeps it when proven.
-func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
+func (st *hstate) try(ctx context.Context, e workload.Edit) ([]workload.Note, error) {
 	r, o, err := st.hx.target(e)
 	if err != nil {
 		return nil, err
@@ -198,14 +199,14 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 	// What the ops make of the rendered object is what the edit must make
 	// Helm render.
 	label := r.via + " (rendered)"
-	whole, err := newPodFile(label, cur, true)
+	whole, err := workload.NewFileEdit(label, cur, true)
 	if err != nil {
 		return nil, fail(err)
 	}
-	ref, _, _ := identify(whole.Expected[o.doc].Content[0])
+	ref, _, _ := workload.Identify(whole.Expected[o.doc].Content[0])
 	w := o.w
 	w.Ref, w.Line = ref, whole.Lines[o.doc]
-	notes, err := whole.apply(Edit{Workload: ref, Ops: e.Ops}, w)
+	notes, err := whole.Apply(workload.Edit{Workload: ref, Ops: e.Ops}, w)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -213,24 +214,24 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 		notes[i].Workload, notes[i].File, notes[i].Line = e.Workload, e.File, r.line
 		notes[i].Field = "rendered " + notes[i].Field
 	}
-	if len(whole.changes) == 0 {
+	if len(whole.Changes) == 0 {
 		return notes, nil
 	}
 	vals := userValues(ls)
 	var ves []valueEdit
 	for _, op := range e.Ops {
-		one, err := newPodFile(label, cur, true)
+		one, err := workload.NewFileEdit(label, cur, true)
 		if err != nil {
 			return nil, fail(err)
 		}
-		if _, err := one.apply(Edit{Workload: ref, Ops: []Op{op}}, w); err != nil {
+		if _, err := one.Apply(workload.Edit{Workload: ref, Ops: []workload.Op{op}}, w); err != nil {
 			return nil, fail(fmt.Errorf("%s alone: %w", op, err))
 		}
-		if len(one.changes) == 0 {
+		if len(one.Changes) == 0 {
 			continue
 		}
-		c := one.changes[0]
-		for _, x := range one.changes {
+		c := one.Changes[0]
+		for _, x := range one.Changes {
 			switch {
 			case x.Old == "":
 				return nil, fail(fmt.Errorf("%s: %s would be added, and the chart renders no value there to edit: change the chart's templates by hand", op, x.Field))
@@ -252,7 +253,7 @@ func (st *hstate) try(ctx context.Context, e Edit) ([]Note, error) {
 	}
 
 	next := map[string][]byte{}
-	changes := map[string][]Change{}
+	changes := map[string][]workload.Change{}
 	for _, ve := range ves {
 		if err := st.writeValue(ve, next, changes); err != nil {
 			return nil, fail(err)
@@ -293,7 +294,7 @@ func (st *hstate) readers(p string, r *helmRelease) []string {
 
 // unrenderedReaders names the definitions not rendered here that name
 // values file p.
-func (hx *helmIndex) unrenderedReaders(p string) []string {
+func (hx *Index) unrenderedReaders(p string) []string {
 	var out []string
 	for _, u := range hx.unrendered {
 		if slices.Contains(u.paths, p) {
@@ -304,7 +305,7 @@ func (hx *helmIndex) unrenderedReaders(p string) []string {
 }
 
 // place says which file the value at p goes to (see the top of the file).
-func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c Change) (valueEdit, error) {
+func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c workload.Change) (valueEdit, error) {
 	ve := valueEdit{path: p, old: c.Old, new: c.New, field: c.Field, doc: -1}
 	if v, ok := getValue(userValuesWithDefaults(ls), p); ok {
 		_, isStr := v.(string)
@@ -352,7 +353,7 @@ func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c Change)
 // inline puts ve in the inline values of r's definition.
 func (st *hstate) inline(r *helmRelease, ve valueEdit) (valueEdit, error) {
 	if _, ok := st.file(r.file); !ok {
-		return ve, fmt.Errorf("%w: %s: not read", ErrNotFound, r.file)
+		return ve, fmt.Errorf("%w: %s: not read", workload.ErrNotFound, r.file)
 	}
 	// Edits change no document's place among the file's documents.
 	ve.doc = r.doc
@@ -371,7 +372,7 @@ func userValuesWithDefaults(ls []valuesLayer) map[string]any {
 }
 
 // writeValue splices one value into its values file.
-func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[string][]Change) error {
+func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[string][]workload.Change) error {
 	b, ok := next[ve.file]
 	if !ok {
 		if b, ok = st.file(ve.file); !ok {
@@ -385,7 +386,7 @@ func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[s
 	doc := ve.doc
 	if doc < 0 {
 		if len(fe.Expected) != 1 || len(fe.Expected[0].Content) == 0 {
-			return &splice.Error{File: ve.file, Field: ve.path.String(), Err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", ErrUnsupported, len(fe.Expected))}
+			return &splice.Error{File: ve.file, Field: ve.path.String(), Err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", splice.ErrUnsupported, len(fe.Expected))}
 		}
 		doc = 0
 	}
@@ -402,7 +403,7 @@ func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[s
 	}
 	next[ve.file] = cur
 	for _, c := range cs {
-		changes[ve.file] = append(changes[ve.file], Change{Field: fmt.Sprintf("%s (%s)", c.Field, ve.field), Old: c.Old, New: c.New})
+		changes[ve.file] = append(changes[ve.file], workload.Change{Field: fmt.Sprintf("%s (%s)", c.Field, ve.field), Old: c.Old, New: c.New})
 	}
 	return nil
 }
@@ -437,7 +438,7 @@ func (st *hstate) prove(ctx context.Context, next map[string][]byte, r *helmRele
 		}
 		if x != r {
 			if !bytes.Equal(out, st.current(x)) {
-				return nil, fmt.Errorf("%w: the edit of %s changes what %s renders, which it is not for: %s", ErrHelm, strings.Join(changed, ", "), x.via, firstDiff(st.current(x), out))
+				return nil, fmt.Errorf("%w: the edit of %s changes what %s renders, which it is not for: %s", ErrHelm, strings.Join(changed, ", "), x.via, splice.FirstDiff(st.current(x), out))
 			}
 			continue
 		}
@@ -455,7 +456,7 @@ func (st *hstate) prove(ctx context.Context, next map[string][]byte, r *helmRele
 // reread returns the index of the files as they are now under fsys: hx
 // itself when none that a release reads changed since discovery, else a
 // new index of them.
-func (hx *helmIndex) reread(ctx context.Context, fsys fs.FS) *helmIndex {
+func (hx *Index) reread(ctx context.Context, fsys fs.FS) *Index {
 	same := true
 	now := make(map[string][]byte, len(hx.files))
 	for p, b := range hx.files {
@@ -491,7 +492,7 @@ func (hx *helmIndex) reread(ctx context.Context, fsys fs.FS) *helmIndex {
 	if same {
 		return hx
 	}
-	return indexHelm(ctx, now, func(dir string) (map[string][]byte, error) {
+	return NewIndex(ctx, now, func(dir string) (map[string][]byte, error) {
 		if t, ok := trees[dir]; ok && t != nil {
 			return t, nil
 		}

@@ -1,4 +1,4 @@
-package patcher
+package helm
 
 import (
 	"bytes"
@@ -162,7 +162,7 @@ func (i memInfo) Sys() any           { return nil }
 // renderSync renders the chart of files as release r with user values
 // vals, and returns the manifests as one stream, each document headed by
 // the template it came from, in the order of the template names. It runs
-// in this process with no bound: the render child's work (helm_child.go),
+// in this process with no bound: the render child's work (child.go),
 // since the templates are the repository's programs.
 func renderSync(ctx context.Context, files map[string][]byte, r *helmRelease, vals map[string]any) (out []byte, err error) {
 	defer func() {

@@ -1,4 +1,4 @@
-package patcher
+package helm
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // goldens.
 func helmSeeds(f *testing.F, match func(string) bool) {
 	f.Helper()
-	err := filepath.WalkDir(filepath.Join("testdata", "helm"), func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join("..", "testdata", "helm"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !match(p) {
 			return err
 		}
@@ -249,9 +249,9 @@ patches: [{path: p.yaml}]
 
 // renderIndex indexes and renders the releases of an in-memory
 // repository whose charts are read from files too.
-func renderIndex(t *testing.T, files map[string][]byte) *helmIndex {
+func renderIndex(t *testing.T, files map[string][]byte) *Index {
 	t.Helper()
-	return indexHelm(context.Background(), files, func(dir string) (map[string][]byte, error) {
+	return NewIndex(context.Background(), files, func(dir string) (map[string][]byte, error) {
 		out := map[string][]byte{}
 		for p, b := range files {
 			if strings.HasPrefix(p, dir+"/") {

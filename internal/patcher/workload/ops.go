@@ -1,4 +1,4 @@
-package patcher
+package workload
 
 import (
 	"fmt"
@@ -18,10 +18,10 @@ import (
 type Op interface {
 	fmt.Stringer
 	apply(d *podEdit) error
-	// touches are the fields the op may change, as paths from the object
+	// Touches are the fields the op may change, as paths from the object
 	// whose pod template is at tmpl: an editor that finds where a field is
 	// defined (a Kustomize patch, a values file) looks there.
-	touches(tmpl []string) [][]string
+	Touches(tmpl []string) [][]string
 }
 
 // inTemplate is the path of the pod template tmpl, then rest.
@@ -36,33 +36,33 @@ func containerFields(tmpl []string) [][]string {
 		inTemplate(tmpl, "metadata", "annotations", kai.ContainerNameAnnotation)}
 }
 
-func (setGPUFraction) touches(tmpl []string) [][]string {
+func (setGPUFraction) Touches(tmpl []string) [][]string {
 	return [][]string{inTemplate(tmpl, "metadata", "annotations", kai.FractionAnnotation)}
 }
 
-func (setGPUMemory) touches(tmpl []string) [][]string {
+func (setGPUMemory) Touches(tmpl []string) [][]string {
 	return [][]string{inTemplate(tmpl, "metadata", "annotations", kai.MemoryAnnotation)}
 }
 
-func (o removePodAnnotation) touches(tmpl []string) [][]string {
+func (o removePodAnnotation) Touches(tmpl []string) [][]string {
 	return [][]string{inTemplate(tmpl, "metadata", "annotations", o.key)}
 }
 
-func (setSchedulerName) touches(tmpl []string) [][]string {
+func (setSchedulerName) Touches(tmpl []string) [][]string {
 	return [][]string{inTemplate(tmpl, "spec", "schedulerName")}
 }
 
-func (o setPodLabel) touches(tmpl []string) [][]string {
+func (o setPodLabel) Touches(tmpl []string) [][]string {
 	return [][]string{inTemplate(tmpl, "metadata", "labels", o.key)}
 }
 
-func (o setWorkloadLabel) touches([]string) [][]string {
+func (o setWorkloadLabel) Touches([]string) [][]string {
 	return [][]string{{"metadata", "labels", o.key}}
 }
 
-func (removeWholeGPUs) touches(tmpl []string) [][]string { return containerFields(tmpl) }
-func (setWholeGPUs) touches(tmpl []string) [][]string    { return containerFields(tmpl) }
-func (setVLLMUtil) touches(tmpl []string) [][]string     { return containerFields(tmpl) }
+func (removeWholeGPUs) Touches(tmpl []string) [][]string { return containerFields(tmpl) }
+func (setWholeGPUs) Touches(tmpl []string) [][]string    { return containerFields(tmpl) }
+func (setVLLMUtil) Touches(tmpl []string) [][]string     { return containerFields(tmpl) }
 
 // SetGPUFraction sets the pod annotation gpu-fraction to v, a decimal
 // with at most two places from 0.01 to 0.99 (KAI keeps two), written as a
@@ -136,7 +136,7 @@ func (d *podEdit) template() (*yaml.Node, error) {
 		}
 		_, next := splice.Field(cur, p)
 		if next == nil || next.Kind != yaml.MappingNode {
-			return nil, d.Fail(cur, strings.Join(d.tmpl[:i+1], "."), fmt.Errorf("%w: no pod template mapping", ErrUnsupported))
+			return nil, d.Fail(cur, strings.Join(d.tmpl[:i+1], "."), fmt.Errorf("%w: no pod template mapping", splice.ErrUnsupported))
 		}
 		cur = next
 	}
@@ -151,7 +151,7 @@ func (d *podEdit) podSpec() (*yaml.Node, error) {
 	}
 	_, pod := splice.Field(tmpl, "spec")
 	if pod == nil || pod.Kind != yaml.MappingNode {
-		return nil, d.Fail(tmpl, d.tmplField("spec"), fmt.Errorf("%w: no pod spec mapping", ErrUnsupported))
+		return nil, d.Fail(tmpl, d.tmplField("spec"), fmt.Errorf("%w: no pod spec mapping", splice.ErrUnsupported))
 	}
 	return pod, d.Editable(pod, d.tmplField("spec"))
 }
@@ -357,7 +357,7 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 	}
 	for _, r := range refs {
 		if g := readGPU(r); g.via != nil {
-			return d.Fail(g.via, d.containerField(r)+".resources", fmt.Errorf("%w: nvidia.com/gpu is written through it", ErrAlias))
+			return d.Fail(g.via, d.containerField(r)+".resources", fmt.Errorf("%w: nvidia.com/gpu is written through it", splice.ErrAlias))
 		}
 		if err := d.removeGPUs(r.c, d.containerField(r)+".resources"); err != nil {
 			return err
@@ -376,7 +376,7 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 	field := d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation)
 	name := splice.Str(h.c, "name")
 	if name == "" {
-		return d.Fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", ErrUnsupported, d.containerField(h)))
+		return d.Fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", splice.ErrUnsupported, d.containerField(h)))
 	}
 	return d.SetString(tmpl, field, []string{"metadata", "annotations", kai.ContainerNameAnnotation}, name, splice.ScalarOpts{AsString: true})
 }
@@ -576,9 +576,9 @@ func (d *podEdit) setUtil(v *vllmScan, base, value string) error {
 			cur := strings.TrimSpace(s.n.Value)
 			if !numberRE.MatchString(cur) || numberRE.FindString(cur) != cur {
 				if strings.Contains(cur, "{{") {
-					return d.Fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization %s", ErrTemplate, cur))
+					return d.Fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization %s", splice.ErrTemplate, cur))
 				}
-				return d.Fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", ErrUnsupported, cur))
+				return d.Fail(s.n, name, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", splice.ErrUnsupported, cur))
 			}
 			changed, err := d.ReplaceScalar(s.n, value, name, splice.ScalarOpts{AsString: true})
 			if err != nil {
@@ -638,7 +638,7 @@ func (d *podEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 	case v.invoked || v.command == nil:
 		target, name := v.args, "args"
 		if _, a := splice.Field(c, "args"); a != nil && v.args == nil {
-			return d.Fail(a, base+".args", fmt.Errorf("%w: args is not a list", ErrUnsupported))
+			return d.Fail(a, base+".args", fmt.Errorf("%w: args is not a list", splice.ErrUnsupported))
 		}
 		if target == nil && v.tokens {
 			target, name = v.command, "command"

@@ -1,4 +1,4 @@
-package patcher
+package workload
 
 import (
 	"fmt"
@@ -55,7 +55,7 @@ func utilHits(s string) ([]utilHit, error) {
 				}
 			}
 		case i == len(s) || s[i] == '"' || s[i] == '\'':
-			return nil, fmt.Errorf("%w: --gpu-memory-utilization without a value", ErrUnsupported)
+			return nil, fmt.Errorf("%w: --gpu-memory-utilization without a value", splice.ErrUnsupported)
 		default:
 			continue // a longer flag name
 		}
@@ -78,9 +78,9 @@ func utilHits(s string) ([]utilHit, error) {
 				tok = tok[:k]
 			}
 			if strings.Contains(tok, "{{") {
-				return nil, fmt.Errorf("%w: --gpu-memory-utilization %s", ErrTemplate, tok)
+				return nil, fmt.Errorf("%w: --gpu-memory-utilization %s", splice.ErrTemplate, tok)
 			}
-			return nil, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", ErrUnsupported, tok)
+			return nil, fmt.Errorf("%w: --gpu-memory-utilization value %q is not a literal number", splice.ErrUnsupported, tok)
 		}
 		hits = append(hits, utilHit{start: i, end: j, value: num})
 	}
@@ -166,7 +166,7 @@ func scanVLLM(c *yaml.Node) *vllmScan {
 		if m := utilArgRE.FindStringSubmatch(val); m != nil && !script {
 			if m[1] == "" {
 				if i+1 >= len(v.items) {
-					v.err = fmt.Errorf("%w: --gpu-memory-utilization without a value", ErrUnsupported)
+					v.err = fmt.Errorf("%w: --gpu-memory-utilization without a value", splice.ErrUnsupported)
 					continue
 				}
 				next := v.items[i+1]

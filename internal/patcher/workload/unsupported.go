@@ -1,4 +1,4 @@
-package patcher
+package workload
 
 import (
 	"slices"
@@ -42,7 +42,7 @@ func unsupportedObject(root *yaml.Node) (Unsupported, bool) {
 	if kind == "" || apiVersion == "" {
 		return Unsupported{}, false
 	}
-	if spec, ok := kindSpecFor(kind); ok && spec.accepts(apiVersion) {
+	if spec, ok := SpecFor(kind); ok && spec.accepts(apiVersion) {
 		return Unsupported{}, false
 	}
 	md := splice.Lookup(root, "metadata")
@@ -75,9 +75,9 @@ func asksForGPU(n *yaml.Node) bool {
 	return slices.ContainsFunc(n.Content, asksForGPU)
 }
 
-// unsupportedIn reads the Unsupported objects of a parsed stream, each
+// UnsupportedIn reads the Unsupported objects of a parsed stream, each
 // placed at file (and the document's line, when line is set).
-func unsupportedIn(s *splice.Stream, file string, line bool) []Unsupported {
+func UnsupportedIn(s *splice.Stream, file string, line bool) []Unsupported {
 	var out []Unsupported
 	for _, doc := range s.Docs {
 		if len(doc.Content) == 0 {

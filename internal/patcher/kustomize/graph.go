@@ -1,4 +1,4 @@
-package patcher
+package kustomize
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ func defaultBuildLimits() buildLimits {
 
 // cyclic returns the kustomizations on an include cycle, which kustomize
 // refuses, in file order (Tarjan's strongly connected components).
-func (ix *kustIndex) cyclic() []*kust {
+func (ix *Index) cyclic() []*kust {
 	index := map[*kust]int{}
 	low := map[*kust]int{}
 	onStack := map[*kust]bool{}
@@ -96,7 +96,7 @@ func has[K comparable, V any](m map[K]V, k K) bool { _, ok := m[k]; return ok }
 // includes (subs, in include order, with their values), each once: memo
 // holds what is known. A kustomization met again on an include cycle
 // counts as T's zero value there.
-func fold[T any](ix *kustIndex, memo map[*kust]T, k *kust, f func(k *kust, subs []*kust, vals []T) T) T {
+func fold[T any](ix *Index, memo map[*kust]T, k *kust, f func(k *kust, subs []*kust, vals []T) T) T {
 	if v, ok := memo[k]; ok {
 		return v
 	}
@@ -119,7 +119,7 @@ func fold[T any](ix *kustIndex, memo map[*kust]T, k *kust, f func(k *kust, subs 
 // (reaching beyond the checkout, say) not built either: it would fail, or
 // fetch through it. The error names the one included, once: its own
 // problem says why.
-func (ix *kustIndex) propagate() {
+func (ix *Index) propagate() {
 	memo := map[*kust]bool{}
 	for _, k := range ix.kusts {
 		fold(ix, memo, k, func(k *kust, subs []*kust, broken []bool) bool {
@@ -142,7 +142,7 @@ type expansion struct{ bytes, includes int64 }
 // lim.Bytes or lim.Includes, and the roots after the bytes of those
 // built reach lim.RunBytes. A kustomization on a cycle is an error
 // already, and its walk stops.
-func (ix *kustIndex) bound(lim buildLimits) {
+func (ix *Index) bound(lim buildLimits) {
 	memo := map[*kust]expansion{}
 	expand := func(k *kust) expansion {
 		return fold(ix, memo, k, func(k *kust, _ []*kust, subs []expansion) expansion {

@@ -1,4 +1,4 @@
-package patcher
+package kustomize
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -39,8 +40,8 @@ import (
 // builds cannot be placed or proven.
 var ErrKustomize = errors.New("kustomize")
 
-// kustIndex is every kustomization of a repository, built.
-type kustIndex struct {
+// Index is every kustomization of a repository, built.
+type Index struct {
 	files map[string][]byte // the files builds read, by slash path
 	kusts []*kust           // sorted by file
 	// byDir and byFile find a kustomization by its directory and file.
@@ -70,7 +71,7 @@ type kust struct {
 
 // kobj is one built workload of a kustomization.
 type kobj struct {
-	w Workload // as built; File is the kustomization
+	w workload.Workload // as built; File is the kustomization
 	// origin is the file whose document defines it (kustomize's
 	// config.kubernetes.io/origin), and name and namespace the object's
 	// there (before namePrefix, nameSuffix and namespace).
@@ -87,9 +88,9 @@ type kobj struct {
 // objMeta is the labels and annotations of an object at one stage.
 type objMeta struct{ labels, annotations map[string]string }
 
-// isKustomization reports whether the base name of p is one kustomize
+// IsKustomization reports whether the base name of p is one kustomize
 // reads as a kustomization.
-func isKustomization(p string) bool {
+func IsKustomization(p string) bool {
 	return slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(p))
 }
 
@@ -201,21 +202,21 @@ func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[stri
 	return out, asked
 }
 
-// indexKustomize finds and builds the kustomizations among files. Those
+// NewIndex finds and builds the kustomizations among files. Those
 // that do not build are kept with their error. Only the roots are built:
 // what another kustomization includes is built as part of it.
 // read reads a file the YAML files do not hold (a generator's source);
 // nil reads none.
-func indexKustomize(files map[string][]byte, read func(string) ([]byte, error)) *kustIndex {
+func NewIndex(files map[string][]byte, read func(string) ([]byte, error)) *Index {
 	return indexKustomizeWithin(files, read, defaultBuildLimits())
 }
 
 // indexKustomizeWithin is indexKustomize within lim.
-func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, error), lim buildLimits) *kustIndex {
-	ix := &kustIndex{files: maps.Clone(files), used: map[string]bool{}, byDir: map[string]*kust{}, byFile: map[string]*kust{}}
+func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, error), lim buildLimits) *Index {
+	ix := &Index{files: maps.Clone(files), used: map[string]bool{}, byDir: map[string]*kust{}, byFile: map[string]*kust{}}
 	byDir := ix.byDir
 	for p, b := range files {
-		if !isKustomization(p) {
+		if !IsKustomization(p) {
 			continue
 		}
 		dir := path.Dir(p)
@@ -328,7 +329,7 @@ func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, er
 // Flux builds that way, and a repository whose kustomizations need it is
 // deployed by a controller that does, so they are built that way too.
 // Only files of the checkout are ever read (localOnly).
-func (ix *kustIndex) loosen() {
+func (ix *Index) loosen() {
 	for _, k := range ix.kusts {
 		if k.err != nil {
 			continue
@@ -351,7 +352,7 @@ func (ix *kustIndex) loosen() {
 // anyIncluded reports whether f holds for k or a kustomization it
 // includes, directly or not. Each is visited once: an include cycle
 // (which kustomize refuses) ends the walk rather than the process.
-func (ix *kustIndex) anyIncluded(k *kust, f func(*kust) bool) bool {
+func (ix *Index) anyIncluded(k *kust, f func(*kust) bool) bool {
 	seen := map[*kust]bool{}
 	var walk func(k *kust) bool
 	walk = func(k *kust) bool {
@@ -377,19 +378,19 @@ func (ix *kustIndex) anyIncluded(k *kust, f func(*kust) bool) bool {
 // in it is the only one of the kind, else the one whose name the
 // namePrefix and nameSuffix of the kustomizations between make the built
 // name, exactly.
-func (ix *kustIndex) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
-	bw, err := builtWorkloads(k.out)
+func (ix *Index) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
+	bw, err := workload.BuiltWorkloads(k.out)
 	if err != nil {
 		k.err = fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
 		return nil
 	}
 	var objs []kobj
 	for _, b := range bw {
-		w, ref := b.w, b.w.Ref
+		w, ref := b.Workload, b.Workload.Ref
 		w.File = k.file
 		o := kobj{w: w, origin: origins[ref]}
-		o.gvk = gvkOf(b.root)
-		o.meta = []objMeta{metaOf(b.root)}
+		o.gvk = gvkOf(b.Root)
+		o.meta = []objMeta{metaOf(b.Root)}
 		if o.origin != "" {
 			ix.original(k, &o)
 		}
@@ -403,7 +404,7 @@ func (ix *kustIndex) builtWorkloads(k *kust, origins map[usage.Ref]string) []kob
 // nameSuffix of the kustomizations between make the built name, exactly.
 // It fills in o's name, namespace, names and meta; o.name stays "" when
 // no document is it for sure.
-func (ix *kustIndex) original(k *kust, o *kobj) {
+func (ix *Index) original(k *kust, o *kobj) {
 	s, err := splice.Parse(ix.files[o.origin])
 	if err != nil {
 		return
@@ -417,7 +418,7 @@ func (ix *kustIndex) original(k *kust, o *kobj) {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		if got, _, ok := identify(doc.Content[0]); ok && got.Kind == o.w.Ref.Kind {
+		if got, _, ok := workload.Identify(doc.Content[0]); ok && got.Kind == o.w.Ref.Kind {
 			docs = append(docs, cand{got, doc.Content[0]})
 		}
 	}
@@ -476,10 +477,10 @@ func rename(chain []*kust, n string) string {
 }
 
 // kust returns the kustomization of file.
-func (ix *kustIndex) kust(file string) *kust { return ix.byFile[file] }
+func (ix *Index) kust(file string) *kust { return ix.byFile[file] }
 
 // fileIn returns the kustomization file of dir, "" when none.
-func (ix *kustIndex) fileIn(dir string) string {
+func (ix *Index) fileIn(dir string) string {
 	if k := ix.byDir[dir]; k != nil {
 		return k.file
 	}
@@ -488,11 +489,11 @@ func (ix *kustIndex) fileIn(dir string) string {
 
 // chain returns the kustomizations from k down to the one that lists
 // file as a resource, outermost first; nil when file is not below k.
-func (ix *kustIndex) chain(k *kust, file string) []*kust {
+func (ix *Index) chain(k *kust, file string) []*kust {
 	return ix.chainFrom(k, file, map[*kust]bool{})
 }
 
-func (ix *kustIndex) chainFrom(k *kust, file string, seen map[*kust]bool) []*kust {
+func (ix *Index) chainFrom(k *kust, file string, seen map[*kust]bool) []*kust {
 	if seen[k] {
 		return nil // an include cycle
 	}
@@ -514,11 +515,11 @@ func (ix *kustIndex) chainFrom(k *kust, file string, seen map[*kust]bool) []*kus
 
 // reread returns the index of the files as they are now under fsys: ix
 // itself when none changed since discovery, else a new build of them.
-func (ix *kustIndex) reread(ctx context.Context, fsys fs.FS) (*kustIndex, error) {
+func (ix *Index) reread(ctx context.Context, fsys fs.FS) (*Index, error) {
 	paths := slices.Sorted(maps.Keys(ix.files))
 	read := make([][]byte, len(paths))
 	ok := make([]bool, len(paths))
-	if err := eachFile(ctx, len(paths), func(i int) {
+	if err := workload.EachFile(ctx, len(paths), func(i int) {
 		b, err := checkout.ReadFile(fsys, paths[i])
 		read[i], ok[i] = b, err == nil
 	}); err != nil {
@@ -537,13 +538,13 @@ func (ix *kustIndex) reread(ctx context.Context, fsys fs.FS) (*kustIndex, error)
 	if same {
 		return ix, nil
 	}
-	return indexKustomize(now, func(p string) ([]byte, error) { return checkout.ReadFile(fsys, p) }), nil
+	return NewIndex(now, func(p string) ([]byte, error) { return checkout.ReadFile(fsys, p) }), nil
 }
 
 // withComponents puts after each kustomization of chain the components
 // it includes: their patches apply before its own, after those of the
 // kustomizations it includes as resources.
-func (ix *kustIndex) withComponents(chain []*kust) []*kust {
+func (ix *Index) withComponents(chain []*kust) []*kust {
 	seen := map[*kust]bool{}
 	var out []*kust
 	var add func(k *kust)
@@ -571,7 +572,7 @@ func (k *kust) component() bool { return k.k.Kind == types.ComponentKind }
 
 // reads reports whether building k may read one of files: whether one
 // lies below the directory of k or of a kustomization it includes.
-func (ix *kustIndex) reads(k *kust, files []string) bool {
+func (ix *Index) reads(k *kust, files []string) bool {
 	return ix.anyIncluded(k, func(k *kust) bool {
 		return slices.ContainsFunc(files, func(f string) bool { return under(f, k.dir) || slices.Contains(k.outside, f) })
 	})
@@ -582,49 +583,49 @@ func under(p, dir string) bool {
 	return dir == "." || strings.HasPrefix(p, dir+"/")
 }
 
-// claims reports whether a kustomization reads file: a base Deployment
+// Claims reports whether a kustomization reads file: a base Deployment
 // and its patches are not workloads of their own, and a file only an
 // overlay includes is not a second definition of what the overlay builds.
-func (ix *kustIndex) claims(file string) bool { return ix.used[file] }
+func (ix *Index) Claims(file string) bool { return ix.used[file] }
 
-// owns reports whether file is a kustomization: what it builds is edited
+// Owns reports whether file is a kustomization: what it builds is edited
 // through it.
-func (ix *kustIndex) owns(file string) bool { return ix.kust(file) != nil }
+func (ix *Index) Owns(file string) bool { return ix.kust(file) != nil }
 
-// included reports whether file is a kustomization another one includes.
-func (ix *kustIndex) included(file string) bool {
-	if !isKustomization(file) {
+// Included reports whether file is a kustomization another one includes.
+func (ix *Index) Included(file string) bool {
+	if !IsKustomization(file) {
 		return false
 	}
 	k := ix.kust(file)
 	return k != nil && !k.root
 }
 
-// found are the workloads the root kustomizations build, and the
+// Found are the workloads the root kustomizations build, and the
 // kustomizations that do not build.
-func (ix *kustIndex) found() found {
-	var f found
+func (ix *Index) Found() workload.Found {
+	var f workload.Found
 	for _, k := range ix.kusts {
 		if k.err != nil {
-			f.probs = append(f.probs, Problem{File: k.file, Err: k.err})
+			f.Problems = append(f.Problems, workload.Problem{File: k.file, Err: k.err})
 			continue
 		}
 		if !k.root {
 			continue
 		}
 		for _, o := range k.objs {
-			f.ws = append(f.ws, o.w)
+			f.Workloads = append(f.Workloads, o.w)
 		}
 		if s, err := splice.Parse(k.out); err == nil {
-			f.uns = append(f.uns, unsupportedIn(s, k.file, false)...)
+			f.Unsupported = append(f.Unsupported, workload.UnsupportedIn(s, k.file, false)...)
 		}
 	}
 	return f
 }
 
-// edit builds the kustomizations again when a file they read changed
+// Edit builds the kustomizations again when a file they read changed
 // since discovery, and applies edits.
-func (ix *kustIndex) edit(ctx context.Context, fsys fs.FS, edits []Edit, res *Result) error {
+func (ix *Index) Edit(ctx context.Context, fsys fs.FS, edits []workload.Edit, res *workload.Result) error {
 	now, err := ix.reread(ctx, fsys)
 	if err != nil {
 		return err

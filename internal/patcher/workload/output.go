@@ -1,4 +1,4 @@
-package patcher
+package workload
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/pmezard/go-difflib/difflib"
 )
 
@@ -135,7 +136,7 @@ func check(rt *os.Root, f File) (os.FileMode, error) {
 	if fi.Mode()&os.ModeSymlink != 0 {
 		// A rename would replace the link with a file, cutting it from
 		// the file it shares its content with.
-		return 0, fmt.Errorf("%w: a symbolic link; not replaced", ErrUnsupported)
+		return 0, fmt.Errorf("%w: a symbolic link; not replaced", splice.ErrUnsupported)
 	}
 	if !fi.Mode().IsRegular() {
 		return 0, fmt.Errorf("%w: not a regular file any more", ErrChangedOnDisk)

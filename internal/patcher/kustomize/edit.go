@@ -1,4 +1,4 @@
-package patcher
+package kustomize
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 // Editing what a kustomization builds. Each op of an Edit goes where the
@@ -41,7 +42,7 @@ import (
 
 // kedit is an edit of a built workload with what it is built from.
 type kedit struct {
-	e Edit
+	e workload.Edit
 	k *kust
 	o kobj
 }
@@ -49,7 +50,7 @@ type kedit struct {
 // apply applies edits of workloads built by the kustomizations of ix
 // and adds the results to res: the files changed or created, and the
 // edits refused.
-func (ix *kustIndex) apply(edits []Edit, res *Result) {
+func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 	var kes []kedit
 	for _, e := range edits {
 		k := ix.kust(e.File)
@@ -59,8 +60,8 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 			i = slices.IndexFunc(k.objs, func(o kobj) bool { return o.w.Ref == e.Workload })
 		}
 		if i < 0 {
-			res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: e.File,
-				Err: fmt.Errorf("%w: %s is not built by %s", ErrNotFound, e.Workload, path.Dir(e.File))})
+			res.Refused = append(res.Refused, workload.Refusal{Workload: e.Workload, File: e.File,
+				Err: fmt.Errorf("%w: %s is not built by %s", workload.ErrNotFound, e.Workload, path.Dir(e.File))})
 			continue
 		}
 		kes = append(kes, kedit{e: e, k: k, o: k.objs[i]})
@@ -68,7 +69,7 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 	fs, err := memFS(ix.files)
 	if err != nil {
 		for _, ke := range kes {
-			res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: fmt.Errorf("%w: %w", ErrKustomize, err)})
+			res.Refused = append(res.Refused, workload.Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: fmt.Errorf("%w: %w", ErrKustomize, err)})
 		}
 		return
 	}
@@ -78,7 +79,7 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 	// build per overlay rather than one per edit. Should any placement
 	// fail or the proof disprove the lot, each group is placed and
 	// proven alone, in order, so that one bad edit refuses only itself.
-	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]Change{}, deferProof: true}
+	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]workload.Change{}, deferProof: true}
 	for _, g := range groups {
 		if _, err := st.place(g, nil); err != nil {
 			st = nil
@@ -91,11 +92,11 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 		}
 	}
 	if st == nil {
-		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]Change{}}
+		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]workload.Change{}}
 		for _, g := range groups {
 			if err := st.try(g); err != nil {
 				for _, ke := range g {
-					res.Refused = append(res.Refused, Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: err})
+					res.Refused = append(res.Refused, workload.Refusal{Workload: ke.e.Workload, File: ke.e.File, Err: err})
 				}
 			}
 		}
@@ -110,29 +111,15 @@ func (ix *kustIndex) apply(edits []Edit, res *Result) {
 		if had && bytes.Equal(old, st.cur[p]) {
 			continue
 		}
-		res.Files = append(res.Files, File{Path: p, Old: old, New: st.cur[p], Created: !had,
-			Changes: st.changes[p], Splices: []Splice{wholeSplice(old, st.cur[p])}})
+		res.Files = append(res.Files, workload.File{Path: p, Old: old, New: st.cur[p], Created: !had,
+			Changes: st.changes[p], Splices: []splice.Splice{splice.Whole(old, st.cur[p])}})
 	}
-}
-
-// wholeSplice is the one splice that turns a into b: the bytes between
-// their common prefix and suffix.
-func wholeSplice(a, b []byte) Splice {
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
-	return Splice{Off: p, Len: len(a) - p - s, Text: string(b[p : len(b)-s])}
 }
 
 // groups puts together the edits that can only be done together: those
 // of overlays that build the same object of the same resource file with
 // the same ops, when that file is where the ops go.
-func (ix *kustIndex) groups(kes []kedit) [][]kedit {
+func (ix *Index) groups(kes []kedit) [][]kedit {
 	key := func(ke kedit) string { return ke.o.origin + "\x00" + ke.o.name + "\x00" + opsKey(ke.e.Ops) }
 	byKey := map[string][]kedit{}
 	var order []string
@@ -166,7 +153,7 @@ func (ix *kustIndex) groups(kes []kedit) [][]kedit {
 	return out
 }
 
-func opsKey(ops []Op) string {
+func opsKey(ops []workload.Op) string {
 	s := make([]string, len(ops))
 	for i, op := range ops {
 		s[i] = op.String()
@@ -175,7 +162,7 @@ func opsKey(ops []Op) string {
 }
 
 // users are the overlays that build an object from the same document.
-func (ix *kustIndex) users(o kobj) []string {
+func (ix *Index) users(o kobj) []string {
 	var out []string
 	for _, k := range ix.kusts {
 		if !k.root || k.err != nil {
@@ -193,13 +180,13 @@ func (ix *kustIndex) users(o kobj) []string {
 
 // kstate is the files as edited so far and the edits that made them.
 type kstate struct {
-	ix *kustIndex
+	ix *Index
 	// fs holds the original files and those of the accepted edits
 	// (proven ones), under buildRoot; prove adds the files it proves.
 	fs       filesys.FileSystem
 	cur      map[string][]byte // changed and created files
 	accepted []kedit
-	changes  map[string][]Change
+	changes  map[string][]workload.Change
 	// deferProof: place keeps edits unproven; the caller proves them
 	// all at once.
 	deferProof bool
@@ -259,7 +246,7 @@ func (e *proofError) Unwrap() error { return e.err }
 // whether any op went to an existing file.
 func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	ke := g[0]
-	spec, _ := kindSpecFor(ke.e.Workload.Kind)
+	spec, _ := workload.SpecFor(ke.e.Workload.Kind)
 	if ke.o.origin == "" || ke.o.name == "" {
 		return false, fmt.Errorf("%w: %s: cannot tell which file defines %s", ErrKustomize, ke.k.dir, ke.e.Workload)
 	}
@@ -272,7 +259,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	// new patch in the overlay
 	type target struct {
 		file string
-		ops  []Op
+		ops  []workload.Op
 	}
 	var targets []*target
 	at := func(file string) *target {
@@ -287,7 +274,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	}
 	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
 	for _, op := range ke.e.Ops {
-		file, err := st.definer(chain, ke.o, op.touches(spec.template))
+		file, err := st.definer(chain, ke.o, op.Touches(spec.Template))
 		if err != nil {
 			return false, err
 		}
@@ -306,7 +293,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	}
 
 	next := map[string][]byte{}
-	changes := map[string][]Change{}
+	changes := map[string][]workload.Change{}
 	for _, t := range targets {
 		var err error
 		switch {
@@ -563,7 +550,7 @@ func json6902Touches(ops *yaml.Node, fields [][]string) string {
 
 // editDoc applies ops to the document of file that defines the object
 // (a resource file or a strategic-merge patch).
-func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next map[string][]byte, changes map[string][]Change) error {
+func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []string, next map[string][]byte, changes map[string][]workload.Change) error {
 	b, ok := next[file]
 	if !ok {
 		b, ok = st.file(file)
@@ -571,17 +558,17 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 	if !ok {
 		return fmt.Errorf("%w: %s: not read", ErrKustomize, file)
 	}
-	fe, err := newPodFile(file, b, false)
+	fe, err := workload.NewFileEdit(file, b, false)
 	if err != nil {
 		return err
 	}
-	w := Workload{}
+	w := workload.Workload{}
 	var only []int // the documents of the kind
 	for i, d := range fe.Expected {
 		if len(d.Content) == 0 {
 			continue
 		}
-		ref, _, ok := identify(d.Content[0])
+		ref, _, ok := workload.Identify(d.Content[0])
 		if ok && ref.Kind == ke.e.Workload.Kind {
 			only = append(only, i)
 		}
@@ -592,16 +579,16 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 	}
 	if w.Ref.Kind == "" && len(only) == 1 && file != ke.o.origin {
 		// a patch with a target applies whatever name it has
-		w.Ref, _, _ = identify(fe.Expected[only[0]].Content[0])
+		w.Ref, _, _ = workload.Identify(fe.Expected[only[0]].Content[0])
 		w.Line = fe.Lines[only[0]]
 	}
 	if w.Ref.Kind == "" {
-		return fmt.Errorf("%w: %s: no %s named %s", ErrNotFound, file, ke.e.Workload.Kind, strings.Join(names, " or "))
+		return fmt.Errorf("%w: %s: no %s named %s", workload.ErrNotFound, file, ke.e.Workload.Kind, strings.Join(names, " or "))
 	}
-	if _, err := fe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
+	if _, err := fe.Apply(workload.Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
 		return err
 	}
-	if f, ok := fe.file(); ok {
+	if f, ok := fe.Changed(); ok {
 		next[file] = f.New
 		changes[file] = append(changes[file], f.Changes...)
 	}
@@ -610,13 +597,13 @@ func (st *kstate) editDoc(ke kedit, file string, ops []Op, names []string, next 
 
 // newPatch writes ops as a new strategic-merge patch file in the overlay
 // and adds it to the overlay's patches.
-func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, changes map[string][]Change) error {
+func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string][]byte, changes map[string][]workload.Change) error {
 	// What the ops make of the built object is what the patch must make.
-	fe, err := newPodFile(ke.k.file, ke.k.out, true)
+	fe, err := workload.NewFileEdit(ke.k.file, ke.k.out, true)
 	if err != nil {
 		return err
 	}
-	idx, err := fe.find(ke.e.Workload, 0)
+	idx, err := fe.Find(ke.e.Workload, 0)
 	if err != nil {
 		return err
 	}
@@ -638,7 +625,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 	}
 	w := ke.o.w
 	w.Line = fe.Lines[idx]
-	if _, err := fe.apply(Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
+	if _, err := fe.Apply(workload.Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
 		return err
 	}
 	diff, ok := smpDiff(before, fe.Expected[idx].Content[0])
@@ -678,7 +665,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 	}
 	newFile := path.Join(k.dir, rel)
 	next[newFile] = []byte("# Written by the GPU rightsizing recommender: " + strings.Join(strings.Fields(ke.e.Reason), " ") + "\n" + text)
-	for _, c := range fe.changes {
+	for _, c := range fe.Changes {
 		c.Workload = ke.e.Workload
 		changes[newFile] = append(changes[newFile], c)
 	}
@@ -700,7 +687,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []Op, next map[string][]byte, 
 		return err
 	}
 	next[k.file], _ = kf.Result()
-	changes[k.file] = append(changes[k.file], Change{Field: "patches", New: "path: " + rel})
+	changes[k.file] = append(changes[k.file], workload.Change{Field: "patches", New: "path: " + rel})
 	return nil
 }
 
@@ -824,16 +811,16 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 		}
 		if len(mine) == 0 {
 			if !bytes.Equal(out, k.out) {
-				return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, firstDiff(k.out, out))
+				return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, splice.FirstDiff(k.out, out))
 			}
 			continue
 		}
-		want, err := newPodFile(k.dir+" (kustomize build)", k.out, true)
+		want, err := workload.NewFileEdit(k.dir+" (kustomize build)", k.out, true)
 		if err != nil {
 			return err
 		}
 		for _, ke := range mine {
-			if _, err := want.apply(Edit{Workload: ke.e.Workload, Ops: ke.e.Ops}, ke.o.w); err != nil {
+			if _, err := want.Apply(workload.Edit{Workload: ke.e.Workload, Ops: ke.e.Ops}, ke.o.w); err != nil {
 				return err
 			}
 		}
@@ -853,29 +840,11 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 	return nil
 }
 
-// firstDiff names the first line where two outputs differ.
-func firstDiff(a, b []byte) string {
-	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := range max(len(al), len(bl)) {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d: %q became %q", i+1, x, y)
-		}
-	}
-	return "no line differs"
-}
-
 // editInline applies ops to the inline patch of entry #index of the
 // patches of kustomization file kf: the patch text is edited like a file
 // of its own, and the block scalar that holds it is replaced line by
 // line, with its indentation. Only a literal block (|) is edited.
-func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []string, next map[string][]byte, changes map[string][]Change) error {
+func (st *kstate) editInline(ke kedit, kf string, index int, ops []workload.Op, names []string, next map[string][]byte, changes map[string][]workload.Change) error {
 	b, ok := next[kf]
 	if !ok {
 		b, _ = st.file(kf)
@@ -888,39 +857,39 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []Op, names []s
 		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, kf, len(fe.Expected))
 	}
 	name := fmt.Sprintf("patches[%d].patch", index)
-	var inner []Change
+	var inner []workload.Change
 	step := splice.Step{Name: "edit " + name, Run: func(d *splice.Doc) error {
 		_, seq := splice.Field(d.Root, "patches")
 		if seq == nil || seq.Kind != yaml.SequenceNode || index >= len(seq.Content) {
-			return d.Fail(d.Root, name, fmt.Errorf("%w: no such patch", ErrNotFound))
+			return d.Fail(d.Root, name, fmt.Errorf("%w: no such patch", workload.ErrNotFound))
 		}
 		_, n := splice.Field(seq.Content[index], "patch")
 		if n == nil || n.Kind != yaml.ScalarNode {
-			return d.Fail(seq.Content[index], name, fmt.Errorf("%w: no patch text", ErrNotFound))
+			return d.Fail(seq.Content[index], name, fmt.Errorf("%w: no patch text", workload.ErrNotFound))
 		}
 		if n.Style&yaml.LiteralStyle == 0 {
-			return d.Fail(n, name, fmt.Errorf("%w: an inline patch that is not a literal block (|)", ErrUnsupported))
+			return d.Fail(n, name, fmt.Errorf("%w: an inline patch that is not a literal block (|)", splice.ErrUnsupported))
 		}
-		pe, err := newPodFile(kf+": "+name, []byte(n.Value), true)
+		pe, err := workload.NewFileEdit(kf+": "+name, []byte(n.Value), true)
 		if err != nil {
 			return d.Fail(n, name, err)
 		}
-		w := Workload{}
+		w := workload.Workload{}
 		for i, doc := range pe.Expected {
 			if len(doc.Content) == 0 {
 				continue
 			}
-			if ref, _, ok := identify(doc.Content[0]); ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
+			if ref, _, ok := workload.Identify(doc.Content[0]); ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
 				w.Ref, w.Line = ref, pe.Lines[i]
 			}
 		}
 		if w.Ref.Kind == "" {
-			return d.Fail(n, name, fmt.Errorf("%w: no %s named %s in the patch", ErrNotFound, ke.e.Workload.Kind, strings.Join(names, " or ")))
+			return d.Fail(n, name, fmt.Errorf("%w: no %s named %s in the patch", workload.ErrNotFound, ke.e.Workload.Kind, strings.Join(names, " or ")))
 		}
-		if _, err := pe.apply(Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
+		if _, err := pe.Apply(workload.Edit{Workload: w.Ref, Ops: ops}, w); err != nil {
 			return err
 		}
-		f, ok := pe.file()
+		f, ok := pe.Changed()
 		if !ok {
 			return nil
 		}

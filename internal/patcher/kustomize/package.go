@@ -1,0 +1,9 @@
+// Package kustomize finds the workloads kustomizations build and edits
+// them where their values are defined. The kustomizations of a checkout
+// are indexed and bounded once (no remote reference, no cycle, no
+// expansion past the bounds), the roots built in memory with krusty, and
+// every built workload traced to the file and document it came from. An
+// edit goes to the patch that sets the field, to the base when every
+// overlay that builds it wants the same, or to a new patch, and is proven
+// by building every root that reads an edited file again.
+package kustomize

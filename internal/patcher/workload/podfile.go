@@ -1,0 +1,134 @@
+package workload
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// apply applies one Edit, all or nothing, to the document of workload w,
+// one engine step per op, and returns the notes its ops made. The result
+// of the whole Edit must also be a pod KAI accepts.
+func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
+	idx, err := f.Find(e.Workload, w.Line)
+	if err != nil {
+		return nil, &splice.Error{File: f.Path, Err: err}
+	}
+	spec, _ := SpecFor(e.Workload.Kind)
+	var notes []Note
+	steps := make([]splice.Step, len(e.Ops))
+	for i, op := range e.Ops {
+		steps[i] = splice.Step{Name: op.String(), Run: func(d *splice.Doc) error {
+			p := &podEdit{Doc: d, tmpl: spec.Template, ref: e.Workload}
+			if err := op.apply(p); err != nil {
+				return err
+			}
+			notes = append(notes, p.notes...)
+			return nil
+		}}
+	}
+	changes, undo, err := f.EditDoc(idx, steps)
+	if err != nil {
+		return nil, err
+	}
+	// KAI refuses a pod that asks for a GPU in two ways at once: check the
+	// result of the whole Edit, whatever the order of its ops.
+	doc, line0 := f.Document(idx)
+	if tmpl := splice.Lookup(doc.Content[0], spec.Template...); tmpl != nil {
+		if n, field, err := kaiConflict(tmpl, strings.Join(spec.Template, ".")); err != nil {
+			undo()
+			return nil, &splice.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
+		}
+	}
+	for _, c := range changes {
+		f.Changes = append(f.Changes, Change{Workload: e.Workload, Field: c.Field, Old: c.Old, New: c.New, Reason: e.Reason})
+	}
+	return notes, nil
+}
+
+// FileEdit is a file of workloads being edited: the engine's fileEdit,
+// and the changes of the edits kept so far, said for which workload.
+type FileEdit struct {
+	*splice.File
+	Changes []Change
+}
+
+func NewFileEdit(path string, b []byte, whole bool) (*FileEdit, error) {
+	f, err := splice.NewFile(path, b, whole)
+	if err != nil {
+		return nil, err
+	}
+	return &FileEdit{File: f}, nil
+}
+
+// Changed returns the Changed when its bytes changed.
+func (f *FileEdit) Changed() (File, bool) {
+	cur, ok := f.Result()
+	if !ok {
+		return File{}, false
+	}
+	return File{Path: f.Path, Old: f.Orig, New: cur, Changes: f.Changes, Splices: f.Splices()}, true
+}
+
+// podEdit is one workload Op at work: the engine's docEdit of the
+// workload's document, plus what the op needs to know of the workload.
+type podEdit struct {
+	*splice.Doc
+	tmpl  []string // path of the pod template
+	ref   usage.Ref
+	notes []Note
+}
+
+func (p *podEdit) note(n *yaml.Node, name string, err error) {
+	p.notes = append(p.notes, Note{Workload: p.ref, File: p.File, Line: n.Line + p.Line0, Field: name, Err: err})
+}
+
+// tmplField is the dotted path of the pod template plus rest.
+func (p *podEdit) tmplField(rest ...string) string {
+	return strings.Join(append(append([]string{}, p.tmpl...), rest...), ".")
+}
+
+// Find returns the index of the document that defines ref (ops never
+// change what a document defines). A document without metadata.namespace
+// matches any namespace: the caller may have filled in the default (as
+// kubectl would). An exact namespace match wins; among several loose
+// ones, the document that started at line (where Discover saw the
+// workload) does.
+func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
+	var exact, loose []int
+	for i, d := range f.Expected {
+		var got usage.Ref
+		if len(d.Content) > 0 {
+			got, _, _ = Identify(d.Content[0])
+		}
+		if got.Kind != ref.Kind || got.Name != ref.Name || got.Kind == "" {
+			continue
+		}
+		switch got.Namespace {
+		case ref.Namespace:
+			exact = append(exact, i)
+		case "":
+			loose = append(loose, i)
+		}
+	}
+	cands := exact
+	if len(cands) == 0 {
+		cands = loose
+	}
+	switch {
+	case len(cands) == 1:
+		return cands[0], nil
+	case len(cands) == 0:
+		return 0, fmt.Errorf("%w: %s is no longer in the file", ErrNotFound, ref)
+	}
+	for _, idx := range cands {
+		if f.Lines[idx] == line {
+			return idx, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %s", ErrAmbiguous, ref)
+}
