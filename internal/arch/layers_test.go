@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"internal/usage":               {},
 	"internal/located":             {},
 	"internal/kai":                 {},
-	"internal/checkout":            {},
+	"internal/checkout":            {"internal/located"},
 	"internal/scm":                 {},
 	"internal/testenv":             {},
 	"internal/arch":                {},
