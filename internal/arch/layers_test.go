@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"internal/engine":              {"internal/kai", "internal/usage"},
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/metrics":             {"internal/usage"},
-	"internal/metrics/openmetrics": {"internal/metrics", "internal/usage"},
+	"internal/metrics/openmetrics": {"internal/located", "internal/metrics", "internal/usage"},
 	"internal/metrics/metricstest": {"internal/metrics", "internal/metrics/openmetrics", "internal/usage"},
 	"internal/metrics/preset":      {"internal/usage"},
 	"internal/metrics/prometheus":  {"internal/metrics", "internal/usage"},
