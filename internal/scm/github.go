@@ -388,7 +388,7 @@ func (g *GitHub) do(ctx context.Context, what string, call func(context.Context,
 			if why == "server error" {
 				return withClass(g.scrub(fmt.Errorf("github: %s: %w", what, err)), ErrUnavailable)
 			}
-			return g.scrub(fmt.Errorf("github: %s: %w: %s asks to wait %v, more than the %v this run waits in all (%v)",
+			return g.scrub(fmt.Errorf("github: %s: %w: %s asks to wait %v, more than the %v this run waits in all (%w)",
 				what, ErrRateLimited, why, wait.Round(time.Second), g.cfg.MaxWait, err))
 		}
 		g.cfg.Logger.Warn("github: waiting before trying again", "op", what, "why", why, "wait", wait, "try", try)
@@ -487,9 +487,9 @@ func (g *GitHub) appError(err error) error {
 	if errors.As(err, &he) && he.Response != nil {
 		switch he.Response.StatusCode {
 		case http.StatusUnauthorized:
-			return g.scrub(fmt.Errorf("github: GitHub App %d: %w: the App's ID or private key is wrong (%v)", g.cfg.AppID, ErrUnauthorized, err))
+			return g.scrub(fmt.Errorf("github: GitHub App %d: %w: the App's ID or private key is wrong (%w)", g.cfg.AppID, ErrUnauthorized, err))
 		case http.StatusNotFound:
-			return g.scrub(fmt.Errorf("github: GitHub App %d: installation %d not found (%v)", g.cfg.AppID, g.cfg.InstallationID, err))
+			return g.scrub(fmt.Errorf("github: GitHub App %d: installation %d not found (%w)", g.cfg.AppID, g.cfg.InstallationID, err))
 		}
 	}
 	return g.scrub(fmt.Errorf("github: GitHub App %d: an installation token: %w", g.cfg.AppID, err))
