@@ -39,11 +39,15 @@ demo-gitops:
 demo-prometheus:
 	./scripts/demo-prometheus.sh $(ARGS)
 
-## lint: gofmt, go vet and staticcheck must be clean
+## lint: gofmt, go vet, staticcheck and errorlint must be clean, and the shape tests (layering, layout, function size) pass
+# errorlint's -errorf: an error formatted into another is wrapped (%w), so
+# that errors.Is and errors.As still find it.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	$(GO) run codeberg.org/polyfloyd/go-errorlint@v1.9.1 -errorf $(PKGS)
+	$(GO) test -count=1 ./internal/arch/
 
 ## bench: the benchmarks behind BENCHMARKS.md
 bench:

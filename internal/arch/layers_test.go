@@ -12,38 +12,39 @@ import (
 const module = "github.com/gpu-rightsizing/recommender/"
 
 // allowed is, for each package, the module's packages it may import: the
-// data flow of DESIGN §2, from the pure leaves (usage, kai) through the
-// decision math (engine) and the readers (checkout, policy, metrics,
-// patcher) to the stages (plan), the shells (scm, publish, live) and the
-// command that wires them. A new import that is not here is a decision:
+// data flow of DESIGN §2, from the pure leaves (usage, kai, located)
+// through the decision math (engine) and the readers (checkout, policy,
+// metrics, patcher) to the stages (plan), the shells (scm, publish, live)
+// and the command that wires them. A new import that is not here is a decision:
 // change this table with it, or import the other way round.
 var allowed = map[string][]string{
 	"internal/usage":               {},
+	"internal/located":             {},
 	"internal/kai":                 {},
-	"internal/checkout":            {},
+	"internal/checkout":            {"internal/located"},
 	"internal/scm":                 {},
 	"internal/testenv":             {},
 	"internal/arch":                {},
 	"internal/deploy":              {},
 	"internal/engine":              {"internal/kai", "internal/usage"},
-	"internal/policy":              {"internal/checkout", "internal/engine", "internal/usage"},
+	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/metrics":             {"internal/usage"},
-	"internal/metrics/openmetrics": {"internal/metrics", "internal/usage"},
+	"internal/metrics/openmetrics": {"internal/located", "internal/metrics", "internal/usage"},
 	"internal/metrics/metricstest": {"internal/metrics", "internal/metrics/openmetrics", "internal/usage"},
 	"internal/metrics/preset":      {"internal/usage"},
 	"internal/metrics/prometheus":  {"internal/metrics", "internal/usage"},
-	"internal/patcher/splice":      {"internal/checkout"},
-	"internal/patcher/workload":    {"internal/checkout", "internal/kai", "internal/patcher/splice", "internal/usage"},
+	"internal/patcher/splice":      {"internal/checkout", "internal/located"},
+	"internal/patcher/workload":    {"internal/checkout", "internal/kai", "internal/located", "internal/patcher/splice", "internal/usage"},
 	"internal/patcher/kustomize":   {"internal/checkout", "internal/patcher/splice", "internal/patcher/workload", "internal/usage"},
-	"internal/patcher/helm":        {"internal/checkout", "internal/patcher/kustomize", "internal/patcher/splice", "internal/patcher/workload", "internal/usage"},
-	"internal/patcher": {"internal/checkout", "internal/usage",
+	"internal/patcher/helm":        {"internal/checkout", "internal/located", "internal/patcher/kustomize", "internal/patcher/splice", "internal/patcher/workload", "internal/usage"},
+	"internal/patcher": {"internal/checkout", "internal/located", "internal/usage",
 		"internal/patcher/helm", "internal/patcher/kustomize", "internal/patcher/splice", "internal/patcher/workload"},
 	"internal/backtest": {"internal/engine", "internal/kai", "internal/metrics/openmetrics", "internal/patcher", "internal/policy", "internal/usage"},
-	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/patcher", "internal/policy", "internal/usage"},
+	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/located", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"internal/config":   {"internal/checkout", "internal/policy", "internal/scm"},
+	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/kai", "internal/live",
 		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
 		"internal/patcher", "internal/plan", "internal/publish", "internal/scm", "internal/usage"},

@@ -30,6 +30,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gpu-rightsizing/recommender/internal/located"
 )
 
 // MaxFileSize bounds every file read; manifests and policies are far
@@ -73,14 +75,19 @@ type File struct {
 	Data  []byte
 }
 
-// Problem is a file or directory that was not read.
+// Problem is a file or directory that was not read. As an error it is the
+// located.Error at its path, which errors.As finds like any other located
+// problem. (Files.Problems becomes []*located.Error itself once the
+// patcher's discovery reads File rather than Path.)
 type Problem struct {
 	Path string // slash-separated, relative to the root
 	Err  error
 }
 
-func (p Problem) Error() string { return p.Path + ": " + p.Err.Error() }
-func (p Problem) Unwrap() error { return p.Err }
+func (p Problem) Error() string { return p.asLocated().Error() }
+func (p Problem) Unwrap() error { return p.asLocated() }
+
+func (p Problem) asLocated() *located.Error { return &located.Error{File: p.Path, Err: p.Err} }
 
 // Options tunes Read.
 type Options struct {

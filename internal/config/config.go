@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
@@ -144,10 +145,10 @@ func Read(name string) (*File, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
 	if err != nil {
-		return nil, &Error{[]error{fmt.Errorf("config %s: %w", name, err)}}
+		return nil, &Error{[]error{fmt.Errorf("config %w", &located.Error{File: name, Err: err})}}
 	}
 	if len(b) > maxConfigSize {
-		return nil, &Error{[]error{fmt.Errorf("config %s: larger than %d bytes", name, maxConfigSize)}}
+		return nil, &Error{[]error{fmt.Errorf("config %w", &located.Error{File: name, Err: fmt.Errorf("larger than %d bytes", maxConfigSize)})}}
 	}
 	return Decode(name, b)
 }
@@ -160,14 +161,14 @@ func Decode(name string, b []byte) (*File, error) {
 		if errors.Is(err, io.EOF) {
 			return cfg, nil // an empty file sets nothing
 		}
-		return nil, &Error{[]error{fmt.Errorf("%s: %w", name, err)}}
+		return nil, &Error{[]error{&located.Error{File: name, Err: err}}}
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return nil, &Error{[]error{fmt.Errorf("%s:%d: one YAML document expected", name, next.Line)}}
+		return nil, &Error{[]error{&located.Error{File: name, Line: next.Line, Err: errors.New("one YAML document expected")}}}
 	}
 	if err := checkout.CheckAliases(&doc); err != nil {
-		return nil, &Error{[]error{fmt.Errorf("%s: %w", name, err)}}
+		return nil, &Error{[]error{&located.Error{File: name, Err: err}}}
 	}
 	d := &configDecoder{file: name, cfg: cfg}
 	root := &doc
@@ -190,11 +191,7 @@ type configDecoder struct {
 }
 
 func (d *configDecoder) errorf(n *yaml.Node, path, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if path != "" {
-		msg = path + ": " + msg
-	}
-	d.errs = append(d.errs, fmt.Errorf("%s:%d:%d: %s", d.file, n.Line, n.Column, msg))
+	d.errs = append(d.errs, &located.Error{File: d.file, Line: n.Line, Column: n.Column, Field: path, Err: fmt.Errorf(format, args...)})
 }
 
 // mapping decodes the keys under prefix ("" for the top level).
@@ -368,7 +365,7 @@ func Apply(fs *pflag.FlagSet, cfg *File, lookupEnv func(string) (string, bool)) 
 			if n, ok := cfg.values[key.Flag]; ok {
 				eff.Sources[key.Flag] = Source{Kind: "file", Where: fmt.Sprintf("%s:%d:%d", cfg.Name, n.Line, n.Column)}
 				if err := setFromNode(fs, fl, n); err != nil {
-					errs = append(errs, fmt.Errorf("%s:%d:%d: %s: %w", cfg.Name, n.Line, n.Column, key.Path, err))
+					errs = append(errs, &located.Error{File: cfg.Name, Line: n.Line, Column: n.Column, Field: key.Path, Err: err})
 				}
 				continue
 			}

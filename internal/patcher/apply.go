@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
-	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -151,7 +151,7 @@ func editFile(fsys fs.FS, path string, ts []target) (refused []Refusal, notes []
 	b, err := checkout.ReadFile(fsys, path)
 	if err != nil {
 		for _, t := range ts {
-			refuse(t.e, &splice.Error{File: path, Err: err})
+			refuse(t.e, &located.Error{File: path, Err: err})
 		}
 		return refused, nil, nil
 	}

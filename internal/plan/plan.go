@@ -19,6 +19,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -100,22 +101,10 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// String reads as the error it came from: every located problem is told
+// the same way.
 func (p Problem) String() string {
-	loc := p.File
-	switch {
-	case p.Line > 0 && p.Column > 0:
-		loc = fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
-	case p.Line > 0:
-		loc = fmt.Sprintf("%s:%d", p.File, p.Line)
-	}
-	msg := p.Message
-	if p.Field != "" {
-		msg = p.Field + ": " + msg
-	}
-	if loc == "" {
-		return msg
-	}
-	return loc + ": " + msg
+	return (&located.Error{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Err: errors.New(p.Message)}).Error()
 }
 
 // Make runs every stage once, for a printed plan.
@@ -174,12 +163,6 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	for _, e := range set.Errors {
-		if rp := (checkout.Problem{}); errors.As(e, &rp) {
-			// Located at the file, like every other problem.
-			p.Problems = append(p.Problems, Problem{File: rp.Path,
-				Message: fmt.Sprintf("%v (every workload a policy in it could govern is left alone)", rp.Err)})
-			continue
-		}
 		p.problem(e)
 	}
 	log.Info("policies loaded", "strategies", len(set.Strategies), "proactive", len(set.Proactive),
@@ -464,8 +447,8 @@ func (p *Plan) sortProblems() {
 // governance: once is enough.
 func reported(pr patcher.Problem, set *policy.Set) bool {
 	for _, e := range set.Errors {
-		var rp checkout.Problem
-		if errors.As(e, &rp) && rp.Path == pr.File && errors.Is(pr.Err, rp.Err) {
+		var le *located.Error
+		if errors.As(e, &le) && le.File == pr.File && errors.Is(e, pr.Err) {
 			return true
 		}
 	}
@@ -533,11 +516,11 @@ func (p *Plan) note(n patcher.Note) {
 }
 
 func (p *Plan) problem(err error) {
-	var fe *policy.FieldError
+	var le *located.Error
 	var pr patcher.Problem
 	switch {
-	case errors.As(err, &fe):
-		p.Problems = append(p.Problems, Problem{File: fe.File, Line: fe.Line, Column: fe.Column, Field: fe.Field, Message: fe.Msg})
+	case errors.As(err, &le) && le.Err != nil:
+		p.Problems = append(p.Problems, Problem{File: le.File, Line: le.Line, Column: le.Column, Field: le.Field, Message: le.Err.Error()})
 	case errors.As(err, &pr):
 		p.Problems = append(p.Problems, Problem{File: pr.File, Line: pr.Line, Message: pr.Err.Error()})
 	default:

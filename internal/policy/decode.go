@@ -7,28 +7,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-rightsizing/recommender/internal/located"
 )
-
-// FieldError is a problem with one field of a policy document.
-type FieldError struct {
-	File   string
-	Line   int
-	Column int
-	// Field is the path of the field, e.g. spec.metrics.compute.upsize.metricsWindow.
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
-	}
-	if e.Field == "" {
-		return loc + ": " + e.Msg
-	}
-	return loc + ": " + e.Field + ": " + e.Msg
-}
 
 // scalarDecoder is implemented by field types that parse their own scalar
 // (durations, quantities) and so can refuse a bad value where it stands.
@@ -45,7 +26,9 @@ type decoder struct {
 	// project is true for documents of the project's own API group, which
 	// may use fields tagged group:"project".
 	project bool
-	errs    []*FieldError
+	// errs are located at the field, which validation and linking read
+	// to tell a broken scope or identity from a broken setting.
+	errs []*located.Error
 	// pos remembers where each decoded field stood, for errors found later
 	// by validation.
 	pos map[string]*yaml.Node
@@ -62,7 +45,11 @@ func newDecoder(file string, project bool, root *yaml.Node) *decoder {
 }
 
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
-	e := &FieldError{File: d.file, Field: field, Msg: fmt.Sprintf(format, args...)}
+	d.fieldError(n, field, fmt.Errorf(format, args...))
+}
+
+func (d *decoder) fieldError(n *yaml.Node, field string, err error) {
+	e := &located.Error{File: d.file, Field: field, Err: err}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
@@ -121,7 +108,7 @@ func (d *decoder) decode(n *yaml.Node, field string, v reflect.Value) {
 			return
 		}
 		if err := v.Addr().Interface().(scalarDecoder).decodeScalar(n); err != nil {
-			d.errorf(n, field, "%v", err)
+			d.fieldError(n, field, err)
 		}
 		return
 	}

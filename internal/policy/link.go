@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+
+	"github.com/gpu-rightsizing/recommender/internal/located"
 )
 
 // link resolves every policy's automationStrategyRef and refuses
@@ -90,7 +92,7 @@ func linkAll[P governing](l *loader, ps []P, seen map[string]int, resolve func(M
 }
 
 func (l *loader) fail(m Meta, scope *Scope, at position, field, format string, args ...any) {
-	err := &FieldError{File: at.File, Line: at.Line, Column: at.Column, Field: field, Msg: fmt.Sprintf(format, args...)}
+	err := &located.Error{File: at.File, Line: at.Line, Column: at.Column, Field: field, Err: fmt.Errorf(format, args...)}
 	l.set.Errors = append(l.set.Errors, err)
 	l.set.Broken = append(l.set.Broken, &Broken{Meta: m, Scope: scope, Err: err})
 }

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/located"
 )
 
 // Set is every policy found in a repository, validated and linked.
@@ -125,7 +126,7 @@ func mentionsGroup(data []byte) bool {
 func (l *loader) unreadable(name string, err error) {
 	// It may hold policies nobody can read: assume the worst about what
 	// they govern, as for a file that does not parse.
-	err = fmt.Errorf("%w (every workload a policy in it could govern is left alone)", checkout.Problem{Path: name, Err: err})
+	err = &located.Error{File: name, Err: fmt.Errorf("%w (every workload a policy in it could govern is left alone)", err)}
 	l.set.Errors = append(l.set.Errors, err)
 	l.set.Broken = append(l.set.Broken, &Broken{Meta: Meta{File: name}, Err: err})
 }

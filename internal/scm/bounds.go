@@ -1,7 +1,6 @@
 package scm
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,9 +22,6 @@ const (
 	// tool's; it is kept empty (no marker).
 	maxBodyBytes = 256 << 10
 )
-
-// errAnswerTooLong is an answer over maxResponseBytes.
-var errAnswerTooLong = errors.New("answer too long")
 
 // boundedTransport fails an answer longer than maxResponseBytes while it
 // is read, instead of reading it all into memory.

@@ -32,10 +32,6 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// ErrLeaseBroken says a branch moved since it was read: someone else
-// pushed to it, and the push was refused rather than overwrite their work.
-var ErrLeaseBroken = errors.New("the branch moved since it was read; not overwritten")
-
 // Auth says how to reach a remote. At most one of Token and SSHKeyFile is
 // set; neither for a local path. Secrets live here, never in URLs, so that
 // a URL can be printed.
@@ -331,7 +327,7 @@ func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbin
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
-	case strings.Contains(err.Error(), "non-fast-forward"):
+	case nonFastForward(err):
 		// Without a lease (a new branch), someone created it meanwhile;
 		// with one, it moved.
 		return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
@@ -462,9 +458,5 @@ func (r *Repo) Head(ctx context.Context, branch string) (Commit, error) {
 // errorf is fmt.Errorf that scrubs the token from the message: transport
 // errors may quote what they were given.
 func (r *Repo) errorf(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	if r.secret != "" && strings.Contains(err.Error(), r.secret) {
-		return errors.New(strings.ReplaceAll(err.Error(), r.secret, "***"))
-	}
-	return err
+	return scrub(fmt.Errorf(format, args...), r.secret)
 }

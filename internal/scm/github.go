@@ -16,22 +16,6 @@ import (
 	"github.com/google/go-github/v60/github"
 )
 
-// Errors a forge answers with, classified once here so that a caller can
-// tell a credential to fix from a forge to wait for.
-var (
-	// ErrRateLimited: the forge's rate limit lasts longer than the run is
-	// willing to wait.
-	ErrRateLimited = errors.New("rate limited")
-	// ErrUnauthorized: the token (or the App's installation token) is
-	// invalid or expired.
-	ErrUnauthorized = errors.New("the token is invalid or expired")
-	// ErrForbidden: the token is valid but lacks a permission.
-	ErrForbidden = errors.New("the token lacks a permission")
-	// ErrNotFound: the repository does not exist, or the token cannot see
-	// it (GitHub answers 404 for both, so as not to reveal private ones).
-	ErrNotFound = errors.New("repository not found, or the token cannot see it")
-)
-
 // GitHubConfig says which repository to publish to and how to
 // authenticate: a token, or a GitHub App installation.
 type GitHubConfig struct {
@@ -274,7 +258,7 @@ func (g *GitHub) Open(ctx context.Context, n NewPullRequest) (PullRequest, error
 		}
 		i := slices.IndexFunc(existing, func(p PullRequest) bool { return p.State == Open })
 		if i < 0 {
-			return PullRequest{}, err
+			return PullRequest{}, withClass(err, ErrConflict)
 		}
 		pr = existing[i]
 		g.cfg.Logger.Info("github: a pull request was already open for the branch; updating it", "branch", n.Branch, "number", pr.Number)
@@ -402,9 +386,9 @@ func (g *GitHub) do(ctx context.Context, what string, call func(context.Context,
 		}
 		if waited+wait > g.cfg.MaxWait {
 			if why == "server error" {
-				return g.scrub(fmt.Errorf("github: %s: %w", what, err))
+				return withClass(g.scrub(fmt.Errorf("github: %s: %w", what, err)), ErrUnavailable)
 			}
-			return g.scrub(fmt.Errorf("github: %s: %w: %s asks to wait %v, more than the %v this run waits in all (%v)",
+			return g.scrub(fmt.Errorf("github: %s: %w: %s asks to wait %v, more than the %v this run waits in all (%w)",
 				what, ErrRateLimited, why, wait.Round(time.Second), g.cfg.MaxWait, err))
 		}
 		g.cfg.Logger.Warn("github: waiting before trying again", "op", what, "why", why, "wait", wait, "try", try)
@@ -485,6 +469,10 @@ func (g *GitHub) classify(what string, err error) error {
 		case http.StatusNotFound:
 			return g.scrub(fmt.Errorf("github: %s: %s: %w (404)", what, repo, ErrNotFound))
 		}
+		if er.Response.StatusCode >= 500 {
+			// Retried maxTries times already (retryAfter).
+			return withClass(g.scrub(fmt.Errorf("github: %s: %w", what, err)), ErrUnavailable)
+		}
 	}
 	var he *ghinstallation.HTTPError
 	if errors.As(err, &he) {
@@ -499,38 +487,17 @@ func (g *GitHub) appError(err error) error {
 	if errors.As(err, &he) && he.Response != nil {
 		switch he.Response.StatusCode {
 		case http.StatusUnauthorized:
-			return g.scrub(fmt.Errorf("github: GitHub App %d: %w: the App's ID or private key is wrong (%v)", g.cfg.AppID, ErrUnauthorized, err))
+			return g.scrub(fmt.Errorf("github: GitHub App %d: %w: the App's ID or private key is wrong (%w)", g.cfg.AppID, ErrUnauthorized, err))
 		case http.StatusNotFound:
-			return g.scrub(fmt.Errorf("github: GitHub App %d: installation %d not found (%v)", g.cfg.AppID, g.cfg.InstallationID, err))
+			return g.scrub(fmt.Errorf("github: GitHub App %d: installation %d not found (%w)", g.cfg.AppID, g.cfg.InstallationID, err))
 		}
 	}
 	return g.scrub(fmt.Errorf("github: GitHub App %d: an installation token: %w", g.cfg.AppID, err))
 }
 
-// scrub removes every secret from err's text, keeping errors.Is for what
-// it wraps (but not Unwrap, which would hand out the unscrubbed text):
-// transports and servers may quote what they were given.
-func (g *GitHub) scrub(err error) error {
-	msg := err.Error()
-	clean := msg
-	for _, s := range g.secrets {
-		if s != "" {
-			clean = strings.ReplaceAll(clean, s, "***")
-		}
-	}
-	if clean == msg {
-		return err
-	}
-	return &scrubbed{msg: clean, err: err}
-}
-
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string        { return e.msg }
-func (e *scrubbed) Is(target error) bool { return errors.Is(e.err, target) }
+// scrub removes the token and the App's installation token from err's
+// text.
+func (g *GitHub) scrub(err error) error { return scrub(err, g.secrets...) }
 
 // sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -245,7 +245,7 @@ func TestGitHubErrors(t *testing.T) {
 				f := testenv.StatusFault(http.StatusBadGateway)
 				return []testenv.GitHubFault{f, f, f}
 			},
-			wantText: []string{"502 Server Error"}, wantSleep: []time.Duration{time.Second, 2 * time.Second}, wantTries: 3},
+			wantErr: scm.ErrUnavailable, wantText: []string{"502 Server Error"}, wantSleep: []time.Duration{time.Second, 2 * time.Second}, wantTries: 3},
 		{name: "401",
 			faults: func(time.Time) []testenv.GitHubFault {
 				return []testenv.GitHubFault{testenv.StatusFault(http.StatusUnauthorized)}

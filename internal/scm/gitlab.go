@@ -15,10 +15,6 @@ import (
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 )
 
-// ErrUnavailable: the forge kept answering server errors (or the network
-// kept failing) through every try.
-var ErrUnavailable = errors.New("the forge kept failing")
-
 // GitLabConfig says which GitLab project holds the merge requests, and how
 // to reach it.
 type GitLabConfig struct {
@@ -303,7 +299,7 @@ func (g *GitLab) adopt(ctx context.Context, n NewPullRequest) (PullRequest, erro
 		pr.Title, pr.Body = n.Title, n.Body
 		return pr, nil
 	}
-	return PullRequest{}, g.errorf("open a merge request for %s: GitLab says one is open, but none is listed", n.Branch)
+	return PullRequest{}, withClass(g.errorf("open a merge request for %s: GitLab says one is open, but none is listed", n.Branch), ErrConflict)
 }
 
 // userIDs looks up user names.
@@ -465,10 +461,5 @@ func (g *GitLab) classify(what string, err error) error {
 // errorf is fmt.Errorf prefixed with the project, scrubbing the token: an
 // error body or a transport error may quote what the request carried.
 func (g *GitLab) errorf(format string, args ...any) error {
-	err := fmt.Errorf("gitlab %s: "+format, append([]any{g.cfg.Project}, args...)...)
-	if g.cfg.Token == "" || !strings.Contains(err.Error(), g.cfg.Token) {
-		return err
-	}
-	// scrubbed (github.go) still answers errors.Is for the classes.
-	return &scrubbed{msg: strings.ReplaceAll(err.Error(), g.cfg.Token, "***"), err: err}
+	return scrub(fmt.Errorf("gitlab %s: "+format, append([]any{g.cfg.Project}, args...)...), g.cfg.Token)
 }

@@ -210,7 +210,7 @@ func (f *Flux) start(ctx context.Context, name, bin, dir string, env []string, l
 			return p, nil
 		}
 		if stopErr := p.stop(5 * time.Second); stopErr != nil {
-			err = fmt.Errorf("%w; %v", err, stopErr)
+			err = fmt.Errorf("%w; %w", err, stopErr)
 		}
 		if !strings.Contains(p.out.String(), "address already in use") {
 			return nil, err

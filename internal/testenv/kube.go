@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -707,6 +708,10 @@ func privateKeyPEM(key *ecdsa.PrivateKey) ([]byte, error) {
 }
 
 // process is a child process that writes to the shared log.
+// errExitedCleanly stands for the wait error of a server that exited with
+// status 0: before it was ready, that is a failure too.
+var errExitedCleanly = errors.New("exit status 0")
+
 type process struct {
 	name string
 	cmd  *exec.Cmd
@@ -772,7 +777,7 @@ func (p *process) waitFor(ctx context.Context, what string, ready func() bool) e
 			if strings.Contains(p.out.String(), "address already in use") {
 				return errPortTaken
 			}
-			return fmt.Errorf("%s exited before %s: %v", p.name, what, p.waitErr)
+			return fmt.Errorf("%s exited before %s: %w", p.name, what, cmp.Or(p.waitErr, errExitedCleanly))
 		case <-ctx.Done():
 			return fmt.Errorf("%s: waiting until %s: %w", p.name, what, ctx.Err())
 		case <-tick.C:
@@ -832,7 +837,7 @@ func startEtcd(ctx context.Context, etcd, dir string, log io.Writer) (string, *p
 			return clientURL, p, nil
 		}
 		if stopErr := p.stop(5 * time.Second); stopErr != nil {
-			err = fmt.Errorf("%w; %v", err, stopErr)
+			err = fmt.Errorf("%w; %w", err, stopErr)
 		}
 		if !errors.Is(err, errPortTaken) {
 			return "", nil, err
@@ -892,7 +897,7 @@ func (s *KubeAPIServer) startAPIServer(ctx context.Context, apiserver, etcdURL s
 			return p, nil
 		}
 		if stopErr := p.stop(10 * time.Second); stopErr != nil {
-			err = fmt.Errorf("%w; %v", err, stopErr)
+			err = fmt.Errorf("%w; %w", err, stopErr)
 		}
 		if !errors.Is(err, errPortTaken) {
 			return nil, err

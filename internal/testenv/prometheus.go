@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -312,7 +313,7 @@ func (srv *promServer) waitReady(ctx context.Context, db string, last time.Time)
 				if strings.Contains(srv.out.String(), "address already in use") {
 					return errPortTaken
 				}
-				return fmt.Errorf("prometheus exited before %s: %v", what, srv.waitErr)
+				return fmt.Errorf("prometheus exited before %s: %w", what, cmp.Or(srv.waitErr, errExitedCleanly))
 			case <-ctx.Done():
 				return fmt.Errorf("waiting for prometheus at %s %s: %w", srv.url, what, ctx.Err())
 			case <-tick.C:

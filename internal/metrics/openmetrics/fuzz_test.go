@@ -2,6 +2,7 @@ package openmetrics_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
@@ -52,7 +54,8 @@ func FuzzParseRecorded(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := openmetrics.ParseRecorded(strings.NewReader(string(in)), "fuzz.om")
 		if err != nil {
-			require.True(t, strings.HasPrefix(err.Error(), "fuzz.om:"), "error without position: %v", err)
+			var le *located.Error
+			require.True(t, errors.As(err, &le) && le.File == "fuzz.om" && le.Line > 0, "error without position: %v", err)
 			return
 		}
 		series := r.Series()

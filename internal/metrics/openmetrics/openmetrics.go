@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -105,8 +106,17 @@ func newParser(file string) *parser {
 	}
 }
 
+// errorf reports where the file breaks the OpenMetrics text format, or the
+// stricter rules of a recording (a timestamp on every sample): on the
+// current line, at the 1-based byte column col, or 0 when the line as a
+// whole is at fault.
 func (p *parser) errorf(col int, format string, args ...any) error {
-	return &ParseError{File: p.file, Line: p.line, Col: col, Msg: fmt.Sprintf(format, args...)}
+	return &located.Error{File: p.file, Line: p.line, Column: col, Err: fmt.Errorf(format, args...)}
+}
+
+// readError is a failure to read the line after the current one.
+func (p *parser) readError(err error) error {
+	return fmt.Errorf("read recorded usage %w", &located.Error{File: p.file, Line: p.line + 1, Err: err})
 }
 
 // parse reads a whole file, line by line. It ends at "# EOF", which must
@@ -141,7 +151,7 @@ func (p *parser) parse(r io.Reader) error {
 					p.line++
 					return p.errorf(0, `content after "# EOF" (it must be the last line)`)
 				case !errors.Is(err, io.EOF):
-					return fmt.Errorf("read recorded usage %s:%d: %w", p.file, p.line+1, err)
+					return p.readError(err)
 				}
 				return nil
 			}
@@ -181,7 +191,7 @@ func (p *parser) readLine(br *bufio.Reader) ([]byte, error) {
 		}
 		return line, nil
 	}
-	return nil, fmt.Errorf("read recorded usage %s:%d: %w", p.file, p.line+1, err)
+	return nil, p.readError(err)
 }
 
 // comment handles a line starting with '#': metadata or the end marker.

@@ -1,7 +1,6 @@
 package openmetrics_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 )
@@ -353,10 +353,10 @@ func TestParseRecordedErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := openmetrics.ParseRecorded(strings.NewReader(tt.input), "x.om")
 			require.EqualError(t, err, tt.wantErr)
-			var perr *openmetrics.ParseError
-			require.True(t, errors.As(err, &perr))
-			require.Equal(t, "x.om", perr.File)
-			require.True(t, strings.HasPrefix(tt.wantErr, "x.om:"))
+			var le *located.Error
+			require.ErrorAs(t, err, &le)
+			require.Equal(t, "x.om", le.File)
+			require.Positive(t, le.Line)
 		})
 	}
 }

@@ -254,7 +254,7 @@ func (p *Source) readRange(ctx context.Context, sel string, end time.Time, d tim
 	}
 	if d/2 < minChunk {
 		if errors.Is(err, errBodyTooLong) {
-			return nil, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%v): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
+			return nil, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%w): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
 		}
 		return nil, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
 	}

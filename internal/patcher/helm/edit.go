@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
@@ -386,7 +387,7 @@ func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[s
 	doc := ve.doc
 	if doc < 0 {
 		if len(fe.Expected) != 1 || len(fe.Expected[0].Content) == 0 {
-			return &splice.Error{File: ve.file, Field: ve.path.String(), Err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", splice.ErrUnsupported, len(fe.Expected))}
+			return &located.Error{File: ve.file, Field: ve.path.String(), Err: fmt.Errorf("%w: a values file of one document with a mapping is edited, not %d documents", splice.ErrUnsupported, len(fe.Expected))}
 		}
 		doc = 0
 	}

@@ -833,7 +833,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 		}
 		for i, d := range got.Docs {
 			if m := splice.CompareBuilt(want.Expected[i], d, ""); m != nil {
-				return fmt.Errorf("%w: %s builds something else than intended: object %d, %s", ErrKustomize, k.dir, i+1, m)
+				return fmt.Errorf("%w: %s builds something else than intended: object %d, %w", ErrKustomize, k.dir, i+1, m)
 			}
 		}
 	}

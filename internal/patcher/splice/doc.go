@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -40,7 +41,7 @@ func (d *Doc) Fail(n *yaml.Node, name string, err error) error {
 	if n != nil {
 		line = n.Line + d.Line0
 	}
-	return &Error{File: d.File, Line: line, Field: name, Err: err}
+	return &located.Error{File: d.File, Line: line, Field: name, Err: err}
 }
 
 func (d *Doc) Record(name, from, to string) {

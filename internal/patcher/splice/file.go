@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -40,7 +41,7 @@ type chunk struct {
 }
 
 func NewFile(path string, b []byte, whole bool) (*File, error) {
-	fail := func(line int, err error) error { return &Error{File: path, Line: line, Err: err} }
+	fail := func(line int, err error) error { return &located.Error{File: path, Line: line, Err: err} }
 	if !utf8.Valid(b) {
 		return nil, fail(0, fmt.Errorf("%w: not UTF-8", ErrUnsupported))
 	}
@@ -152,7 +153,7 @@ type Step struct {
 // back as it was, for a caller whose own check of the result fails.
 func (f *File) EditDoc(idx int, steps []Step) (changes []Change, undo func(), err error) {
 	fail := func(line int, field string, err error) error {
-		return &Error{File: f.Path, Line: line, Field: field, Err: err}
+		return &located.Error{File: f.Path, Line: line, Field: field, Err: err}
 	}
 	ci, j, err := f.locate(idx)
 	if err != nil {
@@ -242,15 +243,15 @@ func (f *File) verifyChunk(ch *chunk, line0 int) error {
 	n := len(ch.s.Docs)
 	s, err := Parse(ch.b)
 	if err != nil {
-		return &Error{File: f.Path, Line: LineOf(err) + line0, Err: fmt.Errorf("%w: the result does not parse: %v", ErrVerify, err)}
+		return &located.Error{File: f.Path, Line: LineOf(err) + line0, Err: fmt.Errorf("%w: the result does not parse: %w", ErrVerify, err)}
 	}
 	s.t.eol = f.eol
 	if len(s.Docs) != n {
-		return &Error{File: f.Path, Err: fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, n, len(s.Docs))}
+		return &located.Error{File: f.Path, Err: fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, n, len(s.Docs))}
 	}
 	for i, d := range s.Docs {
 		if m := Compare(f.Expected[ch.first+i], d, ""); m != nil {
-			return &Error{File: f.Path, Line: m.line + line0, Field: m.path, Err: fmt.Errorf("%w: %s", ErrVerify, m.msg)}
+			return &located.Error{File: f.Path, Line: m.line + line0, Field: m.path, Err: fmt.Errorf("%w: %s", ErrVerify, m.msg)}
 		}
 	}
 	ch.s = s

@@ -2,7 +2,6 @@ package splice
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Sentinel errors of the text engine.
@@ -39,24 +38,3 @@ type Change struct {
 	Field    string
 	Old, New string
 }
-
-// Error is a refusal reason that names file:line and the field.
-type Error struct {
-	File  string
-	Line  int
-	Field string
-	Err   error
-}
-
-func (e *Error) Error() string {
-	s := e.File
-	if e.Line > 0 {
-		s += fmt.Sprintf(":%d", e.Line)
-	}
-	if e.Field != "" {
-		s += ": " + e.Field
-	}
-	return s + ": " + e.Err.Error()
-}
-
-func (e *Error) Unwrap() error { return e.Err }

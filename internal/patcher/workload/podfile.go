@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -16,7 +17,7 @@ import (
 func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 	idx, err := f.Find(e.Workload, w.Line)
 	if err != nil {
-		return nil, &splice.Error{File: f.Path, Err: err}
+		return nil, &located.Error{File: f.Path, Err: err}
 	}
 	spec, _ := SpecFor(e.Workload.Kind)
 	var notes []Note
@@ -41,7 +42,7 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 	if tmpl := splice.Lookup(doc.Content[0], spec.Template...); tmpl != nil {
 		if n, field, err := kaiConflict(tmpl, strings.Join(spec.Template, ".")); err != nil {
 			undo()
-			return nil, &splice.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
+			return nil, &located.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
 		}
 	}
 	for _, c := range changes {
