@@ -37,6 +37,9 @@ func RemoveWholeGPUs() Op                  { return workload.RemoveWholeGPUs() }
 func RemovePodAnnotation(k string) Op      { return workload.RemovePodAnnotation(k) }
 func SetWholeGPUs(n int64) Op              { return workload.SetWholeGPUs(n) }
 
+// Kinds are the workload kinds the editor sizes.
+func Kinds() []string { return workload.Kinds() }
+
 // WriteFile writes one changed file under root (see workload.WriteFile).
 func WriteFile(root string, f File) error { return workload.WriteFile(root, f) }
 
@@ -65,6 +68,7 @@ var (
 	ErrOutsideRoot          = workload.ErrOutsideRoot
 	ErrChangedOnDisk        = workload.ErrChangedOnDisk
 	ErrInvalidName          = workload.ErrInvalidName
+	ErrGroupMismatch        = workload.ErrGroupMismatch
 
 	ErrKustomize = kustomize.ErrKustomize
 	ErrHelm      = helm.ErrHelm

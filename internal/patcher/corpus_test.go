@@ -53,10 +53,10 @@ func TestCorpus(t *testing.T) {
 	require.ErrorIs(t, inv.Problems[2].Err, patcher.ErrConflictMarkers)
 
 	var edits []patcher.Edit
-	withDeployment := map[string]bool{}
+	withWorkload := map[string]bool{}
 	vllm := map[string]bool{} // workload key → has vLLM
 	for _, w := range inv.Workloads {
-		withDeployment[w.File] = true
+		withWorkload[w.File] = true
 		ops := []patcher.Op{patcher.SetGPUFraction("0.37")}
 		if len(w.GPU.WholeContainers) > 0 {
 			// KAI refuses a fraction next to nvidia.com/gpu
@@ -74,6 +74,14 @@ func TestCorpus(t *testing.T) {
 	res, err := patcher.Apply(ctx, dir, inv, edits)
 	require.NoError(t, err)
 
+	// In a group (a LeaderWorkerSet), the flag goes where vLLM serves;
+	// the template whose containers join it (ray workers) gets a note.
+	grouped := map[string]bool{}
+	for _, n := range res.Notes {
+		if errors.Is(n.Err, patcher.ErrNoVLLMCommand) {
+			grouped[n.File+" "+n.Workload.String()] = true
+		}
+	}
 	for _, f := range res.Files {
 		require.NoError(t, onlyIntendedLines(f.Old, f.New, "0.37", "0.33", removedGPU), f.Path)
 		require.NoError(t, splicesCoverDiff(f), f.Path)
@@ -87,6 +95,10 @@ func TestCorpus(t *testing.T) {
 		for _, w := range after.Workloads {
 			require.Equal(t, "0.37", w.GPU.FractionText, "%s %s", f.Path, w.Ref)
 			if !vllm[f.Path+" "+w.Ref.String()] {
+				continue
+			}
+			if grouped[f.Path+" "+w.Ref.String()] {
+				require.Contains(t, string(f.New), "--gpu-memory-utilization=0.33", "%s %s", f.Path, w.Ref)
 				continue
 			}
 			// The GPU container carries the flag (when it is vLLM).
@@ -118,11 +130,11 @@ func TestCorpus(t *testing.T) {
 		paths = append(paths, f.Path)
 	}
 	sort.Strings(paths)
-	t.Logf("corpus: %d files, %d with a Deployment (%d Deployments), %d problems; edited %d files, refused %d edits %v, %d notes",
-		countYAML(t, dir), len(withDeployment), len(inv.Workloads), len(inv.Problems), len(res.Files), len(res.Refused), reasons, len(res.Notes))
+	t.Logf("corpus: %d files, %d with a workload (%d workloads), %d problems; edited %d files, refused %d edits %v, %d notes",
+		countYAML(t, dir), len(withWorkload), len(inv.Workloads), len(inv.Problems), len(res.Files), len(res.Refused), reasons, len(res.Notes))
 	t.Logf("edited: %s", strings.Join(paths, ", "))
-	// Every file with a Deployment is edited: none of the corpus is refused.
-	require.Len(t, res.Files, len(withDeployment))
+	// Every file with a workload is edited: none of the corpus is refused.
+	require.Len(t, res.Files, len(withWorkload))
 	require.Empty(t, res.Refused)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // writeFiles creates files under root; a value starting with "->" makes a
@@ -147,6 +148,8 @@ metadata:
 			Containers:     []patcher.Container{{Name: "c", Image: "nginx"}},
 		},
 		{Ref: dep("", "a"), File: "apps/multi.yml", Line: 19, GPU: patcher.GPU{NumDevices: 1}},
+		// A StatefulSet is sized too, even one without a pod template yet.
+		{Ref: usage.Ref{Kind: "StatefulSet", Name: "db"}, File: "apps/sts.yaml", Line: 1, GPU: patcher.GPU{NumDevices: 1}},
 	}
 	require.Len(t, inv.Workloads, len(want))
 	require.EqualError(t, inv.Workloads[1].GPU.FractionErr, `line 14: invalid gpu-fraction "1.0": KAI wants a fraction strictly between 0 and 1`)
@@ -633,4 +636,43 @@ func TestDiscoverFiles(t *testing.T) {
 	require.Equal(t, "apps/chat.YAML", inv.Workloads[0].File)
 	require.Len(t, inv.Problems, 1)
 	require.ErrorIs(t, inv.Problems[0], patcher.ErrOutsideRoot)
+}
+
+// TestDiscoverKinds: the kinds that are sized are read from their own pod
+// templates; a LeaderWorkerSet whose leader and workers ask for different
+// GPUs is read but left alone (GPU.Err), and a Rollout that runs a
+// Deployment's template is reported as unsupported, saying why.
+func TestDiscoverKinds(t *testing.T) {
+	inv, err := patcher.Discover(context.Background(), filepath.Join("testdata", "golden", "kinds", "original"))
+	require.NoError(t, err)
+	require.Empty(t, inv.Problems)
+	got := map[string]patcher.Workload{}
+	for _, w := range inv.Workloads {
+		got[w.Ref.Kind+"/"+w.Ref.Name] = w
+	}
+	require.Len(t, got, 4)
+	for _, tc := range []struct {
+		key, fraction, queue, utilization string
+	}{
+		{key: "StatefulSet/embed", fraction: "0.5", queue: "team-a", utilization: "0.45"},
+		{key: "Rollout/chat", fraction: "0.25", queue: "team-b"},
+		{key: "LeaderWorkerSet/llama", fraction: "0.8"},
+	} {
+		w, ok := got[tc.key]
+		require.True(t, ok, tc.key)
+		require.Equal(t, tc.fraction, w.GPU.FractionText, tc.key)
+		require.Equal(t, tc.queue, w.Queue, tc.key)
+		require.Equal(t, "kai-scheduler", w.SchedulerName, tc.key)
+		require.NoError(t, w.GPU.Err, tc.key)
+		require.Len(t, w.Containers, 1, tc.key)
+		require.True(t, w.Containers[0].VLLM, tc.key)
+		require.Equal(t, tc.utilization, w.Containers[0].GPUMemoryUtilization, tc.key)
+	}
+	mis := got["LeaderWorkerSet/mismatched"]
+	require.ErrorIs(t, mis.GPU.Err, patcher.ErrGroupMismatch)
+	require.ErrorContains(t, mis.GPU.Err, "nvidia.com/gpu 1 against nvidia.com/gpu 2")
+	require.Len(t, inv.Unsupported, 1)
+	u := inv.Unsupported[0]
+	require.Equal(t, usage.Ref{Kind: "Rollout", Namespace: "inference", Name: "by-ref"}, u.Ref)
+	require.Contains(t, u.Why, "spec.workloadRef")
 }

@@ -105,8 +105,16 @@ func goldenCases() []goldenCase {
 			ops:       fractionAndVLLM,
 			refused:   []error{patcher.ErrInvalidYAML},
 		},
+		// Every kind that is sized, each edited in its own pod templates:
+		// a LeaderWorkerSet's leader and workers alike, the vLLM flag
+		// where vLLM serves (a note for the ray workers).
+		{name: "kinds", edits: []patcher.Edit{
+			{Workload: usage.Ref{Kind: "StatefulSet", Namespace: "inference", Name: "embed"}, Reason: "golden", Ops: fractionAndVLLM},
+			{Workload: usage.Ref{Kind: "Rollout", Namespace: "inference", Name: "chat"}, Reason: "golden", Ops: fractionAndVLLM},
+			{Workload: usage.Ref{Kind: "LeaderWorkerSet", Namespace: "inference", Name: "llama"}, Reason: "golden", Ops: fractionAndVLLM},
+		}, notes: []error{patcher.ErrNoVLLMCommand}},
 		{name: "refuse-kinds", edits: []patcher.Edit{
-			{Workload: usage.Ref{Kind: "StatefulSet", Name: "db"}, Ops: fractionAndVLLM},
+			{Workload: usage.Ref{Kind: "DaemonSet", Name: "db"}, Ops: fractionAndVLLM},
 			{Workload: dep("", "db"), Ops: fractionAndVLLM},
 		}, refused: []error{patcher.ErrUnsupportedKind, patcher.ErrNotFound}},
 	}

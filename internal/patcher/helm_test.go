@@ -162,6 +162,17 @@ func TestHelmGolden(t *testing.T) {
 			edits:     []patcher.Edit{helmEdit("deploy/app.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.3"))},
 			after:     map[string][2]string{"staging/chat": {"0.3", "0.45"}},
 		},
+		{
+			// A chart that renders a StatefulSet: its values are edited where
+			// they win, as a Deployment's are (prod's file for the fraction,
+			// the chart's values.yaml, which only this release reads, for the
+			// flag).
+			name:      "kinds",
+			workloads: []string{"inference/embed in deploy/embed.yaml"},
+			edits: []patcher.Edit{helmEdit("deploy/embed.yaml", usage.Ref{Kind: "StatefulSet", Namespace: "inference", Name: "embed"},
+				patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))},
+			after: map[string][2]string{"inference/embed": {"0.37", "0.33"}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,6 +39,9 @@ func TestKustomizeGolden(t *testing.T) {
 		fractions map[string]string
 		// problems are the discovery problems expected, by file.
 		problems []string
+		// built are values the overlays build after, by "overlay kind
+		// field path", for kinds other than Deployment.
+		built map[string]string
 	}{
 		{
 			// The base is shared by overlays that want different values:
@@ -121,6 +124,22 @@ func TestKustomizeGolden(t *testing.T) {
 			fractions: map[string]string{"prod": "0.24"},
 		},
 		{
+			// The other kinds: a LeaderWorkerSet's leader and workers are
+			// edited together in the overlay's patch that sets both; a
+			// StatefulSet's value in the base that only this overlay uses.
+			name:      "kinds",
+			workloads: []string{"prod/llama in overlays/prod/kustomization.yaml", "prod/embed in overlays/prod/kustomization.yaml"},
+			edits: []patcher.Edit{
+				kustEdit("prod", usage.Ref{Kind: "LeaderWorkerSet", Namespace: "prod", Name: "llama"}, patcher.SetGPUFraction("0.3")),
+				kustEdit("prod", usage.Ref{Kind: "StatefulSet", Namespace: "prod", Name: "embed"}, patcher.SetGPUFraction("0.4")),
+			},
+			built: map[string]string{
+				"prod LeaderWorkerSet spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations.gpu-fraction": "0.3",
+				"prod LeaderWorkerSet spec.leaderWorkerTemplate.workerTemplate.metadata.annotations.gpu-fraction": "0.3",
+				"prod StatefulSet spec.template.metadata.annotations.gpu-fraction":                                "0.4",
+			},
+		},
+		{
 			// commonAnnotations would put the value on every object.
 			name:      "common-annotations",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
@@ -170,6 +189,11 @@ func TestKustomizeGolden(t *testing.T) {
 			for overlay, fraction := range tc.fractions {
 				require.Equal(t, fraction, builtFraction(t, filepath.Join(out, "overlays", overlay)), "kustomize build %s", overlay)
 			}
+			for key, want := range tc.built {
+				overlay, rest, _ := strings.Cut(key, " ")
+				kind, field, _ := strings.Cut(rest, " ")
+				require.Equal(t, want, builtField(t, filepath.Join(out, "overlays", overlay), kind, field), "kustomize build %s", key)
+			}
 		})
 	}
 }
@@ -194,6 +218,26 @@ func builtFraction(t *testing.T, dir string) string {
 	sort.Strings(fractions)
 	require.Len(t, fractions, 1)
 	return fractions[0]
+}
+
+// builtField builds dir with kustomize from disk and returns field of the
+// one object of kind.
+func builtField(t *testing.T, dir, kind, field string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
+	require.NoError(t, err)
+	var vs []string
+	for _, r := range rm.Resources() {
+		if r.GetKind() == kind {
+			v, err := r.GetString(field)
+			require.NoError(t, err)
+			vs = append(vs, v)
+		}
+	}
+	require.Len(t, vs, 1)
+	return vs[0]
 }
 
 // Every name kustomize reads is a kustomization; a directory that does

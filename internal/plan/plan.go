@@ -471,12 +471,21 @@ func (p *Plan) unsupported(set *policy.Set, ns string) {
 		if g.Skip == "" {
 			about = append(about, "a policy selects it")
 		}
-		why := fmt.Sprintf("kind %s (%s) is not sized, only Deployment is; %s", u.Ref.Kind, u.APIVersion, strings.Join(about, ", and "))
+		why := fmt.Sprintf("kind %s (%s) is not sized (%s are); %s", u.Ref.Kind, u.APIVersion, sizedKinds(), strings.Join(about, ", and "))
+		if u.Why != "" {
+			why = fmt.Sprintf("kind %s (%s) is sized, but %s; %s", u.Ref.Kind, u.APIVersion, u.Why, strings.Join(about, ", and "))
+		}
 		p.work = append(p.work, pending{
 			w: patcher.Workload{Ref: u.Ref, File: u.File, Line: u.Line, Labels: u.Labels},
 			g: policy.Governance{Skip: engine.CauseUnsupported, Why: why, Policies: g.Policies},
 		})
 	}
+}
+
+// sizedKinds lists the kinds the editor sizes, for a reason.
+func sizedKinds() string {
+	ks := patcher.Kinds()
+	return strings.Join(ks[:len(ks)-1], ", ") + " and " + ks[len(ks)-1]
 }
 
 // withNamespaces returns the inventory with the default namespace filled

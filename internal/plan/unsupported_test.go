@@ -14,7 +14,7 @@ import (
 )
 
 // TestNoSilentDrop: every object that asks for GPUs, or that a policy
-// selects, has a row in the plan: decided when it is a Deployment, with
+// selects, has a row in the plan: decided when its kind is sized, with
 // cause unsupported, naming its kind, when it is not. A StatefulSet that
 // a policy's workloadTypes names, with no GPU request, has one too; a
 // ConfigMap has none.
@@ -56,25 +56,24 @@ func TestNoSilentDrop(t *testing.T) {
 	for _, d := range p.Decisions {
 		rows[d.Workload.Ref.Kind+"/"+d.Workload.Ref.Name] = d
 	}
-	for kind, name := range map[string]string{"StatefulSet": "sts", "DaemonSet": "ds", "Rollout": "ro", "LeaderWorkerSet": "lws",
-		"InferenceService": "isvc", "DynamoGraphDeployment": "dgd", "Trainer": "odd", "StatefulSet ": "selected"} {
-		d, ok := rows[trim(kind)+"/"+name]
+	// The kinds that are sized are decided; the rest have cause
+	// unsupported, naming the kind and the kinds that are sized.
+	for _, key := range []string{"StatefulSet/sts", "Rollout/ro", "LeaderWorkerSet/lws", "StatefulSet/selected"} {
+		d, ok := rows[key]
+		require.True(t, ok, "no row for %s", key)
+		require.NotEqual(t, engine.CauseUnsupported, d.Cause, key)
+	}
+	for kind, name := range map[string]string{"DaemonSet": "ds", "InferenceService": "isvc", "DynamoGraphDeployment": "dgd", "Trainer": "odd"} {
+		d, ok := rows[kind+"/"+name]
 		require.True(t, ok, "no row for %s %s", kind, name)
 		require.Equal(t, engine.Skipped, d.Action)
 		require.Equal(t, engine.CauseUnsupported, d.Cause)
-		require.Contains(t, d.Reason(), "kind "+trim(kind)+" (")
+		require.Contains(t, d.Reason(), "kind "+kind+" (")
+		require.Contains(t, d.Reason(), "Deployment, StatefulSet, Rollout and LeaderWorkerSet are")
+		require.Contains(t, d.Reason(), "it asks for GPUs")
 	}
-	require.Contains(t, rows["StatefulSet/selected"].Reason(), "a policy selects it")
-	require.Contains(t, rows["StatefulSet/sts"].Reason(), "it asks for GPUs")
 	require.NotContains(t, rows, "ConfigMap/settings")
 	require.Equal(t, engine.Upsize, rows["Deployment/chat"].Action, "Deployments are decided as before")
-}
-
-func trim(s string) string {
-	for len(s) > 0 && s[len(s)-1] == ' ' {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 func splitLines(s string) []string {

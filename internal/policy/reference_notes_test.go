@@ -74,7 +74,7 @@ var fieldNotes = map[string]fieldNote{
 	"spec.scope.labelSelector.matchExpressions[].key":      {required, "The label's name."},
 	"spec.scope.labelSelector.matchExpressions[].operator": {required, "In, NotIn, Exists or DoesNotExist."},
 	"spec.scope.labelSelector.matchExpressions[].values":   {"none (needed by In and NotIn)", "The label's values."},
-	"spec.scope.workloadTypes":                             {required, "The kinds selected. Deployment is the one sized today; StatefulSet, DaemonSet, Job, CronJob, Rollout, LeaderWorkerSet and Model load, and what they select appears in the plan with cause `unsupported` (as does any object of another kind that asks for GPUs)."},
+	"spec.scope.workloadTypes":                             {required, "The kinds selected. Sized: Deployment (apps/v1), StatefulSet (apps/v1), Rollout (argoproj.io/v1alpha1, with its own spec.template) and LeaderWorkerSet (leaderworkerset.x-k8s.io/v1: the workerTemplate, and the leaderTemplate alike when it asks for GPUs). DaemonSet, Job, CronJob and Model load, and what they select appears in the plan with cause `unsupported` (as does any object of another kind that asks for GPUs, and a Rollout that runs a Deployment's template through spec.workloadRef)."},
 	"spec.scope.containers":                                {"every container", ""},
 	"spec.automationStrategyRef":                           {required, "The strategy that makes this policy's changes."},
 	"spec.automationStrategyRef.name":                      {required, "The strategy's name (a namespaced policy finds one in its namespace first)."},

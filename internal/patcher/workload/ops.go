@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -549,6 +550,13 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 			continue
 		}
 		if err := d.addUtil(c, v, base, o.value); err != nil {
+			if d.group && errors.Is(err, ErrNoVLLMCommand) {
+				// In a group (a LeaderWorkerSet's leader and workers),
+				// the vLLM server runs in one template and the others
+				// join it (ray workers): the flag goes where it runs.
+				d.note(c, base, fmt.Errorf("%w: in a group, the flag is set where vLLM serves", ErrNoVLLMCommand))
+				continue
+			}
 			return err
 		}
 	}

@@ -20,17 +20,21 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 		return nil, &located.Error{File: f.Path, Err: err}
 	}
 	spec, _ := SpecFor(e.Workload.Kind)
+	doc, _ := f.Document(idx)
+	tmpls := spec.Edited(doc.Content[0])
 	var notes []Note
-	steps := make([]splice.Step, len(e.Ops))
-	for i, op := range e.Ops {
-		steps[i] = splice.Step{Name: op.String(), Run: func(d *splice.Doc) error {
-			p := &podEdit{Doc: d, tmpl: spec.Template, ref: e.Workload}
-			if err := op.apply(p); err != nil {
-				return err
-			}
-			notes = append(notes, p.notes...)
-			return nil
-		}}
+	var steps []splice.Step
+	for _, op := range e.Ops {
+		for _, tmpl := range tmpls {
+			steps = append(steps, splice.Step{Name: op.String(), Run: func(d *splice.Doc) error {
+				p := &podEdit{Doc: d, tmpl: tmpl, group: len(tmpls) > 1, ref: e.Workload}
+				if err := op.apply(p); err != nil {
+					return err
+				}
+				notes = append(notes, p.notes...)
+				return nil
+			}})
+		}
 	}
 	changes, undo, err := f.EditDoc(idx, steps)
 	if err != nil {
@@ -39,10 +43,12 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 	// KAI refuses a pod that asks for a GPU in two ways at once: check the
 	// result of the whole Edit, whatever the order of its ops.
 	doc, line0 := f.Document(idx)
-	if tmpl := splice.Lookup(doc.Content[0], spec.Template...); tmpl != nil {
-		if n, field, err := kaiConflict(tmpl, strings.Join(spec.Template, ".")); err != nil {
-			undo()
-			return nil, &located.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
+	for _, path := range tmpls {
+		if tmpl := splice.Lookup(doc.Content[0], path...); tmpl != nil {
+			if n, field, err := kaiConflict(tmpl, strings.Join(path, ".")); err != nil {
+				undo()
+				return nil, &located.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
+			}
 		}
 	}
 	for _, c := range changes {
@@ -80,6 +86,7 @@ func (f *FileEdit) Changed() (File, bool) {
 type podEdit struct {
 	*splice.Doc
 	tmpl  []string // path of the pod template
+	group bool     // one of several templates sized together
 	ref   usage.Ref
 	notes []Note
 }

@@ -16,19 +16,61 @@ import (
 )
 
 // Spec says how to read one workload kind: which API groups it lives
-// in and where its pod template is. Adding StatefulSet, DaemonSet or Job is
-// one more case in kindSpecFor.
+// in and where its pod templates are.
 type Spec struct {
-	groups   []string
+	groups []string
+	// Template is the path of the pod template the workload's pods, and
+	// its GPU request, are read from.
 	Template []string
+	// Group, when set, is the path of a second pod template whose pods
+	// run in groups with the first's and are sized with them (a
+	// LeaderWorkerSet's leaderTemplate). Where it is present and asks for
+	// GPUs, every Op applies to it too, and it must ask for the same GPUs
+	// as Template.
+	Group []string
 }
 
+// SpecFor returns how to read kind, ok false for a kind that is not
+// sized. The kinds and their templates follow their APIs: apps/v1
+// (Deployment, StatefulSet), Argo Rollouts' argoproj.io/v1alpha1 Rollout
+// (spec.template, as a Deployment's) and leaderworkerset.x-k8s.io/v1
+// LeaderWorkerSet (spec.leaderWorkerTemplate.workerTemplate, and
+// leaderTemplate for the group's first pod when it differs);
+// testdata/kinds holds each CRD's source.
 func SpecFor(kind string) (Spec, bool) {
+	podTemplate := []string{"spec", "template"}
 	switch kind {
 	case "Deployment":
-		return Spec{groups: []string{"apps", "extensions"}, Template: []string{"spec", "template"}}, true
+		return Spec{groups: []string{"apps", "extensions"}, Template: podTemplate}, true
+	case "StatefulSet":
+		return Spec{groups: []string{"apps"}, Template: podTemplate}, true
+	case "Rollout":
+		return Spec{groups: []string{"argoproj.io"}, Template: podTemplate}, true
+	case "LeaderWorkerSet":
+		return Spec{groups: []string{"leaderworkerset.x-k8s.io"},
+			Template: []string{"spec", "leaderWorkerTemplate", "workerTemplate"},
+			Group:    []string{"spec", "leaderWorkerTemplate", "leaderTemplate"}}, true
 	}
 	return Spec{}, false
+}
+
+// Kinds are the kinds SpecFor sizes, for documentation and tests.
+func Kinds() []string { return []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet"} }
+
+// Edited returns the paths of the pod templates of root that an Edit
+// changes: Template, and Group where root has it and it asks for GPUs.
+func (k Spec) Edited(root *yaml.Node) [][]string {
+	out := [][]string{k.Template}
+	if len(k.Group) > 0 && requestsGPU(Read(root, usage.Ref{}, Spec{groups: k.groups, Template: k.Group}).GPU) {
+		out = append(out, k.Group)
+	}
+	return out
+}
+
+// requestsGPU reports whether a pod template asks for GPUs in any way KAI
+// reads, or its request cannot be read (which is not "no request").
+func requestsGPU(g GPU) bool {
+	return g.Whole > 0 || g.FractionText != "" || g.MemoryMiB > 0 || g.FractionErr != nil || g.Err != nil
 }
 
 func (k Spec) accepts(apiVersion string) bool {
@@ -53,6 +95,12 @@ func Identify(root *yaml.Node) (usage.Ref, Spec, bool) {
 	kind := splice.Str(root, "kind")
 	spec, ok := SpecFor(kind)
 	if !ok || !spec.accepts(splice.Str(root, "apiVersion")) {
+		return usage.Ref{}, Spec{}, false
+	}
+	if splice.Lookup(root, spec.Template...) == nil && splice.Lookup(root, "spec", "workloadRef") != nil {
+		// A Rollout that runs the pod template of a Deployment it refers
+		// to: that Deployment is what an edit would change, which is not
+		// followed; it is reported as unsupported.
 		return usage.Ref{}, Spec{}, false
 	}
 	md := splice.Lookup(root, "metadata")
@@ -225,7 +273,34 @@ func Read(root *yaml.Node, ref usage.Ref, spec Spec) Workload {
 			KVCacheMemoryBytes:   v.kvBytes,
 		})
 	}
+	if len(spec.Group) > 0 && splice.Lookup(root, spec.Group...) != nil {
+		if g := Read(root, ref, Spec{groups: spec.groups, Template: spec.Group}).GPU; requestsGPU(g) && !sameRequest(w.GPU, g) && w.GPU.Err == nil {
+			w.GPU.Err = fmt.Errorf("%w: %s asks for other GPUs than %s (%s against %s); the pods of a group are sized together, so it is left alone",
+				ErrGroupMismatch, strings.Join(spec.Group, "."), strings.Join(spec.Template, "."), describe(g), describe(w.GPU))
+		}
+	}
 	return w
+}
+
+// sameRequest reports whether two pod templates ask for the same GPUs.
+func sameRequest(a, b GPU) bool {
+	return a.FractionText == b.FractionText && a.MemoryMiB == b.MemoryMiB && a.Whole == b.Whole && a.NumDevices == b.NumDevices &&
+		a.FractionErr == nil && b.FractionErr == nil && b.Err == nil
+}
+
+// describe says what a pod template asks for, for a message.
+func describe(g GPU) string {
+	switch {
+	case g.FractionErr != nil || g.Err != nil:
+		return "a request that cannot be read"
+	case g.FractionText != "":
+		return kai.FractionAnnotation + " " + g.FractionText
+	case g.MemoryMiB > 0:
+		return fmt.Sprintf("%s %d", kai.MemoryAnnotation, g.MemoryMiB)
+	case g.Whole > 0:
+		return fmt.Sprintf("nvidia.com/gpu %d", g.Whole)
+	}
+	return "no GPU"
 }
 
 // annotation returns the scalar node of pod annotation name of a

@@ -42,6 +42,10 @@ var (
 	// ErrChangedOnDisk: a file to write is no longer what the edit was
 	// made from; it is not overwritten.
 	ErrChangedOnDisk = errors.New("the file changed since it was read")
+	// ErrGroupMismatch: the pod templates of a group (a LeaderWorkerSet's
+	// leader and workers) ask for different GPUs, so one size does not
+	// fit them; the workload is left alone.
+	ErrGroupMismatch = errors.New("the pod templates of a group ask for different GPUs")
 	// ErrInvalidName: a metadata.name or metadata.namespace that
 	// Kubernetes would refuse; the workload is not read.
 	ErrInvalidName = errors.New("not a valid Kubernetes name")

@@ -24,10 +24,14 @@ type Unsupported struct {
 	// GPU says it asks for GPUs: nvidia.com/gpu, a gpu-fraction or
 	// gpu-memory annotation, or KAI's scheduler.
 	GPU bool
+	// Why says what is missing when the kind is one that is sized, in a
+	// shape that is not (a Rollout whose template is a Deployment's).
+	Why string
 }
 
 // podOwnerKinds are the kinds that run pods from a template, which a
-// policy's workloadTypes may name; of them, only Deployment is sized.
+// policy's workloadTypes may name; those SpecFor sizes are read as
+// workloads instead.
 var podOwnerKinds = []string{"StatefulSet", "DaemonSet", "Job", "CronJob", "ReplicaSet", "Pod",
 	"Rollout", "LeaderWorkerSet", "InferenceService", "DynamoGraphDeployment"}
 
@@ -42,12 +46,16 @@ func unsupportedObject(root *yaml.Node) (Unsupported, bool) {
 	if kind == "" || apiVersion == "" {
 		return Unsupported{}, false
 	}
-	if spec, ok := SpecFor(kind); ok && spec.accepts(apiVersion) {
+	if _, _, ok := Identify(root); ok {
 		return Unsupported{}, false
 	}
 	md := splice.Lookup(root, "metadata")
 	u := Unsupported{Ref: usage.Ref{Kind: kind, Namespace: splice.Str(md, "namespace"), Name: splice.Str(md, "name")}, APIVersion: apiVersion,
 		Labels: splice.StringMap(splice.Lookup(md, "labels")), GPU: asksForGPU(root)}
+	if spec, ok := SpecFor(kind); ok && spec.accepts(apiVersion) {
+		// Identify passed it over: a Rollout that refers to a Deployment.
+		u.Why = "its pod template is the one of the Deployment spec.workloadRef names, which is not followed: size that Deployment's template by hand"
+	}
 	if u.Ref.Name == "" || !u.GPU && !slices.Contains(podOwnerKinds, kind) {
 		return Unsupported{}, false
 	}
