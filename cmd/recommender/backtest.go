@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
-	"github.com/gpu-rightsizing/recommender/internal/kai"
 )
 
 // newCmdBacktest builds backtest: its flags, checked, become the
@@ -35,10 +33,9 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 			if (opts.MetricsFile == "") != (opts.Repo == "") {
 				return flagErrorf("`--metrics-file` and `--repo` go together: the repository names the workloads of the recording")
 			}
-			v, err := strconv.ParseFloat(start, 64)
-			onGrid := kai.OnGrid(v)
-			if err != nil || v < 0.01 || v > 64 || !onGrid {
-				return flagErrorf("invalid `--start` %q: a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)", start)
+			v, err := backtest.ParseStart(start)
+			if err != nil {
+				return flagErrorf("invalid `--start` %s", err.Error())
 			}
 			opts.Start = v
 			if opts.Cadence < time.Minute {

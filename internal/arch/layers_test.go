@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
-	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/kai", "internal/live",
+	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/live",
 		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
 		"internal/patcher", "internal/plan", "internal/publish", "internal/scm", "internal/usage"},
 }

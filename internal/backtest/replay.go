@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
@@ -25,7 +27,7 @@ type Options struct {
 	MetricsFile string // a recording, replayed for the GPU workloads of Repo
 	Repo        string
 	Policies    []string // NAME=PATH or PATH, each a strategy
-	Start       float64
+	Start       float64  // as ParseStart reads it
 	Cadence     time.Duration
 	MergeDelay  time.Duration
 	OOMKill     bool          // a memory breach kills the container (HAMi-core)
@@ -37,6 +39,17 @@ type Options struct {
 	// Out gets the tables; Logger says what the backtest is at.
 	Out    io.Writer
 	Logger *slog.Logger
+}
+
+// ParseStart reads the allocation every strategy starts from: a KAI
+// fraction (0.01 to 0.99, on its two-decimal grid) or whole GPUs (1 to
+// 64).
+func ParseStart(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0.01 || v > 64 || !kai.OnGrid(v) {
+		return 0, fmt.Errorf("%q: a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)", s)
+	}
+	return v, nil
 }
 
 // inputs names where the traces came from.
