@@ -56,6 +56,9 @@ type Stage struct {
 type target struct {
 	d plan.Decision
 	t live.Target
+	// refused, when not "", is why the fast path does not apply d: it is
+	// reported, not applied.
+	refused string
 }
 
 // Prepare connects to the cluster and reads, for every upsize of the
@@ -74,6 +77,11 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 		applier: live.NewApplier(c, live.Options{Namespaces: o.Namespaces, MaxChanges: o.MaxChanges, Force: o.Force,
 			RevertClosed: o.RevertClosed, DryRun: o.DryRun, Now: o.Now})}
 	for _, d := range p.Decisions {
+		apply, refused := LiveUpsize(d, o.Namespaces)
+		if refused != "" {
+			lr.targets = append(lr.targets, target{d: d, refused: refused})
+			continue
+		}
 		if d.Action != engine.Upsize || d.Workload.Ref.Kind != "Deployment" || !slices.Contains(o.Namespaces, d.Workload.Ref.Namespace) {
 			continue
 		}
@@ -86,11 +94,34 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 				lr.warnings[ref] = append(lr.warnings[ref], w)
 			}
 		}
-		if d.Urgent && d.Rules.Strategy != nil && d.Rules.Strategy.LiveUpsize {
+		if apply {
 			lr.targets = append(lr.targets, target{d: d, t: targetOf(d)})
 		}
 	}
 	return lr, nil
+}
+
+// LiveUpsize says what the live stage does with one decision: apply when
+// it applies it (an urgent upsize of a Deployment in one of namespaces,
+// whose strategy sets liveUpsize); refused, when the rules would send it
+// live but the fast path does not handle its kind. Such an upsize is
+// refused by name, never skipped in silence: whoever set liveUpsize
+// expects it live, and must learn that it waits for its pull request. The
+// fast path applies Deployments only: another controller rolls a pod
+// template its own way (a StatefulSet under OnDelete not at all, a
+// LeaderWorkerSet by whole groups, a Rollout by its canary steps), and
+// package live's checks, from the queue's sum to the marker's reconcile,
+// read Deployments.
+func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused string) {
+	ref := d.Workload.Ref
+	if d.Action != engine.Upsize || !d.Urgent || d.Rules.Strategy == nil || !d.Rules.Strategy.LiveUpsize ||
+		!slices.Contains(namespaces, ref.Namespace) {
+		return false, ""
+	}
+	if ref.Kind != "Deployment" {
+		return false, fmt.Sprintf("the live fast path applies Deployments only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
+	}
+	return true, ""
 }
 
 // Warnings are the warnings for the pull requests' bodies, by workload.
@@ -183,6 +214,11 @@ func (lr *Stage) Finish(ctx context.Context, forge live.PullRequests, rep *publi
 		}
 	}
 	for _, tg := range lr.targets {
+		if tg.refused != "" {
+			ref := tg.d.Workload.Ref
+			results = append(results, live.Result{Namespace: ref.Namespace, Name: ref.Name, Outcome: live.Refused, Detail: tg.refused})
+			continue
+		}
 		t := tg.t
 		ref := tg.d.Workload.Ref.String()
 		i := slices.IndexFunc(rep.Results, func(r publish.Result) bool { return r.Key == setOf[ref] })

@@ -7,6 +7,8 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/fastpath"
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -33,6 +35,54 @@ func TestLiveBounds(t *testing.T) {
 			c, p := fastpath.Bounds(tt.rules)
 			require.Equal(t, tt.ceiling, c)
 			require.Equal(t, tt.percent, p)
+		})
+	}
+}
+
+// TestLiveUpsize: an urgent upsize the rules send live is applied when it
+// is a Deployment's and refused by name when it is another kind's; any
+// other decision is none of the live stage's business.
+func TestLiveUpsize(t *testing.T) {
+	decision := func(kind, ns string, change func(*plan.Decision)) plan.Decision {
+		d := plan.Decision{
+			Decision: engine.Decision{Action: engine.Upsize, Urgent: true},
+			Workload: patcher.Workload{Ref: usage.Ref{Namespace: ns, Kind: kind, Name: "llm"}},
+			Rules:    engine.Rules{Strategy: &engine.StrategyRules{LiveUpsize: true}},
+		}
+		if change != nil {
+			change(&d)
+		}
+		return d
+	}
+	namespaces := []string{"inference", "serving"}
+	tests := []struct {
+		name    string
+		d       plan.Decision
+		apply   bool
+		refused string
+	}{
+		{"an urgent Deployment goes live", decision("Deployment", "serving", nil), true, ""},
+		{"a StatefulSet is refused by name", decision("StatefulSet", "inference", nil), false,
+			"the live fast path applies Deployments only; StatefulSet inference/llm waits for its pull request"},
+		{"a Rollout is refused by name", decision("Rollout", "inference", nil), false,
+			"the live fast path applies Deployments only; Rollout inference/llm waits for its pull request"},
+		{"a LeaderWorkerSet is refused by name", decision("LeaderWorkerSet", "inference", nil), false,
+			"the live fast path applies Deployments only; LeaderWorkerSet inference/llm waits for its pull request"},
+		{"any other kind is refused by name", decision("CronJob", "inference", nil), false,
+			"the live fast path applies Deployments only; CronJob inference/llm waits for its pull request"},
+		{"a namespace not live: nothing to refuse", decision("StatefulSet", "staging", nil), false, ""},
+		{"not urgent: nothing to refuse", decision("StatefulSet", "inference", func(d *plan.Decision) { d.Urgent = false }), false, ""},
+		{"not urgent: a Deployment waits too", decision("Deployment", "inference", func(d *plan.Decision) { d.Urgent = false }), false, ""},
+		{"liveUpsize unset: nothing to refuse", decision("StatefulSet", "inference", func(d *plan.Decision) { d.Rules.Strategy.LiveUpsize = false }), false, ""},
+		{"no strategy: nothing to refuse", decision("Rollout", "inference", func(d *plan.Decision) { d.Rules.Strategy = nil }), false, ""},
+		{"a scale-back never goes live", decision("StatefulSet", "inference", func(d *plan.Decision) { d.Action = engine.ScaleBack }), false, ""},
+		{"a Deployment's scale-back neither", decision("Deployment", "inference", func(d *plan.Decision) { d.Action = engine.ScaleBack }), false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			apply, refused := fastpath.LiveUpsize(tt.d, namespaces)
+			require.Equal(t, tt.apply, apply)
+			require.Equal(t, tt.refused, refused)
 		})
 	}
 }

@@ -322,11 +322,29 @@ func risks(b *strings.Builder, d plan.Decision) {
 	if d.Current.Form == engine.WholeGPUs && d.Recommended.Form == engine.Fraction {
 		out = append(out, "The workload moves from a whole GPU to a shared one: it will share the card with others.")
 	}
-	out = append(out, "Merging rolls the Deployment: new pods start with the new request.")
+	out = append(out, merging(d.Workload.Ref.Kind))
 	b.WriteString("\nRisks:\n\n")
 	for _, r := range out {
 		b.WriteString("- " + r + "\n")
 	}
+}
+
+// merging says what merging does to the workload's pods. Each kind's
+// controller rolls a changed pod template its own way, and how many pods
+// move at once is what a reviewer weighs a GPU change by. A Rollout's
+// strategy is not in the decision, so its sentence names both.
+func merging(kind string) string {
+	switch kind {
+	case "Deployment":
+		return "Merging rolls the Deployment: new pods start with the new request."
+	case "StatefulSet":
+		return "Merging rolls the StatefulSet one pod at a time, the highest ordinal first, each new pod starting with the new request once the one replaced before it is ready (under `updateStrategy: OnDelete`, only as its pods are deleted)."
+	case "Rollout":
+		return "Merging changes the Rollout's pod template: Argo Rollouts rolls it out by the Rollout's own strategy (canary steps or blue-green), and new pods start with the new request."
+	case "LeaderWorkerSet":
+		return "Merging rolls the LeaderWorkerSet by whole groups: each group's leader and workers are recreated together with the new request, as many groups at a time as its `rolloutStrategy` allows (one by default)."
+	}
+	return fmt.Sprintf("Merging changes the %s's pod template: its controller decides when pods start with the new request.", cell(kind))
 }
 
 func metricNames(lines map[usage.Metric][]float64) []string {

@@ -1,11 +1,16 @@
 package publish
 
-import "github.com/gpu-rightsizing/recommender/internal/plan"
+import (
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+)
 
 // Exported for the external tests.
 var (
 	BranchName = branchName
 	Cell       = cell
+	Title      = title
 )
 
 // MarkerSet is the change set named by a body's marker.
@@ -17,4 +22,15 @@ func MarkerSet(body string) (string, bool) {
 // Body renders a change set's body with a marker naming it.
 func Body(cs plan.ChangeSet) (string, error) {
 	return body(cs, marker{Set: cs.Key, Fingerprint: "sha256:0"}, bodyOptions{DeclinePercent: 10, Source: "a test"})
+}
+
+// BodyRead renders a change set's body as a run does, with usage read
+// from source at now, but for the fingerprint, which needs the edited
+// files.
+func BodyRead(cs plan.ChangeSet, source string, now time.Time) (string, error) {
+	mk := marker{Set: cs.Key, Fingerprint: "sha256:0", Recommended: recommended(cs), Current: current(cs)}
+	for _, d := range cs.Decisions {
+		mk.Files = append(mk.Files, d.Workload.File)
+	}
+	return body(cs, mk, bodyOptions{DeclinePercent: 10, Source: source, Now: now})
 }

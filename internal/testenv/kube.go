@@ -10,7 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	_ "embed" // the KAI Queue CRD
+	_ "embed" // the upstream CRDs
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -360,6 +360,30 @@ var argoApplicationCRD []byte
 func (s *KubeAPIServer) InstallArgoCDApplicationCRD(t testing.TB) {
 	t.Helper()
 	s.Apply(t, append([]byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: argocd}\n---\n"), argoApplicationCRD...))
+}
+
+//go:embed testdata/argo-rollout-crd.yaml
+var argoRolloutCRD []byte
+
+// InstallArgoRolloutCRD creates Argo Rollouts' Rollout
+// CustomResourceDefinition (argoproj.io/v1alpha1, as Argo Rollouts v1.9.1
+// publishes it), with no controller: a Rollout is stored and held to its
+// schema, pod template included, but nothing rolls it out.
+func (s *KubeAPIServer) InstallArgoRolloutCRD(t testing.TB) {
+	t.Helper()
+	s.Apply(t, argoRolloutCRD)
+}
+
+//go:embed testdata/leaderworkerset-crd.yaml
+var leaderWorkerSetCRD []byte
+
+// InstallLeaderWorkerSetCRD creates the LeaderWorkerSet
+// CustomResourceDefinition (leaderworkerset.x-k8s.io/v1, as lws v0.10.0
+// publishes it), with no controller: a LeaderWorkerSet is stored and held
+// to its schema, both pod templates included, but no group is created.
+func (s *KubeAPIServer) InstallLeaderWorkerSetCRD(t testing.TB) {
+	t.Helper()
+	s.Apply(t, leaderWorkerSetCRD)
 }
 
 // KAIQueueCRD returns the CustomResourceDefinition InstallKAIQueueCRD
