@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -202,22 +201,7 @@ func TestKustomizeGolden(t *testing.T) {
 // gpu-fraction of the one Deployment's pod template.
 func builtFraction(t *testing.T, dir string) string {
 	t.Helper()
-	abs, err := filepath.Abs(dir)
-	require.NoError(t, err)
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
-	require.NoError(t, err)
-	var fractions []string
-	for _, r := range rm.Resources() {
-		if r.GetKind() != "Deployment" {
-			continue
-		}
-		v, err := r.GetString("spec.template.metadata.annotations.gpu-fraction")
-		require.NoError(t, err)
-		fractions = append(fractions, v)
-	}
-	sort.Strings(fractions)
-	require.Len(t, fractions, 1)
-	return fractions[0]
+	return builtField(t, dir, "Deployment", "spec.template.metadata.annotations.gpu-fraction")
 }
 
 // builtField builds dir with kustomize from disk and returns field of the
