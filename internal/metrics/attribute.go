@@ -113,7 +113,7 @@ func (a attribution) warning(ns, pod string) string {
 	if a.via.Kind != "" {
 		why := "kube-state-metrics reports no owner of a StatefulSet, and its pods do not tell"
 		if a.via.Kind == "ReplicaSet" {
-			why = "kube_replicaset_owner is not recorded; record it to attribute the pod"
+			why = "no kube_replicaset_owner series names its owner; record it to attribute the pod"
 		}
 		return fmt.Sprintf("pod %s/%s counts for no workload: its %s %s fits %s alike (%s)",
 			ns, pod, a.via.Kind, a.via.Name, listRefs(a.rivals, ""), why)
