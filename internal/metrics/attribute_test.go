@@ -11,26 +11,6 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// attributionWant is what metricstest.Attribution's workloads count at
-// 2 minutes: the same pods by owner and by name, but for a pod whose name
-// two LeaderWorkerSets fit.
-const attributionWant = `names/Deployment/rank-fast: rank-fast-5f6d7b8c9-bcdfg
-names/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1
-names/LeaderWorkerSet/llm-2: llm-2-0 llm-2-0-1 llm-2-1-1
-names/Rollout/rank: rank-7d9f8c6b5d-k8s9q rank-7d9f8c6b5d-x2b4z
-names/StatefulSet/chat: chat-0 chat-1 chat-2
-names/StatefulSet/chat-2: chat-2-0 chat-2-1
-owners/Deployment/rank-fast: rank-fast-5f6d7b8c9-bcdfg
-owners/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1
-owners/LeaderWorkerSet/llm-2: llm-2-0 llm-2-0-1 llm-2-1 llm-2-1-1
-owners/Rollout/rank: rank-7d9f8c6b5d-k8s9q rank-7d9f8c6b5d-x2b4z
-owners/StatefulSet/chat: chat-0 chat-1 chat-2
-owners/StatefulSet/chat-2: chat-2-0 chat-2-1
-warning: pod names/llm-2-1 counts for no workload: its name fits LeaderWorkerSets llm, llm-2 alike (their naming rules overlap); record kube_pod_owner to attribute it
-warning: pod names/old-6d4b9c8f7-q7v2n counts for no workload: its name fits Deployment old, Rollout old alike (their naming rules overlap); record kube_pod_owner to attribute it
-warning: pod owners/old-6d4b9c8f7-q7v2n counts for no workload: its ReplicaSet old-6d4b9c8f7 fits Deployment old, Rollout old alike (no kube_replicaset_owner series names its owner; record it to attribute the pod)
-`
-
 // owned writes the kube_pod_owner series of pods, each with one sample at
 // 0 and usage at 0, in the order OpenMetrics wants.
 func owned(ns string, pods ...metricstest.OwnedPod) *metricstest.Recording {
@@ -62,7 +42,12 @@ func TestAttribution(t *testing.T) {
 	}{
 		{
 			name: "every kind, names sharing prefixes, by owner and by name", rec: all, at: 2 * time.Minute, workloads: refs,
-			want: attributionWant,
+			want: metricstest.AttributionPods,
+		},
+		{
+			name: "llm alone: llm-2's leader StatefulSet fits llm's naming, and its pod 0 says it leads", rec: all, at: 2 * time.Minute,
+			workloads: []usage.Ref{metricstest.LeaderWorkerSet("owners", "llm")},
+			want:      "owners/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1\n",
 		},
 		{
 			name: "StatefulSet llm-2 fits both LeaderWorkerSets, and its pod 0 says it leads",

@@ -333,9 +333,7 @@ func (k *ksm) statefulSetOwner(namespace, sts string, at int64, candidates []usa
 		}
 		rival = rival || c == self
 	}
-	if len(sets) > 1 {
-		sets = k.narrowLWS(namespace, sts, at, sets)
-	}
+	sets = k.narrowLWS(namespace, sts, at, sets)
 	switch {
 	case len(sets) == 0:
 		return attribution{ref: self, ok: true}
@@ -347,26 +345,37 @@ func (k *ksm) statefulSetOwner(namespace, sts string, at int64, candidates []usa
 	return attribution{rivals: sets, via: self}
 }
 
-// narrowLWS keeps, among LeaderWorkerSets whose names share a prefix
-// (llm and llm-2 both fit StatefulSet llm-2: llm's group 2 workers,
-// llm-2's leaders), those the pods of the StatefulSet agree with. Only a
-// leader StatefulSet has a pod of ordinal 0, as worker StatefulSets start
-// at 1; a worker StatefulSet is named after its group's leader pod, which
-// the leader StatefulSet owns.
+// narrowLWS keeps the LeaderWorkerSets whose naming fits StatefulSet sts
+// that its pods do not contradict. A name fits as a leader StatefulSet
+// (sts itself) and as a group's worker StatefulSet (<lws>-<group>) alike:
+// llm-2 is LeaderWorkerSet llm-2's leaders, or llm's group 2 workers. Only
+// a leader StatefulSet has a pod of ordinal 0, as worker StatefulSets
+// start at 1; a worker StatefulSet is named after its group's leader pod,
+// which the leader StatefulSet owns. Pods that say both say nothing.
 func (k *ksm) narrowLWS(namespace, sts string, at int64, sets []usage.Ref) []usage.Ref {
-	ownedBy := func(pod, owner string) bool {
-		kind, name, ok := ownerAt(k.pods[objKey{namespace, pod}], at)
-		return ok && kind == kindStatefulSet && name == owner
+	if len(sets) == 0 {
+		return nil
 	}
-	leaders := ownedBy(sts+"-0", sts)
+	ownerOf := func(pod string) string {
+		kind, name, ok := ownerAt(k.pods[objKey{namespace, pod}], at)
+		if !ok || kind != kindStatefulSet {
+			return ""
+		}
+		return name
+	}
+	leads := ownerOf(sts+"-0") == sts
+	workerOf := ownerOf(sts)
+	if _, ok := matchLWSStatefulSet(workerOf, sts); !ok || workerOf == sts {
+		workerOf = ""
+	}
+	if leads == (workerOf != "") {
+		return sets
+	}
 	var kept []usage.Ref
 	for _, c := range sets {
-		if c.Name == sts && leaders || c.Name != sts && ownedBy(sts, c.Name) {
+		if leads && c.Name == sts || c.Name == workerOf {
 			kept = append(kept, c)
 		}
-	}
-	if len(kept) == 0 {
-		return sets
 	}
 	return kept
 }

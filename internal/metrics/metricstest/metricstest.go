@@ -160,6 +160,27 @@ func Attribution() (*Recording, []usage.Ref) {
 	return r, refs
 }
 
+// AttributionPods is what both sources must count for Attribution's
+// workloads at 2 minutes (rendered by Pods): the same pods by owner and by
+// name, but for a pod whose name two LeaderWorkerSets fit, and none for a
+// Deployment and a Rollout of one name.
+const AttributionPods = `names/Deployment/rank-fast: rank-fast-5f6d7b8c9-bcdfg
+names/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1
+names/LeaderWorkerSet/llm-2: llm-2-0 llm-2-0-1 llm-2-1-1
+names/Rollout/rank: rank-7d9f8c6b5d-k8s9q rank-7d9f8c6b5d-x2b4z
+names/StatefulSet/chat: chat-0 chat-1 chat-2
+names/StatefulSet/chat-2: chat-2-0 chat-2-1
+owners/Deployment/rank-fast: rank-fast-5f6d7b8c9-bcdfg
+owners/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1
+owners/LeaderWorkerSet/llm-2: llm-2-0 llm-2-0-1 llm-2-1 llm-2-1-1
+owners/Rollout/rank: rank-7d9f8c6b5d-k8s9q rank-7d9f8c6b5d-x2b4z
+owners/StatefulSet/chat: chat-0 chat-1 chat-2
+owners/StatefulSet/chat-2: chat-2-0 chat-2-1
+warning: pod names/llm-2-1 counts for no workload: its name fits LeaderWorkerSets llm, llm-2 alike (their naming rules overlap); record kube_pod_owner to attribute it
+warning: pod names/old-6d4b9c8f7-q7v2n counts for no workload: its name fits Deployment old, Rollout old alike (their naming rules overlap); record kube_pod_owner to attribute it
+warning: pod owners/old-6d4b9c8f7-q7v2n counts for no workload: its ReplicaSet old-6d4b9c8f7 fits Deployment old, Rollout old alike (no kube_replicaset_owner series names its owner; record it to attribute the pod)
+`
+
 // BacktestRecording is a recording the size of a backtest's, of workloads
 // Deployments of pods pods each: per pod a compute
 // and a memory series and its kube-state-metrics series, a sample a minute,
