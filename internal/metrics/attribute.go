@@ -72,7 +72,10 @@ type attribution struct {
 // when Kubernetes cut them at 58 bytes, and then the longest name is the
 // one whose pod shows more of it. Any other overlap is a tie: a pod
 // chat-2-1 is as much LeaderWorkerSet chat's (group 2, worker 1) as
-// chat-2's (group 1's leader).
+// chat-2's (group 1's leader). Only candidates compete: without owner
+// series nothing names a StatefulSet or LeaderWorkerSet that was not asked
+// for, so llm-2's leader llm-2-1 counts for llm when llm-2 is not asked
+// for; owner series tell them apart.
 func claim(candidates []usage.Ref, pod string) attribution {
 	var matches []usage.Ref
 	for _, c := range candidates {

@@ -328,7 +328,7 @@ func (k *ksm) statefulSetOwner(namespace, sts string, at int64, candidates []usa
 	var sets []usage.Ref
 	rival := false
 	for _, c := range candidates {
-		if _, ok := matchLWSStatefulSet(c.Name, sts); ok && c.Kind == kindLWS {
+		if c.Kind == kindLWS && matchLWSStatefulSet(c.Name, sts) {
 			sets = append(sets, c)
 		}
 		rival = rival || c == self
@@ -365,7 +365,7 @@ func (k *ksm) narrowLWS(namespace, sts string, at int64, sets []usage.Ref) []usa
 	}
 	leads := ownerOf(sts+"-0") == sts
 	workerOf := ownerOf(sts)
-	if _, ok := matchLWSStatefulSet(workerOf, sts); !ok || workerOf == sts {
+	if workerOf == sts || !matchLWSStatefulSet(workerOf, sts) {
 		workerOf = ""
 	}
 	if leads == (workerOf != "") {

@@ -117,13 +117,7 @@ func matchLWSPod(lws, pod string) bool {
 // matchLWSStatefulSet reports whether StatefulSet sts can be one of
 // LeaderWorkerSet lws's: its leader StatefulSet, named lws, or a group's
 // worker StatefulSet, <lws>-<group>.
-func matchLWSStatefulSet(lws, sts string) (leader, ok bool) {
-	if lws == "" {
-		return false, false
-	}
-	if sts == lws {
-		return true, true
-	}
-	group, ok := strings.CutPrefix(sts, lws+"-")
-	return false, ok && isOrdinal(group)
+func matchLWSStatefulSet(lws, sts string) bool {
+	group, worker := strings.CutPrefix(sts, lws+"-")
+	return lws != "" && (sts == lws || worker && isOrdinal(group))
 }

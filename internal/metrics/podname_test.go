@@ -117,10 +117,9 @@ func TestMatchLWSPod(t *testing.T) {
 func TestMatchLWSStatefulSet(t *testing.T) {
 	tests := []struct {
 		name, lws, sts string
-		wantLeader     bool
 		want           bool
 	}{
-		{name: "the leader StatefulSet", lws: "llm", sts: "llm", wantLeader: true, want: true},
+		{name: "the leader StatefulSet", lws: "llm", sts: "llm", want: true},
 		{name: "group 0's workers", lws: "llm", sts: "llm-0", want: true},
 		{name: "group 12's workers", lws: "llm", sts: "llm-12", want: true},
 		{name: "another LeaderWorkerSet's leader StatefulSet fits as group 2's", lws: "llm", sts: "llm-2", want: true},
@@ -132,9 +131,7 @@ func TestMatchLWSStatefulSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leader, ok := metrics.MatchLWSStatefulSet(tt.lws, tt.sts)
-			require.Equal(t, tt.want, ok)
-			require.Equal(t, tt.wantLeader, leader)
+			require.Equal(t, tt.want, metrics.MatchLWSStatefulSet(tt.lws, tt.sts))
 		})
 	}
 }
