@@ -56,9 +56,9 @@ type ksm struct {
 	fractions map[objKey][]fractionSeries
 	// podNames lists, per namespace, the pods with a kube_pod_owner series.
 	podNames map[string][]string
-	// deploymentOwners holds, per namespace, the kube_replicaset_owner
-	// series that name a Deployment.
-	deploymentOwners map[string][]ownerSeries
+	// replicaSetOwners holds, per namespace, the kube_replicaset_owner
+	// series that name a Deployment or a Rollout.
+	replicaSetOwners map[string][]ownerSeries
 	// exported names the metrics whose labels came from exported_*.
 	exported []string
 }
@@ -70,30 +70,10 @@ func (set *Set) buildKSM() *ksm {
 		starts:           make(map[objKey][][]usage.Sample),
 		fractions:        make(map[objKey][]fractionSeries),
 		podNames:         make(map[string][]string),
-		deploymentOwners: make(map[string][]ownerSeries),
+		replicaSetOwners: make(map[string][]ownerSeries),
 	}
-	owners := func(metric, objLabel string, into map[objKey][]ownerSeries) {
-		exported := false
-		for _, i := range set.byName[metric] {
-			s := set.series[i]
-			ns, e1, ok1 := label(s.Labels, "namespace")
-			obj, e2, ok2 := label(s.Labels, objLabel)
-			kind, e3, _ := label(s.Labels, "owner_kind")
-			name, e4, _ := label(s.Labels, "owner_name")
-			ctl, _, _ := label(s.Labels, "owner_is_controller")
-			if !ok1 || !ok2 {
-				continue
-			}
-			exported = exported || e1 || e2 || e3 || e4
-			key := objKey{ns, obj}
-			into[key] = append(into[key], ownerSeries{kind: kind, name: name, controller: ctl == "true", samples: s.Samples})
-		}
-		if exported {
-			k.exported = append(k.exported, metric)
-		}
-	}
-	owners(podOwnerMetric, "pod", k.pods)
-	owners(replicaSetOwnerMetric, "replicaset", k.replicaSets)
+	k.readOwners(set, podOwnerMetric, "pod", k.pods)
+	k.readOwners(set, replicaSetOwnerMetric, "replicaset", k.replicaSets)
 	for key := range k.pods {
 		k.podNames[key.namespace] = append(k.podNames[key.namespace], key.name)
 	}
@@ -102,12 +82,40 @@ func (set *Set) buildKSM() *ksm {
 	}
 	for key, ss := range k.replicaSets {
 		for _, s := range ss {
-			if s.kind == "Deployment" && s.name != "" {
-				k.deploymentOwners[key.namespace] = append(k.deploymentOwners[key.namespace], s)
+			if generated(s.kind) && s.name != "" {
+				k.replicaSetOwners[key.namespace] = append(k.replicaSetOwners[key.namespace], s)
 			}
 		}
 	}
+	k.readStarts(set)
+	k.readFractions(set)
+	return k
+}
 
+// readOwners indexes the kube_*_owner series of one metric by the object
+// that objLabel names.
+func (k *ksm) readOwners(set *Set, metric, objLabel string, into map[objKey][]ownerSeries) {
+	exported := false
+	for _, i := range set.byName[metric] {
+		s := set.series[i]
+		ns, e1, ok1 := label(s.Labels, "namespace")
+		obj, e2, ok2 := label(s.Labels, objLabel)
+		kind, e3, _ := label(s.Labels, "owner_kind")
+		name, e4, _ := label(s.Labels, "owner_name")
+		ctl, _, _ := label(s.Labels, "owner_is_controller")
+		if !ok1 || !ok2 {
+			continue
+		}
+		exported = exported || e1 || e2 || e3 || e4
+		key := objKey{ns, obj}
+		into[key] = append(into[key], ownerSeries{kind: kind, name: name, controller: ctl == "true", samples: s.Samples})
+	}
+	if exported {
+		k.exported = append(k.exported, metric)
+	}
+}
+
+func (k *ksm) readStarts(set *Set) {
 	exported := false
 	for _, i := range set.byName[podStartMetric] {
 		s := set.series[i]
@@ -123,8 +131,10 @@ func (set *Set) buildKSM() *ksm {
 	if exported {
 		k.exported = append(k.exported, podStartMetric)
 	}
+}
 
-	exported = false
+func (k *ksm) readFractions(set *Set) {
+	exported := false
 	for _, i := range set.byName[podAnnotationsMetric] {
 		s := set.series[i]
 		ns, e1, ok1 := label(s.Labels, "namespace")
@@ -146,7 +156,6 @@ func (set *Set) buildKSM() *ksm {
 	if exported {
 		k.exported = append(k.exported, podAnnotationsMetric)
 	}
-	return k
 }
 
 // fractionSeries is one kube_pod_annotations series with a gpu-fraction.
@@ -246,55 +255,129 @@ func (k *ksm) start(key objKey, at int64) int64 {
 	return int64(ms)
 }
 
-// deployments returns the Deployments of a namespace that kube-state-metrics
-// reported at or before at, through the owners of their ReplicaSets.
-func (k *ksm) deployments(namespace string, at int64) []string {
-	var ds []string
-	for _, s := range k.deploymentOwners[namespace] {
+// replicaSetOwnersAt returns the Deployments and Rollouts of a namespace
+// that kube-state-metrics reported at or before at, through the owners of
+// their ReplicaSets.
+func (k *ksm) replicaSetOwnersAt(namespace string, at int64) []usage.Ref {
+	var refs []usage.Ref
+	for _, s := range k.replicaSetOwners[namespace] {
 		if _, ok := newestAt(s.samples, at); ok {
-			ds = append(ds, s.name)
+			refs = append(refs, usage.Ref{Namespace: namespace, Kind: s.kind, Name: s.name})
 		}
 	}
-	return ds
+	return refs
 }
 
 // owner attributes a pod to a workload at time at. A pod kube-state-metrics
-// knows of is attributed through its owner series only; any other pod
-// through the Deployment pod-name pattern, among the given candidate
-// Deployments of its namespace. others lists the candidates whose pattern
-// fits the name too, and lost to the longest name or tied with it.
-func (k *ksm) owner(namespace, pod string, at int64, candidates []string) (ref usage.Ref, ok bool, others []string) {
+// knows of is attributed through its owner series only; any other pod by
+// its name, among candidates, the workloads of its namespace sorted by
+// compareRefs.
+func (k *ksm) owner(namespace, pod string, at int64, candidates []usage.Ref) attribution {
 	kind, name, known := ownerAt(k.pods[objKey{namespace, pod}], at)
 	if !known {
-		d, others := claim(candidates, pod)
-		if d == "" {
-			return usage.Ref{}, false, others
-		}
-		return usage.Ref{Namespace: namespace, Kind: "Deployment", Name: d}, true, others
+		return claim(candidates, pod)
 	}
 	switch kind {
 	case "", noOwner:
-		return usage.Ref{}, false, nil
+		return attribution{}
 	case "ReplicaSet":
-		rsKind, rsName, found := ownerAt(k.replicaSets[objKey{namespace, name}], at)
-		switch {
-		case found && rsKind != "" && rsKind != noOwner:
-			return usage.Ref{Namespace: namespace, Kind: rsKind, Name: rsName}, true, nil
-		case !found:
-			// kube_replicaset_owner is not recorded: the ReplicaSet's own
-			// name says which Deployment made it.
-			var best string
-			for _, d := range candidates {
-				if len(d) > len(best) && matchReplicaSet(d, name) {
-					best = d
-				}
-			}
-			if best != "" {
-				return usage.Ref{Namespace: namespace, Kind: "Deployment", Name: best}, true, nil
-			}
+		return k.replicaSetOwner(namespace, name, at, candidates)
+	case kindStatefulSet:
+		return k.statefulSetOwner(namespace, name, at, candidates)
+	}
+	return attribution{ref: usage.Ref{Namespace: namespace, Kind: kind, Name: name}, ok: true}
+}
+
+// replicaSetOwner attributes the pods of ReplicaSet rs: to its owner, or,
+// when kube_replicaset_owner is not recorded, to the Deployment or Rollout
+// its name says made it (<name>-<pod-template-hash>, so a single name).
+// A Deployment and a Rollout of that name (a migration from one to the
+// other keeps it) leave the owner unknown.
+func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates []usage.Ref) attribution {
+	self := usage.Ref{Namespace: namespace, Kind: "ReplicaSet", Name: rs}
+	kind, name, found := ownerAt(k.replicaSets[objKey{namespace, rs}], at)
+	switch {
+	case found && kind != "" && kind != noOwner:
+		return attribution{ref: usage.Ref{Namespace: namespace, Kind: kind, Name: name}, ok: true}
+	case found:
+		return attribution{ref: self, ok: true}
+	}
+	var matches []usage.Ref
+	for _, c := range candidates {
+		if generated(c.Kind) && matchReplicaSet(c.Name, rs) {
+			matches = append(matches, c)
 		}
 	}
-	return usage.Ref{Namespace: namespace, Kind: kind, Name: name}, true, nil
+	switch len(matches) {
+	case 0:
+		return attribution{ref: self, ok: true}
+	case 1:
+		return attribution{ref: matches[0], ok: true}
+	}
+	return attribution{rivals: matches, via: self}
+}
+
+// statefulSetOwner attributes the pods of StatefulSet sts. kube-state-metrics
+// reports no owner of a StatefulSet, so one a LeaderWorkerSet made is told
+// by its name among the queried LeaderWorkerSets: the leader StatefulSet
+// is named as its LeaderWorkerSet, a group's worker StatefulSet
+// <lws>-<group>. A queried StatefulSet of the same name is a rival: both
+// cannot exist, and nothing says which does.
+func (k *ksm) statefulSetOwner(namespace, sts string, at int64, candidates []usage.Ref) attribution {
+	self := usage.Ref{Namespace: namespace, Kind: kindStatefulSet, Name: sts}
+	var sets []usage.Ref
+	rival := false
+	for _, c := range candidates {
+		if c.Kind == kindLWS && matchLWSStatefulSet(c.Name, sts) {
+			sets = append(sets, c)
+		}
+		rival = rival || c == self
+	}
+	sets = k.narrowLWS(namespace, sts, at, sets)
+	switch {
+	case len(sets) == 0:
+		return attribution{ref: self, ok: true}
+	case len(sets) == 1 && !rival:
+		return attribution{ref: sets[0], ok: true}
+	case rival:
+		sets = append(sets, self)
+	}
+	return attribution{rivals: sets, via: self}
+}
+
+// narrowLWS keeps the LeaderWorkerSets whose naming fits StatefulSet sts
+// that its pods do not contradict. A name fits as a leader StatefulSet
+// (sts itself) and as a group's worker StatefulSet (<lws>-<group>) alike:
+// llm-2 is LeaderWorkerSet llm-2's leaders, or llm's group 2 workers. Only
+// a leader StatefulSet has a pod of ordinal 0, as worker StatefulSets
+// start at 1; a worker StatefulSet is named after its group's leader pod,
+// which the leader StatefulSet owns. Pods that say both say nothing.
+func (k *ksm) narrowLWS(namespace, sts string, at int64, sets []usage.Ref) []usage.Ref {
+	if len(sets) == 0 {
+		return nil
+	}
+	ownerOf := func(pod string) string {
+		kind, name, ok := ownerAt(k.pods[objKey{namespace, pod}], at)
+		if !ok || kind != kindStatefulSet {
+			return ""
+		}
+		return name
+	}
+	leads := ownerOf(sts+"-0") == sts
+	workerOf := ownerOf(sts)
+	if workerOf == sts || !matchLWSStatefulSet(workerOf, sts) {
+		workerOf = ""
+	}
+	if leads == (workerOf != "") {
+		return sets
+	}
+	var kept []usage.Ref
+	for _, c := range sets {
+		if leads && c.Name == sts || c.Name == workerOf {
+			kept = append(kept, c)
+		}
+	}
+	return kept
 }
 
 // exportedWarning describes the kube-state-metrics series whose labels came

@@ -76,33 +76,48 @@ func matchReplicaSet(d, rs string) bool {
 	return len(hash) >= minHashLen && len(hash) <= maxHashLen && isSafe(hash)
 }
 
-// claim returns the deployment among candidates that pod belongs to by its
-// name: the longest name that matches. Several can match only when names
-// reach the 58-byte cut, so that the pod's name shows little or none of
-// the hash; others then lists the other names that match. When the longest
-// match is not unique, nothing tells the pod apart, and claim returns no
-// deployment.
-func claim(candidates []string, pod string) (d string, others []string) {
-	var matches []string
-	for _, c := range candidates {
-		if _, ok := matchDeploymentPod(c, pod); ok {
-			matches = append(matches, c)
+// isOrdinal reports whether s is an ordinal as the StatefulSet controller
+// writes it into a pod name (fmt's %d of a non-negative int): decimal
+// digits, without a leading zero unless it is "0".
+func isOrdinal(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	for _, c := range matches {
-		if len(c) > len(d) {
-			d = c
-		}
+	return true
+}
+
+// matchStatefulSetPod reports whether pod can be a pod of StatefulSet s by
+// its name: <s>-<ordinal>. Ordinals have no dash, so StatefulSets whose
+// names share a prefix never fit one pod alike: chat-2-0 is chat-2's, and
+// chat-2 is chat's.
+func matchStatefulSetPod(s, pod string) bool {
+	ordinal, ok := strings.CutPrefix(pod, s+"-")
+	return s != "" && ok && isOrdinal(ordinal)
+}
+
+// matchLWSPod reports whether pod can be a pod of LeaderWorkerSet lws by
+// its name. A LeaderWorkerSet's leader StatefulSet is named <lws>, so its
+// leader pods <lws>-<group>; each group's worker StatefulSet is named after
+// its leader pod and numbers its pods from 1, so they are
+// <lws>-<group>-<index> with an index of 1 or more (lws, pkg/controllers).
+func matchLWSPod(lws, pod string) bool {
+	rest, ok := strings.CutPrefix(pod, lws+"-")
+	if lws == "" || !ok {
+		return false
 	}
-	for _, c := range matches {
-		if c != d {
-			others = append(others, c)
-		}
-	}
-	for _, c := range others {
-		if len(c) == len(d) {
-			return "", matches
-		}
-	}
-	return d, others
+	group, index, worker := strings.Cut(rest, "-")
+	return isOrdinal(group) && (!worker || isOrdinal(index) && index != "0")
+}
+
+// matchLWSStatefulSet reports whether StatefulSet sts can be one of
+// LeaderWorkerSet lws's: its leader StatefulSet, named lws, or a group's
+// worker StatefulSet, <lws>-<group>.
+func matchLWSStatefulSet(lws, sts string) bool {
+	group, worker := strings.CutPrefix(sts, lws+"-")
+	return lws != "" && (sts == lws || worker && isOrdinal(group))
 }

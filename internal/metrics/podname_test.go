@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 func TestMatchDeploymentPod(t *testing.T) {
@@ -53,6 +55,134 @@ func TestMatchDeploymentPod(t *testing.T) {
 			if ok {
 				require.Equal(t, tt.wantShown, shown)
 			}
+		})
+	}
+}
+
+func TestMatchStatefulSetPod(t *testing.T) {
+	tests := []struct {
+		name, sts, pod string
+		want           bool
+	}{
+		{name: "ordinal 0", sts: "chat", pod: "chat-0", want: true},
+		{name: "ordinal 12", sts: "chat", pod: "chat-12", want: true},
+		{name: "a longer name's pod is not the shorter's", sts: "chat", pod: "chat-2-0"},
+		{name: "the longer name's own pod", sts: "chat-2", pod: "chat-2-0", want: true},
+		{name: "a shorter name's pod is not the longer's", sts: "chat-2", pod: "chat-2"},
+		{name: "leading zero", sts: "chat", pod: "chat-01"},
+		{name: "no ordinal", sts: "chat", pod: "chat-"},
+		{name: "the StatefulSet's own name", sts: "chat", pod: "chat"},
+		{name: "letters", sts: "chat", pod: "chat-x2b4z"},
+		{name: "a sign", sts: "chat", pod: "chat-+1"},
+		{name: "prefix without dash", sts: "chat", pod: "chatbot-0"},
+		{name: "a Deployment's pod", sts: "chat", pod: "chat-7d9f8c6b5d-x2b4z"},
+		{name: "empty name", sts: "", pod: "-0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, metrics.MatchStatefulSetPod(tt.sts, tt.pod))
+		})
+	}
+}
+
+func TestMatchLWSPod(t *testing.T) {
+	tests := []struct {
+		name, lws, pod string
+		want           bool
+	}{
+		{name: "leader of group 0", lws: "llm", pod: "llm-0", want: true},
+		{name: "leader of group 10", lws: "llm", pod: "llm-10", want: true},
+		{name: "worker 1 of group 0", lws: "llm", pod: "llm-0-1", want: true},
+		{name: "worker 15 of group 3", lws: "llm", pod: "llm-3-15", want: true},
+		{name: "no worker 0: the leader is index 0", lws: "llm", pod: "llm-2-0"},
+		{name: "leading zero in the group", lws: "llm", pod: "llm-02"},
+		{name: "leading zero in the index", lws: "llm", pod: "llm-2-01"},
+		{name: "three numbers: another LeaderWorkerSet's worker", lws: "llm", pod: "llm-2-1-3"},
+		{name: "the longer name's worker", lws: "llm-2", pod: "llm-2-1-3", want: true},
+		{name: "the longer name's leader", lws: "llm-2", pod: "llm-2-1", want: true},
+		{name: "the shorter name's group-2 worker fits too", lws: "llm", pod: "llm-2-1", want: true},
+		{name: "the LeaderWorkerSet's own name", lws: "llm", pod: "llm"},
+		{name: "trailing dash", lws: "llm", pod: "llm-0-"},
+		{name: "letters", lws: "llm", pod: "llm-x2b4z"},
+		{name: "prefix without dash", lws: "llm", pod: "llmx-0"},
+		{name: "empty name", lws: "", pod: "-0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, metrics.MatchLWSPod(tt.lws, tt.pod))
+		})
+	}
+}
+
+func TestMatchLWSStatefulSet(t *testing.T) {
+	tests := []struct {
+		name, lws, sts string
+		want           bool
+	}{
+		{name: "the leader StatefulSet", lws: "llm", sts: "llm", want: true},
+		{name: "group 0's workers", lws: "llm", sts: "llm-0", want: true},
+		{name: "group 12's workers", lws: "llm", sts: "llm-12", want: true},
+		{name: "another LeaderWorkerSet's leader StatefulSet fits as group 2's", lws: "llm", sts: "llm-2", want: true},
+		{name: "another LeaderWorkerSet's workers", lws: "llm", sts: "llm-2-0"},
+		{name: "leading zero", lws: "llm", sts: "llm-01"},
+		{name: "letters", lws: "llm", sts: "llm-canary"},
+		{name: "prefix without dash", lws: "llm", sts: "llmx"},
+		{name: "empty name", lws: "", sts: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, metrics.MatchLWSStatefulSet(tt.lws, tt.sts))
+		})
+	}
+}
+
+func TestClaim(t *testing.T) {
+	d := func(name string) usage.Ref { return metricstest.Deployment("ns", name) }
+	ro := func(name string) usage.Ref { return metricstest.Rollout("ns", name) }
+	sts := func(name string) usage.Ref { return metricstest.StatefulSet("ns", name) }
+	lws := func(name string) usage.Ref { return metricstest.LeaderWorkerSet("ns", name) }
+	long := "triton-llama-3-70b-instruct-serving-eu-west-primary-a" // 53 bytes
+	tests := []struct {
+		name       string
+		candidates []usage.Ref
+		pod        string
+		want       usage.Ref // zero: no workload
+		wantRivals []usage.Ref
+	}{
+		{name: "StatefulSets sharing a prefix: the longer's pod", candidates: []usage.Ref{sts("chat"), sts("chat-2")}, pod: "chat-2-0", want: sts("chat-2")},
+		{name: "StatefulSets sharing a prefix: the shorter's pod", candidates: []usage.Ref{sts("chat"), sts("chat-2")}, pod: "chat-2", want: sts("chat")},
+		{name: "LeaderWorkerSets sharing a prefix: a leader of the longer", candidates: []usage.Ref{lws("llm"), lws("llm-2")}, pod: "llm-2-0", want: lws("llm-2")},
+		{name: "LeaderWorkerSets sharing a prefix: a worker of the longer", candidates: []usage.Ref{lws("llm"), lws("llm-2")}, pod: "llm-2-0-1", want: lws("llm-2")},
+		{name: "LeaderWorkerSets sharing a prefix: a leader of the shorter", candidates: []usage.Ref{lws("llm"), lws("llm-2")}, pod: "llm-2", want: lws("llm")},
+		{
+			name: "LeaderWorkerSets sharing a prefix: group 2's worker or group 1's leader", candidates: []usage.Ref{lws("llm"), lws("llm-2")}, pod: "llm-2-1",
+			wantRivals: []usage.Ref{lws("llm"), lws("llm-2")},
+		},
+		{
+			name: "a StatefulSet and a LeaderWorkerSet", candidates: []usage.Ref{lws("llm"), sts("llm-2")}, pod: "llm-2-1",
+			wantRivals: []usage.Ref{lws("llm"), sts("llm-2")},
+		},
+		{name: "a StatefulSet's ordinal 0 is no LeaderWorkerSet worker", candidates: []usage.Ref{lws("llm"), sts("llm-2")}, pod: "llm-2-0", want: sts("llm-2")},
+		{name: "a Rollout by the Deployment pattern", candidates: []usage.Ref{ro("rank"), d("rank-fast")}, pod: "rank-7d9f8c6b5d-x2b4z", want: ro("rank")},
+		{name: "a Deployment sharing the Rollout's prefix", candidates: []usage.Ref{ro("rank"), d("rank-fast")}, pod: "rank-fast-5f6d7b8c9-bcdfg", want: d("rank-fast")},
+		{
+			name: "a Deployment and a Rollout of one name", candidates: []usage.Ref{d("rank"), ro("rank")}, pod: "rank-7d9f8c6b5d-x2b4z",
+			wantRivals: []usage.Ref{d("rank"), ro("rank")},
+		},
+		{
+			name: "a cut name: the longest wins across Deployment and Rollout", candidates: []usage.Ref{d(long), ro(long + "-bcdfghj-canary")}, pod: long + "-bcdfk8s9q",
+			want: ro(long + "-bcdfghj-canary"), wantRivals: []usage.Ref{d(long)},
+		},
+		{name: "digits as the random suffix", candidates: []usage.Ref{d("chat"), sts("chat-7d9f8c6b5d")}, pod: "chat-7d9f8c6b5d-24567", wantRivals: []usage.Ref{d("chat"), sts("chat-7d9f8c6b5d")}},
+		{name: "other kinds have no pattern", candidates: []usage.Ref{{Namespace: "ns", Kind: "DaemonSet", Name: "chat"}}, pod: "chat-x2b4z"},
+		{name: "no candidate fits", candidates: []usage.Ref{sts("chat"), lws("llm")}, pod: "embed-0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, ok, rivals := metrics.Claim(tt.candidates, tt.pod)
+			require.Equal(t, tt.want, ref)
+			require.Equal(t, tt.want != usage.Ref{}, ok)
+			require.Equal(t, tt.wantRivals, rivals)
 		})
 	}
 }

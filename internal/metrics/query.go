@@ -285,15 +285,15 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	at := w.To
 	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string)}
 
-	// The pattern competes with every Deployment known at the time, not
-	// only the queried ones, so that the longest name can win.
-	candidates := set.ksm.deployments(ns, at)
+	// The pattern competes with every Deployment and Rollout known at the
+	// time, not only the queried ones, so that the longest name can win.
+	candidates := set.ksm.replicaSetOwnersAt(ns, at)
 	for _, ref := range refs {
-		if ref.Kind == "Deployment" {
-			candidates = append(candidates, ref.Name)
+		if named(ref.Kind) {
+			candidates = append(candidates, ref)
 		}
 	}
-	slices.Sort(candidates)
+	slices.SortFunc(candidates, compareRefs)
 	candidates = slices.Compact(candidates)
 
 	pods := make(map[string]bool)
@@ -311,12 +311,12 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	}
 
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
-		ref, ok, others := set.ksm.owner(ns, pod, at, candidates)
-		if len(others) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
-			v.warnings = append(v.warnings, nameClashWarning(ns, pod, ref, ok, others))
+		a := set.ksm.owner(ns, pod, at, candidates)
+		if len(a.rivals) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
+			v.warnings = append(v.warnings, a.warning(ns, pod))
 		}
-		if ok {
-			v.owned[ref] = append(v.owned[ref], pod)
+		if a.ok {
+			v.owned[a.ref] = append(v.owned[a.ref], pod)
 		}
 	}
 	return v
@@ -348,17 +348,6 @@ func hasData(metrics []*queried, key objKey, w usage.Window) bool {
 		}
 	}
 	return false
-}
-
-// nameClashWarning says that a pod name fits several Deployments, which
-// Kubernetes' 58-character cut of generated names can cause.
-func nameClashWarning(ns, pod string, ref usage.Ref, ok bool, others []string) string {
-	if !ok {
-		return fmt.Sprintf("pod %s/%s counts for no workload: its name fits Deployments %s alike (Kubernetes cut it at 58 characters); record kube_pod_owner to attribute it",
-			ns, pod, strings.Join(others, ", "))
-	}
-	return fmt.Sprintf("pod %s/%s counts for Deployment %s, the longest name it fits, but fits %s too (Kubernetes cut it at 58 characters); record kube_pod_owner to be sure",
-		ns, pod, ref.Name, strings.Join(others, ", "))
 }
 
 func exportedWarning(m *queried) string {

@@ -45,7 +45,9 @@ type Query struct {
 	Containers []string
 	// Workloads are the workloads to answer for. Pods are attributed to
 	// them through kube-state-metrics owner series, or else by the strict
-	// Deployment pod-name pattern.
+	// pod-name pattern of their kind (Deployment, Rollout, StatefulSet,
+	// LeaderWorkerSet); a pod whose workload cannot be told counts for
+	// none, and a warning says so.
 	Workloads []Ref
 }
 

@@ -45,6 +45,21 @@ func Deployment(ns, name string) usage.Ref {
 	return usage.Ref{Namespace: ns, Kind: "Deployment", Name: name}
 }
 
+// StatefulSet is the reference of a StatefulSet.
+func StatefulSet(ns, name string) usage.Ref {
+	return usage.Ref{Namespace: ns, Kind: "StatefulSet", Name: name}
+}
+
+// Rollout is the reference of an Argo Rollout.
+func Rollout(ns, name string) usage.Ref {
+	return usage.Ref{Namespace: ns, Kind: "Rollout", Name: name}
+}
+
+// LeaderWorkerSet is the reference of a LeaderWorkerSet.
+func LeaderWorkerSet(ns, name string) usage.Ref {
+	return usage.Ref{Namespace: ns, Kind: "LeaderWorkerSet", Name: name}
+}
+
 // Series writes a series as a file does: name{l1="v1",...} from pairs.
 func Series(name string, pairs ...string) string {
 	ls := make([]string, 0, len(pairs)/2)
@@ -69,6 +84,102 @@ func PodOwner(ns, pod, kind, name string) string {
 func ReplicaSetOwner(ns, rs, kind, name string) string {
 	return Series("kube_replicaset_owner", "namespace", ns, "replicaset", rs, "owner_kind", kind, "owner_name", name, "owner_is_controller", "true")
 }
+
+// OwnedPod is a pod of an attribution recording: its name and, when
+// kube-state-metrics reports it, the kind and name of its owner.
+type OwnedPod struct {
+	Name, OwnerKind, Owner string
+}
+
+// LWSPods names the pods of LeaderWorkerSet lws as its controllers do:
+// per group a leader <lws>-<group>, owned by the leader StatefulSet <lws>,
+// and size-1 workers <lws>-<group>-<index> from index 1, owned by the
+// group's worker StatefulSet <lws>-<group>.
+func LWSPods(lws string, groups, size int) []OwnedPod {
+	var pods []OwnedPod
+	for g := range groups {
+		leader := fmt.Sprintf("%s-%d", lws, g)
+		pods = append(pods, OwnedPod{leader, "StatefulSet", lws})
+		for i := 1; i < size; i++ {
+			pods = append(pods, OwnedPod{fmt.Sprintf("%s-%d", leader, i), "StatefulSet", leader})
+		}
+	}
+	return pods
+}
+
+// StatefulSetPods names the pods <sts>-<ordinal> of StatefulSet sts.
+func StatefulSetPods(sts string, replicas int) []OwnedPod {
+	pods := make([]OwnedPod, replicas)
+	for i := range pods {
+		pods[i] = OwnedPod{fmt.Sprintf("%s-%d", sts, i), "StatefulSet", sts}
+	}
+	return pods
+}
+
+// Attribution is a recording of workloads of every kind attribution knows
+// whose names share a prefix, in two namespaces: "owners", with the owner
+// series of kube-state-metrics (a ReplicaSet's left out), and "names",
+// with the same pods' usage only. A pod has compute and memory samples a
+// minute apart at 0, 60 and 120 s. It returns the recording and the
+// workloads to ask for.
+func Attribution() (*Recording, []usage.Ref) {
+	pods := slices.Concat(
+		StatefulSetPods("chat", 3), StatefulSetPods("chat-2", 2),
+		LWSPods("llm", 2, 2), LWSPods("llm-2", 2, 2),
+		[]OwnedPod{
+			{"rank-7d9f8c6b5d-x2b4z", "ReplicaSet", "rank-7d9f8c6b5d"},
+			{"rank-7d9f8c6b5d-k8s9q", "ReplicaSet", "rank-7d9f8c6b5d"},
+			{"rank-fast-5f6d7b8c9-bcdfg", "ReplicaSet", "rank-fast-5f6d7b8c9"},
+			// A Deployment and a Rollout of one name, as in a migration
+			// from one to the other, and no kube_replicaset_owner.
+			{"old-6d4b9c8f7-q7v2n", "ReplicaSet", "old-6d4b9c8f7"},
+		})
+	var refs []usage.Ref
+	for _, ns := range []string{"names", "owners"} {
+		refs = append(refs, StatefulSet(ns, "chat"), StatefulSet(ns, "chat-2"), LeaderWorkerSet(ns, "llm"), LeaderWorkerSet(ns, "llm-2"),
+			Rollout(ns, "rank"), Deployment(ns, "rank-fast"), Deployment(ns, "old"), Rollout(ns, "old"))
+	}
+	r := new(Recording)
+	const min = time.Minute
+	for _, p := range pods {
+		r.Add(PodOwner("owners", p.Name, p.OwnerKind, p.Owner), 0, min, 1, 1, 1)
+	}
+	r.Add(ReplicaSetOwner("owners", "rank-7d9f8c6b5d", "Rollout", "rank"), 0, min, 1, 1, 1)
+	r.Add(ReplicaSetOwner("owners", "rank-fast-5f6d7b8c9", "Deployment", "rank-fast"), 0, min, 1, 1, 1)
+	for _, metric := range []string{SM, Mem} {
+		for _, ns := range []string{"names", "owners"} {
+			for i, p := range pods {
+				v := i + 10
+				if metric == Mem {
+					v += 40
+				}
+				r.Add(UsageOf(metric, ns, p.Name, "server"), 0, min, v, v, v+1)
+			}
+		}
+	}
+	return r, refs
+}
+
+// AttributionPods is what both sources must count for Attribution's
+// workloads at 2 minutes (rendered by Pods): the same pods by owner and by
+// name, but for a pod whose name two LeaderWorkerSets fit, and none for a
+// Deployment and a Rollout of one name.
+const AttributionPods = `names/Deployment/rank-fast: rank-fast-5f6d7b8c9-bcdfg
+names/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1
+names/LeaderWorkerSet/llm-2: llm-2-0 llm-2-0-1 llm-2-1-1
+names/Rollout/rank: rank-7d9f8c6b5d-k8s9q rank-7d9f8c6b5d-x2b4z
+names/StatefulSet/chat: chat-0 chat-1 chat-2
+names/StatefulSet/chat-2: chat-2-0 chat-2-1
+owners/Deployment/rank-fast: rank-fast-5f6d7b8c9-bcdfg
+owners/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1
+owners/LeaderWorkerSet/llm-2: llm-2-0 llm-2-0-1 llm-2-1 llm-2-1-1
+owners/Rollout/rank: rank-7d9f8c6b5d-k8s9q rank-7d9f8c6b5d-x2b4z
+owners/StatefulSet/chat: chat-0 chat-1 chat-2
+owners/StatefulSet/chat-2: chat-2-0 chat-2-1
+warning: pod names/llm-2-1 counts for no workload: its name fits LeaderWorkerSets llm, llm-2 alike (their naming rules overlap); record kube_pod_owner to attribute it
+warning: pod names/old-6d4b9c8f7-q7v2n counts for no workload: its name fits Deployment old, Rollout old alike (their naming rules overlap); record kube_pod_owner to attribute it
+warning: pod owners/old-6d4b9c8f7-q7v2n counts for no workload: its ReplicaSet old-6d4b9c8f7 fits Deployment old, Rollout old alike (no kube_replicaset_owner series names its owner; record it to attribute the pod)
+`
 
 // BacktestRecording is a recording the size of a backtest's, of workloads
 // Deployments of pods pods each: per pod a compute
@@ -210,6 +321,28 @@ func Render(res usage.Result) string {
 				fmt.Fprintf(&b, "    unexpected series: %v\n", p.Series)
 			}
 		}
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	return b.String()
+}
+
+// Pods renders what attribution decided: the pods a result counts for
+// each workload, one workload a line, then its warnings.
+func Pods(res usage.Result) string {
+	var b strings.Builder
+	refs := make([]usage.Ref, 0, len(res.Workloads))
+	for ref := range res.Workloads {
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, func(a, b usage.Ref) int { return strings.Compare(a.String(), b.String()) })
+	for _, ref := range refs {
+		var names []string
+		for _, p := range res.Workloads[ref].Pods {
+			names = append(names, p.Name)
+		}
+		fmt.Fprintf(&b, "%s: %s\n", ref, strings.Join(names, " "))
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)

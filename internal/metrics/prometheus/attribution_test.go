@@ -1,0 +1,57 @@
+package prometheus_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// The server attributes pods as the recording backfilled into it does:
+// StatefulSets, a Rollout and LeaderWorkerSets whose names share prefixes,
+// by kube-state-metrics' owners in one namespace and by pod names in the
+// other, and counts a pod whose owner nothing tells for none.
+func TestPrometheusAttributesAsRecording(t *testing.T) {
+	rec, refs := metricstest.Attribution()
+	path := filepath.Join(t.TempDir(), "attribution.om")
+	require.NoError(t, os.WriteFile(path, []byte(rec.String()), 0o644))
+	srv := testenv.StartPrometheus(t, path)
+	if srv == nil {
+		return
+	}
+	prom := newPrometheus(t, srv.URL)
+
+	tests := []struct {
+		name      string
+		workloads []usage.Ref
+		want      string
+	}{
+		{name: "every workload at once", workloads: refs, want: metricstest.AttributionPods},
+		{
+			name:      "the shorter names alone keep to their own pods",
+			workloads: []usage.Ref{metricstest.StatefulSet("owners", "chat"), metricstest.LeaderWorkerSet("owners", "llm"), metricstest.Rollout("owners", "rank")},
+			want: `owners/LeaderWorkerSet/llm: llm-0 llm-0-1 llm-1 llm-1-1
+owners/Rollout/rank: rank-7d9f8c6b5d-k8s9q rank-7d9f8c6b5d-x2b4z
+owners/StatefulSet/chat: chat-0 chat-1 chat-2
+`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: tt.workloads}
+			got, err := prom.Usage(context.Background(), q)
+			require.NoError(t, err, srv.Log())
+			require.Equal(t, tt.want, metricstest.Pods(got))
+			want, err := rec.Parse(t).Usage(context.Background(), q)
+			require.NoError(t, err)
+			require.Equal(t, metricstest.Render(want), metricstest.Render(got))
+		})
+	}
+}
