@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // TestNoSilentDrop: every object that asks for GPUs, or that a policy
@@ -90,4 +93,58 @@ func splitLines(s string) []string {
 		s = s[i:]
 	}
 	return out
+}
+
+// TestStatefulSetDecidedLikeItsDeployment: the quickstart's chat as a
+// StatefulSet, its pods named as a StatefulSet's (chat-0, chat-1), is
+// decided exactly as the Deployment was, from the same samples; the pods
+// of chat-canary, whose name shares the prefix, count for neither.
+func TestStatefulSetDecidedLikeItsDeployment(t *testing.T) {
+	asDeployment, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	want := decisionOf(t, asDeployment, "chat")
+	require.Equal(t, "Deployment", want.Workload.Ref.Kind)
+
+	dir := quickstartCopy(t, map[string][2]string{
+		"apps/chat/deployment.yaml": {"kind: Deployment\n", "kind: StatefulSet\n"},
+	})
+	policies := filepath.Join(dir, "policies", "kai-gpu-sharing.yaml")
+	pb, err := os.ReadFile(policies)
+	require.NoError(t, err)
+	both := strings.ReplaceAll(string(pb), "    workloadTypes:\n      - Deployment\n", "    workloadTypes:\n      - Deployment\n      - StatefulSet\n")
+	require.NoError(t, os.WriteFile(policies, []byte(both), 0o644))
+	manifest := filepath.Join(dir, "apps", "chat", "deployment.yaml")
+	b, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(manifest, []byte(strings.Replace(string(b), "spec:\n  replicas: 2\n", "spec:\n  serviceName: chat\n  replicas: 2\n", 1)), 0o644))
+	om, err := os.ReadFile(metricsFile)
+	require.NoError(t, err)
+	// The pods and their kube_pod_owner series, as a StatefulSet's.
+	renamed := strings.NewReplacer(`pod="chat-7c9d8b5f6d-p7w9z"`, `pod="chat-0"`, `pod="chat-7c9d8b5f6d-x2k4q"`, `pod="chat-1"`,
+		`owner_kind="ReplicaSet",owner_name="chat-7c9d8b5f6d"`, `owner_kind="StatefulSet",owner_name="chat"`).Replace(string(om))
+	require.NotEqual(t, string(om), renamed)
+	recording := filepath.Join(t.TempDir(), "metrics.om")
+	require.NoError(t, os.WriteFile(recording, []byte(renamed), 0o644))
+	src, err := openmetrics.OpenRecorded(recording)
+	require.NoError(t, err)
+
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: at, Source: src})
+	require.NoError(t, err)
+	got := decisionOf(t, p, "chat")
+	require.Equal(t, "StatefulSet", got.Workload.Ref.Kind)
+	require.Equal(t, want.Action, got.Action, got.Reason())
+	require.Equal(t, want.Cause, got.Cause)
+	require.Equal(t, want.Recommended, got.Recommended)
+	names := func(ps []usage.Pod) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"chat-0", "chat-1"}, names(got.Usage.Pods))
+	for i := range want.Usage.Pods {
+		w, g := want.Usage.Pods[i], got.Usage.Pods[i]
+		w.Name, g.Name = "", ""
+		require.Equal(t, w, g, "the same samples, under the StatefulSet's pod names")
+	}
 }
