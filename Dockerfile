@@ -13,10 +13,13 @@ RUN go mod download
 COPY cmd/ cmd/
 COPY internal/ internal/
 ARG TARGETOS TARGETARCH
+# The version `recommender version` prints: `make image` passes the
+# checkout's (docker build --build-arg VERSION=…).
+ARG VERSION=dev
 # Static (no cgo), reproducible (no paths or VCS stamps), stripped. git is
 # not needed at run time: go-git is pure Go.
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/recommender ./cmd/recommender
+    go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=${VERSION}" -o /out/recommender ./cmd/recommender
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/recommender /usr/local/bin/recommender

@@ -10,7 +10,10 @@ demo:
 
 ## build: the binary the image holds (static, reproducible) in bin/recommender, without Docker
 # The Dockerfile's `go build` uses the same flags: internal/deploy checks.
-GO_BUILD_FLAGS := -trimpath -buildvcs=false -ldflags="-s -w"
+# VERSION is stamped into the binary (`recommender version`): the tag or
+# commit of the checkout, or what the caller names.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GO_BUILD_FLAGS := -trimpath -buildvcs=false -ldflags="-s -w -X main.version=${VERSION}"
 BIN ?= bin/recommender
 build:
 	CGO_ENABLED=0 $(GO) build $(GO_BUILD_FLAGS) -o $(BIN) ./cmd/recommender
@@ -18,7 +21,7 @@ build:
 ## image: the container image (needs a Docker engine; IMAGE=name:tag to change)
 IMAGE ?= ghcr.io/gpu-rightsizing/recommender:dev
 image:
-	docker build -t $(IMAGE) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 ## test: install what the tests run (promtool, git, etcd; kube-apiserver built once into a cache) and run every test
 test: test-deps

@@ -49,7 +49,10 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	cmd.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log `format` on stderr: text, json, or auto (json unless stderr is a terminal)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
 	logger := func() (*slog.Logger, error) { return newFormatLogger(io, logLevel, logFormat) }
-	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger, nil), newCmdBacktest(io, logger, nil), newCmdConfig(io, logger))
+	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger, nil), newCmdBacktest(io, logger, nil), newCmdConfig(io, logger),
+		newCmdVersion(io))
+	cmd.Version = versionLine()
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	return cmd
 }
 

@@ -156,10 +156,16 @@ func TestMakeBuild(t *testing.T) {
 	}
 	makeBin := testenv.LookPath(t, "make")
 	bin := filepath.Join(t.TempDir(), "recommender")
-	cmd := exec.Command(makeBin, "build", "BIN="+bin)
+	cmd := exec.Command(makeBin, "build", "BIN="+bin, "VERSION=v0.0.0-test")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(bin, "version").Output()
+	require.NoError(t, err)
+	require.Regexp(t, `^recommender v0\.0\.0-test \(go1\.\d+`, string(out), "the version make stamps")
+	out, err = exec.Command(bin, "--version").Output()
+	require.NoError(t, err)
+	require.Regexp(t, `^recommender v0\.0\.0-test `, string(out))
 
 	if runtime.GOOS == "linux" {
 		f, err := elf.Open(bin)
