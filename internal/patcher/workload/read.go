@@ -41,9 +41,14 @@ type Spec struct {
 // SpecFor returns how to read kind, ok false for a kind that is not
 // sized. The kinds and their templates follow their APIs: apps/v1
 // (Deployment, StatefulSet), Argo Rollouts' argoproj.io/v1alpha1 Rollout
-// (spec.template, as a Deployment's) and leaderworkerset.x-k8s.io/v1
+// (spec.template, as a Deployment's), leaderworkerset.x-k8s.io/v1
 // LeaderWorkerSet (spec.leaderWorkerTemplate.workerTemplate, and
-// leaderTemplate for the group's first pod when it differs).
+// leaderTemplate for the group's first pod when it differs) and KServe's
+// serving.kserve.io/v1beta1 InferenceService (v0.20.0: its predictor,
+// whose pods KServe builds from spec.predictor: the pod spec inlined, the
+// pods' labels and annotations as its fields, and model, or a framework
+// field, as the serving container); testdata/kinds holds the
+// InferenceService CRD.
 func SpecFor(kind string) (Spec, bool) {
 	podTemplate := templatePod("spec", "template")
 	switch kind {
@@ -57,13 +62,21 @@ func SpecFor(kind string) (Spec, bool) {
 		return Spec{groups: []string{"leaderworkerset.x-k8s.io"},
 			Template: templatePod("spec", "leaderWorkerTemplate", "workerTemplate"),
 			Group:    templatePod("spec", "leaderWorkerTemplate", "leaderTemplate")}, true
+	case "InferenceService":
+		return Spec{groups: []string{"serving.kserve.io"},
+			Template: Pod{Path: []string{"spec", "predictor"},
+				Serving: []string{"model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "huggingface", "pmml", "lightgbm", "paddle"}},
+			objectAnnotations: true,
+			// A multi-node predictor's workers, and the canaries' own
+			// predictors, run pods of their own.
+			others: [][]string{{"spec", "predictor", "workerSpec"}, {"spec", "canary"}}}, true
 	}
 	return Spec{}, false
 }
 
 // Kinds are the kinds SpecFor sizes, for documentation and tests.
 func Kinds() []string {
-	return []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet"}
+	return []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService"}
 }
 
 // Edited returns where the pods an Edit changes are: Template, and Group
