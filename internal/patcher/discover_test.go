@@ -683,12 +683,14 @@ func TestDiscoverKinds(t *testing.T) {
 // object's labels or the predictor's, the scheduler from the inlined pod
 // spec, vLLM from the image or from the Hugging Face runtime. KAI's
 // annotation on the object, and workers that ask for GPUs, leave it
-// alone.
+// alone; KFServing's older API is unsupported, saying so.
 func TestDiscoverInferenceService(t *testing.T) {
 	inv, err := patcher.Discover(context.Background(), filepath.Join("testdata", "golden", "inferenceservice", "original"))
 	require.NoError(t, err)
 	require.Empty(t, inv.Problems)
-	require.Empty(t, inv.Unsupported)
+	require.Len(t, inv.Unsupported, 1)
+	require.Equal(t, usage.Ref{Kind: "InferenceService", Namespace: "inference", Name: "legacy"}, inv.Unsupported[0].Ref)
+	require.Equal(t, "in API group serving.kserve.io only, whose fields are the ones read", inv.Unsupported[0].Why)
 	got := map[string]patcher.Workload{}
 	for _, w := range inv.Workloads {
 		require.Equal(t, "InferenceService", w.Ref.Kind)

@@ -121,13 +121,16 @@ func goldenCases() []goldenCase {
 		// annotations and labels are spec.predictor's own fields, and
 		// model is one more container, the pod's first (its args go
 		// after the runtime's, vLLM's flags among them). A model with no
-		// args has no list to add the flag to, and is refused.
+		// args has no list to add the flag to, and is refused; so is
+		// gpu-memory next to the object's own gpu-fraction.
 		{name: "inferenceservice", edits: []patcher.Edit{
 			{Workload: isvc("llama"), Reason: "golden", Ops: wholeToFraction},
 			{Workload: isvc("chat"), Reason: "golden", Ops: fractionAndVLLM},
 			{Workload: isvc("classifier"), Reason: "golden", Ops: toKAI},
 			{Workload: isvc("summarizer"), Reason: "golden", Ops: wholeToFraction},
-		}, refused: []error{patcher.ErrNoVLLMCommand}},
+			// KServe gives the object's gpu-fraction to the pods too.
+			{Workload: isvc("shared"), Reason: "golden", Ops: []patcher.Op{patcher.SetGPUMemory(20480)}},
+		}, refused: []error{patcher.ErrNoVLLMCommand, patcher.ErrInvalidValue}},
 		{name: "refuse-kinds", edits: []patcher.Edit{
 			{Workload: usage.Ref{Kind: "DaemonSet", Name: "db"}, Ops: fractionAndVLLM},
 			{Workload: dep("", "db"), Ops: fractionAndVLLM},
