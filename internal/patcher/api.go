@@ -69,6 +69,8 @@ var (
 	ErrChangedOnDisk        = workload.ErrChangedOnDisk
 	ErrInvalidName          = workload.ErrInvalidName
 	ErrGroupMismatch        = workload.ErrGroupMismatch
+	ErrUnsizedPods          = workload.ErrUnsizedPods
+	ErrObjectAnnotation     = workload.ErrObjectAnnotation
 
 	ErrKustomize = kustomize.ErrKustomize
 	ErrHelm      = helm.ErrHelm

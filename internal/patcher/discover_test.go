@@ -676,3 +676,60 @@ func TestDiscoverKinds(t *testing.T) {
 	require.Equal(t, usage.Ref{Kind: "Rollout", Namespace: "inference", Name: "by-ref"}, u.Ref)
 	require.Contains(t, u.Why, "spec.workloadRef")
 }
+
+// TestDiscoverInferenceService: an InferenceService is read from its
+// predictor: the GPU request from spec.predictor.annotations and the
+// containers (model first, as kserve-container), the queue from the
+// object's labels or the predictor's, the scheduler from the inlined pod
+// spec, vLLM from the image or from the Hugging Face runtime. KAI's
+// annotation on the object, and workers that ask for GPUs, leave it
+// alone; KFServing's older API is unsupported, saying so.
+func TestDiscoverInferenceService(t *testing.T) {
+	inv, err := patcher.Discover(context.Background(), filepath.Join("testdata", "golden", "inferenceservice", "original"))
+	require.NoError(t, err)
+	require.Empty(t, inv.Problems)
+	require.Len(t, inv.Unsupported, 1)
+	require.Equal(t, usage.Ref{Kind: "InferenceService", Namespace: "inference", Name: "legacy"}, inv.Unsupported[0].Ref)
+	require.Equal(t, "in API group serving.kserve.io only, whose fields are the ones read", inv.Unsupported[0].Why)
+	got := map[string]patcher.Workload{}
+	for _, w := range inv.Workloads {
+		require.Equal(t, "InferenceService", w.Ref.Kind)
+		got[w.Ref.Name] = w
+	}
+	require.Len(t, got, 6)
+	for _, tc := range []struct {
+		name, fraction, queue, scheduler, container, utilization string
+		whole                                                    int64
+		vllm                                                     bool
+		containers                                               []string
+	}{
+		{name: "llama", whole: 1, queue: "team-a", scheduler: "kai-scheduler", container: "kserve-container", vllm: true, utilization: "0.9",
+			containers: []string{"kserve-container"}},
+		{name: "chat", fraction: "0.5", queue: "team-b", scheduler: "kai-scheduler", container: "kserve-container", vllm: true, utilization: "0.45",
+			containers: []string{"kserve-container"}},
+		{name: "classifier", whole: 1, container: "kserve-container", containers: []string{"kserve-container"}},
+		{name: "summarizer", whole: 1, container: "kserve-container", vllm: true, containers: []string{"kserve-container"}},
+	} {
+		w := got[tc.name]
+		require.Equal(t, tc.fraction, w.GPU.FractionText, tc.name)
+		require.Equal(t, tc.whole, w.GPU.Whole, tc.name)
+		require.Equal(t, tc.queue, w.Queue, tc.name)
+		require.Equal(t, tc.scheduler, w.SchedulerName, tc.name)
+		require.Equal(t, tc.container, w.GPU.Container, tc.name)
+		require.NoError(t, w.GPU.Err, tc.name)
+		require.NoError(t, w.GPU.FractionErr, tc.name)
+		var names []string
+		for _, c := range w.Containers {
+			names = append(names, c.Name)
+		}
+		require.Equal(t, tc.containers, names, tc.name)
+		require.Equal(t, tc.vllm, w.Containers[0].VLLM, tc.name)
+		require.Equal(t, tc.utilization, w.Containers[0].GPUMemoryUtilization, tc.name)
+	}
+	require.Equal(t, "true", got["chat"].PodAnnotations["prometheus.io/scrape"])
+	require.ErrorIs(t, got["shared"].GPU.FractionErr, patcher.ErrObjectAnnotation)
+	require.ErrorContains(t, got["shared"].GPU.FractionErr, "spec.predictor.annotations")
+	require.ErrorIs(t, got["multinode"].GPU.Err, patcher.ErrUnsizedPods)
+	require.ErrorContains(t, got["multinode"].GPU.Err, "spec.predictor.workerSpec")
+	require.Equal(t, int64(2), got["multinode"].GPU.Whole)
+}

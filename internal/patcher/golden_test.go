@@ -20,6 +20,10 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*/expected from
 
 func dep(ns, name string) usage.Ref { return usage.Ref{Namespace: ns, Kind: "Deployment", Name: name} }
 
+func isvc(name string) usage.Ref {
+	return usage.Ref{Namespace: "inference", Kind: "InferenceService", Name: name}
+}
+
 // goldenCase is one directory testdata/golden/<name>: original/ is a repo
 // checkout, expected/ holds only the files the edits change.
 type goldenCase struct {
@@ -113,6 +117,20 @@ func goldenCases() []goldenCase {
 			{Workload: usage.Ref{Kind: "Rollout", Namespace: "inference", Name: "chat"}, Reason: "golden", Ops: fractionAndVLLM},
 			{Workload: usage.Ref{Kind: "LeaderWorkerSet", Namespace: "inference", Name: "llama"}, Reason: "golden", Ops: fractionAndVLLM},
 		}, notes: []error{patcher.ErrNoVLLMCommand}},
+		// KServe's InferenceService, sized in its predictor: the pods'
+		// annotations and labels are spec.predictor's own fields, and
+		// model is one more container, the pod's first (its args go
+		// after the runtime's, vLLM's flags among them). A model with no
+		// args has no list to add the flag to, and is refused; so is
+		// gpu-memory next to the object's own gpu-fraction.
+		{name: "inferenceservice", edits: []patcher.Edit{
+			{Workload: isvc("llama"), Reason: "golden", Ops: wholeToFraction},
+			{Workload: isvc("chat"), Reason: "golden", Ops: fractionAndVLLM},
+			{Workload: isvc("classifier"), Reason: "golden", Ops: toKAI},
+			{Workload: isvc("summarizer"), Reason: "golden", Ops: wholeToFraction},
+			// KServe gives the object's gpu-fraction to the pods too.
+			{Workload: isvc("shared"), Reason: "golden", Ops: []patcher.Op{patcher.SetGPUMemory(20480)}},
+		}, refused: []error{patcher.ErrNoVLLMCommand, patcher.ErrInvalidValue}},
 		{name: "refuse-kinds", edits: []patcher.Edit{
 			{Workload: usage.Ref{Kind: "DaemonSet", Name: "db"}, Ops: fractionAndVLLM},
 			{Workload: dep("", "db"), Ops: fractionAndVLLM},

@@ -173,6 +173,16 @@ func TestHelmGolden(t *testing.T) {
 				patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))},
 			after: map[string][2]string{"inference/embed": {"0.37", "0.33"}},
 		},
+		{
+			// A chart that renders KServe's InferenceService: the fraction
+			// of spec.predictor.annotations in prod's values file, the vLLM
+			// flag of the model's args in the chart's values.yaml.
+			name:      "inferenceservice",
+			workloads: []string{"inference/llm in deploy/llm.yaml"},
+			edits: []patcher.Edit{helmEdit("deploy/llm.yaml", isvc("llm"),
+				patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))},
+			after: map[string][2]string{"inference/llm": {"0.37", "0.33"}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -139,6 +139,28 @@ func TestKustomizeGolden(t *testing.T) {
 			},
 		},
 		{
+			// KServe's InferenceService: the fraction where prod's patch
+			// sets it in spec.predictor.annotations; for the model that
+			// staging shares, a new patch in prod that moves it from
+			// nvidia.com/gpu to a fraction and sets the vLLM flag in the
+			// model's args.
+			name: "inferenceservice",
+			workloads: []string{"prod/llama in overlays/prod/kustomization.yaml", "prod/chat in overlays/prod/kustomization.yaml",
+				"staging/llama in overlays/staging/kustomization.yaml", "staging/chat in overlays/staging/kustomization.yaml"},
+			edits: []patcher.Edit{
+				kustEdit("prod", usage.Ref{Kind: "InferenceService", Namespace: "prod", Name: "chat"}, patcher.SetGPUFraction("0.3")),
+				kustEdit("prod", usage.Ref{Kind: "InferenceService", Namespace: "prod", Name: "llama"},
+					patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.4"), patcher.SetVLLMMemoryUtilization("0.35")),
+			},
+			built: map[string]string{
+				"prod InferenceService/chat spec.predictor.annotations.gpu-fraction":       "0.3",
+				"prod InferenceService/llama spec.predictor.annotations.gpu-fraction":      "0.4",
+				"prod InferenceService/llama spec.predictor.model.resources.limits.cpu":    "6",
+				"staging InferenceService/llama spec.predictor.model.resources.limits.cpu": "6",
+				"staging InferenceService/chat spec.predictor.containers[0].image":         "vllm/vllm-openai:v0.8.5",
+			},
+		},
+		{
 			// commonAnnotations would put the value on every object.
 			name:      "common-annotations",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
@@ -205,7 +227,7 @@ func builtFraction(t *testing.T, dir string) string {
 }
 
 // builtField builds dir with kustomize from disk and returns field of the
-// one object of kind.
+// one object of kind, written Kind or Kind/name.
 func builtField(t *testing.T, dir, kind, field string) string {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
@@ -213,8 +235,9 @@ func builtField(t *testing.T, dir, kind, field string) string {
 	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
 	require.NoError(t, err)
 	var vs []string
+	kind, name, named := strings.Cut(kind, "/")
 	for _, r := range rm.Resources() {
-		if r.GetKind() == kind {
+		if r.GetKind() == kind && (!named || r.GetName() == name) {
 			v, err := r.GetString(field)
 			require.NoError(t, err)
 			vs = append(vs, v)

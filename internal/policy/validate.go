@@ -10,11 +10,12 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// workloadTypes are the workloadTypes a scope may name. Only Deployment is
-// discovered and edited today; the others are accepted so that a policy
-// written for them loads, and what they select is a plan row with cause
+// workloadTypes are the workloadTypes a scope may name. Deployment,
+// StatefulSet, Rollout, LeaderWorkerSet and InferenceService are
+// discovered and edited; the others are accepted so that a policy written
+// for them loads, and what they select is a plan row with cause
 // unsupported, never nothing.
-var workloadTypes = []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout", "LeaderWorkerSet", "Model"}
+var workloadTypes = []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout", "LeaderWorkerSet", "InferenceService", "Model"}
 
 // validator checks ranges and cross-field rules after decoding, reporting
 // through the decoder so that errors point at the field's line.

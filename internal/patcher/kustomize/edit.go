@@ -275,7 +275,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
 	for _, op := range ke.e.Ops {
 		fields := op.Touches(spec.Template)
-		if len(spec.Group) > 0 {
+		if len(spec.Group.Path) > 0 {
 			fields = append(fields, op.Touches(spec.Group)...)
 		}
 		file, err := st.definer(chain, ke.o, fields)

@@ -14,56 +14,57 @@ import (
 
 // Op is one small edit of a workload, built by one of the constructors
 // below and composed into an Edit, in the spirit of kyaml's filters
-// (yaml.SetField, AnnotationSetter). Paths are relative to the pod template
-// of the workload's kind (spec.template for a Deployment).
+// (yaml.SetField, AnnotationSetter). Paths are relative to where the
+// workload's kind writes its pods' fields (Pod: the pod template
+// spec.template for a Deployment, spec.predictor for an
+// InferenceService).
 type Op interface {
 	fmt.Stringer
 	apply(d *podEdit) error
 	// Touches are the fields the op may change, as paths from the object
-	// whose pod template is at tmpl: an editor that finds where a field is
-	// defined (a Kustomize patch, a values file) looks there.
-	Touches(tmpl []string) [][]string
-}
-
-// inTemplate is the path of the pod template tmpl, then rest.
-func inTemplate(tmpl []string, rest ...string) []string {
-	return append(append(make([]string, 0, len(tmpl)+len(rest)), tmpl...), rest...)
+	// whose pods' fields are where p says: an editor that finds where a
+	// field is defined (a Kustomize patch, a values file) looks there.
+	Touches(p Pod) [][]string
 }
 
 // containerFields are what the ops on GPUs and vLLM flags touch: the
-// containers, and the annotation that names the one the GPU goes to.
-func containerFields(tmpl []string) [][]string {
-	return [][]string{inTemplate(tmpl, "spec", "containers"), inTemplate(tmpl, "spec", "initContainers"),
-		inTemplate(tmpl, "metadata", "annotations", kai.ContainerNameAnnotation)}
+// containers (a serving container's field too), and the annotation that
+// names the one the GPU goes to.
+func containerFields(p Pod) [][]string {
+	out := [][]string{p.spec("containers"), p.spec("initContainers")}
+	for _, k := range p.Serving {
+		out = append(out, p.spec(k))
+	}
+	return append(out, p.meta("annotations", kai.ContainerNameAnnotation))
 }
 
-func (setGPUFraction) Touches(tmpl []string) [][]string {
-	return [][]string{inTemplate(tmpl, "metadata", "annotations", kai.FractionAnnotation)}
+func (setGPUFraction) Touches(p Pod) [][]string {
+	return [][]string{p.meta("annotations", kai.FractionAnnotation)}
 }
 
-func (setGPUMemory) Touches(tmpl []string) [][]string {
-	return [][]string{inTemplate(tmpl, "metadata", "annotations", kai.MemoryAnnotation)}
+func (setGPUMemory) Touches(p Pod) [][]string {
+	return [][]string{p.meta("annotations", kai.MemoryAnnotation)}
 }
 
-func (o removePodAnnotation) Touches(tmpl []string) [][]string {
-	return [][]string{inTemplate(tmpl, "metadata", "annotations", o.key)}
+func (o removePodAnnotation) Touches(p Pod) [][]string {
+	return [][]string{p.meta("annotations", o.key)}
 }
 
-func (setSchedulerName) Touches(tmpl []string) [][]string {
-	return [][]string{inTemplate(tmpl, "spec", "schedulerName")}
+func (setSchedulerName) Touches(p Pod) [][]string {
+	return [][]string{p.spec("schedulerName")}
 }
 
-func (o setPodLabel) Touches(tmpl []string) [][]string {
-	return [][]string{inTemplate(tmpl, "metadata", "labels", o.key)}
+func (o setPodLabel) Touches(p Pod) [][]string {
+	return [][]string{p.meta("labels", o.key)}
 }
 
-func (o setWorkloadLabel) Touches([]string) [][]string {
+func (o setWorkloadLabel) Touches(Pod) [][]string {
 	return [][]string{{"metadata", "labels", o.key}}
 }
 
-func (removeWholeGPUs) Touches(tmpl []string) [][]string { return containerFields(tmpl) }
-func (setWholeGPUs) Touches(tmpl []string) [][]string    { return containerFields(tmpl) }
-func (setVLLMUtil) Touches(tmpl []string) [][]string     { return containerFields(tmpl) }
+func (removeWholeGPUs) Touches(p Pod) [][]string { return containerFields(p) }
+func (setWholeGPUs) Touches(p Pod) [][]string    { return containerFields(p) }
+func (setVLLMUtil) Touches(p Pod) [][]string     { return containerFields(p) }
 
 // SetGPUFraction sets the pod annotation gpu-fraction to v, a decimal
 // with at most two places from 0.01 to 0.99 (KAI keeps two), written as a
@@ -128,33 +129,76 @@ func RemovePodAnnotation(k string) Op { return removePodAnnotation{key: k} }
 // nvidia.com/gpu too (Kubernetes wants them equal).
 func SetWholeGPUs(n int64) Op { return setWholeGPUs{n: n} }
 
-// template returns the pod template mapping of the current parse.
+// template returns the mapping the pod's fields are in (Pod.Path: the
+// pod template, or a KServe component) of the current parse.
 func (d *podEdit) template() (*yaml.Node, error) {
 	cur := d.Root
-	for i, p := range d.tmpl {
-		if err := d.Editable(cur, strings.Join(d.tmpl[:i], ".")); err != nil {
+	for i, p := range d.pod.Path {
+		if err := d.Editable(cur, dotted(d.pod.Path[:i])); err != nil {
 			return nil, err
 		}
 		_, next := splice.Field(cur, p)
 		if next == nil || next.Kind != yaml.MappingNode {
-			return nil, d.Fail(cur, strings.Join(d.tmpl[:i+1], "."), fmt.Errorf("%w: no pod template mapping", splice.ErrUnsupported))
+			return nil, d.Fail(cur, dotted(d.pod.Path[:i+1]), fmt.Errorf("%w: no pod template mapping", splice.ErrUnsupported))
 		}
 		cur = next
 	}
-	return cur, d.Editable(cur, d.tmplField())
+	return cur, d.Editable(cur, dotted(d.pod.Path))
 }
 
-// podSpec returns the template's spec mapping.
+// podSpec returns the pod spec mapping: the template's spec, or the
+// component itself where the pod spec is inlined.
 func (d *podEdit) podSpec() (*yaml.Node, error) {
-	tmpl, err := d.template()
+	pod, err := d.template()
 	if err != nil {
 		return nil, err
 	}
-	_, pod := splice.Field(tmpl, "spec")
-	if pod == nil || pod.Kind != yaml.MappingNode {
-		return nil, d.Fail(tmpl, d.tmplField("spec"), fmt.Errorf("%w: no pod spec mapping", splice.ErrUnsupported))
+	for i, key := range d.pod.Spec {
+		_, next := splice.Field(pod, key)
+		if next == nil || next.Kind != yaml.MappingNode {
+			return nil, d.Fail(pod, dotted(join(d.pod.Path, d.pod.Spec[:i+1]...)), fmt.Errorf("%w: no pod spec mapping", splice.ErrUnsupported))
+		}
+		if err := d.Editable(next, dotted(join(d.pod.Path, d.pod.Spec[:i+1]...))); err != nil {
+			return nil, err
+		}
+		pod = next
 	}
-	return pod, d.Editable(pod, d.tmplField("spec"))
+	return pod, nil
+}
+
+// metaField is the field name of the pods' metadata field rest.
+func (d *podEdit) metaField(rest ...string) string { return dotted(d.pod.meta(rest...)) }
+
+// specField is the field name of pod spec field rest.
+func (d *podEdit) specField(rest ...string) string { return dotted(d.pod.spec(rest...)) }
+
+// metaRel is the path of the pods' metadata field rest from the mapping
+// template returns.
+func (d *podEdit) metaRel(rest ...string) []string { return join(d.pod.Meta, rest...) }
+
+// servingContainer returns the serving container of the current parse,
+// after checking the path to it can be edited; ok false when there is
+// none.
+func (d *podEdit) servingContainer() (containerRef, bool, error) {
+	pod, err := d.podSpec()
+	if err != nil {
+		return containerRef{}, false, err
+	}
+	r, ok := serving(pod, d.pod.Serving)
+	if !ok {
+		return containerRef{}, false, nil
+	}
+	return r, true, d.Editable(r.item, d.containerField(r))
+}
+
+// editable checks that container r, and the path to it, can be edited.
+func (d *podEdit) editable(r containerRef) error {
+	if r.serving {
+		_, _, err := d.servingContainer()
+		return err
+	}
+	_, err := d.containers(r.list)
+	return err
 }
 
 // containers returns the items of the pod's containers or initContainers
@@ -168,7 +212,7 @@ func (d *podEdit) containers(list string) ([]*yaml.Node, error) {
 	if s == nil {
 		return nil, nil
 	}
-	if err := d.Editable(s, d.tmplField("spec", list)); err != nil {
+	if err := d.Editable(s, d.specField(list)); err != nil {
 		return nil, err
 	}
 	var cs []*yaml.Node
@@ -186,7 +230,7 @@ type setGPUFraction struct{ value string }
 func (o setGPUFraction) String() string { return fmt.Sprintf("SetGPUFraction(%q)", o.value) }
 
 func (o setGPUFraction) apply(d *podEdit) error {
-	name := d.tmplField("metadata", "annotations", kai.FractionAnnotation)
+	name := d.metaField("annotations", kai.FractionAnnotation)
 	tmpl, err := d.template()
 	if err != nil {
 		return err
@@ -194,10 +238,10 @@ func (o setGPUFraction) apply(d *podEdit) error {
 	if err := validFraction(o.value); err != nil {
 		return d.Fail(tmpl, name, err)
 	}
-	if _, v := splice.Field(splice.Lookup(tmpl, "metadata", "annotations"), kai.MemoryAnnotation); v != nil {
+	if _, v := splice.Field(splice.Lookup(tmpl, d.metaRel("annotations")...), kai.MemoryAnnotation); v != nil {
 		return d.Fail(v, name, fmt.Errorf("%w: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)", ErrInvalidValue))
 	}
-	return d.SetString(tmpl, name, []string{"metadata", "annotations", kai.FractionAnnotation}, o.value, splice.ScalarOpts{Quote: true, AsString: true})
+	return d.SetString(tmpl, name, d.metaRel("annotations", kai.FractionAnnotation), o.value, splice.ScalarOpts{Quote: true, AsString: true})
 }
 
 type setGPUMemory struct{ mib int64 }
@@ -205,7 +249,7 @@ type setGPUMemory struct{ mib int64 }
 func (o setGPUMemory) String() string { return fmt.Sprintf("SetGPUMemory(%d)", o.mib) }
 
 func (o setGPUMemory) apply(d *podEdit) error {
-	name := d.tmplField("metadata", "annotations", kai.MemoryAnnotation)
+	name := d.metaField("annotations", kai.MemoryAnnotation)
 	tmpl, err := d.template()
 	if err != nil {
 		return err
@@ -213,7 +257,7 @@ func (o setGPUMemory) apply(d *podEdit) error {
 	if o.mib < 1 {
 		return d.Fail(tmpl, name, fmt.Errorf("%w: %s %d must be a positive number of MiB", ErrInvalidValue, kai.MemoryAnnotation, o.mib))
 	}
-	return d.SetString(tmpl, name, []string{"metadata", "annotations", kai.MemoryAnnotation}, strconv.FormatInt(o.mib, 10), splice.ScalarOpts{Quote: true, AsString: true})
+	return d.SetString(tmpl, name, d.metaRel("annotations", kai.MemoryAnnotation), strconv.FormatInt(o.mib, 10), splice.ScalarOpts{Quote: true, AsString: true})
 }
 
 type setSchedulerName struct{ name string }
@@ -223,7 +267,7 @@ func (o setSchedulerName) String() string { return fmt.Sprintf("SetSchedulerName
 var dnsNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
 func (o setSchedulerName) apply(d *podEdit) error {
-	name := d.tmplField("spec", "schedulerName")
+	name := d.specField("schedulerName")
 	tmpl, err := d.template()
 	if err != nil {
 		return err
@@ -231,7 +275,7 @@ func (o setSchedulerName) apply(d *podEdit) error {
 	if !dnsNameRE.MatchString(o.name) || len(o.name) > 253 {
 		return d.Fail(tmpl, name, fmt.Errorf("%w: scheduler name %q", ErrInvalidValue, o.name))
 	}
-	return d.SetString(tmpl, name, []string{"spec", "schedulerName"}, o.name, splice.ScalarOpts{AsString: true})
+	return d.SetString(tmpl, name, join(d.pod.Spec, "schedulerName"), o.name, splice.ScalarOpts{AsString: true})
 }
 
 type setPodLabel struct{ key, value string }
@@ -249,7 +293,7 @@ func validLabel(k, v string) error {
 }
 
 func (o setPodLabel) apply(d *podEdit) error {
-	name := d.tmplField("metadata", "labels", o.key)
+	name := d.metaField("labels", o.key)
 	tmpl, err := d.template()
 	if err != nil {
 		return err
@@ -257,7 +301,7 @@ func (o setPodLabel) apply(d *podEdit) error {
 	if err := validLabel(o.key, o.value); err != nil {
 		return d.Fail(tmpl, name, err)
 	}
-	_, cur := splice.Field(splice.Lookup(tmpl, "metadata", "labels"), o.key)
+	_, cur := splice.Field(splice.Lookup(tmpl, d.metaRel("labels")...), o.key)
 	if cur == nil || cur.Value != o.value {
 		sel := splice.Lookup(d.Root, "spec", "selector")
 		if _, v := splice.Field(splice.Lookup(sel, "matchLabels"), o.key); v != nil && v.Value != o.value {
@@ -271,7 +315,7 @@ func (o setPodLabel) apply(d *podEdit) error {
 			}
 		}
 	}
-	return d.SetString(tmpl, name, []string{"metadata", "labels", o.key}, o.value, splice.ScalarOpts{AsString: true})
+	return d.SetString(tmpl, name, d.metaRel("labels", o.key), o.value, splice.ScalarOpts{AsString: true})
 }
 
 type setWorkloadLabel struct{ key, value string }
@@ -293,35 +337,38 @@ type removePodAnnotation struct{ key string }
 func (o removePodAnnotation) String() string { return fmt.Sprintf("RemovePodAnnotation(%q)", o.key) }
 
 func (o removePodAnnotation) apply(d *podEdit) error {
-	name := d.tmplField("metadata", "annotations", o.key)
+	name := d.metaField("annotations", o.key)
 	tmpl, err := d.template()
 	if err != nil {
 		return err
 	}
-	mk, md := splice.Field(tmpl, "metadata")
-	ak, ann := splice.Field(md, "annotations")
-	k, v := splice.Field(ann, o.key)
-	if k == nil {
-		return nil
+	// The entries on the way to the annotation, each in its parent: the
+	// highest one it leaves empty goes (the template's own fields stay).
+	type entry struct{ parent, k, v *yaml.Node }
+	var path []entry
+	cur := tmpl
+	for _, key := range d.metaRel("annotations", o.key) {
+		k, v := splice.Field(cur, key)
+		if k == nil {
+			return nil
+		}
+		path = append(path, entry{parent: cur, k: k, v: v})
+		cur = v
 	}
-	for _, n := range []*yaml.Node{md, ann} {
-		if err := d.Editable(n, name); err != nil {
+	for _, e := range path[:len(path)-1] {
+		if err := d.Editable(e.v, name); err != nil {
 			return err
 		}
 	}
-	old := v.Value
-	switch {
-	case len(ann.Content) > 2:
-		err = d.DeleteEntry(ann, k, v, name)
-	case len(md.Content) > 2:
-		err = d.DeleteEntry(md, ak, ann, name)
-	default:
-		err = d.DeleteEntry(tmpl, mk, md, name)
+	at := len(path) - 1
+	for at > 0 && len(path[at].parent.Content) <= 2 {
+		at--
 	}
-	if err != nil {
+	e := path[at]
+	if err := d.DeleteEntry(e.parent, e.k, e.v, name); err != nil {
 		return err
 	}
-	d.Record(name, old, "")
+	d.Record(name, path[len(path)-1].v.Value, "")
 	return nil
 }
 
@@ -340,6 +387,11 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 			refs = append(refs, containerRef{list: list, i: i, c: c})
 		}
 	}
+	if s, ok, err := d.servingContainer(); err != nil {
+		return err
+	} else if ok {
+		refs = append([]containerRef{s}, refs...)
+	}
 	tmpl, err := d.template()
 	if err != nil {
 		return err
@@ -348,13 +400,13 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 	if err != nil {
 		return err
 	}
-	holders := gpuHolders(pod)
+	holders := gpuHolders(pod, d.pod.Serving)
 	if len(holders) > 1 {
 		names := make([]string, len(holders))
 		for i, h := range holders {
 			names[i] = d.containerField(h)
 		}
-		return d.Fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
+		return d.Fail(pod, d.specField(), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
 	}
 	for _, r := range refs {
 		if g := readGPU(r); g.via != nil {
@@ -370,22 +422,23 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 	// KAI gives a fraction to the first container unless the pod names
 	// another: name the one that held the GPU, unless it is the first.
 	h := holders[0]
-	named := splice.Str(splice.Lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
-	if h.list == "containers" && h.i == 0 && named == "" {
+	named := splice.Str(splice.Lookup(tmpl, d.metaRel("annotations")...), kai.ContainerNameAnnotation)
+	if first, _ := firstContainer(pod, d.pod.Serving); h.c == first.c && named == "" {
 		return nil
 	}
-	field := d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation)
-	name := splice.Str(h.c, "name")
+	field := d.metaField("annotations", kai.ContainerNameAnnotation)
+	name := h.name()
 	if name == "" {
 		return d.Fail(h.c, field, fmt.Errorf("%w: %s requests nvidia.com/gpu but has no name to give the fraction to", splice.ErrUnsupported, d.containerField(h)))
 	}
-	return d.SetString(tmpl, field, []string{"metadata", "annotations", kai.ContainerNameAnnotation}, name, splice.ScalarOpts{AsString: true})
+	return d.SetString(tmpl, field, d.metaRel("annotations", kai.ContainerNameAnnotation), name, splice.ScalarOpts{AsString: true})
 }
 
 // containerField names a container in a field path, e.g.
-// spec.template.spec.containers[vllm].
+// spec.template.spec.containers[vllm], or spec.predictor.model for a
+// serving container.
 func (d *podEdit) containerField(r containerRef) string {
-	return d.tmplField("spec", r.list) + "[" + containerLabel(r.c, r.i) + "]"
+	return containerPath(d.pod, r)
 }
 
 // gpuTargets returns the containers the GPU goes to in the current parse
@@ -395,10 +448,10 @@ func (d *podEdit) gpuTargets() ([]containerRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, ok := gpuTargets(tmpl)
+	ts, ok := gpuTargets(tmpl, d.pod)
 	if !ok {
-		name := splice.Str(splice.Lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation)
-		return nil, d.Fail(tmpl, d.tmplField("metadata", "annotations", kai.ContainerNameAnnotation), fmt.Errorf("%w: no container named %q", ErrNotFound, name))
+		name := splice.Str(splice.Lookup(tmpl, d.metaRel("annotations")...), kai.ContainerNameAnnotation)
+		return nil, d.Fail(tmpl, d.metaField("annotations", kai.ContainerNameAnnotation), fmt.Errorf("%w: no container named %q", ErrNotFound, name))
 	}
 	return ts, nil
 }
@@ -467,7 +520,7 @@ func (o setWholeGPUs) apply(d *podEdit) error {
 		return err
 	}
 	if o.n < 1 {
-		return d.Fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: %d whole GPUs", ErrInvalidValue, o.n))
+		return d.Fail(pod, d.specField("containers"), fmt.Errorf("%w: %d whole GPUs", ErrInvalidValue, o.n))
 	}
 	ts, err := d.gpuTargets()
 	if err != nil {
@@ -475,15 +528,15 @@ func (o setWholeGPUs) apply(d *podEdit) error {
 	}
 	switch {
 	case len(ts) == 0:
-		return d.Fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: no GPU container", ErrNotFound))
+		return d.Fail(pod, d.specField("containers"), fmt.Errorf("%w: no GPU container", ErrNotFound))
 	case len(ts) > 1:
 		names := make([]string, len(ts))
 		for i, t := range ts {
 			names[i] = d.containerField(t)
 		}
-		return d.Fail(pod, d.tmplField("spec"), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
+		return d.Fail(pod, d.specField(), fmt.Errorf("%w: %s", ErrSeveralGPUContainers, strings.Join(names, ", ")))
 	}
-	if _, err := d.containers(ts[0].list); err != nil {
+	if err := d.editable(ts[0]); err != nil {
 		return err
 	}
 	c := ts[0].c
@@ -505,7 +558,7 @@ func (o setVLLMUtil) String() string { return fmt.Sprintf("SetVLLMMemoryUtilizat
 var utilValueRE = regexp.MustCompile(`^(0?\.[0-9]+|1(\.0*)?)$`)
 
 func (o setVLLMUtil) apply(d *podEdit) error {
-	cs, err := d.containers("containers")
+	refs, err := d.podContainers()
 	if err != nil {
 		return err
 	}
@@ -514,7 +567,7 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 		if err != nil {
 			return err
 		}
-		return d.Fail(pod, d.tmplField("spec", "containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
+		return d.Fail(pod, d.specField("containers"), fmt.Errorf("%w: --gpu-memory-utilization %q must be a decimal in (0, 1]", ErrInvalidValue, o.value))
 	}
 	ts, err := d.gpuTargets()
 	if err != nil {
@@ -524,12 +577,13 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 	for _, t := range ts {
 		gpu[t.c] = true
 	}
-	for i, c := range cs {
-		v := scanVLLM(c)
+	for _, r := range refs {
+		c := r.c
+		v := scanContainer(r)
 		if !v.isVLLM() {
 			continue
 		}
-		base := d.containerField(containerRef{list: "containers", i: i, c: c})
+		base := d.containerField(r)
 		if !gpu[c] {
 			// vLLM sizes itself by the memory of the GPU it sees; this
 			// container gets none of the pod's GPU, or not this one.
@@ -549,6 +603,12 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 			}
 			continue
 		}
+		if r.serving && v.args == nil && v.command == nil {
+			// Its args go after its runtime's, whose command line is
+			// not in this file: there is no list to add the flag to.
+			return d.Fail(c, base, fmt.Errorf("%w: %s has no args, where the flag would go after its runtime's (add args: [--gpu-memory-utilization=%s] by hand)",
+				ErrNoVLLMCommand, base, o.value))
+		}
 		if err := d.addUtil(c, v, base, o.value); err != nil {
 			if d.group && errors.Is(err, ErrNoVLLMCommand) {
 				// In a group (a LeaderWorkerSet's leader and workers),
@@ -561,6 +621,26 @@ func (o setVLLMUtil) apply(d *podEdit) error {
 		}
 	}
 	return nil
+}
+
+// podContainers returns the containers of the pod as it will have them
+// (the serving container first), after checking the paths to them can be
+// edited.
+func (d *podEdit) podContainers() ([]containerRef, error) {
+	cs, err := d.containers("containers")
+	if err != nil {
+		return nil, err
+	}
+	var refs []containerRef
+	if s, ok, err := d.servingContainer(); err != nil {
+		return nil, err
+	} else if ok {
+		refs = append(refs, s)
+	}
+	for i, c := range cs {
+		refs = append(refs, containerRef{list: "containers", i: i, c: c})
+	}
+	return refs, nil
 }
 
 // listName says whether item n belongs to the command or the args list.
@@ -676,17 +756,28 @@ func validFraction(v string) error {
 	return nil
 }
 
-// kaiConflict says why KAI would refuse the GPU request of pod template
-// tmpl, at path: gpu-fraction next to gpu-memory, or either of them next
-// to an nvidia.com/gpu limit or request in a container or init container.
-// It returns the node to blame, its field and the reason; a nil error
-// when there is none.
-func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
-	ann := splice.Lookup(tmpl, "metadata", "annotations")
-	fk, _ := splice.Field(ann, kai.FractionAnnotation)
-	mk, _ := splice.Field(ann, kai.MemoryAnnotation)
+// kaiConflict says why KAI would refuse the GPU request of pod p of
+// object root: gpu-fraction next to gpu-memory, or either of them next to
+// an nvidia.com/gpu limit or request in a container or init container.
+// Where the kind's pods get the object's own annotations too, those count
+// beneath the pod's. It returns the node to blame, its field and the
+// reason; a nil error when there is none.
+func kaiConflict(root *yaml.Node, spec Spec, p Pod) (*yaml.Node, string, error) {
+	find := func(name string) (*yaml.Node, string) {
+		if k, _ := splice.Field(splice.Lookup(root, p.meta("annotations")...), name); k != nil {
+			return k, dotted(p.meta("annotations", name))
+		}
+		if spec.objectAnnotations {
+			if k, _ := splice.Field(splice.Lookup(root, "metadata", "annotations"), name); k != nil {
+				return k, "metadata.annotations." + name
+			}
+		}
+		return nil, ""
+	}
+	fk, ff := find(kai.FractionAnnotation)
+	mk, _ := find(kai.MemoryAnnotation)
 	if err := (kai.Request{Fraction: fk != nil, Memory: mk != nil}).Conflict(); err != nil {
-		return fk, path + ".metadata.annotations." + kai.FractionAnnotation, fmt.Errorf("%w: %w", ErrInvalidValue, err)
+		return fk, ff, fmt.Errorf("%w: %w", ErrInvalidValue, err)
 	}
 	share, name := fk, kai.FractionAnnotation
 	if share == nil {
@@ -695,9 +786,9 @@ func kaiConflict(tmpl *yaml.Node, path string) (*yaml.Node, string, error) {
 	if share == nil {
 		return nil, "", nil
 	}
-	for _, r := range allContainers(splice.Lookup(tmpl, "spec")) {
+	for _, r := range allContainers(splice.Lookup(root, p.spec()...), p.Serving) {
 		if g := readGPU(r); g.present {
-			return g.at, fmt.Sprintf("%s.spec.%s[%s].resources.%s.%s", path, r.list, containerLabel(r.c, r.i), g.list, kai.GPUResource),
+			return g.at, fmt.Sprintf("%s.resources.%s.%s", containerPath(p, r), g.list, kai.GPUResource),
 				fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
 		}
 	}

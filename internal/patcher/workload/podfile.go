@@ -2,7 +2,6 @@ package workload
 
 import (
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -21,13 +20,13 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 	}
 	spec, _ := SpecFor(e.Workload.Kind)
 	doc, _ := f.Document(idx)
-	tmpls := spec.Edited(doc.Content[0])
+	pods := spec.Edited(doc.Content[0])
 	var notes []Note
 	var steps []splice.Step
 	for _, op := range e.Ops {
-		for _, tmpl := range tmpls {
+		for _, pod := range pods {
 			steps = append(steps, splice.Step{Name: op.String(), Run: func(d *splice.Doc) error {
-				p := &podEdit{Doc: d, tmpl: tmpl, group: len(tmpls) > 1, ref: e.Workload}
+				p := &podEdit{Doc: d, pod: pod, group: len(pods) > 1, ref: e.Workload}
 				if err := op.apply(p); err != nil {
 					return err
 				}
@@ -43,9 +42,9 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 	// KAI refuses a pod that asks for a GPU in two ways at once: check the
 	// result of the whole Edit, whatever the order of its ops.
 	doc, line0 := f.Document(idx)
-	for _, path := range tmpls {
-		if tmpl := splice.Lookup(doc.Content[0], path...); tmpl != nil {
-			if n, field, err := kaiConflict(tmpl, strings.Join(path, ".")); err != nil {
+	for _, pod := range pods {
+		if splice.Lookup(doc.Content[0], pod.Path...) != nil {
+			if n, field, err := kaiConflict(doc.Content[0], spec, pod); err != nil {
 				undo()
 				return nil, &located.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
 			}
@@ -85,19 +84,14 @@ func (f *FileEdit) Changed() (File, bool) {
 // workload's document, plus what the op needs to know of the workload.
 type podEdit struct {
 	*splice.Doc
-	tmpl  []string // path of the pod template
-	group bool     // one of several templates sized together
+	pod   Pod  // where the pod's fields are
+	group bool // one of several templates sized together
 	ref   usage.Ref
 	notes []Note
 }
 
 func (p *podEdit) note(n *yaml.Node, name string, err error) {
 	p.notes = append(p.notes, Note{Workload: p.ref, File: p.File, Line: n.Line + p.Line0, Field: name, Err: err})
-}
-
-// tmplField is the dotted path of the pod template plus rest.
-func (p *podEdit) tmplField(rest ...string) string {
-	return strings.Join(append(append([]string{}, p.tmpl...), rest...), ".")
 }
 
 // Find returns the index of the document that defines ref (ops never

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -16,29 +15,42 @@ import (
 )
 
 // Spec says how to read one workload kind: which API groups it lives
-// in and where its pod templates are.
+// in and where its pods' fields are.
 type Spec struct {
 	groups []string
-	// Template is the path of the pod template the workload's pods, and
-	// its GPU request, are read from.
-	Template []string
-	// Group, when set, is the path of a second pod template whose pods
+	// Template is where the fields of the workload's pods, and its GPU
+	// request, are read from.
+	Template Pod
+	// Group, when its Path is set, is a second pod template whose pods
 	// run in groups with the first's and are sized with them (a
 	// LeaderWorkerSet's leaderTemplate). Where it is present and asks for
 	// GPUs, every Op applies to it too, and it must ask for the same GPUs
 	// as Template.
-	Group []string
+	Group Pod
+	// objectAnnotations: the kind's controller gives the object's own
+	// metadata.annotations to its pods too, beneath Template's (KServe
+	// does, to the pods of every component). KAI's annotations there are
+	// read as a request that is not edited.
+	objectAnnotations bool
+	// others are the paths of other pods the object runs together with
+	// Template's, which are not sized: where one asks for GPUs, sizing
+	// Template's alone would be wrong, and the workload is left alone.
+	others [][]string
 }
 
 // SpecFor returns how to read kind, ok false for a kind that is not
 // sized. The kinds and their templates follow their APIs: apps/v1
 // (Deployment, StatefulSet), Argo Rollouts' argoproj.io/v1alpha1 Rollout
-// (spec.template, as a Deployment's) and leaderworkerset.x-k8s.io/v1
+// (spec.template, as a Deployment's), leaderworkerset.x-k8s.io/v1
 // LeaderWorkerSet (spec.leaderWorkerTemplate.workerTemplate, and
-// leaderTemplate for the group's first pod when it differs);
-// testdata/kinds holds each CRD's source.
+// leaderTemplate for the group's first pod when it differs) and KServe's
+// serving.kserve.io/v1beta1 InferenceService (v0.20.0: its predictor,
+// whose pods KServe builds from spec.predictor: the pod spec inlined, the
+// pods' labels and annotations as its fields, and model, or a framework
+// field, as the serving container); testdata/kinds holds the
+// InferenceService CRD.
 func SpecFor(kind string) (Spec, bool) {
-	podTemplate := []string{"spec", "template"}
+	podTemplate := templatePod("spec", "template")
 	switch kind {
 	case "Deployment":
 		return Spec{groups: []string{"apps", "extensions"}, Template: podTemplate}, true
@@ -48,20 +60,30 @@ func SpecFor(kind string) (Spec, bool) {
 		return Spec{groups: []string{"argoproj.io"}, Template: podTemplate}, true
 	case "LeaderWorkerSet":
 		return Spec{groups: []string{"leaderworkerset.x-k8s.io"},
-			Template: []string{"spec", "leaderWorkerTemplate", "workerTemplate"},
-			Group:    []string{"spec", "leaderWorkerTemplate", "leaderTemplate"}}, true
+			Template: templatePod("spec", "leaderWorkerTemplate", "workerTemplate"),
+			Group:    templatePod("spec", "leaderWorkerTemplate", "leaderTemplate")}, true
+	case "InferenceService":
+		return Spec{groups: []string{"serving.kserve.io"},
+			Template: Pod{Path: []string{"spec", "predictor"},
+				Serving: []string{"model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "huggingface", "pmml", "lightgbm", "paddle"}},
+			objectAnnotations: true,
+			// A multi-node predictor's workers, and the canaries' own
+			// predictors, run pods of their own.
+			others: [][]string{{"spec", "predictor", "workerSpec"}, {"spec", "canary"}}}, true
 	}
 	return Spec{}, false
 }
 
 // Kinds are the kinds SpecFor sizes, for documentation and tests.
-func Kinds() []string { return []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet"} }
+func Kinds() []string {
+	return []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService"}
+}
 
-// Edited returns the paths of the pod templates of root that an Edit
-// changes: Template, and Group where root has it and it asks for GPUs.
-func (k Spec) Edited(root *yaml.Node) [][]string {
-	out := [][]string{k.Template}
-	if len(k.Group) > 0 && requestsGPU(Read(root, usage.Ref{}, Spec{groups: k.groups, Template: k.Group}).GPU) {
+// Edited returns where the pods an Edit changes are: Template, and Group
+// where root has it and it asks for GPUs.
+func (k Spec) Edited(root *yaml.Node) []Pod {
+	out := []Pod{k.Template}
+	if len(k.Group.Path) > 0 && requestsGPU(Read(root, usage.Ref{}, Spec{groups: k.groups, Template: k.Group}).GPU) {
 		out = append(out, k.Group)
 	}
 	return out
@@ -97,7 +119,7 @@ func Identify(root *yaml.Node) (usage.Ref, Spec, bool) {
 	if !ok || !spec.accepts(splice.Str(root, "apiVersion")) {
 		return usage.Ref{}, Spec{}, false
 	}
-	if splice.Lookup(root, spec.Template...) == nil && splice.Lookup(root, "spec", "workloadRef") != nil {
+	if splice.Lookup(root, spec.Template.Path...) == nil && splice.Lookup(root, "spec", "workloadRef") != nil {
 		// A Rollout that runs the pod template of a Deployment it refers
 		// to: that Deployment is what an edit would change, which is not
 		// followed; it is reported as unsupported.
@@ -187,99 +209,153 @@ func BuiltWorkloads(out []byte) ([]BuiltWorkload, error) {
 // Read builds a Workload from a document root that identify
 // accepted.
 func Read(root *yaml.Node, ref usage.Ref, spec Spec) Workload {
+	p := spec.Template
 	w := Workload{Ref: ref}
 	w.Labels = splice.StringMap(splice.Lookup(root, "metadata", "labels"))
-	tmpl := splice.Lookup(root, spec.Template...)
-	w.PodLabels = splice.StringMap(splice.Lookup(tmpl, "metadata", "labels"))
-	w.PodAnnotations = splice.StringMap(splice.Lookup(tmpl, "metadata", "annotations"))
-	pod := splice.Lookup(tmpl, "spec")
+	w.PodLabels = splice.StringMap(splice.Lookup(root, p.meta("labels")...))
+	w.PodAnnotations = splice.StringMap(splice.Lookup(root, p.meta("annotations")...))
+	pod := splice.Lookup(root, p.spec()...)
 	w.SchedulerName = splice.Str(pod, "schedulerName")
 	w.Queue = w.Labels[kai.QueueLabel]
 	if w.Queue == "" {
 		w.Queue = w.PodLabels[kai.QueueLabel]
 	}
-
-	w.GPU.NumDevices = 1
-	// Each annotation is read from its node, not from PodAnnotations:
-	// that map drops what is not a scalar, and a value KAI would refuse
-	// must be reported, never read as "no GPU request".
-	keep := func(err error) {
-		if w.GPU.FractionErr == nil {
-			w.GPU.FractionErr = err
-		}
-	}
-	if v, err := annotation(root, spec, kai.FractionAnnotation); err != nil {
-		keep(err)
-	} else if v != nil {
-		w.GPU.FractionText = v.Value
-		// kai.ParseFraction, not ParseFloat: KAI takes no blanks, signs,
-		// exponents or hex floats.
-		if f, err := kai.ParseFraction(v.Value); err != nil {
-			keep(fmt.Errorf("line %d: %w", v.Line, err))
-		} else {
-			w.GPU.Fraction = f
-		}
-	}
-	if v, err := annotation(root, spec, kai.MemoryAnnotation); err != nil {
-		keep(err)
-	} else if v != nil {
-		if m, ok := count(v.Value); ok {
-			w.GPU.MemoryMiB = m
-		} else {
-			keep(fmt.Errorf("%w: line %d: %s %q is not a whole number of MiB above 0", ErrInvalidValue, v.Line, kai.MemoryAnnotation, v.Value))
-		}
-	}
-	if v, err := annotation(root, spec, kai.NumDevicesAnnotation); err != nil {
-		keep(err)
-	} else if v != nil {
-		if n, ok := count(v.Value); ok && n <= math.MaxInt32 {
-			w.GPU.NumDevices = int(n)
-		} else {
-			keep(fmt.Errorf("%w: line %d: %s %q is not a whole number above 0", ErrInvalidValue, v.Line, kai.NumDevicesAnnotation, v.Value))
-		}
-	}
+	w.GPU = readAnnotations(root, spec)
 
 	var sum, initMax int64
-	for _, r := range allContainers(pod) {
+	for _, r := range allContainers(pod, p.Serving) {
 		g := readGPU(r)
 		n := g.n
 		if g.via != nil && w.GPU.Err == nil {
-			w.GPU.Err = fmt.Errorf("%w: line %d: the nvidia.com/gpu of %s[%s] is written through it, so it is read but not edited",
-				splice.ErrAlias, g.via.Line, strings.Join(append(slices.Clone(spec.Template), "spec", r.list), "."), containerLabel(r.c, r.i))
+			w.GPU.Err = fmt.Errorf("%w: line %d: the nvidia.com/gpu of %s is written through it, so it is read but not edited",
+				splice.ErrAlias, g.via.Line, containerPath(p, r))
 		}
-		if r.list == "containers" {
-			sum += n
-		} else {
+		if r.list == "initContainers" {
 			initMax = max(initMax, n)
+		} else {
+			sum += n
 		}
 		if n > 0 {
-			w.GPU.WholeContainers = append(w.GPU.WholeContainers, containerLabel(r.c, r.i))
+			w.GPU.WholeContainers = append(w.GPU.WholeContainers, r.label())
 		}
 	}
 	// Kubernetes sums what the containers request and takes the larger of
 	// that and the largest init container, which runs alone.
 	w.GPU.Whole = max(sum, initMax)
-	if ts, ok := gpuTargets(tmpl); ok && len(ts) == 1 {
-		w.GPU.Container = containerLabel(ts[0].c, ts[0].i)
+	if ts, ok := gpuTargets(splice.Lookup(root, p.Path...), p); ok && len(ts) == 1 {
+		w.GPU.Container = ts[0].label()
 	}
+	w.Containers = readContainers(pod, p)
+	if w.GPU.Err == nil {
+		w.GPU.Err = othersAskForGPUs(root, spec, w.GPU)
+	}
+	return w
+}
 
-	for _, c := range containerNodes(pod, "containers") {
-		v := scanVLLM(c)
-		w.Containers = append(w.Containers, Container{
-			Name:                 splice.Str(c, "name"),
-			Image:                splice.Str(c, "image"),
+// readAnnotations reads the pods' GPU request as KAI reads their
+// annotations.
+func readAnnotations(root *yaml.Node, spec Spec) GPU {
+	g := GPU{NumDevices: 1}
+	// Each annotation is read from its node, not from PodAnnotations:
+	// that map drops what is not a scalar, and a value KAI would refuse
+	// must be reported, never read as "no GPU request".
+	keep := func(err error) {
+		if g.FractionErr == nil {
+			g.FractionErr = err
+		}
+	}
+	if v, err := annotation(root, spec.Template, kai.FractionAnnotation); err != nil {
+		keep(err)
+	} else if v != nil {
+		g.FractionText = v.Value
+		// kai.ParseFraction, not ParseFloat: KAI takes no blanks, signs,
+		// exponents or hex floats.
+		if f, err := kai.ParseFraction(v.Value); err != nil {
+			keep(fmt.Errorf("line %d: %w", v.Line, err))
+		} else {
+			g.Fraction = f
+		}
+	}
+	if v, err := annotation(root, spec.Template, kai.MemoryAnnotation); err != nil {
+		keep(err)
+	} else if v != nil {
+		if m, ok := count(v.Value); ok {
+			g.MemoryMiB = m
+		} else {
+			keep(fmt.Errorf("%w: line %d: %s %q is not a whole number of MiB above 0", ErrInvalidValue, v.Line, kai.MemoryAnnotation, v.Value))
+		}
+	}
+	if v, err := annotation(root, spec.Template, kai.NumDevicesAnnotation); err != nil {
+		keep(err)
+	} else if v != nil {
+		if n, ok := count(v.Value); ok && n <= math.MaxInt32 {
+			g.NumDevices = int(n)
+		} else {
+			keep(fmt.Errorf("%w: line %d: %s %q is not a whole number above 0", ErrInvalidValue, v.Line, kai.NumDevicesAnnotation, v.Value))
+		}
+	}
+	if k := objectKAIAnnotation(root, spec); k != nil {
+		keep(fmt.Errorf("%w: line %d: %s is in metadata.annotations, which KServe gives the pods of every component; it is read but not edited (the predictor's are in %s)",
+			ErrObjectAnnotation, k.Line, k.Value, dotted(spec.Template.meta("annotations"))))
+	}
+	return g
+}
+
+// objectKAIAnnotation returns the key of the first of KAI's annotations
+// that the object itself carries, for a kind whose controller gives those
+// to its pods; nil when there is none.
+func objectKAIAnnotation(root *yaml.Node, spec Spec) *yaml.Node {
+	if !spec.objectAnnotations {
+		return nil
+	}
+	ann := splice.Lookup(root, "metadata", "annotations")
+	for _, name := range []string{kai.FractionAnnotation, kai.MemoryAnnotation, kai.NumDevicesAnnotation, kai.ContainerNameAnnotation} {
+		if k, _ := splice.Field(ann, name); k != nil {
+			return k
+		}
+	}
+	return nil
+}
+
+// readContainers reads the containers of pod spec pod as the pod will
+// have them: the serving container first, then containers (not init
+// containers).
+func readContainers(pod *yaml.Node, p Pod) []Container {
+	refs := containerRefs(pod, "containers")
+	if s, ok := serving(pod, p.Serving); ok {
+		refs = append([]containerRef{s}, refs...)
+	}
+	var out []Container
+	for _, r := range refs {
+		v := scanContainer(r)
+		out = append(out, Container{
+			Name:                 r.label(),
+			Image:                splice.Str(r.c, "image"),
 			VLLM:                 v.isVLLM(),
 			GPUMemoryUtilization: v.current(),
 			KVCacheMemoryBytes:   v.kvBytes,
 		})
 	}
-	if len(spec.Group) > 0 && splice.Lookup(root, spec.Group...) != nil {
-		if g := Read(root, ref, Spec{groups: spec.groups, Template: spec.Group}).GPU; requestsGPU(g) && !sameRequest(w.GPU, g) && w.GPU.Err == nil {
-			w.GPU.Err = fmt.Errorf("%w: %s asks for other GPUs than %s (%s against %s); the pods of a group are sized together, so it is left alone",
-				ErrGroupMismatch, strings.Join(spec.Group, "."), strings.Join(spec.Template, "."), describe(g), describe(w.GPU))
+	return out
+}
+
+// othersAskForGPUs says why a workload whose pods are read from more than
+// one place is left alone: a group whose templates ask for different
+// GPUs, or other pods it runs (not sized) that ask for GPUs.
+func othersAskForGPUs(root *yaml.Node, spec Spec, g GPU) error {
+	if len(spec.Group.Path) > 0 && splice.Lookup(root, spec.Group.Path...) != nil {
+		if other := Read(root, usage.Ref{}, Spec{groups: spec.groups, Template: spec.Group}).GPU; requestsGPU(other) && !sameRequest(g, other) {
+			return fmt.Errorf("%w: %s asks for other GPUs than %s (%s against %s); the pods of a group are sized together, so it is left alone",
+				ErrGroupMismatch, dotted(spec.Group.Path), dotted(spec.Template.Path), describe(other), describe(g))
 		}
 	}
-	return w
+	for _, o := range spec.others {
+		if n := splice.Lookup(root, o...); asksForGPU(n) {
+			return fmt.Errorf("%w: line %d: %s asks for GPUs too, and its pods are not sized with %s's, so it is left alone",
+				ErrUnsizedPods, n.Line, dotted(o), dotted(spec.Template.Path))
+		}
+	}
+	return nil
 }
 
 // sameRequest reports whether two pod templates ask for the same GPUs.
@@ -308,12 +384,12 @@ func describe(g GPU) string {
 // says why the value cannot be read as KAI reads it or edited in place:
 // written through an alias or a merge key, null, a sequence or a
 // mapping; it names the line.
-func annotation(root *yaml.Node, spec Spec, name string) (*yaml.Node, error) {
+func annotation(root *yaml.Node, p Pod, name string) (*yaml.Node, error) {
 	// via is the first alias or merge key on the way; it matters only
 	// when the annotation is there at the end of it.
 	var via error
 	n := root
-	for _, key := range append(slices.Clone(spec.Template), "metadata", "annotations", name) {
+	for _, key := range p.meta("annotations", name) {
 		if n == nil || n.Kind != yaml.MappingNode {
 			return nil, nil
 		}
@@ -375,22 +451,30 @@ func count(s string) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-// containerNodes returns the mapping items of pod.<list>; an item
-// written as an alias is the mapping it names.
-func containerNodes(pod *yaml.Node, list string) []*yaml.Node {
-	var out []*yaml.Node
-	for _, r := range containerRefs(pod, list) {
-		out = append(out, r.c)
-	}
-	return out
-}
-
 // containerRef is one container or init container of a pod spec.
 type containerRef struct {
-	list string // "containers" or "initContainers"
+	list string // "containers", "initContainers", or the serving container's key
 	i    int    // index in list
 	c    *yaml.Node
-	item *yaml.Node // the sequence item: c, or an alias of it
+	item *yaml.Node // the sequence item (or the serving container's value): c, or an alias of it
+	// serving: the serving container of a KServe component (Pod.Serving).
+	serving bool
+}
+
+// name is the container's name in the pod, "" when it has none.
+func (r containerRef) name() string {
+	if n := splice.Str(r.c, "name"); n != "" || !r.serving {
+		return n
+	}
+	return servingContainerName
+}
+
+// label names a container in a field path: its name, else its index.
+func (r containerRef) label() string {
+	if n := r.name(); n != "" {
+		return n
+	}
+	return fmt.Sprint(r.i)
 }
 
 func containerRefs(pod *yaml.Node, list string) []containerRef {
@@ -407,9 +491,35 @@ func containerRefs(pod *yaml.Node, list string) []containerRef {
 	return out
 }
 
-// allContainers returns the containers, then the init containers of pod.
-func allContainers(pod *yaml.Node) []containerRef {
-	return append(containerRefs(pod, "containers"), containerRefs(pod, "initContainers")...)
+// allContainers returns the containers of pod spec pod as the pod has
+// them: the serving container (of keys) first, then containers, then the
+// init containers.
+func allContainers(pod *yaml.Node, keys []string) []containerRef {
+	var out []containerRef
+	if s, ok := serving(pod, keys); ok {
+		out = append(out, s)
+	}
+	return append(append(out, containerRefs(pod, "containers")...), containerRefs(pod, "initContainers")...)
+}
+
+// firstContainer returns the pod's first container, where KAI puts a
+// fraction unless the pod names another; ok false when it has none.
+func firstContainer(pod *yaml.Node, keys []string) (containerRef, bool) {
+	if s, ok := serving(pod, keys); ok {
+		return s, true
+	}
+	if cs := containerRefs(pod, "containers"); len(cs) > 0 {
+		return cs[0], true
+	}
+	return containerRef{}, false
+}
+
+// containerPath is the path of container r of p, for a message.
+func containerPath(p Pod, r containerRef) string {
+	if r.serving {
+		return dotted(p.spec(r.list))
+	}
+	return dotted(p.spec(r.list)) + "[" + r.label() + "]"
 }
 
 // resolved follows aliases to the node they name.
@@ -526,9 +636,9 @@ func readGPU(r containerRef) gpuRequest {
 
 // gpuHolders returns the containers and init containers that request
 // nvidia.com/gpu (a count that is not zero).
-func gpuHolders(pod *yaml.Node) []containerRef {
+func gpuHolders(pod *yaml.Node, keys []string) []containerRef {
 	var out []containerRef
-	for _, r := range allContainers(pod) {
+	for _, r := range allContainers(pod, keys) {
 		if readGPU(r).n > 0 {
 			out = append(out, r)
 		}
@@ -537,40 +647,31 @@ func gpuHolders(pod *yaml.Node) []containerRef {
 }
 
 // gpuTargets returns the containers the pod's GPU goes to, as KAI reads
-// the pod template tmpl: the one named by gpu-fraction-container-name
-// (containers first, then init containers); else those that request
-// nvidia.com/gpu; else the first container, which is where KAI puts a
-// fraction or gpu-memory. ok is false when the named container does not
-// exist.
+// the pod p whose fields are in base (the mapping at p.Path): the one
+// named by gpu-fraction-container-name (containers first, then init
+// containers); else those that request nvidia.com/gpu; else the first
+// container, which is where KAI puts a fraction or gpu-memory. ok is
+// false when the named container does not exist.
 //
 // A pod with both a fraction and nvidia.com/gpu is one that an Edit is
 // moving to a fraction (KAI refuses both): RemoveWholeGPUs will name the
 // container that held the GPU, so the answer does not depend on the order
 // of the ops.
-func gpuTargets(tmpl *yaml.Node) (ts []containerRef, ok bool) {
-	pod := splice.Lookup(tmpl, "spec")
-	if name := splice.Str(splice.Lookup(tmpl, "metadata", "annotations"), kai.ContainerNameAnnotation); name != "" {
-		for _, r := range allContainers(pod) {
-			if splice.Str(r.c, "name") == name {
+func gpuTargets(base *yaml.Node, p Pod) (ts []containerRef, ok bool) {
+	pod := splice.Lookup(base, p.Spec...)
+	if name := splice.Str(splice.Lookup(base, join(p.Meta, "annotations")...), kai.ContainerNameAnnotation); name != "" {
+		for _, r := range allContainers(pod, p.Serving) {
+			if r.name() == name {
 				return []containerRef{r}, true
 			}
 		}
 		return nil, false
 	}
-	if hs := gpuHolders(pod); len(hs) > 0 {
+	if hs := gpuHolders(pod, p.Serving); len(hs) > 0 {
 		return hs, true
 	}
-	if cs := containerNodes(pod, "containers"); len(cs) > 0 {
-		return []containerRef{{list: "containers", i: 0, c: cs[0]}}, true
+	if first, ok := firstContainer(pod, p.Serving); ok {
+		return []containerRef{first}, true
 	}
 	return nil, true
-}
-
-// containerLabel names a container in a field path: its name, else its
-// index.
-func containerLabel(c *yaml.Node, i int) string {
-	if n := splice.Str(c, "name"); n != "" {
-		return n
-	}
-	return fmt.Sprint(i)
 }

@@ -46,6 +46,15 @@ var (
 	// leader and workers) ask for different GPUs, so one size does not
 	// fit them; the workload is left alone.
 	ErrGroupMismatch = errors.New("the pod templates of a group ask for different GPUs")
+	// ErrUnsizedPods: the object runs other pods with the ones that are
+	// sized (an InferenceService's multi-node workers or canaries), and
+	// they ask for GPUs: sizing some of them alone would be wrong, so the
+	// workload is left alone.
+	ErrUnsizedPods = errors.New("other pods of the object ask for GPUs and are not sized")
+	// ErrObjectAnnotation: one of KAI's annotations is on an object whose
+	// controller gives its own annotations to all of its pods (an
+	// InferenceService's to every component's); it is read, not edited.
+	ErrObjectAnnotation = errors.New("KAI's annotation is on the object, which gives it to all of its pods")
 	// ErrInvalidName: a metadata.name or metadata.namespace that
 	// Kubernetes would refuse; the workload is not read.
 	ErrInvalidName = errors.New("not a valid Kubernetes name")

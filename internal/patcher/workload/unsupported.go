@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -55,6 +57,10 @@ func unsupportedObject(root *yaml.Node) (Unsupported, bool) {
 	if spec, ok := SpecFor(kind); ok && spec.accepts(apiVersion) {
 		// Identify passed it over: a Rollout that refers to a Deployment.
 		u.Why = "its pod template is the one of the Deployment spec.workloadRef names, which is not followed: size that Deployment's template by hand"
+	} else if ok {
+		// The same kind in another API (KFServing's serving.kubeflow.org
+		// InferenceService): its fields are not the ones read.
+		u.Why = fmt.Sprintf("in API group %s only, whose fields are the ones read", strings.Join(spec.groups, " and "))
 	}
 	if u.Ref.Name == "" || !u.GPU && !slices.Contains(podOwnerKinds, kind) {
 		return Unsupported{}, false

@@ -106,9 +106,20 @@ type vllmScan struct {
 	sites         []utilSite
 	scripts       []*yaml.Node // shell strings holding a vllm invocation
 	err           error        // the flag is present in a form we must not edit
+	// runtime: a serving container whose runtime serves with vLLM
+	// (servesVLLM); its args go to the runtime's command line.
+	runtime bool
 }
 
-func (v *vllmScan) isVLLM() bool { return v.image || v.invoked || len(v.sites) > 0 }
+func (v *vllmScan) isVLLM() bool { return v.image || v.invoked || v.runtime || len(v.sites) > 0 }
+
+// scanContainer is scanVLLM of container r, which knows a serving
+// container's runtime.
+func scanContainer(r containerRef) *vllmScan {
+	v := scanVLLM(r.c)
+	v.runtime = servesVLLM(r)
+	return v
+}
 
 // current is the value vLLM uses: its argument parser takes the last
 // occurrence of a flag.
