@@ -33,7 +33,7 @@ func kindCases() []kindCase {
 		{kind: "Rollout", file: "rollout.yaml", collection: "/apis/argoproj.io/v1alpha1/namespaces/inference/rollouts", name: "chat",
 			templates: [][]string{{"spec", "template"}}, container: "vllm"},
 		{kind: "LeaderWorkerSet", file: "leaderworkerset.yaml", collection: "/apis/leaderworkerset.x-k8s.io/v1/namespaces/inference/leaderworkersets", name: "llama",
-			templates:  [][]string{{"spec", "leaderWorkerTemplate", "leaderTemplate"}, {"spec", "leaderWorkerTemplate", "workerTemplate"}},
+			templates: [][]string{{"spec", "leaderWorkerTemplate", "leaderTemplate"}, {"spec", "leaderWorkerTemplate", "workerTemplate"}},
 			container: "vllm-leader"},
 	}
 }
