@@ -22,7 +22,7 @@ import (
 // Target is one urgent upsize, as Git and the decision see it.
 type Target struct {
 	Namespace, Name string
-	// Kind must be Deployment: nothing else is changed live, and never a
+	// Kind is one of kindOf's: nothing else is changed live, and never a
 	// bare pod.
 	Kind string
 	// Fraction is the gpu-fraction in Git (Old) and recommended (New).
@@ -93,8 +93,8 @@ type Result struct {
 	// Warnings are for the decision and the pull request, e.g. a queue
 	// over quota.
 	Warnings []string
-	// Generation is the Deployment's metadata.generation after a change:
-	// it moves when the pod template changed, i.e. the Deployment rolls.
+	// Generation is the object's metadata.generation after a change: it
+	// moves when the pod template changed, i.e. the workload rolls.
 	Generation int64
 }
 
@@ -137,11 +137,11 @@ func CheckNamespaces(namespaces []string) error {
 	return nil
 }
 
-// Apply applies one upsize to its live Deployment, if every rule allows.
+// Apply applies one upsize to its live workload, if every rule allows.
 // Only an error that stops the run (a cancelled ctx) is returned; what
-// happened to the Deployment, failures included, is the result. The rules
-// are decided by admit and planLive, which read nothing; Apply reads the
-// live Deployment and the queue between them, and writes.
+// happened to the workload, failures included, is the result. The rules
+// are decided by admit, refuseKind and planObject, which read nothing;
+// Apply reads the live object and the queue between them, and writes.
 func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	res := Result{Namespace: t.Namespace, Name: t.Name}
 	if a.bad != nil {
