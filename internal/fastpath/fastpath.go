@@ -82,11 +82,13 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 			lr.targets = append(lr.targets, target{d: d, refused: refused})
 			continue
 		}
-		if d.Action != engine.Upsize || d.Workload.Ref.Kind != "Deployment" || !slices.Contains(o.Namespaces, d.Workload.Ref.Namespace) {
+		if d.Action != engine.Upsize || !liveKind(d.Workload.Ref.Kind) || !slices.Contains(o.Namespaces, d.Workload.Ref.Namespace) {
 			continue
 		}
 		ref := d.Workload.Ref.String()
-		if d.Recommended.Form == engine.Fraction {
+		// The queue's sum reads Deployments: another kind's upsize is not
+		// checked against it (live says so in its result).
+		if d.Recommended.Form == engine.Fraction && d.Workload.Ref.Kind == "Deployment" {
 			q, err := c.CheckQueue(ctx, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Recommended.GPUs, o.Namespaces)
 			if err != nil {
 				lr.warnings[ref] = append(lr.warnings[ref], err.Error())
@@ -102,26 +104,34 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 }
 
 // LiveUpsize says what the live stage does with one decision: apply when
-// it applies it (an urgent upsize of a Deployment in one of namespaces,
-// whose strategy sets liveUpsize); refused, when the rules would send it
-// live but the fast path does not handle its kind. Such an upsize is
-// refused by name, never skipped in silence: whoever set liveUpsize
-// expects it live, and must learn that it waits for its pull request. The
-// fast path applies Deployments only: another controller rolls a pod
-// template its own way (a StatefulSet under OnDelete not at all, a
-// LeaderWorkerSet by whole groups, a Rollout by its canary steps), and
-// package live's checks, from the queue's sum to the marker's reconcile,
-// read Deployments.
+// it applies it (an urgent upsize of a kind whose pod templates the fast
+// path owns by server-side apply, in one of namespaces, whose strategy
+// sets liveUpsize); refused, when the rules would send it live but the
+// fast path does not handle its kind. Such an upsize is refused by name,
+// never skipped in silence: whoever set liveUpsize expects it live, and
+// must learn that it waits for its pull request. Whether the kind's
+// controller would roll the pods (a StatefulSet under OnDelete would not)
+// is read from the live object by package live, which refuses it by name
+// too.
 func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused string) {
 	ref := d.Workload.Ref
 	if d.Action != engine.Upsize || !d.Urgent || d.Rules.Strategy == nil || !d.Rules.Strategy.LiveUpsize ||
 		!slices.Contains(namespaces, ref.Namespace) {
 		return false, ""
 	}
-	if ref.Kind != "Deployment" {
-		return false, fmt.Sprintf("the live fast path applies Deployments only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
+	if !liveKind(ref.Kind) {
+		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts and LeaderWorkerSets only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
 	}
 	return true, ""
+}
+
+// liveKind reports whether package live applies kind.
+func liveKind(kind string) bool {
+	switch kind {
+	case "Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet":
+		return true
+	}
+	return false
 }
 
 // Warnings are the warnings for the pull requests' bodies, by workload.

@@ -40,8 +40,9 @@ func TestLiveBounds(t *testing.T) {
 }
 
 // TestLiveUpsize: an urgent upsize the rules send live is applied when it
-// is a Deployment's and refused by name when it is another kind's; any
-// other decision is none of the live stage's business.
+// is of a kind whose pod templates the fast path owns, and refused by name
+// when it is another kind's; any other decision is none of the live
+// stage's business.
 func TestLiveUpsize(t *testing.T) {
 	decision := func(kind, ns string, change func(*plan.Decision)) plan.Decision {
 		d := plan.Decision{
@@ -62,14 +63,13 @@ func TestLiveUpsize(t *testing.T) {
 		refused string
 	}{
 		{"an urgent Deployment goes live", decision("Deployment", "serving", nil), true, ""},
-		{"a StatefulSet is refused by name", decision("StatefulSet", "inference", nil), false,
-			"the live fast path applies Deployments only; StatefulSet inference/llm waits for its pull request"},
-		{"a Rollout is refused by name", decision("Rollout", "inference", nil), false,
-			"the live fast path applies Deployments only; Rollout inference/llm waits for its pull request"},
-		{"a LeaderWorkerSet is refused by name", decision("LeaderWorkerSet", "inference", nil), false,
-			"the live fast path applies Deployments only; LeaderWorkerSet inference/llm waits for its pull request"},
-		{"any other kind is refused by name", decision("CronJob", "inference", nil), false,
-			"the live fast path applies Deployments only; CronJob inference/llm waits for its pull request"},
+		{"an urgent StatefulSet goes live", decision("StatefulSet", "inference", nil), true, ""},
+		{"an urgent Rollout goes live", decision("Rollout", "inference", nil), true, ""},
+		{"an urgent LeaderWorkerSet goes live", decision("LeaderWorkerSet", "inference", nil), true, ""},
+		{"a CronJob is refused by name", decision("CronJob", "inference", nil), false,
+			"the live fast path applies Deployments, StatefulSets, Rollouts and LeaderWorkerSets only; CronJob inference/llm waits for its pull request"},
+		{"a DaemonSet is refused by name", decision("DaemonSet", "inference", nil), false,
+			"the live fast path applies Deployments, StatefulSets, Rollouts and LeaderWorkerSets only; DaemonSet inference/llm waits for its pull request"},
 		{"a namespace not live: nothing to refuse", decision("StatefulSet", "staging", nil), false, ""},
 		{"not urgent: nothing to refuse", decision("StatefulSet", "inference", func(d *plan.Decision) { d.Urgent = false }), false, ""},
 		{"not urgent: a Deployment waits too", decision("Deployment", "inference", func(d *plan.Decision) { d.Urgent = false }), false, ""},

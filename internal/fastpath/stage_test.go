@@ -23,17 +23,20 @@ type noPullRequests struct{}
 
 func (noPullRequests) Find(context.Context, string) ([]scm.PullRequest, error) { return nil, nil }
 
-// TestStageRefusesOtherKinds runs the live stage's dry run on a real API
-// server: the urgent upsizes of a StatefulSet, a Rollout and a
-// LeaderWorkerSet are each reported refused, by name, in the rows where
-// the Deployment's would-apply is, and the Deployment's row reads as
-// before.
-func TestStageRefusesOtherKinds(t *testing.T) {
+// TestStageKinds runs the live stage's dry run on a real API server: a
+// kind the fast path does not own is refused by name by the stage, a
+// StatefulSet whose pods would not roll (OnDelete) is refused by name from
+// its live object, each in the row where the Deployment's would-apply is,
+// and the Deployment's row reads as before.
+func TestStageKinds(t *testing.T) {
 	kube := testenv.StartKubeAPIServer(t)
 	kube.InstallKAIQueueCRD(t)
 	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: serving}\n---\n"+testenv.Deployment("llm")+
 		"---\napiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: serving}\nspec:\n  resources:\n"+
-		"    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n    memory: {quota: -1, limit: -1, overQuotaWeight: 1}\n"))
+		"    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n    memory: {quota: -1, limit: -1, overQuotaWeight: 1}\n"+
+		"---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: embed, namespace: serving}\nspec:\n  serviceName: embed\n  updateStrategy: {type: OnDelete}\n"+
+		"  selector: {matchLabels: {app: embed}}\n  template:\n    metadata:\n      labels: {app: embed}\n      annotations: {gpu-fraction: \"0.5\"}\n"+
+		"    spec:\n      containers: [{name: vllm, image: vllm/vllm-openai:v0.8.5}]\n"))
 
 	upsize := func(kind, name string, urgent bool) plan.Decision {
 		return plan.Decision{
@@ -48,8 +51,7 @@ func TestStageRefusesOtherKinds(t *testing.T) {
 	p := &plan.Plan{Decisions: []plan.Decision{
 		upsize("StatefulSet", "embed", true),
 		upsize("Deployment", "llm", true),
-		upsize("Rollout", "chat", true),
-		upsize("LeaderWorkerSet", "llama", true),
+		upsize("CronJob", "batch", true),
 		upsize("StatefulSet", "calm", false),
 	}}
 	stage, err := fastpath.Prepare(t.Context(), p, fastpath.Options{Namespaces: []string{"serving"}, MaxChanges: 3, DryRun: true,
@@ -65,10 +67,9 @@ func TestStageRefusesOtherKinds(t *testing.T) {
 	require.False(t, failed, "a refusal is not a failure")
 	require.Equal(t, `
 LIVE DEPLOYMENT  OUTCOME      CHANGE                   DETAIL
-serving/embed    refused      -                        the live fast path applies Deployments only; StatefulSet serving/embed waits for its pull request
+serving/embed    refused      -                        StatefulSet serving/embed has updateStrategy OnDelete: its pods keep the old request until each is deleted by hand, so the live fast path refuses it; it waits for its pull request
 serving/llm      would apply  gpu-fraction 0.5 → 0.60  would apply by server-side apply as gpu-rightsizing-recommender
-serving/chat     refused      -                        the live fast path applies Deployments only; Rollout serving/chat waits for its pull request
-serving/llama    refused      -                        the live fast path applies Deployments only; LeaderWorkerSet serving/llama waits for its pull request
+serving/batch    refused      -                        the live fast path applies Deployments, StatefulSets, Rollouts and LeaderWorkerSets only; CronJob serving/batch waits for its pull request
 `, out.String())
-	require.Equal(t, []any{string(live.Refused), 3, string(live.WouldApply), 1}, stage.Summary())
+	require.Equal(t, []any{string(live.Refused), 2, string(live.WouldApply), 1}, stage.Summary())
 }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
@@ -22,7 +22,7 @@ import (
 // Target is one urgent upsize, as Git and the decision see it.
 type Target struct {
 	Namespace, Name string
-	// Kind must be Deployment: nothing else is changed live, and never a
+	// Kind is one of kindOf's: nothing else is changed live, and never a
 	// bare pod.
 	Kind string
 	// Fraction is the gpu-fraction in Git (Old) and recommended (New).
@@ -93,8 +93,8 @@ type Result struct {
 	// Warnings are for the decision and the pull request, e.g. a queue
 	// over quota.
 	Warnings []string
-	// Generation is the Deployment's metadata.generation after a change:
-	// it moves when the pod template changed, i.e. the Deployment rolls.
+	// Generation is the object's metadata.generation after a change: it
+	// moves when the pod template changed, i.e. the workload rolls.
 	Generation int64
 }
 
@@ -137,11 +137,11 @@ func CheckNamespaces(namespaces []string) error {
 	return nil
 }
 
-// Apply applies one upsize to its live Deployment, if every rule allows.
+// Apply applies one upsize to its live workload, if every rule allows.
 // Only an error that stops the run (a cancelled ctx) is returned; what
-// happened to the Deployment, failures included, is the result. The rules
-// are decided by admit and planLive, which read nothing; Apply reads the
-// live Deployment and the queue between them, and writes.
+// happened to the workload, failures included, is the result. The rules
+// are decided by admit, refuseKind and planObject, which read nothing;
+// Apply reads the live object and the queue between them, and writes.
 func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	res := Result{Namespace: t.Namespace, Name: t.Name}
 	if a.bad != nil {
@@ -154,25 +154,21 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	if why := admit(t, a.o); why != "" {
 		return set(Refused, "%s", why)
 	}
-	dep, err := a.c.kube.AppsV1().Deployments(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	k, _ := kindOf(t.Kind)
+	dep, err := a.c.get(ctx, k, t.Namespace, t.Name)
 	if err != nil {
-		return set(Failed, "%v", apiError("get", "deployments", t.Namespace, err))
+		return set(Failed, "%v", err)
 	}
-	p := planLive(t, dep)
+	if why := refuseKind(dep); why != "" {
+		return set(Refused, "%s", why)
+	}
+	p := planObject(t, dep)
 	res.Fields, res.Warnings = p.fields, p.warnings
 	if p.stop != "" {
 		return set(p.outcome, "%s", p.stop)
 	}
-	newF, _ := kai.ParseFraction(t.Fraction.New)
-	qc, err := a.c.CheckQueue(ctx, t.Namespace, t.Name, newF, a.o.Namespaces)
-	if err != nil {
-		res.Warnings = append(res.Warnings, err.Error())
-	}
-	if w := qc.Warning(); w != "" {
-		res.Warnings = append(res.Warnings, w)
-	}
-	if qc.Exceeds() {
-		return set(Refused, "not applied live: %s", qc.Warning())
+	if refused := a.checkQueue(ctx, t, &res); refused != "" {
+		return set(Refused, "not applied live: %s", refused)
 	}
 	if a.o.MaxChanges <= 0 || a.applied >= a.o.MaxChanges {
 		return set(Capped, "at the cap of %d live changes per run", a.o.MaxChanges)
@@ -187,24 +183,46 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	if err != nil {
 		return set(Failed, "%v", err)
 	}
-	out, err := a.c.kube.AppsV1().Deployments(t.Namespace).Patch(ctx, t.Name, types.ApplyPatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &a.o.Force})
+	out, err := a.c.patch(ctx, dep, patch, FieldManager, &a.o.Force)
 	if err != nil {
 		if owners := conflicts(err); owners != "" {
 			return set(Conflict, "%s; not forced (`--live-force-conflicts` takes it)", owners)
 		}
-		return set(Failed, "%v", apiError("patch", "deployments", t.Namespace, err))
+		return set(Failed, "%v", err)
 	}
 	a.applied++
-	res.Generation = out.Generation
-	return set(Applied, "applied by server-side apply as %s%s; generation %d → %d", FieldManager, forced(a.o.Force), dep.Generation, out.Generation)
+	res.Generation = out.meta.Generation
+	return set(Applied, "applied by server-side apply as %s%s; generation %d → %d", FieldManager, forced(a.o.Force), dep.meta.Generation, out.meta.Generation)
+}
+
+// checkQueue adds the KAI queue's warnings to res, and says why the
+// upsize is refused when it would take the queue over its quota. The sum
+// reads Deployments: another kind's upsize is not checked against it,
+// and its result says so rather than passing in silence.
+func (a *Applier) checkQueue(ctx context.Context, t Target, res *Result) string {
+	if t.Kind != "Deployment" {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the KAI queue's GPU quota was not checked: the queue's sum reads Deployments, not a %s", t.Kind))
+		return ""
+	}
+	newF, _ := kai.ParseFraction(t.Fraction.New)
+	qc, err := a.c.CheckQueue(ctx, t.Namespace, t.Name, newF, a.o.Namespaces)
+	if err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+	}
+	if w := qc.Warning(); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
+	if qc.Exceeds() {
+		return qc.Warning()
+	}
+	return ""
 }
 
 // admit says why t is never applied live, whatever the cluster holds: ""
 // when it may be.
 func admit(t Target, o Options) string {
-	if t.Kind != "Deployment" {
-		return fmt.Sprintf("a %s is never changed live: Deployments only", t.Kind)
+	if _, ok := kindOf(t.Kind); !ok {
+		return fmt.Sprintf("a %s is never changed live: %s", t.Kind, liveKinds)
 	}
 	if !slices.Contains(o.Namespaces, t.Namespace) {
 		return fmt.Sprintf("namespace %s is not one live changes may touch (%s)", t.Namespace, strings.Join(o.Namespaces, ", "))
@@ -237,11 +255,16 @@ type livePlan struct {
 	marker Marker
 }
 
-// planLive decides an admitted upsize against the live Deployment: whose
+// planLive is planObject of a live Deployment.
+func planLive(t Target, dep *appsv1.Deployment) livePlan {
+	return planObject(t, deploymentObject(dep))
+}
+
+// planObject decides an admitted upsize against the live object: whose
 // the live values are (Git's, the tool's own earlier change, or a
 // person's), never a downsize, and the vLLM flag's change. It reads
 // nothing but dep.
-func planLive(t Target, dep *appsv1.Deployment) livePlan {
+func planObject(t Target, dep *object) livePlan {
 	var p livePlan
 	stop := func(o Outcome, format string, args ...any) livePlan {
 		p.stop, p.outcome = fmt.Sprintf(format, args...), o
@@ -249,12 +272,15 @@ func planLive(t Target, dep *appsv1.Deployment) livePlan {
 	}
 	newF, _ := kai.ParseFraction(t.Fraction.New)
 	oldF, _ := kai.ParseFraction(t.Fraction.Old)
-	liveText := dep.Spec.Template.Annotations[kai.FractionAnnotation]
+	liveText, err := dep.liveFraction()
+	if err != nil {
+		return stop(Left, "%v", err)
+	}
 	liveF, err := kai.ParseFraction(liveText)
 	if err != nil {
-		return stop(Left, "the live Deployment's gpu-fraction: %v", err)
+		return stop(Left, "the live %s's gpu-fraction: %v", dep.k.kind, err)
 	}
-	mk, hasMarker, mkErr := markerOf(dep.Annotations)
+	mk, hasMarker, mkErr := markerOf(dep.meta.Annotations)
 	if mkErr != nil {
 		return stop(Left, "%v: the tool cannot tell whose the live value is", mkErr)
 	}
@@ -296,7 +322,7 @@ func planLive(t Target, dep *appsv1.Deployment) livePlan {
 // planVLLM decides the vLLM flag's live change, when the Git edit changes
 // it and the live args hold it: it sets p.args and returns the marker's
 // vLLM values, or why the live object is left alone.
-func (p *livePlan) planVLLM(t Target, dep *appsv1.Deployment, ours bool, prev *VLLMValues) (*VLLMValues, string) {
+func (p *livePlan) planVLLM(t Target, dep *object, ours bool, prev *VLLMValues) (*VLLMValues, string) {
 	var vllm *VLLMValues
 	if t.VLLM != nil {
 		cur := liveVLLM(dep, t.VLLM.Container)
@@ -392,30 +418,45 @@ func conflicts(err error) string {
 }
 
 // liveVLLM is the flag's value in a container's args, "" when not there.
-func liveVLLM(dep *appsv1.Deployment, container string) string {
+func liveVLLM(dep *object, container string) string {
 	return flagValue(containerArgs(dep, container))
 }
 
-func containerArgs(dep *appsv1.Deployment, container string) []string {
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		if c.Name == container {
-			return c.Args
+func containerArgs(dep *object, container string) []string {
+	if t := dep.holding(container); t != nil {
+		for _, c := range t.spec.Spec.Containers {
+			if c.Name == container {
+				return c.Args
+			}
+		}
+	}
+	return nil
+}
+
+// holding is the pod template whose containers include container, nil
+// when none does: the vLLM flag is changed in that template only.
+func (o *object) holding(container string) *podTemplate {
+	for i := range o.templates {
+		if slices.ContainsFunc(o.templates[i].spec.Spec.Containers, func(c corev1.Container) bool { return c.Name == container }) {
+			return &o.templates[i]
 		}
 	}
 	return nil
 }
 
 // applyPatch is the server-side apply configuration of a live change:
-// the Deployment's identity and only the fields the tool owns. A field
-// left out is a field given up, so the marker (nil: none) and the args
-// (nil: not owned) are sent exactly when they are to stay ours.
-func applyPatch(dep *appsv1.Deployment, fraction string, vllm *VLLMValues, args []string, m *Marker) ([]byte, error) {
+// the object's identity and only the fields the tool owns, the fraction in
+// every pod template it sizes and the args in the one that holds the vLLM
+// container. A field left out is a field given up, so the marker (nil:
+// none) and the args (nil: not owned) are sent exactly when they are to
+// stay ours.
+func applyPatch(dep *object, fraction string, vllm *VLLMValues, args []string, m *Marker) ([]byte, error) {
 	type container struct {
 		Name string   `json:"name"`
 		Args []string `json:"args"`
 	}
-	obj := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}
-	meta := map[string]any{"name": dep.Name, "namespace": dep.Namespace}
+	obj := map[string]any{"apiVersion": dep.k.apiVersion, "kind": dep.k.kind}
+	meta := map[string]any{"name": dep.meta.Name, "namespace": dep.meta.Namespace}
 	obj["metadata"] = meta
 	if m != nil {
 		enc, err := m.encode()
@@ -424,16 +465,32 @@ func applyPatch(dep *appsv1.Deployment, fraction string, vllm *VLLMValues, args 
 		}
 		meta["annotations"] = map[string]string{MarkerAnnotation: enc}
 	}
-	if fraction != "" {
-		pod := map[string]any{}
-		if vllm != nil && args != nil {
-			pod["containers"] = []container{{Name: vllm.Container, Args: args}}
-		}
+	if fraction == "" {
+		return json.Marshal(obj)
+	}
+	var holder *podTemplate
+	if vllm != nil && args != nil {
+		holder = dep.holding(vllm.Container)
+	}
+	for _, t := range dep.templates {
 		tmpl := map[string]any{"metadata": map[string]any{"annotations": map[string]string{kai.FractionAnnotation: fraction}}}
-		if len(pod) > 0 {
-			tmpl["spec"] = pod
+		if holder != nil && slices.Equal(holder.path, t.path) {
+			tmpl["spec"] = map[string]any{"containers": []container{{Name: vllm.Container, Args: args}}}
 		}
-		obj["spec"] = map[string]any{"template": tmpl}
+		setPath(obj, t.path, tmpl)
 	}
 	return json.Marshal(obj)
+}
+
+// setPath sets v at path in obj, making the maps on the way.
+func setPath(obj map[string]any, path []string, v any) {
+	for _, k := range path[:len(path)-1] {
+		next, ok := obj[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			obj[k] = next
+		}
+		obj = next
+	}
+	obj[path[len(path)-1]] = v
 }

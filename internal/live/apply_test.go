@@ -190,10 +190,10 @@ func TestApply(t *testing.T) {
 			check: unchanged(c, "0.30"),
 		},
 		{
-			name: "only Deployments",
+			name: "only the kinds whose pod template it owns, never a Pod",
 			w:    workload{ns: "inference", name: "kind", fraction: "0.30"}, manager: "argocd-controller",
 			target: func(tg live.Target) live.Target { tg.Kind = "Pod"; return tg },
-			want:   live.Refused, detail: "a Pod is never changed live: Deployments only",
+			want:   live.Refused, detail: "a Pod is never changed live: Deployments, StatefulSets, Argo Rollouts and LeaderWorkerSets only",
 			check: unchanged(c, "0.30"),
 		},
 		{

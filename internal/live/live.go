@@ -1,11 +1,12 @@
 // Package live is the emergency fast path of DESIGN §7: an urgent upsize
-// applied to the live Deployment at once, by server-side apply under the
+// applied to the live workload at once (a Deployment, StatefulSet, Argo
+// Rollout or LeaderWorkerSet), by server-side apply under the
 // tool's own field manager, while its pull request catches Git up. It owns
 // only the fields it changes (the pod template's gpu-fraction annotation,
 // and the vLLM container's args when the Git edit changes
 // --gpu-memory-utilization), never downsizes, never goes beyond the rules,
 // reports another manager's field instead of taking it unless told to,
-// and marks every change on the Deployment so that a later run can let go
+// and marks every change on the object so that a later run can let go
 // of it once Git holds it, or revert it when its pull request was closed.
 package live
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -21,14 +20,17 @@ import (
 // (kustomize-controller, argocd-controller); the release gives the fields
 // back to them, so that they own them again exactly as before the live
 // change — and prune them when Git drops them.
-func priorOwners(dep *appsv1.Deployment, vllm *VLLMValues) []string {
-	paths := [][]string{{"f:spec", "f:template", "f:metadata", "f:annotations", "f:" + kai.FractionAnnotation}}
-	if vllm != nil {
+func priorOwners(dep *object, vllm *VLLMValues) []string {
+	var paths [][]string
+	for _, t := range dep.templates {
+		paths = append(paths, fieldsPath(t.path, "metadata", "annotations", kai.FractionAnnotation))
+	}
+	if t := holdingOf(dep, vllm); t != nil {
 		key, _ := json.Marshal(map[string]string{"name": vllm.Container})
-		paths = append(paths, []string{"f:spec", "f:template", "f:spec", "f:containers", "k:" + string(key), "f:args"})
+		paths = append(paths, append(fieldsPath(t.path, "spec", "containers"), "k:"+string(key), "f:args"))
 	}
 	var out []string
-	for _, mf := range dep.ManagedFields {
+	for _, mf := range dep.meta.ManagedFields {
 		if mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil ||
 			mf.Manager == FieldManager || mf.Manager == HandoffManager || slices.Contains(out, mf.Manager) {
 			continue
@@ -43,6 +45,31 @@ func priorOwners(dep *appsv1.Deployment, vllm *VLLMValues) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// fieldsPath is the path of a field in a managedFields entry's fieldsV1.
+func fieldsPath(parts ...any) []string {
+	var out []string
+	for _, p := range parts {
+		switch p := p.(type) {
+		case []string:
+			for _, q := range p {
+				out = append(out, "f:"+q)
+			}
+		case string:
+			out = append(out, "f:"+p)
+		}
+	}
+	return out
+}
+
+// holdingOf is the pod template of dep that holds vllm's container, nil
+// when vllm is nil or no template does.
+func holdingOf(dep *object, vllm *VLLMValues) *podTemplate {
+	if vllm == nil {
+		return nil
+	}
+	return dep.holding(vllm.Container)
 }
 
 // hasField reports whether a managedFields entry's fieldsV1 holds path.
@@ -60,8 +87,8 @@ func hasField(fields map[string]any, path []string) bool {
 
 // appliesNow reports whether manager still has an apply entry on dep: a
 // manager that gave up everything since is not one to hand fields to.
-func appliesNow(dep *appsv1.Deployment, manager string) bool {
-	return slices.ContainsFunc(dep.ManagedFields, func(mf metav1.ManagedFieldsEntry) bool {
+func appliesNow(dep *object, manager string) bool {
+	return slices.ContainsFunc(dep.meta.ManagedFields, func(mf metav1.ManagedFieldsEntry) bool {
 		return mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == ""
 	})
 }
@@ -72,7 +99,11 @@ func appliesNow(dep *appsv1.Deployment, manager string) bool {
 // (equal values: no conflict, no roll). dep's resourceVersion is sent, so
 // that a change made since dep was read fails the apply rather than being
 // undone by stale values.
-func (a *Applier) handBack(ctx context.Context, dep *appsv1.Deployment, manager, fraction, container string, args []string) error {
+func (a *Applier) handBack(ctx context.Context, obj *object, manager, fraction, container string, args []string) error {
+	if obj.dep == nil {
+		return a.handBackUnstructured(ctx, obj, manager, fraction, container, args)
+	}
+	dep := obj.dep
 	ac, err := appsv1ac.ExtractDeployment(dep, manager)
 	if err != nil {
 		return fmt.Errorf("reading what %s applied to deployment %s/%s: %w", manager, dep.Namespace, dep.Name, err)
@@ -107,7 +138,7 @@ func (a *Applier) handBack(ctx context.Context, dep *appsv1.Deployment, manager,
 
 // releaseTo names who keeps the fields a release gives up: the marker's
 // prior owners that still apply to the Deployment, else HandoffManager.
-func releaseTo(dep *appsv1.Deployment, mk Marker) []string {
+func releaseTo(dep *object, mk Marker) []string {
 	var to []string
 	for _, o := range mk.Owners {
 		if appliesNow(dep, o) {

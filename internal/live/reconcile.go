@@ -7,12 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // PullRequests finds pull requests by head branch, in any state: the
@@ -42,27 +39,46 @@ func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(name
 	}
 	var out []Result
 	for _, ns := range a.o.Namespaces {
-		list, err := a.c.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			out = append(out, Result{Namespace: ns, Outcome: Failed, Detail: apiError("list", "deployments", ns, err).Error()})
-			continue
-		}
-		for i := range list.Items {
-			dep := &list.Items[i]
-			// Whatever the server answered, only an allowed namespace's
-			// Deployment is touched.
-			if !slices.Contains(a.o.Namespaces, dep.Namespace) {
+		for _, kind := range []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet"} {
+			k, _ := kindOf(kind)
+			list, err := a.c.list(ctx, k, ns)
+			if err != nil {
+				// A kind the cluster does not serve (its CRD not installed)
+				// or the tool may not read holds no live change of the
+				// tool's, which reads an object before it applies to it.
+				if kind != "Deployment" && (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)) {
+					continue
+				}
+				out = append(out, Result{Namespace: ns, Outcome: Failed, Detail: err.Error()})
 				continue
 			}
-			if _, ok := dep.Annotations[MarkerAnnotation]; !ok {
-				continue
-			}
-			res := a.reconcile(ctx, dep, prs, git)
-			if err := ctx.Err(); err != nil {
+			res, err := a.reconcileAll(ctx, list, prs, git)
+			out = append(out, res...)
+			if err != nil {
 				return out, err
 			}
-			out = append(out, res)
 		}
+	}
+	return out, nil
+}
+
+// reconcileAll reconciles the marked objects of list.
+func (a *Applier) reconcileAll(ctx context.Context, list []*object, prs PullRequests, git func(namespace, name string) (GitValues, bool)) ([]Result, error) {
+	var out []Result
+	for _, dep := range list {
+		// Whatever the server answered, only an allowed namespace's
+		// object is touched.
+		if !slices.Contains(a.o.Namespaces, dep.meta.Namespace) {
+			continue
+		}
+		if _, ok := dep.meta.Annotations[MarkerAnnotation]; !ok {
+			continue
+		}
+		res := a.reconcile(ctx, dep, prs, git)
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		out = append(out, res)
 	}
 	return out, nil
 }
@@ -222,10 +238,10 @@ func decideClosed(s seen) step {
 
 // reconcile observes one marked Deployment, decides, and does what the
 // step says, in dry run only saying it.
-func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs PullRequests, git func(string, string) (GitValues, bool)) Result {
+func (a *Applier) reconcile(ctx context.Context, dep *object, prs PullRequests, git func(string, string) (GitValues, bool)) Result {
 	s := a.observe(ctx, dep, prs, git)
 	st := decideReconcile(s)
-	res := Result{Namespace: dep.Namespace, Name: dep.Name, Fields: st.fields}
+	res := Result{Namespace: dep.meta.Namespace, Name: dep.meta.Name, Fields: st.fields}
 	set := func(o Outcome, format string, args ...any) Result {
 		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
 		return res
@@ -260,14 +276,13 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 	patch, err := applyPatch(dep, st.fraction, mk.VLLM, args, &mk)
 	reverted := dep
 	if err == nil {
-		reverted, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
-			metav1.PatchOptions{FieldManager: FieldManager})
+		reverted, err = a.c.patch(ctx, dep, patch, FieldManager, nil)
 	}
 	if err != nil {
 		if owners := conflicts(err); owners != "" {
 			return set(Conflict, "revert after pull request %s was closed: %s", mk.PullRequest, owners)
 		}
-		return set(Failed, "%v", apiError("patch", "deployments", dep.Namespace, err))
+		return set(Failed, "%v", err)
 	}
 	if _, err := a.release(ctx, reverted, mk, st.fraction, args); err != nil {
 		return set(Failed, "%v", err)
@@ -277,9 +292,16 @@ func (a *Applier) reconcile(ctx context.Context, dep *appsv1.Deployment, prs Pul
 
 // observe reads what decideReconcile needs: the marker, the live values,
 // the pull request's state and Git's values.
-func (a *Applier) observe(ctx context.Context, dep *appsv1.Deployment, prs PullRequests, git func(string, string) (GitValues, bool)) seen {
-	s := seen{revertClosed: a.o.RevertClosed, live: dep.Spec.Template.Annotations[kai.FractionAnnotation]}
-	s.marker, _, s.markerErr = markerOf(dep.Annotations)
+func (a *Applier) observe(ctx context.Context, dep *object, prs PullRequests, git func(string, string) (GitValues, bool)) seen {
+	s := seen{revertClosed: a.o.RevertClosed}
+	var err error
+	// Pod templates that ask for different fractions are not the tool's
+	// change, which sets them alike: no marker's value, so the change
+	// reads as someone's since.
+	if s.live, err = dep.liveFraction(); err != nil {
+		s.live = "mixed"
+	}
+	s.marker, _, s.markerErr = markerOf(dep.meta.Annotations)
 	if s.markerErr != nil {
 		return s
 	}
@@ -294,7 +316,7 @@ func (a *Applier) observe(ctx context.Context, dep *appsv1.Deployment, prs PullR
 	if i := slices.IndexFunc(found, func(pr scm.PullRequest) bool { return pr.Number == s.marker.Number }); i >= 0 {
 		s.pr = &found[i]
 	}
-	s.git, s.gitOK = git(dep.Namespace, dep.Name)
+	s.git, s.gitOK = git(dep.meta.Namespace, dep.meta.Name)
 	return s
 }
 
@@ -333,7 +355,7 @@ func behind(g GitValues, mk Marker) string {
 // fields and deletes the one only it held, the marker. Without that
 // first step, giving up a field nobody else holds would delete it — the
 // GPU request itself. It returns whom the fields went to.
-func (a *Applier) release(ctx context.Context, dep *appsv1.Deployment, mk Marker, fraction string, args []string) (string, error) {
+func (a *Applier) release(ctx context.Context, dep *object, mk Marker, fraction string, args []string) (string, error) {
 	to := releaseTo(dep, mk)
 	container := ""
 	if mk.VLLM != nil {
@@ -344,8 +366,8 @@ func (a *Applier) release(ctx context.Context, dep *appsv1.Deployment, mk Marker
 			// Each hand-back changes the object: the next one reads it
 			// again, for its resourceVersion.
 			var err error
-			if dep, err = a.c.kube.AppsV1().Deployments(dep.Namespace).Get(ctx, dep.Name, metav1.GetOptions{}); err != nil {
-				return "", apiError("get", "deployments", dep.Namespace, err)
+			if dep, err = a.c.get(ctx, dep.k, dep.meta.Namespace, dep.meta.Name); err != nil {
+				return "", err
 			}
 		}
 		if manager != HandoffManager {
@@ -358,18 +380,16 @@ func (a *Applier) release(ctx context.Context, dep *appsv1.Deployment, mk Marker
 		if err != nil {
 			return "", err
 		}
-		if _, err := a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, patch,
-			metav1.PatchOptions{FieldManager: HandoffManager}); err != nil {
-			return "", apiError("patch", "deployments", dep.Namespace, err)
+		if _, err := a.c.patch(ctx, dep, patch, HandoffManager, nil); err != nil {
+			return "", err
 		}
 	}
 	empty, err := applyPatch(dep, "", nil, nil, nil)
 	if err != nil {
 		return "", err
 	}
-	if _, err := a.c.kube.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.ApplyPatchType, empty,
-		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-		return "", apiError("patch", "deployments", dep.Namespace, err)
+	if _, err := a.c.patch(ctx, dep, empty, FieldManager, nil); err != nil {
+		return "", err
 	}
 	return strings.Join(to, ", "), nil
 }

@@ -123,7 +123,7 @@ func TestPlanLive(t *testing.T) {
 			want string
 		}{
 			{"a Deployment in an allowed namespace with a pull request", func(t Target) Target { return t }, ""},
-			{"a StatefulSet", func(t Target) Target { t.Kind = "StatefulSet"; return t }, "a StatefulSet is never changed live"},
+			{"a CronJob", func(t Target) Target { t.Kind = "CronJob"; return t }, "a CronJob is never changed live"},
 			{"another namespace", func(t Target) Target { t.Namespace = "prod"; return t }, "namespace prod is not one live changes may touch"},
 			{"no pull request", func(t Target) Target { t.PullRequest = ""; return t }, "no pull request carries the change"},
 			{"whole GPUs", func(t Target) Target { t.Fraction.New = "1"; return t }, "only a gpu-fraction is changed live"},

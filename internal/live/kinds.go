@@ -1,0 +1,230 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+)
+
+// kindInfo is a kind the fast path changes live: where it is served and
+// where its pod templates are.
+type kindInfo struct {
+	kind       string
+	apiVersion string
+	gvr        schema.GroupVersionResource
+	// leader is the path of a pod template sized only when it asks for
+	// GPUs (a LeaderWorkerSet's leader): nil when the kind has none.
+	leader []string
+	// template is the pod template always sized.
+	template []string
+}
+
+// kindOf is the fast path's table of kinds; ok is false for a kind it
+// never changes live. A function rather than a map keeps the table
+// immutable.
+func kindOf(kind string) (kindInfo, bool) {
+	switch kind {
+	case "Deployment":
+		return kindInfo{kind: kind, apiVersion: "apps/v1", gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+			template: []string{"spec", "template"}}, true
+	case "StatefulSet":
+		return kindInfo{kind: kind, apiVersion: "apps/v1", gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"},
+			template: []string{"spec", "template"}}, true
+	case "Rollout":
+		return kindInfo{kind: kind, apiVersion: "argoproj.io/v1alpha1", gvr: schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"},
+			template: []string{"spec", "template"}}, true
+	case "LeaderWorkerSet":
+		return kindInfo{kind: kind, apiVersion: "leaderworkerset.x-k8s.io/v1", gvr: schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"},
+			leader: []string{"spec", "leaderWorkerTemplate", "leaderTemplate"}, template: []string{"spec", "leaderWorkerTemplate", "workerTemplate"}}, true
+	}
+	return kindInfo{}, false
+}
+
+// liveKinds names the kinds of kindOf, for messages.
+const liveKinds = "Deployments, StatefulSets, Argo Rollouts and LeaderWorkerSets only"
+
+// podTemplate is one pod template of a live object and where it sits.
+type podTemplate struct {
+	path []string
+	spec corev1.PodTemplateSpec
+}
+
+// object is a live workload as the fast path reads it, whatever its
+// kind: its metadata, the pod templates it sizes, and the object itself
+// (typed for a Deployment, whose requests stay those of the typed
+// client; unstructured for the others).
+type object struct {
+	k         kindInfo
+	meta      metav1.ObjectMeta
+	templates []podTemplate
+	dep       *appsv1.Deployment
+	u         *unstructured.Unstructured
+}
+
+func deploymentObject(dep *appsv1.Deployment) *object {
+	k, _ := kindOf("Deployment")
+	return &object{k: k, meta: dep.ObjectMeta, dep: dep, templates: []podTemplate{{path: k.template, spec: dep.Spec.Template}}}
+}
+
+// unstructuredObject reads the metadata and pod templates of u, a k.
+func unstructuredObject(k kindInfo, u *unstructured.Unstructured) (*object, error) {
+	o := &object{k: k, u: u}
+	if m, ok := u.Object["metadata"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &o.meta); err != nil {
+			return nil, fmt.Errorf("%s %s/%s: metadata: %w", k.kind, u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	for _, path := range [][]string{k.leader, k.template} {
+		if path == nil {
+			continue
+		}
+		m, ok, err := unstructured.NestedMap(u.Object, path...)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s/%s: %s: %w", k.kind, u.GetNamespace(), u.GetName(), strings.Join(path, "."), err)
+		}
+		if !ok {
+			continue
+		}
+		var t corev1.PodTemplateSpec
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &t); err != nil {
+			return nil, fmt.Errorf("%s %s/%s: %s: %w", k.kind, u.GetNamespace(), u.GetName(), strings.Join(path, "."), err)
+		}
+		// A leader that asks for no GPU runs on the CPU: the editor leaves
+		// it alone, and so does the live change.
+		if path[len(path)-1] == "leaderTemplate" && !asksGPUs(&t) {
+			continue
+		}
+		o.templates = append(o.templates, podTemplate{path: path, spec: t})
+	}
+	return o, nil
+}
+
+// asksGPUs reports whether a pod template asks KAI or the device plugin
+// for a GPU.
+func asksGPUs(t *corev1.PodTemplateSpec) bool {
+	if _, ok := t.Annotations[kai.FractionAnnotation]; ok {
+		return true
+	}
+	return podGPUs(t) > 0
+}
+
+// liveFraction is the gpu-fraction of the object's pod templates; err
+// when they have none, or differ.
+func (o *object) liveFraction() (string, error) {
+	if len(o.templates) == 0 {
+		return "", fmt.Errorf("the live %s has no pod template", o.k.kind)
+	}
+	first := o.templates[0].spec.Annotations[kai.FractionAnnotation]
+	for _, t := range o.templates[1:] {
+		if v := t.spec.Annotations[kai.FractionAnnotation]; v != first {
+			return "", fmt.Errorf("the live %s's pod templates ask for different gpu-fractions (%s at %s, %s at %s): left to the pull request",
+				o.k.kind, first, strings.Join(o.templates[0].path, "."), v, strings.Join(t.path, "."))
+		}
+	}
+	return first, nil
+}
+
+// refuseKind says why the controller of o would not roll its pods from a
+// template change, so that a live change would not reach them: "" when it
+// would (docs/live.md, "Kinds", with the sources). It reads nothing but o.
+func refuseKind(o *object) string {
+	if o.u == nil {
+		return ""
+	}
+	name := o.k.kind + " " + o.meta.Namespace + "/" + o.meta.Name
+	str := func(path ...string) string { s, _, _ := unstructured.NestedString(o.u.Object, path...); return s }
+	num := func(path ...string) int64 { n, _, _ := unstructured.NestedInt64(o.u.Object, path...); return n }
+	switch o.k.kind {
+	case "StatefulSet":
+		if str("spec", "updateStrategy", "type") == string(appsv1.OnDeleteStatefulSetStrategyType) {
+			return fmt.Sprintf("%s has updateStrategy OnDelete: its pods keep the old request until each is deleted by hand, so the live fast path refuses it; it waits for its pull request", name)
+		}
+		if p := num("spec", "updateStrategy", "rollingUpdate", "partition"); p > 0 {
+			return fmt.Sprintf("%s has a rolling update partition of %d: pods below that ordinal keep the old request, so the live fast path refuses it; it waits for its pull request", name, p)
+		}
+	case "Rollout":
+		if _, ok, _ := unstructured.NestedMap(o.u.Object, "spec", "workloadRef"); ok {
+			return fmt.Sprintf("%s runs the pod template of another workload (spec.workloadRef), not its own: the live fast path refuses it; it waits for its pull request", name)
+		}
+		if paused, _, _ := unstructured.NestedBool(o.u.Object, "spec", "paused"); paused {
+			return fmt.Sprintf("%s is paused (spec.paused): the Argo Rollouts controller does not progress it, so the live fast path refuses it; it waits for its pull request", name)
+		}
+	case "LeaderWorkerSet":
+		if p := num("spec", "rolloutStrategy", "rollingUpdateConfiguration", "partition"); p > 0 {
+			return fmt.Sprintf("%s has a rolling update partition of %d: groups below that index keep the old request, so the live fast path refuses it; it waits for its pull request", name, p)
+		}
+	}
+	return ""
+}
+
+// get reads the live k namespace/name.
+func (c *Client) get(ctx context.Context, k kindInfo, namespace, name string) (*object, error) {
+	if k.kind == "Deployment" {
+		dep, err := c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, apiError("get", k.gvr.Resource, namespace, err)
+		}
+		return deploymentObject(dep), nil
+	}
+	u, err := c.dyn.Resource(k.gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, apiError("get", k.gvr.Resource, namespace, err)
+	}
+	return unstructuredObject(k, u)
+}
+
+// list reads the live objects of kind k in namespace.
+func (c *Client) list(ctx context.Context, k kindInfo, namespace string) ([]*object, error) {
+	var out []*object
+	if k.kind == "Deployment" {
+		list, err := c.kube.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, apiError("list", k.gvr.Resource, namespace, err)
+		}
+		for i := range list.Items {
+			out = append(out, deploymentObject(&list.Items[i]))
+		}
+		return out, nil
+	}
+	list, err := c.dyn.Resource(k.gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, apiError("list", k.gvr.Resource, namespace, err)
+	}
+	for i := range list.Items {
+		o, err := unstructuredObject(k, &list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// patch server-side applies body to o as manager, and returns the object
+// the server answers with. apiError wraps the server's error, so that
+// conflicts still reads a conflict's managers from it.
+func (c *Client) patch(ctx context.Context, o *object, body []byte, manager string, force *bool) (*object, error) {
+	opts := metav1.PatchOptions{FieldManager: manager, Force: force}
+	if o.k.kind == "Deployment" {
+		out, err := c.kube.AppsV1().Deployments(o.meta.Namespace).Patch(ctx, o.meta.Name, types.ApplyPatchType, body, opts)
+		if err != nil {
+			return nil, apiError("patch", o.k.gvr.Resource, o.meta.Namespace, err)
+		}
+		return deploymentObject(out), nil
+	}
+	out, err := c.dyn.Resource(o.k.gvr).Namespace(o.meta.Namespace).Patch(ctx, o.meta.Name, types.ApplyPatchType, body, opts)
+	if err != nil {
+		return nil, apiError("patch", o.k.gvr.Resource, o.meta.Namespace, err)
+	}
+	return unstructuredObject(o.k, out)
+}
