@@ -69,15 +69,21 @@ func (s state) inUse() (gpus, nodes int) {
 // fit picks the devices of one node a share would take: the n tightest
 // that hold it (the lowest index among equals), so that a used device
 // with room is filled before an empty one is opened. opened counts the
-// empty devices taken, leftover the room left on the ones taken.
-func fit(free []int, per, n int) (devs []int, opened, leftover int, ok bool) {
+// empty devices taken, leftover the room left on the ones taken. devs is
+// built in buf, which best reuses: packing a large pool calls fit for
+// every pod on every node.
+func fit(free []int, per, n int, buf []int) (devs []int, opened, leftover int, ok bool) {
+	devs = buf[:0]
+	if n == 1 {
+		return fitOne(free, per, devs)
+	}
 	for d, f := range free {
 		if f >= per {
 			devs = append(devs, d)
 		}
 	}
 	if len(devs) < n {
-		return nil, 0, 0, false
+		return devs[:0], 0, 0, false
 	}
 	slices.SortStableFunc(devs, func(a, b int) int { return cmp.Compare(free[a], free[b]) })
 	devs = devs[:n]
@@ -89,6 +95,23 @@ func fit(free []int, per, n int) (devs []int, opened, leftover int, ok bool) {
 	}
 	slices.Sort(devs)
 	return devs, opened, leftover, true
+}
+
+// fitOne is fit for one device, the common case, without sorting.
+func fitOne(free []int, per int, buf []int) (devs []int, opened, leftover int, ok bool) {
+	at := -1
+	for d, f := range free {
+		if f >= per && (at < 0 || f < free[at]) {
+			at = d
+		}
+	}
+	if at < 0 {
+		return buf, 0, 0, false
+	}
+	if free[at] == full {
+		opened = 1
+	}
+	return append(buf, at), opened, free[at] - per, true
 }
 
 // where is a choice among nodes: which may take the share, and a rank
@@ -105,12 +128,14 @@ type where struct {
 // packing is deterministic.
 func (s state) best(per, n int, w where) (node int, devs []int, ok bool) {
 	var bestKey [5]int
+	var buf []int
 	node = -1
 	for i := range s {
 		if w.allowed != nil && !w.allowed(i) {
 			continue
 		}
-		d, opened, leftover, fits := fit(s[i], per, n)
+		d, opened, leftover, fits := fit(s[i], per, n, buf)
+		buf = d[:0]
 		if !fits {
 			continue
 		}
@@ -124,7 +149,7 @@ func (s state) best(per, n int, w where) (node int, devs []int, ok bool) {
 		}
 		key := [5]int{rank, opened, fresh, leftover, i}
 		if node < 0 || slices.Compare(key[:], bestKey[:]) < 0 {
-			node, devs, bestKey = i, d, key
+			node, devs, bestKey = i, append(devs[:0], d...), key
 		}
 	}
 	return node, devs, node >= 0
