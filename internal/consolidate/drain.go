@@ -19,15 +19,16 @@ import (
 func (pl *pool) drain(s state, threshold int) (state, []Candidate, []Move) {
 	cands := pl.candidates(s, threshold)
 	isCand := make([]bool, len(pl.nodes))
+	used := make([]int, len(pl.nodes))
 	for _, c := range cands {
-		isCand[c] = true
+		isCand[c], used[c] = true, s.used(c)
 	}
 	drained := make([]bool, len(pl.nodes))
 	tookFrom := make([]string, len(pl.nodes))
 	var out []Candidate
 	var moves []Move
 	for _, c := range cands {
-		cand := Candidate{Node: pl.nodes[c].Name, GPUs: pl.nodes[c].GPUs, Used: float64(s.used(c)) / full}
+		cand := Candidate{Node: pl.nodes[c].Name, GPUs: pl.nodes[c].GPUs, Used: float64(used[c]) / full}
 		if from := tookFrom[c]; from != "" {
 			cand.Why = "it takes the pods drained from " + from
 			out = append(out, cand)

@@ -47,7 +47,8 @@ type Report struct {
 type Candidate struct {
 	Node string
 	GPUs int
-	// Used is the node's share in GPUs once the recommendations merge.
+	// Used is the node's share in GPUs once the recommendations merge,
+	// before any drain: the number the candidate rule compares.
 	Used      float64
 	Drainable bool
 	// Moves free the node when it is drainable.

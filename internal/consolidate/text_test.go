@@ -40,7 +40,7 @@ GPUs in use now 4; needed now 3, after the open pull requests 4; in use after th
 NODE  GPUS  USED  DRAIN  MOVES OR WHY NOT
 n4    1     0.00  yes    idle: nothing to move
 n3    1     0.40  yes    ns/cold-0 (0.40) → n2/0
-n2    2     1.40  no     it takes the pods drained from n3
+n2    2     1.00  no     it takes the pods drained from n3
 moved by their resize: ns/hot-0 (0.70) → n1/1
 not modelled: ` + strings.Join(names(consolidate.Unmodelled()), "; ") + "\n",
 		},
