@@ -22,9 +22,9 @@ type liveFlags struct {
 }
 
 func (l *liveFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&l.Enabled, "live", false, "apply urgent upsizes to the live Deployments at once, where the policy sets gitops.liveUpsize (docs/live.md)")
+	fs.BoolVar(&l.Enabled, "live", false, "apply urgent upsizes to the live workloads at once (Deployments, StatefulSets, Rollouts, LeaderWorkerSets), where the policy sets gitops.liveUpsize (docs/live.md)")
 	fs.IntVar(&l.MaxChanges, "live-max-changes", 3, "make at most this many live changes per run")
-	fs.StringArrayVar(&l.Namespaces, "live-namespaces", nil, "change live only Deployments in this `namespace` (repeatable; required with --live)")
+	fs.StringArrayVar(&l.Namespaces, "live-namespaces", nil, "change live only workloads in this `namespace` (repeatable; required with --live)")
 	fs.BoolVar(&l.Force, "live-force-conflicts", false, "take a field another field manager owns (server-side apply's force) instead of reporting the conflict")
 	fs.BoolVar(&l.RevertClosed, "live-revert-closed", false, "revert a live change to Git's value when its pull request is closed unmerged")
 	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig `file` (default: the pod's service account)")
@@ -35,7 +35,7 @@ func (l *liveFlags) check() error {
 		return nil
 	}
 	if len(l.Namespaces) == 0 {
-		return flagErrorf("`--live` needs `--live-namespaces`: the namespaces whose Deployments may be changed live")
+		return flagErrorf("`--live` needs `--live-namespaces`: the namespaces whose workloads may be changed live")
 	}
 	if err := live.CheckNamespaces(l.Namespaces); err != nil {
 		return flagErrorf("`--live-namespaces`: %v", err)

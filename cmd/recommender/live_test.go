@@ -81,7 +81,7 @@ func TestRunLive(t *testing.T) {
 	require.Equal(t, exitOK, Main(append(base, "--dry-run"), &out, &errOut), "%s\n%s", out.String(), errOut.String())
 	t.Logf("dry run:\n%s", out.String())
 	require.Contains(t, out.String(), `
-LIVE DEPLOYMENT      OUTCOME      CHANGE                                                                         DETAIL
+LIVE WORKLOAD        OUTCOME      CHANGE                                                                         DETAIL
 inference/chat       would apply  gpu-fraction 0.5 → 0.72, container vllm --gpu-memory-utilization 0.45 → 0.64   would apply by server-side apply as gpu-rightsizing-recommender
 inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --gpu-memory-utilization 0.22 → 0.28  would apply by server-side apply as gpu-rightsizing-recommender
 `)

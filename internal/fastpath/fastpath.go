@@ -297,7 +297,7 @@ func (lr *Stage) write(w io.Writer, results []live.Result) error {
 		fmt.Fprintln(w, "live: no urgent upsize to apply and no live change to reconcile")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "LIVE DEPLOYMENT\tOUTCOME\tCHANGE\tDETAIL")
+		fmt.Fprintln(tw, "LIVE WORKLOAD\tOUTCOME\tCHANGE\tDETAIL")
 		for _, r := range results {
 			fields := strings.Join(r.Fields, ", ")
 			if fields == "" {
