@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 // gitops is the whole loop of a test, every part real but the forge: a
@@ -30,7 +31,7 @@ type gitops struct {
 	kube  *testenv.KubeAPIServer
 	flux  *testenv.Flux
 	git   *testenv.GitServer
-	forge *testenv.FakeGitHub
+	forge *forge.FakeGitHub
 	// run is `recommender run` against the forge, on the quickstart's
 	// recording.
 	run []string
@@ -48,7 +49,7 @@ func newGitOps(t *testing.T, files map[string]string) *gitops {
 	g := &gitops{t: t, kube: testenv.StartKubeAPIServer(t), git: testenv.NewGitServer(t)}
 	g.flux = testenv.StartFlux(t, g.kube)
 	g.git.NewRepo(t, gitopsRepo, files)
-	g.forge = testenv.NewFakeGitHub(t, g.git, "acme", "gitops")
+	g.forge = forge.NewFakeGitHub(t, g.git, "acme", "gitops")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(g.forge.Token+"\n"), 0o600))
 	g.run = []string{"run", "--scm", "github", "--github-repo", gitopsRepo, "--github-url", g.forge.BaseURL(),
