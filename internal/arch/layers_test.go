@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"internal/scm":                 {},
 	"internal/testenv":             {},
 	"internal/testenv/forge":       {"internal/testenv"},
+	"internal/testenv/kubeenv":     {"internal/testenv"},
 	"internal/arch":                {},
 	"internal/deploy":              {},
 	"internal/engine":              {"internal/kai", "internal/usage"},
