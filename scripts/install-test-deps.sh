@@ -52,7 +52,7 @@ build() {
 	echo "built $name in $((SECONDS - start))s" >&2
 }
 
-# kube-apiserver (about 12 minutes on 2 cores): internal/testenv looks for
+# kube-apiserver (about 12 minutes on 2 cores): internal/testenv/kubeenv looks for
 # it at $cache/kube-apiserver-v1.34.4/ unless RECOMMENDER_KUBE_APISERVER
 # names another binary.
 version=v1.34.4

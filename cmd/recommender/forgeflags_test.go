@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 func TestRunGitFlags(t *testing.T) {
@@ -88,7 +89,7 @@ func TestRunGitHubOverSSH(t *testing.T) {
 	git := testenv.NewGitServer(t)
 	sshd := testenv.NewSSHServer(t, git)
 	git.NewRepo(t, "acme/gitops", quickstartFiles(t))
-	fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
+	fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
 	t.Setenv("GITHUB_TOKEN", fake.Token)
 	config := writeConfig(t, strings.Join([]string{
 		"scm: github",

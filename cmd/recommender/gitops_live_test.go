@@ -12,7 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // liveFiles is the quickstart with a strategy that lets urgent upsizes go
@@ -97,7 +97,7 @@ func (g *gitops) pullFor(t *testing.T, branch string) int {
 // live change, and the next run reports it.
 func TestLiveOnFlux(t *testing.T) {
 	liveFlags := func(g *gitops) []string {
-		return []string{"--live", "--live-namespaces", "inference", "--live-force-conflicts", "--kubeconfig", g.kube.Kubeconfig(t, testenv.KubeAdmin)}
+		return []string{"--live", "--live-namespaces", "inference", "--live-force-conflicts", "--kubeconfig", g.kube.Kubeconfig(t, kubeenv.Admin)}
 	}
 	// Later runs evaluate the recording before its last minutes' spike:
 	// the urgency is over, so they only reconcile earlier live changes.

@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // gitops is the whole loop of a test, every part real but the forge: a
@@ -27,10 +29,10 @@ import (
 // real controllers sync from that repository.
 type gitops struct {
 	t     *testing.T
-	kube  *testenv.KubeAPIServer
-	flux  *testenv.Flux
+	kube  *kubeenv.APIServer
+	flux  *kubeenv.Flux
 	git   *testenv.GitServer
-	forge *testenv.FakeGitHub
+	forge *forge.FakeGitHub
 	// run is `recommender run` against the forge, on the quickstart's
 	// recording.
 	run []string
@@ -45,10 +47,10 @@ const gpuResource = corev1.ResourceName("nvidia.com/gpu")
 // flux-system following main.
 func newGitOps(t *testing.T, files map[string]string) *gitops {
 	t.Helper()
-	g := &gitops{t: t, kube: testenv.StartKubeAPIServer(t), git: testenv.NewGitServer(t)}
-	g.flux = testenv.StartFlux(t, g.kube)
+	g := &gitops{t: t, kube: kubeenv.StartAPIServer(t), git: testenv.NewGitServer(t)}
+	g.flux = kubeenv.StartFlux(t, g.kube)
 	g.git.NewRepo(t, gitopsRepo, files)
-	g.forge = testenv.NewFakeGitHub(t, g.git, "acme", "gitops")
+	g.forge = forge.NewFakeGitHub(t, g.git, "acme", "gitops")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(g.forge.Token+"\n"), 0o600))
 	g.run = []string{"run", "--scm", "github", "--github-repo", gitopsRepo, "--github-url", g.forge.BaseURL(),
@@ -61,37 +63,37 @@ func newGitOps(t *testing.T, files map[string]string) *gitops {
 // kustomization creates the Flux Kustomization name, which applies path
 // of the repository with spec (YAML lines, indented by two), and waits
 // until it has applied main's head.
-func (g *gitops) kustomization(t *testing.T, name, path, spec string) testenv.FluxObject {
+func (g *gitops) kustomization(t *testing.T, name, path, spec string) kubeenv.FluxObject {
 	t.Helper()
 	g.kube.Apply(t, []byte(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
-metadata: {name: `+name+`, namespace: `+testenv.FluxNamespace+`}
+metadata: {name: `+name+`, namespace: `+kubeenv.FluxNamespace+`}
 spec:
   interval: 10m
   sourceRef: {kind: GitRepository, name: gitops}
   path: `+path+`
   prune: true
 `+spec))
-	ks := testenv.FluxObject{Kind: "Kustomization", Namespace: testenv.FluxNamespace, Name: name}
+	ks := kubeenv.FluxObject{Kind: "Kustomization", Namespace: kubeenv.FluxNamespace, Name: name}
 	rev := g.head(t)
-	g.flux.Wait(t, ks, func(s testenv.FluxStatus) bool { return s.LastAppliedRevision == rev })
+	g.flux.Wait(t, ks, func(s kubeenv.FluxStatus) bool { return s.LastAppliedRevision == rev })
 	return ks
 }
 
 // head is main's head as Flux names it.
 func (g *gitops) head(t *testing.T) string {
 	t.Helper()
-	return testenv.Revision("main", strings.TrimSpace(g.git.Git(t, gitopsRepo, "rev-parse", "main")))
+	return kubeenv.Revision("main", strings.TrimSpace(g.git.Git(t, gitopsRepo, "rev-parse", "main")))
 }
 
 // sync has Flux fetch main and apply it through ks now, as `flux reconcile
 // kustomization --with-source` does, and returns the revision applied.
-func (g *gitops) sync(t *testing.T, ks testenv.FluxObject) string {
+func (g *gitops) sync(t *testing.T, ks kubeenv.FluxObject) string {
 	t.Helper()
 	rev := g.head(t)
-	src := testenv.FluxObject{Kind: "GitRepository", Namespace: testenv.FluxNamespace, Name: "gitops"}
-	g.flux.Reconcile(t, src, func(s testenv.FluxStatus) bool { return s.Artifact != nil && s.Artifact.Revision == rev })
-	g.flux.Reconcile(t, ks, func(s testenv.FluxStatus) bool { return s.LastAppliedRevision == rev })
+	src := kubeenv.FluxObject{Kind: "GitRepository", Namespace: kubeenv.FluxNamespace, Name: "gitops"}
+	g.flux.Reconcile(t, src, func(s kubeenv.FluxStatus) bool { return s.Artifact != nil && s.Artifact.Revision == rev })
+	g.flux.Reconcile(t, ks, func(s kubeenv.FluxStatus) bool { return s.LastAppliedRevision == rev })
 	return rev
 }
 
@@ -131,7 +133,7 @@ func (g *gitops) eventually(t *testing.T, name string, ok func(*appsv1.Deploymen
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var d *appsv1.Deployment
-		code, body := g.kube.Do(t, testenv.KubeAdmin, http.MethodGet, "/apis/apps/v1/namespaces/inference/deployments/"+name, nil, "")
+		code, body := g.kube.Do(t, kubeenv.Admin, http.MethodGet, "/apis/apps/v1/namespaces/inference/deployments/"+name, nil, "")
 		if code == http.StatusOK {
 			d = new(appsv1.Deployment)
 			require.NoError(t, json.Unmarshal(body, d))
@@ -211,7 +213,7 @@ func TestGitOpsLoop(t *testing.T) {
 		d := newDemo()
 		g := newGitOps(t, repoFiles(t, ""))
 		d.step("etcd, kube-apiserver %s, the git server, source-, kustomize- and helm-controller started; the quickstart pushed to %s",
-			testenv.KubeAPIServerVersion, gitopsRepo)
+			kubeenv.APIServerVersion, gitopsRepo)
 		ks := g.kustomization(t, "apps", "./apps", "")
 		d.step("Flux applied main (%s) to the namespace inference", g.head(t))
 		before := deployment(t, g.kube, "asr-whisper")
@@ -306,7 +308,7 @@ func (d *demo) deployments(title string, g *gitops, names ...string) {
 	fmt.Fprintln(tw, "        DEPLOYMENT\tgpu-fraction\tkai.scheduler/queue\tnvidia.com/gpu\t--gpu-memory-utilization")
 	for _, name := range names {
 		var dep appsv1.Deployment
-		code, body := g.kube.Do(g.t, testenv.KubeAdmin, http.MethodGet, "/apis/apps/v1/namespaces/inference/deployments/"+name, nil, "")
+		code, body := g.kube.Do(g.t, kubeenv.Admin, http.MethodGet, "/apis/apps/v1/namespaces/inference/deployments/"+name, nil, "")
 		if code != http.StatusOK || json.Unmarshal(body, &dep) != nil {
 			continue
 		}

@@ -16,14 +16,15 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // liveQuickstart is a git copy of the quickstart whose strategy lets
 // urgent upsizes go live (a project policy: gitops is not in Kubex's
 // kinds), and a real API server holding its Deployments and KAI queues.
-func liveQuickstart(t *testing.T) (repo string, kube *testenv.KubeAPIServer) {
+func liveQuickstart(t *testing.T) (repo string, kube *kubeenv.APIServer) {
 	t.Helper()
-	kube = testenv.StartKubeAPIServer(t)
+	kube = kubeenv.StartAPIServer(t)
 	kube.InstallKAIQueueCRD(t)
 	var manifests []string
 	manifests = append(manifests, "apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n")
@@ -58,9 +59,9 @@ func liveQuickstart(t *testing.T) (repo string, kube *testenv.KubeAPIServer) {
 	return repo, kube
 }
 
-func deployment(t *testing.T, kube *testenv.KubeAPIServer, name string) *appsv1.Deployment {
+func deployment(t *testing.T, kube *kubeenv.APIServer, name string) *appsv1.Deployment {
 	t.Helper()
-	code, body := kube.Do(t, testenv.KubeAdmin, http.MethodGet, "/apis/apps/v1/namespaces/inference/deployments/"+name, nil, "")
+	code, body := kube.Do(t, kubeenv.Admin, http.MethodGet, "/apis/apps/v1/namespaces/inference/deployments/"+name, nil, "")
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	var d appsv1.Deployment
 	require.NoError(t, json.Unmarshal(body, &d))
@@ -74,7 +75,7 @@ func deployment(t *testing.T, kube *testenv.KubeAPIServer, name string) *appsv1.
 func TestRunLive(t *testing.T) {
 	repo, kube := liveQuickstart(t)
 	base := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om",
-		"--live", "--live-namespaces", "inference", "--kubeconfig", kube.Kubeconfig(t, testenv.KubeAdmin)}
+		"--live", "--live-namespaces", "inference", "--kubeconfig", kube.Kubeconfig(t, kubeenv.Admin)}
 	gen := deployment(t, kube, "chat").Generation
 
 	var out, errOut bytes.Buffer

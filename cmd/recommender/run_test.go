@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 // TestRunLocal is `run --scm local` on a git copy of the quickstart: a
@@ -89,7 +90,7 @@ func TestRunGitLabWithPrometheus(t *testing.T) {
 	prom := testenv.StartPrometheus(t, "../../examples/quickstart/metrics.om")
 	git := testenv.NewGitServer(t)
 	url := git.NewRepo(t, "infra/gitops", quickstartFiles(t))
-	fake := testenv.NewFakeGitLab(t, testenv.FakeGitLabOptions{Project: "infra/gitops", Dir: git.Dir("infra/gitops"), CloneURL: url, Token: git.Token})
+	fake := forge.NewFakeGitLab(t, forge.FakeGitLabOptions{Project: "infra/gitops", Dir: git.Dir("infra/gitops"), CloneURL: url, Token: git.Token})
 	t.Setenv("GITLAB_TOKEN", git.Token)
 
 	args := []string{"run", "--scm", "gitlab", "--gitlab-url", fake.URL, "--gitlab-project", "infra/gitops",
@@ -113,7 +114,7 @@ func TestRunGitLabWithPrometheus(t *testing.T) {
 func TestRunGitHub(t *testing.T) {
 	git := testenv.NewGitServer(t)
 	git.NewRepo(t, "acme/gitops", quickstartFiles(t))
-	fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
+	fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(fake.Token+"\n"), 0o600))
 
@@ -140,8 +141,8 @@ func TestRunGitHub(t *testing.T) {
 func TestErrorLineEscapesWhatAServerSaid(t *testing.T) {
 	git := testenv.NewGitServer(t)
 	git.NewRepo(t, "acme/gitops", quickstartFiles(t))
-	fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
-	fake.Fail(10, testenv.GitHubFault{Status: http.StatusBadRequest, Body: `{"message":"Not Found \u001b[2J\u001b[31mrepository gone\u0007"}`})
+	fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
+	fake.Fail(10, forge.GitHubFault{Status: http.StatusBadRequest, Body: `{"message":"Not Found \u001b[2J\u001b[31mrepository gone\u0007"}`})
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(fake.Token+"\n"), 0o600))
 	var out, errOut bytes.Buffer

@@ -24,6 +24,8 @@ var allowed = map[string][]string{
 	"internal/checkout":            {"internal/located"},
 	"internal/scm":                 {},
 	"internal/testenv":             {},
+	"internal/testenv/forge":       {"internal/testenv"},
+	"internal/testenv/kubeenv":     {"internal/testenv"},
 	"internal/arch":                {},
 	"internal/deploy":              {},
 	"internal/engine":              {"internal/kai", "internal/usage"},

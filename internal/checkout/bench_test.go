@@ -17,7 +17,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // benchRepo writes the repository of the issue: 10,000 Deployments in
@@ -27,9 +27,9 @@ func benchRepo(b *testing.B) string {
 	root := b.TempDir()
 	const files, deployments = 7401, 10000
 	for i := range files {
-		body := testenv.Deployment(fmt.Sprintf("llm-%d", i))
+		body := kubeenv.Deployment(fmt.Sprintf("llm-%d", i))
 		if j := files + i; j < deployments {
-			body += "---\n" + testenv.Deployment(fmt.Sprintf("llm-%d", j))
+			body += "---\n" + kubeenv.Deployment(fmt.Sprintf("llm-%d", j))
 		}
 		p := filepath.Join(root, fmt.Sprintf("team-%02d", i%100), "apps", fmt.Sprintf("app-%d.yaml", i))
 		require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))

@@ -17,7 +17,7 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // renderedDoc is one object of a rendering, as the text Helm would send.
@@ -100,7 +100,7 @@ func TestChartOnCluster(t *testing.T) {
 			vals := readValues(t, set)
 			docs := renderDocs(t, vals)
 			objs := render(t, vals)
-			kube := testenv.StartKubeAPIServer(t)
+			kube := kubeenv.StartAPIServer(t)
 
 			// The namespaces first: the release's and each one an object
 			// names, as the cluster would already hold them.
@@ -120,7 +120,7 @@ func TestChartOnCluster(t *testing.T) {
 			// Every object reads back holding every field as rendered;
 			// the server adds its defaults and its metadata, nothing else.
 			for _, d := range docs {
-				status, body := kube.Do(t, testenv.KubeAdmin, http.MethodGet, objectPath(t, d), nil, "")
+				status, body := kube.Do(t, kubeenv.Admin, http.MethodGet, objectPath(t, d), nil, "")
 				require.Equal(t, http.StatusOK, status, "%v: %s", d, body)
 				var want, got any
 				require.NoError(t, sigsyaml.Unmarshal([]byte(d.text), &want), "%v", d)
@@ -161,7 +161,7 @@ func TestChartOnCluster(t *testing.T) {
 
 // allowed asks the API server whether a ServiceAccount may do verb on
 // resource, through a SubjectAccessReview.
-func allowed(t *testing.T, kube *testenv.KubeAPIServer, user, saNamespace, ns, group, resource, verb string) bool {
+func allowed(t *testing.T, kube *kubeenv.APIServer, user, saNamespace, ns, group, resource, verb string) bool {
 	t.Helper()
 	review := map[string]any{
 		"apiVersion": "authorization.k8s.io/v1",
@@ -176,7 +176,7 @@ func allowed(t *testing.T, kube *testenv.KubeAPIServer, user, saNamespace, ns, g
 	}
 	body, err := json.Marshal(review)
 	require.NoError(t, err)
-	status, resp := kube.Do(t, testenv.KubeAdmin, http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, "")
+	status, resp := kube.Do(t, kubeenv.Admin, http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, "")
 	require.Equal(t, http.StatusCreated, status, string(resp))
 	var answer struct {
 		Status struct {

@@ -15,21 +15,21 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/live"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // TestExamplesOnCluster creates every object under examples/ on a real
 // API server, with strict field validation, the upstream CRDs installed:
 // Flux's from the controllers' own modules (make test-deps), Argo CD's
 // Application and KAI's Queue as their projects publish them
-// (internal/testenv/testdata). A misspelt or misplaced field anywhere is
+// (internal/testenv/kubeenv/testdata). A misspelt or misplaced field anywhere is
 // an error. Each example is built with the kustomize API first, as Argo CD
 // and Flux build it. The chart's objects, for examples/helm's values among
 // others, are created the same way by TestChartOnCluster; the policies
 // under examples/ are read by the tool from Git, never applied to a
 // cluster, and are checked by the policy loader's own strict decoding.
 func TestExamplesOnCluster(t *testing.T) {
-	kube := testenv.StartKubeAPIServer(t)
+	kube := kubeenv.StartAPIServer(t)
 	kube.InstallKAIQueueCRD(t)
 	kube.InstallArgoCDApplicationCRD(t)
 	kube.InstallFluxCRDs(t)
@@ -67,7 +67,7 @@ func TestExamplesOnCluster(t *testing.T) {
 	// What the examples promise, read back from the server.
 	get := func(t *testing.T, path string) map[string]any {
 		t.Helper()
-		code, body := kube.Do(t, testenv.KubeAdmin, http.MethodGet, path, nil, "")
+		code, body := kube.Do(t, kubeenv.Admin, http.MethodGet, path, nil, "")
 		require.Equal(t, http.StatusOK, code, "%s", body)
 		return decodeJSON(t, body)
 	}
@@ -109,7 +109,7 @@ func TestExamplesOnCluster(t *testing.T) {
 				"Kustomization": "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations",
 				"Application":   "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications",
 			}[obj["kind"].(string)]
-			code, resp := kube.Do(t, testenv.KubeAdmin, http.MethodPost, path+"?fieldValidation=Strict", []byte(body), "")
+			code, resp := kube.Do(t, kubeenv.Admin, http.MethodPost, path+"?fieldValidation=Strict", []byte(body), "")
 			require.Equal(t, http.StatusBadRequest, code, "%s", resp)
 			require.Contains(t, string(resp), "unknown field")
 		}

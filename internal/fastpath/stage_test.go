@@ -15,7 +15,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -29,9 +29,9 @@ func (noPullRequests) Find(context.Context, string) ([]scm.PullRequest, error) {
 // its live object, each in the row where the Deployment's would-apply is,
 // and the Deployment's row reads as before.
 func TestStageKinds(t *testing.T) {
-	kube := testenv.StartKubeAPIServer(t)
+	kube := kubeenv.StartAPIServer(t)
 	kube.InstallKAIQueueCRD(t)
-	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: serving}\n---\n"+testenv.Deployment("llm")+
+	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: serving}\n---\n"+kubeenv.Deployment("llm")+
 		"---\napiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: serving}\nspec:\n  resources:\n"+
 		"    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n    memory: {quota: -1, limit: -1, overQuotaWeight: 1}\n"+
 		"---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: embed, namespace: serving}\nspec:\n  serviceName: embed\n  updateStrategy: {type: OnDelete}\n"+
@@ -55,7 +55,7 @@ func TestStageKinds(t *testing.T) {
 		upsize("StatefulSet", "calm", false),
 	}}
 	stage, err := fastpath.Prepare(t.Context(), p, fastpath.Options{Namespaces: []string{"serving"}, MaxChanges: 3, DryRun: true,
-		Kubeconfig: kube.Kubeconfig(t, testenv.KubeAdmin), Now: func() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) }})
+		Kubeconfig: kube.Kubeconfig(t, kubeenv.Admin), Now: func() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) }})
 	require.NoError(t, err)
 	rep := &publish.Report{DryRun: true}
 	for _, d := range p.Decisions {

@@ -11,37 +11,37 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // cluster is a real API server with a client of the tool on it.
 type cluster struct {
-	s *testenv.KubeAPIServer
+	s *kubeenv.APIServer
 	c *live.Client
 }
 
 // startCluster starts a real kube-apiserver with the KAI Queue CRD and
 // the namespaces the tests use; the tool's client is user as named (admin
 // unless said otherwise).
-func startCluster(t *testing.T, user string, users ...testenv.KubeUser) cluster {
+func startCluster(t *testing.T, user string, users ...kubeenv.User) cluster {
 	t.Helper()
 	return startClusterTB(t, user, users...)
 }
 
 func startClusterB(b *testing.B) cluster {
 	b.Helper()
-	return startClusterTB(b, testenv.KubeAdmin)
+	return startClusterTB(b, kubeenv.Admin)
 }
 
-func startClusterTB(t testing.TB, user string, users ...testenv.KubeUser) cluster {
+func startClusterTB(t testing.TB, user string, users ...kubeenv.User) cluster {
 	t.Helper()
-	s := testenv.StartKubeAPIServer(t, users...)
+	s := kubeenv.StartAPIServer(t, users...)
 	s.InstallKAIQueueCRD(t)
 	s.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: staging}\n"))
 	return cluster{s: s, c: client(t, s, user)}
 }
 
-func client(t testing.TB, s *testenv.KubeAPIServer, user string) *live.Client {
+func client(t testing.TB, s *kubeenv.APIServer, user string) *live.Client {
 	t.Helper()
 	cfg, err := live.RESTConfig(s.Kubeconfig(t, user))
 	require.NoError(t, err)
@@ -115,14 +115,14 @@ func (c cluster) applyAsB(b *testing.B, w workload) {
 func (c cluster) applyAsTB(t testing.TB, w workload, manager string, force bool) {
 	t.Helper()
 	path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=%s&force=%t", w.ns, w.name, manager, force)
-	code, body := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, w.manifest(), "application/apply-patch+yaml")
+	code, body := c.s.Do(t, kubeenv.Admin, http.MethodPatch, path, w.manifest(), "application/apply-patch+yaml")
 	require.Contains(t, []int{http.StatusOK, http.StatusCreated}, code, "%s", body)
 }
 
 // get reads a Deployment as the admin.
 func (c cluster) get(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
-	code, body := c.s.Do(t, testenv.KubeAdmin, http.MethodGet, fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s", ns, name), nil, "")
+	code, body := c.s.Do(t, kubeenv.Admin, http.MethodGet, fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s", ns, name), nil, "")
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	var d appsv1.Deployment
 	require.NoError(t, json.Unmarshal(body, &d))
@@ -163,6 +163,6 @@ var (
 	markerPath   = []string{"f:metadata", "f:annotations", "f:" + live.MarkerAnnotation}
 )
 
-func testenvUser(name string) testenv.KubeUser { return testenv.KubeUser{Name: name} }
+func testenvUser(name string) kubeenv.User { return kubeenv.User{Name: name} }
 
 func ctx(t *testing.T) context.Context { return t.Context() }

@@ -14,11 +14,11 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // kindCase is a workload kind beyond Deployment, from the fixtures
-// internal/testenv holds to the upstream schemas.
+// internal/testenv/kubeenv holds to the upstream schemas.
 type kindCase struct {
 	kind, file, collection, name string
 	// templates are the paths of the pod templates a live change sizes.
@@ -41,7 +41,7 @@ func kindCases() []kindCase {
 // fixture is a kind's fixture, changed by edit, as JSON.
 func fixture(t *testing.T, file string, edit func(map[string]any)) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testenv", "testdata", "kinds", file))
+	b, err := os.ReadFile(filepath.Join("..", "testenv", "kubeenv", "testdata", "kinds", file))
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, yaml.Unmarshal(b, &m))
@@ -56,7 +56,7 @@ func fixture(t *testing.T, file string, edit func(map[string]any)) []byte {
 // object reads a workload as the admin, with its managedFields.
 func (c cluster) object(t *testing.T, k kindCase) (map[string]any, []metav1.ManagedFieldsEntry) {
 	t.Helper()
-	code, body := c.s.Do(t, testenv.KubeAdmin, http.MethodGet, k.collection+"/"+k.name, nil, "")
+	code, body := c.s.Do(t, kubeenv.Admin, http.MethodGet, k.collection+"/"+k.name, nil, "")
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	var obj map[string]any
 	require.NoError(t, json.Unmarshal(body, &obj))
@@ -125,7 +125,7 @@ func TestLiveKinds(t *testing.T) {
 	o := live.Options{Namespaces: []string{"inference"}, MaxChanges: 5, Force: true, Now: now}
 	for _, k := range kindCases() {
 		t.Run(k.kind, func(t *testing.T) {
-			code, body := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, k.collection+"/"+k.name+"?fieldManager=argocd-controller",
+			code, body := c.s.Do(t, kubeenv.Admin, http.MethodPatch, k.collection+"/"+k.name+"?fieldManager=argocd-controller",
 				fixture(t, k.file, nil), "application/apply-patch+yaml")
 			require.Contains(t, []int{http.StatusOK, http.StatusCreated}, code, "%s", body)
 			pr, err := prs.Open(ctx(t), scm.NewPullRequest{Branch: "gpu-rightsizing/inference/" + k.name, Base: "main", Title: "t", Body: "b"})
@@ -203,7 +203,7 @@ func argsOf(t *testing.T, obj map[string]any, k kindCase) []string {
 func TestLiveKindsRefused(t *testing.T) {
 	c := startCluster(t, "admin")
 	k := kindCases()[0]
-	code, body := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, k.collection+"/"+k.name+"?fieldManager=argocd-controller",
+	code, body := c.s.Do(t, kubeenv.Admin, http.MethodPatch, k.collection+"/"+k.name+"?fieldManager=argocd-controller",
 		fixture(t, k.file, func(m map[string]any) {
 			m["spec"].(map[string]any)["updateStrategy"] = map[string]any{"type": "OnDelete"}
 		}), "application/apply-patch+yaml")

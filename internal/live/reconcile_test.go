@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // TestReconcile: the marker's life after a live change, on a real API
@@ -282,7 +282,7 @@ func (c cluster) halfRevert(t *testing.T, w workload, fraction string, args []st
 	})
 	require.NoError(t, err)
 	path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=%s", w.ns, w.name, live.FieldManager)
-	code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, body, "application/apply-patch+yaml")
+	code, out := c.s.Do(t, kubeenv.Admin, http.MethodPatch, path, body, "application/apply-patch+yaml")
 	require.Equal(t, http.StatusOK, code, "%s", out)
 }
 
@@ -340,14 +340,14 @@ func TestReleaseHandsBack(t *testing.T) {
 
 		// Git drops the annotation; the controller's next apply prunes it.
 		path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=argocd-controller&force=true", w.ns, w.name)
-		code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, dropAnnotation(w), "application/apply-patch+yaml")
+		code, out := c.s.Do(t, kubeenv.Admin, http.MethodPatch, path, dropAnnotation(w), "application/apply-patch+yaml")
 		require.Equal(t, http.StatusOK, code, "%s", out)
 		require.NotContains(t, c.get(t, w.ns, w.name).Spec.Template.Annotations, "gpu-fraction", "pruned")
 	})
 
 	t.Run("created with a client-side tool", func(t *testing.T) {
 		w := workload{ns: "inference", name: "created", fraction: "0.30"}
-		code, out := c.s.Do(t, testenv.KubeAdmin, http.MethodPost, "/apis/apps/v1/namespaces/inference/deployments?fieldManager=kubectl-client-side-apply", w.manifest(), "")
+		code, out := c.s.Do(t, kubeenv.Admin, http.MethodPost, "/apis/apps/v1/namespaces/inference/deployments?fieldManager=kubectl-client-side-apply", w.manifest(), "")
 		require.Equal(t, http.StatusCreated, code, "%s", out)
 		d := cycle(t, w)
 		require.Equal(t, []string{live.HandoffManager}, owners(t, d, fractionPath...), "no manager applied it before: the handoff manager keeps it")
@@ -356,7 +356,7 @@ func TestReleaseHandsBack(t *testing.T) {
 		// annotation deletes it, whoever owns it.
 		patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"gpu-fraction":null}}}}}`)
 		path := "/apis/apps/v1/namespaces/inference/deployments/created?fieldManager=kubectl-client-side-apply"
-		code, out = c.s.Do(t, testenv.KubeAdmin, http.MethodPatch, path, patch, "application/strategic-merge-patch+json")
+		code, out = c.s.Do(t, kubeenv.Admin, http.MethodPatch, path, patch, "application/strategic-merge-patch+json")
 		require.Equal(t, http.StatusOK, code, "%s", out)
 		require.NotContains(t, c.get(t, w.ns, w.name).Spec.Template.Annotations, "gpu-fraction", "removed")
 	})

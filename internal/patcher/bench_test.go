@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 func benchService(name string) string {
@@ -33,7 +33,7 @@ spec:
 func BenchmarkApply(b *testing.B) {
 	var docs []string
 	for i := 0; len(strings.Split(strings.Join(docs, "---\n"), "\n")) < 300; i++ {
-		docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), testenv.Deployment(fmt.Sprintf("llm-%d", i)))
+		docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), kubeenv.Deployment(fmt.Sprintf("llm-%d", i)))
 	}
 	src := strings.Join(docs, "---\n")
 	root := b.TempDir()
@@ -58,7 +58,7 @@ func BenchmarkApply(b *testing.B) {
 func BenchmarkDiscover(b *testing.B) {
 	root := b.TempDir()
 	for i := range 200 {
-		body := testenv.Deployment(fmt.Sprintf("llm-%d", i))
+		body := kubeenv.Deployment(fmt.Sprintf("llm-%d", i))
 		if i%2 == 0 {
 			body = benchService(fmt.Sprintf("llm-%d", i)) + "---\n" + body
 		}
@@ -84,7 +84,7 @@ func BenchmarkApplyManyDocuments(b *testing.B) {
 		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
 			var docs []string
 			for i := range n {
-				docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), testenv.Deployment(fmt.Sprintf("llm-%d", i)))
+				docs = append(docs, benchService(fmt.Sprintf("llm-%d", i)), kubeenv.Deployment(fmt.Sprintf("llm-%d", i)))
 			}
 			src := strings.Join(docs, "---\n")
 			root := b.TempDir()

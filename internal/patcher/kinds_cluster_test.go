@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -36,7 +36,7 @@ func TestKindsOnCluster(t *testing.T) {
 	require.Empty(t, res.Refused)
 	require.Len(t, res.Files, 3)
 
-	kube := testenv.StartKubeAPIServer(t)
+	kube := kubeenv.StartAPIServer(t)
 	kube.InstallArgoRolloutCRD(t)
 	kube.InstallLeaderWorkerSetCRD(t)
 	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n"))
@@ -58,7 +58,7 @@ func TestKindsOnCluster(t *testing.T) {
 		{path: "/apis/leaderworkerset.x-k8s.io/v1/namespaces/inference/leaderworkersets/llama",
 			pods: []string{"spec.leaderWorkerTemplate.workerTemplate", "spec.leaderWorkerTemplate.leaderTemplate"}},
 	} {
-		status, body := kube.Do(t, testenv.KubeAdmin, "GET", tc.path, nil, "")
+		status, body := kube.Do(t, kubeenv.Admin, "GET", tc.path, nil, "")
 		require.Equal(t, 200, status, "%s: %s", tc.path, body)
 		for _, p := range tc.pods {
 			require.Equal(t, "0.37", field(t, body, p+".metadata.annotations.gpu-fraction"), "%s %s", tc.path, p)

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // The scale benchmarks of issue 9: a generated repository of 10,000
@@ -39,7 +39,7 @@ func scaleRepo(b *testing.B) string {
 	for i := range scaleN {
 		p := filepath.Join(root, "apps", fmt.Sprintf("d%05d", i), "deployment.yaml")
 		require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(b, os.WriteFile(p, []byte(testenv.Deployment(fmt.Sprintf("d%05d", i))), 0o644))
+		require.NoError(b, os.WriteFile(p, []byte(kubeenv.Deployment(fmt.Sprintf("d%05d", i))), 0o644))
 	}
 	return root
 }
@@ -56,7 +56,7 @@ func scaleOverlayRepo(b *testing.B) string {
 		k.WriteString("resources:\n")
 		for i := range scaleN / 100 {
 			name := fmt.Sprintf("d%05d", o*100+i)
-			require.NoError(b, os.WriteFile(filepath.Join(base, name+".yaml"), []byte(testenv.Deployment(name)), 0o644))
+			require.NoError(b, os.WriteFile(filepath.Join(base, name+".yaml"), []byte(kubeenv.Deployment(name)), 0o644))
 			fmt.Fprintf(&k, "  - %s.yaml\n", name)
 		}
 		require.NoError(b, os.WriteFile(filepath.Join(base, "kustomization.yaml"), k.Bytes(), 0o644))

@@ -19,6 +19,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 // quickstartFiles is the quickstart repository's manifests and policies.
@@ -46,7 +47,7 @@ func quickstartFiles(t *testing.T) map[string]string {
 // kept for inspection.
 type lifecycle struct {
 	git     *testenv.GitServer
-	fake    *testenv.FakeGitHub
+	fake    *forge.FakeGitHub
 	forge   *scm.GitHub
 	src     *openmetrics.Recorded
 	logs    *bytes.Buffer
@@ -59,7 +60,7 @@ func newLifecycle(t *testing.T, app bool) *lifecycle {
 	t.Helper()
 	l := &lifecycle{git: testenv.NewGitServer(t), logs: &bytes.Buffer{}, workdir: t.TempDir()}
 	l.git.NewRepo(t, "acme/gitops", quickstartFiles(t))
-	l.fake = testenv.NewFakeGitHub(t, l.git, "acme", "gitops")
+	l.fake = forge.NewFakeGitHub(t, l.git, "acme", "gitops")
 	cfg := scm.GitHubConfig{Owner: "acme", Repo: "gitops", BaseURL: l.fake.BaseURL(), Token: l.fake.Token,
 		Sleep:  func(context.Context, time.Duration) error { return nil },
 		Logger: slog.New(slog.NewTextHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
@@ -138,7 +139,7 @@ func (l *lifecycle) checkInvariants(t *testing.T, rep *publish.Report) {
 }
 
 // merged checks that main holds exactly what the merged branch proposed.
-func (l *lifecycle) checkMerged(t *testing.T, p testenv.FakePull) {
+func (l *lifecycle) checkMerged(t *testing.T, p forge.FakePull) {
 	t.Helper()
 	changed := strings.Fields(l.git.Git(t, "acme/gitops", "diff", "--name-only", p.MergeCommit+"^1..."+p.Head))
 	require.NotEmpty(t, changed)
@@ -151,7 +152,7 @@ func (l *lifecycle) checkMerged(t *testing.T, p testenv.FakePull) {
 // person acts on the pull requests between runs, as reviewers would.
 func (l *lifecycle) person(t *testing.T, step int) string {
 	t.Helper()
-	var open []testenv.FakePull
+	var open []forge.FakePull
 	for _, p := range l.fake.Pulls() {
 		if p.State == "open" {
 			open = append(open, p)
@@ -229,18 +230,18 @@ func TestTokensNeverLeak(t *testing.T) {
 	for step := range 8 {
 		switch step {
 		case 2:
-			l.fake.Fail(1, testenv.SecondaryRateLimit(3*time.Second))
+			l.fake.Fail(1, forge.SecondaryRateLimit(3*time.Second))
 		case 4:
-			l.fake.Fail(2, testenv.StatusFault(502))
+			l.fake.Fail(2, forge.StatusFault(502))
 		case 6:
-			l.fake.Fail(1, testenv.PrimaryRateLimit(time.Now().Add(5*time.Second)))
+			l.fake.Fail(1, forge.PrimaryRateLimit(time.Now().Add(5*time.Second)))
 		}
 		l.person(t, step)
 		l.run(t, newest.Add(-time.Duration(step*20)*time.Minute))
 	}
 	// A run whose token GitHub refuses fails with an error that names
 	// the cause and not the token.
-	l.fake.Fail(1, testenv.StatusFault(401))
+	l.fake.Fail(1, forge.StatusFault(401))
 	ctx := context.Background()
 	g, err := scm.Clone(ctx, l.forge.CloneURL(), "main", filepath.Join(l.workdir, "refused"), l.forge.GitAuth())
 	require.NoError(t, err)

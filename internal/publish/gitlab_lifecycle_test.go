@@ -17,6 +17,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 // gitlabWorld is the quickstart as a GitLab project: its repository on a
@@ -25,7 +26,7 @@ import (
 type gitlabWorld struct {
 	t     *testing.T
 	srv   *testenv.GitServer
-	fake  *testenv.FakeGitLab
+	fake  *forge.FakeGitLab
 	forge *scm.GitLab
 	src   *openmetrics.Recorded
 	name  string
@@ -37,7 +38,7 @@ func newGitLabWorld(t *testing.T) *gitlabWorld {
 	srv := testenv.NewGitServer(t)
 	const name = "infra/gitops"
 	url := srv.NewRepo(t, name, files)
-	fake := testenv.NewFakeGitLab(t, testenv.FakeGitLabOptions{Project: name, Dir: srv.Dir(name), CloneURL: url, Token: srv.Token})
+	fake := forge.NewFakeGitLab(t, forge.FakeGitLabOptions{Project: name, Dir: srv.Dir(name), CloneURL: url, Token: srv.Token})
 	forge, err := scm.NewGitLab(context.Background(), scm.GitLabConfig{BaseURL: fake.URL, Project: name, Token: srv.Token,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
@@ -72,7 +73,7 @@ func (w *gitlabWorld) heads() string {
 }
 
 // open is the open merge request of branch, nil when none is.
-func (w *gitlabWorld) open(branch string) *testenv.FakeMergeRequest {
+func (w *gitlabWorld) open(branch string) *forge.FakeMergeRequest {
 	for _, mr := range w.fake.MergeRequests() {
 		if mr.SourceBranch == branch && mr.State == "opened" {
 			return &mr

@@ -16,6 +16,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 // TestPolicyLabelsAndReviewersReachThePullRequest: the labels, reviewers
@@ -53,7 +54,7 @@ func TestPolicyLabelsAndReviewersReachThePullRequest(t *testing.T) {
 			ctx := context.Background()
 			git := testenv.NewGitServer(t)
 			git.NewRepo(t, "acme/gitops", files)
-			fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
+			fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
 			forge, err := scm.NewGitHub(ctx, scm.GitHubConfig{Owner: "acme", Repo: "gitops", BaseURL: fake.BaseURL(), Token: fake.Token,
 				Sleep: func(context.Context, time.Duration) error { return nil }})
 			require.NoError(t, err)

@@ -17,13 +17,14 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 // ghEnv is a git server with a repository, a fake GitHub over it, and a
 // forge connected to the fake whose clock never waits for real.
 type ghEnv struct {
 	git   *testenv.GitServer
-	fake  *testenv.FakeGitHub
+	fake  *forge.FakeGitHub
 	forge *scm.GitHub
 	now   time.Time
 	logs  *bytes.Buffer
@@ -38,11 +39,11 @@ func (e *ghEnv) sleeps() []time.Duration {
 	return e.slept
 }
 
-func newGHEnv(t *testing.T, configure func(*scm.GitHubConfig, *testenv.FakeGitHub)) *ghEnv {
+func newGHEnv(t *testing.T, configure func(*scm.GitHubConfig, *forge.FakeGitHub)) *ghEnv {
 	t.Helper()
 	e := &ghEnv{git: testenv.NewGitServer(t), now: time.Now().Truncate(time.Second), logs: &bytes.Buffer{}}
 	e.git.NewRepo(t, "acme/gitops", map[string]string{"app/a.yaml": "gpu: 0.5\n"})
-	e.fake = testenv.NewFakeGitHub(t, e.git, "acme", "gitops")
+	e.fake = forge.NewFakeGitHub(t, e.git, "acme", "gitops")
 	cfg := scm.GitHubConfig{
 		Owner: "acme", Repo: "gitops", BaseURL: e.fake.BaseURL(), Token: e.fake.Token,
 		Now: func() time.Time { return e.now },
@@ -169,7 +170,7 @@ func TestGitHubRefusesAnEmptyPullRequest(t *testing.T) {
 
 func TestGitHubPagination(t *testing.T) {
 	ctx := context.Background()
-	e := newGHEnv(t, func(c *scm.GitHubConfig, _ *testenv.FakeGitHub) { c.PerPage = 2 })
+	e := newGHEnv(t, func(c *scm.GitHubConfig, _ *forge.FakeGitHub) { c.PerPage = 2 })
 	for i := range 5 {
 		b := fmt.Sprintf("gpu-rightsizing/w%d", i)
 		e.pushBranch(t, b, fmt.Sprintf("gpu: 0.%d1\n", i))
@@ -195,78 +196,78 @@ func TestGitHubPagination(t *testing.T) {
 func TestGitHubErrors(t *testing.T) {
 	tests := []struct {
 		name      string
-		faults    func(now time.Time) []testenv.GitHubFault
+		faults    func(now time.Time) []forge.GitHubFault
 		wantErr   error
 		wantText  []string
 		wantSleep []time.Duration
 		wantTries int
 	}{
 		{name: "primary rate limit waits for the reset",
-			faults: func(now time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.PrimaryRateLimit(now.Add(30 * time.Second))}
+			faults: func(now time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.PrimaryRateLimit(now.Add(30 * time.Second))}
 			},
 			wantSleep: []time.Duration{31 * time.Second}, wantTries: 2},
 		{name: "primary rate limit too long to wait",
-			faults: func(now time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.PrimaryRateLimit(now.Add(20 * time.Minute))}
+			faults: func(now time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.PrimaryRateLimit(now.Add(20 * time.Minute))}
 			},
 			wantErr:   scm.ErrRateLimited,
 			wantText:  []string{"the primary rate limit asks to wait 20m1s, more than the 1m0s this run waits in all"},
 			wantTries: 1},
 		{name: "primary rate limit as 429",
-			faults: func(now time.Time) []testenv.GitHubFault {
-				f := testenv.PrimaryRateLimit(now.Add(5 * time.Second))
+			faults: func(now time.Time) []forge.GitHubFault {
+				f := forge.PrimaryRateLimit(now.Add(5 * time.Second))
 				f.Status = http.StatusTooManyRequests
-				return []testenv.GitHubFault{f}
+				return []forge.GitHubFault{f}
 			},
 			wantSleep: []time.Duration{6 * time.Second}, wantTries: 2},
 		{name: "secondary rate limit waits Retry-After",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.SecondaryRateLimit(20 * time.Second)}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.SecondaryRateLimit(20 * time.Second)}
 			},
 			wantSleep: []time.Duration{20 * time.Second}, wantTries: 2},
 		{name: "secondary rate limits add up to the bound",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.SecondaryRateLimit(40 * time.Second), testenv.SecondaryRateLimit(40 * time.Second)}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.SecondaryRateLimit(40 * time.Second), forge.SecondaryRateLimit(40 * time.Second)}
 			},
 			wantErr: scm.ErrRateLimited, wantSleep: []time.Duration{40 * time.Second}, wantTries: 2},
 		{name: "429 with Retry-After",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"7"}}, Body: `{"message":"Too Many Requests"}`}}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"7"}}, Body: `{"message":"Too Many Requests"}`}}
 			},
 			wantSleep: []time.Duration{7 * time.Second}, wantTries: 2},
 		{name: "server errors retry with backoff",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.StatusFault(http.StatusBadGateway), testenv.StatusFault(http.StatusServiceUnavailable)}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.StatusFault(http.StatusBadGateway), forge.StatusFault(http.StatusServiceUnavailable)}
 			},
 			wantSleep: []time.Duration{time.Second, 2 * time.Second}, wantTries: 3},
 		{name: "server errors three times fail",
-			faults: func(time.Time) []testenv.GitHubFault {
-				f := testenv.StatusFault(http.StatusBadGateway)
-				return []testenv.GitHubFault{f, f, f}
+			faults: func(time.Time) []forge.GitHubFault {
+				f := forge.StatusFault(http.StatusBadGateway)
+				return []forge.GitHubFault{f, f, f}
 			},
 			wantErr: scm.ErrUnavailable, wantText: []string{"502 Server Error"}, wantSleep: []time.Duration{time.Second, 2 * time.Second}, wantTries: 3},
 		{name: "401",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.StatusFault(http.StatusUnauthorized)}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.StatusFault(http.StatusUnauthorized)}
 			},
 			wantErr:  scm.ErrUnauthorized,
 			wantText: []string{"the token is invalid or expired", "Bad credentials"}, wantTries: 1},
 		{name: "403 names the permissions",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.StatusFault(http.StatusForbidden)}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.StatusFault(http.StatusForbidden)}
 			},
 			wantErr:  scm.ErrForbidden,
 			wantText: []string{"`pull_requests: write`", "`contents: write`", "`repo` scope", "acme/gitops"}, wantTries: 1},
 		{name: "404",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.StatusFault(http.StatusNotFound)}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.StatusFault(http.StatusNotFound)}
 			},
 			wantErr:  scm.ErrNotFound,
 			wantText: []string{"repository not found, or the token cannot see it", "acme/gitops"}, wantTries: 1},
 		{name: "422 other than already exists",
-			faults: func(time.Time) []testenv.GitHubFault {
-				return []testenv.GitHubFault{testenv.StatusFault(http.StatusUnprocessableEntity)}
+			faults: func(time.Time) []forge.GitHubFault {
+				return []forge.GitHubFault{forge.StatusFault(http.StatusUnprocessableEntity)}
 			},
 			wantText: []string{"422 Validation Failed"}, wantTries: 1},
 	}
@@ -302,7 +303,7 @@ func TestGitHubOnCreate(t *testing.T) {
 	ctx := context.Background()
 	e := newGHEnv(t, nil)
 	e.pushBranch(t, "gpu-rightsizing/a", "gpu: 0.25\n")
-	e.fake.Fail(1, testenv.GitHubFault{Method: http.MethodPost, Status: http.StatusBadGateway, Body: `{"message":"Server Error"}`})
+	e.fake.Fail(1, forge.GitHubFault{Method: http.MethodPost, Status: http.StatusBadGateway, Body: `{"message":"Server Error"}`})
 	pr, err := e.forge.Open(ctx, scm.NewPullRequest{Branch: "gpu-rightsizing/a", Base: "main", Title: "t", Body: "b"})
 	require.NoError(t, err)
 	require.Equal(t, 1, pr.Number)
@@ -313,22 +314,22 @@ func TestGitHubOnCreate(t *testing.T) {
 func TestNewGitHubFails(t *testing.T) {
 	tests := []struct {
 		name     string
-		cfg      func(c *scm.GitHubConfig, f *testenv.FakeGitHub)
+		cfg      func(c *scm.GitHubConfig, f *forge.FakeGitHub)
 		wantErr  error
 		wantText string
 	}{
-		{name: "wrong token", cfg: func(c *scm.GitHubConfig, _ *testenv.FakeGitHub) { c.Token = "ghp_wrongTokenForTest42" },
+		{name: "wrong token", cfg: func(c *scm.GitHubConfig, _ *forge.FakeGitHub) { c.Token = "ghp_wrongTokenForTest42" },
 			wantErr: scm.ErrUnauthorized},
-		{name: "unknown repository", cfg: func(c *scm.GitHubConfig, _ *testenv.FakeGitHub) { c.Repo = "nope" },
+		{name: "unknown repository", cfg: func(c *scm.GitHubConfig, _ *forge.FakeGitHub) { c.Repo = "nope" },
 			wantErr: scm.ErrNotFound},
-		{name: "no credentials", cfg: func(c *scm.GitHubConfig, _ *testenv.FakeGitHub) { c.Token = "" },
+		{name: "no credentials", cfg: func(c *scm.GitHubConfig, _ *forge.FakeGitHub) { c.Token = "" },
 			wantText: "a token or a GitHub App"},
-		{name: "token and app", cfg: func(c *scm.GitHubConfig, _ *testenv.FakeGitHub) { c.AppID = 1 },
+		{name: "token and app", cfg: func(c *scm.GitHubConfig, _ *forge.FakeGitHub) { c.AppID = 1 },
 			wantText: "not both"},
-		{name: "app with a wrong installation", cfg: func(c *scm.GitHubConfig, f *testenv.FakeGitHub) {
+		{name: "app with a wrong installation", cfg: func(c *scm.GitHubConfig, f *forge.FakeGitHub) {
 			c.Token, c.AppID, c.InstallationID, c.PrivateKeyFile = "", f.AppID, 999, f.AppKeyFile
 		}, wantText: "installation 999 not found"},
-		{name: "app with a wrong ID", cfg: func(c *scm.GitHubConfig, f *testenv.FakeGitHub) {
+		{name: "app with a wrong ID", cfg: func(c *scm.GitHubConfig, f *forge.FakeGitHub) {
 			c.Token, c.AppID, c.InstallationID, c.PrivateKeyFile = "", 1, f.InstallationID, f.AppKeyFile
 		}, wantErr: scm.ErrUnauthorized},
 	}
@@ -336,7 +337,7 @@ func TestNewGitHubFails(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			git := testenv.NewGitServer(t)
 			git.NewRepo(t, "acme/gitops", nil)
-			fake := testenv.NewFakeGitHub(t, git, "acme", "gitops")
+			fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
 			cfg := scm.GitHubConfig{Owner: "acme", Repo: "gitops", BaseURL: fake.BaseURL(), Token: fake.Token}
 			tt.cfg(&cfg, fake)
 			_, err := scm.NewGitHub(context.Background(), cfg)
@@ -354,7 +355,7 @@ func TestNewGitHubFails(t *testing.T) {
 
 func TestGitHubApp(t *testing.T) {
 	ctx := context.Background()
-	e := newGHEnv(t, func(c *scm.GitHubConfig, f *testenv.FakeGitHub) {
+	e := newGHEnv(t, func(c *scm.GitHubConfig, f *forge.FakeGitHub) {
 		c.Token, c.AppID, c.InstallationID, c.PrivateKeyFile = "", f.AppID, f.InstallationID, f.AppKeyFile
 	})
 	auth := e.forge.GitAuth()

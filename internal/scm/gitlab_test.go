@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
 
 const project = "infra/gpu.team/gitops"
@@ -66,9 +67,9 @@ func (s *sleeper) sleep(_ context.Context, d time.Duration) error {
 
 var now = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func newGitLab(t *testing.T, branches ...string) (*scm.GitLab, *testenv.FakeGitLab, *sleeper) {
+func newGitLab(t *testing.T, branches ...string) (*scm.GitLab, *forge.FakeGitLab, *sleeper) {
 	t.Helper()
-	fake := testenv.NewFakeGitLab(t, testenv.FakeGitLabOptions{Project: project, Dir: bareRepo(t, branches...)})
+	fake := forge.NewFakeGitLab(t, forge.FakeGitLabOptions{Project: project, Dir: bareRepo(t, branches...)})
 	s := &sleeper{}
 	g, err := scm.NewGitLab(context.Background(), scm.GitLabConfig{BaseURL: fake.URL, Project: project, Token: fake.Token,
 		Sleep: s.sleep, Now: func() time.Time { return now }})
@@ -159,7 +160,7 @@ func TestGitLabOpenExisting(t *testing.T) {
 	require.Contains(t, statuses(fake), "POST 409")
 }
 
-func statuses(fake *testenv.FakeGitLab) []string {
+func statuses(fake *forge.FakeGitLab) []string {
 	var out []string
 	for _, r := range fake.Requests() {
 		out = append(out, r.Method+" "+strconv.Itoa(r.Status))
@@ -193,7 +194,7 @@ func TestGitLabErrors(t *testing.T) {
 	reset := strconv.FormatInt(now.Add(20*time.Second).Unix(), 10)
 	tests := []struct {
 		name   string
-		faults []testenv.GitLabFault
+		faults []forge.GitLabFault
 		// ok: the call succeeds after the faults.
 		ok      bool
 		is      error
@@ -202,47 +203,47 @@ func TestGitLabErrors(t *testing.T) {
 	}{
 		{
 			name:   "429 with Retry-After waits and succeeds",
-			faults: []testenv.GitLabFault{{Status: 429, Header: http.Header{"Retry-After": {"7"}}, Body: `{"message":"Retry later"}`}},
+			faults: []forge.GitLabFault{{Status: 429, Header: http.Header{"Retry-After": {"7"}}, Body: `{"message":"Retry later"}`}},
 			ok:     true, waits: []time.Duration{7 * time.Second},
 		},
 		{
 			name:   "429 with RateLimit-Reset waits until the reset",
-			faults: []testenv.GitLabFault{{Status: 429, Header: http.Header{"Ratelimit-Reset": {reset}}, Body: `{"message":"Retry later"}`}},
+			faults: []forge.GitLabFault{{Status: 429, Header: http.Header{"Ratelimit-Reset": {reset}}, Body: `{"message":"Retry later"}`}},
 			ok:     true, waits: []time.Duration{20 * time.Second},
 		},
 		{
 			name:   "429 beyond the bound fails without waiting",
-			faults: []testenv.GitLabFault{{Status: 429, Header: http.Header{"Retry-After": {"3600"}}, Body: `{"message":"Retry later"}`}},
+			faults: []forge.GitLabFault{{Status: 429, Header: http.Header{"Retry-After": {"3600"}}, Body: `{"message":"Retry later"}`}},
 			is:     scm.ErrRateLimited, message: "rate limited",
 		},
 		{
 			name:   "429s adding up beyond the bound fail",
-			faults: []testenv.GitLabFault{{Times: 5, Status: 429, Header: http.Header{"Retry-After": {"25"}}, Body: `{"message":"Retry later"}`}},
+			faults: []forge.GitLabFault{{Times: 5, Status: 429, Header: http.Header{"Retry-After": {"25"}}, Body: `{"message":"Retry later"}`}},
 			is:     scm.ErrRateLimited, waits: []time.Duration{25 * time.Second, 25 * time.Second},
 		},
 		{
 			name:   "502 is tried again with backoff",
-			faults: []testenv.GitLabFault{{Times: 2, Status: 502, Body: `{"message":"502 Bad Gateway"}`}},
+			faults: []forge.GitLabFault{{Times: 2, Status: 502, Body: `{"message":"502 Bad Gateway"}`}},
 			ok:     true, waits: []time.Duration{time.Second, 2 * time.Second},
 		},
 		{
 			name:   "5xx three times fails",
-			faults: []testenv.GitLabFault{{Times: 3, Status: 503, Body: `{"message":"503 Service Unavailable"}`}},
+			faults: []forge.GitLabFault{{Times: 3, Status: 503, Body: `{"message":"503 Service Unavailable"}`}},
 			is:     scm.ErrUnavailable, message: "after 3 tries: HTTP 503", waits: []time.Duration{time.Second, 2 * time.Second},
 		},
 		{
 			name:   "401 names the token",
-			faults: []testenv.GitLabFault{{Status: 401, Body: `{"message":"401 Unauthorized"}`}},
+			faults: []forge.GitLabFault{{Status: 401, Body: `{"message":"401 Unauthorized"}`}},
 			is:     scm.ErrUnauthorized, message: "the token is invalid or expired",
 		},
 		{
 			name:   "403 names the scope",
-			faults: []testenv.GitLabFault{{Status: 403, Body: `{"error":"insufficient_scope","error_description":"The request requires higher privileges than provided by the access token.","scope":"api"}`}},
+			faults: []forge.GitLabFault{{Status: 403, Body: `{"error":"insufficient_scope","error_description":"The request requires higher privileges than provided by the access token.","scope":"api"}`}},
 			is:     scm.ErrForbidden, message: "the token needs the `api` scope, and its user the Developer role",
 		},
 		{
 			name:   "404 says the project cannot be seen",
-			faults: []testenv.GitLabFault{{Status: 404, Body: `{"message":"404 Project Not Found"}`}},
+			faults: []forge.GitLabFault{{Status: 404, Body: `{"message":"404 Project Not Found"}`}},
 			is:     scm.ErrNotFound, message: "not found, or the token cannot see it",
 		},
 	}
@@ -267,7 +268,7 @@ func TestGitLabErrors(t *testing.T) {
 
 func TestNewGitLab(t *testing.T) {
 	dir := bareRepo(t)
-	fake := testenv.NewFakeGitLab(t, testenv.FakeGitLabOptions{Project: project, Dir: dir, CloneURL: "http://127.0.0.1:1/infra/gitops.git"})
+	fake := forge.NewFakeGitLab(t, forge.FakeGitLabOptions{Project: project, Dir: dir, CloneURL: "http://127.0.0.1:1/infra/gitops.git"})
 	tests := []struct {
 		name    string
 		cfg     scm.GitLabConfig
@@ -304,7 +305,7 @@ func TestNewGitLab(t *testing.T) {
 // body does not get it into the error.
 func TestGitLabTokenScrubbed(t *testing.T) {
 	g, fake, _ := newGitLab(t)
-	fake.Fail(testenv.GitLabFault{Status: 400, Body: fmt.Sprintf(`{"message":"bad token %s"}`, fake.Token)})
+	fake.Fail(forge.GitLabFault{Status: 400, Body: fmt.Sprintf(`{"message":"bad token %s"}`, fake.Token)})
 	_, err := g.ListOpen(context.Background(), "x")
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), fake.Token)
@@ -313,7 +314,7 @@ func TestGitLabTokenScrubbed(t *testing.T) {
 
 func TestGitLabContextCancelled(t *testing.T) {
 	g, fake, _ := newGitLab(t)
-	fake.Fail(testenv.GitLabFault{Times: 3, Status: 502, Body: `{"message":"502"}`})
+	fake.Fail(forge.GitLabFault{Times: 3, Status: 502, Body: `{"message":"502"}`})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := g.ListOpen(ctx, "x")

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,18 +112,11 @@ type promServer struct {
 	url string
 	cmd *exec.Cmd
 	// out keeps the end of the server's output for error messages.
-	out *tailBuffer
+	out *TailBuffer
 	// done is closed once the process has exited, and waitErr set.
 	done    chan struct{}
 	waitErr error
 }
-
-// bindAttempts is how many free ports are tried: a port found free can be
-// taken by another process before the server binds it.
-const bindAttempts = 4
-
-// errPortTaken means the chosen port went to another process first.
-var errPortTaken = errors.New("the port was taken before prometheus could bind it")
 
 // startPrometheus backfills the recordings into a TSDB under s.dir, writes a
 // configuration with nothing to scrape, and starts a server on a free
@@ -156,7 +148,7 @@ func startPrometheus(ctx context.Context, s promSetup) (*promServer, error) {
 		timeout = 30 * time.Second
 	}
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +163,7 @@ func startPrometheus(ctx context.Context, s promSetup) (*promServer, error) {
 			return srv, nil
 		}
 		_ = srv.stop(5 * time.Second)
-		if !errors.Is(err, errPortTaken) || attempt == bindAttempts {
+		if !errors.Is(err, ErrPortTaken) || attempt == BindAttempts {
 			return nil, fmt.Errorf("%w\nprometheus output, last lines:\n%s", err, srv.out.String())
 		}
 		fmt.Fprintf(s.log, "testenv: port %d was taken, trying another\n", port)
@@ -201,7 +193,7 @@ func backfill(ctx context.Context, s promSetup, file, db string, i int) error {
 	out, err := cmd.CombinedOutput()
 	fmt.Fprintf(s.log, "testenv: promtool backfill of %s:\n%s", file, out)
 	if err != nil {
-		return fmt.Errorf("backfilling %s with promtool: %w\n%s", file, err, tail(string(out), 2000))
+		return fmt.Errorf("backfilling %s with promtool: %w\n%s", file, err, Tail(string(out), 2000))
 	}
 	return nil
 }
@@ -259,21 +251,10 @@ func lastSampleTime(db string) (time.Time, error) {
 	return time.UnixMilli(maxT - 1).UTC(), nil
 }
 
-// freePort asks the kernel for a free loopback port. The listener is closed
-// before the server binds the port, so the caller retries if it is lost.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port on 127.0.0.1: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // launch starts the server without waiting for it.
 func launch(s promSetup, config, db string, port int) (*promServer, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	out := &tailBuffer{max: 8 << 10}
+	out := NewTailBuffer(8 << 10)
 	cmd := exec.Command(s.prometheus,
 		"--config.file="+config,
 		"--storage.tsdb.path="+db,
@@ -311,9 +292,9 @@ func (srv *promServer) waitReady(ctx context.Context, db string, last time.Time)
 			select {
 			case <-srv.done:
 				if strings.Contains(srv.out.String(), "address already in use") {
-					return errPortTaken
+					return ErrPortTaken
 				}
-				return fmt.Errorf("prometheus exited before %s: %w", what, cmp.Or(srv.waitErr, errExitedCleanly))
+				return fmt.Errorf("prometheus exited before %s: %w", what, cmp.Or(srv.waitErr, ErrExitedCleanly))
 			case <-ctx.Done():
 				return fmt.Errorf("waiting for prometheus at %s %s: %w", srv.url, what, ctx.Err())
 			case <-tick.C:
@@ -340,7 +321,7 @@ func (srv *promServer) waitReady(ctx context.Context, db string, last time.Time)
 		return err
 	}
 	if got := flags.Data["storage.tsdb.path"]; got != db {
-		return fmt.Errorf("%w: the server on %s serves %q", errPortTaken, srv.url, got)
+		return fmt.Errorf("%w: the server on %s serves %q", ErrPortTaken, srv.url, got)
 	}
 
 	if last.IsZero() {
@@ -411,35 +392,4 @@ func (srv *promServer) stop(grace time.Duration) error {
 	}
 	<-srv.done
 	return fmt.Errorf("prometheus (pid %d) did not stop within %v of SIGTERM and was killed", srv.cmd.Process.Pid, grace)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	b   []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
-
-// tail returns the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
 }

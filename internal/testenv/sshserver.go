@@ -39,7 +39,7 @@ type SSHServer struct {
 }
 
 // sshBindAttempts bounds the retries when another process takes the port
-// between freePort and sshd's bind.
+// between FreePort and sshd's bind.
 const sshBindAttempts = 3
 
 // NewSSHServer starts sshd in front of git's repositories; it stops when
@@ -55,7 +55,7 @@ func NewSSHServer(t testing.TB, git *GitServer) *SSHServer {
 	}
 	if os.Geteuid() == 0 {
 		if _, err := os.Stat("/run/sshd"); err != nil {
-			missing(t, "sshd's privilege separation directory /run/sshd (sshd runs as root here)", err)
+			Missing(t, "sshd's privilege separation directory /run/sshd (sshd runs as root here)", err)
 			return nil
 		}
 	}
@@ -104,12 +104,12 @@ func NewSSHServer(t testing.TB, git *GitServer) *SSHServer {
 	}
 attempts:
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			t.Fatalf("sshd: %v", err)
 			return nil
 		}
-		out := &tailBuffer{max: 16 << 10}
+		out := NewTailBuffer(16 << 10)
 		// -D: stay in the foreground; -e: log to stderr.
 		cmd := exec.Command(sshd, "-D", "-e", "-f", config, "-p", strconv.Itoa(port))
 		cmd.Stdout, cmd.Stderr = out, out

@@ -1,5 +1,5 @@
 // The Flux kustomize-controller v1.9.6, built from its own module for the tests of
-// internal/testenv (scripts/install-test-deps.sh builds it once into a cache
+// internal/testenv/kubeenv (scripts/install-test-deps.sh builds it once into a cache
 // outside the work tree). A dependency's replace directives are ignored, so
 // the ones of kustomize-controller's go.mod are copied here; this module stays out of
 // the main module's build, vet and staticcheck.

@@ -1,4 +1,4 @@
-package testenv_test
+package kubeenv_test
 
 import (
 	"crypto/tls"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 const kubeManifests = `apiVersion: apps/v1
@@ -69,9 +69,9 @@ roleRef:
 
 // One server for every subtest: starting one takes seconds.
 func TestKubeAPIServer(t *testing.T) {
-	kube := testenv.StartKubeAPIServer(t,
-		testenv.KubeUser{Name: "reader", Groups: []string{"team-a"}},
-		testenv.KubeUser{Name: "stranger"},
+	kube := kubeenv.StartAPIServer(t,
+		kubeenv.User{Name: "reader", Groups: []string{"team-a"}},
+		kubeenv.User{Name: "stranger"},
 	)
 	kube.Apply(t, []byte(kubeManifests))
 
@@ -86,7 +86,7 @@ func TestKubeAPIServer(t *testing.T) {
 	}
 
 	t.Run("applied deployment reads back", func(t *testing.T) {
-		status, obj := getDeployment(t, testenv.KubeAdmin)
+		status, obj := getDeployment(t, kubeenv.Admin)
 		require.Equal(t, http.StatusOK, status)
 		template := obj["spec"].(map[string]any)["template"].(map[string]any)
 		require.Equal(t, "0.5", template["metadata"].(map[string]any)["annotations"].(map[string]any)["gpu-fraction"])
@@ -96,10 +96,10 @@ func TestKubeAPIServer(t *testing.T) {
 
 	t.Run("a pod template change counts a generation", func(t *testing.T) {
 		patch := `{"spec":{"template":{"metadata":{"annotations":{"gpu-fraction":"0.6"}}}}}`
-		status, body := kube.Do(t, testenv.KubeAdmin, http.MethodPatch, "/apis/apps/v1/namespaces/serving/deployments/llm",
+		status, body := kube.Do(t, kubeenv.Admin, http.MethodPatch, "/apis/apps/v1/namespaces/serving/deployments/llm",
 			[]byte(patch), "application/merge-patch+json")
 		require.Equal(t, http.StatusOK, status, string(body))
-		_, obj := getDeployment(t, testenv.KubeAdmin)
+		_, obj := getDeployment(t, kubeenv.Admin)
 		require.EqualValues(t, 2, obj["metadata"].(map[string]any)["generation"])
 	})
 
@@ -131,9 +131,9 @@ func TestKubeAPIServer(t *testing.T) {
 	})
 
 	t.Run("tokens", func(t *testing.T) {
-		require.NotEmpty(t, kube.Token(testenv.KubeAdmin))
+		require.NotEmpty(t, kube.Token(kubeenv.Admin))
 		require.NotEmpty(t, kube.Token("reader"))
-		require.NotEqual(t, kube.Token(testenv.KubeAdmin), kube.Token("reader"))
+		require.NotEqual(t, kube.Token(kubeenv.Admin), kube.Token("reader"))
 		require.Empty(t, kube.Token("nobody"))
 	})
 
@@ -206,7 +206,7 @@ spec:
     cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
     memory: {quota: -1, limit: -1, overQuotaWeight: 1}
 `))
-		status, body := kube.Do(t, testenv.KubeAdmin, http.MethodGet, "/apis/scheduling.run.ai/v2/queues/team-a", nil, "")
+		status, body := kube.Do(t, kubeenv.Admin, http.MethodGet, "/apis/scheduling.run.ai/v2/queues/team-a", nil, "")
 		require.Equal(t, http.StatusOK, status, string(body))
 		var q struct {
 			Spec struct {
@@ -226,7 +226,7 @@ spec:
 
 		// The schema is enforced: a quota must be a number.
 		bad := `{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"bad"},"spec":{"resources":{"gpu":{"quota":"two"}}}}`
-		status, body = kube.Do(t, testenv.KubeAdmin, http.MethodPost, "/apis/scheduling.run.ai/v2/queues", []byte(bad), "")
+		status, body = kube.Do(t, kubeenv.Admin, http.MethodPost, "/apis/scheduling.run.ai/v2/queues", []byte(bad), "")
 		require.Equal(t, http.StatusUnprocessableEntity, status, string(body))
 		require.Contains(t, string(body), "spec.resources.gpu.quota")
 	})

@@ -1,8 +1,17 @@
-package testenv
+// Package forge holds fake forges for tests: a fake GitHub REST API
+// (FakeGitHub) over the bare repositories of a testenv.GitServer, and a
+// fake GitLab REST v4 API (FakeGitLab) over a bare repository. Both answer
+// as their forge documents it (status codes, error bodies, pagination,
+// rate-limit headers, injected faults), and both merge with git's real
+// merge machinery.
+package forge
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
+	"testing"
 )
 
 // mergeBranch makes a merge commit of head onto base in a bare repository
@@ -39,4 +48,15 @@ func mergeBranch(git func(args ...string) (string, error), base, head, msg strin
 		return "", fmt.Errorf("move %s: %w", base, err)
 	}
 	return commit, nil
+}
+
+// randomHex is n random bytes in hex: tokens that no other text contains
+// by chance, so that a test can search for them.
+func randomHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatalf("random: %v", err)
+	}
+	return hex.EncodeToString(b)
 }

@@ -1,4 +1,4 @@
-package testenv
+package kubeenv
 
 import (
 	"bytes"
@@ -31,33 +31,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"go.yaml.in/yaml/v3"
 )
 
-// KubeAPIServerVersion is the Kubernetes release of the API server the tests
+// APIServerVersion is the Kubernetes release of the API server the tests
 // run: hack/kube-apiserver builds it and scripts/install-test-deps.sh caches
 // it under this name.
-const KubeAPIServerVersion = "v1.34.4"
+const APIServerVersion = "v1.34.4"
 
-// KubeAPIServerEnv names the environment variable that points at a
+// APIServerEnv names the environment variable that points at a
 // kube-apiserver binary to use instead of the one the test set-up script
 // caches.
-const KubeAPIServerEnv = "RECOMMENDER_KUBE_APISERVER"
+const APIServerEnv = "RECOMMENDER_KUBE_APISERVER"
 
-// KubeAdmin is the user every API server started by StartKubeAPIServer has,
+// Admin is the user every API server started by StartAPIServer has,
 // in the group system:masters, which RBAC lets do anything.
-const KubeAdmin = "admin"
+const Admin = "admin"
 
-// KubeUser is a user the API server knows by a bearer token.
-type KubeUser struct {
+// User is a user the API server knows by a bearer token.
+type User struct {
 	Name   string
 	Groups []string
 }
 
-// KubeAPIServer is a real kube-apiserver with its own etcd, started for one
+// APIServer is a real kube-apiserver with its own etcd, started for one
 // test. No controller runs beside it: a Deployment is stored and its
 // generation counts changes to its spec, but no ReplicaSet or Pod appears.
-type KubeAPIServer struct {
+type APIServer struct {
 	// URL is the server's base URL, https://127.0.0.1:PORT, without a
 	// trailing slash.
 	URL string
@@ -70,26 +71,26 @@ type KubeAPIServer struct {
 	logPath string
 }
 
-// StartKubeAPIServer starts etcd and kube-apiserver on loopback, with data in
+// StartAPIServer starts etcd and kube-apiserver on loopback, with data in
 // a temporary directory, and stops both when the test ends. The server
 // authenticates bearer tokens (see Token and Kubeconfig) and authorizes with
-// RBAC; the user KubeAdmin always exists and users are added, with no role
+// RBAC; the user Admin always exists and users are added, with no role
 // bound to them. It returns once /readyz answers.
 //
-// etcd is looked up in PATH, kube-apiserver at KubeAPIServerEnv or in the
+// etcd is looked up in PATH, kube-apiserver at APIServerEnv or in the
 // cache scripts/install-test-deps.sh builds it into; when one is missing the
-// test is skipped, or fails under StrictEnv. Starting takes a few seconds,
+// test is skipped, or fails under testenv.StrictEnv. Starting takes a few seconds,
 // so a test package is better served by one server per top-level test, its
 // subtests each in a namespace of their own.
-func StartKubeAPIServer(t testing.TB, users ...KubeUser) *KubeAPIServer {
+func StartAPIServer(t testing.TB, users ...User) *APIServer {
 	t.Helper()
-	etcd := LookPath(t, "etcd")
+	etcd := testenv.LookPath(t, "etcd")
 	if etcd == "" {
 		return nil
 	}
 	apiserver, err := kubeAPIServerBinary()
 	if err != nil {
-		missing(t, "kube-apiserver", err)
+		testenv.Missing(t, "kube-apiserver", err)
 		return nil
 	}
 
@@ -140,16 +141,16 @@ func StartKubeAPIServer(t testing.TB, users ...KubeUser) *KubeAPIServer {
 		}
 		showLog()
 	})
-	t.Logf("kube-apiserver %s ready at %s in %v", KubeAPIServerVersion, s.URL, time.Since(began).Round(time.Millisecond))
+	t.Logf("kube-apiserver %s ready at %s in %v", APIServerVersion, s.URL, time.Since(began).Round(time.Millisecond))
 	return s
 }
 
-// KubeAPIServerCachePath returns where scripts/install-test-deps.sh keeps
+// APIServerCachePath returns where scripts/install-test-deps.sh keeps
 // the kube-apiserver it builds: under RECOMMENDER_CACHE_DIR, else
 // $XDG_CACHE_HOME/gpu-rightsizing-recommender, else
 // ~/.cache/gpu-rightsizing-recommender.
-func KubeAPIServerCachePath() (string, error) {
-	return cachePath("kube-apiserver", KubeAPIServerVersion)
+func APIServerCachePath() (string, error) {
+	return cachePath("kube-apiserver", APIServerVersion)
 }
 
 // cachePath returns where scripts/install-test-deps.sh keeps the program
@@ -172,11 +173,11 @@ func cachePath(name, version string) (string, error) {
 
 // kubeAPIServerBinary returns the kube-apiserver to run.
 func kubeAPIServerBinary() (string, error) {
-	path := os.Getenv(KubeAPIServerEnv)
-	from := KubeAPIServerEnv
+	path := os.Getenv(APIServerEnv)
+	from := APIServerEnv
 	if path == "" {
 		var err error
-		if path, err = KubeAPIServerCachePath(); err != nil {
+		if path, err = APIServerCachePath(); err != nil {
 			return "", err
 		}
 		from = "the test tools' cache"
@@ -199,17 +200,6 @@ func executable(path string) error {
 	return nil
 }
 
-// missing skips the test for want of what the test set-up script builds,
-// or fails it under StrictEnv.
-func missing(t testing.TB, what string, err error) {
-	t.Helper()
-	if os.Getenv(StrictEnv) != "" {
-		t.Fatalf("%s is needed and %s is set: %v (run `make test-deps` to build it)", what, StrictEnv, err)
-		return
-	}
-	t.Skipf("%s not found, skipping: %v (run `make test-deps` to build it, once; set %s=1 to fail instead)", what, err, StrictEnv)
-}
-
 // joinDocs joins YAML documents into one stream.
 func joinDocs(docs [][]byte) []byte {
 	var b []byte
@@ -222,12 +212,12 @@ func joinDocs(docs [][]byte) []byte {
 
 // Token returns the bearer token of a user the server was started with, or
 // "" for a user it does not know.
-func (s *KubeAPIServer) Token(user string) string {
+func (s *APIServer) Token(user string) string {
 	return s.tokens[user]
 }
 
 // Log returns what etcd and kube-apiserver have printed so far.
-func (s *KubeAPIServer) Log() string {
+func (s *APIServer) Log() string {
 	b, err := os.ReadFile(s.logPath)
 	if err != nil {
 		return fmt.Sprintf("reading the API server's log: %v", err)
@@ -237,7 +227,7 @@ func (s *KubeAPIServer) Log() string {
 
 // Kubeconfig writes a kubeconfig that reaches the server as user into a
 // temporary directory of the test and returns its path.
-func (s *KubeAPIServer) Kubeconfig(t testing.TB, user string) string {
+func (s *APIServer) Kubeconfig(t testing.TB, user string) string {
 	t.Helper()
 	token := s.tokens[user]
 	if token == "" {
@@ -276,7 +266,7 @@ current-context: testenv
 // status and body of the answer, whatever the status. path starts with a
 // slash, query included; contentType is sent when body is not nil ("" means
 // application/json). A request that gets no answer fails the test.
-func (s *KubeAPIServer) Do(t testing.TB, user, method, path string, body []byte, contentType string) (status int, resp []byte) {
+func (s *APIServer) Do(t testing.TB, user, method, path string, body []byte, contentType string) (status int, resp []byte) {
 	t.Helper()
 	status, resp, err := s.do(t.Context(), user, method, path, body, contentType)
 	if err != nil {
@@ -285,7 +275,7 @@ func (s *KubeAPIServer) Do(t testing.TB, user, method, path string, body []byte,
 	return status, resp
 }
 
-func (s *KubeAPIServer) do(ctx context.Context, user, method, path string, body []byte, contentType string) (int, []byte, error) {
+func (s *APIServer) do(ctx context.Context, user, method, path string, body []byte, contentType string) (int, []byte, error) {
 	var token string
 	if user != "" {
 		if token = s.tokens[user]; token == "" {
@@ -325,14 +315,14 @@ func (s *KubeAPIServer) do(ctx context.Context, user, method, path string, body 
 }
 
 // Apply creates each object of the YAML documents in manifests as
-// KubeAdmin: Namespaces first, then CustomResourceDefinitions, waiting until
+// Admin: Namespaces first, then CustomResourceDefinitions, waiting until
 // each is established, then the rest in their order. A namespaced object
 // without a namespace goes to "default". Every object is created with
 // strict field validation (fieldValidation=Strict: an unknown or repeated
 // field is an error, as `kubectl apply --validate=strict` makes it, where
 // the default would drop it with a warning). An object the server refuses,
 // one that exists already included, fails the test.
-func (s *KubeAPIServer) Apply(t testing.TB, manifests []byte) {
+func (s *APIServer) Apply(t testing.TB, manifests []byte) {
 	t.Helper()
 	if err := s.apply(t.Context(), manifests); err != nil {
 		t.Fatalf("applying manifests: %v", err)
@@ -342,7 +332,7 @@ func (s *KubeAPIServer) Apply(t testing.TB, manifests []byte) {
 // InstallKAIQueueCRD creates the CustomResourceDefinition of KAI
 // Scheduler's Queue (scheduling.run.ai/v2), and waits until Queues can be
 // created.
-func (s *KubeAPIServer) InstallKAIQueueCRD(t testing.TB) {
+func (s *APIServer) InstallKAIQueueCRD(t testing.TB) {
 	t.Helper()
 	s.Apply(t, KAIQueueCRD())
 }
@@ -357,7 +347,7 @@ var argoApplicationCRD []byte
 // CustomResourceDefinition (argoproj.io/v1alpha1, as Argo CD v3.5.1
 // publishes it) and the namespace argocd, with no controller: Argo CD is
 // not run here, its objects are held to its schema.
-func (s *KubeAPIServer) InstallArgoCDApplicationCRD(t testing.TB) {
+func (s *APIServer) InstallArgoCDApplicationCRD(t testing.TB) {
 	t.Helper()
 	s.Apply(t, append([]byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: argocd}\n---\n"), argoApplicationCRD...))
 }
@@ -369,7 +359,7 @@ var argoRolloutCRD []byte
 // CustomResourceDefinition (argoproj.io/v1alpha1, as Argo Rollouts v1.9.1
 // publishes it), with no controller: a Rollout is stored and held to its
 // schema, pod template included, but nothing rolls it out.
-func (s *KubeAPIServer) InstallArgoRolloutCRD(t testing.TB) {
+func (s *APIServer) InstallArgoRolloutCRD(t testing.TB) {
 	t.Helper()
 	s.Apply(t, argoRolloutCRD)
 }
@@ -381,7 +371,7 @@ var leaderWorkerSetCRD []byte
 // CustomResourceDefinition (leaderworkerset.x-k8s.io/v1, as lws v0.10.0
 // publishes it), with no controller: a LeaderWorkerSet is stored and held
 // to its schema, both pod templates included, but no group is created.
-func (s *KubeAPIServer) InstallLeaderWorkerSetCRD(t testing.TB) {
+func (s *APIServer) InstallLeaderWorkerSetCRD(t testing.TB) {
 	t.Helper()
 	s.Apply(t, leaderWorkerSetCRD)
 }
@@ -450,7 +440,7 @@ func isCRD(o *kubeObject) bool {
 	return o.meta.Kind == "CustomResourceDefinition" && strings.HasPrefix(o.meta.APIVersion, "apiextensions.k8s.io/")
 }
 
-func (s *KubeAPIServer) apply(ctx context.Context, manifests []byte) error {
+func (s *APIServer) apply(ctx context.Context, manifests []byte) error {
 	objs, err := splitManifests(manifests)
 	if err != nil {
 		return err
@@ -470,7 +460,7 @@ func (s *KubeAPIServer) apply(ctx context.Context, manifests []byte) error {
 		if err != nil {
 			return fmt.Errorf("%v: %w", o, err)
 		}
-		status, body, err := s.do(ctx, KubeAdmin, http.MethodPost, path+"?fieldValidation=Strict", o.json, "application/json")
+		status, body, err := s.do(ctx, Admin, http.MethodPost, path+"?fieldValidation=Strict", o.json, "application/json")
 		if err != nil {
 			return fmt.Errorf("%v: %w", o, err)
 		}
@@ -489,14 +479,14 @@ func (s *KubeAPIServer) apply(ctx context.Context, manifests []byte) error {
 // collection returns the path to POST o to, found through discovery. A
 // resource whose CustomResourceDefinition was just established can take a
 // moment to be discovered, so a miss is retried for a few seconds.
-func (s *KubeAPIServer) collection(ctx context.Context, o *kubeObject) (string, error) {
+func (s *APIServer) collection(ctx context.Context, o *kubeObject) (string, error) {
 	gvPath := "/apis/" + o.meta.APIVersion
 	if !strings.Contains(o.meta.APIVersion, "/") {
 		gvPath = "/api/" + o.meta.APIVersion
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status, body, err := s.do(ctx, KubeAdmin, http.MethodGet, gvPath, nil, "")
+		status, body, err := s.do(ctx, Admin, http.MethodGet, gvPath, nil, "")
 		if err != nil {
 			return "", err
 		}
@@ -538,12 +528,12 @@ func (s *KubeAPIServer) collection(ctx context.Context, o *kubeObject) (string, 
 
 // waitEstablished waits until the CustomResourceDefinition name is
 // Established, or reports why it was not within 30 seconds.
-func (s *KubeAPIServer) waitEstablished(ctx context.Context, name string) error {
+func (s *APIServer) waitEstablished(ctx context.Context, name string) error {
 	path := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name
 	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for {
-		status, body, err := s.do(ctx, KubeAdmin, http.MethodGet, path, nil, "")
+		status, body, err := s.do(ctx, Admin, http.MethodGet, path, nil, "")
 		if err != nil {
 			return err
 		}
@@ -593,7 +583,7 @@ func statusMessage(body []byte) string {
 	if json.Unmarshal(body, &st) == nil && st.Message != "" {
 		return st.Reason + ": " + st.Message
 	}
-	return tail(string(body), 2000)
+	return testenv.Tail(string(body), 2000)
 }
 
 // kubeFiles are the files kube-apiserver reads.
@@ -604,7 +594,7 @@ type kubeFiles struct {
 // writeKubeFiles generates the server's credentials into dir: a certificate
 // authority and the serving certificate it signs for 127.0.0.1, the key
 // service-account tokens are signed with, and a token for each user.
-func writeKubeFiles(dir string, users []KubeUser) (*KubeAPIServer, kubeFiles, error) {
+func writeKubeFiles(dir string, users []User) (*APIServer, kubeFiles, error) {
 	f := kubeFiles{
 		certDir: filepath.Join(dir, "certs"),
 		tlsCert: filepath.Join(dir, "tls.crt"),
@@ -671,15 +661,15 @@ func writeKubeFiles(dir string, users []KubeUser) (*KubeAPIServer, kubeFiles, er
 		return nil, f, fmt.Errorf("encoding the service-account public key: %w", err)
 	}
 
-	s := &KubeAPIServer{CAData: caPEM, tokens: map[string]string{}}
+	s := &APIServer{CAData: caPEM, tokens: map[string]string{}}
 	var csv strings.Builder
-	all := append([]KubeUser{{Name: KubeAdmin, Groups: []string{"system:masters"}}}, users...)
+	all := append([]User{{Name: Admin, Groups: []string{"system:masters"}}}, users...)
 	for i, u := range all {
 		if u.Name == "" || strings.ContainsAny(u.Name, ",\"\n") {
 			return nil, f, fmt.Errorf("user %d: name %q is empty or has a comma, quote or newline", i, u.Name)
 		}
 		if _, dup := s.tokens[u.Name]; dup {
-			return nil, f, fmt.Errorf("user %q is given twice (%q always exists)", u.Name, KubeAdmin)
+			return nil, f, fmt.Errorf("user %q is given twice (%q always exists)", u.Name, Admin)
 		}
 		for _, g := range u.Groups {
 			if g == "" || strings.ContainsAny(g, ",\"\n") {
@@ -732,14 +722,10 @@ func privateKeyPEM(key *ecdsa.PrivateKey) ([]byte, error) {
 }
 
 // process is a child process that writes to the shared log.
-// errExitedCleanly stands for the wait error of a server that exited with
-// status 0: before it was ready, that is a failure too.
-var errExitedCleanly = errors.New("exit status 0")
-
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  *tailBuffer
+	out  *testenv.TailBuffer
 	// done is closed once the process has exited, and waitErr set.
 	done    chan struct{}
 	waitErr error
@@ -752,7 +738,7 @@ func startProcess(name string, log io.Writer, path string, args ...string) (*pro
 // startProcessEnv is startProcess with the environment env (nil: this
 // process's).
 func startProcessEnv(name string, log io.Writer, env []string, path string, args ...string) (*process, error) {
-	p := &process{name: name, out: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
+	p := &process{name: name, out: testenv.NewTailBuffer(8 << 10), done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Env = env
 	p.cmd.Stdout = io.MultiWriter(log, p.out)
@@ -791,7 +777,7 @@ func (p *process) stop(grace time.Duration) error {
 }
 
 // waitFor polls ready every 20ms until it says true, the process exits (a
-// lost port is then errPortTaken), or ctx ends.
+// lost port is then testenv.ErrPortTaken), or ctx ends.
 func (p *process) waitFor(ctx context.Context, what string, ready func() bool) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -799,9 +785,9 @@ func (p *process) waitFor(ctx context.Context, what string, ready func() bool) e
 		select {
 		case <-p.done:
 			if strings.Contains(p.out.String(), "address already in use") {
-				return errPortTaken
+				return testenv.ErrPortTaken
 			}
-			return fmt.Errorf("%s exited before %s: %w", p.name, what, cmp.Or(p.waitErr, errExitedCleanly))
+			return fmt.Errorf("%s exited before %s: %w", p.name, what, cmp.Or(p.waitErr, testenv.ErrExitedCleanly))
 		case <-ctx.Done():
 			return fmt.Errorf("%s: waiting until %s: %w", p.name, what, ctx.Err())
 		case <-tick.C:
@@ -814,12 +800,12 @@ func (p *process) waitFor(ctx context.Context, what string, ready func() bool) e
 // data in dir, and returns its client URL once it reports itself healthy.
 func startEtcd(ctx context.Context, etcd, dir string, log io.Writer) (string, *process, error) {
 	var lastErr error
-	for attempt := range bindAttempts {
-		client, err := freePort()
+	for attempt := range testenv.BindAttempts {
+		client, err := testenv.FreePort()
 		if err != nil {
 			return "", nil, err
 		}
-		peer, err := freePort()
+		peer, err := testenv.FreePort()
 		if err != nil {
 			return "", nil, err
 		}
@@ -863,7 +849,7 @@ func startEtcd(ctx context.Context, etcd, dir string, log io.Writer) (string, *p
 		if stopErr := p.stop(5 * time.Second); stopErr != nil {
 			err = fmt.Errorf("%w; %w", err, stopErr)
 		}
-		if !errors.Is(err, errPortTaken) {
+		if !errors.Is(err, testenv.ErrPortTaken) {
 			return "", nil, err
 		}
 		lastErr = err
@@ -872,11 +858,11 @@ func startEtcd(ctx context.Context, etcd, dir string, log io.Writer) (string, *p
 }
 
 // startAPIServer starts kube-apiserver on a free loopback port against etcd
-// and waits until /readyz answers to KubeAdmin, setting s.URL.
-func (s *KubeAPIServer) startAPIServer(ctx context.Context, apiserver, etcdURL string, f kubeFiles, log io.Writer) (*process, error) {
+// and waits until /readyz answers to Admin, setting s.URL.
+func (s *APIServer) startAPIServer(ctx context.Context, apiserver, etcdURL string, f kubeFiles, log io.Writer) (*process, error) {
 	var lastErr error
-	for attempt := range bindAttempts {
-		port, err := freePort()
+	for attempt := range testenv.BindAttempts {
+		port, err := testenv.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -914,7 +900,7 @@ func (s *KubeAPIServer) startAPIServer(ctx context.Context, apiserver, etcdURL s
 		err = p.waitFor(ctx, "it was ready", func() bool {
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			status, _, err := s.do(rctx, KubeAdmin, http.MethodGet, "/readyz", nil, "")
+			status, _, err := s.do(rctx, Admin, http.MethodGet, "/readyz", nil, "")
 			return err == nil && status == http.StatusOK
 		})
 		if err == nil {
@@ -923,7 +909,7 @@ func (s *KubeAPIServer) startAPIServer(ctx context.Context, apiserver, etcdURL s
 		if stopErr := p.stop(10 * time.Second); stopErr != nil {
 			err = fmt.Errorf("%w; %w", err, stopErr)
 		}
-		if !errors.Is(err, errPortTaken) {
+		if !errors.Is(err, testenv.ErrPortTaken) {
 			return nil, err
 		}
 		lastErr = err
@@ -937,5 +923,5 @@ func tailFile(path string, n int) string {
 	if err != nil {
 		return fmt.Sprintf("(reading %s: %v)", path, err)
 	}
-	return tail(string(b), n)
+	return testenv.Tail(string(b), n)
 }

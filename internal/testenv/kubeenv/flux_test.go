@@ -1,4 +1,4 @@
-package testenv_test
+package kubeenv_test
 
 import (
 	"encoding/json"
@@ -12,17 +12,18 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // TestFluxVersions: the versions testenv looks for are the ones the
 // wrapper modules under hack/flux build.
 func TestFluxVersions(t *testing.T) {
 	for name, want := range map[string]string{
-		"source-controller":    testenv.FluxSourceControllerVersion,
-		"kustomize-controller": testenv.FluxKustomizeControllerVersion,
-		"helm-controller":      testenv.FluxHelmControllerVersion,
+		"source-controller":    kubeenv.FluxSourceControllerVersion,
+		"kustomize-controller": kubeenv.FluxKustomizeControllerVersion,
+		"helm-controller":      kubeenv.FluxHelmControllerVersion,
 	} {
-		path := filepath.Join("..", "..", "hack", "flux", name, "go.mod")
+		path := filepath.Join("..", "..", "..", "hack", "flux", name, "go.mod")
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		f, err := modfile.Parse(path, b, nil)
@@ -43,9 +44,9 @@ func TestFluxVersions(t *testing.T) {
 // server and apply it; a commit pushed later reaches the cluster once the
 // source and the Kustomization are reconciled.
 func TestFlux(t *testing.T) {
-	kube := testenv.StartKubeAPIServer(t)
+	kube := kubeenv.StartAPIServer(t)
 	git := testenv.NewGitServer(t)
-	flux := testenv.StartFlux(t, kube)
+	flux := kubeenv.StartFlux(t, kube)
 	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n"))
 	cm := func(v string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: apps}\ndata: {fraction: \"" + v + "\"}\n"
@@ -61,13 +62,13 @@ spec:
   path: ./apps
   prune: true
 `))
-	ks := testenv.FluxObject{Kind: "Kustomization", Namespace: testenv.FluxNamespace, Name: "apps"}
-	src := testenv.FluxObject{Kind: "GitRepository", Namespace: testenv.FluxNamespace, Name: "gitops"}
+	ks := kubeenv.FluxObject{Kind: "Kustomization", Namespace: kubeenv.FluxNamespace, Name: "apps"}
+	src := kubeenv.FluxObject{Kind: "GitRepository", Namespace: kubeenv.FluxNamespace, Name: "gitops"}
 	head := strings.TrimSpace(git.Git(t, "acme/gitops", "rev-parse", "main"))
-	flux.Wait(t, ks, func(s testenv.FluxStatus) bool { return s.LastAppliedRevision == testenv.Revision("main", head) })
+	flux.Wait(t, ks, func(s kubeenv.FluxStatus) bool { return s.LastAppliedRevision == kubeenv.Revision("main", head) })
 
 	data := func() string {
-		code, body := kube.Do(t, testenv.KubeAdmin, http.MethodGet, "/api/v1/namespaces/apps/configmaps/settings", nil, "")
+		code, body := kube.Do(t, kubeenv.Admin, http.MethodGet, "/api/v1/namespaces/apps/configmaps/settings", nil, "")
 		require.Equal(t, http.StatusOK, code, "%s", body)
 		var obj struct {
 			Data map[string]string `json:"data"`
@@ -78,8 +79,8 @@ spec:
 	require.Equal(t, "0.5", data())
 
 	head = git.Commit(t, "acme/gitops", "main", map[string]string{"apps/settings.yaml": cm("0.7")}, "raise")
-	rev := testenv.Revision("main", head)
-	flux.Reconcile(t, src, func(s testenv.FluxStatus) bool { return s.Artifact != nil && s.Artifact.Revision == rev })
-	flux.Reconcile(t, ks, func(s testenv.FluxStatus) bool { return s.LastAppliedRevision == rev })
+	rev := kubeenv.Revision("main", head)
+	flux.Reconcile(t, src, func(s kubeenv.FluxStatus) bool { return s.Artifact != nil && s.Artifact.Revision == rev })
+	flux.Reconcile(t, ks, func(s kubeenv.FluxStatus) bool { return s.LastAppliedRevision == rev })
 	require.Equal(t, "0.7", data())
 }

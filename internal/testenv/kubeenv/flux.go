@@ -1,4 +1,4 @@
-package testenv
+package kubeenv
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
 // The Flux controllers the GitOps loop tests run: hack/flux builds each from
@@ -78,12 +80,12 @@ func FluxCRDs() ([][]byte, error) {
 // InstallFluxCRDs creates the Flux CustomResourceDefinitions on the server
 // and the namespace FluxNamespace, with no controller: for tests that
 // create Flux objects under strict field validation. The test is skipped
-// (or fails under StrictEnv) when `make test-deps` has not built Flux.
-func (s *KubeAPIServer) InstallFluxCRDs(t testing.TB) bool {
+// (or fails under testenv.StrictEnv) when `make test-deps` has not built Flux.
+func (s *APIServer) InstallFluxCRDs(t testing.TB) bool {
 	t.Helper()
 	crds, err := FluxCRDs()
 	if err != nil {
-		missing(t, "the Flux controllers' CRDs", err)
+		testenv.Missing(t, "the Flux controllers' CRDs", err)
 		return false
 	}
 	s.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+FluxNamespace+"}\n---\n"+string(joinDocs(crds))))
@@ -92,20 +94,20 @@ func (s *KubeAPIServer) InstallFluxCRDs(t testing.TB) bool {
 
 // Flux is Flux's source-, kustomize- and helm-controller, each the real
 // program built from its module, running as a process against one
-// KubeAPIServer. No kubelet or controller manager runs: the controllers
+// APIServer. No kubelet or controller manager runs: the controllers
 // apply objects, and Deployments store the pod templates they are given
 // without ever rolling pods, so a Kustomization or HelmRelease that waits
 // for readiness never becomes ready; the tests' ones do not wait.
 type Flux struct {
-	kube    *KubeAPIServer
+	kube    *APIServer
 	logPath string
 }
 
 // StartFlux installs the Flux CRDs on kube and starts the three
-// controllers as KubeAdmin, stopping them when the test ends. It returns
+// controllers as Admin, stopping them when the test ends. It returns
 // once each reports itself ready. Missing binaries skip the test, or fail
-// it under StrictEnv.
-func StartFlux(t testing.TB, kube *KubeAPIServer) *Flux {
+// it under testenv.StrictEnv.
+func StartFlux(t testing.TB, kube *APIServer) *Flux {
 	t.Helper()
 	if !kube.InstallFluxCRDs(t) {
 		return nil
@@ -117,7 +119,7 @@ func StartFlux(t testing.TB, kube *KubeAPIServer) *Flux {
 			err = executable(bin)
 		}
 		if err != nil {
-			missing(t, c.name+" "+c.version, err)
+			testenv.Missing(t, c.name+" "+c.version, err)
 			return nil
 		}
 		bins[i] = bin
@@ -131,7 +133,7 @@ func StartFlux(t testing.TB, kube *KubeAPIServer) *Flux {
 		return nil
 	}
 	t.Cleanup(func() { logFile.Close() })
-	env := append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig(t, KubeAdmin), "RUNTIME_NAMESPACE="+FluxNamespace)
+	env := append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig(t, Admin), "RUNTIME_NAMESPACE="+FluxNamespace)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	for i, c := range fluxControllers {
@@ -162,8 +164,8 @@ func StartFlux(t testing.TB, kube *KubeAPIServer) *Flux {
 // readiness probe.
 func (f *Flux) start(ctx context.Context, name, bin, dir string, env []string, log *os.File) (*process, error) {
 	var lastErr error
-	for attempt := range bindAttempts {
-		health, err := freePort()
+	for attempt := range testenv.BindAttempts {
+		health, err := testenv.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +177,7 @@ func (f *Flux) start(ctx context.Context, name, bin, dir string, env []string, l
 			"--log-encoding=console",
 		}
 		if name == "source-controller" {
-			storage, err := freePort()
+			storage, err := testenv.FreePort()
 			if err != nil {
 				return nil, err
 			}
@@ -291,7 +293,7 @@ func (s FluxStatus) Ready() (status, message string) {
 // Status reads o's status.
 func (f *Flux) Status(t testing.TB, o FluxObject) FluxStatus {
 	t.Helper()
-	code, body := f.kube.Do(t, KubeAdmin, http.MethodGet, o.path(), nil, "")
+	code, body := f.kube.Do(t, Admin, http.MethodGet, o.path(), nil, "")
 	if code != http.StatusOK {
 		t.Fatalf("GET %v: %d %s", o, code, statusMessage(body))
 	}
@@ -312,7 +314,7 @@ func (f *Flux) Reconcile(t testing.TB, o FluxObject, done func(FluxStatus) bool)
 	t.Helper()
 	at := strconv.FormatInt(time.Now().UnixNano(), 10)
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, at)
-	if code, body := f.kube.Do(t, KubeAdmin, http.MethodPatch, o.path(), patch, "application/merge-patch+json"); code != http.StatusOK {
+	if code, body := f.kube.Do(t, Admin, http.MethodPatch, o.path(), patch, "application/merge-patch+json"); code != http.StatusOK {
 		t.Fatalf("requesting a reconciliation of %v: %d %s", o, code, statusMessage(body))
 	}
 	return f.Wait(t, o, func(s FluxStatus) bool {

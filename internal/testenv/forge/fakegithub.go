@@ -1,4 +1,4 @@
-package testenv
+package forge
 
 import (
 	"crypto"
@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
 // FakeGitHub answers the REST endpoints the GitHub forge uses, as GitHub
@@ -40,7 +42,7 @@ type FakeGitHub struct {
 	AppKeyFile            string
 
 	owner, repo string
-	git         *GitServer
+	git         *testenv.GitServer
 	appKey      *rsa.PublicKey
 
 	mu       sync.Mutex
@@ -81,8 +83,8 @@ type GitHubFault struct {
 }
 
 // NewFakeGitHub serves owner/repo, whose bare repository must exist on
-// git (see GitServer.NewRepo). It stops when the test ends.
-func NewFakeGitHub(t testing.TB, git *GitServer, owner, repo string) *FakeGitHub {
+// git (see testenv.GitServer.NewRepo). It stops when the test ends.
+func NewFakeGitHub(t testing.TB, git *testenv.GitServer, owner, repo string) *FakeGitHub {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

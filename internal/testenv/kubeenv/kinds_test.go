@@ -1,4 +1,4 @@
-package testenv_test
+package kubeenv_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 const (
@@ -68,7 +68,7 @@ func readFixture(t *testing.T, file string) string {
 // LeaderWorkerSet, with strict field validation: what others edit in
 // tests is what a cluster takes.
 func TestWorkloadKinds(t *testing.T) {
-	kube := testenv.StartKubeAPIServer(t)
+	kube := kubeenv.StartAPIServer(t)
 	kube.InstallArgoRolloutCRD(t)
 	kube.InstallLeaderWorkerSetCRD(t)
 	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n"))
@@ -129,7 +129,7 @@ func TestWorkloadKinds(t *testing.T) {
 			t.Run(tt.file+" "+tt.field, func(t *testing.T) {
 				fixture := readFixture(t, tt.file)
 				require.Equal(t, 1, strings.Count(fixture, tt.from), "the fixture has changed")
-				status, body := kube.Do(t, testenv.KubeAdmin, http.MethodPost, tt.collection+"?fieldValidation=Strict",
+				status, body := kube.Do(t, kubeenv.Admin, http.MethodPost, tt.collection+"?fieldValidation=Strict",
 					[]byte(strings.Replace(fixture, tt.from, tt.to, 1)), "application/yaml")
 				require.Equal(t, http.StatusBadRequest, status, string(body))
 				require.Contains(t, string(body), `strict decoding error: unknown field \"`+tt.field+`\"`)
@@ -141,7 +141,7 @@ func TestWorkloadKinds(t *testing.T) {
 		for _, k := range fixtures {
 			t.Run(k.file, func(t *testing.T) {
 				kube.Apply(t, []byte(readFixture(t, k.file)))
-				status, body := kube.Do(t, testenv.KubeAdmin, http.MethodGet, k.collection+"/"+k.name, nil, "")
+				status, body := kube.Do(t, kubeenv.Admin, http.MethodGet, k.collection+"/"+k.name, nil, "")
 				require.Equal(t, http.StatusOK, status, string(body))
 				var obj map[string]any
 				require.NoError(t, json.Unmarshal(body, &obj))

@@ -1,4 +1,4 @@
-package testenv
+package forge
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
 // FakeGitLabOptions says which project a FakeGitLab serves.
@@ -112,7 +114,7 @@ type GitLabRequest struct {
 // NewFakeGitLab serves project o.Project until the test ends.
 func NewFakeGitLab(t testing.TB, o FakeGitLabOptions) *FakeGitLab {
 	t.Helper()
-	git := LookPath(t, "git")
+	git := testenv.LookPath(t, "git")
 	if o.Token == "" {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)

@@ -1,0 +1,23 @@
+// Package kubeenv runs a real Kubernetes control plane for tests: a
+// kube-apiserver and etcd (StartAPIServer), with the upstream CRDs the
+// recommender reads (KAI's Queue, Argo CD's Application, Argo Rollouts'
+// Rollout, LeaderWorkerSet) in testdata/, and Flux's real source-,
+// kustomize- and helm-controller against it (StartFlux). It also holds the
+// GPU workload fixtures the tests share (Deployment, testdata/kinds).
+//
+// Like testenv, a missing program skips the test, or fails it under
+// testenv.StrictEnv.
+package kubeenv
+
+import (
+	"context"
+	"net/http"
+)
+
+func getCtx(ctx context.Context, client *http.Client, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	return client.Do(req)
+}
