@@ -147,30 +147,56 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Plan{At: opts.At, repo: opts.Repo, log: log}
+	set, inv, err := p.read(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	ns := cmp.Or(opts.DefaultNamespace, "default")
+	p.inv = withNamespaces(inv, ns)
+	definitions := map[usage.Ref][]string{}
+	for _, w := range p.inv.Workloads {
+		definitions[w.Ref] = append(definitions[w.Ref], w.Where())
+	}
+	p.unsupported(set, ns)
+	groups := map[string]int{}
+	for _, w := range p.inv.Workloads {
+		pw, ok := p.govern(set, w, definitions[w.Ref])
+		if !ok {
+			p.Hidden++
+			continue
+		}
+		p.work = append(p.work, pw)
+		p.batch(opts.At, pw, groups)
+	}
+	p.sortProblems()
+	return p, nil
+}
 
-	// One read of the checkout feeds both policy loading and discovery.
+// read reads the checkout once, for both the policies and discovery; the
+// problems of either become the plan's.
+func (p *Plan) read(ctx context.Context, opts Options) (*policy.Set, *patcher.Inventory, error) {
 	dir, err := checkout.OpenDir(opts.Repo)
 	if err != nil {
-		return nil, fmt.Errorf("open checkout: %w", err)
+		return nil, nil, fmt.Errorf("open checkout: %w", err)
 	}
 	defer dir.Close()
 	files, err := checkout.Read(ctx, dir, checkout.Options{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	set, err := policy.LoadFiles(files, opts.PolicyPaths...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, e := range set.Errors {
 		p.problem(e)
 	}
-	log.Info("policies loaded", "strategies", len(set.Strategies), "proactive", len(set.Proactive),
+	p.log.Info("policies loaded", "strategies", len(set.Strategies), "proactive", len(set.Proactive),
 		"reactive", len(set.Reactive), "invalid", len(set.Broken))
 
 	inv, err := patcher.DiscoverFiles(ctx, files)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, pr := range inv.Problems {
 		if reported(pr, set) {
@@ -178,66 +204,68 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		}
 		p.problem(pr)
 	}
-	log.Info("workloads discovered", "count", len(inv.Workloads), "unreadable", len(inv.Problems))
+	p.log.Info("workloads discovered", "count", len(inv.Workloads), "unreadable", len(inv.Problems))
 	if len(inv.Unreleased) > 0 {
 		// Which release name, namespace and values they are deployed with
 		// is not in the checkout: their workloads are not read.
-		log.Info("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read", "charts", inv.Unreleased)
+		p.log.Info("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read", "charts", inv.Unreleased)
 	}
+	return set, inv, nil
+}
 
-	p.inv = withNamespaces(inv, cmp.Or(opts.DefaultNamespace, "default"))
-	definitions := map[usage.Ref][]string{}
-	for _, w := range p.inv.Workloads {
-		definitions[w.Ref] = append(definitions[w.Ref], w.Where())
+// govern says which rules govern workload w, defined where says, or why
+// it is left alone; ok is false for a workload no policy selects that
+// asks for no GPU, which the plan does not show.
+func (p *Plan) govern(set *policy.Set, w patcher.Workload, where []string) (pending, bool) {
+	g := set.Govern(policy.Target{Ref: w.Ref, Labels: w.Labels})
+	cur, bad := allocation(w.GPU)
+	if g.Skip != "" && cur.Form == engine.NoGPU && bad == "" {
+		return pending{}, false
 	}
-	p.unsupported(set, cmp.Or(opts.DefaultNamespace, "default"))
-	groups := map[string]int{}
-	for _, w := range p.inv.Workloads {
-		g := set.Govern(policy.Target{Ref: w.Ref, Labels: w.Labels})
-		cur, bad := allocation(w.GPU)
-		if g.Skip != "" && cur.Form == engine.NoGPU && bad == "" {
-			p.Hidden++
-			continue
+	switch {
+	case len(where) > 1:
+		// One problem for the lot, at the first definition.
+		if where[0] == w.Where() {
+			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line,
+				Message: fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))})
 		}
-		switch where := definitions[w.Ref]; {
-		case len(where) > 1:
-			// One problem for the lot, at the first definition.
-			if where[0] == w.Where() {
-				p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line,
-					Message: fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))})
-			}
-			g = policy.Governance{Skip: engine.CauseDuplicated, Why: fmt.Sprintf("defined %d times, so which one is deployed is not known", len(where))}
-		case bad != "":
-			// The manifest itself is in doubt: leave it alone, and say so.
-			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: bad})
-			g = policy.Governance{Skip: engine.CauseManifestInvalid, Why: bad}
-		case g.Skip == engine.CausePolicyConflict:
-			// Nobody should resolve a conflict by guessing, and nobody
-			// should miss that one is left unresolved.
-			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why)})
-		}
-		if cur.Form == engine.GPUMemory && g.Skip == "" && g.Strategy != nil && g.Strategy.GPUMemoryMiB > 0 {
-			cur.GPUs = float64(cur.MiB) / float64(g.Strategy.GPUMemoryMiB)
-		}
-		p.work = append(p.work, pending{w, g, cur})
-		if g.Skip != "" || cur.Form == engine.NoGPU || cur.Form == engine.GPUMemory && cur.GPUs == 0 {
-			continue
-		}
-		k := queryKey(g)
-		i, ok := groups[k]
-		if !ok {
-			q := usage.Query{At: opts.At, Lookback: g.Lookback(), Metrics: map[usage.Metric]usage.Mapping{}, Containers: g.Containers}
-			for m, mr := range g.Sources() {
-				q.Metrics[m] = mr.Source
-			}
-			i = len(p.Queries)
-			groups[k] = i
-			p.Queries = append(p.Queries, q)
-		}
-		p.Queries[i].Workloads = append(p.Queries[i].Workloads, w.Ref)
+		g = policy.Governance{Skip: engine.CauseDuplicated, Why: fmt.Sprintf("defined %d times, so which one is deployed is not known", len(where))}
+	case bad != "":
+		// The manifest itself is in doubt: leave it alone, and say so.
+		p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: bad})
+		g = policy.Governance{Skip: engine.CauseManifestInvalid, Why: bad}
+	case g.Skip == engine.CausePolicyConflict:
+		// Nobody should resolve a conflict by guessing, and nobody
+		// should miss that one is left unresolved.
+		p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why)})
 	}
-	p.sortProblems()
-	return p, nil
+	if cur.Form == engine.GPUMemory && g.Skip == "" && g.Strategy != nil && g.Strategy.GPUMemoryMiB > 0 {
+		cur.GPUs = float64(cur.MiB) / float64(g.Strategy.GPUMemoryMiB)
+	}
+	return pending{w, g, cur}, true
+}
+
+// batch adds the workload of pw to the query of the workloads governed
+// alike (groups finds it by queryKey), one query per such group, never
+// one per workload (DESIGN §2). A workload with nothing to measure gets
+// none.
+func (p *Plan) batch(at time.Time, pw pending, groups map[string]int) {
+	g, cur := pw.g, pw.cur
+	if g.Skip != "" || cur.Form == engine.NoGPU || cur.Form == engine.GPUMemory && cur.GPUs == 0 {
+		return
+	}
+	k := queryKey(g)
+	i, ok := groups[k]
+	if !ok {
+		q := usage.Query{At: at, Lookback: g.Lookback(), Metrics: map[usage.Metric]usage.Mapping{}, Containers: g.Containers}
+		for m, mr := range g.Sources() {
+			q.Metrics[m] = mr.Source
+		}
+		i = len(p.Queries)
+		groups[k] = i
+		p.Queries = append(p.Queries, q)
+	}
+	p.Queries[i].Workloads = append(p.Queries[i].Workloads, pw.w.Ref)
 }
 
 // Fetch is the second stage: it runs the batched queries. A failed query
