@@ -14,7 +14,8 @@ const (
 	kindDeployment  = "Deployment"
 	kindRollout     = "Rollout" // argoproj.io/v1alpha1
 	kindStatefulSet = "StatefulSet"
-	kindLWS         = "LeaderWorkerSet" // leaderworkerset.x-k8s.io/v1
+	kindLWS         = "LeaderWorkerSet"  // leaderworkerset.x-k8s.io/v1
+	kindISVC        = "InferenceService" // serving.kserve.io/v1beta1
 )
 
 // generated reports whether a kind's pods are named as a ReplicaSet names
@@ -28,7 +29,7 @@ func generated(kind string) bool {
 // named reports whether the pods of a kind can be attributed by their
 // names when kube-state-metrics does not say who owns them.
 func named(kind string) bool {
-	return generated(kind) || kind == kindStatefulSet || kind == kindLWS
+	return generated(kind) || kind == kindStatefulSet || kind == kindLWS || kind == kindISVC
 }
 
 // fits reports whether pod can be a pod of workload c by its name, under
@@ -42,6 +43,8 @@ func fits(c usage.Ref, pod string) bool {
 		return matchStatefulSetPod(c.Name, pod)
 	case kindLWS:
 		return matchLWSPod(c.Name, pod)
+	case kindISVC:
+		return matchISVCPod(c.Name, pod)
 	}
 	return false
 }
@@ -115,7 +118,10 @@ func claim(candidates []usage.Ref, pod string) attribution {
 func (a attribution) warning(ns, pod string) string {
 	if a.via.Kind != "" {
 		why := "kube-state-metrics reports no owner of a StatefulSet, and its pods do not tell"
-		if a.via.Kind == "ReplicaSet" {
+		switch {
+		case twins(a.rivals):
+			why = predictorTwins
+		case a.via.Kind == "ReplicaSet":
 			why = "no kube_replicaset_owner series names its owner; record it to attribute the pod"
 		}
 		return fmt.Sprintf("pod %s/%s counts for no workload: its %s %s fits %s alike (%s)",
@@ -129,12 +135,34 @@ func (a attribution) warning(ns, pod string) string {
 	if cut(matched) {
 		why = "Kubernetes cut it at 58 characters"
 	}
-	if !a.ok {
+	switch {
+	case !a.ok && twins(a.rivals):
+		return fmt.Sprintf("pod %s/%s counts for no workload: its name fits %s alike (%s)",
+			ns, pod, listRefs(a.rivals, ""), predictorTwins)
+	case !a.ok:
 		return fmt.Sprintf("pod %s/%s counts for no workload: its name fits %s alike (%s); record kube_pod_owner to attribute it",
 			ns, pod, listRefs(a.rivals, ""), why)
 	}
 	return fmt.Sprintf("pod %s/%s counts for %s %s, the longest name it fits, but fits %s too (%s); record kube_pod_owner to be sure",
 		ns, pod, a.ref.Kind, a.ref.Name, listRefs(a.rivals, a.ref.Kind), why)
+}
+
+// predictorTwins says why an InferenceService and a Deployment named as
+// its predictor tie whatever kube-state-metrics records.
+const predictorTwins = "a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment"
+
+// twins reports whether refs hold an InferenceService and a Deployment
+// that can be its predictor's: owner series, which stop at the
+// Deployment, cannot tell them apart.
+func twins(refs []usage.Ref) bool {
+	for _, i := range refs {
+		for _, d := range refs {
+			if i.Kind == kindISVC && d.Kind == kindDeployment && matchISVCDeployment(i.Name, d.Name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cut reports whether workloads fit one pod name only because Kubernetes

@@ -297,6 +297,8 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates []usage
 	self := usage.Ref{Namespace: namespace, Kind: "ReplicaSet", Name: rs}
 	kind, name, found := ownerAt(k.replicaSets[objKey{namespace, rs}], at)
 	switch {
+	case found && kind == kindDeployment:
+		return deploymentOwner(usage.Ref{Namespace: namespace, Kind: kind, Name: name}, candidates)
 	case found && kind != "" && kind != noOwner:
 		return attribution{ref: usage.Ref{Namespace: namespace, Kind: kind, Name: name}, ok: true}
 	case found:
@@ -304,7 +306,7 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates []usage
 	}
 	var matches []usage.Ref
 	for _, c := range candidates {
-		if generated(c.Kind) && matchReplicaSet(c.Name, rs) {
+		if generated(c.Kind) && matchReplicaSet(c.Name, rs) || c.Kind == kindISVC && matchISVCReplicaSet(c.Name, rs) {
 			matches = append(matches, c)
 		}
 	}
@@ -315,6 +317,31 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates []usage
 		return attribution{ref: matches[0], ok: true}
 	}
 	return attribution{rivals: matches, via: self}
+}
+
+// deploymentOwner attributes the pods of Deployment d to the queried
+// InferenceService whose predictor it can be. kube-state-metrics reports
+// no owner of a Deployment, so a queried Deployment of that name is a
+// rival: both cannot exist, and nothing says which does.
+func deploymentOwner(d usage.Ref, candidates []usage.Ref) attribution {
+	var matches []usage.Ref
+	rival := false
+	for _, c := range candidates {
+		if c.Kind == kindISVC && matchISVCDeployment(c.Name, d.Name) {
+			matches = append(matches, c)
+		}
+		rival = rival || c == d
+	}
+	switch {
+	case len(matches) == 0:
+		return attribution{ref: d, ok: true}
+	case len(matches) == 1 && !rival:
+		return attribution{ref: matches[0], ok: true}
+	case rival:
+		matches = append(matches, d)
+		slices.SortFunc(matches, compareRefs)
+	}
+	return attribution{rivals: matches, via: d}
 }
 
 // statefulSetOwner attributes the pods of StatefulSet sts. kube-state-metrics

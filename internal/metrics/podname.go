@@ -121,3 +121,80 @@ func matchLWSStatefulSet(lws, sts string) bool {
 	group, worker := strings.CutPrefix(sts, lws+"-")
 	return lws != "" && (sts == lws || worker && isOrdinal(group))
 }
+
+// How KServe names an InferenceService's predictor: constants.
+// PredictorServiceName writes <isvc>-predictor, the name of its Deployment
+// in RawDeployment (Standard) mode and of its Knative Service in Serverless
+// (Knative) mode (kserve v0.20.0, pkg/constants/constants.go). Knative
+// names a revision <service>-<generation as %05d> and its Deployment
+// <revision>-deployment (knative/serving, pkg/reconciler/configuration/
+// resources/revision.go, pkg/reconciler/revision/resources/names).
+const (
+	predictorSuffix    = "-predictor"
+	revisionDeployment = "-deployment"
+	minRevisionDigits  = 5
+)
+
+// isRevision reports whether s is a generation as Knative writes it into a
+// revision name: %05d of a positive number, so at least 5 digits, padded
+// with zeros only up to 5.
+func isRevision(s string) bool {
+	if len(s) < minRevisionDigits || len(s) > minRevisionDigits && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// matchISVCDeployment reports whether Deployment d can run InferenceService
+// isvc's predictor: <isvc>-predictor in RawDeployment mode, a revision's
+// <isvc>-predictor-<generation>-deployment in Serverless mode.
+func matchISVCDeployment(isvc, d string) bool {
+	service := isvc + predictorSuffix
+	if isvc == "" || d == service {
+		return isvc != ""
+	}
+	rest, ok := strings.CutPrefix(d, service+"-")
+	if !ok {
+		return false
+	}
+	generation, ok := strings.CutSuffix(rest, revisionDeployment)
+	return ok && isRevision(generation)
+}
+
+// matchISVCReplicaSet reports whether ReplicaSet rs can be one of
+// InferenceService isvc's predictor Deployments': <deployment>-<hash>.
+func matchISVCReplicaSet(isvc, rs string) bool {
+	i := strings.LastIndexByte(rs, '-')
+	return i > 0 && matchISVCDeployment(isvc, rs[:i]) && matchReplicaSet(rs[:i], rs)
+}
+
+// matchISVCPod reports whether pod can be a pod of InferenceService isvc's
+// predictor by its name: a pod of its Deployment, under the Deployment
+// pattern, in either mode. A name cut at 58 bytes inside the revision
+// still fits: the revision shown stands for the whole.
+func matchISVCPod(isvc, pod string) bool {
+	if isvc == "" || len(pod) <= randomSuffixLen {
+		return false
+	}
+	service := isvc + predictorSuffix
+	if _, ok := matchDeploymentPod(service, pod); ok {
+		return true
+	}
+	prefix := pod[:len(pod)-randomSuffixLen]
+	rest, ok := strings.CutPrefix(prefix, service+"-")
+	if !ok {
+		return false
+	}
+	generation := rest[:len(rest)-len(strings.TrimLeft(rest, "0123456789"))]
+	cutInside := generation == rest && len(prefix) == maxGeneratedPrefix
+	if !isRevision(generation) && !cutInside {
+		return false
+	}
+	_, ok = matchDeploymentPod(service+"-"+generation+revisionDeployment, pod)
+	return ok
+}

@@ -286,8 +286,15 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string)}
 
 	// The pattern competes with every Deployment and Rollout known at the
-	// time, not only the queried ones, so that the longest name can win.
-	candidates := set.ksm.replicaSetOwnersAt(ns, at)
+	// time, not only the queried ones, so that the longest name can win;
+	// but a Deployment a queried InferenceService's predictor runs as is
+	// that InferenceService, no rival unless asked for itself.
+	var candidates []usage.Ref
+	for _, ref := range set.ksm.replicaSetOwnersAt(ns, at) {
+		if !predictorOfAny(refs, ref) {
+			candidates = append(candidates, ref)
+		}
+	}
 	for _, ref := range refs {
 		if named(ref.Kind) {
 			candidates = append(candidates, ref)
@@ -320,6 +327,17 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 		}
 	}
 	return v
+}
+
+// predictorOfAny reports whether Deployment d can run the predictor of an
+// InferenceService among refs.
+func predictorOfAny(refs []usage.Ref, d usage.Ref) bool {
+	for _, r := range refs {
+		if r.Kind == kindISVC && d.Kind == kindDeployment && matchISVCDeployment(r.Name, d.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // pod returns the usage of one pod in w, and false when the pod has none

@@ -375,3 +375,70 @@ func Gzipped(t testing.TB, b []byte) []byte {
 	require.NoError(t, z.Close())
 	return buf.Bytes()
 }
+
+// InferenceService is the reference of a KServe InferenceService.
+func InferenceService(ns, name string) usage.Ref {
+	return usage.Ref{Namespace: ns, Kind: "InferenceService", Name: name}
+}
+
+// InferenceServiceAttribution is a recording of InferenceServices as
+// Attribution is of the other kinds, in the same two namespaces: chat in
+// RawDeployment mode, chat-2 in Serverless mode (two revisions, the older
+// one's ReplicaSet without kube_replicaset_owner), a Deployment chat-2
+// sharing their prefix, and an InferenceService embed next to a Deployment
+// named as its predictor. It returns the recording and the workloads to
+// ask for.
+func InferenceServiceAttribution() (*Recording, []usage.Ref) {
+	pods := []OwnedPod{
+		{"chat-predictor-7d9f8c6b5d-x2b4z", "ReplicaSet", "chat-predictor-7d9f8c6b5d"},
+		{"chat-predictor-7d9f8c6b5d-k8s9q", "ReplicaSet", "chat-predictor-7d9f8c6b5d"},
+		{"chat-2-predictor-00003-deployment-5f6d7b8c9-bcdfg", "ReplicaSet", "chat-2-predictor-00003-deployment-5f6d7b8c9"},
+		{"chat-2-predictor-00002-deployment-6d4b9c8f7-z2x4w", "ReplicaSet", "chat-2-predictor-00002-deployment-6d4b9c8f7"},
+		{"chat-2-6d4b9c8f7-q7v2n", "ReplicaSet", "chat-2-6d4b9c8f7"},
+		{"embed-predictor-5f6d7b8c9-m4n5p", "ReplicaSet", "embed-predictor-5f6d7b8c9"},
+	}
+	var refs []usage.Ref
+	for _, ns := range []string{"names", "owners"} {
+		refs = append(refs, InferenceService(ns, "chat"), InferenceService(ns, "chat-2"), Deployment(ns, "chat-2"),
+			InferenceService(ns, "embed"), Deployment(ns, "embed-predictor"))
+	}
+	r := new(Recording)
+	const min = time.Minute
+	for _, p := range pods {
+		r.Add(PodOwner("owners", p.Name, p.OwnerKind, p.Owner), 0, min, 1, 1, 1)
+	}
+	for _, rs := range [][2]string{
+		{"chat-predictor-7d9f8c6b5d", "chat-predictor"},
+		{"chat-2-predictor-00003-deployment-5f6d7b8c9", "chat-2-predictor-00003-deployment"},
+		{"chat-2-6d4b9c8f7", "chat-2"},
+		{"embed-predictor-5f6d7b8c9", "embed-predictor"},
+	} {
+		r.Add(ReplicaSetOwner("owners", rs[0], "Deployment", rs[1]), 0, min, 1, 1, 1)
+	}
+	for _, metric := range []string{SM, Mem} {
+		for _, ns := range []string{"names", "owners"} {
+			for i, p := range pods {
+				v := i + 10
+				if metric == Mem {
+					v += 40
+				}
+				r.Add(UsageOf(metric, ns, p.Name, "kserve-container"), 0, min, v, v, v+1)
+			}
+		}
+	}
+	return r, refs
+}
+
+// InferenceServiceAttributionPods is what both sources must count for
+// InferenceServiceAttribution's workloads at 2 minutes (rendered by Pods):
+// the same pods by owner and by name, and none for embed's predictor,
+// which the Deployment named as it could be as well.
+const InferenceServiceAttributionPods = `names/Deployment/chat-2: chat-2-6d4b9c8f7-q7v2n
+names/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9f8c6b5d-x2b4z
+names/InferenceService/chat-2: chat-2-predictor-00002-deployment-6d4b9c8f7-z2x4w chat-2-predictor-00003-deployment-5f6d7b8c9-bcdfg
+owners/Deployment/chat-2: chat-2-6d4b9c8f7-q7v2n
+owners/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9f8c6b5d-x2b4z
+owners/InferenceService/chat-2: chat-2-predictor-00002-deployment-6d4b9c8f7-z2x4w chat-2-predictor-00003-deployment-5f6d7b8c9-bcdfg
+warning: pod names/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its name fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
+warning: pod owners/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its Deployment embed-predictor fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
+`

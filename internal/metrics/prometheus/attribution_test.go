@@ -55,3 +55,44 @@ owners/StatefulSet/chat: chat-0 chat-1 chat-2
 		})
 	}
 }
+
+// The server attributes InferenceServices' predictor pods as the recording
+// does, in RawDeployment and Serverless mode, next to a Deployment and an
+// InferenceService sharing their prefix, and counts a pod a Deployment
+// named as a predictor could be for none.
+func TestPrometheusAttributesInferenceServicesAsRecording(t *testing.T) {
+	rec, refs := metricstest.InferenceServiceAttribution()
+	path := filepath.Join(t.TempDir(), "attribution.om")
+	require.NoError(t, os.WriteFile(path, []byte(rec.String()), 0o644))
+	srv := testenv.StartPrometheus(t, path)
+	if srv == nil {
+		return
+	}
+	prom := newPrometheus(t, srv.URL)
+
+	tests := []struct {
+		name      string
+		workloads []usage.Ref
+		want      string
+	}{
+		{name: "every workload at once", workloads: refs, want: metricstest.InferenceServiceAttributionPods},
+		{
+			name:      "chat alone keeps to its own pods",
+			workloads: []usage.Ref{metricstest.InferenceService("owners", "chat"), metricstest.InferenceService("names", "chat")},
+			want: `names/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9f8c6b5d-x2b4z
+owners/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9f8c6b5d-x2b4z
+`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: tt.workloads}
+			got, err := prom.Usage(context.Background(), q)
+			require.NoError(t, err, srv.Log())
+			require.Equal(t, tt.want, metricstest.Pods(got))
+			want, err := rec.Parse(t).Usage(context.Background(), q)
+			require.NoError(t, err)
+			require.Equal(t, metricstest.Render(want), metricstest.Render(got))
+		})
+	}
+}

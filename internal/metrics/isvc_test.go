@@ -1,0 +1,154 @@
+package metrics_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+func TestMatchISVCPod(t *testing.T) {
+	name40 := strings.Repeat("h", 40) // <name40>-predictor-00001- is 57 bytes
+	name44 := strings.Repeat("i", 44) // <name44>-predictor- is 55 bytes
+	rev63 := strings.Repeat("j", 36) + "-predictor-00001-deployment"
+	tests := []struct {
+		name, isvc, pod string
+		want            bool
+	}{
+		{name: "RawDeployment", isvc: "chat", pod: "chat-predictor-7d9f8c6b5d-x2b4z", want: true},
+		{name: "Serverless", isvc: "chat", pod: "chat-predictor-00001-deployment-7d9f8c6b5d-x2b4z", want: true},
+		{name: "Serverless, a generation past 99999", isvc: "chat", pod: "chat-predictor-100000-deployment-7d9f8c6b5d-x2b4z", want: true},
+		{name: "a prefix's pod is no longer name's", isvc: "chat", pod: "chat-2-predictor-7d9f8c6b5d-x2b4z"},
+		{name: "a longer name's pod is no prefix's", isvc: "chat-2", pod: "chat-predictor-7d9f8c6b5d-x2b4z"},
+		{name: "Serverless, four digits", isvc: "chat", pod: "chat-predictor-0001-deployment-7d9f8c6b5d-x2b4z"},
+		{name: "Serverless, a padded six-digit generation", isvc: "chat", pod: "chat-predictor-000001-deployment-7d9f8c6b5d-x2b4z"},
+		{name: "Serverless, no -deployment", isvc: "chat", pod: "chat-predictor-00001-7d9f8c6b5d-x2b4z"},
+		{name: "a transformer's pod", isvc: "chat", pod: "chat-transformer-7d9f8c6b5d-x2b4z"},
+		{name: "a multi-node worker's pod", isvc: "chat", pod: "chat-predictor-worker-7d9f8c6b5d-x2b4z"},
+		{name: "the Deployment pattern of the name itself", isvc: "chat", pod: "chat-7d9f8c6b5d-x2b4z"},
+		{name: "empty name", isvc: "", pod: "-predictor-7d9f8c6b5d-x2b4z"},
+		{name: "Serverless, cut in -deployment", isvc: name40, pod: name40 + "-predictor-00001-dx2b4z", want: true},
+		{name: "Serverless, cut in the generation", isvc: name44, pod: name44 + "-predictor-000x2b4z", want: true},
+		{name: "Serverless, cut at letters", isvc: name44, pod: name44 + "-predictor-0a0x2b4z"},
+		{name: "Serverless, a 63-byte Deployment cut", isvc: rev63[:36], pod: rev63[:58] + "x2b4z", want: true},
+		{name: "Serverless, a cut name too long", isvc: name40, pod: name40 + "-predictor-00001-dex2b4z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, metrics.MatchISVCPod(tt.isvc, tt.pod))
+		})
+	}
+}
+
+func TestMatchISVCDeploymentAndReplicaSet(t *testing.T) {
+	tests := []struct {
+		isvc, deployment string
+		want             bool
+	}{
+		{"chat", "chat-predictor", true},
+		{"chat", "chat-predictor-00001-deployment", true},
+		{"chat", "chat-predictor-123456-deployment", true},
+		{"chat", "chat-2-predictor", false},
+		{"chat-2", "chat-predictor", false},
+		{"chat", "chat-predictor-0001-deployment", false},
+		{"chat", "chat-predictor-00001", false},
+		{"chat", "chat-predictor-default", false},
+		{"chat", "chat-predictor-worker", false},
+		{"chat", "chat", false},
+		{"", "-predictor", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.isvc+"/"+tt.deployment, func(t *testing.T) {
+			require.Equal(t, tt.want, metrics.MatchISVCDeployment(tt.isvc, tt.deployment))
+			require.Equal(t, tt.want, metrics.MatchISVCReplicaSet(tt.isvc, tt.deployment+"-7d9f8c6b5d"))
+			require.False(t, metrics.MatchISVCReplicaSet(tt.isvc, tt.deployment+"-7d9a8c6b5d"), "a vowel in the hash")
+			require.False(t, metrics.MatchISVCReplicaSet(tt.isvc, tt.deployment), "no hash")
+		})
+	}
+}
+
+func TestClaimInferenceService(t *testing.T) {
+	isvc := func(name string) usage.Ref { return metricstest.InferenceService("ns", name) }
+	d := func(name string) usage.Ref { return metricstest.Deployment("ns", name) }
+	tests := []struct {
+		name       string
+		candidates []usage.Ref
+		pod        string
+		want       usage.Ref
+		wantRivals []usage.Ref
+	}{
+		{name: "names sharing a prefix: the shorter's pod", candidates: []usage.Ref{isvc("chat"), isvc("chat-2")}, pod: "chat-predictor-7d9f8c6b5d-x2b4z", want: isvc("chat")},
+		{name: "names sharing a prefix: the longer's pod", candidates: []usage.Ref{isvc("chat"), isvc("chat-2")}, pod: "chat-2-predictor-00001-deployment-7d9f8c6b5d-x2b4z", want: isvc("chat-2")},
+		{name: "a Deployment sharing the prefix", candidates: []usage.Ref{d("chat-2"), isvc("chat")}, pod: "chat-2-7d9f8c6b5d-x2b4z", want: d("chat-2")},
+		{
+			name: "a Deployment named as the predictor", candidates: []usage.Ref{d("chat-predictor"), isvc("chat")}, pod: "chat-predictor-7d9f8c6b5d-x2b4z",
+			wantRivals: []usage.Ref{d("chat-predictor"), isvc("chat")},
+		},
+		{
+			name: "a Deployment named as a revision's", candidates: []usage.Ref{d("chat-predictor-00001-deployment"), isvc("chat")}, pod: "chat-predictor-00001-deployment-7d9f8c6b5d-x2b4z",
+			wantRivals: []usage.Ref{d("chat-predictor-00001-deployment"), isvc("chat")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, ok, rivals := metrics.Claim(tt.candidates, tt.pod)
+			require.Equal(t, tt.want, ref)
+			require.Equal(t, tt.want != usage.Ref{}, ok)
+			require.Equal(t, tt.wantRivals, rivals)
+		})
+	}
+}
+
+func TestAttributionInferenceService(t *testing.T) {
+	all, refs := metricstest.InferenceServiceAttribution()
+	chat := metricstest.InferenceService("ml", "chat")
+	rs := func(pod, owner string) metricstest.OwnedPod {
+		return metricstest.OwnedPod{Name: pod, OwnerKind: "ReplicaSet", Owner: owner}
+	}
+	// A pod kube-state-metrics does not know, next to one whose owners
+	// it reports: the Deployment it reports is chat's predictor, no rival.
+	unknown := owned("ml", rs("chat-predictor-7d9f8c6b5d-x2b4z", "chat-predictor-7d9f8c6b5d")).
+		Add(metricstest.ReplicaSetOwner("ml", "chat-predictor-7d9f8c6b5d", "Deployment", "chat-predictor"), 0, time.Minute, 1).
+		Add(metricstest.UsageOf(metricstest.SM, "ml", "chat-predictor-7d9f8c6b5d-k8s9q", "server"), 0, time.Minute, 7).
+		Add(metricstest.UsageOf(metricstest.Mem, "ml", "chat-predictor-7d9f8c6b5d-k8s9q", "server"), 0, time.Minute, 7)
+	tests := []struct {
+		name      string
+		rec       *metricstest.Recording
+		at        time.Duration
+		workloads []usage.Ref
+		want      string
+	}{
+		{name: "both modes, names sharing prefixes, by owner and by name", rec: all, at: 2 * time.Minute, workloads: refs, want: metricstest.InferenceServiceAttributionPods},
+		{
+			name: "without the InferenceService asked for, its Deployment is a Deployment", rec: all, at: 2 * time.Minute,
+			workloads: []usage.Ref{metricstest.Deployment("owners", "embed-predictor")},
+			want:      "owners/Deployment/embed-predictor: embed-predictor-5f6d7b8c9-m4n5p\n",
+		},
+		{
+			name: "a Deployment kube-state-metrics reports is no rival of the InferenceService it runs", rec: unknown,
+			workloads: []usage.Ref{chat},
+			want:      "ml/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9f8c6b5d-x2b4z\n",
+		},
+		{
+			name: "unless asked for", rec: unknown,
+			workloads: []usage.Ref{chat, metricstest.Deployment("ml", "chat-predictor")},
+			want: `warning: pod ml/chat-predictor-7d9f8c6b5d-k8s9q counts for no workload: its name fits Deployment chat-predictor, InferenceService chat alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
+warning: pod ml/chat-predictor-7d9f8c6b5d-x2b4z counts for no workload: its Deployment chat-predictor fits Deployment chat-predictor, InferenceService chat alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
+`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := usage.Query{At: metricstest.T0.Add(tt.at), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: tt.workloads}
+			res, err := tt.rec.Parse(t).Usage(context.Background(), q)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, metricstest.Pods(res))
+		})
+	}
+}
