@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -89,12 +90,19 @@ func Validate(ctx context.Context, opts Options) (*Validation, error) {
 	p.sortProblems()
 	v.Problems = p.Problems
 
-	targets := make([]policy.Target, 0, len(p.inv.Workloads)+len(p.inv.Unsupported))
-	for _, w := range p.inv.Workloads {
+	v.Policies = policySummaries(set, p.inv, cmp.Or(opts.DefaultNamespace, "default"))
+	return v, nil
+}
+
+// policySummaries lists every policy document with the workloads (and the
+// objects of kinds not sized, which a scope may name) its scope selects.
+func policySummaries(set *policy.Set, inv *patcher.Inventory, ns string) []PolicySummary {
+	var out []PolicySummary
+	targets := make([]policy.Target, 0, len(inv.Workloads)+len(inv.Unsupported))
+	for _, w := range inv.Workloads {
 		targets = append(targets, policy.Target{Ref: w.Ref, Labels: w.Labels})
 	}
-	ns := cmp.Or(opts.DefaultNamespace, "default")
-	for _, u := range p.inv.Unsupported {
+	for _, u := range inv.Unsupported {
 		u.Ref.Namespace = cmp.Or(u.Ref.Namespace, ns)
 		targets = append(targets, policy.Target{Ref: u.Ref, Labels: u.Labels})
 	}
@@ -109,16 +117,16 @@ func Validate(ctx context.Context, opts Options) (*Validation, error) {
 		return refs
 	}
 	for _, st := range set.Strategies {
-		v.Policies = append(v.Policies, PolicySummary{Meta: st.Meta, Note: "a strategy: it governs through the policies that refer to it"})
+		out = append(out, PolicySummary{Meta: st.Meta, Note: "a strategy: it governs through the policies that refer to it"})
 	}
 	for _, pp := range set.Proactive {
-		v.Policies = append(v.Policies, PolicySummary{Meta: pp.Meta, Selects: selects(pp.Meta, &pp.Spec.Scope)})
+		out = append(out, PolicySummary{Meta: pp.Meta, Selects: selects(pp.Meta, &pp.Spec.Scope)})
 	}
 	for _, rp := range set.Reactive {
-		v.Policies = append(v.Policies, PolicySummary{Meta: rp.Meta, Selects: selects(rp.Meta, &rp.Spec.Scope)})
+		out = append(out, PolicySummary{Meta: rp.Meta, Selects: selects(rp.Meta, &rp.Spec.Scope)})
 	}
 	for _, cp := range set.Consolidation {
-		v.Policies = append(v.Policies, PolicySummary{Meta: cp.Meta, Note: "a consolidation policy: it selects nodes, not workloads"})
+		out = append(out, PolicySummary{Meta: cp.Meta, Note: "a consolidation policy: it selects nodes, not workloads"})
 	}
 	for _, b := range set.Broken {
 		if b.Kind == "" {
@@ -126,13 +134,13 @@ func Validate(ctx context.Context, opts Options) (*Validation, error) {
 			// says where it is.
 			continue
 		}
-		v.Policies = append(v.Policies, PolicySummary{Meta: b.Meta,
+		out = append(out, PolicySummary{Meta: b.Meta,
 			Note: "invalid: nothing it could govern is changed (see the problems)"})
 	}
-	slices.SortFunc(v.Policies, func(a, b PolicySummary) int {
+	slices.SortFunc(out, func(a, b PolicySummary) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
-	return v, nil
+	return out
 }
 
 func compareRefs(a, b usage.Ref) int {
