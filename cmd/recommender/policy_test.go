@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestNewCmdPolicyValidate(t *testing.T) {
@@ -227,4 +228,52 @@ func squeeze(out string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return "\n" + strings.Join(lines, "\n")
+}
+
+// TestPolicyValidateExamples holds the pre-commit hook and the CI examples
+// to YAML that parses and to the command this file tests: examples that
+// drift from the CLI fail here, not in a user's pipeline.
+func TestPolicyValidateExamples(t *testing.T) {
+	tests := []struct {
+		name, path string
+		// command finds the command line in the parsed file.
+		command func(doc any) string
+	}{
+		{name: "pre-commit hook", path: "../../.pre-commit-hooks.yaml", command: func(doc any) string {
+			hook := doc.([]any)[0].(map[string]any)
+			require.Equal(t, "recommender-policy-validate", hook["id"])
+			require.Equal(t, false, hook["pass_filenames"], "the hook reads the whole checkout")
+			return hook["entry"].(string)
+		}},
+		{name: "GitHub Actions", path: "../../examples/ci/policy-validate.github-actions.yaml", command: func(doc any) string {
+			steps := doc.(map[string]any)["jobs"].(map[string]any)["validate"].(map[string]any)["steps"].([]any)
+			return steps[len(steps)-1].(map[string]any)["run"].(string)
+		}},
+		{name: "GitLab CI", path: "../../examples/ci/policy-validate.gitlab-ci.yaml", command: func(doc any) string {
+			script := doc.(map[string]any)["policy-validate"].(map[string]any)["script"].([]any)
+			return script[len(script)-1].(string)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := os.ReadFile(tt.path)
+			require.NoError(t, err)
+			var doc any
+			require.NoError(t, yaml.Unmarshal(b, &doc))
+			args := strings.Fields(tt.command(doc))
+			require.Equal(t, "recommender", args[0])
+			// Its flags parse: a renamed flag breaks the example here.
+			var got *policyValidateOptions
+			logger := func() (*slog.Logger, error) { return slog.New(slog.DiscardHandler), nil }
+			cmd := newCmdPolicy(streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, logger, func(_ context.Context, o *policyValidateOptions) error {
+				got = o
+				return nil
+			})
+			cmd.SilenceErrors, cmd.SilenceUsage = true, true
+			require.Equal(t, "policy", args[1])
+			cmd.SetArgs(args[2:])
+			require.NoError(t, cmd.Execute())
+			require.Equal(t, ".", got.Repo)
+		})
+	}
 }
