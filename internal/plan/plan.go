@@ -142,6 +142,13 @@ func (p *Plan) Evaluate(ctx context.Context, src UsageSource, at time.Time) erro
 // checkout, decides who governs each workload, and batches the usage
 // queries so that workloads read alike share one.
 func Govern(ctx context.Context, opts Options) (*Plan, error) {
+	p, _, err := governSet(ctx, opts)
+	return p, err
+}
+
+// governSet is Govern that also returns the policies it read, for a
+// caller that reports on the policies themselves (Validate).
+func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -149,7 +156,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 	p := &Plan{At: opts.At, repo: opts.Repo, log: log}
 	set, inv, err := p.read(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ns := cmp.Or(opts.DefaultNamespace, "default")
 	p.inv = withNamespaces(inv, ns)
@@ -169,7 +176,7 @@ func Govern(ctx context.Context, opts Options) (*Plan, error) {
 		p.batch(opts.At, pw, groups)
 	}
 	p.sortProblems()
-	return p, nil
+	return p, set, nil
 }
 
 // read reads the checkout once, for both the policies and discovery; the
