@@ -31,6 +31,8 @@ type planOptions struct {
 	Output           string
 	PolicyPaths      []string
 	DefaultNamespace string
+	Filter           filterFlags
+	filter           plan.Filter
 	// DetailedExitCode: exit 4 when the plan edits a file.
 	DetailedExitCode bool
 	// Write applies the planned edits to the working tree.
@@ -89,6 +91,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table, json or markdown (for a CI job's summary)")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	opts.Filter.register(f)
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when the plan proposes changes, 0 when there is nothing to do")
 	f.BoolVar(&opts.Write, "write", false, "apply the planned edits to the working tree (no commit, no push)")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
@@ -102,6 +105,10 @@ func (o *planOptions) check(parseUsage func() error) error {
 		return flagErrorf("`--repo` is required")
 	}
 	if err := parseUsage(); err != nil {
+		return err
+	}
+	var err error
+	if o.filter, err = o.Filter.filter(); err != nil {
 		return err
 	}
 	return checkOutput(o.Output)
@@ -119,7 +126,8 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	p, _, err := opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
+	p, _, err := opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
+		Filter: opts.filter},
 		opts.Logger, opts.Now)
 	if err != nil {
 		return err

@@ -39,6 +39,8 @@ type runOptions struct {
 	DryRun      bool
 
 	DefaultNamespace string
+	Filter           filterFlags
+	filter           plan.Filter
 	AuthorName       string
 	AuthorEmail      string
 	SigningKeyFile   string
@@ -113,6 +115,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	f.StringVar(&opts.GroupBy, "group-by", "", "one pull request per workload, namespace or policy, for every workload (default: each strategy's gitops.grouping, else workload)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	opts.Filter.register(f)
 	f.StringVar(&opts.AuthorName, "author-name", "gpu-rightsizing", "commit author `name`")
 	f.StringVar(&opts.SigningKeyFile, "signing-key-file", "", "sign commits with the armored OpenPGP private key in this `file` (no passphrase)")
 	f.StringVar(&opts.AuthorEmail, "author-email", "gpu-rightsizing@users.noreply.github.com", "commit author `email`")
@@ -155,6 +158,10 @@ func (o *runOptions) check(parseUsage func() error) error {
 	if err := parseUsage(); err != nil {
 		return err
 	}
+	var err error
+	if o.filter, err = o.Filter.filter(); err != nil {
+		return err
+	}
 	switch plan.Grouping(o.GroupBy) {
 	case "", plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
 	default:
@@ -186,7 +193,8 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		return err
 	}
 	var source string
-	p, source, err = opts.Usage.plan(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
+	p, source, err = opts.Usage.plan(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
+		Filter: opts.filter},
 		opts.Logger, opts.Now)
 	if err != nil {
 		return err

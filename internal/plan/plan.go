@@ -42,7 +42,10 @@ type Options struct {
 	Source UsageSource
 	// DefaultNamespace is the namespace of manifests that name none.
 	DefaultNamespace string
-	Logger           *slog.Logger
+	// Filter narrows the plan to some workloads; the zero Filter keeps
+	// them all.
+	Filter Filter
+	Logger *slog.Logger
 }
 
 // Plan is one run, filled in stage by stage.
@@ -69,6 +72,10 @@ type Plan struct {
 	usage map[usage.Ref]usage.Workload
 	// failed holds, per workload, why its usage query failed.
 	failed map[usage.Ref]string
+	filter Filter
+	// admitted says, for each workload of the checkout (by ref string),
+	// whether the filter keeps it; nil without a filter.
+	admitted map[string]bool
 }
 
 // pending is a governed workload waiting for its decision.
@@ -153,7 +160,10 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Plan{At: opts.At, repo: opts.Repo, log: log}
+	p := &Plan{At: opts.At, repo: opts.Repo, log: log, filter: opts.Filter}
+	if !opts.Filter.IsZero() {
+		p.admitted = map[string]bool{}
+	}
 	set, inv, err := p.read(ctx, opts)
 	if err != nil {
 		return nil, nil, err
@@ -163,10 +173,14 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	definitions := map[usage.Ref][]string{}
 	for _, w := range p.inv.Workloads {
 		definitions[w.Ref] = append(definitions[w.Ref], w.Where())
+		p.admit(w.Ref, w.Labels)
 	}
 	p.unsupported(set, ns)
 	groups := map[string]int{}
 	for _, w := range p.inv.Workloads {
+		if p.Excludes(w.Ref.String()) {
+			continue
+		}
 		pw, ok := p.govern(set, w, definitions[w.Ref])
 		if !ok {
 			p.Hidden++
@@ -175,8 +189,44 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 		p.work = append(p.work, pw)
 		p.batch(opts.At, pw, groups)
 	}
+	if p.admitted != nil {
+		out := 0
+		for _, in := range p.admitted {
+			if !in {
+				out++
+			}
+		}
+		p.log.Info("workloads filtered out", "count", out)
+	}
 	p.sortProblems()
 	return p, set, nil
+}
+
+// admit applies the filter to one definition of ref, and remembers the
+// answer for Excludes. A ref defined twice is in when either definition
+// is: which one is deployed is not known, and the duplicate must still be
+// reported.
+func (p *Plan) admit(ref usage.Ref, labels map[string]string) {
+	if p.admitted != nil {
+		p.admitted[ref.String()] = p.admitted[ref.String()] || p.filter.Admits(ref, labels)
+	}
+}
+
+// Excludes reports whether the plan's filter leaves out the workload ref
+// (namespace/Kind/name), so that a run neither updates nor closes a pull
+// request about it: the run did not look at it. A workload the checkout
+// no longer holds is excluded unless the filter can tell it would be in
+// (with a selector it cannot, its labels being gone).
+func (p *Plan) Excludes(ref string) bool {
+	if p.admitted == nil {
+		return false
+	}
+	if in, ok := p.admitted[ref]; ok {
+		return !in
+	}
+	ns, rest, _ := strings.Cut(ref, "/")
+	kind, name, _ := strings.Cut(rest, "/")
+	return !p.filter.MayAdmit(usage.Ref{Namespace: ns, Kind: kind, Name: name})
 }
 
 // read reads the checkout once, for both the policies and discovery; the
@@ -495,6 +545,10 @@ func reported(pr patcher.Problem, set *policy.Set) bool {
 func (p *Plan) unsupported(set *policy.Set, ns string) {
 	for _, u := range p.inv.Unsupported {
 		u.Ref.Namespace = cmp.Or(u.Ref.Namespace, ns)
+		p.admit(u.Ref, u.Labels)
+		if p.Excludes(u.Ref.String()) {
+			continue
+		}
 		g := set.Govern(policy.Target{Ref: u.Ref, Labels: u.Labels})
 		if !u.GPU && g.Skip != "" {
 			continue

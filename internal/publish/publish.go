@@ -315,6 +315,9 @@ type published struct {
 	// capped, when not "", says which cap opening one more would pass
 	// (--max-open, --max-new).
 	capped string
+	// excluded are the workloads of the open pull request that the run's
+	// filter left out of the plan.
+	excluded []string
 }
 
 // observe reads the pull requests of the change set's branch and the
@@ -339,6 +342,7 @@ func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, wan
 		switch {
 		case prs[i].State == scm.Open:
 			s.current = &prs[i]
+			s.excluded = r.excluded(mk)
 		case prs[i].State == scm.Closed && !mk.Autoclosed:
 			s.declined = &prs[i]
 		}
@@ -364,6 +368,13 @@ type action struct {
 func decidePublish(s published, declinePercent int) action {
 	if s.current != nil {
 		a := action{pr: s.current}
+		if len(s.excluded) > 0 {
+			// The change set lacks them only because the run did not look:
+			// updating would drop their change from the pull request.
+			a.outcome = Kept
+			a.detail = fmt.Sprintf("%s: outside this run's filter, so the pull request stays as it is", strings.Join(s.excluded, ", "))
+			return a
+		}
 		// The branch and the body each record what they hold: the branch
 		// in its commit's trailer, the body in its marker. A run killed
 		// between the push and the edit leaves them apart; this one brings
@@ -443,6 +454,11 @@ func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
 		return res
 	}
 	res.Key = mk.Set
+	if out := r.excluded(mk); len(out) > 0 {
+		res.Outcome = Kept
+		res.Detail = fmt.Sprintf("%s: outside this run's filter, so the pull request stays as it is", strings.Join(out, ", "))
+		return res
+	}
 	var why []string
 	for _, ref := range slices.Sorted(maps.Keys(mk.Recommended)) {
 		d, found := r.decision(ref)
@@ -503,6 +519,19 @@ func (r *run) troubled(files []string) bool {
 		}
 	}
 	return false
+}
+
+// excluded is the workloads of a pull request's marker that the plan's
+// filter left out, sorted: the run did not look at them, so it can say
+// nothing about their change.
+func (r *run) excluded(mk marker) []string {
+	var out []string
+	for _, ref := range slices.Sorted(maps.Keys(mk.Recommended)) {
+		if r.p.Excludes(ref) {
+			out = append(out, ref)
+		}
+	}
+	return out
 }
 
 func (r *run) decision(ref string) (plan.Decision, bool) {

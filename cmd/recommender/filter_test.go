@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+)
+
+// TestFilterFlags: the filter flags of plan, from the command line, the
+// environment and the config file, and each mistake naming its flag.
+func TestFilterFlags(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "recommender.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("filter:\n  namespaces: [inference, 'team-*']\n  selector: 'app in (chat,embed),!canary'\n  workloads: [inference/Deployment/chat]\n"), 0o644))
+	sel, err := plan.ParseSelector("app in (chat,embed),!canary")
+	require.NoError(t, err)
+	fromFile := plan.Filter{Namespaces: []string{"inference", "team-*"}, Selector: sel, Workloads: []string{"inference/Deployment/chat"}}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want plan.Filter
+		err  string
+	}{
+		{name: "none"},
+		{name: "flags", args: []string{"--namespace", "inference", "--namespace", "team-*", "--selector", "app in (chat,embed),!canary",
+			"--workload", "inference/Deployment/chat"}, want: fromFile},
+		{name: "config file", args: []string{"--config", cfg}, want: fromFile},
+		{name: "environment", env: map[string]string{"RECOMMENDER_NAMESPACE": "inference,team-*", "RECOMMENDER_SELECTOR": "app in (chat,embed),!canary",
+			"RECOMMENDER_WORKLOAD": "inference/Deployment/chat"}, want: fromFile},
+		{name: "a flag wins over the file", args: []string{"--config", cfg, "--workload", "embed"},
+			want: plan.Filter{Namespaces: fromFile.Namespaces, Selector: sel, Workloads: []string{"embed"}}},
+		{name: "bad selector", args: []string{"--selector", "app in (chat"}, err: "invalid `--selector`: label selector \"app in (chat\": "},
+		{name: "bad namespace pattern", args: []string{"--namespace", "team-["}, err: "invalid `--namespace`: namespace \"team-[\": bad pattern: syntax error in pattern"},
+		{name: "bad workload", args: []string{"--workload", "a/b/c/d"}, err: "invalid `--workload`: workload \"a/b/c/d\": use namespace/Kind/name, namespace/name or name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var got *planOptions
+			io := streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+			root := newCmdRoot(io, func(_ context.Context, o *planOptions) error {
+				got = o
+				return nil
+			})
+			root.SetArgs(append([]string{"plan", "--repo", "r", "--metrics-file", "m.om"}, tt.args...))
+			err := root.Execute()
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				var fe *flagError
+				require.ErrorAs(t, err, &fe, "a usage error, exit 2")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got.filter)
+		})
+	}
+}
+
+// TestFilterUsageErrors: a bad selector exits 2 for plan and run alike,
+// naming the flag, or the config key it came from.
+func TestFilterUsageErrors(t *testing.T) {
+	for _, cmd := range []string{"plan", "run"} {
+		_, errOut, code := run(t, cmd, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--selector", "app=(x)")
+		require.Equal(t, exitUsage, code, errOut)
+		require.Contains(t, errOut, "invalid `--selector`: label selector \"app=(x)\"")
+	}
+	cfg := filepath.Join(t.TempDir(), "recommender.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("filter:\n  selector: 'app=(x)'\n"), 0o644))
+	_, errOut, code := run(t, "plan", "--config", cfg, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "`--selector` is filter.selector at "+cfg+":2:13")
+}
+
+// TestPlanFilter: plan shows only the workloads the filter keeps.
+func TestPlanFilter(t *testing.T) {
+	out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--workload", "chat", "--workload", "inference/embed", "-o", "json")
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, `"name": "chat"`)
+	require.Contains(t, out, `"name": "embed"`)
+	require.NotContains(t, out, `"name": "rerank"`)
+}
+
+// TestRunFilterLeavesOtherPullRequestsAlone: a run filtered to one
+// workload updates nothing and closes nothing of the others' pull
+// requests; an unfiltered run then finds them all as they were.
+func TestRunFilterLeavesOtherPullRequestsAlone(t *testing.T) {
+	repo := gitQuickstart(t)
+	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics}
+	_, errOut, code := run(t, args...)
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["opened"])
+
+	for _, filter := range [][]string{{"--workload", "chat"}, {"--namespace", "elsewhere"}, {"--selector", "app.kubernetes.io/name=chat"}} {
+		out, errOut, code := run(t, append(args, filter...)...)
+		require.Equal(t, exitOK, code, errOut)
+		prs := summary(t, errOut)["pullRequests"].(map[string]any)
+		require.Equal(t, 0.0, prs["closed"], "%v\n%s", filter, out)
+		require.Equal(t, 0.0, prs["updated"], "%v\n%s", filter, out)
+		require.Contains(t, out, "outside this run's filter", filter)
+	}
+
+	_, errOut, code = run(t, args...)
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["unchanged"])
+}
