@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"slices"
 	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/helm"
@@ -139,21 +142,27 @@ func discoverFile(rel string, b []byte) ([]workload.Workload, []workload.Unsuppo
 		if len(doc.Content) == 0 {
 			continue
 		}
-		ref, spec, ok := workload.Identify(doc.Content[0])
-		if !ok {
-			continue
+		for _, id := range workload.IdentifyAll(doc.Content[0]) {
+			w, err := readWorkload(doc.Content[0], id)
+			if err != nil {
+				probs = append(probs, workload.Problem{File: rel, Line: doc.Line, Err: err})
+				continue
+			}
+			w.File, w.Line = rel, doc.Line
+			ws = append(ws, w)
 		}
-		if ref.Name == "" {
-			probs = append(probs, workload.Problem{File: rel, Line: doc.Line, Err: fmt.Errorf("%s without metadata.name", ref.Kind)})
-			continue
-		}
-		if err := workload.ValidRef(ref); err != nil {
-			probs = append(probs, workload.Problem{File: rel, Line: doc.Line, Err: err})
-			continue
-		}
-		w := workload.Read(doc.Content[0], ref, spec)
-		w.File, w.Line = rel, doc.Line
-		ws = append(ws, w)
 	}
 	return ws, uns, probs
+}
+
+// readWorkload reads one workload of a document, refusing a name that
+// is missing or that Kubernetes would not accept.
+func readWorkload(root *yaml.Node, id workload.Identified) (workload.Workload, error) {
+	if id.Ref.Name == "" || strings.HasPrefix(id.Ref.Name, "-") && id.Ref.Kind == workload.DynamoKind {
+		return workload.Workload{}, fmt.Errorf("%s without metadata.name", id.Ref.Kind)
+	}
+	if err := workload.ValidRef(id.Ref); err != nil {
+		return workload.Workload{}, err
+	}
+	return workload.Read(root, id.Ref, id.Spec), nil
 }

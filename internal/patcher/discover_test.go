@@ -733,3 +733,71 @@ func TestDiscoverInferenceService(t *testing.T) {
 	require.ErrorContains(t, got["multinode"].GPU.Err, "spec.predictor.workerSpec")
 	require.Equal(t, int64(2), got["multinode"].GPU.Whole)
 }
+
+// TestDiscoverDynamo: a DynamoGraphDeployment is one workload per
+// service, named as the operator names the service's Deployment, read
+// where the operator takes the pods' fields from; a multinode service is
+// left alone, and one that a Kustomize build makes is reported, not read.
+func TestDiscoverDynamo(t *testing.T) {
+	inv, err := patcher.Discover(context.Background(), filepath.Join("testdata", "golden", "dynamo", "original"))
+	require.NoError(t, err)
+	require.Empty(t, inv.Problems)
+	require.Empty(t, inv.Unsupported)
+	var names []string
+	got := map[string]patcher.Workload{}
+	for _, w := range inv.Workloads {
+		require.Equal(t, "DynamoGraphDeployment", w.Ref.Kind)
+		require.Equal(t, "inference", w.Ref.Namespace)
+		names = append(names, w.Ref.Name)
+		got[w.Ref.Name] = w
+	}
+	require.Equal(t, []string{"llama-disagg-frontend", "llama-disagg-vllmprefillworker", "llama-disagg-vllmdecodeworker", "big-worker"}, names)
+
+	front := got["llama-disagg-frontend"]
+	require.Zero(t, front.GPU.Whole)
+	require.Empty(t, front.GPU.FractionText)
+	require.NoError(t, front.GPU.Err)
+	require.Equal(t, "main", front.Containers[0].Name)
+
+	prefill := got["llama-disagg-vllmprefillworker"]
+	require.Equal(t, int64(1), prefill.GPU.Whole)
+	require.Equal(t, []string{"main"}, prefill.GPU.WholeContainers)
+	require.Equal(t, "main", prefill.GPU.Container)
+	require.True(t, prefill.Containers[0].VLLM)
+	require.Equal(t, "0.90", prefill.Containers[0].GPUMemoryUtilization)
+	require.NoError(t, prefill.GPU.Err)
+
+	decode := got["llama-disagg-vllmdecodeworker"]
+	require.Equal(t, "0.5", decode.GPU.FractionText)
+	require.Zero(t, decode.GPU.Whole)
+	require.Equal(t, "kai-scheduler", decode.SchedulerName)
+	require.Equal(t, "llm", decode.PodLabels["team"])
+	require.Equal(t, "0.45", decode.Containers[0].GPUMemoryUtilization)
+
+	big := got["big-worker"]
+	require.Equal(t, int64(8), big.GPU.Whole)
+	require.ErrorIs(t, big.GPU.Err, patcher.ErrUnsizedPods)
+	require.ErrorContains(t, big.GPU.Err, "spec.services.worker.multinode")
+}
+
+// TestDiscoverDynamoBadGPUCount: a gpu count that is not a whole number
+// is an error, never "no GPU".
+func TestDiscoverDynamoBadGPUCount(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte(`apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+spec:
+  services:
+    Worker:
+      resources:
+        limits:
+          gpu: half
+`), 0o600))
+	inv, err := patcher.Discover(context.Background(), dir)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	require.Equal(t, "g-worker", inv.Workloads[0].Ref.Name)
+	require.ErrorIs(t, inv.Workloads[0].GPU.Err, patcher.ErrInvalidValue)
+}

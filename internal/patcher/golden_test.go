@@ -24,6 +24,10 @@ func isvc(name string) usage.Ref {
 	return usage.Ref{Namespace: "inference", Kind: "InferenceService", Name: name}
 }
 
+func dgd(name string) usage.Ref {
+	return usage.Ref{Namespace: "inference", Kind: "DynamoGraphDeployment", Name: name}
+}
+
 // goldenCase is one directory testdata/golden/<name>: original/ is a repo
 // checkout, expected/ holds only the files the edits change.
 type goldenCase struct {
@@ -131,6 +135,18 @@ func goldenCases() []goldenCase {
 			// KServe gives the object's gpu-fraction to the pods too.
 			{Workload: isvc("shared"), Reason: "golden", Ops: []patcher.Op{patcher.SetGPUMemory(20480)}},
 		}, refused: []error{patcher.ErrNoVLLMCommand, patcher.ErrInvalidValue}},
+		// NVIDIA Dynamo's DynamoGraphDeployment, one workload per service,
+		// named as the operator names its Deployment: the prefill worker
+		// moves from its whole GPU (resources.limits.gpu) to KAI, the
+		// decode worker's fraction and vLLM flag change in its
+		// extraPodMetadata and mainContainer. The frontend asks for no GPU
+		// and is not edited; neither is the multinode service.
+		{name: "dynamo", edits: []patcher.Edit{
+			{Workload: dgd("llama-disagg-vllmprefillworker"), Reason: "golden", Ops: toKAI},
+			{Workload: dgd("llama-disagg-vllmdecodeworker"), Reason: "golden", Ops: []patcher.Op{
+				patcher.SetGPUFraction("0.25"), patcher.SetPodLabel("kai.scheduler/queue", "llm"), patcher.SetVLLMMemoryUtilization("0.22")}},
+			{Workload: dgd("llama-disagg-vllmdecodeworker"), Reason: "golden", Ops: []patcher.Op{patcher.SetWholeGPUs(1)}},
+		}, refused: []error{patcher.ErrInvalidValue}},
 		{name: "refuse-kinds", edits: []patcher.Edit{
 			{Workload: usage.Ref{Kind: "DaemonSet", Name: "db"}, Ops: fractionAndVLLM},
 			{Workload: dep("", "db"), Ops: fractionAndVLLM},

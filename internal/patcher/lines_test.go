@@ -19,13 +19,14 @@ var (
 	// new flow entry or a flag added to a shell string.
 	// (A flag inserted before another one shifts the common prefix, hence
 	// the dashes on both sides.)
-	newMiddleRE = regexp.MustCompile(`^[ ,{-]*((metadata|annotations): {)*(gpu-fraction: )?["']?(-*gpu-memory-utilization=)?[0-9.]*["']?[ ,}-]*$`)
+	newMiddleRE = regexp.MustCompile(`^[ ,{-]*((metadata|extraPodMetadata|annotations): {)*(gpu-fraction: )?["']?(-*gpu-memory-utilization=)?[0-9.]*["']?[ ,}-]*$`)
 	// Lines an edit may insert without a value: created parent keys.
-	createdKeyRE = regexp.MustCompile(`^\s*(metadata|annotations):\s*$`)
+	createdKeyRE = regexp.MustCompile(`^\s*(metadata|extraPodMetadata|annotations):\s*$`)
 	// With removedGPU: lines RemoveWholeGPUs may delete, and what it may
 	// take out of a line (a flow entry).
-	gpuLineRE  = regexp.MustCompile(`^\s*(-\s+)?(["']?nvidia\.com/gpu["']?\s*:.*|(resources|limits|requests)\s*:.*)$`)
-	gpuEntryRE = regexp.MustCompile(`^[ ,]*["']?nvidia\.com/gpu["']?\s*:\s*[^,{}\s#]+[ ,]*$`)
+	// A Dynamo service's count is its resources' gpu.
+	gpuLineRE  = regexp.MustCompile(`^\s*(-\s+)?(["']?(nvidia\.com/)?gpu["']?\s*:.*|(resources|limits|requests)\s*:.*)$`)
+	gpuEntryRE = regexp.MustCompile(`^[ ,]*["']?(nvidia\.com/)?gpu["']?\s*:\s*[^,{}\s#]+[ ,]*$`)
 )
 
 // removedGPU, among the values of onlyIntendedLines, allows what

@@ -61,18 +61,18 @@ func TestNoSilentDrop(t *testing.T) {
 	}
 	// The kinds that are sized are decided; the rest have cause
 	// unsupported, naming the kind and the kinds that are sized.
-	for _, key := range []string{"StatefulSet/sts", "Rollout/ro", "LeaderWorkerSet/lws", "InferenceService/isvc", "StatefulSet/selected"} {
+	for _, key := range []string{"StatefulSet/sts", "Rollout/ro", "LeaderWorkerSet/lws", "InferenceService/isvc", "DynamoGraphDeployment/dgd-worker", "StatefulSet/selected"} {
 		d, ok := rows[key]
 		require.True(t, ok, "no row for %s", key)
 		require.NotEqual(t, engine.CauseUnsupported, d.Cause, key)
 	}
-	for kind, name := range map[string]string{"DaemonSet": "ds", "DynamoGraphDeployment": "dgd", "Trainer": "odd"} {
+	for kind, name := range map[string]string{"DaemonSet": "ds", "Trainer": "odd"} {
 		d, ok := rows[kind+"/"+name]
 		require.True(t, ok, "no row for %s %s", kind, name)
 		require.Equal(t, engine.Skipped, d.Action)
 		require.Equal(t, engine.CauseUnsupported, d.Cause)
 		require.Contains(t, d.Reason(), "kind "+kind+" (")
-		require.Contains(t, d.Reason(), "Deployment, StatefulSet, Rollout, LeaderWorkerSet and InferenceService are")
+		require.Contains(t, d.Reason(), "Deployment, StatefulSet, Rollout, LeaderWorkerSet, InferenceService and DynamoGraphDeployment are")
 		require.Contains(t, d.Reason(), "it asks for GPUs")
 	}
 	require.NotContains(t, rows, "ConfigMap/settings")

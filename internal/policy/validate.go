@@ -11,11 +11,12 @@ import (
 )
 
 // workloadTypes are the workloadTypes a scope may name. Deployment,
-// StatefulSet, Rollout, LeaderWorkerSet and InferenceService are
+// StatefulSet, Rollout, LeaderWorkerSet, InferenceService and
+// DynamoGraphDeployment (per service) are
 // discovered and edited; the others are accepted so that a policy written
 // for them loads, and what they select is a plan row with cause
 // unsupported, never nothing.
-var workloadTypes = []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout", "LeaderWorkerSet", "InferenceService", "Model"}
+var workloadTypes = []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Rollout", "LeaderWorkerSet", "InferenceService", "DynamoGraphDeployment", "Model"}
 
 // validator checks ranges and cross-field rules after decoding, reporting
 // through the decoder so that errors point at the field's line.

@@ -377,6 +377,18 @@ type removeWholeGPUs struct{}
 func (removeWholeGPUs) String() string { return "RemoveWholeGPUs()" }
 
 func (o removeWholeGPUs) apply(d *podEdit) error {
+	if d.dynamo {
+		tmpl, err := d.template()
+		if err != nil {
+			return err
+		}
+		if err := d.removeGPUs(tmpl, d.serviceField("resources"), "gpu"); err != nil {
+			return err
+		}
+		if splice.Lookup(tmpl, d.pod.Spec...) == nil {
+			return nil
+		}
+	}
 	var refs []containerRef
 	for _, list := range []string{"containers", "initContainers"} {
 		cs, err := d.containers(list)
@@ -412,7 +424,7 @@ func (o removeWholeGPUs) apply(d *podEdit) error {
 		if g := readGPU(r); g.via != nil {
 			return d.Fail(g.via, d.containerField(r)+".resources", fmt.Errorf("%w: nvidia.com/gpu is written through it", splice.ErrAlias))
 		}
-		if err := d.removeGPUs(r.c, d.containerField(r)+".resources"); err != nil {
+		if err := d.removeGPUs(r.c, d.containerField(r)+".resources", kai.GPUResource); err != nil {
 			return err
 		}
 	}
@@ -456,9 +468,10 @@ func (d *podEdit) gpuTargets() ([]containerRef, error) {
 	return ts, nil
 }
 
-// removeGPUs deletes nvidia.com/gpu from one container's limits and
-// requests, removing the mappings it leaves empty.
-func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
+// removeGPUs deletes resource key (nvidia.com/gpu; a Dynamo service's
+// gpu) from the limits and requests of c (a container; a Dynamo
+// service), removing the mappings it leaves empty.
+func (d *podEdit) removeGPUs(c *yaml.Node, base, key string) error {
 	rk, res := splice.Field(c, "resources")
 	if res == nil || res.Kind != yaml.MappingNode {
 		return nil
@@ -471,7 +484,7 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 	emptied := 0
 	for _, list := range []string{"limits", "requests"} {
 		lk, l := splice.Field(res, list)
-		k, v := splice.Field(l, kai.GPUResource)
+		k, v := splice.Field(l, key)
 		if k == nil {
 			continue
 		}
@@ -492,7 +505,7 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 		}
 	} else {
 		for _, h := range hits {
-			name := base + "." + h.list + "." + kai.GPUResource
+			name := base + "." + h.list + "." + key
 			var err error
 			if len(h.l.Content) == 2 {
 				err = d.DeleteEntry(res, h.lk, h.l, name)
@@ -505,7 +518,7 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base string) error {
 		}
 	}
 	for _, h := range hits {
-		d.Record(base+"."+h.list+"."+kai.GPUResource, h.v.Value, "")
+		d.Record(base+"."+h.list+"."+key, h.v.Value, "")
 	}
 	return nil
 }
@@ -515,6 +528,9 @@ type setWholeGPUs struct{ n int64 }
 func (o setWholeGPUs) String() string { return fmt.Sprintf("SetWholeGPUs(%d)", o.n) }
 
 func (o setWholeGPUs) apply(d *podEdit) error {
+	if d.dynamo {
+		return d.setDynamoGPUs(o.n)
+	}
 	pod, err := d.podSpec()
 	if err != nil {
 		return err
@@ -785,6 +801,14 @@ func kaiConflict(root *yaml.Node, spec Spec, p Pod) (*yaml.Node, string, error) 
 	}
 	if share == nil {
 		return nil, "", nil
+	}
+	if spec.dynamo {
+		for _, list := range []string{"limits", "requests"} {
+			if k, _ := splice.Field(splice.Lookup(root, join(p.Path, "resources", list)...), "gpu"); k != nil {
+				return k, dotted(join(p.Path, "resources", list, "gpu")),
+					fmt.Errorf("%w: next to the pod's %s, which KAI refuses (RemoveWholeGPUs removes it)", ErrInvalidValue, name)
+			}
+		}
 	}
 	for _, r := range allContainers(splice.Lookup(root, p.spec()...), p.Serving) {
 		if g := readGPU(r); g.present {

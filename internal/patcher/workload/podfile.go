@@ -18,15 +18,15 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 	if err != nil {
 		return nil, &located.Error{File: f.Path, Err: err}
 	}
-	spec, _ := SpecFor(e.Workload.Kind)
 	doc, _ := f.Document(idx)
+	spec := specOf(doc.Content[0], e.Workload)
 	pods := spec.Edited(doc.Content[0])
 	var notes []Note
 	var steps []splice.Step
 	for _, op := range e.Ops {
 		for _, pod := range pods {
 			steps = append(steps, splice.Step{Name: op.String(), Run: func(d *splice.Doc) error {
-				p := &podEdit{Doc: d, pod: pod, group: len(pods) > 1, ref: e.Workload}
+				p := &podEdit{Doc: d, pod: pod, group: len(pods) > 1, dynamo: spec.dynamo, ref: e.Workload}
 				if err := op.apply(p); err != nil {
 					return err
 				}
@@ -86,8 +86,10 @@ type podEdit struct {
 	*splice.Doc
 	pod   Pod  // where the pod's fields are
 	group bool // one of several templates sized together
-	ref   usage.Ref
-	notes []Note
+	// dynamo: a Dynamo service, whose whole GPUs are its resources.gpu
+	dynamo bool
+	ref    usage.Ref
+	notes  []Note
 }
 
 func (p *podEdit) note(n *yaml.Node, name string, err error) {
@@ -103,11 +105,8 @@ func (p *podEdit) note(n *yaml.Node, name string, err error) {
 func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
 	var exact, loose []int
 	for i, d := range f.Expected {
-		var got usage.Ref
-		if len(d.Content) > 0 {
-			got, _, _ = Identify(d.Content[0])
-		}
-		if got.Kind != ref.Kind || got.Name != ref.Name || got.Kind == "" {
+		got, ok := defines(d, ref)
+		if !ok {
 			continue
 		}
 		switch got.Namespace {
@@ -133,4 +132,30 @@ func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: %s", ErrAmbiguous, ref)
+}
+
+// defines returns the workload of document d that is ref but for its
+// namespace, ok false when there is none.
+func defines(d *yaml.Node, ref usage.Ref) (usage.Ref, bool) {
+	if len(d.Content) == 0 {
+		return usage.Ref{}, false
+	}
+	for _, id := range IdentifyAll(d.Content[0]) {
+		if id.Ref.Kind == ref.Kind && id.Ref.Name == ref.Name && id.Ref.Kind != "" {
+			return id.Ref, true
+		}
+	}
+	return usage.Ref{}, false
+}
+
+// specOf is how to read workload ref of document root: its kind's, or,
+// for a kind with several workloads in one object, the one ref names.
+func specOf(root *yaml.Node, ref usage.Ref) Spec {
+	for _, id := range IdentifyAll(root) {
+		if id.Ref.Kind == ref.Kind && id.Ref.Name == ref.Name {
+			return id.Spec
+		}
+	}
+	spec, _ := SpecFor(ref.Kind)
+	return spec
 }

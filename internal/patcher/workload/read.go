@@ -36,6 +36,9 @@ type Spec struct {
 	// Template's, which are not sized: where one asks for GPUs, sizing
 	// Template's alone would be wrong, and the workload is left alone.
 	others [][]string
+	// dynamo: a service of a DynamoGraphDeployment (see DynamoKind), whose
+	// whole GPUs are the service's resources.gpu count, not a container's.
+	dynamo bool
 }
 
 // SpecFor returns how to read kind, ok false for a kind that is not
@@ -48,7 +51,8 @@ type Spec struct {
 // whose pods KServe builds from spec.predictor: the pod spec inlined, the
 // pods' labels and annotations as its fields, and model, or a framework
 // field, as the serving container); testdata/kinds holds the
-// InferenceService CRD.
+// InferenceService CRD. NVIDIA Dynamo's nvidia.com DynamoGraphDeployment
+// is one workload per service (IdentifyAll, DynamoKind).
 func SpecFor(kind string) (Spec, bool) {
 	podTemplate := templatePod("spec", "template")
 	switch kind {
@@ -70,13 +74,16 @@ func SpecFor(kind string) (Spec, bool) {
 			// A multi-node predictor's workers, and the canaries' own
 			// predictors, run pods of their own.
 			others: [][]string{{"spec", "predictor", "workerSpec"}, {"spec", "canary"}}}, true
+	case DynamoKind:
+		// One Spec per service: IdentifyAll gives each its own.
+		return Spec{groups: []string{"nvidia.com"}, dynamo: true}, true
 	}
 	return Spec{}, false
 }
 
 // Kinds are the kinds SpecFor sizes, for documentation and tests.
 func Kinds() []string {
-	return []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService"}
+	return []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService", DynamoKind}
 }
 
 // Edited returns where the pods an Edit changes are: Template, and Group
@@ -116,7 +123,8 @@ func Identify(root *yaml.Node) (usage.Ref, Spec, bool) {
 	}
 	kind := splice.Str(root, "kind")
 	spec, ok := SpecFor(kind)
-	if !ok || !spec.accepts(splice.Str(root, "apiVersion")) {
+	if !ok || spec.dynamo || !spec.accepts(splice.Str(root, "apiVersion")) {
+		// A DynamoGraphDeployment is several workloads: IdentifyAll.
 		return usage.Ref{}, Spec{}, false
 	}
 	if splice.Lookup(root, spec.Template.Path...) == nil && splice.Lookup(root, "spec", "workloadRef") != nil {
@@ -242,6 +250,9 @@ func Read(root *yaml.Node, ref usage.Ref, spec Spec) Workload {
 	// Kubernetes sums what the containers request and takes the larger of
 	// that and the largest init container, which runs alone.
 	w.GPU.Whole = max(sum, initMax)
+	if spec.dynamo {
+		readDynamoGPUs(root, p, &w.GPU)
+	}
 	if ts, ok := gpuTargets(splice.Lookup(root, p.Path...), p); ok && len(ts) == 1 {
 		w.GPU.Container = ts[0].label()
 	}
@@ -465,6 +476,9 @@ type containerRef struct {
 func (r containerRef) name() string {
 	if n := splice.Str(r.c, "name"); n != "" || !r.serving {
 		return n
+	}
+	if r.list == dynamoMain {
+		return dynamoMainName
 	}
 	return servingContainerName
 }
