@@ -16,14 +16,20 @@ const (
 	kindStatefulSet = "StatefulSet"
 	kindLWS         = "LeaderWorkerSet"  // leaderworkerset.x-k8s.io/v1
 	kindISVC        = "InferenceService" // serving.kserve.io/v1beta1
+	// kindDGD is a Dynamo graph's service, named as the Deployment the
+	// operator runs it as: <graph>-<service, lowercased>
+	// (GetDynamoComponentName; the DynamoComponentDeployment's Deployment
+	// takes its name, generateDeployment in ai-dynamo/dynamo's operator).
+	kindDGD = "DynamoGraphDeployment" // nvidia.com/v1alpha1
 )
 
 // generated reports whether a kind's pods are named as a ReplicaSet names
 // them. An Argo Rollout makes ReplicaSets named <rollout>-<hash>, the hash
 // computed and encoded as a Deployment's (argo-rollouts, rollout/sync.go,
-// utils/hash), so its pods are named as a Deployment's.
+// utils/hash), so its pods are named as a Deployment's; a Dynamo service
+// runs as a Deployment named as its Ref.
 func generated(kind string) bool {
-	return kind == kindDeployment || kind == kindRollout
+	return kind == kindDeployment || kind == kindRollout || kind == kindDGD
 }
 
 // named reports whether the pods of a kind can be attributed by their
@@ -36,7 +42,7 @@ func named(kind string) bool {
 // the naming rule of c's kind.
 func fits(c usage.Ref, pod string) bool {
 	switch c.Kind {
-	case kindDeployment, kindRollout:
+	case kindDeployment, kindRollout, kindDGD:
 		_, ok := matchDeploymentPod(c.Name, pod)
 		return ok
 	case kindStatefulSet:

@@ -152,3 +152,68 @@ warning: pod ml/chat-predictor-7d9f8c6b5d-x2b4z counts for no workload: its Depl
 		})
 	}
 }
+
+// TestClaimDynamo: a Dynamo graph's service runs as a Deployment named as
+// its Ref (<graph>-<service>), so its pods are named as that
+// Deployment's; a Deployment of the same name, asked for too, is a tie.
+func TestClaimDynamo(t *testing.T) {
+	dgd := func(name string) usage.Ref { return usage.Ref{Namespace: "ns", Kind: "DynamoGraphDeployment", Name: name} }
+	d := func(name string) usage.Ref { return metricstest.Deployment("ns", name) }
+	tests := []struct {
+		name       string
+		candidates []usage.Ref
+		pod        string
+		want       usage.Ref
+		wantRivals []usage.Ref
+	}{
+		{name: "a service's pod", candidates: []usage.Ref{dgd("llm-decode"), dgd("llm-prefill")}, pod: "llm-decode-7d9f8c6b5d-x2b4z", want: dgd("llm-decode")},
+		{name: "services sharing a prefix", candidates: []usage.Ref{dgd("llm-decode"), dgd("llm-decode-2")}, pod: "llm-decode-2-7d9f8c6b5d-x2b4z", want: dgd("llm-decode-2")},
+		{name: "the graph's frontend is not a worker's", candidates: []usage.Ref{dgd("llm-decode")}, pod: "llm-frontend-7d9f8c6b5d-x2b4z"},
+		{
+			name: "a Deployment of the same name", candidates: []usage.Ref{d("llm-decode"), dgd("llm-decode")}, pod: "llm-decode-7d9f8c6b5d-x2b4z",
+			wantRivals: []usage.Ref{d("llm-decode"), dgd("llm-decode")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref, ok, rivals := metrics.Claim(tt.candidates, tt.pod)
+			require.Equal(t, tt.want, ref)
+			require.Equal(t, tt.want != usage.Ref{}, ok)
+			require.Equal(t, tt.wantRivals, rivals)
+		})
+	}
+}
+
+// TestAttributionDynamo: through kube-state-metrics, a service's pods
+// reach it by its ReplicaSet's Deployment, the one the operator names as
+// the service; without owner series, by the Deployment's pod names.
+func TestAttributionDynamo(t *testing.T) {
+	decode := usage.Ref{Namespace: "ml", Kind: "DynamoGraphDeployment", Name: "llm-decode"}
+	prefill := usage.Ref{Namespace: "ml", Kind: "DynamoGraphDeployment", Name: "llm-prefill"}
+	rs := func(pod, owner string) metricstest.OwnedPod {
+		return metricstest.OwnedPod{Name: pod, OwnerKind: "ReplicaSet", Owner: owner}
+	}
+	byOwner := owned("ml", rs("llm-decode-7d9f8c6b5d-x2b4z", "llm-decode-7d9f8c6b5d"), rs("llm-prefill-5f6d7b8c9-m4n5p", "llm-prefill-5f6d7b8c9")).
+		Add(metricstest.ReplicaSetOwner("ml", "llm-decode-7d9f8c6b5d", "Deployment", "llm-decode"), 0, time.Minute, 1).
+		Add(metricstest.ReplicaSetOwner("ml", "llm-prefill-5f6d7b8c9", "Deployment", "llm-prefill"), 0, time.Minute, 1)
+	byName := new(metricstest.Recording).
+		Add(metricstest.UsageOf(metricstest.SM, "ml", "llm-decode-7d9f8c6b5d-x2b4z", "main"), 0, time.Minute, 3).
+		Add(metricstest.UsageOf(metricstest.Mem, "ml", "llm-decode-7d9f8c6b5d-x2b4z", "main"), 0, time.Minute, 3).
+		Add(metricstest.UsageOf(metricstest.SM, "ml", "llm-frontend-6c7d8f9b5-q2w3e", "main"), 0, time.Minute, 3).
+		Add(metricstest.UsageOf(metricstest.Mem, "ml", "llm-frontend-6c7d8f9b5-q2w3e", "main"), 0, time.Minute, 3)
+	for _, tt := range []struct {
+		name string
+		rec  *metricstest.Recording
+		want string
+	}{
+		{name: "by owner", rec: byOwner, want: "ml/DynamoGraphDeployment/llm-decode: llm-decode-7d9f8c6b5d-x2b4z\nml/DynamoGraphDeployment/llm-prefill: llm-prefill-5f6d7b8c9-m4n5p\n"},
+		{name: "by name, the frontend no worker's", rec: byName, want: "ml/DynamoGraphDeployment/llm-decode: llm-decode-7d9f8c6b5d-x2b4z\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{decode, prefill}}
+			res, err := tt.rec.Parse(t).Usage(context.Background(), q)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, metricstest.Pods(res))
+		})
+	}
+}

@@ -327,7 +327,7 @@ func deploymentOwner(d usage.Ref, candidates []usage.Ref) attribution {
 	var matches []usage.Ref
 	rival := false
 	for _, c := range candidates {
-		if c.Kind == kindISVC && matchISVCDeployment(c.Name, d.Name) {
+		if c.Kind == kindISVC && matchISVCDeployment(c.Name, d.Name) || c.Kind == kindDGD && c.Name == d.Name {
 			matches = append(matches, c)
 		}
 		rival = rival || c == d

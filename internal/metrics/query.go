@@ -287,8 +287,9 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 
 	// The pattern competes with every Deployment and Rollout known at the
 	// time, not only the queried ones, so that the longest name can win;
-	// but a Deployment a queried InferenceService's predictor runs as is
-	// that InferenceService, no rival unless asked for itself.
+	// but a Deployment a queried InferenceService's predictor, or a
+	// queried Dynamo service, runs as is that workload, no rival unless
+	// asked for itself.
 	var candidates []usage.Ref
 	for _, ref := range set.ksm.replicaSetOwnersAt(ns, at) {
 		if !predictorOfAny(refs, ref) {
@@ -333,7 +334,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 // InferenceService among refs.
 func predictorOfAny(refs []usage.Ref, d usage.Ref) bool {
 	for _, r := range refs {
-		if r.Kind == kindISVC && d.Kind == kindDeployment && matchISVCDeployment(r.Name, d.Name) {
+		if d.Kind == kindDeployment && (r.Kind == kindISVC && matchISVCDeployment(r.Name, d.Name) || r.Kind == kindDGD && r.Name == d.Name) {
 			return true
 		}
 	}
