@@ -157,7 +157,9 @@ warning: pod ml/chat-predictor-7d9f8c6b5d-x2b4z counts for no workload: its Depl
 // its Ref (<graph>-<service>), so its pods are named as that
 // Deployment's; a Deployment of the same name, asked for too, is a tie.
 func TestClaimDynamo(t *testing.T) {
-	dgd := func(name string) usage.Ref { return usage.Ref{Namespace: "ns", Kind: "DynamoGraphDeployment", Name: name} }
+	dgd := func(name string) usage.Ref {
+		return usage.Ref{Namespace: "ns", Kind: "DynamoGraphDeployment", Name: name}
+	}
 	d := func(name string) usage.Ref { return metricstest.Deployment("ns", name) }
 	tests := []struct {
 		name       string
