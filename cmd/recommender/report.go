@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpu-rightsizing/recommender/internal/placement"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/report"
+)
+
+type reportOptions struct {
+	IO     streams
+	Logger *slog.Logger
+
+	Repo             string
+	Usage            usageFlags
+	Output           string
+	PolicyPaths      []string
+	DefaultNamespace string
+	Kubeconfig       string
+
+	Now func() time.Time
+}
+
+func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Command {
+	opts := &reportOptions{IO: io, Now: time.Now}
+	var parseUsage func() error
+	cmd := &cobra.Command{
+		Use:   "report --repo DIR (--metrics-file FILE | --prometheus-url URL) [--kubeconfig FILE]",
+		Short: "Print the consolidation report of each GpuConsolidationPolicy",
+		Long: "Print the consolidation report of each GpuConsolidationPolicy of a repository (docs/fleet.md): the\n" +
+			"pool's nodes and GPU pods, read from the cluster, packed now and at the allocations the plan\n" +
+			"recommends, and the under-used nodes that could be drained. It makes the plan as `plan` does,\n" +
+			"writes nothing, and only gets and lists nodes, pods and replicasets: nothing is evicted or patched.",
+		Example: "  recommender report --repo . --metrics-file usage.om --kubeconfig ~/.kube/config\n" +
+			"  recommender report --repo . --prometheus-url http://prometheus.monitoring:9090 -o json",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Repo == "" {
+				return flagErrorf("`--repo` is required")
+			}
+			if err := parseUsage(); err != nil {
+				return err
+			}
+			if opts.Output != "table" && opts.Output != "json" {
+				return flagErrorf("invalid `--output` %q: use table or json", opts.Output)
+			}
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			opts.Usage.Progress = terminalProgress(io, cmd)
+			opts.Logger = opts.Usage.Progress.logger(log)
+			return runReport(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table or json")
+	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
+	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: the pod's service account)")
+	parseUsage = addUsageFlags(cmd, &opts.Usage)
+	return cmd
+}
+
+func runReport(ctx context.Context, opts *reportOptions) error {
+	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
+		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
+	}
+	kube, err := placement.Client(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	p, _, err := opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
+		opts.Logger, opts.Now)
+	if err != nil {
+		return err
+	}
+	res, err := report.Make(ctx, report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, Plan: p, Kube: kube})
+	if err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		return res.WriteJSON(opts.IO.Out)
+	}
+	return res.WriteText(opts.IO.Out)
+}

@@ -1,0 +1,125 @@
+// Package report makes the consolidation reports of a repository's
+// GpuConsolidationPolicies (DESIGN §8, docs/fleet.md) from a finished
+// plan and the placement read from the cluster: the shell around the
+// pure consolidate.Evaluate, for `recommender report`. It evicts and
+// patches nothing; the cluster is only read, by the placement package.
+package report
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpu-rightsizing/recommender/internal/consolidate"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/placement"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// Options say where the policies are; the plan gives the
+// recommendations, Kube the placement.
+type Options struct {
+	Repo        string
+	PolicyPaths []string
+	Plan        *plan.Plan
+	Kube        kubernetes.Interface
+}
+
+// Result is every policy's report, with what the reading left out.
+type Result struct {
+	Reports []consolidate.Report `json:"reports"`
+	// Notes are the pods the placement could not count, and the policies
+	// that could not be read.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Make reads the consolidation policies of the repository and the
+// placement of the cluster, and reports on each policy's pool, sorted by
+// name.
+func Make(ctx context.Context, opts Options) (*Result, error) {
+	set, err := policy.Load(ctx, opts.Repo, opts.PolicyPaths...)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	for _, b := range set.Broken {
+		if b.Kind == policy.KindConsolidation {
+			res.Notes = append(res.Notes, fmt.Sprintf("GpuConsolidationPolicy %s is invalid: no report for it (see `recommender policy validate`)", b.Name))
+		}
+	}
+	if len(set.Consolidation) == 0 {
+		return res, nil
+	}
+	in, notes, err := placement.Read(ctx, opts.Kube)
+	if err != nil {
+		return nil, fmt.Errorf("reading the placement: %w", err)
+	}
+	res.Notes = append(res.Notes, notes...)
+	res.Reports = Evaluate(set.Consolidation, in, Recommendations(opts.Plan))
+	return res, nil
+}
+
+// Evaluate reports on each policy's pool.
+func Evaluate(policies []*policy.ConsolidationPolicy, in consolidate.Placement, recs map[usage.Ref]engine.Allocation) []consolidate.Report {
+	out := make([]consolidate.Report, 0, len(policies))
+	for _, cp := range policies {
+		threshold := policy.DefaultConsolidationUtil
+		if t := cp.Spec.UtilizationThresholdPercent; t != nil {
+			threshold = *t
+		}
+		out = append(out, consolidate.Evaluate(consolidate.Policy{Name: cp.Name, Nodes: &cp.Spec.NodeSelector, ThresholdPercent: threshold}, in, recs))
+	}
+	slices.SortFunc(out, func(a, b consolidate.Report) int { return cmp.Compare(a.Policy, b.Policy) })
+	return out
+}
+
+// Recommendations are the allocations the open pull requests set: a
+// decision that changes nothing leaves its workload at its current
+// share, which the placement already holds.
+func Recommendations(p *plan.Plan) map[usage.Ref]engine.Allocation {
+	recs := map[usage.Ref]engine.Allocation{}
+	if p == nil {
+		return recs
+	}
+	for _, d := range p.Decisions {
+		if d.Action.Changes() {
+			recs[d.Workload.Ref] = d.Recommended
+		}
+	}
+	return recs
+}
+
+// WriteText prints each report, a blank line apart, then the notes.
+func (r *Result) WriteText(w io.Writer) error {
+	if len(r.Reports) == 0 {
+		fmt.Fprintln(w, "no GpuConsolidationPolicy in the repository: nothing to report")
+	}
+	for i, rep := range r.Reports {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := rep.WriteText(w); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", plan.Printable(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the result as one indented JSON document.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
