@@ -51,14 +51,14 @@ func Read(ctx context.Context, kube kubernetes.Interface) (consolidate.Placement
 		out.Nodes = append(out.Nodes, consolidate.Node{Name: n.Name, Labels: maps.Clone(n.Labels),
 			GPUs: int(q.Value()), Model: n.Labels[ProductLabel]})
 	}
-	pods, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	pods, err := listPods(ctx, kube)
 	if err != nil {
-		return out, nil, fmt.Errorf("list pods: %w", err)
+		return out, nil, err
 	}
 	r := owners{kube: kube, top: map[usage.Ref]usage.Ref{}}
 	var notes []string
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -78,6 +78,26 @@ func Read(ctx context.Context, kube kubernetes.Interface) (consolidate.Placement
 			Node: p.Spec.NodeName, Share: sh})
 	}
 	return out, notes, nil
+}
+
+// listPods lists the scheduled pods that have not ended, in pages: a
+// cluster's pods can run to tens of thousands, and one answer that large
+// weighs on the API server.
+func listPods(ctx context.Context, kube kubernetes.Interface) ([]corev1.Pod, error) {
+	opts := metav1.ListOptions{Limit: 500,
+		FieldSelector: "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"}
+	var out []corev1.Pod
+	for {
+		page, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list pods: %w", err)
+		}
+		out = append(out, page.Items...)
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
+	}
 }
 
 // share is the pod's GPU request as KAI places it; ok is false for a pod
