@@ -26,8 +26,8 @@ const full = 100
 // GPUs, all on one node. A gpu-fraction pod has Per below 1 and Devices
 // its gpu-fraction-num-devices; a whole-GPU pod has Per 1.
 type Share struct {
-	Per     float64
-	Devices int
+	Per     float64 `json:"per"`
+	Devices int     `json:"devices"`
 }
 
 // Fraction is a gpu-fraction request over numDevices devices.

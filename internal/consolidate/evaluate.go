@@ -13,65 +13,68 @@ import (
 
 // Report is one policy's pool, now and once the open pull requests merge.
 type Report struct {
-	Policy           string
-	ThresholdPercent int
+	Policy           string `json:"policy"`
+	ThresholdPercent int    `json:"thresholdPercent"`
 	// Nodes and GPUs are the pool's size: the nodes its selector matches.
-	Nodes, GPUs int
+	Nodes int `json:"nodes"`
+	GPUs  int `json:"gpus"`
 	// InUse counts the GPUs holding any share now, where the pods are.
-	InUse int
+	InUse int `json:"inUse"`
 	// NeededNow and NeededAfter are the GPUs the pool's pods need packed
 	// from scratch, at today's shares and at the recommended ones.
-	NeededNow, NeededAfter int
+	NeededNow   int `json:"neededNow"`
+	NeededAfter int `json:"neededAfter"`
 	// InUseAfter counts the GPUs holding any share once the
 	// recommendations merge and every drainable candidate is drained.
-	InUseAfter int
+	InUseAfter int `json:"inUseAfter"`
 	// Candidates are the nodes used below the threshold, least used
 	// first, each drainable or not and why.
-	Candidates []Candidate
+	Candidates []Candidate `json:"candidates"`
 	// Moves are every change of place the report proposes: pods a resize
 	// no longer fits where they are, then the drains.
-	Moves []Move
+	Moves []Move `json:"moves"`
 	// Placement is where every placed pod of the pool ends, at its
 	// recommended share, after the moves.
-	Placement []Placed
+	Placement []Placed `json:"placement"`
 	// Unplaced names the pods that fit nowhere: on their own node now, or
 	// anywhere in the pool after a resize.
-	Unplaced []string
+	Unplaced []string `json:"unplaced"`
 	// Notes say what in the input was odd and how it was read.
-	Notes []string
+	Notes []string `json:"notes"`
 	// Unmodelled is what a drain here does not account for.
-	Unmodelled []Constraint
+	Unmodelled []Constraint `json:"unmodelled"`
 }
 
 // Candidate is a node under the threshold.
 type Candidate struct {
-	Node string
-	GPUs int
+	Node string `json:"node"`
+	GPUs int    `json:"gpus"`
 	// Used is the node's share in GPUs once the recommendations merge,
 	// before any drain: the number the candidate rule compares.
-	Used      float64
-	Drainable bool
+	Used      float64 `json:"used"`
+	Drainable bool    `json:"drainable"`
 	// Moves free the node when it is drainable.
-	Moves []Move
+	Moves []Move `json:"moves"`
 	// Why says what keeps it when it is not.
-	Why string
+	Why string `json:"why,omitempty"`
 }
 
 // Move takes a pod from its place to another of the same pool.
 type Move struct {
-	Pod      string
-	Workload usage.Ref
-	Share    Share
-	From, To Slot
+	Pod      string    `json:"pod"`
+	Workload usage.Ref `json:"workload"`
+	Share    Share     `json:"share"`
+	From     Slot      `json:"from"`
+	To       Slot      `json:"to"`
 	// Reason is "resized" for a pod its recommendation no longer fits
 	// where it is, or "drain <node>".
-	Reason string
+	Reason string `json:"reason"`
 }
 
 // Slot is a node and its devices.
 type Slot struct {
-	Node    string
-	Devices []int
+	Node    string `json:"node"`
+	Devices []int  `json:"devices"`
 }
 
 func (s Slot) String() string {

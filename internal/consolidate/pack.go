@@ -190,10 +190,10 @@ func sortBy(o order, pods []Pod, idx []int) {
 
 // Placed is where a pod is, or would be.
 type Placed struct {
-	Pod     string
-	Node    string
-	Devices []int
-	Share   Share
+	Pod     string `json:"pod"`
+	Node    string `json:"node"`
+	Devices []int  `json:"devices"`
+	Share   Share  `json:"share"`
 }
 
 // Packing is the pods packed from scratch onto a pool's GPUs.
