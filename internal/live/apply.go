@@ -331,6 +331,11 @@ func (p *livePlan) planVLLM(t Target, dep *object, ours bool, prev *VLLMValues) 
 			gitOld = prev.New
 		}
 		switch {
+		case cur != "" && !dep.holding(t.VLLM.Container).ownsArgs(t.VLLM.Container):
+			// Taking the whole list would take every container's fields
+			// from the GitOps controller, and conflict with it.
+			p.warnings = append(p.warnings, fmt.Sprintf("container %s: its args are in a list server-side apply owns whole (%s.containers): left to the pull request",
+				t.VLLM.Container, strings.Join(dep.holding(t.VLLM.Container).pod, ".")))
 		case cur == "":
 			p.warnings = append(p.warnings, fmt.Sprintf("container %s: --gpu-memory-utilization is not a literal in its args: left to the pull request", t.VLLM.Container))
 		case cur != gitOld:
@@ -473,11 +478,14 @@ func applyPatch(dep *object, fraction string, vllm *VLLMValues, args []string, m
 		holder = dep.holding(vllm.Container)
 	}
 	for _, t := range dep.templates {
-		tmpl := map[string]any{"metadata": map[string]any{"annotations": map[string]string{kai.FractionAnnotation: fraction}}}
-		if holder != nil && slices.Equal(holder.path, t.path) {
-			tmpl["spec"] = map[string]any{"containers": []container{{Name: vllm.Container, Args: args}}}
+		setPath(obj, join(t.meta, "annotations"), map[string]string{kai.FractionAnnotation: fraction})
+		switch {
+		case holder == nil || !slices.Equal(holder.path, t.path):
+		case t.servingArgs(vllm.Container):
+			setPath(obj, join(t.pod, t.serving), map[string]any{"args": args})
+		default:
+			setPath(obj, join(t.pod, "containers"), []container{{Name: vllm.Container, Args: args}})
 		}
-		setPath(obj, t.path, tmpl)
 	}
 	return json.Marshal(obj)
 }
