@@ -201,7 +201,7 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 // and its result says so rather than passing in silence.
 func (a *Applier) checkQueue(ctx context.Context, t Target, res *Result) string {
 	if t.Kind != "Deployment" {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the KAI queue's GPU quota was not checked: the queue's sum reads Deployments, not a %s", t.Kind))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the KAI queue's GPU quota was not checked: the queue's sum reads Deployments, not %s %s", article(t.Kind), t.Kind))
 		return ""
 	}
 	newF, _ := kai.ParseFraction(t.Fraction.New)
@@ -216,6 +216,14 @@ func (a *Applier) checkQueue(ctx context.Context, t Target, res *Result) string 
 		return qc.Warning()
 	}
 	return ""
+}
+
+// article is the indefinite article of a kind's name, for messages.
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("AEIOU", rune(kind[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // admit says why t is never applied live, whatever the cluster holds: ""
