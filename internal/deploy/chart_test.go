@@ -289,7 +289,8 @@ func TestChartSecretsByReference(t *testing.T) {
 func liveGrants(cluster ...string) []string {
 	out := slices.Clone(cluster)
 	for _, ns := range []string{"inference", "staging"} {
-		for _, r := range []string{"apps deployments", "apps statefulsets", "argoproj.io rollouts", "leaderworkerset.x-k8s.io leaderworkersets"} {
+		for _, r := range []string{"apps deployments", "apps statefulsets", "argoproj.io rollouts", "leaderworkerset.x-k8s.io leaderworkersets",
+			"serving.kserve.io inferenceservices"} {
 			for _, v := range []string{"get", "list", "patch"} {
 				out = append(out, ns+" "+r+" "+v)
 			}

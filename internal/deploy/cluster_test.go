@@ -142,7 +142,8 @@ func TestChartOnCluster(t *testing.T) {
 			for _, ns := range probeNamespaces {
 				for _, verb := range []string{"get", "list", "watch", "patch", "update", "delete", "create"} {
 					probes = append(probes, probe{ns, "apps", "deployments", verb}, probe{ns, "apps", "statefulsets", verb},
-						probe{ns, "argoproj.io", "rollouts", verb}, probe{ns, "leaderworkerset.x-k8s.io", "leaderworkersets", verb})
+						probe{ns, "argoproj.io", "rollouts", verb}, probe{ns, "leaderworkerset.x-k8s.io", "leaderworkersets", verb},
+						probe{ns, "serving.kserve.io", "inferenceservices", verb})
 				}
 				probes = append(probes, probe{ns, "", "secrets", "get"}, probe{ns, "", "pods", "list"})
 			}

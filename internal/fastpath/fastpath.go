@@ -110,9 +110,9 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 // fast path does not handle its kind. Such an upsize is refused by name,
 // never skipped in silence: whoever set liveUpsize expects it live, and
 // must learn that it waits for its pull request. Whether the kind's
-// controller would roll the pods (a StatefulSet under OnDelete would not)
-// is read from the live object by package live, which refuses it by name
-// too.
+// controller would roll the pods (a StatefulSet under OnDelete would
+// not, nor KServe a stopped InferenceService) is read from the live
+// object by package live, which refuses it by name too.
 func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused string) {
 	ref := d.Workload.Ref
 	if d.Action != engine.Upsize || !d.Urgent || d.Rules.Strategy == nil || !d.Rules.Strategy.LiveUpsize ||
@@ -120,7 +120,7 @@ func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused strin
 		return false, ""
 	}
 	if !liveKind(ref.Kind) {
-		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts and LeaderWorkerSets only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
+		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
 	}
 	return true, ""
 }
@@ -128,7 +128,7 @@ func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused strin
 // liveKind reports whether package live applies kind.
 func liveKind(kind string) bool {
 	switch kind {
-	case "Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet":
+	case "Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService":
 		return true
 	}
 	return false

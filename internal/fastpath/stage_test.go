@@ -69,7 +69,7 @@ func TestStageKinds(t *testing.T) {
 LIVE WORKLOAD  OUTCOME      CHANGE                   DETAIL
 serving/embed  refused      -                        StatefulSet serving/embed has updateStrategy OnDelete: its pods keep the old request until each is deleted by hand, so the live fast path refuses it; it waits for its pull request
 serving/llm    would apply  gpu-fraction 0.5 → 0.60  would apply by server-side apply as gpu-rightsizing-recommender
-serving/batch  refused      -                        the live fast path applies Deployments, StatefulSets, Rollouts and LeaderWorkerSets only; CronJob serving/batch waits for its pull request
+serving/batch  refused      -                        the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; CronJob serving/batch waits for its pull request
 `, out.String())
 	require.Equal(t, []any{string(live.Refused), 2, string(live.WouldApply), 1}, stage.Summary())
 }

@@ -201,7 +201,7 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 // and its result says so rather than passing in silence.
 func (a *Applier) checkQueue(ctx context.Context, t Target, res *Result) string {
 	if t.Kind != "Deployment" {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the KAI queue's GPU quota was not checked: the queue's sum reads Deployments, not a %s", t.Kind))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the KAI queue's GPU quota was not checked: the queue's sum reads Deployments, not %s %s", article(t.Kind), t.Kind))
 		return ""
 	}
 	newF, _ := kai.ParseFraction(t.Fraction.New)
@@ -216,6 +216,14 @@ func (a *Applier) checkQueue(ctx context.Context, t Target, res *Result) string 
 		return qc.Warning()
 	}
 	return ""
+}
+
+// article is the indefinite article of a kind's name, for messages.
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("AEIOU", rune(kind[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // admit says why t is never applied live, whatever the cluster holds: ""
@@ -331,6 +339,11 @@ func (p *livePlan) planVLLM(t Target, dep *object, ours bool, prev *VLLMValues) 
 			gitOld = prev.New
 		}
 		switch {
+		case cur != "" && !dep.holding(t.VLLM.Container).ownsArgs(t.VLLM.Container):
+			// Taking the whole list would take every container's fields
+			// from the GitOps controller, and conflict with it.
+			p.warnings = append(p.warnings, fmt.Sprintf("container %s: its args are in a list server-side apply owns whole (%s.containers): left to the pull request",
+				t.VLLM.Container, strings.Join(dep.holding(t.VLLM.Container).pod, ".")))
 		case cur == "":
 			p.warnings = append(p.warnings, fmt.Sprintf("container %s: --gpu-memory-utilization is not a literal in its args: left to the pull request", t.VLLM.Container))
 		case cur != gitOld:
@@ -473,11 +486,14 @@ func applyPatch(dep *object, fraction string, vllm *VLLMValues, args []string, m
 		holder = dep.holding(vllm.Container)
 	}
 	for _, t := range dep.templates {
-		tmpl := map[string]any{"metadata": map[string]any{"annotations": map[string]string{kai.FractionAnnotation: fraction}}}
-		if holder != nil && slices.Equal(holder.path, t.path) {
-			tmpl["spec"] = map[string]any{"containers": []container{{Name: vllm.Container, Args: args}}}
+		setPath(obj, join(t.meta, "annotations"), map[string]string{kai.FractionAnnotation: fraction})
+		switch {
+		case holder == nil || !slices.Equal(holder.path, t.path):
+		case t.servingArgs(vllm.Container):
+			setPath(obj, join(t.pod, t.serving), map[string]any{"args": args})
+		default:
+			setPath(obj, join(t.pod, "containers"), []container{{Name: vllm.Container, Args: args}})
 		}
-		setPath(obj, t.path, tmpl)
 	}
 	return json.Marshal(obj)
 }

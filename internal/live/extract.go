@@ -32,12 +32,12 @@ func (a *Applier) handBackUnstructured(ctx context.Context, o *object, manager, 
 	meta["name"], meta["namespace"], meta["resourceVersion"] = o.meta.Name, o.meta.Namespace, o.meta.ResourceVersion
 	applied["metadata"] = meta
 	for _, t := range o.templates {
-		if err := unstructured.SetNestedField(applied, fraction, append(slices.Clone(t.path), "metadata", "annotations", kai.FractionAnnotation)...); err != nil {
+		if err := unstructured.SetNestedField(applied, fraction, join(t.meta, "annotations", kai.FractionAnnotation)...); err != nil {
 			return fmt.Errorf("handing the fields of %s %s/%s back to %s: %w", o.k.kind, o.meta.Namespace, o.meta.Name, manager, err)
 		}
 	}
 	if t := o.holding(container); t != nil && args != nil {
-		if err := setArgs(applied, t.path, container, args); err != nil {
+		if err := setArgs(applied, t, container, args); err != nil {
 			return fmt.Errorf("handing the fields of %s %s/%s back to %s: %w", o.k.kind, o.meta.Namespace, o.meta.Name, manager, err)
 		}
 	}
@@ -49,18 +49,21 @@ func (a *Applier) handBackUnstructured(ctx context.Context, o *object, manager, 
 	return nil
 }
 
-// setArgs sets the whole args of container in the pod template at path
-// of obj, adding the container by its name when obj has none: args is
-// atomic, so the list as it stands.
-func setArgs(obj map[string]any, path []string, container string, args []string) error {
-	cpath := append(slices.Clone(path), "spec", "containers")
-	list, _, err := unstructured.NestedSlice(obj, cpath...)
-	if err != nil {
-		return err
-	}
+// setArgs sets the whole args of container in pod template t of obj,
+// adding the container by its name when obj has none: args is atomic, so
+// the list as it stands.
+func setArgs(obj map[string]any, t *podTemplate, container string, args []string) error {
 	items := make([]any, 0, len(args))
 	for _, a := range args {
 		items = append(items, a)
+	}
+	if t.servingArgs(container) {
+		return unstructured.SetNestedSlice(obj, items, join(t.pod, t.serving, "args")...)
+	}
+	cpath := join(t.pod, "containers")
+	list, _, err := unstructured.NestedSlice(obj, cpath...)
+	if err != nil {
+		return err
 	}
 	i := slices.IndexFunc(list, func(c any) bool { m, ok := c.(map[string]any); return ok && m["name"] == container })
 	if i < 0 {

@@ -27,6 +27,10 @@ type kindInfo struct {
 	leader []string
 	// template is the pod template always sized.
 	template []string
+	// component is a KServe component (an InferenceService's predictor):
+	// it inlines the pods' annotations and pod spec where a pod template
+	// has metadata and spec. nil when the kind has none.
+	component []string
 }
 
 // kindOf is the fast path's table of kinds; ok is false for a kind it
@@ -46,17 +50,59 @@ func kindOf(kind string) (kindInfo, bool) {
 	case "LeaderWorkerSet":
 		return kindInfo{kind: kind, apiVersion: "leaderworkerset.x-k8s.io/v1", gvr: schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"},
 			leader: []string{"spec", "leaderWorkerTemplate", "leaderTemplate"}, template: []string{"spec", "leaderWorkerTemplate", "workerTemplate"}}, true
+	case "InferenceService":
+		return kindInfo{kind: kind, apiVersion: "serving.kserve.io/v1beta1", gvr: schema.GroupVersionResource{Group: "serving.kserve.io", Version: "v1beta1", Resource: "inferenceservices"},
+			component: []string{"spec", "predictor"}}, true
 	}
 	return kindInfo{}, false
 }
 
 // liveKinds names the kinds of kindOf, for messages.
-const liveKinds = "Deployments, StatefulSets, Argo Rollouts and LeaderWorkerSets only"
+const liveKinds = "Deployments, StatefulSets, Argo Rollouts, LeaderWorkerSets and KServe InferenceServices only"
+
+// servingKeys are the fields of a KServe predictor of which the first
+// present is its serving container, as internal/patcher/workload reads
+// them; KServe names it servingContainerName unless it has a name. A
+// function keeps the list immutable.
+func servingKeys() []string {
+	return []string{"model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "huggingface", "pmml", "lightgbm", "paddle"}
+}
+
+// KServe's annotations on an InferenceService (pkg/constants): stop
+// takes its pods away, deploymentMode picks who runs them.
+const (
+	kserveStop = "serving.kserve.io/stop"
+	kserveMode = "serving.kserve.io/deploymentMode"
+)
+
+// servingContainerName is KServe's constants.InferenceServiceContainerName.
+const servingContainerName = "kserve-container"
 
 // podTemplate is one pod template of a live object and where it sits.
 type podTemplate struct {
 	path []string
-	spec corev1.PodTemplateSpec
+	// meta and pod are where, from the object, the pods' annotations and
+	// pod spec are: path.metadata and path.spec in a pod template, path
+	// itself in a KServe component.
+	meta, pod []string
+	// serving is the field of the pod spec that is one more container (a
+	// KServe predictor's model), named servingName in spec: "" when none.
+	serving, servingName string
+	// atomic: the containers list has no list-map keys, so server-side
+	// apply owns it whole and one container's args cannot be taken alone
+	// (a KServe component's containers, per its CRD).
+	atomic bool
+	spec   corev1.PodTemplateSpec
+}
+
+// templateAt is the pod template spec at path.
+func templateAt(path []string, spec corev1.PodTemplateSpec) podTemplate {
+	return podTemplate{path: path, meta: join(path, "metadata"), pod: join(path, "spec"), spec: spec}
+}
+
+// join is a, then b, in a new slice.
+func join(a []string, b ...string) []string {
+	return append(append(make([]string, 0, len(a)+len(b)), a...), b...)
 }
 
 // object is a live workload as the fast path reads it, whatever its
@@ -73,7 +119,7 @@ type object struct {
 
 func deploymentObject(dep *appsv1.Deployment) *object {
 	k, _ := kindOf("Deployment")
-	return &object{k: k, meta: dep.ObjectMeta, dep: dep, templates: []podTemplate{{path: k.template, spec: dep.Spec.Template}}}
+	return &object{k: k, meta: dep.ObjectMeta, dep: dep, templates: []podTemplate{templateAt(k.template, dep.Spec.Template)}}
 }
 
 // unstructuredObject reads the metadata and pod templates of u, a k.
@@ -104,9 +150,68 @@ func unstructuredObject(k kindInfo, u *unstructured.Unstructured) (*object, erro
 		if path[len(path)-1] == "leaderTemplate" && !asksGPUs(&t) {
 			continue
 		}
-		o.templates = append(o.templates, podTemplate{path: path, spec: t})
+		o.templates = append(o.templates, templateAt(path, t))
+	}
+	if k.component != nil {
+		m, ok, err := unstructured.NestedMap(u.Object, k.component...)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s/%s: %s: %w", k.kind, u.GetNamespace(), u.GetName(), strings.Join(k.component, "."), err)
+		}
+		if ok {
+			t, err := componentPod(k.component, m)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s/%s: %s: %w", k.kind, u.GetNamespace(), u.GetName(), strings.Join(k.component, "."), err)
+			}
+			o.templates = append(o.templates, t)
+		}
 	}
 	return o, nil
+}
+
+// componentPod reads a KServe component m at path as the pod template
+// KServe builds from it: its annotations, and its serving container first
+// then its containers, as KServe orders them in the pod.
+func componentPod(path []string, m map[string]any) (podTemplate, error) {
+	var c struct {
+		Annotations map[string]string  `json:"annotations"`
+		Containers  []corev1.Container `json:"containers"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
+		return podTemplate{}, fmt.Errorf("reading the component: %w", err)
+	}
+	t := podTemplate{path: path, meta: path, pod: path, atomic: true}
+	t.spec.Annotations = c.Annotations
+	for _, key := range servingKeys() {
+		s, ok := m[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		var sc corev1.Container
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s, &sc); err != nil {
+			return podTemplate{}, fmt.Errorf("reading its %s: %w", key, err)
+		}
+		if sc.Name == "" {
+			sc.Name = servingContainerName
+		}
+		t.serving, t.servingName = key, sc.Name
+		t.spec.Spec.Containers = append(t.spec.Spec.Containers, sc)
+		break
+	}
+	t.spec.Spec.Containers = append(t.spec.Spec.Containers, c.Containers...)
+	return t, nil
+}
+
+// ownsArgs reports whether a server-side apply may own container's args
+// alone in t: the serving container's args are a field of a map, a
+// listed container's an item's field only when the list has keys.
+func (t *podTemplate) ownsArgs(container string) bool {
+	return !t.atomic || t.servingArgs(container)
+}
+
+// servingArgs reports whether container is t's serving container, whose
+// args sit in a map (t.pod.serving.args) rather than a list's item.
+func (t *podTemplate) servingArgs(container string) bool {
+	return t.serving != "" && t.servingName == container
 }
 
 // asksGPUs reports whether a pod template asks KAI or the device plugin
@@ -162,6 +267,23 @@ func refuseKind(o *object) string {
 	case "LeaderWorkerSet":
 		if p := num("spec", "rolloutStrategy", "rollingUpdateConfiguration", "partition"); p > 0 {
 			return fmt.Sprintf("%s has a rolling update partition of %d: groups below that index keep the old request, so the live fast path refuses it; it waits for its pull request", name, p)
+		}
+	case "InferenceService":
+		// KServe's utils.GetForceStopRuntime reads the value case-blind.
+		if strings.EqualFold(o.meta.Annotations[kserveStop], "true") {
+			return fmt.Sprintf("%s is stopped (%s): KServe runs none of its pods, so the live fast path refuses it; it waits for its pull request", name, kserveStop)
+		}
+		// The mode KServe recorded wins over the annotation, as in its
+		// GetDeploymentMode.
+		mode := str("status", "deploymentMode")
+		if mode == "" {
+			mode = o.meta.Annotations[kserveMode]
+		}
+		if mode == "ModelMesh" {
+			return fmt.Sprintf("%s is served by ModelMesh: its models load into shared runtime pods that the predictor's annotations do not reach, so the live fast path refuses it; it waits for its pull request", name)
+		}
+		if p, ok, _ := unstructured.NestedInt64(o.u.Object, "spec", "predictor", "canaryTrafficPercent"); ok && p < 100 {
+			return fmt.Sprintf("%s sends %d%% of its traffic to a canary (spec.predictor.canaryTrafficPercent): the previous revision keeps serving at the old request, so the live fast path refuses it; it waits for its pull request", name, p)
 		}
 	}
 	return ""

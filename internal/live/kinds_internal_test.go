@@ -26,6 +26,16 @@ func TestRefuseKind(t *testing.T) {
 		{"a Rollout of another workload's template", "Rollout", `{"workloadRef":{"kind":"Deployment","name":"llm"}}`, "spec.workloadRef"},
 		{"a LeaderWorkerSet", "LeaderWorkerSet", `{"rolloutStrategy":{"type":"RollingUpdate"}}`, ""},
 		{"a LeaderWorkerSet partitioned", "LeaderWorkerSet", `{"rolloutStrategy":{"rollingUpdateConfiguration":{"partition":1}}}`, "groups below that index keep the old request"},
+		// A spec that goes on to a metadata or status replaces the
+		// object's own: JSON keeps a repeated key's last value.
+		{"an InferenceService", "InferenceService", `{"predictor":{"annotations":{"gpu-fraction":"0.5"}}}`, ""},
+		{"an InferenceService stopped", "InferenceService", `{"predictor":{}},"metadata":{"name":"llm","namespace":"inference","annotations":{"serving.kserve.io/stop":"True"}}`, "InferenceService inference/llm is stopped (serving.kserve.io/stop)"},
+		{"an InferenceService stop false", "InferenceService", `{"predictor":{}},"metadata":{"name":"llm","namespace":"inference","annotations":{"serving.kserve.io/stop":"false"}}`, ""},
+		{"an InferenceService on ModelMesh", "InferenceService", `{"predictor":{}},"metadata":{"name":"llm","namespace":"inference","annotations":{"serving.kserve.io/deploymentMode":"ModelMesh"}}`, "is served by ModelMesh"},
+		{"an InferenceService recorded on ModelMesh", "InferenceService", `{"predictor":{}},"status":{"deploymentMode":"ModelMesh"}`, "is served by ModelMesh"},
+		{"an InferenceService Standard", "InferenceService", `{"predictor":{}},"metadata":{"name":"llm","namespace":"inference","annotations":{"serving.kserve.io/deploymentMode":"Standard"}}`, ""},
+		{"an InferenceService with a canary", "InferenceService", `{"predictor":{"canaryTrafficPercent":10}}`, "sends 10% of its traffic to a canary"},
+		{"an InferenceService with the canary at 100", "InferenceService", `{"predictor":{"canaryTrafficPercent":100}}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +134,75 @@ func TestPick(t *testing.T) {
 			got, err := json.Marshal(pick(obj, node))
 			if err != nil || string(got) != tt.want {
 				t.Fatalf("%s, want %s (%v)", got, tt.want, err)
+			}
+		})
+	}
+}
+
+// TestComponentPod: a KServe predictor is read as the pod KServe builds
+// from it, its serving container first under KServe's name, and only
+// that container's args may be owned alone; the apply configuration puts
+// the fields where the predictor holds them.
+func TestComponentPod(t *testing.T) {
+	tests := []struct {
+		name, predictor string
+		containers      []string
+		serving         string
+		owns            map[string]bool
+		patch           string // of a change to 0.75 and, when owned, the first container's args
+	}{
+		{"a model", `{"annotations":{"gpu-fraction":"0.5"},"model":{"modelFormat":{"name":"huggingface"},"args":["--gpu-memory-utilization=0.45"]}}`,
+			[]string{"kserve-container"}, "model", map[string]bool{"kserve-container": true},
+			`{"spec":{"predictor":{"annotations":{"gpu-fraction":"0.75"},"model":{"args":["x"]}}}}`},
+		{"a named model and a sidecar", `{"model":{"name":"vllm","args":["a"]},"containers":[{"name":"side","args":["b"]}]}`,
+			[]string{"vllm", "side"}, "model", map[string]bool{"vllm": true, "side": false},
+			`{"spec":{"predictor":{"annotations":{"gpu-fraction":"0.75"},"model":{"args":["x"]}}}}`},
+		{"a framework field", `{"huggingface":{"args":["a"]}}`,
+			[]string{"kserve-container"}, "huggingface", map[string]bool{"kserve-container": true},
+			`{"spec":{"predictor":{"annotations":{"gpu-fraction":"0.75"},"huggingface":{"args":["x"]}}}}`},
+		{"containers only", `{"containers":[{"name":"vllm","args":["a"]}]}`,
+			[]string{"vllm"}, "", map[string]bool{"vllm": false},
+			`{"spec":{"predictor":{"annotations":{"gpu-fraction":"0.75"}}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, _ := kindOf("InferenceService")
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON([]byte(`{"apiVersion":"serving.kserve.io/v1beta1","kind":"InferenceService","metadata":{"name":"llm","namespace":"inference"},"spec":{"predictor":` + tt.predictor + `}}`)); err != nil {
+				t.Fatal(err)
+			}
+			o, err := unstructuredObject(k, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.templates) != 1 {
+				t.Fatalf("%d templates", len(o.templates))
+			}
+			tp := &o.templates[0]
+			var names []string
+			for _, c := range tp.spec.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.containers, ",") || tp.serving != tt.serving {
+				t.Fatalf("containers %v serving %q, want %v %q", names, tp.serving, tt.containers, tt.serving)
+			}
+			for c, want := range tt.owns {
+				if got := tp.ownsArgs(c); got != want {
+					t.Fatalf("ownsArgs(%s) = %v", c, got)
+				}
+			}
+			var vllm *VLLMValues
+			var args []string
+			if first := tt.containers[0]; tt.owns[first] {
+				vllm, args = &VLLMValues{Container: first}, []string{"x"}
+			}
+			b, err := applyPatch(o, "0.75", vllm, args, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"apiVersion":"serving.kserve.io/v1beta1","kind":"InferenceService","metadata":{"name":"llm","namespace":"inference"},` + tt.patch[1:]
+			if string(b) != want {
+				t.Fatalf("patch\n%s\nwant\n%s", b, want)
 			}
 		})
 	}

@@ -23,11 +23,15 @@ import (
 func priorOwners(dep *object, vllm *VLLMValues) []string {
 	var paths [][]string
 	for _, t := range dep.templates {
-		paths = append(paths, fieldsPath(t.path, "metadata", "annotations", kai.FractionAnnotation))
+		paths = append(paths, fieldsPath(t.meta, "annotations", kai.FractionAnnotation))
 	}
 	if t := holdingOf(dep, vllm); t != nil {
-		key, _ := json.Marshal(map[string]string{"name": vllm.Container})
-		paths = append(paths, append(fieldsPath(t.path, "spec", "containers"), "k:"+string(key), "f:args"))
+		if t.servingArgs(vllm.Container) {
+			paths = append(paths, fieldsPath(t.pod, t.serving, "args"))
+		} else {
+			key, _ := json.Marshal(map[string]string{"name": vllm.Container})
+			paths = append(paths, append(fieldsPath(t.pod, "containers"), "k:"+string(key), "f:args"))
+		}
 	}
 	var out []string
 	for _, mf := range dep.meta.ManagedFields {

@@ -39,7 +39,7 @@ func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(name
 	}
 	var out []Result
 	for _, ns := range a.o.Namespaces {
-		for _, kind := range []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet"} {
+		for _, kind := range []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService"} {
 			k, _ := kindOf(kind)
 			list, err := a.c.list(ctx, k, ns)
 			if err != nil {
