@@ -592,7 +592,7 @@ func labels(cs plan.ChangeSet, extra []string) []string {
 		case engine.Upsize:
 			out = append(out, "upsize")
 		case engine.ScaleBack:
-			out = append(out, "scale-back")
+			out = append(out, string(engine.ScaleBack))
 		}
 		if d.Urgent {
 			out = append(out, "urgent")
