@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,4 +90,45 @@ func headingAnchors(text string) map[string]bool {
 		anchors[a] = true
 	}
 	return anchors
+}
+
+// TestDesignCitedInTheRepository: the design is cited as docs/design.md;
+// nothing cites the team document it replaced, which a clone lacks.
+func TestDesignCitedInTheRepository(t *testing.T) {
+	outside := []string{"DESIGN" + " §", "shared/" + "DESIGN.md"}
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".yaml", ".yml", ".sh":
+		default:
+			if d.Name() != "Makefile" {
+				return nil
+			}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, o := range outside {
+				if strings.Contains(line, o) {
+					rel, _ := filepath.Rel(root, path)
+					t.Errorf("%s:%d cites %q, outside the repository: cite docs/design.md", rel, i+1, o)
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, checked, 100, "the files were found")
 }
