@@ -12,7 +12,7 @@ import (
 const module = "github.com/gpu-rightsizing/recommender/"
 
 // allowed is, for each package, the module's packages it may import: the
-// data flow of DESIGN §2, from the pure leaves (usage, kai, located)
+// data flow of docs/design.md §2, from the pure leaves (usage, kai, located)
 // through the decision math (engine) and the readers (checkout, policy,
 // metrics, patcher) to the stages (plan), the shells (scm, publish, live)
 // and the command that wires them. A new import that is not here is a decision:

@@ -1,5 +1,5 @@
 // Package publish turns a plan's change sets into pull requests, the way
-// Renovate keeps its own (DESIGN §6): one branch and pull request per
+// Renovate keeps its own (docs/design.md §6): one branch and pull request per
 // change set, found again by branch name and a hidden marker; the same
 // recommendation writes nothing; a changed one force-updates its branch
 // with a lease; one that vanished because the workload fits now is closed,
