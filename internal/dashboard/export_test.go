@@ -1,0 +1,5 @@
+package dashboard
+
+// Checkbox is an unticked box of the dashboard asking v for key, as the
+// renderer writes it.
+func Checkbox(v Verb, key string) string { return "- [ ] " + checkbox(v, key) + " text" }
