@@ -95,7 +95,8 @@ type Options struct {
 // Asked is what people ask of the next run by ticking the dashboard's
 // checkboxes, each a set of change set keys: Retry forgets a decline,
 // Rebase pushes the branch afresh on the base (over a person's commits,
-// as asked), Open opens a pull request a cap held back.
+// as asked), Open opens a pull request a cap held back. Retry and Open
+// are above the caps: a person asked for that change by name.
 type Asked struct {
 	Retry, Rebase, Open map[string]bool
 }
@@ -168,13 +169,12 @@ func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report,
 	r := &run{g: g, f: f, p: p, o: o, branches: branches, open: len(open), report: &Report{DryRun: o.DryRun}}
 	kept := map[string]bool{}
 	for _, cs := range sets {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		res := r.publish(ctx, cs)
-		kept[res.Branch] = true
-		r.report.Results = append(r.report.Results, res)
+		kept[branchName(o.BranchPrefix, cs.Grouping, cs.Key)] = true
 	}
+	// The pull requests whose change vanished are closed first, so that
+	// the room they leave under --max-open is used in this run, not the
+	// next: a second run on the same inputs then writes nothing.
+	var gone []Result
 	for _, pr := range open {
 		if kept[pr.Branch] {
 			continue
@@ -182,8 +182,15 @@ func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r.report.Results = append(r.report.Results, r.vanished(ctx, pr))
+		gone = append(gone, r.vanished(ctx, pr))
 	}
+	for _, cs := range sets {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.report.Results = append(r.report.Results, r.publish(ctx, cs))
+	}
+	r.report.Results = append(r.report.Results, gone...)
 	return r.report, nil
 }
 
@@ -343,7 +350,10 @@ type published struct {
 func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, want marker) (published, error) {
 	s := published{want: want}
 	s.rebase = r.o.Asked.Rebase[cs.Key]
-	if !r.o.Asked.Open[cs.Key] && ((r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew)) {
+	// A person who asks for this very change by name on the dashboard,
+	// to open it or to retry it, is above the caps.
+	asked := r.o.Asked.Open[cs.Key] || r.o.Asked.Retry[cs.Key]
+	if !asked && ((r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew)) {
 		s.capped = fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
 	}
 	prs, err := r.f.Find(ctx, branch)
