@@ -37,9 +37,12 @@ type Input struct {
 	// Publish is what publishing did; nil when the forge was not read
 	// (`recommender report`), and the pull requests are not shown.
 	Publish *publish.Report
-	// Consolidation holds the GpuConsolidationPolicies' reports, when the
-	// cluster was read; nil otherwise.
+	// ReadCluster says the cluster's placement was read (by `recommender
+	// report`): Consolidation then holds the GpuConsolidationPolicies'
+	// reports, and Notes what reading them left out.
+	ReadCluster   bool
 	Consolidation []consolidate.Report
+	Notes         []string
 }
 
 // Render is the dashboard's body: the same input always gives the same
@@ -55,12 +58,12 @@ func Render(in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	writeTotals(&b, totals(in.Plan, open))
+	writeTotals(&b, totals(in.Plan, open), in.Publish != nil)
 	if in.Publish != nil {
 		writePullRequests(&b, in.Publish, sets)
 	}
 	writeUnserved(&b, in.Plan, in.Publish)
-	writeConsolidation(&b, in.Consolidation)
+	writeConsolidation(&b, in)
 	return b.String(), nil
 }
 
@@ -101,7 +104,9 @@ func isOpen(r publish.Result) bool {
 	return false
 }
 
-func writeTotals(b *strings.Builder, t Totals) {
+// writeTotals writes the fleet's sums; the open pull requests' only when
+// the forge was read.
+func writeTotals(b *strings.Builder, t Totals, forge bool) {
 	b.WriteString("\n## Fleet\n\n")
 	if t.Workloads == 0 {
 		b.WriteString("No workload of the repository asks for a GPU.\n")
@@ -111,7 +116,9 @@ func writeTotals(b *strings.Builder, t Totals) {
 	fmt.Fprintf(b, "| requested now | %.2f |\n", t.Requested)
 	fmt.Fprintf(b, "| recommended | %.2f |\n", t.Recommended)
 	fmt.Fprintf(b, "| used (p95) | %.2f |\n", t.UsedP95)
-	fmt.Fprintf(b, "| once every open pull request merges | %.2f (%s) |\n", t.AfterOpen, signed(t.AfterOpen-t.Requested))
+	if forge {
+		fmt.Fprintf(b, "| once every open pull request merges | %.2f (%s) |\n", t.AfterOpen, signed(t.AfterOpen-t.Requested))
+	}
 	fmt.Fprintf(b, "\n%d workload(s) with a GPU request, %d pod(s) reporting usage", t.Workloads, t.Pods)
 	if t.Silent > 0 {
 		fmt.Fprintf(b, "; %d workload(s) with no pod reporting count for nothing", t.Silent)
@@ -242,17 +249,16 @@ func writeUnserved(b *strings.Builder, p *plan.Plan, rep *publish.Report) {
 // pool now and after, and its findings. The findings the consolidate
 // package reports today are the candidate nodes; others (noisy
 // neighbours, rollout room) belong in this section as it gains them.
-func writeConsolidation(b *strings.Builder, reps []consolidate.Report) {
+func writeConsolidation(b *strings.Builder, in Input) {
 	b.WriteString("\n## Consolidation\n\n")
-	if reps == nil {
+	if !in.ReadCluster {
 		b.WriteString("Not read by this run: `recommender report` reads the cluster's placement.\n")
 		return
 	}
-	if len(reps) == 0 {
+	if len(in.Consolidation) == 0 {
 		b.WriteString("No GpuConsolidationPolicy in the repository.\n")
-		return
 	}
-	for _, r := range reps {
+	for _, r := range in.Consolidation {
 		fmt.Fprintf(b, "### %s\n\n%d nodes, %d GPUs; in use now %d, needed now %d, after the open pull requests %d, in use after the drains %d.\n",
 			plan.MarkdownCell(r.Policy), r.Nodes, r.GPUs, r.InUse, r.NeededNow, r.NeededAfter, r.InUseAfter)
 		if len(r.Candidates) == 0 {
@@ -268,6 +274,9 @@ func writeConsolidation(b *strings.Builder, reps []consolidate.Report) {
 			fmt.Fprintf(b, "| %s | %d | %.2f | %s | %s |\n", plan.MarkdownCell(c.Node), c.GPUs, c.Used, yesNo(c.Drainable), plan.MarkdownCell(detail))
 		}
 		b.WriteString("\n")
+	}
+	for _, n := range in.Notes {
+		fmt.Fprintf(b, "- note: %s\n", plan.MarkdownCell(n))
 	}
 }
 

@@ -85,7 +85,7 @@ func TestRender(t *testing.T) {
 		golden string
 	}{
 		{name: "a run", in: dashboard.Input{Plan: p, Publish: rep}, golden: "run.md"},
-		{name: "report, with a consolidation report", golden: "report.md", in: dashboard.Input{Plan: p, Consolidation: []consolidate.Report{{
+		{name: "report, with a consolidation report", golden: "report.md", in: dashboard.Input{Plan: p, ReadCluster: true, Notes: []string{"pod ml/x: no GPU share read"}, Consolidation: []consolidate.Report{{
 			Policy: "pool-a", ThresholdPercent: 30, Nodes: 2, GPUs: 4, InUse: 3, NeededNow: 2, NeededAfter: 2, InUseAfter: 2,
 			Candidates: []consolidate.Candidate{
 				{Node: "gpu-b", GPUs: 2, Used: 0.25, Drainable: true, Moves: []consolidate.Move{{Pod: "ml/asr-0", Share: consolidate.Fraction(0.25, 1),
