@@ -67,6 +67,25 @@ func Render(in Input) (string, error) {
 	return b.String(), nil
 }
 
+// MaxBody bounds the issue's body, in bytes: GitHub refuses an issue body
+// of more than 65,536 characters, and a fleet with thousands of workloads
+// in doubt would write more. Render itself is not bounded: `report`
+// prints all of it.
+const MaxBody = 60000
+
+// bounded cuts body at the last whole line that fits under max bytes with
+// a closing note, so that the dashboard is still written, and says where
+// the rest is. Boxes past the cut are not offered this run.
+func bounded(body string, max int) string {
+	if len(body) <= max {
+		return body
+	}
+	const note = "\n… %d more line(s) not shown: the dashboard is bounded. `recommender report -o markdown` prints all of it.\n"
+	cut := strings.LastIndexByte(body[:max-len(note)-20], '\n') + 1
+	rest := strings.Count(body[cut:], "\n")
+	return body[:cut] + fmt.Sprintf(note, rest)
+}
+
 // changeSets maps each change set's key to its decisions, and says which
 // workloads an open pull request changes.
 func changeSets(in Input) (map[string][]plan.Decision, map[string]bool, error) {

@@ -3,20 +3,24 @@ package dashboard_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
 	"github.com/gpu-rightsizing/recommender/internal/dashboard"
+	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -169,4 +173,42 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("one box asked for more: %+v", alone)
 		}
 	})
+}
+
+// TestBounded: a fleet with thousands of workloads in doubt still gets a
+// dashboard GitHub accepts, cut at a whole line, saying what it left out.
+func TestBounded(t *testing.T) {
+	p := &plan.Plan{}
+	for i := range 3000 {
+		d := plan.Decision{Decision: engine.Unjudged(engine.Allocation{Form: engine.Fraction, GPUs: 0.5}, engine.CauseQueryFailed, "the server answered 503")}
+		d.Workload.Ref = usage.Ref{Namespace: "ml", Kind: "Deployment", Name: fmt.Sprintf("model-%04d", i)}
+		p.Decisions = append(p.Decisions, d)
+	}
+	full, err := dashboard.Render(dashboard.Input{Plan: p, Publish: &publish.Report{}})
+	require.NoError(t, err)
+	require.Greater(t, len(full), dashboard.MaxBody)
+	require.Contains(t, full, "model-2999", "Render is whole: report prints all of it")
+	tests := []struct {
+		name string
+		body string
+		max  int
+		cut  bool
+	}{
+		{name: "under the bound: as it is", body: "a\nb\n", max: 100},
+		{name: "the fleet", body: full, max: dashboard.MaxBody, cut: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := dashboard.Bounded(tt.body, tt.max)
+			if !tt.cut {
+				require.Equal(t, tt.body, got)
+				return
+			}
+			require.LessOrEqual(t, len(got), tt.max)
+			kept := got[:strings.LastIndex(got, "\n…")]
+			require.True(t, strings.HasPrefix(tt.body, kept) && strings.HasSuffix(kept, "\n"), "cut at a whole line")
+			require.Regexp(t, `… \d+ more line\(s\) not shown`, got)
+			require.True(t, utf8.ValidString(got))
+		})
+	}
 }

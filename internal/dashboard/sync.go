@@ -115,7 +115,7 @@ type Result struct {
 	Detail string
 }
 
-// Write renders the dashboard and creates it, or edits it when its title
+// Write renders the dashboard, bounded to MaxBody, and creates it, or edits it when its title
 // or body would change (a ticked box counts: writing it afresh unticks
 // it). Line endings are compared as text: a forge's web editor may save
 // the body with CRLF.
@@ -124,6 +124,7 @@ func (d *Dashboard) Write(ctx context.Context, in Input) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("dashboard: %w", err)
 	}
+	body = bounded(body, MaxBody)
 	var res Result
 	if len(d.Duplicates) > 0 {
 		res.Detail = fmt.Sprintf("also open: %s; the oldest is kept up to date", numbers(d.Duplicates))
