@@ -19,7 +19,7 @@ func (o *runOptions) readDashboard(ctx context.Context, forge publish.Forge) *da
 	}
 	d, err := dashboard.Read(ctx, is, dashboard.Options{DryRun: o.DryRun, Logger: o.Logger})
 	if err != nil {
-		o.Logger.Error("dashboard: not read; this run acts on no ticked box and leaves it as it is", "err", err)
+		o.Logger.Error("dashboard: not read; this run acts on no ticked box and leaves it as it is (the token needs to read and write issues, or turn it off with --dashboard=false)", "err", err)
 		return nil
 	}
 	return d
@@ -33,7 +33,7 @@ func (o *runOptions) writeDashboard(ctx context.Context, d *dashboard.Dashboard,
 	}
 	res, err := d.Write(ctx, dashboard.Input{Plan: p, Grouping: plan.Grouping(o.GroupBy), Publish: rep})
 	if err != nil {
-		o.Logger.Error("dashboard: not written", "err", err)
+		o.Logger.Error("dashboard: not written (the token needs to write issues, or turn it off with --dashboard=false)", "err", err)
 		return true
 	}
 	line := fmt.Sprintf("dashboard: %s", res.Outcome)

@@ -54,7 +54,9 @@ type world struct {
 	newOne  func(title, body string)
 	merge   func(number int)
 	decline func(number int)
-	runs    int
+	// secret is the forge's token: no dashboard may hold it.
+	secret string
+	runs   int
 }
 
 func quickstartFiles(t *testing.T) map[string]string {
@@ -114,6 +116,7 @@ func newGitHubWorld(t *testing.T) *world {
 		newOne:  func(title, body string) { fake.NewIssue(title, body, []string{"gpu-rightsizing-dashboard"}) },
 		merge:   func(n int) { require.NoError(t, fake.Merge(n)) },
 		decline: func(n int) { require.NoError(t, fake.ClosePR(n)) },
+		secret:  fake.Token,
 	}
 }
 
@@ -150,6 +153,7 @@ func newGitLabWorld(t *testing.T) *world {
 		newOne:  func(title, body string) { fake.NewIssue(title, body, []string{"gpu-rightsizing-dashboard"}) },
 		merge:   func(n int) { require.NoError(t, fake.Merge(int64(n))) },
 		decline: func(n int) { require.NoError(t, fake.Close(int64(n))) },
+		secret:  srv.Token,
 	}
 }
 
@@ -276,6 +280,7 @@ func TestLifecycle(t *testing.T) {
 				require.Len(t, ds, 1, "step %d: one dashboard", step)
 				require.Equal(t, got.dash.Number, ds[0].number)
 				require.True(t, dashboard.Empty(dashboard.Parse(ds[0].body)), "step %d: the run unticked every box", step)
+				require.NotContains(t, ds[0].body, w.secret, "no token in the dashboard (DESIGN §10.6)")
 				if key != "" {
 					r := result(got.rep, key)
 					switch verb {
