@@ -194,7 +194,7 @@ func writePullRequests(b *strings.Builder, rep *publish.Report, sets map[string]
 		}
 		return s + " — tick to make it afresh on the base (a person's commits on its branch are replaced)"
 	})
-	if len(capped) > 0 || rep.DryRun {
+	if len(capped) > 0 {
 		section("Held back by a cap", "None.", capped, Open, func(r publish.Result) string {
 			return changes(sets[r.Key]) + " — " + plan.MarkdownCell(r.Detail) + "; tick to open it anyway"
 		})
