@@ -220,7 +220,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
 		Conventional: publish.Conventional(g.Message()), Source: source, Matcher: opts.Usage.matcher(), Version: toolVersion(),
 		Warnings: lr.Warnings(), Asked: dash.Asked(),
-		DryRun:   opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
+		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()
 	if err != nil {
