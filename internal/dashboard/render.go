@@ -188,7 +188,7 @@ func writePullRequests(b *strings.Builder, rep *publish.Report, sets map[string]
 		}
 	}
 	section("Open pull requests", "None.", open, Rebase, func(r publish.Result) string {
-		s := fmt.Sprintf("#%d %s%s", r.Number, changes(sets[r.Key]), plan.MarkdownCell(suffix(r)))
+		s := fmt.Sprintf("#%d %s%s", r.Number, changes(r.Key, sets[r.Key]), plan.MarkdownCell(suffix(r)))
 		if len(sets[r.Key]) == 0 {
 			return s
 		}
@@ -196,11 +196,11 @@ func writePullRequests(b *strings.Builder, rep *publish.Report, sets map[string]
 	})
 	if len(capped) > 0 {
 		section("Held back by a cap", "None.", capped, Open, func(r publish.Result) string {
-			return changes(sets[r.Key]) + " — " + plan.MarkdownCell(r.Detail) + "; tick to open it anyway"
+			return changes(r.Key, sets[r.Key]) + " — " + plan.MarkdownCell(r.Detail) + "; tick to open it anyway"
 		})
 	}
 	section("Declined", "None.", declined, Retry, func(r publish.Result) string {
-		return changes(sets[r.Key]) + " — " + plan.MarkdownCell(r.Detail) + "; tick to propose it again"
+		return changes(r.Key, sets[r.Key]) + " — " + plan.MarkdownCell(r.Detail) + "; tick to propose it again"
 	})
 }
 
@@ -212,10 +212,11 @@ func suffix(r publish.Result) string {
 	return ""
 }
 
-// changes says what a change set's decisions change.
-func changes(ds []plan.Decision) string {
+// changes says what a change set's decisions change, or that the plan
+// has none for key.
+func changes(key string, ds []plan.Decision) string {
 	if len(ds) == 0 {
-		return "no change in this run's plan"
+		return plan.MarkdownCell(key) + ": no change in this run's plan"
 	}
 	parts := make([]string, len(ds))
 	for i, d := range ds {
