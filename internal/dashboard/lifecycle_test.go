@@ -280,7 +280,7 @@ func TestLifecycle(t *testing.T) {
 				require.Len(t, ds, 1, "step %d: one dashboard", step)
 				require.Equal(t, got.dash.Number, ds[0].number)
 				require.True(t, dashboard.Empty(dashboard.Parse(ds[0].body)), "step %d: the run unticked every box", step)
-				require.NotContains(t, ds[0].body, w.secret, "no token in the dashboard (DESIGN §10.6)")
+				require.NotContains(t, ds[0].body, w.secret, "no token in the dashboard (docs/design.md §10.6)")
 				if key != "" {
 					r := result(got.rep, key)
 					switch verb {
@@ -297,7 +297,7 @@ func TestLifecycle(t *testing.T) {
 				}
 
 				// The same inputs again: the dashboard is not edited, and
-				// nothing else is written (DESIGN §10.4).
+				// nothing else is written (docs/design.md §10.4).
 				writes, heads, edits := w.writes(), w.heads(), ds[0].edits
 				again := w.run(at)
 				if again.dash.Outcome != dashboard.Unchanged {
