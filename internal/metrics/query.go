@@ -298,8 +298,9 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	// queried Dynamo service, runs as is that workload, no rival unless
 	// asked for itself.
 	var candidates []usage.Ref
+	queried := newRefIndex(refs)
 	for _, ref := range set.ksm.replicaSetOwnersAt(ns, at) {
-		if !predictorOfAny(refs, ref) {
+		if !predictorOfAny(queried, ref) {
 			candidates = append(candidates, ref)
 		}
 	}
@@ -309,7 +310,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 		}
 	}
 	slices.SortFunc(candidates, compareRefs)
-	candidates = slices.Compact(candidates)
+	index := newRefIndex(slices.Compact(candidates))
 
 	pods := make(map[string]bool)
 	for _, m := range metrics {
@@ -326,7 +327,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	}
 
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
-		a := set.ksm.owner(ns, pod, at, candidates)
+		a := set.ksm.owner(ns, pod, at, index)
 		if len(a.rivals) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
 			v.warnings = append(v.warnings, a.warning(ns, pod))
 		}
@@ -339,8 +340,8 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 
 // predictorOfAny reports whether Deployment d can run the predictor of an
 // InferenceService among refs.
-func predictorOfAny(refs []usage.Ref, d usage.Ref) bool {
-	for _, r := range refs {
+func predictorOfAny(refs *refIndex, d usage.Ref) bool {
+	for _, r := range refs.near(d.Name) {
 		if d.Kind == kindDeployment && (r.Kind == kindISVC && matchISVCDeployment(r.Name, d.Name) || r.Kind == kindDGD && r.Name == d.Name) {
 			return true
 		}
