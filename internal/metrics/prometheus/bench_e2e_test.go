@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
@@ -53,40 +55,51 @@ func e2eQuery(pods int) usage.Query {
 	return q
 }
 
-// writeE2EAnswer writes the answer Prometheus gives for the fleet's
-// series over the day, as it writes it: the compute and memory series of
-// each pod and its kube_pod_owner and kube_replicaset_owner series, a
-// sample each 30 s. It returns the samples.
-func writeE2EAnswer(b *testing.B, path string, pods int) int {
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
+// fleetAnswer writes the answer Prometheus gives for the fleet's series
+// in (from, to] (Unix seconds), as it writes it: the compute and memory
+// series of each pod and its kube_pod_owner and kube_replicaset_owner
+// series, a sample each 30 s over the day before metricstest.T0. It
+// returns the bytes written.
+func fleetAnswer(w io.Writer, pods int, from, to int64) (int64, error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var n int64
+	write := func(b []byte) {
+		m, _ := bw.Write(b)
+		n += int64(m)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString(`{"status":"success","data":{"resultType":"matrix","result":[`)
+	write([]byte(`{"status":"success","data":{"resultType":"matrix","result":[`))
 	first := true
-	n := 0
 	start := metricstest.T0.Add(-24*time.Hour).Unix() + 30
 	var buf []byte
 	series := func(labels string, value func(k int) int) {
+		buf = buf[:0]
 		if !first {
-			w.WriteByte(',')
+			buf = append(buf, ',')
 		}
 		first = false
-		w.WriteString(`{"metric":{` + labels + `},"values":[`)
+		buf = append(buf, `{"metric":{`+labels+`},"values":[`...)
+		sep := false
 		for k := range e2eSamples {
-			buf = append(buf[:0], '[')
-			buf = strconv.AppendInt(buf, start+int64(k)*30, 10)
+			t := start + int64(k)*30
+			if t <= from || t > to {
+				continue
+			}
+			if sep {
+				buf = append(buf, ',')
+			}
+			sep = true
+			buf = append(buf, '[')
+			buf = strconv.AppendInt(buf, t, 10)
 			buf = append(buf, ',', '"')
 			buf = strconv.AppendInt(buf, int64(value(k)), 10)
 			buf = append(buf, '"', ']')
-			if k < e2eSamples-1 {
-				buf = append(buf, ',')
+			if len(buf) > 32<<10 {
+				write(buf)
+				buf = buf[:0]
 			}
-			w.Write(buf)
 		}
-		w.WriteString(`]}`)
-		n += e2eSamples
+		buf = append(buf, `]}`...)
+		write(buf)
 	}
 	one := func(int) int { return 1 }
 	for i := range pods {
@@ -96,50 +109,20 @@ func writeE2EAnswer(b *testing.B, path string, pods int) int {
 		series(fmt.Sprintf(`"__name__":"kube_pod_owner","namespace":"%s","owner_is_controller":"true","owner_kind":"ReplicaSet","owner_name":"%s","pod":"%s"`, ns, rs, pod), one)
 		series(fmt.Sprintf(`"__name__":"kube_replicaset_owner","namespace":"%s","owner_is_controller":"true","owner_kind":"Deployment","owner_name":"%s","replicaset":"%s"`, ns, d, rs), one)
 	}
-	w.WriteString(`]}}`)
-	if err := w.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		b.Fatal(err)
-	}
-	return n
+	write([]byte(`]}}`))
+	return n, bw.Flush()
 }
 
-// gzipFile writes path.gz, as Prometheus compresses its answers.
-func gzipFile(b *testing.B, path string) {
-	in, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(path + ".gz")
-	if err != nil {
-		b.Fatal(err)
-	}
-	z, err := gzip.NewWriterLevel(out, gzip.BestSpeed)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.Copy(z, in); err != nil {
-		b.Fatal(err)
-	}
-	if err := z.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// replay serves the recorded answer to the query API: the whole answer to
-// a selector of "namespace", an empty matrix to any other (the
-// exported_namespace one), gzipped when the client accepts it, as
-// Prometheus does. It notes the forms asked, for curl to ask the same.
+// replay answers the query API for the fleet as Prometheus would: the
+// samples in the range asked for to a selector of "namespace", an empty
+// matrix to any other (the exported_namespace one), gzipped when the
+// client accepts it. It notes the forms asked, for curl to ask the same,
+// and the bytes of the answers.
 type replay struct {
-	answer string
-	mu     sync.Mutex
-	forms  []string
+	pods  int
+	mu    sync.Mutex
+	forms []string
+	bytes int64
 }
 
 func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -147,26 +130,38 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	q := r.Form.Get("query")
+	at, err := strconv.ParseFloat(r.Form.Get("time"), 64)
+	i := strings.LastIndexByte(q, '[')
+	if err != nil || i < 0 || !strings.HasSuffix(q, "]") {
+		http.Error(w, "want a range selector and a time", http.StatusBadRequest)
+		return
+	}
+	d, err := model.ParseDuration(q[i+1 : len(q)-1])
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	rp.mu.Lock()
 	rp.forms = append(rp.forms, r.PostForm.Encode())
 	rp.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	if !strings.Contains(r.Form.Get("query"), ", namespace=~") {
-		fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
-		return
-	}
-	path := rp.answer
+	var out io.Writer = w
 	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		w.Header().Set("Content-Encoding", "gzip")
-		path += ".gz"
+		z, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		defer z.Close()
+		out = z
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+	pods := rp.pods
+	if !strings.Contains(q, ", namespace=~") {
+		pods = 0
 	}
-	defer f.Close()
-	io.Copy(w, f) //nolint:errcheck // the client went away
+	to := int64(at)
+	n, _ := fleetAnswer(out, pods, to-int64(time.Duration(d).Seconds()), to)
+	rp.mu.Lock()
+	rp.bytes += n
+	rp.mu.Unlock()
 }
 
 // TestE2EPrometheusChild is a child process of BenchmarkE2EPrometheus, and
@@ -212,28 +207,25 @@ func BenchmarkE2EPrometheus(b *testing.B) {
 		}
 		pods = n
 	}
-	rp := &replay{answer: filepath.Join(b.TempDir(), "answer.json")}
-	n := writeE2EAnswer(b, rp.answer, pods)
-	gzipFile(b, rp.answer)
-	plain, err := os.Stat(rp.answer)
-	if err != nil {
-		b.Fatal(err)
-	}
+	rp := &replay{pods: pods}
 	srv := httptest.NewServer(rp)
 	b.Cleanup(srv.Close)
 	env := []string{e2eURLEnv + "=" + srv.URL, e2ePodsEnv + "=" + strconv.Itoa(pods)}
-	samples := float64(n) * 16
+	samples := float64(pods*4*e2eSamples) * 16
 
 	var ratios, plainRatios []float64
 	var tool, viaCurl []time.Duration
 	var rss []int64
+	var answered int64
+	var forms []string
 	for b.Loop() {
 		rp.mu.Lock()
-		rp.forms = nil
+		rp.forms, rp.bytes = nil, 0
 		rp.mu.Unlock()
 		t := testenv.Measure(b, testenv.Child("usage", "TestE2EPrometheusChild", env...))
 		rp.mu.Lock()
-		forms := slices.Clone(rp.forms)
+		forms = slices.Clone(rp.forms)
+		answered = rp.bytes
 		rp.mu.Unlock()
 		c := curlCost(b, curl, srv.URL, forms, true)
 		p := curlCost(b, curl, srv.URL, forms, false)
@@ -251,8 +243,8 @@ func BenchmarkE2EPrometheus(b *testing.B) {
 	testenv.WriteSection(b, filepath.Join("..", "..", "..", "BENCHMARKS.md"), "prometheus", fmt.Sprintf(
 		"| answers | client CPU | curl CPU | **CPU ratio** | (to curl without gzip) | peak RSS | samples kept | **RSS / samples** |\n"+
 			"|---|---:|---:|---:|---:|---:|---:|---:|\n"+
-			"| %d pods, a day at 30 s, %.0f MB of JSON | %.2f s | %.2f s | **%.2f×** | %.2f× | %.0f MiB | %.0f MiB | **%.2f×** |\n",
-		pods, float64(plain.Size())/1e6, testenv.Median(tool).Seconds(), testenv.Median(viaCurl).Seconds(), cpuRatio,
+			"| %d pods, a day at 30 s, %d requests, %.0f MB of JSON | %.2f s | %.2f s | **%.2f×** | %.2f× | %.0f MiB | %.0f MiB | **%.2f×** |\n",
+		pods, len(forms), float64(answered)/1e6, testenv.Median(tool).Seconds(), testenv.Median(viaCurl).Seconds(), cpuRatio,
 		testenv.Median(plainRatios), float64(testenv.Median(rss))/(1<<20), samples/(1<<20), rssRatio))
 }
 

@@ -411,6 +411,9 @@ func (d *decoder) pair() (x usage.Sample, bad string, err error) {
 	if d.peek() != '[' {
 		return x, shape, d.skip()
 	}
+	if x, ok := d.fastPair(); ok {
+		return x, "", nil
+	}
 	d.pos++
 	if d.peek() == ']' {
 		d.pos++
@@ -460,6 +463,61 @@ func (d *decoder) pair() (x usage.Sample, bad string, err error) {
 			return x, "", d.syntax("expected ',' or ']'")
 		}
 	}
+}
+
+// fastPair reads a sample written as Prometheus writes it, with no space
+// and a time of at most 15 digits of seconds (and up to millisecond
+// digits after a point), from what the buffer holds: the sample is almost
+// every byte of an answer. It reads nothing, and is not ok, when the
+// sample is written any other way or crosses the buffer's end; pair then
+// reads it, with the same result.
+func (d *decoder) fastPair() (usage.Sample, bool) {
+	b := d.buf[d.pos:d.end]
+	i := 1 // b[0] is '['
+	var ms int64
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		ms = ms*10 + int64(b[i]-'0')
+		i++
+	}
+	if digits := i - 1; digits == 0 || digits > 15 || digits > 1 && b[1] == '0' {
+		return usage.Sample{}, false
+	}
+	scale := int64(1000)
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			if scale > 1 {
+				scale /= 10
+				ms = ms*10 + int64(b[i]-'0')
+			}
+			i++
+		}
+		if i == start {
+			return usage.Sample{}, false
+		}
+	}
+	ms *= scale
+	if i+1 >= len(b) || b[i] != ',' || b[i+1] != '"' {
+		return usage.Sample{}, false
+	}
+	i += 2
+	start := i
+	for i < len(b) && b[i] != '"' {
+		if b[i] < 0x20 || b[i] == '\\' {
+			return usage.Sample{}, false
+		}
+		i++
+	}
+	if i+1 >= len(b) || b[i+1] != ']' {
+		return usage.Sample{}, false
+	}
+	v, err := strconv.ParseFloat(string(b[start:i]), 64)
+	if err != nil {
+		return usage.Sample{}, false
+	}
+	d.pos += i + 2
+	return usage.Sample{T: ms, V: v}, true
 }
 
 // parseSeconds reads a JSON number of seconds as Unix milliseconds,

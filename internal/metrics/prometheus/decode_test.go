@@ -282,3 +282,38 @@ func seconds(ms int64) string {
 	}
 	return s
 }
+
+// A sample as Prometheus writes it is read by a fast path; written with a
+// space, by the general one: both read it alike, or find it bad alike.
+func TestDecodeSampleBothWays(t *testing.T) {
+	tests := []struct {
+		name, pair string
+	}{
+		{name: "whole seconds", pair: `[1700000000,"1"]`},
+		{name: "milliseconds", pair: `[1700000000.123,"0.5"]`},
+		{name: "one fractional digit", pair: `[1700000000.5,"NaN"]`},
+		{name: "digits past the millisecond", pair: `[1700000000.12399,"-Inf"]`},
+		{name: "zero", pair: `[0,"0"]`},
+		{name: "fifteen digits", pair: `[999999999999999,"1e308"]`},
+		{name: "sixteen digits", pair: `[9223372036854775,"1"]`},
+		{name: "past int64 milliseconds", pair: `[9223372036854776,"1"]`},
+		{name: "a leading zero", pair: `[01,"1"]`},
+		{name: "a point without digits", pair: `[1.,"1"]`},
+		{name: "an exponent", pair: `[1e3,"1"]`},
+		{name: "negative", pair: `[-1.5,"1"]`},
+		{name: "a value that is no number", pair: `[1,"x"]`},
+		{name: "an escaped value", pair: `[1,"\u0031"]`},
+		{name: "an empty value", pair: `[1,""]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := func(pair string) string {
+				return `{"status":"success","data":{"resultType":"matrix","result":[{"values":[` + pair + `]}]}}`
+			}
+			fast, errFast := prometheus.DecodeAnswer(strings.NewReader(body(tt.pair)), until)
+			slow, errSlow := prometheus.DecodeAnswer(strings.NewReader(body("[ "+tt.pair[1:])), until)
+			require.Equal(t, errSlow == nil, errFast == nil, "fast %v, slow %v", errFast, errSlow)
+			require.Equal(t, render(slow), render(fast))
+		})
+	}
+}
