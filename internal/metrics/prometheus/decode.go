@@ -76,7 +76,7 @@ func decodeAnswer(r io.Reader, until int64) (*answer, error) {
 	if d.skipSpace() {
 		return nil, d.syntax("data after the answer")
 	}
-	if d.err != io.EOF { //nolint:errorlint // io.EOF is returned unwrapped by readers
+	if !errors.Is(d.err, io.EOF) {
 		return nil, d.readError()
 	}
 	return a, nil
