@@ -411,6 +411,11 @@ func (d *decoder) pair() (x usage.Sample, bad string, err error) {
 	if d.peek() != '[' {
 		return x, shape, d.skip()
 	}
+	if d.end-d.pos < fastPairBytes {
+		// A gzip reader hands over little at a time: have a whole
+		// sample in the buffer for the fast path.
+		d.more()
+	}
 	if x, ok := d.fastPair(); ok {
 		return x, "", nil
 	}
@@ -464,6 +469,10 @@ func (d *decoder) pair() (x usage.Sample, bad string, err error) {
 		}
 	}
 }
+
+// fastPairBytes is room for a sample as Prometheus writes it, with a
+// value of full precision: [1700000000.123,"-1.2345678901234567e-308"].
+const fastPairBytes = 64
 
 // fastPair reads a sample written as Prometheus writes it, with no space
 // and a time of at most 15 digits of seconds (and up to millisecond
