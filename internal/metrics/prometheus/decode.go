@@ -30,11 +30,12 @@ type answer struct {
 }
 
 // decoder reads one JSON value from a stream, through a buffer of its own
-// (the body is read once, never held whole). It accepts exactly the JSON
-// encoding/json accepts, and decodes what it keeps as encoding/json would
-// into the query API's types, matching keys as encoding/json does (case
-// folded); it refuses a key given twice, which encoding/json would take
-// the last of and no server writes.
+// (the body is read once, never held whole). It accepts only what
+// encoding/json accepts, and decodes what it keeps as encoding/json
+// decoded it into the client library's types, keys matched as
+// encoding/json matches them (case folded, bytes.EqualFold); it refuses a
+// key given twice, which encoding/json would take the last of and no
+// server writes, and a null where a series or a sample should be.
 type decoder struct {
 	r        io.Reader
 	buf      []byte
