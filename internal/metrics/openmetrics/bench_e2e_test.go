@@ -39,7 +39,7 @@ func TestE2EChild(t *testing.T) {
 }
 
 // BenchmarkE2ERecorded is the recorded row of issue 23's table: a week at
-// 30 s of 1,000 pods (RECOMMENDER_BENCH_E2E_PODS), 5 GB, opened keeping
+// 30 s of 1,000 pods (RECOMMENDER_BENCH_E2E_PODS), 12.7 GB, opened keeping
 // everything, against the bare scan of the same file, each in a process of
 // its own, one round an iteration (-benchtime 3x: three). It reports the
 // median of the rounds' CPU ratios and the open's peak RSS over the bytes

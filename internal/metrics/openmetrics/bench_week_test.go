@@ -15,7 +15,7 @@ import (
 )
 
 // weekPodsEnv sets the pods of BenchmarkOpenRecordedWeek (default 100:
-// about 0.5 GB; the 1,000 pods write 5 GB).
+// about 1.3 GB; 1,000 pods write 12.7 GB).
 const weekPodsEnv = "RECOMMENDER_BENCH_WEEK_PODS"
 
 // weekSamples is a week at 30 s: 20,160 samples a series, past any fixed
