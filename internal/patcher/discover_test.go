@@ -801,3 +801,51 @@ spec:
 	require.Equal(t, "g-worker", inv.Workloads[0].Ref.Name)
 	require.ErrorIs(t, inv.Workloads[0].GPU.Err, patcher.ErrInvalidValue)
 }
+
+// TestDiscoverDynamoServiceAnnotations: KAI's annotations in a service's
+// own annotations reach its pods under Grove and not through a
+// DynamoComponentDeployment (operator v0.5.1), so the service is read but
+// left alone, the error naming the line and where to write them instead.
+func TestDiscoverDynamoServiceAnnotations(t *testing.T) {
+	tests := []struct {
+		name, annotations string
+		line              int
+	}{
+		{name: "gpu-fraction", annotations: "gpu-fraction: \"0.5\"", line: 9},
+		{name: "gpu-memory", annotations: "gpu-memory: \"4096\"", line: 9},
+		{name: "after another", annotations: "team: llm\n        gpu-fraction-num-devices: \"2\"", line: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte(`apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+spec:
+  services:
+    Worker:
+      annotations:
+        `+tt.annotations+`
+      extraPodMetadata:
+        annotations:
+          gpu-fraction: "0.5"
+`), 0o600))
+			inv, err := patcher.Discover(context.Background(), dir)
+			require.NoError(t, err)
+			require.Len(t, inv.Workloads, 1)
+			w := inv.Workloads[0]
+			require.Equal(t, "0.5", w.GPU.FractionText)
+			require.ErrorIs(t, w.GPU.Err, patcher.ErrServiceAnnotation)
+			require.ErrorContains(t, w.GPU.Err, fmt.Sprintf("line %d: ", tt.line))
+			require.ErrorContains(t, w.GPU.Err, "is in spec.services.Worker.annotations; it is read but not edited: write it in spec.services.Worker.extraPodMetadata.annotations")
+		})
+	}
+	// Other annotations of the service are the operator's own business.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte("apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\nspec: {services: {Worker: {annotations: {nvidia.com/enable-metrics: \"false\"}}}}\n"), 0o600))
+	inv, err := patcher.Discover(context.Background(), dir)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	require.NoError(t, inv.Workloads[0].GPU.Err)
+}

@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -119,6 +120,24 @@ func dynamoLeftAlone(root *yaml.Node, p Pod) error {
 	return nil
 }
 
+// dynamoServiceAnnotation says why a service whose own annotations (not
+// its extraPodMetadata's) carry one of KAI's is read but not sized: the
+// operator (v0.5.1) gives a service's annotations to its pods when Grove
+// runs them (generateAnnotations, internal/dynamo/graph.go) and not when
+// a DynamoComponentDeployment does (generatePodTemplateSpec takes
+// extraPodMetadata's alone), so what the pods ask for depends on the
+// cluster, which the repository does not say.
+func dynamoServiceAnnotation(root *yaml.Node, p Pod) error {
+	ann := splice.Lookup(root, join(p.Path, "annotations")...)
+	for _, name := range []string{kai.FractionAnnotation, kai.MemoryAnnotation, kai.NumDevicesAnnotation, kai.ContainerNameAnnotation} {
+		if k, _ := splice.Field(ann, name); k != nil {
+			return fmt.Errorf("%w: line %d: %s is in %s; it is read but not edited: write it in %s, which reach the pods in every mode",
+				ErrServiceAnnotation, k.Line, name, dotted(join(p.Path, "annotations")), dotted(p.meta("annotations")))
+		}
+	}
+	return nil
+}
+
 // readDynamoGPUs adds to g what a Dynamo service asks for beyond its
 // containers: its resources.gpu count, which goes to its main container,
 // and why it is left alone.
@@ -126,6 +145,9 @@ func readDynamoGPUs(root *yaml.Node, p Pod, g *GPU) {
 	n, err := dynamoGPUs(root, p)
 	if err == nil {
 		err = dynamoLeftAlone(root, p)
+	}
+	if err == nil {
+		err = dynamoServiceAnnotation(root, p)
 	}
 	if err != nil && g.Err == nil {
 		g.Err = err
