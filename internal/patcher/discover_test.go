@@ -737,7 +737,8 @@ func TestDiscoverInferenceService(t *testing.T) {
 // TestDiscoverDynamo: a DynamoGraphDeployment is one workload per
 // service, named as the operator names the service's Deployment, read
 // where the operator takes the pods' fields from; a multinode service is
-// left alone, and one that a Kustomize build makes is reported, not read.
+// left alone. What Kustomize builds and charts render is read alike
+// (TestKustomizeGolden, TestHelmGolden).
 func TestDiscoverDynamo(t *testing.T) {
 	inv, err := patcher.Discover(context.Background(), filepath.Join("testdata", "golden", "dynamo", "original"))
 	require.NoError(t, err)
@@ -848,4 +849,32 @@ spec:
 	require.NoError(t, err)
 	require.Len(t, inv.Workloads, 1)
 	require.NoError(t, inv.Workloads[0].GPU.Err)
+}
+
+// TestDiscoverDynamoV1beta1: a graph of the version later operators
+// store (nvidia.com/v1beta1, components with pod templates) is not read,
+// and it is reported, never passed over.
+func TestDiscoverDynamoV1beta1(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte(`apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+  namespace: inference
+spec:
+  components:
+    - name: Worker
+      podTemplate:
+        metadata:
+          annotations:
+            gpu-fraction: "0.5"
+`), 0o600))
+	inv, err := patcher.Discover(context.Background(), dir)
+	require.NoError(t, err)
+	require.Empty(t, inv.Workloads)
+	require.Len(t, inv.Unsupported, 1)
+	u := inv.Unsupported[0]
+	require.Equal(t, usage.Ref{Kind: "DynamoGraphDeployment", Namespace: "inference", Name: "g"}, u.Ref)
+	require.True(t, u.GPU)
+	require.Equal(t, "nvidia.com/v1alpha1 only, whose spec.services are read; nvidia.com/v1beta1 is not", u.Why)
 }

@@ -28,12 +28,16 @@ type Op interface {
 }
 
 // containerFields are what the ops on GPUs and vLLM flags touch: the
-// containers (a serving container's field too), and the annotation that
-// names the one the GPU goes to.
+// containers (a serving container's field too, and the resources a
+// controller gives it), and the annotation that names the one the GPU
+// goes to.
 func containerFields(p Pod) [][]string {
 	out := [][]string{p.spec("containers"), p.spec("initContainers")}
 	for _, k := range p.Serving {
 		out = append(out, p.spec(k))
+	}
+	if p.Resources != nil {
+		out = append(out, join(p.Path, p.Resources...))
 	}
 	return append(out, p.meta("annotations", kai.ContainerNameAnnotation))
 }
