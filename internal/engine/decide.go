@@ -15,6 +15,12 @@ import (
 // from long history; any upsize wins; a scale-back needs complete and
 // valid data, a baseline, and every reactive window's consent.
 func Decide(in Input) Decision {
+	d := decide(in)
+	d.Evidence.Unattributed = in.Usage.Unattributed
+	return d
+}
+
+func decide(in Input) Decision {
 	r := in.Rules
 	if r.Strategy == nil {
 		return LeftAlone(in.Current, CausePolicyInvalid, "no strategy governs it")
@@ -315,6 +321,9 @@ func (e *evaluation) decide(d Decision) Decision {
 	case e.in.Usage.Partial != "":
 		// Samples the source could not return may be the high ones.
 		return d.none(CauseDataIncomplete, &Shortfall{Kind: ShortPartial, Why: e.in.Usage.Partial})
+	case len(e.in.Usage.Unattributed) > 0:
+		// So may those of a pod that counts for no workload.
+		return d.none(CauseDataIncomplete, &Shortfall{Kind: ShortUnattributed, Pods: len(e.in.Usage.Unattributed), Why: e.in.Usage.Unattributed[0]})
 	case base.shortfall != nil:
 		return d.none(base.cause, base.shortfall)
 	case blocked != nil:
