@@ -45,6 +45,20 @@ func decide(in Input) Decision {
 	return e.decide(d)
 }
 
+// lacking says what the answer may lack that a scale-back needs: samples
+// the source could not return, or a pod that counts for no workload;
+// either may be the high ones. nil when nothing.
+func (e *evaluation) lacking() *Shortfall {
+	u := e.in.Usage
+	switch {
+	case u.Partial != "":
+		return &Shortfall{Kind: ShortPartial, Why: u.Partial}
+	case len(u.Unattributed) > 0:
+		return &Shortfall{Kind: ShortUnattributed, Pods: len(u.Unattributed), Why: u.Unattributed[0]}
+	}
+	return nil
+}
+
 // none is a decision to change nothing, for cause c.
 func (d Decision) none(c Cause, s *Shortfall) Decision {
 	d.Action, d.Recommended, d.Urgent, d.Rule, d.Cause = NoChange, d.Current, false, "", c
@@ -318,12 +332,8 @@ func (e *evaluation) decide(d Decision) Decision {
 		return d.none(CauseFits, nil)
 	case !st.Downsize:
 		return d.none(CauseNotAllowed, nil)
-	case e.in.Usage.Partial != "":
-		// Samples the source could not return may be the high ones.
-		return d.none(CauseDataIncomplete, &Shortfall{Kind: ShortPartial, Why: e.in.Usage.Partial})
-	case len(e.in.Usage.Unattributed) > 0:
-		// So may those of a pod that counts for no workload.
-		return d.none(CauseDataIncomplete, &Shortfall{Kind: ShortUnattributed, Pods: len(e.in.Usage.Unattributed), Why: e.in.Usage.Unattributed[0]})
+	case e.lacking() != nil:
+		return d.none(CauseDataIncomplete, e.lacking())
 	case base.shortfall != nil:
 		return d.none(base.cause, base.shortfall)
 	case blocked != nil:
