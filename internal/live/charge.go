@@ -55,7 +55,7 @@ func (c *Client) charges(ctx context.Context, namespace string) (out []charge, s
 			if kind != "Deployment" && apierrors.IsNotFound(err) {
 				continue
 			}
-			if kind != "Deployment" && (errors.Is(err, ErrForbidden) || apierrors.IsForbidden(err)) {
+			if kind != "Deployment" && errors.Is(err, ErrForbidden) { // as apiError wraps a refusal
 				skipped = append(skipped, k.gvr.GroupResource().String())
 				continue
 			}
