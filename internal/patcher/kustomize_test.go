@@ -173,6 +173,20 @@ func TestKustomizeGolden(t *testing.T) {
 			},
 		},
 		{
+			// A Dynamo service's whole GPU, set by prod's patch in its
+			// resources (which the operator gives its main container),
+			// moves to KAI: the count is removed where the patch sets it,
+			// the fraction and scheduler go to the base only prod builds.
+			name:      "dynamo-whole-gpu",
+			workloads: []string{"prod/llama-vllmworker in overlays/prod/kustomization.yaml"},
+			edits: []patcher.Edit{kustEdit("prod", dgdRef("prod", "llama-vllmworker"),
+				patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5"), patcher.SetSchedulerName("kai-scheduler"))},
+			built: map[string]string{
+				"prod DynamoGraphDeployment spec.services.VllmWorker.extraPodMetadata.annotations.gpu-fraction": "0.5",
+				"prod DynamoGraphDeployment spec.services.VllmWorker.extraPodSpec.schedulerName":                "kai-scheduler",
+			},
+		},
+		{
 			// KServe's InferenceService: the fraction where prod's patch
 			// sets it in spec.predictor.annotations; for the model that
 			// staging shares, a new patch in prod that moves it from
