@@ -878,3 +878,35 @@ spec:
 	require.True(t, u.GPU)
 	require.Equal(t, "nvidia.com/v1alpha1 only, whose spec.services are read; nvidia.com/v1beta1 is not", u.Why)
 }
+
+// TestDynamoServiceOfGPUsOnly: a service that says nothing but its whole
+// GPUs (as a Kustomize patch may) cannot lose them by a byte splice
+// without leaving no mapping: the edit is refused by name, nothing is
+// written.
+func TestDynamoServiceOfGPUsOnly(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte(`apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+  namespace: inference
+spec:
+  services:
+    Worker:
+      resources:
+        limits:
+          gpu: "1"
+`), 0o600))
+	ctx := context.Background()
+	inv, err := patcher.Discover(ctx, dir)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	res, err := patcher.Apply(ctx, dir, inv, []patcher.Edit{{Workload: inv.Workloads[0].Ref, File: "dgd.yaml", Reason: "test",
+		Ops: []patcher.Op{patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5")}}})
+	require.NoError(t, err)
+	require.Empty(t, res.Files)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrUnsupported)
+	require.ErrorContains(t, res.Refused[0].Err, "dgd.yaml:9: spec.services.Worker.resources: ")
+	require.ErrorContains(t, res.Refused[0].Err, "it is the only field of its mapping, and removing it would leave an empty mapping, which is not written; edit it by hand")
+}
