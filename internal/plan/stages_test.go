@@ -298,6 +298,6 @@ func TestUnattributedPodInTheDecision(t *testing.T) {
 		}
 	}
 	var table strings.Builder
-	require.NoError(t, p.WriteTable(&table))
+	require.NoError(t, p.WriteTable(&table, 0))
 	require.Contains(t, table.String(), "not counted: "+why)
 }
