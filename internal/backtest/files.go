@@ -35,6 +35,7 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 	config := map[string]any{
 		"start": cfg.Start.String(), "cadence": cfg.Cadence.String(), "mergeDelay": cfg.MergeDelay.String(),
 		"policies": opts.Policies, "maxPeakPercent": opts.MaxPeak, "oomKill": cfg.OOMKill, "restart": cfg.Restart.String(),
+		"liveMaxChanges": cfg.LiveMaxChanges,
 	}
 	if err := write("results.txt", func(f *os.File) error { return WriteTables(f, deliveries) }); err != nil {
 		return err

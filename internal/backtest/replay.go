@@ -32,9 +32,12 @@ type Options struct {
 	MergeDelay  time.Duration
 	OOMKill     bool          // a memory breach kills the container (HAMi-core)
 	Restart     time.Duration // how long a killed container takes to restart
-	OutDir      string
-	Plot        []string // workloads to plot; empty: a few chosen
-	MaxPeak     float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
+	// LiveMaxChanges caps the live fast path's changes per run, as run's
+	// --live-max-changes does; 0 leaves it uncapped.
+	LiveMaxChanges int
+	OutDir         string
+	Plot           []string // workloads to plot; empty: a few chosen
+	MaxPeak        float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
 
 	// Out gets the tables; Logger says what the backtest is at.
 	Out    io.Writer
@@ -81,7 +84,8 @@ func Replay(ctx context.Context, opts Options) error {
 		startAlloc = engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(int(opts.Start))}
 	}
 	strategies := strategiesOf(engines, opts.Cadence)
-	cfg := Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart}
+	cfg := Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart,
+		LiveMaxChanges: opts.LiveMaxChanges}
 	began := time.Now()
 	deliveries, err := deliver(ctx, traces, strategies, cfg)
 	if err != nil {
@@ -93,8 +97,8 @@ func Replay(ctx context.Context, opts Options) error {
 	if !opts.OOMKill {
 		kills = "memory breaches have no consequence"
 	}
-	fmt.Fprintf(opts.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s; %s\n",
-		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, kills)
+	fmt.Fprintf(opts.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, %s; %s\n",
+		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, liveNote(opts.LiveMaxChanges), kills)
 	if err := WriteTables(opts.Out, deliveries); err != nil {
 		return err
 	}
@@ -232,6 +236,13 @@ func recordedTraces(ctx context.Context, repo, file string, g policy.Governance)
 		}
 	}
 	return traces, nil
+}
+
+func liveNote(n int) string {
+	if n == 0 {
+		return "live changes uncapped"
+	}
+	return fmt.Sprintf("at most %d live changes per run", n)
 }
 
 func peakNote(p float64) string {

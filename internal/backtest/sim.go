@@ -3,6 +3,7 @@ package backtest
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
@@ -103,7 +104,9 @@ type Clairvoyant interface {
 type Config struct {
 	// Start is every workload's allocation at the start of its trace.
 	Start engine.Allocation
-	// Cadence is the interval between runs of the job.
+	// Cadence is the job's schedule: it runs on the clock, as a CronJob
+	// does, at every multiple of Cadence (FirstRun), for every workload at
+	// once.
 	Cadence time.Duration
 	// MergeDelay is how long a pull request waits to be merged.
 	MergeDelay time.Duration
@@ -116,6 +119,14 @@ type Config struct {
 	// alike (DESIGN §7): an upsize proposed while usage is urgent (see
 	// Urgent) is applied at once, and its pull request catches Git up.
 	Live bool
+	// LiveMaxChanges caps the live changes of one run, over all workloads,
+	// as the tool's --live-max-changes does (internal/live, Applier.Apply):
+	// the tool tries its urgent upsizes in the plan's order (namespace,
+	// kind, name; here the trace's name) and the ones past the cap wait
+	// for their pull request. 0 leaves the fast path uncapped; the tool
+	// has no such setting (its 0 turns the fast path off, which is Live
+	// false here).
+	LiveMaxChanges int
 }
 
 // UrgentWindow is how far back the urgency rule looks: the guide's
@@ -141,75 +152,183 @@ func Urgent(past *Trace, at int64, cur engine.Allocation) bool {
 	return false
 }
 
+// FirstRun is the first run of a job scheduled every cadence that sees the
+// trace: the first multiple of cadence after its first sample, in Unix ms.
+func FirstRun(tr *Trace, cadence time.Duration) int64 {
+	c := cadence.Milliseconds()
+	return (floorDiv(tr.Start(), c) + 1) * c
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
 // Simulate replays one trace through one strategy.
 func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
+	return SimulateAll([]*Trace{tr}, s, cfg)[0]
+}
+
+// SimulateAll replays every trace through one strategy, as one job runs
+// for all of them: at each run every workload is decided, and the live
+// changes of that run are capped over all of them (Config.LiveMaxChanges).
+// The timelines are in the order of traces.
+func SimulateAll(traces []*Trace, s Strategy, cfg Config) []*Timeline {
+	out := make([]*Timeline, len(traces))
 	if p, ok := s.(Planner); ok {
-		// A plan meets the demand where the ceiling allows; where it
-		// cannot, the kills count as for anyone.
-		tl := p.Plan(tr, cfg)
-		obs := newObserver(tr, cfg)
-		obs.observe(tr.End(), tl)
-		tl.OOMKills = obs.kills
-		return tl
+		for i, tr := range traces {
+			// A plan meets the demand where the ceiling allows; where it
+			// cannot, the kills count as for anyone.
+			tl := p.Plan(tr, cfg)
+			obs := newObserver(tr, cfg)
+			obs.observe(tr.End(), tl)
+			tl.OOMKills = obs.kills
+			out[i] = tl
+		}
+		return out
 	}
-	tl := &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}
-	// pending is the open pull request: its value, and when it merges.
-	var pending *Change
-	cadence := cfg.Cadence.Milliseconds()
 	if c, ok := s.(Continuous); ok && c.EveryStep() {
-		cadence = tr.Step.Milliseconds()
-	}
-	obs := newObserver(tr, cfg)
-	for at := tr.Start() + cadence; at <= tr.End(); at += cadence {
-		if pending != nil && pending.T <= at {
-			tl.Changes = append(tl.Changes, *pending)
-			pending = nil
+		// A controller decides at every sample of its own workload, and
+		// applies at once: no job, and so no cap, is involved.
+		for i, tr := range traces {
+			m := newSim(tr, s, cfg)
+			for at := tr.Start() + tr.Step.Milliseconds(); at <= tr.End(); at += tr.Step.Milliseconds() {
+				p, urgent := m.propose(at)
+				m.apply(at, p, urgent)
+			}
+			out[i] = m.finish()
 		}
-		obs.observe(at, tl)
-		cur := tl.Last()
-		// The history is capacity-clipped too: a strategy that reslices
-		// it past its length gets a panic, not the simulator's next change.
-		st := State{At: at, Past: obs.seen.upTo(at), Current: cur, Allocations: &Timeline{Changes: slices.Clip(tl.Changes)},
-			OOMKills: slices.Clip(obs.kills)}
-		var p Proposal
-		if c, ok := s.(Clairvoyant); ok {
-			p = c.DecideWithFuture(st, tr)
+		return out
+	}
+	// The plan's order, which the cap follows.
+	order := make([]int, len(traces))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(traces[a].Name, traces[b].Name) })
+	sims := make([]*sim, len(traces))
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, tr := range traces {
+		sims[i] = newSim(tr, s, cfg)
+		first, last = min(first, FirstRun(tr, cfg.Cadence)), max(last, tr.End())
+	}
+	cadence := cfg.Cadence.Milliseconds()
+	proposals := make([]Proposal, len(traces))
+	urgent := make([]bool, len(traces))
+	for at := first; at <= last; at += cadence {
+		for _, i := range order {
+			if tr := traces[i]; at > tr.Start() && at <= tr.End() {
+				proposals[i], urgent[i] = sims[i].propose(at)
+			}
+		}
+		granted := 0
+		for _, i := range order {
+			if tr := traces[i]; at <= tr.Start() || at > tr.End() {
+				continue
+			}
+			live := urgent[i] && (cfg.LiveMaxChanges == 0 || granted < cfg.LiveMaxChanges)
+			if live {
+				granted++
+			}
+			sims[i].apply(at, proposals[i], live)
+		}
+	}
+	for i := range sims {
+		out[i] = sims[i].finish()
+	}
+	return out
+}
+
+// sim is one workload's replay under one strategy.
+type sim struct {
+	tr  *Trace
+	s   Strategy
+	cfg Config
+	tl  *Timeline
+	// pending is the open pull request: its value, and when it merges.
+	pending *Change
+	obs     *observer
+	// future is the clairvoyant's copy of the trace, so that not even it
+	// can write into the demand the timeline is scored against.
+	future *Trace
+}
+
+func newSim(tr *Trace, s Strategy, cfg Config) *sim {
+	m := &sim{tr: tr, s: s, cfg: cfg, tl: &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}, obs: newObserver(tr, cfg)}
+	if _, ok := s.(Clairvoyant); ok {
+		m.future = tr.clone(math.MaxInt64)
+	}
+	return m
+}
+
+// propose merges what is due, observes the samples up to at, and asks the
+// strategy; urgent says whether the proposal may take the live fast path.
+func (m *sim) propose(at int64) (p Proposal, urgent bool) {
+	if m.pending != nil && m.pending.T <= at {
+		m.tl.Changes = append(m.tl.Changes, *m.pending)
+		m.pending = nil
+	}
+	m.obs.observe(at, m.tl)
+	cur := m.tl.Last()
+	// Everything the strategy gets is its own copy, clipped to its
+	// length: writing into it cannot change the timeline being scored or
+	// what the simulator sees, and reslicing past it panics rather than
+	// reading the next change or the next sample.
+	st := State{At: at, Past: m.obs.seen.clone(at), Current: cur,
+		Allocations: &Timeline{Changes: slices.Clip(slices.Clone(m.tl.Changes))},
+		OOMKills:    slices.Clip(slices.Clone(m.obs.kills))}
+	if c, ok := m.s.(Clairvoyant); ok {
+		p = c.DecideWithFuture(st, m.future)
+	} else {
+		p = m.s.Decide(st)
+	}
+	urgent = m.cfg.Live && !p.Immediate && !p.NotLive && p.Target.GPUs > cur.GPUs && Urgent(m.obs.seen.upTo(at), at, cur)
+	return p, urgent
+}
+
+// apply delivers the proposal made at at: live when the run grants it.
+func (m *sim) apply(at int64, p Proposal, live bool) {
+	cur := m.tl.Last()
+	switch {
+	case p.Target == cur:
+		// Nothing to change: an open pull request is closed.
+		m.pending = nil
+	case p.Immediate:
+		m.tl.Changes = append(m.tl.Changes, Change{T: at, Alloc: p.Target})
+		m.pending = nil
+	case live:
+		// Applied at once; a pull request brings Git up to date.
+		m.tl.Changes = append(m.tl.Changes, Change{T: at, Alloc: p.Target})
+		if m.pending == nil {
+			m.tl.PullRequestsOpened++
 		} else {
-			p = s.Decide(st)
+			m.tl.PullRequestsUpdated++
 		}
-		switch {
-		case p.Target == cur:
-			// Nothing to change: an open pull request is closed.
-			pending = nil
-		case p.Immediate:
-			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
-			pending = nil
-		case cfg.Live && !p.NotLive && p.Target.GPUs > cur.GPUs && Urgent(st.Past, at, cur):
-			// Applied at once; a pull request brings Git up to date.
-			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
-			if pending == nil {
-				tl.PullRequestsOpened++
-			} else {
-				tl.PullRequestsUpdated++
-			}
-			pending = nil
-		case pending != nil:
-			// The open pull request is updated; it merges when it would have.
-			if pending.Alloc != p.Target {
-				tl.PullRequestsUpdated++
-			}
-			pending.Alloc = p.Target
-		default:
-			pending = &Change{T: at + cfg.MergeDelay.Milliseconds(), Alloc: p.Target}
-			tl.PullRequestsOpened++
+		m.pending = nil
+	case m.pending != nil:
+		// The open pull request is updated; it merges when it would have.
+		if m.pending.Alloc != p.Target {
+			m.tl.PullRequestsUpdated++
 		}
+		m.pending.Alloc = p.Target
+	default:
+		m.pending = &Change{T: at + m.cfg.MergeDelay.Milliseconds(), Alloc: p.Target}
+		m.tl.PullRequestsOpened++
 	}
-	if pending != nil && pending.T <= tr.End() {
-		tl.Changes = append(tl.Changes, *pending)
+}
+
+// finish merges what is due by the end of the trace and returns the
+// timeline with its kills.
+func (m *sim) finish() *Timeline {
+	if m.pending != nil && m.pending.T <= m.tr.End() {
+		m.tl.Changes = append(m.tl.Changes, *m.pending)
 	}
-	obs.observe(tr.End(), tl)
-	tl.OOMKills = obs.kills
-	return tl
+	m.obs.observe(m.tr.End(), m.tl)
+	m.tl.OOMKills = m.obs.kills
+	return m.tl
 }
 
 // observer turns demand into what the cluster shows, sample by sample, as
@@ -277,6 +396,13 @@ func (t *Trace) upTo(at int64) *Trace {
 	w := usage.Window{From: math.MinInt64, To: at}
 	c.Compute, c.Memory = slices.Clip(usage.In(t.Compute, w)), slices.Clip(usage.In(t.Memory, w))
 	return &c
+}
+
+// clone returns a copy of the trace cut at t, clipped to its length.
+func (t *Trace) clone(at int64) *Trace {
+	c := t.upTo(at)
+	c.Compute, c.Memory = slices.Clip(slices.Clone(c.Compute)), slices.Clip(slices.Clone(c.Memory))
+	return c
 }
 
 // Score is how a strategy did on one or many traces.
