@@ -100,7 +100,7 @@ func TestBacktestRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &doc))
 	require.Len(t, doc.Deliveries, 2)
 	for _, d := range doc.Deliveries {
-		require.Len(t, d.Strategies, 9)
+		require.Len(t, d.Strategies, 13)
 		for _, s := range d.Strategies {
 			require.Equal(t, 2, s.Total.Workloads, s.Name)
 			require.True(t, s.Total.RelativeSlack >= 0 && s.Total.RelativeSlack < 1, s.Name)

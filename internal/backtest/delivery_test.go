@@ -188,3 +188,43 @@ func TestScheduleChurn(t *testing.T) {
 }
 
 var _ backtest.Strategy = scribbler{}
+
+// evictor applies 0.80 at once at every run, by deleting the pod or not.
+type evictor struct{ evict bool }
+
+func (evictor) Name() string { return "evictor" }
+func (e evictor) Decide(backtest.State) backtest.Proposal {
+	return backtest.Proposal{Target: fraction(0.8), Immediate: true, Evict: e.evict}
+}
+
+// TestEvictionRestarts: an eviction at the first run (1 h) restarts the pod
+// for 2 minutes, during which it holds at most its share; a change that
+// rolls the Deployment does not. Memory demand is 30 % but 90 % at minute
+// 61, above the new 0.80: restarting, the evicted pod is not killed for
+// it (the breach still counts); the rolled one is.
+func TestEvictionRestarts(t *testing.T) {
+	tests := []struct {
+		name                string
+		evict               bool
+		evictions, oomKills int
+	}{
+		{name: "evicted: a restart", evict: true, evictions: 1},
+		{name: "rolled: no gap, so the spike kills", oomKills: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trace("w", 3*60, constant(10), func(i int) float64 {
+				if i == 61 {
+					return 90
+				}
+				return 30
+			})
+			cfg := backtest.Config{Start: fraction(0.5), Cadence: time.Hour, MergeDelay: 2 * time.Hour, OOMKill: true, Restart: 2 * time.Minute}
+			tl := backtest.Simulate(tr, evictor{evict: tt.evict}, cfg)
+			s := backtest.Evaluate(tr, tl)
+			require.Equal(t, tt.evictions, s.Evictions)
+			require.Equal(t, tt.oomKills, s.OOMKills)
+			require.InDelta(t, 1, s.MemoryBreachMinutes, 1e-9)
+		})
+	}
+}

@@ -165,8 +165,13 @@ func strategiesOf(engines []*Engine, cadence time.Duration) []Strategy {
 			bounds = Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
 		}
 	}
-	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Auto: true},
-		KRRSimple{Bounds: bounds}, PeakPlus15{Bounds: bounds},
+	// Each baseline as its source reads, then the readings of round two,
+	// kinder to it, as labelled sensitivity rows.
+	larger := VPAReading{LargerBound: true, Label: "eviction on the larger bound"}
+	roundTwo := VPAReading{Kind: true, Label: "round-two reading"}
+	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Reading: larger},
+		VPA{Bounds: bounds, Auto: true}, VPA{Bounds: bounds, Auto: true, Reading: larger}, VPA{Bounds: bounds, Auto: true, Reading: roundTwo},
+		KRRSimple{Bounds: bounds}, KRRSimple{Bounds: bounds, Pooled: true}, PeakPlus15{Bounds: bounds},
 		CadenceOracle{Bounds: bounds, Period: 7 * 24 * time.Hour}, CadenceOracle{Bounds: bounds, Period: 24 * time.Hour},
 		Oracle{Bounds: bounds, Cadence: cadence})
 }

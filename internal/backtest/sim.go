@@ -26,6 +26,9 @@ type Timeline struct {
 	PullRequestsOpened, PullRequestsUpdated int
 	// OOMKills are the containers killed for memory (Config.OOMKill).
 	OOMKills []OOMKill
+	// Evictions are the times a pod was deleted to apply a change
+	// (Proposal.Evict), each a restart.
+	Evictions []int64
 }
 
 // At returns the allocation in effect at t.
@@ -60,6 +63,9 @@ type State struct {
 	// OOMKills are the memory kills up to At, oldest first, when the
 	// consequence model is on: what a cluster's events would have shown.
 	OOMKills []OOMKill
+	// Restart is how long a killed container took to restart: when its
+	// next run started, as its status would show.
+	Restart time.Duration
 }
 
 // OOMKill is a container killed for exceeding its GPU memory share.
@@ -75,6 +81,10 @@ type Proposal struct {
 	// Immediate takes effect at once, whatever the delivery: the oracle's
 	// privilege, and VPA Auto's, which evicts the pod to apply it.
 	Immediate bool
+	// Evict applies an Immediate proposal by deleting the pod, as VPA's
+	// updater does: it restarts (Config.Restart) where a rolled
+	// Deployment would not stop serving.
+	Evict bool
 	// NotLive keeps the proposal off the live fast path even when the
 	// delivery has one and usage is urgent: the engine's, when its policy
 	// does not set gitops.liveUpsize or its decision is not urgent, as the
@@ -279,7 +289,7 @@ func (m *sim) propose(at int64) (p Proposal, urgent bool) {
 	// reading the next change or the next sample.
 	st := State{At: at, Past: m.obs.seen.clone(at), Current: cur,
 		Allocations: &Timeline{Changes: slices.Clip(slices.Clone(m.tl.Changes))},
-		OOMKills:    slices.Clip(slices.Clone(m.obs.kills))}
+		OOMKills:    slices.Clip(slices.Clone(m.obs.kills)), Restart: m.cfg.Restart}
 	if c, ok := m.s.(Clairvoyant); ok {
 		p = c.DecideWithFuture(st, m.future)
 	} else {
@@ -299,6 +309,10 @@ func (m *sim) apply(at int64, p Proposal, live bool) {
 	case p.Immediate:
 		m.tl.Changes = append(m.tl.Changes, Change{T: at, Alloc: p.Target})
 		m.pending = nil
+		if p.Evict {
+			m.tl.Evictions = append(m.tl.Evictions, at)
+			m.obs.restartUntil = max(m.obs.restartUntil, at+m.cfg.Restart.Milliseconds())
+		}
 	case live:
 		// Applied at once; a pull request brings Git up to date.
 		m.tl.Changes = append(m.tl.Changes, Change{T: at, Alloc: p.Target})
@@ -414,8 +428,9 @@ type Score struct {
 	// the allocation. Under HAMi-core, a memory breach is a CUDA
 	// out-of-memory error; compute beyond the share is contention.
 	MemoryBreachMinutes, ComputeBreachMinutes float64
-	// OOMKills counts the containers killed for memory (Config.OOMKill).
-	OOMKills int
+	// OOMKills counts the containers killed for memory (Config.OOMKill);
+	// Evictions, the pods deleted to apply a change. Each is a restart.
+	OOMKills, Evictions int
 	// MemoryOvershootPercentMinutes is the breach's severity: Σ over
 	// breach time of how far demand exceeded the share, in percent of it;
 	// MaxMemoryOvershootPercent, the worst sample.
@@ -469,6 +484,7 @@ func (s *Score) Add(o Score) {
 	s.MemoryBreachMinutes += o.MemoryBreachMinutes
 	s.ComputeBreachMinutes += o.ComputeBreachMinutes
 	s.OOMKills += o.OOMKills
+	s.Evictions += o.Evictions
 	s.MemoryOvershootPercentMinutes += o.MemoryOvershootPercentMinutes
 	s.MaxMemoryOvershootPercent = max(s.MaxMemoryOvershootPercent, o.MaxMemoryOvershootPercent)
 	s.Workloads += o.Workloads
@@ -489,6 +505,7 @@ func Evaluate(tr *Trace, tl *Timeline) Score {
 	s.Workloads = 1
 	s.Changes = len(tl.Changes) - 1
 	s.OOMKills = len(tl.OOMKills)
+	s.Evictions = len(tl.Evictions)
 	s.PullRequestsOpened, s.PullRequestsUpdated = tl.PullRequestsOpened, tl.PullRequestsUpdated
 	for i := range tr.Compute {
 		dt := tr.Step.Milliseconds()
