@@ -136,7 +136,9 @@ func TestVPA(t *testing.T) {
 // The pod started at 40 h.
 func TestVPAQuickOOM(t *testing.T) {
 	started := int64(40*60) * minute
-	kill := func(after int64) backtest.OOMKill { return backtest.OOMKill{T: started + after*minute, Alloc: fraction(0.5)} }
+	kill := func(after int64) backtest.OOMKill {
+		return backtest.OOMKill{T: started + after*minute, Alloc: fraction(0.5)}
+	}
 	tests := []struct {
 		name          string
 		kills         []backtest.OOMKill
