@@ -7,9 +7,10 @@ import (
 	"slices"
 )
 
-// writeFiles writes results.txt, results.json, results.md, the trade-off
-// plots and the plots of a few workloads under OutDir.
-func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery) error {
+// writeFiles writes results.txt, results.json, results.md, the split's
+// paired comparisons (split.md, verdicts.md), the trade-off plots and the
+// plots of a few workloads under OutDir.
+func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery, policies []string) error {
 	results := deliveries[0].Results
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
@@ -56,7 +57,19 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
 		return err
 	}
-	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true}
+	// Out of sample: every policy against every baseline, paired per
+	// workload, on each half of the split; the verdicts of the last
+	// policy (the one proposed) in one table.
+	comparisons := Compare(traces, deliveries, policies)
+	if err := write("split.md", func(f *os.File) error { return WriteSplit(f, comparisons) }); err != nil {
+		return err
+	}
+	if len(policies) > 0 {
+		if err := write("verdicts.md", func(f *os.File) error { return WriteVerdicts(f, comparisons, policies[len(policies)-1]) }); err != nil {
+			return err
+		}
+	}
+	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true, "split.md": true, "verdicts.md": true}
 	for i, d := range deliveries {
 		name := "tradeoff.svg"
 		if i > 0 {

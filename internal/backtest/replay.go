@@ -105,7 +105,11 @@ func Replay(ctx context.Context, opts Options) error {
 	if opts.OutDir == "" {
 		return nil
 	}
-	return writeFiles(&opts, traces, cfg, deliveries)
+	var policies []string
+	for _, e := range engines {
+		policies = append(policies, e.Label)
+	}
+	return writeFiles(&opts, traces, cfg, deliveries, policies)
 }
 
 func loadEngines(ctx context.Context, specs []string) ([]*Engine, error) {

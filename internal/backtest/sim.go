@@ -501,21 +501,38 @@ func (s *Score) Add(o Score) {
 // that interval began: a change made at T in answer to the sample at T
 // does not take credit for it.
 func Evaluate(tr *Trace, tl *Timeline) Score {
+	s := EvaluateWindow(tr, tl, usage.Window{From: math.MinInt64, To: math.MaxInt64})
+	s.PullRequestsOpened, s.PullRequestsUpdated = tl.PullRequestsOpened, tl.PullRequestsUpdated
+	s.Days = float64(tr.End()-tr.Start()+tr.Step.Milliseconds()) / float64(24*time.Hour.Milliseconds())
+	return s
+}
+
+// EvaluateWindow scores the samples, changes, kills and evictions inside
+// w alone, for a split in time; pull requests and days are left out.
+func EvaluateWindow(tr *Trace, tl *Timeline, w usage.Window) Score {
 	var s Score
 	s.Workloads = 1
-	s.Changes = len(tl.Changes) - 1
-	s.OOMKills = len(tl.OOMKills)
-	s.Evictions = len(tl.Evictions)
-	s.PullRequestsOpened, s.PullRequestsUpdated = tl.PullRequestsOpened, tl.PullRequestsUpdated
-	for i := range tr.Compute {
-		dt := tr.Step.Milliseconds()
-		if i > 0 {
-			dt = tr.Compute[i].T - tr.Compute[i-1].T
+	for _, c := range tl.Changes[1:] {
+		if w.Contains(c.T) {
+			s.Changes++
 		}
+	}
+	for _, k := range tl.OOMKills {
+		if w.Contains(k.T) {
+			s.OOMKills++
+		}
+	}
+	for _, e := range tl.Evictions {
+		if w.Contains(e) {
+			s.Evictions++
+		}
+	}
+	for i := range tr.Compute {
 		c, m := tr.Compute[i], tr.Memory[i]
-		if !c.Valid() || !m.Valid() {
+		if !c.Valid() || !m.Valid() || !w.Contains(c.T) {
 			continue
 		}
+		dt := tr.dt(i)
 		hours := float64(dt) / float64(time.Hour.Milliseconds())
 		a := tl.At(c.T - dt).GPUs
 		used := max(c.V, m.V) / 100
@@ -534,6 +551,5 @@ func Evaluate(tr *Trace, tl *Timeline) Score {
 	if s.MemoryBreachMinutes > 0 {
 		s.WorkloadsWithMemoryBreach = 1
 	}
-	s.Days = float64(tr.End()-tr.Start()+tr.Step.Milliseconds()) / float64(24*time.Hour.Milliseconds())
 	return s
 }
