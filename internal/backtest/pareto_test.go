@@ -60,16 +60,19 @@ func TestSweepOf(t *testing.T) {
 // TestWritePareto: a baseline a shipped setting dominates is said so; one
 // it does not, by how much each misses. The sweep's point has less slack
 // than "loose" but 10 more compute breach-minutes: it does not dominate it.
+// "lucky" has less slack than ours and no more breaches: it dominates ours.
 func TestWritePareto(t *testing.T) {
 	pts := []backtest.Point{
 		{Strategy: "ours", Ours: true, Shipped: true, Score: backtest.Score{Workloads: 2, SlackGPUHours: 5, AllocatedGPUHours: 10, ComputeBreachMinutes: 30}},
 		{Strategy: "ours, headroomPercent 0", Ours: true, Score: backtest.Score{Workloads: 2, SlackGPUHours: 2, AllocatedGPUHours: 7, ComputeBreachMinutes: 40}},
 		{Strategy: "loose", Score: backtest.Score{Workloads: 2, SlackGPUHours: 6, AllocatedGPUHours: 11, ComputeBreachMinutes: 30}},
 		{Strategy: "tight", Score: backtest.Score{Workloads: 2, SlackGPUHours: 3, AllocatedGPUHours: 8, ComputeBreachMinutes: 50, MemoryBreachMinutes: 1}},
+		{Strategy: "lucky", Score: backtest.Score{Workloads: 2, SlackGPUHours: 4, AllocatedGPUHours: 9, ComputeBreachMinutes: 30}},
 	}
 	var buf bytes.Buffer
 	require.NoError(t, backtest.WritePareto(&buf, "t", pts))
-	require.Contains(t, buf.String(), "| loose | ours | none |\n")
-	require.Contains(t, buf.String(), "| tight | no (ours: slack +2.0 GPU-h) | ours, headroomPercent 0 |\n")
+	require.Contains(t, buf.String(), "| loose | ours | none | none |\n")
+	require.Contains(t, buf.String(), "| tight | no (ours: slack +2.0 GPU-h) | ours, headroomPercent 0 | none |\n")
 	require.Contains(t, buf.String(), "| ours | 50.0 % | 5.0 | 0 | 30 | 0 |\n")
+	require.Contains(t, buf.String(), "| lucky | no (ours: slack +1.0 GPU-h) | none | ours |\n")
 }
