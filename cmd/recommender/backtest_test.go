@@ -158,6 +158,8 @@ func TestBacktestWritesOnlyUnderOut(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"trace.csv",
 		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/results.md", "a/b/c/out/tradeoff.svg", "a/b/c/out/tradeoff-live.svg",
+		"a/b/c/out/split.md", "a/b/c/out/verdicts.md", "a/b/c/out/pareto.md",
+		"a/b/c/out/pareto-memory.svg", "a/b/c/out/pareto-memory-live.svg", "a/b/c/out/pareto-compute.svg", "a/b/c/out/pareto-compute-live.svg",
 		"a/b/c/out/workload-x_.._.._.._pwned.svg", "a/b/c/out/workload-x_.._.._.._pwned-2.svg",
 	}, files)
 }
