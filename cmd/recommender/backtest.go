@@ -44,6 +44,9 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 			if opts.Restart < 0 {
 				return flagErrorf("`--restart-time` must not be negative")
 			}
+			if opts.LiveMaxChanges < 0 {
+				return flagErrorf("`--live-max-changes` must be 0 or more, got %d", opts.LiveMaxChanges)
+			}
 			if opts.MergeDelay < 0 {
 				return flagErrorf("`--merge-delay` must not be negative")
 			}
@@ -66,6 +69,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.StringVar(&start, "start", "1", "every workload's starting allocation, in GPUs (1 or more: whole GPUs)")
 	f.DurationVar(&opts.Cadence, "cadence", time.Hour, "interval between runs of the job")
 	f.DurationVar(&opts.MergeDelay, "merge-delay", 2*time.Hour, "time from a pull request to its merge")
+	f.IntVar(&opts.LiveMaxChanges, "live-max-changes", 3, "make at most this many live changes per run, over all workloads, as run's flag does (0: uncapped)")
 	f.BoolVar(&opts.OOMKill, "oom-kill", true, "a memory breach kills the container, as under HAMi-core: usage beyond the share is never seen")
 	f.DurationVar(&opts.Restart, "restart-time", 2*time.Minute, "how long a container killed for memory takes to restart, its usage held to its share")
 	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")

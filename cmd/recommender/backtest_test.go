@@ -27,12 +27,13 @@ func TestNewCmdBacktest(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"--traces", "t.csv"},
-			want: backtest.Options{Traces: []string{"t.csv"}, Start: 1, Cadence: time.Hour, MergeDelay: 2 * time.Hour, OOMKill: true, Restart: 2 * time.Minute},
+			want: backtest.Options{Traces: []string{"t.csv"}, Start: 1, Cadence: time.Hour, MergeDelay: 2 * time.Hour, OOMKill: true, Restart: 2 * time.Minute,
+				LiveMaxChanges: 3},
 		},
 		{
 			name: "everything",
 			args: []string{"--traces", "a.csv", "--traces", "b.csv.gz", "--policies", "g=p", "--start", "0.5", "--cadence", "30m",
-				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100"},
+				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100", "--live-max-changes", "0"},
 			want: backtest.Options{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
 				Restart: 5 * time.Minute, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
 		},
@@ -43,6 +44,7 @@ func TestNewCmdBacktest(t *testing.T) {
 		{name: "start between whole GPUs", args: []string{"--traces", "t", "--start", "1.5"}, err: "invalid `--start` \"1.5\": a KAI fraction (0.01 to 0.99, two decimals) or whole GPUs (1 to 64)"},
 		{name: "tiny cadence", args: []string{"--traces", "t", "--cadence", "10s"}, err: "`--cadence` must be at least 1m"},
 		{name: "negative restart", args: []string{"--traces", "t", "--restart-time", "-1m"}, err: "`--restart-time` must not be negative"},
+		{name: "negative live cap", args: []string{"--traces", "t", "--live-max-changes", "-1"}, err: "`--live-max-changes` must be 0 or more, got -1"},
 		{name: "negative delay", args: []string{"--traces", "t", "--merge-delay", "-1h"}, err: "`--merge-delay` must not be negative"},
 	}
 	for _, tt := range tests {
@@ -73,7 +75,7 @@ func TestBacktestRun(t *testing.T) {
 	stdout, stderr, code := run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "kubex-guide="+quickstartRepo+"/policies",
 		"--start", "0.5", "--out", out, "--plot", "quiet")
 	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "2 workloads from testdata/trace.csv; start 0.50, a run every 1h0m0s, merged after 2h0m0s; memory breaches kill the container, restarting in 2m0s\n\npull requests:\n")
+	require.Contains(t, stdout, "2 workloads from testdata/trace.csv; start 0.50, a run every 1h0m0s, merged after 2h0m0s, at most 3 live changes per run; memory breaches kill the container, restarting in 2m0s\n\npull requests:\n")
 	require.Contains(t, stdout, "\npull requests + live fast path:\n")
 	for _, s := range []string{"static", "kubex-guide", "vpa", "vpa-auto", "krr-simple", `peak\+15%`, "oracle-weekly", "oracle-daily", "oracle"} {
 		require.Regexp(t, `(?m)^\s+`+s+`\s+\d+\.\d%`, stdout)
@@ -98,7 +100,7 @@ func TestBacktestRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &doc))
 	require.Len(t, doc.Deliveries, 2)
 	for _, d := range doc.Deliveries {
-		require.Len(t, d.Strategies, 9)
+		require.Len(t, d.Strategies, 13)
 		for _, s := range d.Strategies {
 			require.Equal(t, 2, s.Total.Workloads, s.Name)
 			require.True(t, s.Total.RelativeSlack >= 0 && s.Total.RelativeSlack < 1, s.Name)
@@ -156,6 +158,8 @@ func TestBacktestWritesOnlyUnderOut(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"trace.csv",
 		"a/b/c/out/results.txt", "a/b/c/out/results.json", "a/b/c/out/results.md", "a/b/c/out/tradeoff.svg", "a/b/c/out/tradeoff-live.svg",
+		"a/b/c/out/split.md", "a/b/c/out/verdicts.md", "a/b/c/out/pareto.md",
+		"a/b/c/out/pareto-memory.svg", "a/b/c/out/pareto-memory-live.svg", "a/b/c/out/pareto-compute.svg", "a/b/c/out/pareto-compute-live.svg",
 		"a/b/c/out/workload-x_.._.._.._pwned.svg", "a/b/c/out/workload-x_.._.._.._pwned-2.svg",
 	}, files)
 }

@@ -64,20 +64,49 @@ func TestVPA(t *testing.T) {
 	p := backtest.VPA{Bounds: bounds}.Decide(backtest.State{At: 24*60*minute - minute, Past: blank, Current: whole(1), Allocations: timeline(old)})
 	require.Equal(t, whole(1), p.Target)
 
+	// Each resource's, read literally (priority_processor.go):
+	//   compute: target 0.6232 × 1.15 = 0.7167, lower 0.2158 × 1.15 ×
+	//   0.9990 = 0.2479, upper 0.7167 × 1.5002 = 1.0752;
+	//   memory:  target 0.5213 × 1.15 = 0.5995, lower 0.5989, upper 0.8994.
+	require.InDelta(t, 0.7167, r.Compute.Target, 1e-4)
+	require.InDelta(t, 0.2479, r.Compute.Lower, 1e-4)
+	require.InDelta(t, 1.0752, r.Compute.Upper, 1e-4)
+	require.InDelta(t, 0.5995, r.Memory.Target, 1e-4)
+	require.InDelta(t, 0.5989, r.Memory.Lower, 1e-4)
+	require.InDelta(t, 0.8994, r.Memory.Upper, 1e-4)
+
 	young := int64(40*60) * minute // a pod started 8 h before
+	larger := backtest.VPAReading{LargerBound: true, Label: "eviction on the larger bound"}
 	tests := []struct {
-		name    string
-		current engine.Allocation
-		started int64
-		oom     []backtest.OOMKill
-		auto    bool
-		want    backtest.Proposal
+		name     string
+		current  engine.Allocation
+		started  int64
+		oom      []backtest.OOMKill
+		auto     bool
+		replicas int
+		reading  backtest.VPAReading
+		want     backtest.Proposal
 	}{
-		{name: "inside the bounds, old enough, 28 % off: evicted", current: whole(1), want: backtest.Proposal{Target: fraction(0.72)}},
-		{name: "VPA Auto applies it at once", current: whole(1), auto: true, want: backtest.Proposal{Target: fraction(0.72), Immediate: true}},
-		{name: "inside the bounds, under 10 % off: kept", current: fraction(0.75), want: backtest.Proposal{Target: fraction(0.75)}},
-		{name: "inside the bounds, under 12 h old: kept", current: fraction(0.9), started: young, want: backtest.Proposal{Target: fraction(0.9)}},
-		{name: "below the lower bound, however young: evicted", current: fraction(0.5), started: young, want: backtest.Proposal{Target: fraction(0.72)}},
+		{name: "above memory's upper bound: evicted", current: whole(1), want: backtest.Proposal{Target: fraction(0.72)}},
+		{name: "larger bound: inside, old enough, 28 % off: evicted", current: whole(1), reading: larger, want: backtest.Proposal{Target: fraction(0.72)}},
+		{name: "VPA Auto deletes the pod to apply it", current: whole(1), auto: true, want: backtest.Proposal{Target: fraction(0.72), Immediate: true, Evict: true}},
+		{name: "round two: Auto's eviction is free", current: whole(1), auto: true, reading: backtest.VPAReading{Kind: true},
+			want: backtest.Proposal{Target: fraction(0.72), Immediate: true}},
+		{name: "a single replica under min-replicas 2: never evicted", current: whole(1), auto: true, replicas: 1,
+			want: backtest.Proposal{Target: whole(1)}},
+		{name: "two replicas under min-replicas 2: evicted", current: whole(1), auto: true, replicas: 2,
+			want: backtest.Proposal{Target: fraction(0.72), Immediate: true, Evict: true}},
+		// 0.78 is inside both ranges; the change summed over both
+		// resources is 0.0633/0.78 + 0.1805/0.78 = 31.3 %; the larger
+		// target's alone, 8.1 %.
+		{name: "inside both ranges, old, both resources 31 % off: evicted", current: fraction(0.78), want: backtest.Proposal{Target: fraction(0.72)}},
+		{name: "larger bound: inside, the larger target 8 % off: kept", current: fraction(0.78), reading: larger, want: backtest.Proposal{Target: fraction(0.78)}},
+		// 0.90 is above memory's upper bound (0.8994), inside the larger one
+		// (1.0752).
+		{name: "above memory's upper bound, however young: evicted", current: fraction(0.9), started: young, want: backtest.Proposal{Target: fraction(0.72)}},
+		{name: "larger bound: inside, under 12 h old: kept", current: fraction(0.9), started: young, reading: larger, want: backtest.Proposal{Target: fraction(0.9)}},
+		{name: "inside both ranges, under 12 h old: kept", current: fraction(0.85), started: young, want: backtest.Proposal{Target: fraction(0.85)}},
+		{name: "below memory's lower bound, however young: evicted", current: fraction(0.5), started: young, want: backtest.Proposal{Target: fraction(0.72)}},
 		// An OOM kill 5 minutes after the young pod started: a quick OOM
 		// evicts it, and its bumped peak, 0.9 × 1.2 = 1.08, weighs 2^(16/24)
 		// against 0.50's 1 and 0.30's ½ at p90: × 1.15, beyond the ceiling.
@@ -90,9 +119,78 @@ func TestVPA(t *testing.T) {
 			if tt.started > 0 {
 				allocs = timeline(backtest.Change{T: 0, Alloc: whole(1)}, backtest.Change{T: tt.started, Alloc: tt.current})
 			}
-			v := backtest.VPA{Bounds: bounds, Auto: tt.auto}
+			v := backtest.VPA{Bounds: bounds, Auto: tt.auto, Reading: tt.reading}
+			if tt.replicas > 0 {
+				v.Replicas, v.MinReplicas = tt.replicas, 2
+			}
 			got := v.Decide(backtest.State{At: at, Past: tr, Current: tt.current, Allocations: allocs, OOMKills: tt.oom})
 			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestVPAQuickOOM: the updater reads the container's last termination
+// (update_priority_calculator.go L119-126), a run from the container's
+// start, which after a kill is the kill plus the restart (2 minutes here);
+// round two's reading took any kill within 10 minutes of the pod's start.
+// The pod started at 40 h.
+func TestVPAQuickOOM(t *testing.T) {
+	started := int64(40*60) * minute
+	kill := func(after int64) backtest.OOMKill {
+		return backtest.OOMKill{T: started + after*minute, Alloc: fraction(0.5)}
+	}
+	tests := []struct {
+		name          string
+		kills         []backtest.OOMKill
+		literal, kind bool
+	}{
+		{name: "killed 5 minutes in", kills: []backtest.OOMKill{kill(5)}, literal: true, kind: true},
+		{name: "killed 12 minutes in", kills: []backtest.OOMKill{kill(12)}},
+		// The second run started at 17 minutes and lasted 3.
+		{name: "killed again 3 minutes after restarting", kills: []backtest.OOMKill{kill(15), kill(20)}, literal: true},
+		// The last run, from 7 to 30 minutes, was not quick; the first was.
+		{name: "a quick kill, then a slow one", kills: []backtest.OOMKill{kill(5), kill(30)}, kind: true},
+		{name: "killed in the pod before", kills: []backtest.OOMKill{kill(-55)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := backtest.State{At: started + 60*minute, Current: fraction(0.5), OOMKills: tt.kills, Restart: 2 * time.Minute,
+				Allocations: timeline(backtest.Change{T: 0, Alloc: whole(1)}, backtest.Change{T: started, Alloc: fraction(0.5)})}
+			require.Equal(t, tt.literal, backtest.VPA{}.QuickOOM(st), "literal")
+			require.Equal(t, tt.kind, backtest.VPA{Reading: backtest.VPAReading{Kind: true}}.QuickOOM(st), "round two")
+		})
+	}
+}
+
+// TestVPAFrozenPeak: an interval whose first memory sample is 0 bytes keeps
+// 0 as its peak (container.go L169: a peak of 0 is never replaced). Two
+// days at 10 % compute; memory 0 at the first minute, 50 % for the rest of
+// the first day, 30 % on the second. Read literally, the daily peaks are 0
+// (weight ½ at 24 h) and 0.30 (weight 1 at 48 h): p90 falls in 0.30's
+// bucket, whose end is 0.3038, so memory's target is 0.3494. Unfrozen, the
+// first day's peak is 0.50: p90 is 0.5213, the target 0.5995.
+func TestVPAFrozenPeak(t *testing.T) {
+	tr := trace("w", 48*60, constant(10), func(i int) float64 {
+		switch {
+		case i == 0:
+			return 0
+		case i < 24*60:
+			return 50
+		}
+		return 30
+	})
+	st := backtest.State{At: int64(48*60-1) * minute, Past: tr, Current: whole(1), Allocations: timeline(backtest.Change{T: 0, Alloc: whole(1)})}
+	tests := []struct {
+		name    string
+		reading backtest.VPAReading
+		want    float64
+	}{
+		{name: "literal: frozen at 0", want: 0.3494},
+		{name: "round two: never frozen", reading: backtest.VPAReading{Kind: true}, want: 0.5995},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.InDelta(t, tt.want, backtest.VPA{Reading: tt.reading}.Recommend(st).Memory.Target, 1e-4)
 		})
 	}
 }
@@ -105,7 +203,11 @@ func TestKRRSimple(t *testing.T) {
 		name            string
 		n               int
 		compute, memory func(int) float64
-		want            engine.Allocation
+		// pods starts a pod (an allocation change) at each minute given,
+		// after the first at 0.
+		pods   []int64
+		pooled bool
+		want   engine.Allocation
 	}{
 		// Compute 0..99 % twice: sorted, rank 0.95 × 199 = 189.05 lies
 		// between 94 and 95: p95 = 94.05 %. Memory 40 % × 1.15 = 46 %.
@@ -118,13 +220,37 @@ func TestKRRSimple(t *testing.T) {
 			return 20
 		}, want: fraction(0.69)},
 		{name: "fewer than 100 points: no recommendation", n: 99, compute: constant(10), memory: constant(10), want: fraction(0.5)},
-		{name: "150 points over 2h29: under 3 hours, no recommendation", n: 150, compute: constant(10), memory: constant(10), want: fraction(0.5)},
+		// The history rule only warns (core/runner.py L384-402): compute
+		// p95 10 %, memory 10 % × 1.15 = 11.5 % → 0.12.
+		{name: "150 points over 2h29: under 3 hours, recommended anyway", n: 150, compute: constant(10), memory: constant(10), want: fraction(0.12)},
+		{name: "pooled, as round two read it: under 3 hours, no recommendation", n: 150, compute: constant(10), memory: constant(10), pooled: true,
+			want: fraction(0.5)},
+		// Two pods: 385 minutes at 10 %, then 15 minutes at 80 %. Each
+		// pod's p95 is its own level, and the larger is 80 %. Pooled, the
+		// 400 samples sorted put rank 0.95 × 399 = 379.05 among the 10s:
+		// 10 %, and memory's 20 % × 1.15 = 23 % is the larger.
+		{name: "per-pod percentiles, the largest pod's", n: 400, compute: func(i int) float64 {
+			if i >= 385 {
+				return 80
+			}
+			return 10
+		}, memory: constant(20), pods: []int64{385}, want: fraction(0.8)},
+		{name: "pooled percentile", n: 400, compute: func(i int) float64 {
+			if i >= 385 {
+				return 80
+			}
+			return 10
+		}, memory: constant(20), pods: []int64{385}, pooled: true, want: fraction(0.23)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := trace("w", tt.n, tt.compute, tt.memory)
-			st := backtest.State{At: int64(tt.n-1) * minute, Past: tr, Current: fraction(0.5)}
-			require.Equal(t, tt.want, backtest.KRRSimple{Bounds: bounds}.Decide(st).Target)
+			allocs := timeline(backtest.Change{T: 0, Alloc: fraction(0.5)})
+			for _, m := range tt.pods {
+				allocs.Changes = append(allocs.Changes, backtest.Change{T: m * minute, Alloc: fraction(0.5)})
+			}
+			st := backtest.State{At: int64(tt.n-1) * minute, Past: tr, Current: fraction(0.5), Allocations: allocs}
+			require.Equal(t, tt.want, backtest.KRRSimple{Bounds: bounds, Pooled: tt.pooled}.Decide(st).Target)
 		})
 	}
 }

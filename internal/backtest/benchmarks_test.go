@@ -15,7 +15,9 @@ import (
 // TestBenchmarksMatchResults: every table of BENCHMARKS.md between
 // "<!-- backtest-results NAME -->" and "<!-- /backtest-results -->" is the
 // one rendered from docs/backtest/NAME/results.json, and every scenario
-// there has one. `make backtest` writes both.
+// there has one; every block between "<!-- backtest-verdicts NAME -->"
+// and "<!-- /backtest-verdicts -->" is docs/backtest/NAME/verdicts.md.
+// `make backtest` writes them all.
 func TestBenchmarksMatchResults(t *testing.T) {
 	root := filepath.Join("..", "..")
 	md, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
@@ -36,6 +38,17 @@ func TestBenchmarksMatchResults(t *testing.T) {
 			var want bytes.Buffer
 			require.NoError(t, doc.WriteMarkdown(&want))
 			require.Equal(t, want.String(), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
+		})
+	}
+	// The verdicts of the split, where BENCHMARKS.md shows them, are the
+	// scenario's verdicts.md as written.
+	verdicts := regexp.MustCompile(`(?ms)^<!-- backtest-verdicts (\S+) -->\n(.*?)^<!-- /backtest-verdicts -->$`).FindAllSubmatch(md, -1)
+	for _, b := range verdicts {
+		name := string(b[1])
+		t.Run(name+"/verdicts", func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join(root, "docs", "backtest", name, "verdicts.md"))
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
 		})
 	}
 }

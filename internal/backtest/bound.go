@@ -3,8 +3,9 @@ package backtest
 import "time"
 
 // CeilingAt is a bound, not a strategy anyone would run: every workload
-// keeps the starting allocation until After past the start of its trace,
-// then holds the ceiling to the end. Whatever a strategy decides, a change
+// keeps the starting allocation until After past the job's schedule slot
+// before its trace starts (the start itself when the trace starts at a
+// run; see FirstRun), then holds the ceiling to the end. Whatever a strategy decides, a change
 // that lands at After cannot serve the demand before it, so the breaches
 // CeilingAt still has are the least any strategy delivered no sooner can
 // have. It is a Planner, so Simulate and Evaluate score it with the same
@@ -40,7 +41,7 @@ func (c CeilingAt) Plan(tr *Trace, cfg Config) *Timeline {
 	tl := &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}
 	b := c.Bounds
 	b.MinChangePercent = 0
-	at := tr.Start() + c.After.Milliseconds()
+	at := max(tr.Start(), FirstRun(tr, cfg.Cadence)-cfg.Cadence.Milliseconds()+c.After.Milliseconds())
 	if a := b.Apply(cfg.Start, b.Ceiling); a != cfg.Start && at <= tr.End() {
 		tl.Changes = append(tl.Changes, Change{T: at, Alloc: a})
 	}

@@ -100,7 +100,9 @@ func TestCeilingAt(t *testing.T) {
 // kept in testdata/gentd26 ($RECOMMENDER_TRACES/usage.csv instead when
 // set). It also checks the claims made there against docs/backtest: with
 // pull requests, `recommended` is exactly at the first-merge bound; with
-// the live fast path, under the second-run one.
+// the live fast path, under it, but above the second-run one: at most 3
+// live changes a run (the tool's cap) cannot answer 133 workloads that
+// all start too small at the second run.
 func TestCeilingAtGenTD26(t *testing.T) {
 	file := filepath.Join("testdata", "gentd26", "usage.csv.gz")
 	if dir := os.Getenv("RECOMMENDER_TRACES"); dir != "" {
@@ -121,7 +123,7 @@ func TestCeilingAtGenTD26(t *testing.T) {
 		got[r.Strategy] = [3]float64{float64(s.WorkloadsWithMemoryBreach), math.Round(s.MemoryBreachMinutes), float64(s.OOMKills)}
 	}
 	require.Equal(t, map[string][3]float64{
-		"ceiling-at-second-run":  {13, 45, 21},
+		"ceiling-at-second-run":  {13, 44, 21},
 		"ceiling-at-first-merge": {17, 192, 78},
 	}, got)
 
@@ -147,7 +149,9 @@ func TestCeilingAtGenTD26(t *testing.T) {
 	require.InDelta(t, firstMerge.MemoryBreachMinutes, m, 0.05)
 	require.Equal(t, firstMerge.OOMKills, k)
 	w, m, k = recommended(backtest.PullRequestsLive)
-	require.Less(t, w, secondRun.WorkloadsWithMemoryBreach)
-	require.Less(t, m, secondRun.MemoryBreachMinutes)
-	require.Less(t, k, secondRun.OOMKills)
+	require.Less(t, w, firstMerge.WorkloadsWithMemoryBreach)
+	require.Less(t, m, firstMerge.MemoryBreachMinutes)
+	require.Less(t, k, firstMerge.OOMKills)
+	require.Greater(t, m, secondRun.MemoryBreachMinutes)
+	require.Greater(t, k, secondRun.OOMKills)
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 )
 
-// writeFiles writes results.txt, results.json, results.md, the trade-off
-// plots and the plots of a few workloads under OutDir.
-func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery) error {
+// writeFiles writes results.txt, results.json, results.md, the split's
+// paired comparisons (split.md, verdicts.md), the trade-off plots and the
+// plots of a few workloads under OutDir.
+func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery, policies []string, sw *sweepRun) error {
 	results := deliveries[0].Results
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
@@ -35,6 +37,7 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 	config := map[string]any{
 		"start": cfg.Start.String(), "cadence": cfg.Cadence.String(), "mergeDelay": cfg.MergeDelay.String(),
 		"policies": opts.Policies, "maxPeakPercent": opts.MaxPeak, "oomKill": cfg.OOMKill, "restart": cfg.Restart.String(),
+		"liveMaxChanges": cfg.LiveMaxChanges,
 	}
 	if err := write("results.txt", func(f *os.File) error { return WriteTables(f, deliveries) }); err != nil {
 		return err
@@ -55,7 +58,13 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
 		return err
 	}
-	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true}
+	if err := writeSplit(write, traces, deliveries, policies); err != nil {
+		return err
+	}
+	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true, "split.md": true, "verdicts.md": true}
+	if err := writePareto(write, used, traces, deliveries, policies, sw); err != nil {
+		return err
+	}
 	for i, d := range deliveries {
 		name := "tradeoff.svg"
 		if i > 0 {
@@ -68,6 +77,16 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 			return err
 		}
 	}
+	if err := writeExamples(write, used, opts, traces, results); err != nil {
+		return err
+	}
+	opts.Logger.Info("results written", "dir", opts.OutDir)
+	return nil
+}
+
+// writeExamples plots a few workloads chosen from the results, and those
+// --plot names.
+func writeExamples(write func(string, func(*os.File) error) error, used map[string]bool, opts *Options, traces []*Trace, results []Result) error {
 	names := chooseExamples(results)
 	for _, n := range opts.Plot {
 		if !slices.Contains(names, n) {
@@ -85,8 +104,72 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		}
 		opts.Logger.Debug("workload plotted", "workload", n, "file", file)
 	}
-	opts.Logger.Info("results written", "dir", opts.OutDir)
 	return nil
+}
+
+// writeSplit writes the comparisons out of sample: every policy against
+// every baseline, paired per workload, on each half of the split
+// (split.md); the verdicts of the last policy, the one proposed, in one
+// table (verdicts.md).
+func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace, deliveries []Delivery, policies []string) error {
+	comparisons := Compare(traces, deliveries, policies)
+	if err := write("split.md", func(f *os.File) error { return WriteSplit(f, comparisons) }); err != nil {
+		return err
+	}
+	if len(policies) == 0 {
+		return write("verdicts.md", func(*os.File) error { return nil })
+	}
+	return write("verdicts.md", func(f *os.File) error { return WriteVerdicts(f, comparisons, policies[len(policies)-1]) })
+}
+
+// writePareto writes pareto.md (every strategy and the sweep on each held
+// half, with dominance per baseline) and, on the half held by name, the
+// plots of slack against memory and against compute breach-minutes.
+func writePareto(write func(string, func(*os.File) error) error, used map[string]bool, traces []*Trace, deliveries []Delivery,
+	policies []string, sw *sweepRun) error {
+	ours := func(n string) bool {
+		return slices.ContainsFunc(policies, func(p string) bool { return n == p || strings.HasPrefix(n, p+", ") })
+	}
+	shipped := func(n string) bool { return slices.Contains(policies, n) }
+	var md bytes.Buffer
+	for i, d := range deliveries {
+		results := slices.Clone(d.Results)
+		if i < len(sw.Deliveries) {
+			results = append(results, sw.Deliveries[i].Results...)
+		}
+		for _, half := range []string{HalfScore, HalfSecondWeek} {
+			pts := PointsOn(traces, results, half, ours, shipped)
+			if pts[0].Score.Workloads == 0 {
+				continue
+			}
+			if md.Len() > 0 {
+				md.WriteString("\n")
+			}
+			if err := WritePareto(&md, fmt.Sprintf("%s, %s half (%d workloads)", d.Name, half, pts[0].Score.Workloads), pts); err != nil {
+				return err
+			}
+			if half != HalfScore {
+				continue
+			}
+			for _, compute := range []bool{false, true} {
+				name := "pareto-memory"
+				if compute {
+					name = "pareto-compute"
+				}
+				if d.Live {
+					name += "-live"
+				}
+				name += ".svg"
+				used[name] = true
+				title := fmt.Sprintf("%s, %s half (%d workloads)", d.Name, half, pts[0].Score.Workloads)
+				if err := write(name, func(f *os.File) error { return PlotPareto(f, title, compute, pts, sw.Curves) }); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	used["pareto.md"] = true
+	return write("pareto.md", func(f *os.File) error { _, err := f.Write(md.Bytes()); return err })
 }
 
 // plotFile names the plot of workload name: workload-<name>.svg, with

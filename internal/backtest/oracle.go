@@ -45,7 +45,7 @@ func (o CadenceOracle) Plan(tr *Trace, cfg Config) *Timeline {
 	tl := &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}
 	cadence := cfg.Cadence.Milliseconds()
 	var runs []int64
-	for at := tr.Start() + cadence; at <= tr.End(); at += cadence {
+	for at := FirstRun(tr, cfg.Cadence); at <= tr.End(); at += cadence {
 		runs = append(runs, at)
 	}
 	if len(runs) == 0 {

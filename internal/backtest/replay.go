@@ -32,9 +32,12 @@ type Options struct {
 	MergeDelay  time.Duration
 	OOMKill     bool          // a memory breach kills the container (HAMi-core)
 	Restart     time.Duration // how long a killed container takes to restart
-	OutDir      string
-	Plot        []string // workloads to plot; empty: a few chosen
-	MaxPeak     float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
+	// LiveMaxChanges caps the live fast path's changes per run, as run's
+	// --live-max-changes does; 0 leaves it uncapped.
+	LiveMaxChanges int
+	OutDir         string
+	Plot           []string // workloads to plot; empty: a few chosen
+	MaxPeak        float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
 
 	// Out gets the tables; Logger says what the backtest is at.
 	Out    io.Writer
@@ -81,7 +84,8 @@ func Replay(ctx context.Context, opts Options) error {
 		startAlloc = engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(int(opts.Start))}
 	}
 	strategies := strategiesOf(engines, opts.Cadence)
-	cfg := Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart}
+	cfg := Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart,
+		LiveMaxChanges: opts.LiveMaxChanges}
 	began := time.Now()
 	deliveries, err := deliver(ctx, traces, strategies, cfg)
 	if err != nil {
@@ -93,15 +97,23 @@ func Replay(ctx context.Context, opts Options) error {
 	if !opts.OOMKill {
 		kills = "memory breaches have no consequence"
 	}
-	fmt.Fprintf(opts.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s; %s\n",
-		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, kills)
+	fmt.Fprintf(opts.Out, "%d workloads from %s%s; start %s, a run every %s, merged after %s, %s; %s\n",
+		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, liveNote(opts.LiveMaxChanges), kills)
 	if err := WriteTables(opts.Out, deliveries); err != nil {
 		return err
 	}
 	if opts.OutDir == "" {
 		return nil
 	}
-	return writeFiles(&opts, traces, cfg, deliveries)
+	var policies []string
+	for _, e := range engines {
+		policies = append(policies, e.Label)
+	}
+	sw, err := sweep(ctx, traces, engines, cfg)
+	if err != nil {
+		return err
+	}
+	return writeFiles(&opts, traces, cfg, deliveries, policies, sw)
 }
 
 func loadEngines(ctx context.Context, specs []string) ([]*Engine, error) {
@@ -161,8 +173,13 @@ func strategiesOf(engines []*Engine, cadence time.Duration) []Strategy {
 			bounds = Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
 		}
 	}
-	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Auto: true},
-		KRRSimple{Bounds: bounds}, PeakPlus15{Bounds: bounds},
+	// Each baseline as its source reads, then the readings of round two,
+	// kinder to it, as labelled sensitivity rows.
+	larger := VPAReading{LargerBound: true, Label: "eviction on the larger bound"}
+	roundTwo := VPAReading{Kind: true, Label: "round-two reading"}
+	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Reading: larger},
+		VPA{Bounds: bounds, Auto: true}, VPA{Bounds: bounds, Auto: true, Reading: larger}, VPA{Bounds: bounds, Auto: true, Reading: roundTwo},
+		KRRSimple{Bounds: bounds}, KRRSimple{Bounds: bounds, Pooled: true}, PeakPlus15{Bounds: bounds},
 		CadenceOracle{Bounds: bounds, Period: 7 * 24 * time.Hour}, CadenceOracle{Bounds: bounds, Period: 24 * time.Hour},
 		Oracle{Bounds: bounds, Cadence: cadence})
 }
@@ -181,6 +198,31 @@ func deliver(ctx context.Context, traces []*Trace, strategies []Strategy, cfg Co
 		deliveries[i].Results = results
 	}
 	return deliveries, nil
+}
+
+// sweepRun is the sweep of the last policy under each delivery, for the
+// Pareto view.
+type sweepRun struct {
+	Curves     map[string][]string
+	Deliveries []Delivery
+}
+
+// sweep replays the last policy with one setting moved at a time
+// (SweepOf), under both deliveries.
+func sweep(ctx context.Context, traces []*Trace, engines []*Engine, cfg Config) (*sweepRun, error) {
+	if len(engines) == 0 {
+		return &sweepRun{}, nil
+	}
+	es, curves := SweepOf(engines[len(engines)-1])
+	var strategies []Strategy
+	for _, e := range es {
+		strategies = append(strategies, e)
+	}
+	ds, err := deliver(ctx, traces, strategies, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &sweepRun{Curves: curves, Deliveries: ds}, nil
 }
 
 // recordedTraces replays a recording for the GPU Deployments of a
@@ -232,6 +274,13 @@ func recordedTraces(ctx context.Context, repo, file string, g policy.Governance)
 		}
 	}
 	return traces, nil
+}
+
+func liveNote(n int) string {
+	if n == 0 {
+		return "live changes uncapped"
+	}
+	return fmt.Sprintf("at most %d live changes per run", n)
 }
 
 func peakNote(p float64) string {

@@ -40,11 +40,11 @@ func WriteTables(w io.Writer, deliveries []Delivery) error {
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	oracle, _ := slackOf(results, DailyOracle)
-	fmt.Fprintln(tw, "strategy\trelative slack\tslack ÷ "+DailyOracle+"\tmemory breach min\tOOM kills\tovershoot mean/max\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\tPRs opened+updated/workload/day\t")
+	fmt.Fprintln(tw, "strategy\trelative slack\tslack ÷ "+DailyOracle+"\tmemory breach min\tOOM kills\tevictions\tovershoot mean/max\tcompute breach min\tworkloads w/ memory breach\tchanges/workload/day\tPRs opened+updated/workload/day\t")
 	for _, r := range results {
 		t := toJSON(r.Total)
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%.0f\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack, ratio(r.Total, oracle),
-			t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot, t.ComputeBreachMinutes,
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%.0f\t%d\t%d\t%.0f%%/%.0f%%\t%.0f\t%d/%d (%.1f%%)\t%.2f\t%.2f+%.2f\t\n", r.Strategy, 100*t.RelativeSlack, ratio(r.Total, oracle),
+			t.MemoryBreachMinutes, t.OOMKills, t.Evictions, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot, t.ComputeBreachMinutes,
 			t.WorkloadsWithMemoryBreach, t.Workloads, 100*float64(t.WorkloadsWithMemoryBreach)/float64(max(1, t.Workloads)),
 			t.ChangesPerWorkloadDay, t.PullRequestsOpenedPerDay, t.PullRequestsUpdatedPerDay)
 	}
@@ -80,6 +80,7 @@ type jsonScore struct {
 	MemoryBreachMinutes       float64 `json:"memoryBreachMinutes,omitempty"`
 	ComputeBreachMinutes      float64 `json:"computeBreachMinutes,omitempty"`
 	OOMKills                  int     `json:"oomKills,omitempty"`
+	Evictions                 int     `json:"evictions,omitempty"`
 	MeanMemoryOvershoot       float64 `json:"meanMemoryOvershootPercent,omitempty"`
 	MaxMemoryOvershoot        float64 `json:"maxMemoryOvershootPercent,omitempty"`
 	Workloads                 int     `json:"workloads"`
@@ -95,7 +96,7 @@ type jsonScore struct {
 func toJSON(s Score) jsonScore {
 	opened, updated := s.PullRequestsPerWorkloadDay()
 	return jsonScore{
-		OOMKills: s.OOMKills, MeanMemoryOvershoot: round(s.MeanMemoryOvershootPercent(), 1), MaxMemoryOvershoot: round(s.MaxMemoryOvershootPercent, 1),
+		OOMKills: s.OOMKills, Evictions: s.Evictions, MeanMemoryOvershoot: round(s.MeanMemoryOvershootPercent(), 1), MaxMemoryOvershoot: round(s.MaxMemoryOvershootPercent, 1),
 		PullRequestsOpened: s.PullRequestsOpened, PullRequestsUpdated: s.PullRequestsUpdated,
 		PullRequestsOpenedPerDay: round(opened, 3), PullRequestsUpdatedPerDay: round(updated, 3),
 		RelativeSlack: round(s.RelativeSlack(), 4), AllocatedGPUHours: round(s.AllocatedGPUHours, 3),
@@ -192,12 +193,12 @@ func (doc *Results) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintln(&b)
 		}
 		fmt.Fprintf(&b, "*%s*\n\n", strings.ToUpper(d.Name[:1])+d.Name[1:])
-		fmt.Fprintln(&b, "| strategy | relative slack | slack ÷ "+DailyOracle+" | memory breach min | OOM kills | overshoot mean / max | compute breach min | workloads w/ memory breach | changes /workload/day | PRs opened + updated /workload/day |")
-		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(&b, "| strategy | relative slack | slack ÷ "+DailyOracle+" | memory breach min | OOM kills | evictions | overshoot mean / max | compute breach min | workloads w/ memory breach | changes /workload/day | PRs opened + updated /workload/day |")
+		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, s := range d.Strategies {
 			t := s.Total
-			fmt.Fprintf(&b, "| %s | %.1f %% | %.2f | %.0f | %d | %.0f %% / %.0f %% | %.0f | %d/%d | %.2f | %.2f + %.2f |\n",
-				s.Name, 100*t.RelativeSlack, s.SlackRatio, t.MemoryBreachMinutes, t.OOMKills, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot,
+			fmt.Fprintf(&b, "| %s | %.1f %% | %.2f | %.0f | %d | %d | %.0f %% / %.0f %% | %.0f | %d/%d | %.2f | %.2f + %.2f |\n",
+				s.Name, 100*t.RelativeSlack, s.SlackRatio, t.MemoryBreachMinutes, t.OOMKills, t.Evictions, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot,
 				t.ComputeBreachMinutes, t.WorkloadsWithMemoryBreach, t.Workloads, t.ChangesPerWorkloadDay,
 				t.PullRequestsOpenedPerDay, t.PullRequestsUpdatedPerDay)
 		}

@@ -22,43 +22,39 @@ type WorkloadScore struct {
 }
 
 // Run replays every trace through every strategy, in parallel across
-// traces, and returns the results in strategy order.
+// strategies (a strategy's workloads are replayed together, as one job
+// runs them: SimulateAll), and returns the results in strategy order.
 func Run(ctx context.Context, traces []*Trace, strategies []Strategy, cfg Config) ([]Result, error) {
 	results := make([]Result, len(strategies))
-	for i, s := range strategies {
-		results[i] = Result{Strategy: s.Name(), Workloads: make([]WorkloadScore, len(traces))}
-	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ti := range jobs {
-				tr := traces[ti]
-				for si, s := range strategies {
-					tl := Simulate(tr, s, cfg)
-					results[si].Workloads[ti] = WorkloadScore{Name: tr.Name, Score: Evaluate(tr, tl), Timeline: tl}
+			for si := range jobs {
+				s := strategies[si]
+				r := Result{Strategy: s.Name(), Workloads: make([]WorkloadScore, len(traces))}
+				for ti, tl := range SimulateAll(traces, s, cfg) {
+					tr := traces[ti]
+					r.Workloads[ti] = WorkloadScore{Name: tr.Name, Score: Evaluate(tr, tl), Timeline: tl}
+					r.Total.Add(r.Workloads[ti].Score)
 				}
+				results[si] = r
 			}
 		}()
 	}
 	var err error
-	for ti := range traces {
+	for si := range strategies {
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		jobs <- ti
+		jobs <- si
 	}
 	close(jobs)
 	wg.Wait()
 	if err != nil {
 		return nil, err
-	}
-	for i := range results {
-		for _, w := range results[i].Workloads {
-			results[i].Total.Add(w.Score)
-		}
 	}
 	return results, nil
 }

@@ -3,6 +3,7 @@ package backtest
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
@@ -25,6 +26,9 @@ type Timeline struct {
 	PullRequestsOpened, PullRequestsUpdated int
 	// OOMKills are the containers killed for memory (Config.OOMKill).
 	OOMKills []OOMKill
+	// Evictions are the times a pod was deleted to apply a change
+	// (Proposal.Evict), each a restart.
+	Evictions []int64
 }
 
 // At returns the allocation in effect at t.
@@ -59,6 +63,9 @@ type State struct {
 	// OOMKills are the memory kills up to At, oldest first, when the
 	// consequence model is on: what a cluster's events would have shown.
 	OOMKills []OOMKill
+	// Restart is how long a killed container took to restart: when its
+	// next run started, as its status would show.
+	Restart time.Duration
 }
 
 // OOMKill is a container killed for exceeding its GPU memory share.
@@ -74,6 +81,10 @@ type Proposal struct {
 	// Immediate takes effect at once, whatever the delivery: the oracle's
 	// privilege, and VPA Auto's, which evicts the pod to apply it.
 	Immediate bool
+	// Evict applies an Immediate proposal by deleting the pod, as VPA's
+	// updater does: it restarts (Config.Restart) where a rolled
+	// Deployment would not stop serving.
+	Evict bool
 	// NotLive keeps the proposal off the live fast path even when the
 	// delivery has one and usage is urgent: the engine's, when its policy
 	// does not set gitops.liveUpsize or its decision is not urgent, as the
@@ -103,7 +114,9 @@ type Clairvoyant interface {
 type Config struct {
 	// Start is every workload's allocation at the start of its trace.
 	Start engine.Allocation
-	// Cadence is the interval between runs of the job.
+	// Cadence is the job's schedule: it runs on the clock, as a CronJob
+	// does, at every multiple of Cadence (FirstRun), for every workload at
+	// once.
 	Cadence time.Duration
 	// MergeDelay is how long a pull request waits to be merged.
 	MergeDelay time.Duration
@@ -116,6 +129,14 @@ type Config struct {
 	// alike (docs/design.md §7): an upsize proposed while usage is urgent (see
 	// Urgent) is applied at once, and its pull request catches Git up.
 	Live bool
+	// LiveMaxChanges caps the live changes of one run, over all workloads,
+	// as the tool's --live-max-changes does (internal/live, Applier.Apply):
+	// the tool tries its urgent upsizes in the plan's order (namespace,
+	// kind, name; here the trace's name) and the ones past the cap wait
+	// for their pull request. 0 leaves the fast path uncapped; the tool
+	// has no such setting (its 0 turns the fast path off, which is Live
+	// false here).
+	LiveMaxChanges int
 }
 
 // UrgentWindow is how far back the urgency rule looks: the guide's
@@ -141,75 +162,187 @@ func Urgent(past *Trace, at int64, cur engine.Allocation) bool {
 	return false
 }
 
+// FirstRun is the first run of a job scheduled every cadence that sees the
+// trace: the first multiple of cadence after its first sample, in Unix ms.
+func FirstRun(tr *Trace, cadence time.Duration) int64 {
+	c := cadence.Milliseconds()
+	return (floorDiv(tr.Start(), c) + 1) * c
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
 // Simulate replays one trace through one strategy.
 func Simulate(tr *Trace, s Strategy, cfg Config) *Timeline {
+	return SimulateAll([]*Trace{tr}, s, cfg)[0]
+}
+
+// SimulateAll replays every trace through one strategy, as one job runs
+// for all of them: at each run every workload is decided, and the live
+// changes of that run are capped over all of them (Config.LiveMaxChanges).
+// The timelines are in the order of traces.
+func SimulateAll(traces []*Trace, s Strategy, cfg Config) []*Timeline {
+	out := make([]*Timeline, len(traces))
 	if p, ok := s.(Planner); ok {
-		// A plan meets the demand where the ceiling allows; where it
-		// cannot, the kills count as for anyone.
-		tl := p.Plan(tr, cfg)
-		obs := newObserver(tr, cfg)
-		obs.observe(tr.End(), tl)
-		tl.OOMKills = obs.kills
-		return tl
+		for i, tr := range traces {
+			// A plan meets the demand where the ceiling allows; where it
+			// cannot, the kills count as for anyone.
+			tl := p.Plan(tr, cfg)
+			obs := newObserver(tr, cfg)
+			obs.observe(tr.End(), tl)
+			tl.OOMKills = obs.kills
+			out[i] = tl
+		}
+		return out
 	}
-	tl := &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}
-	// pending is the open pull request: its value, and when it merges.
-	var pending *Change
-	cadence := cfg.Cadence.Milliseconds()
 	if c, ok := s.(Continuous); ok && c.EveryStep() {
-		cadence = tr.Step.Milliseconds()
-	}
-	obs := newObserver(tr, cfg)
-	for at := tr.Start() + cadence; at <= tr.End(); at += cadence {
-		if pending != nil && pending.T <= at {
-			tl.Changes = append(tl.Changes, *pending)
-			pending = nil
+		// A controller decides at every sample of its own workload, and
+		// applies at once: no job, and so no cap, is involved.
+		for i, tr := range traces {
+			m := newSim(tr, s, cfg)
+			for at := tr.Start() + tr.Step.Milliseconds(); at <= tr.End(); at += tr.Step.Milliseconds() {
+				p, urgent := m.propose(at)
+				m.apply(at, p, urgent)
+			}
+			out[i] = m.finish()
 		}
-		obs.observe(at, tl)
-		cur := tl.Last()
-		// The history is capacity-clipped too: a strategy that reslices
-		// it past its length gets a panic, not the simulator's next change.
-		st := State{At: at, Past: obs.seen.upTo(at), Current: cur, Allocations: &Timeline{Changes: slices.Clip(tl.Changes)},
-			OOMKills: slices.Clip(obs.kills)}
-		var p Proposal
-		if c, ok := s.(Clairvoyant); ok {
-			p = c.DecideWithFuture(st, tr)
+		return out
+	}
+	// The plan's order, which the cap follows.
+	order := make([]int, len(traces))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(traces[a].Name, traces[b].Name) })
+	sims := make([]*sim, len(traces))
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, tr := range traces {
+		sims[i] = newSim(tr, s, cfg)
+		first, last = min(first, FirstRun(tr, cfg.Cadence)), max(last, tr.End())
+	}
+	cadence := cfg.Cadence.Milliseconds()
+	proposals := make([]Proposal, len(traces))
+	urgent := make([]bool, len(traces))
+	for at := first; at <= last; at += cadence {
+		for _, i := range order {
+			if tr := traces[i]; at > tr.Start() && at <= tr.End() {
+				proposals[i], urgent[i] = sims[i].propose(at)
+			}
+		}
+		granted := 0
+		for _, i := range order {
+			if tr := traces[i]; at <= tr.Start() || at > tr.End() {
+				continue
+			}
+			live := urgent[i] && (cfg.LiveMaxChanges == 0 || granted < cfg.LiveMaxChanges)
+			if live {
+				granted++
+			}
+			sims[i].apply(at, proposals[i], live)
+		}
+	}
+	for i := range sims {
+		out[i] = sims[i].finish()
+	}
+	return out
+}
+
+// sim is one workload's replay under one strategy.
+type sim struct {
+	tr  *Trace
+	s   Strategy
+	cfg Config
+	tl  *Timeline
+	// pending is the open pull request: its value, and when it merges.
+	pending *Change
+	obs     *observer
+	// future is the clairvoyant's copy of the trace, so that not even it
+	// can write into the demand the timeline is scored against.
+	future *Trace
+}
+
+func newSim(tr *Trace, s Strategy, cfg Config) *sim {
+	m := &sim{tr: tr, s: s, cfg: cfg, tl: &Timeline{Changes: []Change{{T: tr.Start(), Alloc: cfg.Start}}}, obs: newObserver(tr, cfg)}
+	if _, ok := s.(Clairvoyant); ok {
+		m.future = tr.clone(math.MaxInt64)
+	}
+	return m
+}
+
+// propose merges what is due, observes the samples up to at, and asks the
+// strategy; urgent says whether the proposal may take the live fast path.
+func (m *sim) propose(at int64) (p Proposal, urgent bool) {
+	if m.pending != nil && m.pending.T <= at {
+		m.tl.Changes = append(m.tl.Changes, *m.pending)
+		m.pending = nil
+	}
+	m.obs.observe(at, m.tl)
+	cur := m.tl.Last()
+	// Everything the strategy gets is its own copy, clipped to its
+	// length: writing into it cannot change the timeline being scored or
+	// what the simulator sees, and reslicing past it panics rather than
+	// reading the next change or the next sample.
+	st := State{At: at, Past: m.obs.seen.clone(at), Current: cur,
+		Allocations: &Timeline{Changes: slices.Clip(slices.Clone(m.tl.Changes))},
+		OOMKills:    slices.Clip(slices.Clone(m.obs.kills)), Restart: m.cfg.Restart}
+	if c, ok := m.s.(Clairvoyant); ok {
+		p = c.DecideWithFuture(st, m.future)
+	} else {
+		p = m.s.Decide(st)
+	}
+	urgent = m.cfg.Live && !p.Immediate && !p.NotLive && p.Target.GPUs > cur.GPUs && Urgent(m.obs.seen.upTo(at), at, cur)
+	return p, urgent
+}
+
+// apply delivers the proposal made at at: live when the run grants it.
+func (m *sim) apply(at int64, p Proposal, live bool) {
+	cur := m.tl.Last()
+	switch {
+	case p.Target == cur:
+		// Nothing to change: an open pull request is closed.
+		m.pending = nil
+	case p.Immediate:
+		m.tl.Changes = append(m.tl.Changes, Change{T: at, Alloc: p.Target})
+		m.pending = nil
+		if p.Evict {
+			m.tl.Evictions = append(m.tl.Evictions, at)
+			m.obs.restartUntil = max(m.obs.restartUntil, at+m.cfg.Restart.Milliseconds())
+		}
+	case live:
+		// Applied at once; a pull request brings Git up to date.
+		m.tl.Changes = append(m.tl.Changes, Change{T: at, Alloc: p.Target})
+		if m.pending == nil {
+			m.tl.PullRequestsOpened++
 		} else {
-			p = s.Decide(st)
+			m.tl.PullRequestsUpdated++
 		}
-		switch {
-		case p.Target == cur:
-			// Nothing to change: an open pull request is closed.
-			pending = nil
-		case p.Immediate:
-			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
-			pending = nil
-		case cfg.Live && !p.NotLive && p.Target.GPUs > cur.GPUs && Urgent(st.Past, at, cur):
-			// Applied at once; a pull request brings Git up to date.
-			tl.Changes = append(tl.Changes, Change{T: at, Alloc: p.Target})
-			if pending == nil {
-				tl.PullRequestsOpened++
-			} else {
-				tl.PullRequestsUpdated++
-			}
-			pending = nil
-		case pending != nil:
-			// The open pull request is updated; it merges when it would have.
-			if pending.Alloc != p.Target {
-				tl.PullRequestsUpdated++
-			}
-			pending.Alloc = p.Target
-		default:
-			pending = &Change{T: at + cfg.MergeDelay.Milliseconds(), Alloc: p.Target}
-			tl.PullRequestsOpened++
+		m.pending = nil
+	case m.pending != nil:
+		// The open pull request is updated; it merges when it would have.
+		if m.pending.Alloc != p.Target {
+			m.tl.PullRequestsUpdated++
 		}
+		m.pending.Alloc = p.Target
+	default:
+		m.pending = &Change{T: at + m.cfg.MergeDelay.Milliseconds(), Alloc: p.Target}
+		m.tl.PullRequestsOpened++
 	}
-	if pending != nil && pending.T <= tr.End() {
-		tl.Changes = append(tl.Changes, *pending)
+}
+
+// finish merges what is due by the end of the trace and returns the
+// timeline with its kills.
+func (m *sim) finish() *Timeline {
+	if m.pending != nil && m.pending.T <= m.tr.End() {
+		m.tl.Changes = append(m.tl.Changes, *m.pending)
 	}
-	obs.observe(tr.End(), tl)
-	tl.OOMKills = obs.kills
-	return tl
+	m.obs.observe(m.tr.End(), m.tl)
+	m.tl.OOMKills = m.obs.kills
+	return m.tl
 }
 
 // observer turns demand into what the cluster shows, sample by sample, as
@@ -279,6 +412,13 @@ func (t *Trace) upTo(at int64) *Trace {
 	return &c
 }
 
+// clone returns a copy of the trace cut at t, clipped to its length.
+func (t *Trace) clone(at int64) *Trace {
+	c := t.upTo(at)
+	c.Compute, c.Memory = slices.Clip(slices.Clone(c.Compute)), slices.Clip(slices.Clone(c.Memory))
+	return c
+}
+
 // Score is how a strategy did on one or many traces.
 type Score struct {
 	// AllocatedGPUHours is the integral of the allocation; SlackGPUHours of
@@ -288,8 +428,9 @@ type Score struct {
 	// the allocation. Under HAMi-core, a memory breach is a CUDA
 	// out-of-memory error; compute beyond the share is contention.
 	MemoryBreachMinutes, ComputeBreachMinutes float64
-	// OOMKills counts the containers killed for memory (Config.OOMKill).
-	OOMKills int
+	// OOMKills counts the containers killed for memory (Config.OOMKill);
+	// Evictions, the pods deleted to apply a change. Each is a restart.
+	OOMKills, Evictions int
 	// MemoryOvershootPercentMinutes is the breach's severity: Σ over
 	// breach time of how far demand exceeded the share, in percent of it;
 	// MaxMemoryOvershootPercent, the worst sample.
@@ -343,6 +484,7 @@ func (s *Score) Add(o Score) {
 	s.MemoryBreachMinutes += o.MemoryBreachMinutes
 	s.ComputeBreachMinutes += o.ComputeBreachMinutes
 	s.OOMKills += o.OOMKills
+	s.Evictions += o.Evictions
 	s.MemoryOvershootPercentMinutes += o.MemoryOvershootPercentMinutes
 	s.MaxMemoryOvershootPercent = max(s.MaxMemoryOvershootPercent, o.MaxMemoryOvershootPercent)
 	s.Workloads += o.Workloads
@@ -359,20 +501,38 @@ func (s *Score) Add(o Score) {
 // that interval began: a change made at T in answer to the sample at T
 // does not take credit for it.
 func Evaluate(tr *Trace, tl *Timeline) Score {
+	s := EvaluateWindow(tr, tl, usage.Window{From: math.MinInt64, To: math.MaxInt64})
+	s.PullRequestsOpened, s.PullRequestsUpdated = tl.PullRequestsOpened, tl.PullRequestsUpdated
+	s.Days = float64(tr.End()-tr.Start()+tr.Step.Milliseconds()) / float64(24*time.Hour.Milliseconds())
+	return s
+}
+
+// EvaluateWindow scores the samples, changes, kills and evictions inside
+// w alone, for a split in time; pull requests and days are left out.
+func EvaluateWindow(tr *Trace, tl *Timeline, w usage.Window) Score {
 	var s Score
 	s.Workloads = 1
-	s.Changes = len(tl.Changes) - 1
-	s.OOMKills = len(tl.OOMKills)
-	s.PullRequestsOpened, s.PullRequestsUpdated = tl.PullRequestsOpened, tl.PullRequestsUpdated
-	for i := range tr.Compute {
-		dt := tr.Step.Milliseconds()
-		if i > 0 {
-			dt = tr.Compute[i].T - tr.Compute[i-1].T
+	for _, c := range tl.Changes[1:] {
+		if w.Contains(c.T) {
+			s.Changes++
 		}
+	}
+	for _, k := range tl.OOMKills {
+		if w.Contains(k.T) {
+			s.OOMKills++
+		}
+	}
+	for _, e := range tl.Evictions {
+		if w.Contains(e) {
+			s.Evictions++
+		}
+	}
+	for i := range tr.Compute {
 		c, m := tr.Compute[i], tr.Memory[i]
-		if !c.Valid() || !m.Valid() {
+		if !c.Valid() || !m.Valid() || !w.Contains(c.T) {
 			continue
 		}
+		dt := tr.dt(i)
 		hours := float64(dt) / float64(time.Hour.Milliseconds())
 		a := tl.At(c.T - dt).GPUs
 		used := max(c.V, m.V) / 100
@@ -391,6 +551,5 @@ func Evaluate(tr *Trace, tl *Timeline) Score {
 	if s.MemoryBreachMinutes > 0 {
 		s.WorkloadsWithMemoryBreach = 1
 	}
-	s.Days = float64(tr.End()-tr.Start()+tr.Step.Milliseconds()) / float64(24*time.Hour.Milliseconds())
 	return s
 }

@@ -115,15 +115,30 @@ func (b Bounds) Apply(cur engine.Allocation, target float64) engine.Allocation {
 	return next
 }
 
-// KRRSimple is Robusta KRR's "simple" strategy (robusta-dev/krr,
-// robusta_krr/strategies/simple.py and core/abstract/strategies.py at their
-// defaults): compute at the 95th percentile of its history with no buffer,
-// memory at the maximum + 15 %, over 14 days, and no recommendation with
-// fewer than 100 data points or under 3 hours of history. A share holds
-// both, so the target is the larger. KRR only reports; here each change it
-// reports is a pull request.
+// KRRSimple is Robusta KRR's "simple" strategy (robusta-dev/krr at commit
+// d6baa7453effd96d330e24c187942e92bc82094b, at its defaults): compute at
+// the 95th percentile of its history with no buffer, memory at the maximum
+// + 15 %, over 14 days (core/abstract/strategies.py L47-50). Read
+// literally:
+//
+//   - the percentile is PromQL's quantile_over_time per pod
+//     (core/integrations/prometheus/metrics/cpu.py L30-59, "by (container,
+//     pod, job)"), and the recommendation the largest of the pods'
+//     (strategies/simple.py L57-66); memory the largest pod's maximum
+//     (L47-55). Every change rolls the Deployment, so each allocation
+//     period is a pod, as for the engine and VPA.
+//   - no recommendation under 100 data points, summed over the pods
+//     (simple.py L124-128, L166-170);
+//   - the 3-hour history rule (simple.py L68-70) only warns: the runner
+//     logs it and recommends anyway (core/runner.py L384-402).
+//
+// A share holds both, so the target is the larger. KRR only reports; here
+// each change it reports is a pull request. Pooled is the reading of
+// earlier rounds, kinder to KRR: one percentile over the samples of every
+// pod, and nothing under 3 hours of history.
 type KRRSimple struct {
 	Bounds Bounds
+	Pooled bool
 }
 
 const (
@@ -134,28 +149,61 @@ const (
 	krrMemoryBuffer   = 0.15
 )
 
-func (KRRSimple) Name() string { return "krr-simple" }
+func (k KRRSimple) Name() string {
+	if k.Pooled {
+		return "krr-simple, pooled pods, 3 h history required"
+	}
+	return "krr-simple"
+}
 
 // Recommend is KRR's raw answer in GPUs; ok is false when KRR would print
 // "Not enough data".
-func (KRRSimple) Recommend(s State) (target float64, ok bool) {
+func (k KRRSimple) Recommend(s State) (target float64, ok bool) {
 	w := usage.Window{From: s.At - krrHistory.Milliseconds(), To: s.At}
-	var cpu []float64
+	// Each pod's valid compute samples; pooled, one pod.
+	var pods [][]float64
 	var first, last int64
-	for _, x := range usage.In(s.Past.Compute, w) {
-		if x.Valid() {
-			if len(cpu) == 0 {
-				first = x.T
+	points := 0
+	changes := s.Allocations.Changes
+	for i, ch := range changes {
+		span := w
+		if !k.Pooled {
+			end := s.At
+			if i+1 < len(changes) {
+				end = changes[i+1].T - 1
 			}
-			last = x.T
-			cpu = append(cpu, x.V/100)
+			span = usage.Window{From: max(ch.T-1, w.From), To: min(end, s.At)}
+		}
+		var cpu []float64
+		for _, x := range usage.In(s.Past.Compute, span) {
+			if x.Valid() {
+				if points == 0 {
+					first = x.T
+				}
+				last = x.T
+				points++
+				cpu = append(cpu, x.V/100)
+			}
+		}
+		if len(cpu) > 0 {
+			pods = append(pods, cpu)
+		}
+		if k.Pooled {
+			break
 		}
 	}
 	mem, n, okm := usage.Peak(usage.In(s.Past.Memory, w))
-	if len(cpu) < krrPointsRequired || n < krrPointsRequired || !okm || last-first < krrMinHistory.Milliseconds() {
+	if points < krrPointsRequired || n < krrPointsRequired || !okm {
 		return 0, false
 	}
-	return max(promQuantile(cpu, krrCPUPercentile), mem/100*(1+krrMemoryBuffer)), true
+	if k.Pooled && last-first < krrMinHistory.Milliseconds() {
+		return 0, false
+	}
+	cpu := 0.0
+	for _, p := range pods {
+		cpu = max(cpu, promQuantile(p, krrCPUPercentile))
+	}
+	return max(cpu, mem/100*(1+krrMemoryBuffer)), true
 }
 
 func (k KRRSimple) Decide(s State) Proposal {

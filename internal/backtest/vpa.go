@@ -28,11 +28,37 @@ import (
 //   - pkg/updater/priority/update_priority_calculator.go, priority_processor.go:
 //     a pod is evicted when its request is outside [lower, upper], or when it
 //     is at least 12 h old and the target differs by at least 10 %, or when
-//     it was killed for memory within 10 minutes of starting.
+//     its container was last killed for memory within 10 minutes of its
+//     start.
 //
-// A GPU share is one number where VPA has two resources: the target and
-// both bounds are the larger of compute's and memory's, since the share
-// must hold both.
+// The rules are read literally (kubernetes/autoscaler at commit
+// 55c37cd5eb550756c5ccc5a89e9068d77797e575, vertical-pod-autoscaler/pkg):
+//
+//   - updater/priority/priority_processor.go L65-78: the request is
+//     outside the range when it is outside either resource's bounds; the
+//     share is both requests, so it is compared with each resource's. L89-93:
+//     the change is the sum over resources of |request − target| ÷ request.
+//   - updater/priority/update_priority_calculator.go L119-126: a quick OOM
+//     is the container's last termination (LastTerminationState), an
+//     OOMKilled whose run, from the container's start to the kill, was under
+//     10 minutes; L149-153: then evicted only if the resources change.
+//   - updater/restriction/pods_restriction_factory.go L180-203 and
+//     updater/config/config.go L62: a workload with fewer replicas than
+//     min-replicas (2, or the VPA's updatePolicy.minReplicas) is never
+//     evicted.
+//   - recommender/model/container.go L158-201: each interval's peak is added
+//     at its first sample and replaced only by a larger one when the peak is
+//     not 0 (L169); a first sample of 0 bytes freezes the interval at 0,
+//     OOM samples included.
+//   - an eviction deletes the pod: it restarts (Config.Restart) as after a
+//     kill, where a merged change rolls the Deployment without a gap.
+//
+// A GPU share is one number where VPA has two resources: the share VPA
+// sets is the larger of the two targets, since it must hold both. The
+// readings of earlier rounds, kinder to VPA, are kept as sensitivity rows
+// (Kind): the range of the larger bounds of the two, the change as the
+// larger target's, a quick OOM timed from the pod's start, the peak never
+// frozen, and evictions without a restart.
 type VPA struct {
 	Bounds Bounds
 	// Auto applies every eviction at once and decides at every sample, as
@@ -43,6 +69,26 @@ type VPA struct {
 	// GPUMemoryBytes is the card's memory, for the memory histogram's
 	// smallest bucket (10 MB); 0 means 80 GiB.
 	GPUMemoryBytes float64
+	// Replicas is the workload's replica count, and MinReplicas the
+	// updater's: with fewer replicas, VPA Auto evicts nothing. 0 means 1
+	// and 1: a trace is one pod, and a single-replica workload is evicted
+	// only under updatePolicy.minReplicas: 1, which its owner would set.
+	Replicas, MinReplicas int
+	// Reading is how the updater's rules are read; zero is literally.
+	Reading VPAReading
+}
+
+// VPAReading names the departures from VPA's sources a sensitivity row
+// makes, each kinder to VPA than the source.
+type VPAReading struct {
+	// LargerBound evicts only outside the larger lower and upper bound of
+	// the two resources, and measures the change against the larger target.
+	LargerBound bool
+	// Kind adds every reading of round two: the larger bound, a quick OOM
+	// timed from the pod's start, no frozen peak, evictions free.
+	Kind bool
+	// Label names the row.
+	Label string
 }
 
 // Defaults of the VPA recommender and updater (see VPA's doc for sources).
@@ -67,24 +113,36 @@ const (
 )
 
 func (v VPA) Name() string {
+	n := "vpa"
 	if v.Auto {
-		return "vpa-auto"
+		n = "vpa-auto"
 	}
-	return "vpa"
+	if v.Reading.Label != "" {
+		n += ", " + v.Reading.Label
+	}
+	return n
 }
+
+func (v VPA) largerBound() bool { return v.Reading.LargerBound || v.Reading.Kind }
 
 // EveryStep makes VPA Auto decide at every sample.
 func (v VPA) EveryStep() bool { return v.Auto }
 
 // VPARecommendation is what VPA's recommender publishes, in GPUs.
 type VPARecommendation struct {
+	// Target, Lower and Upper are the larger of the two resources'.
 	Target, Lower, Upper float64
+	// Compute and Memory are each resource's.
+	Compute, Memory VPABounds
 	// Confidence is the history in days.
 	Confidence float64
 	// Samples counts the compute samples aggregated: with none, VPA has
 	// no recommendation.
 	Samples int
 }
+
+// VPABounds is one resource's recommendation, in GPUs.
+type VPABounds struct{ Target, Lower, Upper float64 }
 
 // histogram is VPA's exponential histogram: bucket n starts at
 // first·(1.05ⁿ − 1)/0.05.
@@ -166,6 +224,7 @@ func (v VPA) Recommend(s State) VPARecommendation {
 	// Memory: one peak per container per interval. Every allocation is a
 	// pod of its own; its intervals start at its first sample.
 	mem := &histogram{first: vpaFirstMemBucket / memBytes}
+	kind := v.Reading.Kind
 	changes := s.Allocations.Changes
 	for i, ch := range changes {
 		end := s.At
@@ -180,7 +239,8 @@ func (v VPA) Recommend(s State) VPARecommendation {
 		var windowEnd int64
 		// peak is the interval's peak; seen, that of its samples alone,
 		// which an OOM bump starts from (container.go RecordOOM).
-		peak, seen, have := 0.0, 0.0, false
+		// frozen: the interval began at 0 bytes (container.go L169).
+		peak, seen, have, frozen := 0.0, 0.0, false, false
 		add := func(t int64, v float64, oom bool) {
 			if !have || t >= windowEnd {
 				if have {
@@ -191,6 +251,10 @@ func (v VPA) Recommend(s State) VPARecommendation {
 				iv := vpaPeakInterval.Milliseconds()
 				windowEnd += (t-windowEnd)/iv*iv + iv
 				peak, seen, have = 0, 0, true
+				frozen = !oom && v*memBytes < 1 && !kind
+			}
+			if frozen {
+				return
 			}
 			if oom {
 				used := max(ch.Alloc.GPUs, seen)
@@ -227,11 +291,17 @@ func (v VPA) Recommend(s State) VPARecommendation {
 	perMinute := float64(s.Past.Step) / float64(time.Minute)
 	conf := math.Min(float64(last-first)/float64(vpaConfidenceDay.Milliseconds()),
 		float64(n)*perMinute/vpaConfidenceDay.Minutes())
-	both := func(p float64) float64 { return max(cpu.percentile(p), mem.percentile(p)) * (1 + vpaMargin) }
+	of := func(h *histogram) VPABounds {
+		return VPABounds{
+			Target: h.percentile(vpaTarget) * (1 + vpaMargin),
+			Lower:  h.percentile(vpaLower) * (1 + vpaMargin) * math.Pow(1+0.001/conf, -2),
+			Upper:  h.percentile(vpaUpper) * (1 + vpaMargin) * (1 + 1/conf),
+		}
+	}
+	c, m := of(cpu), of(mem)
 	return VPARecommendation{
-		Target:     both(vpaTarget),
-		Lower:      both(vpaLower) * math.Pow(1+0.001/conf, -2),
-		Upper:      both(vpaUpper) * (1 + 1/conf),
+		Target: max(c.Target, m.Target), Lower: max(c.Lower, m.Lower), Upper: max(c.Upper, m.Upper),
+		Compute: c, Memory: m,
 		Confidence: conf,
 		Samples:    n,
 	}
@@ -242,21 +312,65 @@ func (v VPA) Decide(s State) Proposal {
 	if r.Samples == 0 {
 		return Proposal{Target: s.Current}
 	}
+	if v.Auto && max(v.Replicas, 1) < max(v.MinReplicas, 1) {
+		// The updater leaves the workload alone (pods_restriction_factory.go
+		// L196-203).
+		return Proposal{Target: s.Current}
+	}
 	cur := s.Current.GPUs
 	podStart := s.Allocations.Changes[len(s.Allocations.Changes)-1].T
-	outside := cur < r.Lower || cur > r.Upper
-	quickOOM := false
-	for _, k := range s.OOMKills {
-		if k.T >= podStart && k.T-podStart < vpaQuickOOM.Milliseconds() {
-			quickOOM = true
+	var outside bool
+	var diff float64
+	if v.largerBound() {
+		outside = cur < r.Lower || cur > r.Upper
+		diff = math.Abs(cur-r.Target) / cur
+	} else {
+		for _, b := range []VPABounds{r.Compute, r.Memory} {
+			outside = outside || cur < b.Lower || cur > b.Upper
+			diff += math.Abs(cur-b.Target) / cur
 		}
 	}
+	quickOOM := v.QuickOOM(s)
 	if !outside && !quickOOM {
-		if s.At-podStart < vpaPodLifetime.Milliseconds() || math.Abs(cur-r.Target)/cur < vpaMinChange {
+		if s.At-podStart < vpaPodLifetime.Milliseconds() || diff < vpaMinChange {
 			return Proposal{Target: s.Current}
 		}
 	}
-	return Proposal{Target: v.Bounds.Apply(s.Current, r.Target), Immediate: v.Auto}
+	// A quick OOM evicts only if the resources change (L149-153); any
+	// other eviction that would set the same share is no change either.
+	return Proposal{Target: v.Bounds.Apply(s.Current, r.Target), Immediate: v.Auto, Evict: v.Auto && !v.Reading.Kind}
+}
+
+// QuickOOM is the updater's rule (update_priority_calculator.go L119-126):
+// the container's last termination was an OOM kill less than 10 minutes
+// after the container started, which is the pod's start or, after an
+// earlier kill, that kill plus the restart. The kind reading takes any
+// kill within 10 minutes of the pod's start.
+func (v VPA) QuickOOM(s State) bool {
+	podStart := s.Allocations.Changes[len(s.Allocations.Changes)-1].T
+	var last, prev int64
+	n := 0
+	for _, k := range s.OOMKills {
+		if k.T < podStart {
+			continue
+		}
+		if v.Reading.Kind {
+			if k.T-podStart < vpaQuickOOM.Milliseconds() {
+				return true
+			}
+			continue
+		}
+		prev, last = last, k.T
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	started := podStart
+	if n > 1 {
+		started = prev + s.Restart.Milliseconds()
+	}
+	return last-started < vpaQuickOOM.Milliseconds()
 }
 
 var _ Strategy = VPA{}

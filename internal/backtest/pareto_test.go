@@ -1,0 +1,78 @@
+package backtest_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/policy"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+func TestDominates(t *testing.T) {
+	base := backtest.Score{SlackGPUHours: 10, MemoryBreachMinutes: 5, ComputeBreachMinutes: 100}
+	tests := []struct {
+		name string
+		s    backtest.Score
+		want bool
+	}{
+		{name: "less slack, the same breaches", s: backtest.Score{SlackGPUHours: 9, MemoryBreachMinutes: 5, ComputeBreachMinutes: 100}, want: true},
+		{name: "less of everything", s: backtest.Score{SlackGPUHours: 1}, want: true},
+		{name: "the same slack is not less", s: backtest.Score{SlackGPUHours: 10}},
+		{name: "one more memory breach-minute", s: backtest.Score{SlackGPUHours: 1, MemoryBreachMinutes: 6}},
+		{name: "more compute breach-minutes", s: backtest.Score{SlackGPUHours: 1, ComputeBreachMinutes: 101}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, backtest.Dominates(tt.s, base))
+		})
+	}
+}
+
+// TestSweepOf: the recommended policies sized compute on its peak (100)
+// with 20 % headroom; the sweep moves each alone, and each curve passes
+// through the policy itself at its own value. The policy is not changed.
+func TestSweepOf(t *testing.T) {
+	set, err := policy.Load(context.Background(), "../../examples/policies", "recommended.yaml")
+	require.NoError(t, err)
+	g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
+	require.Empty(t, g.Skip)
+	e := &backtest.Engine{Label: "rec", Governance: g}
+	engines, curves := backtest.SweepOf(e)
+	var labels []string
+	for _, s := range engines {
+		labels = append(labels, s.Name())
+	}
+	require.Equal(t, []string{"rec, computePercentile 90", "rec, computePercentile 95", "rec, computePercentile 99",
+		"rec, headroomPercent 0", "rec, headroomPercent 10", "rec, headroomPercent 40"}, labels)
+	require.Equal(t, map[string][]string{
+		"computePercentile": {"rec, computePercentile 90", "rec, computePercentile 95", "rec, computePercentile 99", "rec"},
+		"headroomPercent":   {"rec, headroomPercent 0", "rec, headroomPercent 10", "rec", "rec, headroomPercent 40"},
+	}, curves)
+	require.Equal(t, 90, engines[0].Governance.Rules.Proactive.ComputePercentile)
+	require.Equal(t, 100, e.Governance.Rules.Proactive.ComputePercentile)
+	require.Equal(t, 20, e.Governance.Rules.Proactive.HeadroomPercent)
+}
+
+// TestWritePareto: a baseline a shipped setting dominates is said so; one
+// it does not, by how much each misses. The sweep's point has less slack
+// than "loose" but 10 more compute breach-minutes: it does not dominate it.
+// "lucky" has less slack than ours and no more breaches: it dominates ours.
+func TestWritePareto(t *testing.T) {
+	pts := []backtest.Point{
+		{Strategy: "ours", Ours: true, Shipped: true, Score: backtest.Score{Workloads: 2, SlackGPUHours: 5, AllocatedGPUHours: 10, ComputeBreachMinutes: 30}},
+		{Strategy: "ours, headroomPercent 0", Ours: true, Score: backtest.Score{Workloads: 2, SlackGPUHours: 2, AllocatedGPUHours: 7, ComputeBreachMinutes: 40}},
+		{Strategy: "loose", Score: backtest.Score{Workloads: 2, SlackGPUHours: 6, AllocatedGPUHours: 11, ComputeBreachMinutes: 30}},
+		{Strategy: "tight", Score: backtest.Score{Workloads: 2, SlackGPUHours: 3, AllocatedGPUHours: 8, ComputeBreachMinutes: 50, MemoryBreachMinutes: 1}},
+		{Strategy: "lucky", Score: backtest.Score{Workloads: 2, SlackGPUHours: 4, AllocatedGPUHours: 9, ComputeBreachMinutes: 30}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, backtest.WritePareto(&buf, "t", pts))
+	require.Contains(t, buf.String(), "| loose | ours | none | none |\n")
+	require.Contains(t, buf.String(), "| tight | no (ours: slack +2.0 GPU-h) | ours, headroomPercent 0 | none |\n")
+	require.Contains(t, buf.String(), "| ours | 50.0 % | 5.0 | 0 | 30 | 0 |\n")
+	require.Contains(t, buf.String(), "| lucky | no (ours: slack +1.0 GPU-h) | none | ours |\n")
+}

@@ -1,0 +1,145 @@
+package backtest_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// TestHashHalf: the split is the FNV-1a hash of the name, even in tune:
+// "a" hashes to 0xaf63dc4c8601ec8c (even), "b" to 0xaf63df4c8601f1a5 (odd).
+func TestHashHalf(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{name: "a", want: backtest.HalfTune},
+		{name: "b", want: backtest.HalfScore},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, backtest.HashHalf(tt.name))
+		})
+	}
+}
+
+func TestBootstrap(t *testing.T) {
+	tests := []struct {
+		name    string
+		d       []float64
+		want    backtest.Interval
+		verdict string
+	}{
+		// Every resample of a constant has the same mean.
+		{name: "the same difference everywhere", d: []float64{-2, -2, -2}, want: backtest.Interval{Mean: -2, Lo: -2, Hi: -2}, verdict: "better"},
+		{name: "no difference", d: []float64{0, 0}, want: backtest.Interval{}, verdict: "no difference"},
+		{name: "worse everywhere", d: []float64{1, 3}, verdict: "worse"},
+		// Mean 0: one workload much better, one much worse; resamples
+		// of both signs.
+		{name: "a wash", d: []float64{-5, 5}, verdict: "no difference"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := backtest.Bootstrap([][]float64{tt.d})[0]
+			require.Equal(t, tt.verdict, got.Verdict())
+			if tt.want != (backtest.Interval{}) || tt.verdict == "no difference" && tt.d[0] == 0 {
+				require.Equal(t, tt.want, got)
+			}
+			require.LessOrEqual(t, got.Lo, got.Mean)
+			require.LessOrEqual(t, got.Mean, got.Hi)
+			// The same data, the same interval: the seed is fixed.
+			require.Equal(t, got, backtest.Bootstrap([][]float64{tt.d})[0])
+		})
+	}
+	// Worse everywhere: every resample mean is between 1 and 3.
+	iv := backtest.Bootstrap([][]float64{{1, 3}})[0]
+	require.Equal(t, 2.0, iv.Mean)
+	require.GreaterOrEqual(t, iv.Lo, 1.0)
+	require.LessOrEqual(t, iv.Hi, 3.0)
+}
+
+// TestEvaluateWindow: four one-minute samples at 0.5 GPU, the second
+// breaching memory (0.6); a window over the last two samples scores them
+// alone, and the change and the kill inside it.
+func TestEvaluateWindow(t *testing.T) {
+	tr := trace("w", 4, constant(10), func(i int) float64 {
+		if i == 1 {
+			return 60
+		}
+		return 30
+	})
+	tl := &backtest.Timeline{Changes: []backtest.Change{{T: 0, Alloc: fraction(0.5)}, {T: 2 * minute, Alloc: fraction(0.4)}},
+		OOMKills: []backtest.OOMKill{{T: minute, Alloc: fraction(0.5)}}}
+	tests := []struct {
+		name                 string
+		w                    usage.Window
+		slack, memoryBreach  float64
+		changes, kills, work int
+	}{
+		// Samples at 0 and 1 min under 0.5: slack 0.2 h/60 each but the
+		// breach (none); then at 2 min (still 0.5, set at 1 min): 0.2;
+		// at 3 min 0.4 − 0.3 = 0.1.
+		{name: "all", w: usage.Window{From: -1, To: 4 * minute}, slack: (0.2 + 0 + 0.2 + 0.1) / 60, memoryBreach: 1, changes: 1, kills: 1},
+		{name: "the last two", w: usage.Window{From: minute, To: 3 * minute}, slack: 0.3 / 60, changes: 1},
+		{name: "the first two", w: usage.Window{From: -1, To: minute}, slack: 0.2 / 60, memoryBreach: 1, kills: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := backtest.EvaluateWindow(tr, tl, tt.w)
+			require.InDelta(t, tt.slack, s.SlackGPUHours, 1e-12)
+			require.InDelta(t, tt.memoryBreach, s.MemoryBreachMinutes, 1e-12)
+			require.Equal(t, tt.changes, s.Changes)
+			require.Equal(t, tt.kills, s.OOMKills)
+		})
+	}
+}
+
+// TestCompare: a policy that always keeps 0.5 GPU against static at 1 GPU,
+// on four flat workloads: half a GPU less slack for every hour, on every
+// half the split has, and no difference elsewhere.
+func TestCompare(t *testing.T) {
+	var traces []*backtest.Trace
+	for _, n := range []string{"a", "b", "c", "d"} {
+		traces = append(traces, trace(n, 8*24*60, constant(10), constant(10)))
+	}
+	cfg := backtest.Config{Start: fraction(0.5), Cadence: time.Hour, MergeDelay: 2 * time.Hour}
+	results, err := backtest.Run(context.Background(), traces, []backtest.Strategy{backtest.Static{}, &fixed{target: fraction(0.5)}}, cfg)
+	require.NoError(t, err)
+	results[1].Strategy = "half"
+	cfg.Start = whole(1)
+	one, err := backtest.Run(context.Background(), traces, []backtest.Strategy{backtest.Static{}}, cfg)
+	require.NoError(t, err)
+	cs := backtest.Compare(traces, []backtest.Delivery{{Name: backtest.PullRequests, Results: []backtest.Result{one[0], results[1]}}}, []string{"half"})
+	halves := map[string]int{}
+	for _, c := range cs {
+		require.Equal(t, "static", c.Baseline)
+		halves[c.Half] = c.Workloads
+		require.Equal(t, "better", c.Diffs[0].Verdict(), c.Half)
+		for _, iv := range c.Diffs[1:] {
+			require.Equal(t, backtest.Interval{}, iv, c.Half)
+		}
+	}
+	var tune, score int
+	for _, tr := range traces {
+		if backtest.HashHalf(tr.Name) == backtest.HalfTune {
+			tune++
+		} else {
+			score++
+		}
+	}
+	require.Equal(t, map[string]int{backtest.HalfAll: 4, backtest.HalfTune: tune, backtest.HalfScore: score,
+		backtest.HalfFirstWeek: 4, backtest.HalfSecondWeek: 4}, halves)
+	// The first week is the samples up to 7 days, the first included:
+	// 7 × 24 × 60 + 1 minutes of 0.5 GPU less.
+	for _, c := range cs {
+		if c.Half == backtest.HalfFirstWeek {
+			require.InDelta(t, -0.5*(7*24*60+1)/60, c.Diffs[0].Mean, 1e-6)
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, backtest.WriteVerdicts(&buf, cs, "half"))
+	require.Contains(t, buf.String(), "| static | pull requests | + · · · |")
+}
