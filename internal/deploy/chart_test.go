@@ -189,6 +189,9 @@ func TestChartRender(t *testing.T) {
 			pod := job.Template.Spec
 			require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 			saName := release + "-recommender"
+			if full, _ := vals["fullnameOverride"].(string); full != "" {
+				saName = full
+			}
 			if sa, _ := vals["serviceAccount"].(map[string]any); sa != nil && sa["name"] != nil {
 				saName = sa["name"].(string)
 			}
