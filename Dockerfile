@@ -22,6 +22,17 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=${VERSION}" -o /out/recommender ./cmd/recommender
 
 FROM gcr.io/distroless/static-debian12:nonroot
+# The OCI annotations a registry shows and a scanner reads: which release,
+# from which source and commit (make image and make release pass them).
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG SOURCE=https://github.com/gpu-rightsizing/recommender
+LABEL org.opencontainers.image.title="recommender" \
+      org.opencontainers.image.description="Right-size shared GPUs through pull requests" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="${SOURCE}"
 COPY --from=build /out/recommender /usr/local/bin/recommender
 # distroless' nonroot user; the chart's runAsUser is the same.
 USER 65532:65532

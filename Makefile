@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image demo test demo-prometheus demo-gitops test-deps demo-run lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants
+.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -21,7 +21,11 @@ build:
 ## image: the container image (needs a Docker engine; IMAGE=name:tag to change)
 IMAGE ?= ghcr.io/gpu-rightsizing/recommender:dev
 image:
-	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
+
+## release: binaries for linux and darwin (amd64, arm64), their SPDX SBOMs, the chart packaged, checksums.txt, in dist/; the image when Docker answers
+release:
+	VERSION=$(VERSION) ./scripts/release.sh
 
 ## test: install what the tests run (promtool, git, etcd; kube-apiserver built once into a cache) and run every test
 test: test-deps

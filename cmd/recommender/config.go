@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -48,6 +49,60 @@ func checkPlanKeys(io streams, file string) error {
 	return explain(eff, checkOutput(plan.Flags().Lookup("output").Value.String()))
 }
 
+// fileFlags are the settings that name a file run reads.
+var fileFlags = []string{
+	"github-token-file", "github-app-key-file", "gitlab-token-file", "git-ssh-key-file", "git-known-hosts-file",
+	"metrics-file", "prometheus-token-file", "prometheus-password-file", "prometheus-ca-file", "prometheus-cert-file",
+	"prometheus-key-file", "signing-key-file", "kubeconfig",
+}
+
+// checkFileSettings checks what run would find missing only once it ran:
+// each file a setting names is a regular file this process can read, and
+// a local repository is a directory.
+func checkFileSettings(o *runOptions) error {
+	var errs []error
+	for _, name := range fileFlags {
+		path := o.effective.Flags.Lookup(name).Value.String()
+		if path == "" {
+			continue
+		}
+		if err := readableFile(path); err != nil {
+			errs = append(errs, flagErrorf("`--%s` %s: %w", name, path, err))
+		}
+	}
+	if o.SCM == "local" {
+		if st, err := os.Stat(o.Repo); err != nil || !st.IsDir() {
+			errs = append(errs, flagErrorf("`--repo` %s: not a readable directory", o.Repo))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	// One error naming every flag, so that explain says where each got
+	// its value.
+	return &flagError{errors.Join(errs...)}
+}
+
+func readableFile(path string) error {
+	f, err := os.Open(path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err // the path is in the message already
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return errors.New("not a regular file")
+	}
+	return nil
+}
+
 // newCmdConfig is `config validate` and `config print`: run's own flags
 // and checks, with what run does replaced, so that a config is judged
 // exactly as run would judge it.
@@ -62,12 +117,18 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	var checkFiles bool
 	validate := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
 		if o.Config == "" {
 			return flagErrorf("`--config` is required")
 		}
 		if err := checkPlanKeys(io, o.Config); err != nil {
 			return err
+		}
+		if checkFiles {
+			if err := checkFileSettings(o); err != nil {
+				return explain(o.effective, err)
+			}
 		}
 		_, err := fmt.Fprintf(io.Out, "%s: valid\n", o.Config)
 		return err
@@ -77,7 +138,10 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	validate.Long = "validate reads a config file strictly, with the environment and any flags given, and checks\n" +
 		"the result as run does: unknown keys, values of the wrong type and settings that do not go\n" +
 		"together are errors naming the key and its line. Nothing is cloned, queried or written."
-	validate.Example = "  recommender config validate --config recommender.yaml"
+	validate.Example = "  recommender config validate --config recommender.yaml\n" +
+		"  recommender config validate --config /etc/recommender/config.yaml --check-files   # where it runs, secrets mounted"
+	validate.Flags().BoolVar(&checkFiles, "check-files", false, "also check that every file a setting names (tokens, keys, CA, the recording, the kubeconfig) is a readable file here, "+
+		"and --repo a directory: where the job runs, with its secrets mounted")
 	printCmd := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
 		return o.effective.Write(io.Out)
 	})

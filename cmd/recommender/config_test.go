@@ -496,3 +496,46 @@ func TestConfigPrintGitURL(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigValidateCheckFiles: with --check-files, validate finds what
+// run would find missing only once it ran — a file a setting names that
+// is not there, or not a file, and a local repository that is no
+// directory — each named with the key and line that set it.
+func TestConfigValidateCheckFiles(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(token, []byte("t0ken\n"), 0o600))
+	tests := []struct {
+		name   string
+		config string
+		errs   []string
+	}{
+		{name: "all there", config: "scm: local\nrepo: {dir}\nprometheus: {url: 'http://p:9090', tokenFile: {token}}\n"},
+		{name: "a missing token file", config: "scm: local\nrepo: {dir}\nprometheus: {url: 'http://p:9090', tokenFile: {dir}/missing}\n",
+			errs: []string{"`--prometheus-token-file` {dir}/missing: no such file or directory", "`--prometheus-token-file` is prometheus.tokenFile at {file}:3:"}},
+		{name: "a directory for a file", config: "scm: local\nrepo: {dir}\nmetrics: {file: {dir}}\n",
+			errs: []string{"`--metrics-file` {dir}: not a regular file"}},
+		{name: "a missing repository and CA", config: "scm: local\nrepo: {dir}/gitops\nprometheus: {url: 'http://p:9090', caFile: /nonexistent/ca.crt}\n",
+			errs: []string{"`--repo` {dir}/gitops: not a readable directory", "`--prometheus-ca-file` /nonexistent/ca.crt: no such file or directory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeConfig(t, strings.NewReplacer("{dir}", dir, "{token}", token).Replace(tt.config))
+			var out, errOut bytes.Buffer
+			code := Main([]string{"config", "validate", "--config", file, "--check-files"}, &out, &errOut)
+			if tt.errs == nil {
+				require.Equal(t, exitOK, code, errOut.String())
+				return
+			}
+			require.Equal(t, exitUsage, code)
+			for _, e := range tt.errs {
+				require.Contains(t, errOut.String(), strings.NewReplacer("{dir}", dir, "{file}", file).Replace(e))
+			}
+			// Without the flag, the files are not looked at: the
+			// config is judged where it is written, not where it runs.
+			out.Reset()
+			errOut.Reset()
+			require.Equal(t, exitOK, Main([]string{"config", "validate", "--config", file}, &out, &errOut), errOut.String())
+		})
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -35,8 +36,7 @@ func (f *githubFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *githubFlags) check() error {
-	owner, name, ok := strings.Cut(f.Repo, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+	if f.Repo == "" {
 		return flagErrorf("`--github-repo` must be owner/name, got %q", f.Repo)
 	}
 	app := f.AppID != 0 || f.InstallationID != 0 || f.AppKeyFile != ""
@@ -45,6 +45,34 @@ func (f *githubFlags) check() error {
 	}
 	if app && f.TokenFile != "" {
 		return flagErrorf("use a token or a GitHub App, not both")
+	}
+	return nil
+}
+
+// checkValues checks the values that are wrong whatever the forge.
+func (f *githubFlags) checkValues() error {
+	owner, name, ok := strings.Cut(f.Repo, "/")
+	if f.Repo != "" && (!ok || owner == "" || name == "" || strings.Contains(name, "/")) {
+		return flagErrorf("`--github-repo` must be owner/name, got %q", f.Repo)
+	}
+	if f.AppID < 0 || f.InstallationID < 0 {
+		return flagErrorf("`--github-app-id` and `--github-installation-id` are positive numbers")
+	}
+	return checkHTTPURL("github-url", f.URL)
+}
+
+// checkHTTPURL checks a forge's URL, when one is given: http:// or
+// https:// and a host, as the API clients need.
+func checkHTTPURL(flag, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return flagErrorf("invalid `--%s` %q: want http:// or https:// and a host", flag, config.RedactURL(raw))
+	}
+	if _, ok := u.User.Password(); ok {
+		return flagErrorf("invalid `--%s` %s: carries a password; give the token in a file instead", flag, config.RedactURL(raw))
 	}
 	return nil
 }

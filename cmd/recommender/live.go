@@ -31,17 +31,19 @@ func (l *liveFlags) register(fs *pflag.FlagSet) {
 }
 
 func (l *liveFlags) check() error {
+	if l.MaxChanges < 0 {
+		return flagErrorf("`--live-max-changes` must be 0 or more, got %d", l.MaxChanges)
+	}
+	if len(l.Namespaces) > 0 {
+		if err := live.CheckNamespaces(l.Namespaces); err != nil {
+			return flagErrorf("`--live-namespaces`: %v", err)
+		}
+	}
 	if !l.Enabled {
 		return nil
 	}
 	if len(l.Namespaces) == 0 {
 		return flagErrorf("`--live` needs `--live-namespaces`: the namespaces whose workloads may be changed live")
-	}
-	if err := live.CheckNamespaces(l.Namespaces); err != nil {
-		return flagErrorf("`--live-namespaces`: %v", err)
-	}
-	if l.MaxChanges < 0 {
-		return flagErrorf("`--live-max-changes` must be 0 or more, got %d", l.MaxChanges)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,11 +116,10 @@ func (o *planOptions) check(parseUsage func() error) error {
 }
 
 func checkOutput(format string) error {
-	switch format {
-	case "table", "json", "markdown":
+	if slices.Contains(outputFormats(), format) {
 		return nil
 	}
-	return flagErrorf("invalid `--output` %q: use table, json or markdown", format)
+	return flagErrorf("invalid `--output` %q: use %s", format, oneOf(outputFormats()))
 }
 
 func runPlan(ctx context.Context, opts *planOptions) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -77,8 +78,8 @@ func newLogger(io streams, level string) (*slog.Logger, error) {
 // come (a pod's stderr, a CI log), for a log pipeline to parse.
 func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, flagErrorf("invalid `--log-level` %q: use debug, info, warn or error", level)
+	if !slices.Contains(logLevels(), strings.ToLower(level)) || l.UnmarshalText([]byte(strings.ToUpper(level))) != nil {
+		return nil, flagErrorf("invalid `--log-level` %q: use %s", level, oneOf(logLevels()))
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
@@ -90,7 +91,7 @@ func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 			return slog.New(slog.NewJSONHandler(io.Err, opts)), nil
 		}
 	default:
-		return nil, flagErrorf("invalid `--log-format` %q: use auto, text or json", format)
+		return nil, flagErrorf("invalid `--log-format` %q: use %s", format, oneOf(logFormats()))
 	}
 	return slog.New(slog.NewTextHandler(io.Err, opts)), nil
 }

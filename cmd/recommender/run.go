@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -138,6 +139,14 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 // check checks the settings once flags, environment and config file are
 // read; parseUsage parses and checks the usage flags.
 func (o *runOptions) check(parseUsage func() error) error {
+	// Values wrong whatever the forge: a config holding one is wrong
+	// before it is used.
+	if err := o.GitHub.checkValues(); err != nil {
+		return err
+	}
+	if err := checkHTTPURL("gitlab-url", o.GitLab.URL); err != nil {
+		return err
+	}
 	switch o.SCM {
 	case "local":
 		if o.Repo == "" {
@@ -152,7 +161,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 			return err
 		}
 	default:
-		return flagErrorf("invalid `--scm` %q: use local, github or gitlab", o.SCM)
+		return flagErrorf("invalid `--scm` %q: use %s", o.SCM, oneOf(scmNames()))
 	}
 	if err := o.Git.check(); err != nil {
 		return err
@@ -164,10 +173,17 @@ func (o *runOptions) check(parseUsage func() error) error {
 	if o.filter, err = o.Filter.filter(); err != nil {
 		return err
 	}
-	switch plan.Grouping(o.GroupBy) {
-	case "", plan.ByWorkload, plan.ByNamespace, plan.ByPolicy:
-	default:
-		return flagErrorf("invalid `--group-by` %q: use workload, namespace or policy", o.GroupBy)
+	if !slices.Contains(groupings(), o.GroupBy) {
+		return flagErrorf("invalid `--group-by` %q: use %s", o.GroupBy, oneOf(groupings()))
+	}
+	for _, n := range []struct {
+		flag  string
+		value int
+		min   int
+	}{{"max-open", o.MaxOpen, 0}, {"max-new", o.MaxNew, 0}, {"decline-percent", o.DeclinePercent, 1}} {
+		if n.value < n.min {
+			return flagErrorf("`--%s` must be %d or more, got %d", n.flag, n.min, n.value)
+		}
 	}
 	return o.Live.check()
 }

@@ -77,7 +77,8 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 			name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 			if !ok || name == "" || strings.ContainsAny(name, " \t") {
 				// Only the name is quoted: the value may be a credential.
-				return flagErrorf("invalid `--prometheus-header` %q…: write it as 'Name: value'", strings.Fields(h + " ")[0])
+				first, _, _ := strings.Cut(strings.TrimSpace(h), " ")
+				return flagErrorf("invalid `--prometheus-header` %q…: write it as 'Name: value'", first)
 			}
 			if pc.Headers == nil {
 				pc.Headers = http.Header{}

@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"internal/testenv/kubeenv":     {"internal/testenv"},
 	"internal/arch":                {},
 	"internal/deploy":              {},
+	"internal/release":             {},
 	"internal/engine":              {"internal/kai", "internal/usage"},
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/consolidate":         {"internal/engine", "internal/kai", "internal/usage"},

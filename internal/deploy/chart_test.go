@@ -32,12 +32,16 @@ const (
 	namespace = "gpu-rightsizing"
 )
 
+// minimalSet is the least a release names: its repository. The chart's
+// defaults alone name none, and are refused (TestChartDefaultsRefused).
+const minimalSet = "charts/recommender/ci/minimal-values.yaml"
+
 // optionSets are the documented value files: the examples users start
-// from (examples/helm) and the chart's own (its ci/ folder), plus the
-// defaults (""). Each is a path from the repository's root.
+// from (examples/helm) and the chart's own (its ci/ folder, minimalSet
+// among them). Each is a path from the repository's root.
 func optionSets(t *testing.T) []string {
 	t.Helper()
-	sets := []string{""}
+	var sets []string
 	for _, pattern := range []string{"examples/helm/*.yaml", "charts/recommender/ci/*-values.yaml"} {
 		files, err := filepath.Glob(filepath.Join(root, pattern))
 		require.NoError(t, err)
@@ -185,6 +189,9 @@ func TestChartRender(t *testing.T) {
 			pod := job.Template.Spec
 			require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 			saName := release + "-recommender"
+			if full, _ := vals["fullnameOverride"].(string); full != "" {
+				saName = full
+			}
 			if sa, _ := vals["serviceAccount"].(map[string]any); sa != nil && sa["name"] != nil {
 				saName = sa["name"].(string)
 			}
@@ -351,7 +358,7 @@ func TestChartRBAC(t *testing.T) {
 		want      []string
 		token     bool
 	}{
-		{name: "defaults: KAI queues, read-only", want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
+		{name: "defaults: KAI queues, read-only", set: minimalSet, want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
 		{
 			name: "read-only namespaces, no queues", set: "charts/recommender/ci/readonly-namespaces-values.yaml",
 			want: []string{"inference apps deployments get", "inference apps deployments list",
@@ -365,7 +372,7 @@ func TestChartRBAC(t *testing.T) {
 			want:  liveGrants(" scheduling.run.ai queues get", " scheduling.run.ai queues list"),
 			token: true,
 		},
-		{name: "no RBAC", overrides: map[string]any{"rbac": map[string]any{"create": false}}, want: nil, token: false},
+		{name: "no RBAC", set: minimalSet, overrides: map[string]any{"rbac": map[string]any{"create": false}}, want: nil, token: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -405,13 +412,25 @@ func TestChartSchemaRejects(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var vals map[string]any
-			require.NoError(t, yaml.Unmarshal([]byte(tt.vals), &vals))
+			vals := readValues(t, minimalSet)
+			var overrides map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(tt.vals), &overrides))
+			maps.Copy(vals, overrides)
 			_, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tt.err)
 		})
 	}
+}
+
+// TestChartDefaultsRefused: the chart's defaults name no repository, and
+// `helm install` without one is refused, naming what is missing, as the
+// job would be refused at its first run.
+func TestChartDefaultsRefused(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	_, err = util.ToRenderValues(ch, nil, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	require.ErrorContains(t, err, "at '/config': missing property 'github'")
 }
 
 // TestChartSSH: the SSH option set mounts the deploy key and known_hosts
@@ -449,7 +468,7 @@ func TestChartSSH(t *testing.T) {
 	require.Contains(t, c.Env, corev1.EnvVar{Name: "RECOMMENDER_GIT_KNOWN_HOSTS_FILE", Value: "/var/run/secrets/recommender/git-ssh/known-hosts"})
 
 	// Without SSH, no key is mounted.
-	objs = render(t, nil)
+	objs = render(t, readValues(t, minimalSet))
 	for _, e := range objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
 		require.NotContains(t, e.Name, "GIT_")
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package patcher
+package helm
 
 import "os/exec"
 
