@@ -28,16 +28,21 @@ var commandDocs = []string{"README.md", "docs/install.md"}
 // listed here fails the test, so that no command is passed over in
 // silence.
 var skippedPrograms = map[string]string{
-	"cd":          "moves into a directory the lines before made",
-	"cat":         "writes a file from the block's here-document",
-	"curl":        "downloads over the network",
-	"docker":      "needs a Docker engine",
-	"git":         "clones or pushes over the network",
-	"helm":        "installs into a cluster",
-	"kubectl":     "needs a cluster",
-	"ssh-keygen":  "writes a key pair",
-	"ssh-keyscan": "asks a server on the network for its host keys",
-	"yq":          "a tool of the reader's, not of the repository",
+	"cd":                               "moves into a directory the lines before made",
+	"cat":                              "writes a file from the block's here-document",
+	"curl":                             "downloads over the network",
+	"docker":                           "needs a Docker engine",
+	"git":                              "clones or pushes over the network",
+	"helm":                             "installs into a cluster",
+	"kubectl":                          "needs a cluster",
+	"ssh-keygen":                       "writes a key pair",
+	"ssh-keyscan":                      "asks a server on the network for its host keys",
+	"yq":                               "a tool of the reader's, not of the repository",
+	"sha256sum":                        "checks files downloaded from a release",
+	"umask":                            "a shell built-in, around a secret's file",
+	"printf":                           "writes a secret the reader holds into a file",
+	"rm":                               "removes the secret's file once the cluster holds it",
+	"./recommender_v1.2.3_linux_amd64": "a binary downloaded from a release (its `version` command is checked as `recommender version`)",
 }
 
 // docCommand is one simple command of a document: its words, with the
