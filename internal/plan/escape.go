@@ -59,3 +59,8 @@ func needsEscape(s, keep string) bool {
 func shown(r rune, keep string) bool {
 	return unicode.IsPrint(r) || strings.ContainsRune(keep, r)
 }
+
+// MarkdownCell is s escaped for one cell of a Markdown table or one list
+// item, as the plan's Markdown escapes it: a run's summary quotes the
+// same names and errors.
+func MarkdownCell(s string) string { return mdCell(s) }
