@@ -124,4 +124,3 @@ func (p *Pushgateway) waitReady(ctx context.Context, done <-chan struct{}, waitE
 		}
 	}
 }
-
