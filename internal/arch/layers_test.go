@@ -55,7 +55,8 @@ var allowed = map[string][]string{
 	"internal/notify":     {"internal/summary"},
 	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/live",
 		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report", "internal/scm", "internal/usage"},
+		"internal/notify", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report",
+		"internal/runmetrics", "internal/scm", "internal/summary", "internal/usage"},
 }
 
 // packages lists the module's packages (not test files): every directory

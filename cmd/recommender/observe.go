@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-rightsizing/recommender/internal/live"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/notify"
+	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/runmetrics"
+	runsummary "github.com/gpu-rightsizing/recommender/internal/summary"
+)
+
+// observeFlags are run's settings of what it tells about itself when it
+// ends (docs/observe.md): its summary on stdout, its metrics, an Event on
+// its CronJob, a chat message.
+type observeFlags struct {
+	Output          string
+	PushgatewayURL  string
+	PushgatewayJob  string
+	MetricsTextfile string
+	WebhookURLFile  string
+	WebhookURLEnv   string
+	EventCronJob    string
+
+	cronJob notify.CronJob
+}
+
+func (o *observeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.Output, "output", "o", "", "output `format`: table, json or markdown (for a CI job's summary; run's: docs/observe.md); run's default: the table when stdout is a terminal, else nothing (plan's: table)")
+	fs.StringVar(&o.PushgatewayURL, "pushgateway-url", "", "push the run's metrics to the Prometheus Pushgateway at this `URL`")
+	fs.StringVar(&o.PushgatewayJob, "pushgateway-job", runmetrics.DefaultJob, "the `job` label of the pushed metrics (one per repository a schedule runs on)")
+	fs.StringVar(&o.MetricsTextfile, "metrics-textfile", "", "write the run's metrics to this `file` for the node exporter's textfile collector (*.prom)")
+	fs.StringVar(&o.WebhookURLFile, "webhook-url-file", "", "post the run's summary to the chat webhook (Slack-compatible) whose URL is in this `file`")
+	fs.StringVar(&o.WebhookURLEnv, "webhook-url-env", "", "post the run's summary to the chat webhook whose URL is in this environment `variable`")
+	fs.StringVar(&o.EventCronJob, "event-cronjob", "", "record the run's outcome as an Event on this CronJob, `NAMESPACE/NAME` (the chart sets it), through --kubeconfig or the service account")
+}
+
+func (o *observeFlags) check() error {
+	switch o.Output {
+	case "", "table", "json", "markdown":
+	default:
+		return flagErrorf("invalid `--output` %q: use table, json or markdown", o.Output)
+	}
+	if o.PushgatewayURL != "" {
+		if err := runmetrics.CheckURL(o.PushgatewayURL); err != nil {
+			return flagErrorf("`--pushgateway-url`: %v", err)
+		}
+		if o.PushgatewayJob == "" {
+			return flagErrorf("`--pushgateway-job` must not be empty")
+		}
+	}
+	if o.WebhookURLFile != "" && o.WebhookURLEnv != "" {
+		return flagErrorf("`--webhook-url-file` and `--webhook-url-env` exclude each other")
+	}
+	if o.EventCronJob != "" {
+		var err error
+		if o.cronJob, err = notify.ParseCronJob(o.EventCronJob); err != nil {
+			return flagErrorf("`--event-cronjob` %v", err)
+		}
+	}
+	return nil
+}
+
+// table is where the run's tables go: stdout when asked for, or by
+// default when stdout is a terminal; a pod's or a CI job's stdout gets
+// no table to mix with its logs.
+func (o *observeFlags) table(s streams) io.Writer {
+	if o.Output == "table" || o.Output == "" && isTerminal(s.Out) {
+		return s.Out
+	}
+	return io.Discard
+}
+
+// reportTimeout bounds each report a run makes when it ends.
+const reportTimeout = 20 * time.Second
+
+// finish tells what the run did, once it ended at end: the summary on
+// stdout as --output asks, then the metrics, the Event and the webhook's
+// message. A failure of these is a warning, not the run's failure: the
+// run's work is done, a failed Job would be run again for it, and an
+// alert on stale metrics (docs/observe.md) catches metrics that stop
+// arriving. Only writing stdout fails the run.
+func (o *observeFlags) finish(ctx context.Context, out io.Writer, log *slog.Logger, kubeconfig string, s runsummary.Summary, end time.Time) error {
+	var err error
+	switch o.Output {
+	case "json":
+		err = s.WriteJSON(out)
+	case "markdown":
+		err = s.WriteMarkdown(out)
+	}
+	// A cancelled run (SIGTERM) still reports, within the pod's grace.
+	ctx = context.WithoutCancel(ctx)
+	report := func(what string, f func(context.Context) error) {
+		c, cancel := context.WithTimeout(ctx, reportTimeout)
+		defer cancel()
+		if e := f(c); e != nil {
+			log.Warn("the run's "+what+" failed; the run's outcome stands", "error", e.Error())
+		}
+	}
+	if o.MetricsTextfile != "" {
+		report("metrics textfile", func(context.Context) error { return runmetrics.WriteTextfile(o.MetricsTextfile, s, end) })
+	}
+	if o.PushgatewayURL != "" {
+		report("metrics push", func(c context.Context) error {
+			return runmetrics.Push(c, &http.Client{Timeout: reportTimeout}, o.PushgatewayURL, o.PushgatewayJob, s, end)
+		})
+	}
+	if o.EventCronJob != "" {
+		report("event", func(c context.Context) error { return recordEvent(c, kubeconfig, o.cronJob, s, end) })
+	}
+	if o.WebhookURLFile != "" || o.WebhookURLEnv != "" {
+		report("webhook", func(c context.Context) error {
+			u, err := o.webhookURL()
+			if err != nil {
+				return err
+			}
+			return notify.Webhook{URL: u}.Send(c, notify.NewMessage(s))
+		})
+	}
+	return err
+}
+
+// webhookURL reads the webhook's URL, a secret, from its file or
+// variable.
+func (o *observeFlags) webhookURL() (string, error) {
+	if o.WebhookURLFile != "" {
+		u, err := prometheus.ReadSecret(o.WebhookURLFile)
+		if err != nil {
+			return "", fmt.Errorf("webhook URL: %w", err)
+		}
+		return u, nil
+	}
+	u, ok := os.LookupEnv(o.WebhookURLEnv)
+	if !ok || u == "" {
+		return "", fmt.Errorf("webhook URL: environment variable %s is not set", o.WebhookURLEnv)
+	}
+	return u, nil
+}
+
+func recordEvent(ctx context.Context, kubeconfig string, cj notify.CronJob, s runsummary.Summary, end time.Time) error {
+	cfg, err := live.RESTConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	// In a pod, the host name is the pod's name.
+	host, _ := os.Hostname()
+	rec, err := notify.NewRecorder(cfg, host)
+	if err != nil {
+		return err
+	}
+	return rec.Record(ctx, cj, s, end)
+}
+
+// runOutcome is how a run ended, from its error and its report.
+func runOutcome(err error, rep *publish.Report) runsummary.Outcome {
+	switch {
+	case errors.Is(err, errProblems):
+		return runsummary.Problems
+	case errors.Is(err, errChanges):
+		return runsummary.ChangesProposed
+	case err != nil:
+		return runsummary.Failed
+	case rep != nil && rep.Count(publish.Opened)+rep.Count(publish.Updated) > 0:
+		return runsummary.ChangesProposed
+	}
+	return runsummary.NothingToDo
+}
