@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"internal/testenv/forge":       {"internal/testenv"},
 	"internal/testenv/kubeenv":     {"internal/testenv"},
 	"internal/arch":                {},
-	"internal/deploy":              {"internal/notify", "internal/summary"},
+	"internal/deploy":              {},
 	"internal/engine":              {"internal/kai", "internal/usage"},
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/consolidate":         {"internal/engine", "internal/kai", "internal/usage"},
