@@ -15,6 +15,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/notify"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/runmetrics"
 	runsummary "github.com/gpu-rightsizing/recommender/internal/summary"
@@ -85,18 +86,25 @@ func (o *observeFlags) table(s streams) io.Writer {
 const reportTimeout = 20 * time.Second
 
 // finish tells what the run did, once it ended at end: the summary on
-// stdout as --output asks, then the metrics, the Event and the webhook's
+// stdout as --output asks (Markdown with the plan p, when the run got to
+// one), then the metrics, the Event and the webhook's
 // message. A failure of these is a warning, not the run's failure: the
 // run's work is done, a failed Job would be run again for it, and an
 // alert on stale metrics (docs/observe.md) catches metrics that stop
 // arriving. Only writing stdout fails the run.
-func (o *observeFlags) finish(ctx context.Context, out io.Writer, log *slog.Logger, kubeconfig string, s runsummary.Summary, end time.Time) error {
+func (o *observeFlags) finish(ctx context.Context, out io.Writer, log *slog.Logger, kubeconfig string, s runsummary.Summary, p *plan.Plan, end time.Time) error {
 	var err error
 	switch o.Output {
 	case "json":
 		err = s.WriteJSON(out)
 	case "markdown":
+		// The run, then what it decided and why, for a reviewer.
 		err = s.WriteMarkdown(out)
+		if err == nil && p != nil {
+			if _, err = io.WriteString(out, "\n"); err == nil {
+				err = p.WriteMarkdown(out)
+			}
+		}
 	}
 	// A cancelled run (SIGTERM) still reports, within the pod's grace.
 	ctx = context.WithoutCancel(ctx)

@@ -258,7 +258,7 @@ func (o *runOptions) ended(ctx context.Context, start time.Time, p *plan.Plan, r
 	logSummary(o.Logger, outcome, p, rep, lr.Summary(), o.DryRun, end.Sub(start), err)
 	s := runsummary.New(runsummary.Run{Outcome: outcome, Err: err, DryRun: o.DryRun, Started: start, Duration: end.Sub(start),
 		Plan: p, Report: rep, LiveOn: lr != nil, Live: lr.Results()})
-	if werr := o.Observe.finish(ctx, o.IO.Out, o.Logger, o.Live.Kubeconfig, s, end); werr != nil && err == nil {
+	if werr := o.Observe.finish(ctx, o.IO.Out, o.Logger, o.Live.Kubeconfig, s, p, end); werr != nil && err == nil {
 		return werr
 	}
 	return err
