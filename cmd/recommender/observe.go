@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -34,6 +35,8 @@ type observeFlags struct {
 	EventCronJob    string
 
 	cronJob notify.CronJob
+	// webhookURL is the webhook's URL, read once the flags are checked.
+	webhookURL string
 }
 
 func (o *observeFlags) register(fs *pflag.FlagSet) {
@@ -62,6 +65,14 @@ func (o *observeFlags) check() error {
 	}
 	if o.WebhookURLFile != "" && o.WebhookURLEnv != "" {
 		return flagErrorf("`--webhook-url-file` and `--webhook-url-env` exclude each other")
+	}
+	if o.WebhookURLFile != "" || o.WebhookURLEnv != "" {
+		// Read now: a missing secret is a mistake to hear of before the
+		// run does its work, not a warning after it.
+		var err error
+		if o.webhookURL, err = o.readWebhookURL(); err != nil {
+			return flagErrorf("%v", err)
+		}
 	}
 	if o.EventCronJob != "" {
 		var err error
@@ -126,31 +137,28 @@ func (o *observeFlags) finish(ctx context.Context, out io.Writer, log *slog.Logg
 	if o.EventCronJob != "" {
 		report("event", func(c context.Context) error { return recordEvent(c, kubeconfig, o.cronJob, s, end) })
 	}
-	if o.WebhookURLFile != "" || o.WebhookURLEnv != "" {
-		report("webhook", func(c context.Context) error {
-			u, err := o.webhookURL()
-			if err != nil {
-				return err
-			}
-			return notify.Webhook{URL: u}.Send(c, notify.NewMessage(s))
-		})
+	if o.webhookURL != "" {
+		report("webhook", func(c context.Context) error { return notify.Webhook{URL: o.webhookURL}.Send(c, notify.NewMessage(s)) })
 	}
 	return err
 }
 
-// webhookURL reads the webhook's URL, a secret, from its file or
-// variable.
-func (o *observeFlags) webhookURL() (string, error) {
+// readWebhookURL reads the webhook's URL, a secret, from its file or
+// variable, and checks it is an http(s) URL without quoting it.
+func (o *observeFlags) readWebhookURL() (string, error) {
+	var u, from string
 	if o.WebhookURLFile != "" {
-		u, err := prometheus.ReadSecret(o.WebhookURLFile)
-		if err != nil {
-			return "", fmt.Errorf("webhook URL: %w", err)
+		var err error
+		if u, err = prometheus.ReadSecret(o.WebhookURLFile); err != nil {
+			return "", fmt.Errorf("`--webhook-url-file`: %w", err)
 		}
-		return u, nil
+		from = "the file " + o.WebhookURLFile
+	} else {
+		u = os.Getenv(o.WebhookURLEnv)
+		from = "the environment variable " + o.WebhookURLEnv
 	}
-	u, ok := os.LookupEnv(o.WebhookURLEnv)
-	if !ok || u == "" {
-		return "", fmt.Errorf("webhook URL: environment variable %s is not set", o.WebhookURLEnv)
+	if p, err := url.Parse(u); err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" {
+		return "", fmt.Errorf("the webhook URL in %s: want http:// or https:// and a host", from)
 	}
 	return u, nil
 }

@@ -104,7 +104,7 @@ func CheckURL(raw string) error {
 	if err != nil {
 		return errors.New("pushgateway URL: not a valid URL")
 	}
-	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	shown := (&url.URL{Scheme: u.Scheme, Opaque: u.Opaque, Host: u.Host, Path: u.Path}).String()
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
 		return fmt.Errorf("pushgateway URL %s: want http:// or https:// and a host", shown)
