@@ -32,7 +32,7 @@ type Pushgateway struct {
 func (p *Pushgateway) Log() string { return p.out.String() }
 
 // StartPushgateway starts a Pushgateway on a free loopback port, with
-// nothing persisted, and stops it when the test ends. It returns once the
+// nothing persisted (Debian's default file is shared), and stops it when the test ends. It returns once the
 // Pushgateway answers /-/ready. Without prometheus-pushgateway on PATH
 // the test is skipped, or fails under StrictEnv; the Debian package's own
 // service plays no part.
@@ -52,7 +52,10 @@ func StartPushgateway(t testing.TB) *Pushgateway {
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		out := NewTailBuffer(8 << 10)
-		cmd := exec.Command(bin, "--web.listen-address="+addr)
+		// Debian's build persists to /var/lib/prometheus by default: an
+		// empty file name keeps everything in memory, so that no test
+		// sees another's metrics.
+		cmd := exec.Command(bin, "--web.listen-address="+addr, "--persistence.file=")
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting %s: %v", bin, err)
