@@ -190,7 +190,7 @@ func TestRunWebhook(t *testing.T) {
 	var msg struct{ Text string }
 	require.NoError(t, json.Unmarshal([]byte(bodies[0]), &msg))
 	lines := strings.Split(msg.Text, "\n")
-	require.Regexp(t, `^GPU rightsizing run changes proposed: pull requests 4 opened; 2 upsize, 2 scale-back, 2 unchanged, 1 skipped; took [0-9.]+s$`, lines[0])
+	require.Regexp(t, `^GPU rightsizing run changes proposed: pull requests 4 opened; 2 upsize, 2 scaleBack, 2 none, 1 skipped; took [0-9.]+s$`, lines[0])
 	require.Contains(t, lines, "- opened inference/Deployment/chat file://"+repo+"/.git/gpu-rightsizing/pulls/0002.md")
 
 	fail = true

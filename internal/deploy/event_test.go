@@ -86,7 +86,7 @@ func TestChartEventOnCluster(t *testing.T) {
 	require.Equal(t, "Run", ev.Action)
 	require.Equal(t, notify.Controller, ev.ReportingComponent)
 	require.Equal(t, "gpu-recommender-29408417-x7k2p", ev.ReportingInstance)
-	require.Equal(t, "GPU rightsizing run failed: no pull request; 0 upsize, 0 scale-back, 0 unchanged, 0 skipped; took 3.0s; error: clone: 401 Unauthorized", ev.Message)
+	require.Equal(t, "GPU rightsizing run failed: no pull request; 0 upsize, 0 scaleBack, 0 none, 0 skipped; took 3.0s; error: clone: 401 Unauthorized", ev.Message)
 
 	err = rec.Record(t.Context(), notify.CronJob{Namespace: namespace, Name: "other"}, s, end)
 	require.ErrorIs(t, err, notify.ErrEvent)

@@ -42,7 +42,7 @@ func TestWebhookSend(t *testing.T) {
 	s := summary.New(summary.Run{Outcome: summary.ChangesProposed, Duration: 1500 * time.Millisecond,
 		Report: &publish.Report{Results: []publish.Result{{Key: "inference/Deployment/chat<b>&", Outcome: publish.Opened, Number: 3,
 			URL: "https://github.com/acme/gitops/pull/3"}}}})
-	const text = `{"text":"GPU rightsizing run changes proposed: pull requests 1 opened; 0 upsize, 0 scale-back, 0 unchanged, 0 skipped; took 1.5s\n` +
+	const text = `{"text":"GPU rightsizing run changes proposed: pull requests 1 opened; 0 upsize, 0 scaleBack, 0 none, 0 skipped; took 1.5s\n` +
 		`- opened inference/Deployment/chat&lt;b&gt;&amp; https://github.com/acme/gitops/pull/3"}`
 	tests := []struct {
 		name     string

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 )
@@ -69,10 +68,14 @@ func (s Summary) pullRequestCounts() string {
 	return "pull requests " + strings.Join(parts, ", ")
 }
 
-// decisionCounts says the decisions that change something, and the rest.
+// decisionCounts counts the decisions by action, each named as the plan,
+// its JSON and the pull requests name it.
 func (s Summary) decisionCounts() string {
-	c := s.Decisions
-	return fmt.Sprintf("%d upsize, %d scale-back, %d unchanged, %d skipped", c[engine.Upsize], c[engine.ScaleBack], c[engine.NoChange], c[engine.Skipped])
+	var parts []string
+	for _, a := range Actions() {
+		parts = append(parts, fmt.Sprintf("%d %s", s.Decisions[a], a))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // outcomeText says what a dry run would have done as such, as the table

@@ -117,7 +117,7 @@ func TestLines(t *testing.T) {
 		want  []string
 	}{
 		{name: "all", limit: 10, want: []string{
-			"GPU rightsizing run finished with problems: pull requests 1 opened, 1 updated, 1 closed, 1 failed; 1 upsize, 1 scale-back, 1 unchanged, 1 skipped; 2 problem(s); 1 live change(s); took 3.2s",
+			"GPU rightsizing run finished with problems: pull requests 1 opened, 1 updated, 1 closed, 1 failed; 1 upsize, 1 scaleBack, 1 none, 1 skipped; 2 problem(s); 1 live change(s); took 3.2s",
 			"- opened inference/Deployment/chat https://github.com/acme/gitops/pull/12",
 			"- updated inference/Deployment/embed https://github.com/acme/gitops/pull/9",
 			"- closed inference/Deployment/old https://github.com/acme/gitops/pull/3",
@@ -126,7 +126,7 @@ func TestLines(t *testing.T) {
 			"- problem: usage query for 2 workload(s) failed: 503",
 		}},
 		{name: "capped", limit: 1, want: []string{
-			"GPU rightsizing run finished with problems: pull requests 1 opened, 1 updated, 1 closed, 1 failed; 1 upsize, 1 scale-back, 1 unchanged, 1 skipped; 2 problem(s); 1 live change(s); took 3.2s",
+			"GPU rightsizing run finished with problems: pull requests 1 opened, 1 updated, 1 closed, 1 failed; 1 upsize, 1 scaleBack, 1 none, 1 skipped; 2 problem(s); 1 live change(s); took 3.2s",
 			"- opened inference/Deployment/chat https://github.com/acme/gitops/pull/12",
 			"- … and 3 more pull request(s)",
 			"- problem: policies/bad.yaml:3:5: spec.window: bad duration \"7x\"",
