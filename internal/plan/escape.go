@@ -60,7 +60,7 @@ func shown(r rune, keep string) bool {
 	return unicode.IsPrint(r) || strings.ContainsRune(keep, r)
 }
 
-// MarkdownCell is s escaped for one cell of a Markdown table or one list
-// item, as the plan's Markdown escapes it: a run's summary quotes the
-// same names and errors.
+// MarkdownCell escapes text for one Markdown table cell or list item, as
+// the plan's Markdown does: no line break, no pipe, no markup or HTML of
+// the text's own (so no hidden comment either).
 func MarkdownCell(s string) string { return mdCell(s) }
