@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the programs the tests run for real, when they are missing:
-# Prometheus's promtool and server (Debian's prometheus package), git,
+# Prometheus's promtool and server (Debian's prometheus package), its
+# Pushgateway (prometheus-pushgateway), git,
 # OpenSSH's server, etcd (Debian's etcd-server package), kube-apiserver
 # (hack/kube-apiserver) and Flux's source-, kustomize- and helm-controller
 # (hack/flux), each built once into a cache outside the work tree.
@@ -14,6 +15,9 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 # etcd stores what the tests' kube-apiserver serves.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# The Pushgateway a run pushes its metrics to; the tests start their own on
+# a loopback port, so the package's own service does not matter.
+command -v prometheus-pushgateway >/dev/null 2>&1 || need+=(prometheus-pushgateway)
 # sshd run as root needs its privilege separation directory, which only
 # a booted system's tmpfiles creates.
 if [ "$(id -u)" -eq 0 ] && [ ! -d /run/sshd ]; then install -d -m 0755 /run/sshd; fi

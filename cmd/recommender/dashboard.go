@@ -43,6 +43,8 @@ func (o *runOptions) writeDashboard(ctx context.Context, d *dashboard.Dashboard,
 	if res.Detail != "" {
 		line += " (" + res.Detail + ")"
 	}
-	fmt.Fprintln(o.IO.Out, plan.Printable(line))
+	// With the run's tables: a JSON or Markdown summary on stdout stays
+	// whole.
+	fmt.Fprintln(o.Observe.table(o.IO), plan.Printable(line))
 	return false
 }

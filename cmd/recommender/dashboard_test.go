@@ -33,7 +33,7 @@ func TestRunDashboard(t *testing.T) {
 	}
 	pulls := filepath.Join(repo, ".git", "gpu-rightsizing", "pulls")
 	file := filepath.Join(pulls, "issue-0001.md")
-	args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om"}
+	args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om", "--output", "table"}
 	run := func(extra ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer

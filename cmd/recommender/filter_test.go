@@ -93,7 +93,7 @@ func TestPlanFilter(t *testing.T) {
 // requests; an unfiltered run then finds them all as they were.
 func TestRunFilterLeavesOtherPullRequestsAlone(t *testing.T) {
 	repo := gitQuickstart(t)
-	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics}
+	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics, "--output", "table"}
 	_, errOut, code := run(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["opened"])

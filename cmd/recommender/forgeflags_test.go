@@ -99,6 +99,7 @@ func TestRunGitHubOverSSH(t *testing.T) {
 		"  sshKeyFile: " + sshd.KeyFile,
 		"  knownHostsFile: " + sshd.KnownHostsFile,
 		"metrics: {file: ../../examples/quickstart/metrics.om}",
+		"output: table",
 		"",
 	}, "\n"))
 	var out, errOut bytes.Buffer

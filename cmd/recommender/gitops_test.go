@@ -54,7 +54,7 @@ func newGitOps(t *testing.T, files map[string]string) *gitops {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(g.forge.Token+"\n"), 0o600))
 	g.run = []string{"run", "--scm", "github", "--github-repo", gitopsRepo, "--github-url", g.forge.BaseURL(),
-		"--github-token-file", tokenFile, "--metrics-file", "../../examples/quickstart/metrics.om"}
+		"--github-token-file", tokenFile, "--metrics-file", "../../examples/quickstart/metrics.om", "--output", "table"}
 	g.kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n"))
 	g.flux.GitRepositorySource(t, "gitops", g.git.RepoURL(gitopsRepo), g.git.Token, "main")
 	return g

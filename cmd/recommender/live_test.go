@@ -75,7 +75,7 @@ func deployment(t *testing.T, kube *kubeenv.APIServer, name string) *appsv1.Depl
 func TestRunLive(t *testing.T) {
 	repo, kube := liveQuickstart(t)
 	base := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om",
-		"--live", "--live-namespaces", "inference", "--kubeconfig", kube.Kubeconfig(t, kubeenv.Admin)}
+		"--live", "--live-namespaces", "inference", "--kubeconfig", kube.Kubeconfig(t, kubeenv.Admin), "--output", "table"}
 	gen := deployment(t, kube, "chat").Generation
 
 	var out, errOut bytes.Buffer

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
+	runsummary "github.com/gpu-rightsizing/recommender/internal/summary"
 )
 
 type runOptions struct {
@@ -55,6 +55,7 @@ type runOptions struct {
 	// DetailedExitCode: exit 4 when a pull request is opened or updated.
 	DetailedExitCode bool
 	Live             liveFlags
+	Observe          observeFlags
 	Dashboard        bool
 
 	Now func() time.Time
@@ -131,6 +132,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when a pull request is opened or updated, 0 when there is nothing to do")
 	opts.Live.register(f)
+	opts.Observe.register(f)
 	f.BoolVar(&opts.Dashboard, "dashboard", true, "keep one issue (with --scm local, a Markdown file beside the pull requests) that sums the run up, and act on the boxes people tick in it")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
@@ -185,17 +187,22 @@ func (o *runOptions) check(parseUsage func() error) error {
 			return flagErrorf("`--%s` must be %d or more, got %d", n.flag, n.min, n.value)
 		}
 	}
+	if err := o.Observe.check(); err != nil {
+		return err
+	}
 	return o.Live.check()
 }
 
 func runRun(ctx context.Context, opts *runOptions) (err error) {
 	// One line per run says how it went, for whoever reads a CronJob's
-	// logs; p and rep fill it in as far as the run got.
+	// logs, and the run's summary goes where --output and the observe
+	// flags say; p, rep and lr fill them in as far as the run got.
 	var p *plan.Plan
 	var rep *publish.Report
 	var lr *fastpath.Stage
 	start := time.Now()
-	defer func() { logSummary(opts.Logger, p, rep, lr.Summary(), opts.DryRun, time.Since(start), err) }()
+	defer func() { err = opts.ended(ctx, start, p, rep, lr, err) }()
+	table := opts.Observe.table(opts.IO)
 	forge, url, auth, err := opts.forge(ctx)
 	if err != nil {
 		return err
@@ -242,10 +249,10 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteTable(opts.IO.Out); err != nil {
+	if err := rep.WriteTable(table); err != nil {
 		return err
 	}
-	liveFailed, err := lr.Finish(ctx, forge, rep, plan.Grouping(opts.GroupBy), opts.IO.Out)
+	liveFailed, err := lr.Finish(ctx, forge, rep, plan.Grouping(opts.GroupBy), table)
 	if err != nil {
 		return err
 	}
@@ -262,20 +269,27 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	return nil
 }
 
+// ended tells how a run that began at start went, once it ended with
+// err: the log's summary line, then the run's summary where --output and
+// the observe flags say. It returns err, or else a failure to write
+// stdout.
+func (o *runOptions) ended(ctx context.Context, start time.Time, p *plan.Plan, rep *publish.Report, lr *fastpath.Stage, err error) error {
+	end := time.Now()
+	outcome := runOutcome(err, rep)
+	logSummary(o.Logger, outcome, p, rep, lr.Summary(), o.DryRun, end.Sub(start), err)
+	s := runsummary.New(runsummary.Run{Outcome: outcome, Err: err, DryRun: o.DryRun, Started: start, Duration: end.Sub(start),
+		Plan: p, Report: rep, LiveOn: lr != nil, Live: lr.Results()})
+	if werr := o.Observe.finish(ctx, o.IO.Out, o.Logger, o.Live.Kubeconfig, s, p, end); werr != nil && err == nil {
+		return werr
+	}
+	return err
+}
+
 // logSummary logs the one line that sums a run up: its outcome, what the
 // plan decided, what happened to the pull requests, how long it took.
-func logSummary(log *slog.Logger, p *plan.Plan, rep *publish.Report, live []any, dryRun bool, took time.Duration, err error) {
-	outcome := "nothing to do"
-	switch {
-	case errors.Is(err, errProblems):
-		outcome = "problems"
-	case errors.Is(err, errChanges):
-		outcome = "changes proposed"
-	case err != nil:
-		outcome = "failed"
-	case rep != nil && rep.Count(publish.Opened)+rep.Count(publish.Updated) > 0:
-		outcome = "changes proposed"
-	}
+func logSummary(log *slog.Logger, o runsummary.Outcome, p *plan.Plan, rep *publish.Report, live []any, dryRun bool, took time.Duration, err error) {
+	outcome := map[runsummary.Outcome]string{runsummary.NothingToDo: "nothing to do", runsummary.ChangesProposed: "changes proposed",
+		runsummary.Problems: "problems", runsummary.Failed: "failed"}[o]
 	attrs := []any{"outcome", outcome, "dryRun", dryRun, "duration", took.Round(time.Millisecond).String()}
 	if p != nil {
 		attrs = append(attrs, slog.Group("decisions", p.DecisionCounts()...), "problems", len(p.Problems))

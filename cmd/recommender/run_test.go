@@ -35,7 +35,7 @@ func TestRunLocal(t *testing.T) {
 	git("add", "-A")
 	git("commit", "-q", "-m", "quickstart")
 
-	args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om"}
+	args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om", "--output", "table"}
 	var out, errOut bytes.Buffer
 
 	// A dry run says what it would do, and writes nothing at all.
@@ -94,7 +94,7 @@ func TestRunGitLabWithPrometheus(t *testing.T) {
 	t.Setenv("GITLAB_TOKEN", git.Token)
 
 	args := []string{"run", "--scm", "gitlab", "--gitlab-url", fake.URL, "--gitlab-project", "infra/gitops",
-		"--prometheus-url", prom.URL, "--at", "2026-11-30T12:00:00Z"}
+		"--prometheus-url", prom.URL, "--at", "2026-11-30T12:00:00Z", "--output", "table"}
 	var out, errOut bytes.Buffer
 	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
@@ -119,7 +119,7 @@ func TestRunGitHub(t *testing.T) {
 	require.NoError(t, os.WriteFile(tokenFile, []byte(fake.Token+"\n"), 0o600))
 
 	args := []string{"run", "--scm", "github", "--github-repo", "acme/gitops", "--github-url", fake.BaseURL(),
-		"--github-token-file", tokenFile, "--metrics-file", "../../examples/quickstart/metrics.om"}
+		"--github-token-file", tokenFile, "--metrics-file", "../../examples/quickstart/metrics.om", "--output", "table"}
 	var out, errOut bytes.Buffer
 	require.Equal(t, exitOK, Main(args, &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")

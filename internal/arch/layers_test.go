@@ -53,10 +53,13 @@ var allowed = map[string][]string{
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"internal/dashboard": {"internal/consolidate", "internal/engine", "internal/plan",
 		"internal/publish", "internal/scm", "internal/usage"},
+	"internal/summary":    {"internal/engine", "internal/live", "internal/plan", "internal/publish"},
+	"internal/runmetrics": {"internal/summary"},
+	"internal/notify":     {"internal/summary"},
 	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/live",
 		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report", "internal/scm", "internal/usage",
-		"internal/dashboard"},
+		"internal/notify", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report",
+		"internal/runmetrics", "internal/scm", "internal/summary", "internal/usage", "internal/dashboard"},
 }
 
 // packages lists the module's packages (not test files): every directory

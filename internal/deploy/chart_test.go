@@ -309,6 +309,15 @@ func liveGrants(cluster ...string) []string {
 	return out
 }
 
+// withEvents adds to grants what the run's Event needs (docs/observe.md):
+// get on the release's own CronJob, for its UID, and create on events in
+// the release's namespace.
+func withEvents(grants ...string) []string {
+	out := append(slices.Clone(grants), namespace+" batch cronjobs/"+release+"-recommender get", namespace+" events.k8s.io events create")
+	sort.Strings(out)
+	return out
+}
+
 // grants lists every verb granted, one "namespace group resource verb"
 // each ("" namespace: the cluster's).
 func grants(t *testing.T, objs objects) []string {
@@ -316,13 +325,23 @@ func grants(t *testing.T, objs objects) []string {
 	var out []string
 	add := func(ns string, rules []rbacv1.PolicyRule) {
 		for _, r := range rules {
-			require.Empty(t, r.ResourceNames)
 			require.Empty(t, r.NonResourceURLs)
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
+					// A grant on named objects only reads
+					// "resource/name".
+					named := []string{res}
+					if len(r.ResourceNames) > 0 {
+						named = nil
+						for _, n := range r.ResourceNames {
+							named = append(named, res+"/"+n)
+						}
+					}
 					for _, v := range r.Verbs {
 						require.NotEqual(t, "*", v)
-						out = append(out, strings.Join([]string{ns, g, res, v}, " "))
+						for _, res := range named {
+							out = append(out, strings.Join([]string{ns, g, res, v}, " "))
+						}
 					}
 				}
 			}
@@ -358,20 +377,22 @@ func TestChartRBAC(t *testing.T) {
 		want      []string
 		token     bool
 	}{
-		{name: "defaults: KAI queues, read-only", set: minimalSet, want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
+		{name: "defaults: KAI queues, read-only, the run's Event", set: minimalSet, want: withEvents(" scheduling.run.ai queues get", " scheduling.run.ai queues list"), token: true},
 		{
 			name: "read-only namespaces, no queues", set: "charts/recommender/ci/readonly-namespaces-values.yaml",
-			want: []string{"inference apps deployments get", "inference apps deployments list",
-				"staging apps deployments get", "staging apps deployments list"},
+			want: withEvents("inference apps deployments get", "inference apps deployments list",
+				"staging apps deployments get", "staging apps deployments list"),
 			token: true,
 		},
 		{
 			// The fast path's kinds (docs/live.md), each read and patched
 			// in the listed namespaces; nothing is watched.
 			name: "live mode", set: "charts/recommender/ci/live-values.yaml",
-			want:  liveGrants(" scheduling.run.ai queues get", " scheduling.run.ai queues list"),
+			want:  liveGrants(withEvents(" scheduling.run.ai queues get", " scheduling.run.ai queues list")...),
 			token: true,
 		},
+		{name: "no Event", set: minimalSet, overrides: map[string]any{"events": map[string]any{"enabled": false}},
+			want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
 		{name: "no RBAC", set: minimalSet, overrides: map[string]any{"rbac": map[string]any{"create": false}}, want: nil, token: false},
 	}
 	for _, tt := range tests {

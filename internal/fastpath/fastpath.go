@@ -274,6 +274,15 @@ func (lr *Stage) Summary() []any {
 	return counts
 }
 
+// Results are what Finish did, for the run's summary; nil when live mode
+// is off.
+func (lr *Stage) Results() []live.Result {
+	if lr == nil {
+		return nil
+	}
+	return lr.results
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "none"

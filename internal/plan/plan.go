@@ -106,6 +106,10 @@ type Problem struct {
 	Column  int    `json:"column,omitempty"`
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
+	// Cause is what kind of input was refused, as a decision names it
+	// (policy-invalid, manifest-invalid, duplicated, policy-conflict,
+	// query-failed, edit-refused): a run's metrics count problems by it.
+	Cause engine.Cause `json:"cause,omitempty"`
 }
 
 // String reads as the error it came from: every located problem is told
@@ -246,7 +250,7 @@ func (p *Plan) read(ctx context.Context, opts Options) (*policy.Set, *patcher.In
 		return nil, nil, err
 	}
 	for _, e := range set.Errors {
-		p.problem(e)
+		p.problem(engine.CausePolicyInvalid, e)
 	}
 	p.log.Info("policies loaded", "strategies", len(set.Strategies), "proactive", len(set.Proactive),
 		"reactive", len(set.Reactive), "invalid", len(set.Broken))
@@ -259,7 +263,7 @@ func (p *Plan) read(ctx context.Context, opts Options) (*policy.Set, *patcher.In
 		if reported(pr, set) {
 			continue
 		}
-		p.problem(pr)
+		p.problem(engine.CauseManifestInvalid, pr)
 	}
 	p.log.Info("workloads discovered", "count", len(inv.Workloads), "unreadable", len(inv.Problems))
 	if len(inv.Unreleased) > 0 {
@@ -283,18 +287,19 @@ func (p *Plan) govern(set *policy.Set, w patcher.Workload, where []string) (pend
 	case len(where) > 1:
 		// One problem for the lot, at the first definition.
 		if where[0] == w.Where() {
-			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line,
+			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Cause: engine.CauseDuplicated,
 				Message: fmt.Sprintf("%s is defined %d times (%s): which one is deployed is not known", w.Ref, len(where), strings.Join(where, ", "))})
 		}
 		g = policy.Governance{Skip: engine.CauseDuplicated, Why: fmt.Sprintf("defined %d times, so which one is deployed is not known", len(where))}
 	case bad != "":
 		// The manifest itself is in doubt: leave it alone, and say so.
-		p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: bad})
+		p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: bad, Cause: engine.CauseManifestInvalid})
 		g = policy.Governance{Skip: engine.CauseManifestInvalid, Why: bad}
 	case g.Skip == engine.CausePolicyConflict:
 		// Nobody should resolve a conflict by guessing, and nobody
 		// should miss that one is left unresolved.
-		p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why)})
+		p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why),
+			Cause: engine.CausePolicyConflict})
 	}
 	if cur.Form == engine.GPUMemory && g.Skip == "" && g.Strategy != nil && g.Strategy.GPUMemoryMiB > 0 {
 		cur.GPUs = float64(cur.MiB) / float64(g.Strategy.GPUMemoryMiB)
@@ -339,7 +344,7 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 			}
 			// A usage error must never shrink anything: the workloads of
 			// this query get no decision beyond "no change".
-			p.problem(fmt.Errorf("usage query for %d workload(s) failed: %w", len(q.Workloads), err))
+			p.problem(engine.CauseQueryFailed, fmt.Errorf("usage query for %d workload(s) failed: %w", len(q.Workloads), err))
 			for _, r := range q.Workloads {
 				p.failed[r] = err.Error()
 			}
@@ -606,7 +611,8 @@ func (p *Plan) refuse(r patcher.Refusal) {
 			d.Decision = d.Refused(r.Err.Error())
 		}
 	}
-	p.Problems = append(p.Problems, Problem{File: r.File, Message: fmt.Sprintf("edit of %s refused: %v", r.Workload, r.Err)})
+	p.Problems = append(p.Problems, Problem{File: r.File, Message: fmt.Sprintf("edit of %s refused: %v", r.Workload, r.Err),
+		Cause: engine.CauseEditRefused})
 }
 
 // note adds to a decision what its edit left alone on purpose, e.g. a vLLM
@@ -620,16 +626,17 @@ func (p *Plan) note(n patcher.Note) {
 	}
 }
 
-func (p *Plan) problem(err error) {
+// problem records err as a problem of kind c, at the place it names.
+func (p *Plan) problem(c engine.Cause, err error) {
 	var le *located.Error
 	var pr patcher.Problem
 	switch {
 	case errors.As(err, &le) && le.Err != nil:
-		p.Problems = append(p.Problems, Problem{File: le.File, Line: le.Line, Column: le.Column, Field: le.Field, Message: le.Err.Error()})
+		p.Problems = append(p.Problems, Problem{File: le.File, Line: le.Line, Column: le.Column, Field: le.Field, Message: le.Err.Error(), Cause: c})
 	case errors.As(err, &pr):
-		p.Problems = append(p.Problems, Problem{File: pr.File, Line: pr.Line, Message: pr.Err.Error()})
+		p.Problems = append(p.Problems, Problem{File: pr.File, Line: pr.Line, Message: pr.Err.Error(), Cause: c})
 	default:
-		p.Problems = append(p.Problems, Problem{Message: err.Error()})
+		p.Problems = append(p.Problems, Problem{Message: err.Error(), Cause: c})
 	}
 }
 

@@ -77,7 +77,7 @@ func TestMakeUsageErrorNeverShrinks(t *testing.T) {
 	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: src})
 	require.NoError(t, err)
 	require.Empty(t, p.Files)
-	require.Equal(t, []plan.Problem{{Message: "usage query for 6 workload(s) failed: prometheus: 503 Service Unavailable"}}, p.Problems)
+	require.Equal(t, []plan.Problem{{Message: "usage query for 6 workload(s) failed: prometheus: 503 Service Unavailable", Cause: engine.CauseQueryFailed}}, p.Problems)
 	for _, d := range p.Decisions {
 		if d.Workload.Ref.Name == "ocr" {
 			continue
@@ -200,9 +200,9 @@ func TestMakeLeavesDoubtfulManifestsAlone(t *testing.T) {
 	require.Equal(t, []string{"apps/asr/deployment.yaml"}, edited)
 	require.Len(t, p.Problems, 3)
 	require.Contains(t, p.Problems, plan.Problem{File: "apps/summarize/deployment.yaml", Line: 1,
-		Message: "inference/Deployment/summarize is defined 2 times (apps/summarize/deployment.yaml:1, legacy/summarize.yaml:1): which one is deployed is not known"})
+		Message: "inference/Deployment/summarize is defined 2 times (apps/summarize/deployment.yaml:1, legacy/summarize.yaml:1): which one is deployed is not known", Cause: engine.CauseDuplicated})
 	require.Equal(t, plan.Problem{File: "apps/chat/deployment.yaml", Line: 1,
-		Message: "gpu-fraction-num-devices 2: fractions over several devices are not supported yet"}, p.Problems[0])
+		Message: "gpu-fraction-num-devices 2: fractions over several devices are not supported yet", Cause: engine.CauseManifestInvalid}, p.Problems[0])
 }
 
 // TestMakeRefusedEditChangesNothing: when the editor refuses, the decision

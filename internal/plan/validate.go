@@ -79,7 +79,8 @@ func Validate(ctx context.Context, opts Options) (*Validation, error) {
 			continue
 		}
 		if g.Skip == engine.CausePolicyConflict {
-			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why)})
+			p.Problems = append(p.Problems, Problem{File: w.File, Line: w.Line, Message: fmt.Sprintf("%s is left alone: %s", w.Ref, g.Why),
+				Cause: engine.CausePolicyConflict})
 		}
 		v.Workloads = append(v.Workloads, WorkloadSummary{Ref: w.Ref, File: w.File, Line: w.Line,
 			Policies: g.Policies, Skip: g.Skip, Why: g.Why})

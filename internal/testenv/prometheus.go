@@ -50,6 +50,20 @@ func (p *Prometheus) Log() string {
 // server that does not become ready fails the test with the tool's output.
 func StartPrometheus(t testing.TB, openMetricsFiles ...string) *Prometheus {
 	t.Helper()
+	return startPrometheusTB(t, nil, openMetricsFiles)
+}
+
+// StartScrapingPrometheus starts a Prometheus server on 127.0.0.1, as
+// StartPrometheus does, that scrapes targets (host:port) every second
+// with their own labels kept (honor_labels, as a Pushgateway's scrape
+// needs), and serves nothing else.
+func StartScrapingPrometheus(t testing.TB, targets ...string) *Prometheus {
+	t.Helper()
+	return startPrometheusTB(t, targets, nil)
+}
+
+func startPrometheusTB(t testing.TB, targets, openMetricsFiles []string) *Prometheus {
+	t.Helper()
 	prometheus := LookPath(t, "prometheus")
 	if prometheus == "" {
 		return nil
@@ -77,6 +91,7 @@ func StartPrometheus(t testing.TB, openMetricsFiles ...string) *Prometheus {
 		promtool:   promtool,
 		dir:        dir,
 		files:      openMetricsFiles,
+		targets:    targets,
 		log:        logFile,
 	})
 	if err != nil {
@@ -101,6 +116,8 @@ type promSetup struct {
 	// dir holds the configuration and the TSDB; the caller removes it.
 	dir   string
 	files []string // OpenMetrics recordings, plain or .gz
+	// targets are scraped every second, honouring their labels.
+	targets []string
 	// log receives promtool's and the server's output.
 	log io.Writer
 	// readyTimeout bounds the wait for the server; 30 s when zero.
@@ -139,7 +156,7 @@ func startPrometheus(ctx context.Context, s promSetup) (*promServer, error) {
 		return nil, err
 	}
 	config := filepath.Join(s.dir, "prometheus.yml")
-	if err := os.WriteFile(config, []byte(promConfig), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(promConfigFor(s.targets)), 0o644); err != nil {
 		return nil, fmt.Errorf("writing the prometheus configuration: %w", err)
 	}
 
@@ -178,6 +195,27 @@ global:
   scrape_interval: 1m
 scrape_configs: []
 `
+
+// promConfigFor is promConfig, or with targets a configuration that
+// scrapes them every second and keeps the labels they expose.
+func promConfigFor(targets []string) string {
+	if len(targets) == 0 {
+		return promConfig
+	}
+	quoted := make([]string, len(targets))
+	for i, t := range targets {
+		quoted[i] = strconv.Quote(t)
+	}
+	return `# Written by internal/testenv: the test's targets, scraped every second.
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: targets
+    honor_labels: true
+    static_configs:
+      - targets: [` + strings.Join(quoted, ", ") + `]
+`
+}
 
 // backfill loads one recording into db with promtool, which needs a plain
 // file: a gzipped one is decompressed next to the TSDB first.
