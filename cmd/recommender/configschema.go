@@ -109,6 +109,8 @@ func configRules() map[string]config.Rule {
 		"decline-percent":        {Minimum: config.Min(1)},
 		"github-app-id":          {Minimum: config.Min(0)},
 		"github-installation-id": {Minimum: config.Min(0)},
+		"pushgateway-url":        {Patterns: []string{`^$|` + httpURLPattern}},
+		"event-cronjob":          {Patterns: []string{`^$|` + ownerNamePattern}},
 	}
 }
 

@@ -200,7 +200,9 @@ func setPath(m map[string]any, path string, v any) {
 // chartSupplied are the keys whose checks depend on what the chart gives
 // the job beside the config, which a schema of the config cannot see.
 var chartSupplied = map[string]string{
-	"git.url": "an SSH URL needs a key, which the chart mounts from git.ssh's Secret and names in $RECOMMENDER_GIT_SSH_KEY_FILE",
+	"git.url":         "an SSH URL needs a key, which the chart mounts from git.ssh's Secret and names in $RECOMMENDER_GIT_SSH_KEY_FILE",
+	"webhook.urlFile": "the webhook's URL is a secret: the file comes from a Secret the chart mounts, and run reads it",
+	"webhook.urlEnv":  "the webhook's URL is a secret: the variable comes from a Secret (extraEnv), and run reads it",
 }
 
 // TestChartSchemaAgrees: the chart's schema and `config validate` judge a
