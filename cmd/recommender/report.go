@@ -24,6 +24,7 @@ type reportOptions struct {
 	PolicyPaths      []string
 	DefaultNamespace string
 	Kubeconfig       string
+	Placement        string
 
 	Now func() time.Time
 }
@@ -51,6 +52,12 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			if opts.Output != "table" && opts.Output != "json" {
 				return flagErrorf("invalid `--output` %q: use table or json", opts.Output)
 			}
+			switch {
+			case opts.Placement != "cluster" && opts.Placement != "metrics":
+				return flagErrorf("invalid `--placement` %q: use cluster or metrics", opts.Placement)
+			case opts.Placement == "metrics" && opts.Kubeconfig != "":
+				return flagErrorf("`--kubeconfig` reads the cluster: it does not go with `--placement metrics`")
+			}
 			log, err := logger()
 			if err != nil {
 				return err
@@ -66,6 +73,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: the pod's service account)")
+	f.StringVar(&opts.Placement, "placement", "cluster", "where the nodes and pods are read `from`: cluster (the API server) or metrics (kube-state-metrics series of the usage source)")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
@@ -74,16 +82,22 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	kube, err := placement.Client(opts.Kubeconfig)
+	ro := report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths}
+	var err error
+	if opts.Placement == "metrics" {
+		ro.Series, err = opts.Usage.series(opts.Logger)
+	} else {
+		ro.Kube, err = placement.Client(opts.Kubeconfig)
+	}
 	if err != nil {
 		return err
 	}
-	p, _, err := opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
+	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
 		opts.Logger, opts.Now)
 	if err != nil {
 		return err
 	}
-	res, err := report.Make(ctx, report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, Plan: p, Kube: kube})
+	res, err := report.Make(ctx, ro)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -147,6 +148,21 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 		src = preset.Wrap(src, u.Preset)
 	}
 	return src, at, name, nil
+}
+
+// series is where a report reads the placement without cluster access:
+// the server's kube-state-metrics series, or the recording's.
+func (u *usageFlags) series(log *slog.Logger) (placement.Series, error) {
+	if u.Prometheus.URL != "" {
+		cfg := u.Prometheus
+		cfg.Logger = log
+		return prometheus.New(cfg)
+	}
+	rec, err := openmetrics.OpenRecorded(u.MetricsFile, openmetrics.KeepMetrics(placement.SeriesMetrics()...))
+	if err != nil {
+		return nil, err
+	}
+	return placement.Fixed(rec.Series()), nil
 }
 
 // keep says what of a recording answering queries needs: their metrics,

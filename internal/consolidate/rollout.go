@@ -113,12 +113,13 @@ type Room struct {
 	// Placed counts the new pods placed before the rollout stalls: the
 	// rest would stay Pending.
 	Placed int `json:"placed"`
-	// Queue is the pods' KAI queue, Quota its GPU quota (negative when
-	// unlimited or unknown) and Peak the most the queue holds during the
-	// rollout, in GPUs; OverQuota when a new pod is held back by it.
+	// Extra is the most share the rollout holds above what the workload
+	// holds now, in GPUs: the surge the pool and the queue must give.
+	Extra float64 `json:"extra"`
+	// Queue is the pods' KAI queue and Quota its GPU quota (negative when
+	// unlimited or unknown); OverQuota when a new pod is held back by it.
 	Queue     string  `json:"queue,omitempty"`
 	Quota     float64 `json:"quota"`
-	Peak      float64 `json:"peak"`
 	OverQuota bool    `json:"overQuota"`
 	// Suggestion is rollout settings that fit, when the workload's own do
 	// not; "" when they do or when none does.
@@ -190,7 +191,7 @@ func (pl *pool) rolloutRoom(s state, all []Pod, rollouts []Rollout, queues []Que
 		room.MaxSurge, room.MaxUnavailable = ro.resolved()
 		units := groups(idx, ro.groupSize())
 		sim := pl.roll(s.clone(), units, room.MaxSurge, room.MaxUnavailable, q.budget(used[first.Queue]))
-		room.Fits, room.Placed, room.Peak = sim.done, sim.placed*ro.groupSize(), float64(used[first.Queue]+sim.peak)/full
+		room.Fits, room.Placed, room.Extra = sim.done, sim.placed*ro.groupSize(), float64(sim.peak)/full
 		room.OverQuota = sim.quota
 		if !room.Fits {
 			room.Why = sim.why(pl, units)

@@ -59,22 +59,21 @@ func TestRolloutRoom(t *testing.T) {
 			rollouts: []consolidate.Rollout{consolidate.DeploymentDefault(chat, 2)},
 			recs:     up(chat, 0.4),
 			want: []consolidate.Room{{Workload: chat, From: frac(0.3), To: frac(0.4), Pods: 2, GroupSize: 1, MaxSurge: 1,
-				Quota: -1, Peak: 0, Why: "no GPU of the pool has 0.40 free while the old pods still hold theirs",
+				Quota: -1, Extra: 0, Why: "no GPU of the pool has 0.40 free while the old pods still hold theirs",
 				Suggestion: "maxSurge: 0, maxUnavailable: 1"}},
 		},
 		{
 			// An empty GPU on c takes the surge pod (+0.4); then chat-0
 			// leaves (−0.3, a has 0.4 free), the second new pod fills a
 			// exactly (+0.4) and chat-1 leaves (−0.3). The workload holds
-			// at most 0.5 more than now, after the second new pod: 0.6 +
-			// 0.5 = 1.1 GPUs of the unlimited queue.
+			// at most 0.5 more than now, after the second new pod.
 			name:     "an empty GPU holds the surge",
 			nodes:    []consolidate.Node{node("a", 1, "a"), node("b", 1, "a"), node("c", 1, "a")},
 			pods:     []consolidate.Pod{queued(twoFull[0], "team"), twoFull[1], queued(twoFull[2], "team"), twoFull[3]},
 			rollouts: []consolidate.Rollout{consolidate.DeploymentDefault(chat, 2)},
 			recs:     up(chat, 0.4),
 			want: []consolidate.Room{{Workload: chat, From: frac(0.3), To: frac(0.4), Pods: 2, GroupSize: 1, MaxSurge: 1,
-				Fits: true, Placed: 2, Queue: "team", Quota: -1, Peak: 1.1}},
+				Fits: true, Placed: 2, Queue: "team", Quota: -1, Extra: 0.5}},
 		},
 		{
 			// Room as above, but the queue (quota 1.0) already holds 0.9:
@@ -90,7 +89,7 @@ func TestRolloutRoom(t *testing.T) {
 			queues:   []consolidate.Queue{{Name: "team", Quota: 1}},
 			recs:     up(chat, 0.4),
 			want: []consolidate.Room{{Workload: chat, From: frac(0.3), To: frac(0.4), Pods: 2, GroupSize: 1, MaxSurge: 1,
-				Queue: "team", Quota: 1, Peak: 0.9, OverQuota: true,
+				Queue: "team", Quota: 1, Extra: 0, OverQuota: true,
 				Why: "its KAI queue team has no quota left for another pod of 0.40 while the old pods still hold theirs"}},
 		},
 		{
@@ -104,7 +103,7 @@ func TestRolloutRoom(t *testing.T) {
 			rollouts: []consolidate.Rollout{consolidate.DeploymentDefault(chat, 10)},
 			recs:     up(chat, 0.4),
 			want: []consolidate.Room{{Workload: chat, From: frac(0.3), To: frac(0.4), Pods: 2, GroupSize: 1, MaxSurge: 3,
-				MaxUnavailable: 2, Fits: true, Placed: 2, Quota: -1, Peak: 0.2}},
+				MaxUnavailable: 2, Fits: true, Placed: 2, Quota: -1, Extra: 0.2}},
 		},
 		{
 			// maxSurge 0 and maxUnavailable 0 would never start: the
@@ -117,7 +116,7 @@ func TestRolloutRoom(t *testing.T) {
 				MaxSurge: consolidate.Count(0), MaxUnavailable: consolidate.Percent(10)}},
 			recs: up(chat, 0.4),
 			want: []consolidate.Room{{Workload: chat, From: frac(0.3), To: frac(0.4), Pods: 2, GroupSize: 1,
-				MaxUnavailable: 1, Fits: true, Placed: 2, Quota: -1, Peak: 0.2}},
+				MaxUnavailable: 1, Fits: true, Placed: 2, Quota: -1, Extra: 0.2}},
 		},
 		{
 			// One pod at a time: db-0 leaves a with 0.6 free, db-0 comes
@@ -128,7 +127,7 @@ func TestRolloutRoom(t *testing.T) {
 			rollouts: []consolidate.Rollout{consolidate.OnePodAtATime(db, 2)},
 			recs:     map[usage.Ref]engine.Allocation{db: {Form: engine.Fraction, GPUs: 0.6}},
 			want: []consolidate.Room{{Workload: db, From: frac(0.5), To: frac(0.6), Pods: 2, GroupSize: 1,
-				MaxUnavailable: 1, Fits: true, Placed: 2, Quota: -1, Peak: 0.2}},
+				MaxUnavailable: 1, Fits: true, Placed: 2, Quota: -1, Extra: 0.2}},
 		},
 		{
 			// At 0.7, db-0 leaves a with 0.6 free and b has 0.2: the new
@@ -140,7 +139,7 @@ func TestRolloutRoom(t *testing.T) {
 			rollouts: []consolidate.Rollout{consolidate.OnePodAtATime(db, 2)},
 			recs:     map[usage.Ref]engine.Allocation{db: {Form: engine.Fraction, GPUs: 0.7}},
 			want: []consolidate.Room{{Workload: db, From: frac(0.5), To: frac(0.7), Pods: 2, GroupSize: 1,
-				MaxUnavailable: 1, Quota: -1, Peak: 0,
+				MaxUnavailable: 1, Quota: -1, Extra: 0,
 				Why: "no GPU of the pool has 0.70 free while the old pods still hold theirs"}},
 			notes: []string{"pod ns/db-0 at 0.70 fits no GPU of the pool"},
 		},
@@ -160,7 +159,7 @@ func TestRolloutRoom(t *testing.T) {
 				MaxSurge: consolidate.Count(1), MaxUnavailable: consolidate.Count(0)}},
 			recs: map[usage.Ref]engine.Allocation{lws: {Form: engine.Fraction, GPUs: 0.6}},
 			want: []consolidate.Room{{Workload: lws, From: frac(0.5), To: frac(0.6), Pods: 2, GroupSize: 2, MaxSurge: 1,
-				Quota: -1, Peak: 0, Why: "no GPU of the pool has 0.60 free while the old pods still hold theirs",
+				Quota: -1, Extra: 0, Why: "no GPU of the pool has 0.60 free while the old pods still hold theirs",
 				Suggestion: "maxSurge: 0, maxUnavailable: 1"}},
 		},
 		{
@@ -183,7 +182,7 @@ func TestRolloutRoom(t *testing.T) {
 			in := consolidate.Placement{Nodes: tt.nodes, Pods: tt.pods, Rollouts: tt.rollouts, Queues: tt.queues}
 			r := consolidate.Evaluate(poolA(), in, tt.recs)
 			for i := range r.Rollouts {
-				r.Rollouts[i].Peak = round2(r.Rollouts[i].Peak)
+				r.Rollouts[i].Extra = round2(r.Rollouts[i].Extra)
 			}
 			require.Equal(t, tt.want, r.Rollouts)
 			require.Equal(t, tt.notes, r.Notes)

@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -24,12 +26,15 @@ import (
 )
 
 // Options say where the policies are; the plan gives the
-// recommendations, Kube the placement.
+// recommendations, Kube the placement, or Series when Kube is nil (the
+// job has no cluster access: kube-state-metrics' series at the plan's
+// evaluation time).
 type Options struct {
 	Repo        string
 	PolicyPaths []string
 	Plan        *plan.Plan
 	Kube        kubernetes.Interface
+	Series      placement.Series
 }
 
 // Result is every policy's report, with what the reading left out.
@@ -57,13 +62,34 @@ func Make(ctx context.Context, opts Options) (*Result, error) {
 	if len(set.Consolidation) == 0 {
 		return res, nil
 	}
-	in, notes, err := placement.Read(ctx, opts.Kube)
+	in, notes, err := readPlacement(ctx, opts, set.Consolidation)
 	if err != nil {
 		return nil, fmt.Errorf("reading the placement: %w", err)
 	}
 	res.Notes = append(res.Notes, notes...)
 	res.Reports = Evaluate(set.Consolidation, in, Recommendations(opts.Plan))
 	return res, nil
+}
+
+// readPlacement reads the cluster, or else kube-state-metrics' series,
+// where the node labels the policies select by are asked for by key.
+func readPlacement(ctx context.Context, opts Options, policies []*policy.ConsolidationPolicy) (consolidate.Placement, []string, error) {
+	if opts.Kube != nil || opts.Series == nil {
+		return placement.Read(ctx, opts.Kube)
+	}
+	var keys []string
+	for _, cp := range policies {
+		keys = append(keys, slices.Collect(maps.Keys(cp.Spec.NodeSelector.MatchLabels))...)
+		for _, r := range cp.Spec.NodeSelector.MatchExpressions {
+			keys = append(keys, r.Key)
+		}
+	}
+	slices.Sort(keys)
+	var at time.Time
+	if opts.Plan != nil {
+		at = opts.Plan.At
+	}
+	return placement.ReadSeries(ctx, opts.Series, at, slices.Compact(keys))
 }
 
 // Evaluate reports on each policy's pool.
