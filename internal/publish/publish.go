@@ -81,6 +81,10 @@ type Options struct {
 	// (by its ref, namespace/Kind/name), e.g. a KAI queue the upsize would
 	// take over its quota.
 	Warnings map[string][]string
+	// Findings are what the fleet report found of a workload (by its ref):
+	// whether its upsize's rollout finds room, who crowded its GPU. Said
+	// in a section of their own in its pull request's body.
+	Findings map[string][]string
 	DryRun   bool
 	Now      func() time.Time
 	Logger   *slog.Logger
@@ -297,7 +301,7 @@ func (r *run) prepare(ctx context.Context, cs plan.ChangeSet) (change, error) {
 		ch.marker.Files = append(ch.marker.Files, f.Path)
 	}
 	ch.title = title(cs)
-	ch.body, err = body(cs, ch.marker, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings})
+	ch.body, err = body(cs, ch.marker, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings, Findings: r.o.Findings})
 	return ch, err
 }
 

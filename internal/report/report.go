@@ -149,3 +149,19 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
+
+// Findings are what the reports found of each workload, by its ref
+// (namespace/Kind/name), for its pull request's body: an upsize whose
+// rollout would stall, with the settings that fit.
+func (r *Result) Findings() map[string][]string {
+	out := map[string][]string{}
+	for _, rep := range r.Reports {
+		for _, room := range rep.Rollouts {
+			if !room.Fits {
+				key := room.Workload.String()
+				out[key] = append(out[key], room.Sentence())
+			}
+		}
+	}
+	return out
+}
