@@ -83,13 +83,14 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
 	ro := report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths}
-	var err error
-	if opts.Placement == "metrics" {
-		ro.Series, err = opts.Usage.series(opts.Logger)
-	} else {
-		ro.Kube, err = placement.Client(opts.Kubeconfig)
-	}
+	series, err := opts.Usage.series(opts.Logger)
 	if err != nil {
+		return err
+	}
+	ro.Devices = series
+	if opts.Placement == "metrics" {
+		ro.Series = series
+	} else if ro.Kube, err = placement.Client(opts.Kubeconfig); err != nil {
 		return err
 	}
 	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},

@@ -13,6 +13,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/neighbours"
 	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -150,15 +151,16 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 	return src, at, name, nil
 }
 
-// series is where a report reads the placement without cluster access:
-// the server's kube-state-metrics series, or the recording's.
+// series is where a report reads series of its own: kube-state-metrics'
+// for the placement without cluster access, and HAMi's per-device ones
+// for the noisy neighbours; from the server, or the recording.
 func (u *usageFlags) series(log *slog.Logger) (placement.Series, error) {
 	if u.Prometheus.URL != "" {
 		cfg := u.Prometheus
 		cfg.Logger = log
 		return prometheus.New(cfg)
 	}
-	rec, err := openmetrics.OpenRecorded(u.MetricsFile, openmetrics.KeepMetrics(placement.SeriesMetrics()...))
+	rec, err := openmetrics.OpenRecorded(u.MetricsFile, openmetrics.KeepMetrics(append(placement.SeriesMetrics(), neighbours.HAMiMetrics()...)...))
 	if err != nil {
 		return nil, err
 	}
