@@ -61,7 +61,9 @@ func hand() *metricstest.Recording {
 	return r
 }
 
-func deployment(name string) usage.Ref { return usage.Ref{Namespace: "ml", Kind: "Deployment", Name: name} }
+func deployment(name string) usage.Ref {
+	return usage.Ref{Namespace: "ml", Kind: "Deployment", Name: name}
+}
 
 func TestFromHAMiAndFind(t *testing.T) {
 	ss := hand().Parse(t).Series()
