@@ -248,3 +248,25 @@ func TestReportFleet(t *testing.T) {
 	})
 	require.Equal(t, before, treeHash(t, repo), "report must write nothing")
 }
+
+// TestReportPlacementFlag: where the placement comes from is checked
+// before anything is read.
+func TestReportPlacementFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "an unknown source", args: []string{"--placement", "etcd"}, want: "invalid `--placement` \"etcd\": use cluster or metrics"},
+		{name: "metrics with a kubeconfig", args: []string{"--placement", "metrics", "--kubeconfig", "k"},
+			want: "`--kubeconfig` reads the cluster: it does not go with `--placement metrics`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"report", "--repo", t.TempDir(), "--metrics-file", quickstartMetrics}, tt.args...)
+			_, errOut, code := run(t, args...)
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, errOut, tt.want)
+		})
+	}
+}
