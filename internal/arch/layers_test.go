@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/live",
 		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report", "internal/scm", "internal/usage"},
+		"internal/neighbours", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report", "internal/scm", "internal/usage"},
 }
 
 // packages lists the module's packages (not test files): every directory
