@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
@@ -90,7 +92,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	ro.Devices = series
 	if opts.Placement == "metrics" {
 		ro.Series = series
-	} else if ro.Kube, err = placement.Client(opts.Kubeconfig); err != nil {
+	} else if ro.Kube, ro.Dyn, err = clients(opts.Kubeconfig); err != nil {
 		return err
 	}
 	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
@@ -123,7 +125,7 @@ func (o *runOptions) fleetFindings(ctx context.Context, repo string, p *plan.Pla
 		if o.FleetFindings == "metrics" {
 			ro.Series = series
 		} else {
-			ro.Kube, err = placement.Client(o.Live.Kubeconfig)
+			ro.Kube, ro.Dyn, err = clients(o.Live.Kubeconfig)
 		}
 	}
 	var res *report.Result
@@ -135,4 +137,15 @@ func (o *runOptions) fleetFindings(ctx context.Context, repo string, p *plan.Pla
 		return nil
 	}
 	return res.Findings()
+}
+
+// clients reach the cluster a report reads: its core objects, and KAI's
+// queues.
+func clients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
+	kube, err := placement.Client(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := placement.DynamicClient(kubeconfig)
+	return kube, dyn, err
 }

@@ -135,8 +135,11 @@ func (r Room) Sentence() string {
 			r.Workload.Name, r.To, r.MaxSurge, r.MaxUnavailable)
 	}
 	s := fmt.Sprintf("the rollout of %s to %s stalls after %d of %d new pods: %s", r.Workload.Name, r.To, r.Placed, r.Pods, r.Why)
-	if r.Suggestion != "" {
+	switch {
+	case r.Suggestion != "":
 		return s + "; " + r.Suggestion + " fits"
+	case r.OverQuota:
+		return s + "; no rollout setting fits: the queue's quota does not hold the upsize"
 	}
 	return s + "; no rollout setting fits: free room in the pool first"
 }

@@ -211,6 +211,11 @@ func TestRoomSentence(t *testing.T) {
 			want: "the rollout of chat to 0.70 stalls after 1 of 2 new pods: x; no rollout setting fits: free room in the pool first",
 		},
 		{
+			name: "stalls on quota, nothing fits",
+			room: consolidate.Room{Workload: chat, To: frac(0.4), Pods: 2, OverQuota: true, Why: "x"},
+			want: "the rollout of chat to 0.40 stalls after 0 of 2 new pods: x; no rollout setting fits: the queue's quota does not hold the upsize",
+		},
+		{
 			name: "fits",
 			room: consolidate.Room{Workload: chat, To: frac(0.4), Pods: 2, MaxSurge: 1, Fits: true, Placed: 2},
 			want: "the rollout of chat to 0.40 fits: with maxSurge 1 and maxUnavailable 0 every new pod finds room while the old ones still hold theirs",

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
@@ -37,7 +38,9 @@ type Options struct {
 	PolicyPaths []string
 	Plan        *plan.Plan
 	Kube        kubernetes.Interface
-	Series      placement.Series
+	// Dyn, with Kube, reads the KAI queues' quotas for the rollout room.
+	Dyn    dynamic.Interface
+	Series placement.Series
 	// Devices is where per-device usage is read (HAMi's series) for the
 	// noisy neighbours, over Window before the plan's evaluation time
 	// (DefaultWindow when 0); nil reads none.
@@ -87,6 +90,12 @@ func Make(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("reading the placement: %w", err)
 	}
 	res.Notes = append(res.Notes, notes...)
+	if opts.Kube != nil && opts.Dyn != nil {
+		if in.Queues, notes, err = placement.ReadQueues(ctx, opts.Dyn, in.Pods); err != nil {
+			return nil, fmt.Errorf("reading the KAI queues: %w", err)
+		}
+		res.Notes = append(res.Notes, notes...)
+	}
 	res.Reports = Evaluate(set.Consolidation, in, Recommendations(opts.Plan))
 	if opts.Devices != nil {
 		if res.Neighbours, err = readNeighbours(ctx, opts, set.Consolidation, in); err != nil {
