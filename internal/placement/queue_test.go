@@ -61,7 +61,9 @@ func TestReadQueues(t *testing.T) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 
-	pod := func(name, queue string) consolidate.Pod { return consolidate.Pod{Namespace: "ml", Name: name, Queue: queue} }
+	pod := func(name, queue string) consolidate.Pod {
+		return consolidate.Pod{Namespace: "ml", Name: name, Queue: queue}
+	}
 	tests := []struct {
 		name  string
 		pods  []consolidate.Pod
