@@ -194,7 +194,10 @@ func (pl *pool) rolloutRoom(s state, all []Pod, rollouts []Rollout, queues []Que
 		room.MaxSurge, room.MaxUnavailable = ro.resolved()
 		units := groups(idx, ro.groupSize())
 		sim := pl.roll(s.clone(), units, room.MaxSurge, room.MaxUnavailable, q.budget(used[first.Queue]))
-		room.Fits, room.Placed, room.Extra = sim.done, sim.placed*ro.groupSize(), float64(sim.peak)/full
+		room.Fits, room.Extra = sim.done, float64(sim.peak)/full
+		for _, u := range units[:sim.placed] {
+			room.Placed += len(u)
+		}
 		room.OverQuota = sim.quota
 		if !room.Fits {
 			room.Why = sim.why(pl, units)
