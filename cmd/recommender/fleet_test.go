@@ -243,6 +243,12 @@ func TestReportFleet(t *testing.T) {
 	}
 	require.NotContains(t, out, "GPU-b1", "GPU-b1 was never saturated")
 
+	t.Run("json", func(t *testing.T) {
+		out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "json")
+		require.Equal(t, exitOK, code, errOut)
+		golden(t, "fleet-report.json", []byte(out))
+	})
+
 	t.Run("from kube-state-metrics", func(t *testing.T) {
 		fromSeries, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--placement", "metrics")
 		require.Equal(t, exitOK, code, errOut)

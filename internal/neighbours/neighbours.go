@@ -9,6 +9,7 @@ package neighbours
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -57,11 +58,20 @@ type Finding struct {
 	Node   string `json:"node"`
 	Device string `json:"device"`
 	// Saturated is how long it was: the saturated samples, each counting
-	// the device's scrape interval.
-	Saturated time.Duration `json:"saturated"`
+	// the device's scrape interval. JSON has it in minutes.
+	Saturated time.Duration `json:"-"`
 	// Uses are the tenants during those minutes, the most above its share
 	// first.
 	Uses []Use `json:"uses"`
+}
+
+// MarshalJSON writes Saturated in minutes, as a reader counts them.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	type plain Finding
+	return json.Marshal(struct {
+		plain
+		SaturatedMinutes float64 `json:"saturatedMinutes"`
+	}{plain(f), f.Saturated.Minutes()})
 }
 
 // Use is a tenant's use of a saturated device while it was saturated.
@@ -128,7 +138,9 @@ func find(d Device, from, to int64) (Finding, bool) {
 		if n == 0 {
 			continue
 		}
-		u.Used = sum / float64(n)
+		// Rounded to a ten-thousandth: a mean of scraped percentages
+		// carries binary noise no reader needs.
+		u.Used = math.Round(sum/float64(n)*1e4) / 1e4
 		u.Over = t.Share > 0 && kai.Above(u.Used, t.Share)
 		f.Uses = append(f.Uses, u)
 	}
