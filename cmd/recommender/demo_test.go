@@ -47,11 +47,11 @@ func TestQuickstartPlan(t *testing.T) {
 	require.Equal(t, before, treeHash(t, quickstartRepo), "plan must write nothing")
 
 	for _, want := range []string{
-		"upsize     compute peaked at 120% of its 0.50 allocation over 2m (≥ 100%) → 0.60 × 1.2 = 0.72",
-		"scaleBack  7d baseline",
+		"upsize (urgent)  compute peaked at 120% of its 0.50 allocation over 2m (≥ 100%) → 0.60 × 1.2 = 0.72",
+		"scaleBack        7d baseline",
 		"no change: incomplete data in the window",
 		"no change: pod too young to judge",
-		"skipped    out of scope: no policy selects it",
+		"skipped          out of scope: no policy selects it",
 		"--- a/apps/chat/deployment.yaml\n+++ b/apps/chat/deployment.yaml\n",
 		`+        gpu-fraction: "0.72"`,
 	} {

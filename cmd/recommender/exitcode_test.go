@@ -20,7 +20,7 @@ func TestQuickstartPlanMarkdown(t *testing.T) {
 	out, errOut, code := run(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	golden(t, "quickstart-plan.md", []byte(out))
-	require.Contains(t, out, "| inference/Deployment/chat | 0.50 | 0.72 | upsize |")
+	require.Contains(t, out, "| inference/Deployment/chat | 0.50 | 0.72 | upsize (urgent) |")
 
 	_, errOut, code = run(t, append(args, "--detailed-exit-code")...)
 	require.Equal(t, exitChanges, code, errOut)
@@ -70,7 +70,7 @@ func TestRunExitCodesAndSummary(t *testing.T) {
 	_, errOut, code := run(t, args...)
 	require.Equal(t, exitChanges, code, errOut)
 	require.Equal(t, map[string]any{"level": "INFO", "msg": "run finished", "outcome": "changes proposed", "dryRun": false,
-		"decisions": map[string]any{"upsize": 2.0, "scaleBack": 2.0, "noChange": 2.0, "skipped": 1.0}, "problems": 0.0,
+		"decisions": map[string]any{"upsize": 2.0, "scaleBack": 2.0, "none": 2.0, "skipped": 1.0}, "problems": 0.0,
 		"pullRequests": map[string]any{"opened": 4.0, "updated": 0.0, "unchanged": 0.0, "closed": 0.0, "declined": 0.0, "capped": 0.0, "kept": 0.0, "failed": 0.0},
 	}, summary(t, errOut))
 

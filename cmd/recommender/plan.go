@@ -139,7 +139,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	case "markdown":
 		err = p.WriteMarkdown(opts.IO.Out)
 	default:
-		err = p.WriteTable(opts.IO.Out)
+		err = p.WriteTable(opts.IO.Out, columns(opts.IO.Out))
 	}
 	if err != nil {
 		return err

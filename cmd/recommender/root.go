@@ -101,3 +101,16 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// columns is the width of the terminal w is, or 0 when it is none (a
+// pipe, a file, a pod's log): tables wrap only for people at a terminal.
+func columns(w io.Writer) int {
+	if !isTerminal(w) {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(w.(*os.File).Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
+}

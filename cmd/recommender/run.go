@@ -225,7 +225,8 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
-		Conventional: publish.Conventional(g.Message()), Source: source, Warnings: lr.Warnings(), Findings: findings,
+		Conventional: publish.Conventional(g.Message()), Source: source, Matcher: opts.Usage.matcher(), Version: toolVersion(),
+		Warnings: lr.Warnings(), Findings: findings,
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()

@@ -112,6 +112,15 @@ func addUsageFlags(cmd *cobra.Command, u *usageFlags) func() error {
 	}
 }
 
+// matcher is the label matcher the source adds to every selector, as a
+// pull request's body shows it; "" for a recording or without one.
+func (u *usageFlags) matcher() string {
+	if u.Prometheus.URL == "" || u.Prometheus.Matcher == nil {
+		return ""
+	}
+	return u.Prometheus.Matcher.String()
+}
+
 // prometheusFlags are the flags that mean nothing without --prometheus-url.
 var prometheusFlags = []string{
 	"prometheus-token-file", "prometheus-token-env", "prometheus-user", "prometheus-password-file", "prometheus-header",

@@ -48,6 +48,9 @@ func buildVersion(info *debug.BuildInfo, ok bool) string {
 	return "dev-" + rev
 }
 
+// toolVersion is this binary's version, as pull request bodies name it.
+func toolVersion() string { return buildVersion(debug.ReadBuildInfo()) }
+
 // versionLine is what `recommender version` and `--version` print.
 func versionLine() string {
 	info, ok := debug.ReadBuildInfo()

@@ -141,9 +141,9 @@ func editPlain(ctx context.Context, fsys fs.FS, files []string, byFile map[strin
 	return nil
 }
 
-// editFile applies the edits ts of one plain file: each edit on its own,
-// the whole file verified at the end, and done again verifying the whole
-// file after every op should only that find a difference.
+// editFile applies the edits ts of one plain file, each on its own and
+// all or nothing, proven as workload.EditFile proves them (per document,
+// then the whole file).
 func editFile(fsys fs.FS, path string, ts []target) (refused []Refusal, notes []Note, file *File) {
 	refuse := func(e Edit, err error) {
 		refused = append(refused, Refusal{Workload: e.Workload, File: path, Err: err})
@@ -155,26 +155,16 @@ func editFile(fsys fs.FS, path string, ts []target) (refused []Refusal, notes []
 		}
 		return refused, nil, nil
 	}
-	run := func(whole bool) (*workload.FileEdit, []error, error) {
-		fe, err := workload.NewFileEdit(path, b, whole)
-		if err != nil {
-			return nil, nil, err
-		}
-		errs := make([]error, len(ts))
+	var errs []error
+	fe, err := workload.EditFile(path, b, func(fe *workload.FileEdit) {
+		errs = make([]error, len(ts))
 		notes = nil
 		for i, t := range ts {
 			var ns []Note
 			ns, errs[i] = fe.Apply(t.e, t.w)
 			notes = append(notes, ns...)
 		}
-		return fe, errs, nil
-	}
-	fe, errs, err := run(false)
-	if err == nil && !fe.Whole && fe.VerifyAll() != nil {
-		// Each document parsed on its own as intended, but the file as a
-		// whole does not.
-		fe, errs, err = run(true)
-	}
+	})
 	if err != nil {
 		for _, t := range ts {
 			refuse(t.e, err)

@@ -278,6 +278,29 @@ func TestApplyDefaultedNamespace(t *testing.T) {
 	require.Less(t, strings.Index(string(res.Files[0].New), `"0.3"`), strings.Index(string(res.Files[0].New), `"0.2"`))
 }
 
+// Refusals and notes name lines of the file as it is, even after an
+// earlier edit of the same file added lines above them.
+func TestApplyLinesOfTheOriginalFile(t *testing.T) {
+	doc := func(name, podMeta string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name +
+			"\nspec:\n  template:\n" + podMeta + "    spec:\n      containers: [{name: c, image: x}]\n"
+	}
+	src := doc("a", "") + "---\n" + doc("b", "") + "---\n" + doc("c", "    metadata:\n      annotations: &shared {team: ml}\n")
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"d.yaml": src})
+	inv, err := patcher.Discover(context.Background(), root)
+	require.NoError(t, err)
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{
+		{Workload: dep("", "a"), Ops: []patcher.Op{patcher.SetGPUFraction("0.5")}},
+		{Workload: dep("", "c"), Ops: []patcher.Op{patcher.SetGPUFraction("0.5")}},
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Files, 1)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrAlias)
+	require.Contains(t, res.Refused[0].Err.Error(), "d.yaml:26: ")
+}
+
 func TestApplySameRefInTwoFiles(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"base/d.yaml": applyDeployment, "overlay/d.yaml": applyDeployment})

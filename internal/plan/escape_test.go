@@ -25,7 +25,7 @@ func TestTableEscapesInput(t *testing.T) {
 		Problems: []plan.Problem{{File: "apps/a\nb.yaml", Line: 3, Message: "title \x1b]0;pwned\a, bad byte \xff"}},
 	}
 	var out bytes.Buffer
-	require.NoError(t, p.WriteTable(&out))
+	require.NoError(t, p.WriteTable(&out, 0))
 	s := out.String()
 	for _, bad := range []string{"\x1b", "\a", "\u202e", "\x9b", "\u009b", "\xff"} {
 		require.NotContains(t, s, bad)

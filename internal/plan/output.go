@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 )
@@ -26,26 +27,162 @@ func (p *Plan) Counts() map[engine.Action]int {
 // a run's summary line.
 func (p *Plan) DecisionCounts() []any {
 	c := p.Counts()
-	return []any{"upsize", c[engine.Upsize], "scaleBack", c[engine.ScaleBack], "noChange", c[engine.NoChange], "skipped", c[engine.Skipped]}
+	return []any{string(engine.Upsize), c[engine.Upsize], string(engine.ScaleBack), c[engine.ScaleBack],
+		string(engine.NoChange), c[engine.NoChange], string(engine.Skipped), c[engine.Skipped]}
 }
 
-// WriteTable renders the plan for people: one row per workload, then the
-// diff of every edited file, then the problems.
-func (p *Plan) WriteTable(w io.Writer) error {
+// headline counts the decisions by action, each action named as the JSON
+// names it, the urgent upsizes said apart.
+func (p *Plan) headline() string {
 	c := p.Counts()
-	fmt.Fprintf(w, "Plan at %s: %d upsize, %d scale-back, %d unchanged, %d skipped\n\n",
-		p.At.UTC().Format(time.RFC3339), c[engine.Upsize], c[engine.ScaleBack], c[engine.NoChange], c[engine.Skipped])
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tCURRENT\tRECOMMENDED\tACTION\tREASON")
+	up := fmt.Sprintf("%d %s", c[engine.Upsize], engine.Upsize)
+	if n := p.urgent(); n > 0 {
+		up += fmt.Sprintf(" (%d urgent)", n)
+	}
+	return fmt.Sprintf("%s, %d %s, %d %s, %d %s", up, c[engine.ScaleBack], engine.ScaleBack,
+		c[engine.NoChange], engine.NoChange, c[engine.Skipped], engine.Skipped)
+}
+
+func (p *Plan) urgent() int {
+	n := 0
 	for _, d := range p.Decisions {
+		if d.Urgent {
+			n++
+		}
+	}
+	return n
+}
+
+// byUrgency is the decisions in the order people read them: urgent
+// upsizes first, each group in the plan's order.
+func (p *Plan) byUrgency() []Decision {
+	out := slices.Clone(p.Decisions)
+	slices.SortStableFunc(out, func(a, b Decision) int {
+		switch {
+		case a.Urgent == b.Urgent:
+			return 0
+		case a.Urgent:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// actionCell names a decision's action, marked when it is urgent.
+func actionCell(d Decision) string {
+	if d.Urgent {
+		return string(d.Action) + " (urgent)"
+	}
+	return string(d.Action)
+}
+
+// netShare sums, per replica, the GPU share the plan's upsizes add and its
+// scale-backs free: what merging every change does to one pod of each
+// workload. Requests in gpu-memory have no share of a GPU to add up and
+// are counted apart.
+func (p *Plan) netShare() (added, freed float64, memory int) {
+	countable := func(a engine.Allocation) bool { return a.Form == engine.Fraction || a.Form == engine.WholeGPUs }
+	for _, d := range p.Decisions {
+		if !d.Action.Changes() {
+			continue
+		}
+		if !countable(d.Current) || !countable(d.Recommended) {
+			memory++
+			continue
+		}
+		if delta := d.Recommended.GPUs - d.Current.GPUs; delta > 0 {
+			added += delta
+		} else {
+			freed -= delta
+		}
+	}
+	return added, freed, memory
+}
+
+// netLine says netShare in one sentence, or nothing when the plan changes
+// nothing.
+func (p *Plan) netLine() string {
+	added, freed, memory := p.netShare()
+	c := p.Counts()
+	if c[engine.Upsize]+c[engine.ScaleBack] == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("GPU share per replica if every change merges: +%.2f (%s), -%.2f (%s), net %+.2f",
+		added, engine.Upsize, freed, engine.ScaleBack, added-freed)
+	if memory > 0 {
+		s += fmt.Sprintf("; %d change(s) in gpu-memory not counted", memory)
+	}
+	return s
+}
+
+// minReason is the narrowest the table wraps a reason to, however narrow
+// the terminal.
+const minReason = 40
+
+// wrap cuts s into lines of at most width runes at spaces; a word longer
+// than width keeps a line of its own.
+func wrap(s string, width int) []string {
+	var lines []string
+	var line []string
+	n := 0
+	for _, w := range strings.Fields(s) {
+		l := utf8.RuneCountInString(w)
+		if n > 0 && n+1+l > width {
+			lines = append(lines, strings.Join(line, " "))
+			line, n = nil, 0
+		}
+		if n > 0 {
+			n++
+		}
+		line = append(line, w)
+		n += l
+	}
+	if len(line) > 0 || len(lines) == 0 {
+		lines = append(lines, strings.Join(line, " "))
+	}
+	return lines
+}
+
+// WriteTable renders the plan for people: one row per workload, urgent
+// upsizes first, then the diff of every edited file, then the problems.
+// With width > 0 (a terminal's columns) reasons wrap so that rows fit it;
+// with 0 every row stays on one line, for grep and for logs.
+func (p *Plan) WriteTable(w io.Writer, width int) error {
+	fmt.Fprintf(w, "Plan at %s: %s\n\n", p.At.UTC().Format(time.RFC3339), p.headline())
+	rows := [][]string{{"WORKLOAD", "CURRENT", "RECOMMENDED", "ACTION", "REASON"}}
+	for _, d := range p.byUrgency() {
 		rec := "-"
-		if d.Action == engine.Upsize || d.Action == engine.ScaleBack {
+		if d.Action.Changes() {
 			rec = d.Recommended.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(d.Workload.Ref.String(), ""), d.Current, rec, d.Action, printable(p.tableReason(d), ""))
+		rows = append(rows, []string{printable(d.Workload.Ref.String(), ""), d.Current.String(), rec, actionCell(d), printable(p.tableReason(d), "")})
+	}
+	const pad = 2
+	indent := 0
+	for col := range 4 {
+		widest := 0
+		for _, r := range rows {
+			widest = max(widest, utf8.RuneCountInString(r[col]))
+		}
+		indent += widest + pad
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, pad, ' ', 0)
+	for _, r := range rows {
+		reason := []string{r[4]}
+		if width > 0 {
+			reason = wrap(r[4], max(minReason, width-indent))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r[0], r[1], r[2], r[3], reason[0])
+		for _, more := range reason[1:] {
+			fmt.Fprintf(tw, "\t\t\t\t%s\n", more)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if net := p.netLine(); net != "" {
+		fmt.Fprintln(w, net)
 	}
 	if p.Hidden > 0 {
 		fmt.Fprintf(w, "(%d Deployment(s) without a GPU request and out of scope not shown)\n", p.Hidden)
@@ -143,7 +280,7 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 // Summary is a one-line account of the plan, for logs.
 func (p *Plan) Summary() string {
 	c := p.Counts()
-	parts := []string{fmt.Sprintf("%d upsize", c[engine.Upsize]), fmt.Sprintf("%d scale-back", c[engine.ScaleBack]),
+	parts := []string{fmt.Sprintf("%d %s", c[engine.Upsize], engine.Upsize), fmt.Sprintf("%d %s", c[engine.ScaleBack], engine.ScaleBack),
 		fmt.Sprintf("%d file(s) edited", len(p.Files))}
 	if len(p.Problems) > 0 {
 		parts = append(parts, fmt.Sprintf("%d problem(s)", len(p.Problems)))
@@ -158,19 +295,20 @@ func (p *Plan) Summary() string {
 // table cell, a fence or a line, nor reach a terminal as a control
 // sequence.
 func (p *Plan) WriteMarkdown(w io.Writer) error {
-	c := p.Counts()
-	fmt.Fprintf(w, "## GPU rightsizing plan\n\nAt %s: **%d upsize, %d scale-back**, %d unchanged, %d skipped.\n\n",
-		p.At.UTC().Format(time.RFC3339), c[engine.Upsize], c[engine.ScaleBack], c[engine.NoChange], c[engine.Skipped])
+	fmt.Fprintf(w, "## GPU rightsizing plan\n\nAt %s: **%s**.\n\n", p.At.UTC().Format(time.RFC3339), p.headline())
 	if len(p.Decisions) > 0 {
 		fmt.Fprintln(w, "| Workload | Current | Recommended | Action | Reason |\n|---|---|---|---|---|")
-		for _, d := range p.Decisions {
+		for _, d := range p.byUrgency() {
 			rec := "-"
 			if d.Action.Changes() {
 				rec = d.Recommended.String()
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", mdCell(d.Workload.Ref.String()), mdCell(d.Current.String()),
-				mdCell(rec), d.Action, mdCell(d.Reason()))
+				mdCell(rec), actionCell(d), mdCell(d.Reason()))
 		}
+	}
+	if net := p.netLine(); net != "" {
+		fmt.Fprintf(w, "\n%s.\n", net)
 	}
 	if p.Hidden > 0 {
 		fmt.Fprintf(w, "\n%d Deployment(s) without a GPU request and out of scope not shown.\n", p.Hidden)

@@ -90,7 +90,7 @@ func TestMakeUsageErrorNeverShrinks(t *testing.T) {
 	}
 	// The table says the error once, under the problems, not on every row.
 	var table strings.Builder
-	require.NoError(t, p.WriteTable(&table))
+	require.NoError(t, p.WriteTable(&table, 0))
 	require.Equal(t, 1, strings.Count(table.String(), "503 Service Unavailable"), table.String())
 	require.Contains(t, table.String(), "no change: usage unavailable (the failed query is under the problems below)")
 }

@@ -3,6 +3,7 @@ package publish
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 
@@ -11,17 +12,32 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// title is the pull request's title: what changes, in a line.
+// title is the pull request's title: what changes, in a line, said first
+// to be urgent when a workload is at or above its share now, so that a
+// list of pull requests shows which to review first.
 func title(cs plan.ChangeSet) string {
+	t := fmt.Sprintf("Rightsize the GPU of %d workloads (%s)", len(cs.Decisions), cs.Key)
 	if len(cs.Decisions) == 1 {
 		d := cs.Decisions[0]
 		verb := "Upsize"
 		if d.Action == engine.ScaleBack {
 			verb = "Scale back"
 		}
-		return fmt.Sprintf("%s the GPU of %s/%s: %s → %s", verb, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Current, d.Recommended)
+		t = fmt.Sprintf("%s the GPU of %s/%s: %s → %s", verb, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Current, d.Recommended)
 	}
-	return fmt.Sprintf("Rightsize the GPU of %d workloads (%s)", len(cs.Decisions), cs.Key)
+	if urgent(cs) {
+		t = "Urgent: " + strings.ToLower(t[:1]) + t[1:]
+	}
+	return t
+}
+
+func urgent(cs plan.ChangeSet) bool {
+	for _, d := range cs.Decisions {
+		if d.Urgent {
+			return true
+		}
+	}
+	return false
 }
 
 // commitMessage follows Conventional Commits when the repository does.
@@ -50,18 +66,20 @@ type bodyOptions struct {
 	Warnings map[string][]string
 	// Findings by workload ref, said in their own section under it.
 	Findings map[string][]string
+	// Matcher is the label matcher the usage source adds to every
+	// selector (cluster="prod-eu"), "" when none: the series a body names
+	// are then the ones the tool read.
+	Matcher string
+	// Version is the tool's, for the footer.
+	Version string
 }
 
 // body renders the pull request's body for a reviewer: every number comes
 // from a decision's evidence, and the marker closes it.
 func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 	var b strings.Builder
-	urgent := false
-	for _, d := range cs.Decisions {
-		urgent = urgent || d.Urgent
-	}
 	fmt.Fprintf(&b, "The GPU rightsizing recommender proposes new GPU requests, from usage read from %s at %s.", o.Source, o.Now.UTC().Format(time.RFC3339))
-	if urgent {
+	if urgent(cs) {
 		b.WriteString(" **Urgent**: a workload is at or above its share now.")
 	}
 	b.WriteString("\n\n| Workload | Current → recommended | Rule | Why |\n|---|---|---|---|\n")
@@ -80,6 +98,11 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 	var tail strings.Builder
 	tail.WriteString("\n### Declining\n\nClose this pull request without merging to decline it: no new one opens for these workloads")
 	fmt.Fprintf(&tail, " until the recommendation moves by more than %d%%, unless you reopen it. Editing the branch by hand is safe: the tool never overwrites a branch someone else moved.\n\n", o.DeclinePercent)
+	version := o.Version
+	if version == "" {
+		version = "(unversioned build)"
+	}
+	fmt.Fprintf(&tail, "<sub>gpu-rightsizing recommender %s · run at %s · usage from %s</sub>\n\n", cell(version), o.Now.UTC().Format(time.RFC3339), cell(o.Source))
 	enc, err := mk.encode()
 	if err != nil {
 		return "", err
@@ -91,7 +114,7 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 		shown := 0
 		for _, d := range cs.Decisions {
 			var sec strings.Builder
-			workloadSection(&sec, d, charts)
+			workloadSection(&sec, d, charts, o.Matcher)
 			if details.Len()+sec.Len() > budget-200 {
 				break
 			}
@@ -129,7 +152,7 @@ func fleetFindings(b *strings.Builder, cs plan.ChangeSet, findings map[string][]
 // characters), with room to spare.
 const maxBody = 60000
 
-func workloadSection(b *strings.Builder, d plan.Decision, withChart bool) {
+func workloadSection(b *strings.Builder, d plan.Decision, withChart bool, matcher string) {
 	ev := d.Evidence
 	fmt.Fprintf(b, "\n### %s in %s\n\n", code(d.Workload.Ref.String()), code(d.Workload.File))
 	b.WriteString("| Metric | Rule | Window | Peak | Typical (median) | Pod that peaked | Threshold | Headroom | Target |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -183,10 +206,14 @@ func workloadSection(b *strings.Builder, d plan.Decision, withChart bool) {
 		}
 		fmt.Fprintf(b, ": **%s**.\n", d.Recommended)
 	}
+	// The chart and the series are long and read by few: folded, so that
+	// the changes and the risks stay in view.
+	b.WriteString("\n<details><summary>Usage over the window, and the series read</summary>\n")
 	if withChart {
 		chart(b, d)
 	}
-	series(b, d)
+	series(b, d, matcher)
+	b.WriteString("\n</details>\n")
 	changes(b, d)
 	risks(b, d)
 }
@@ -278,35 +305,59 @@ func chart(b *strings.Builder, d plan.Decision) {
 		labels[i] = fmt.Sprintf("%q", "-"+engine.FormatDuration(ago))
 	}
 	labels[points-1] = `"now"`
-	fmt.Fprintf(b, "\nUsage (the hottest pod, per %s) against the current allocation (%s) and the recommended one (%s), in GPUs: lines in the order %s, current, recommended.\n\n",
-		engine.FormatDuration((time.Duration(step) * time.Millisecond).Round(time.Second)), d.Current, d.Recommended, strings.Join(metricNames(lines), ", "))
+	fmt.Fprintf(b, "\nUsage (the hottest pod, per %s) against the current allocation (%s) and the recommended one (%s), in GPUs.\n\n",
+		engine.FormatDuration((time.Duration(step) * time.Millisecond).Round(time.Second)), d.Current, d.Recommended)
 	b.WriteString("```mermaid\nxychart-beta\n")
 	fmt.Fprintf(b, "  title \"%s\"\n", d.Workload.Ref.Name)
 	fmt.Fprintf(b, "  x-axis [%s]\n", strings.Join(labels, ", "))
 	fmt.Fprintf(b, "  y-axis \"GPUs\" 0 --> %s\n", trim(math.Ceil(top*1.1*100)/100))
-	for _, m := range usage.Metrics {
-		if v, ok := lines[m]; ok {
-			fmt.Fprintf(b, "  line [%s]\n", joinFloats(v))
-		}
+	// Named lines: Mermaid shows the name beside a line's values.
+	for _, m := range metricNames(lines) {
+		fmt.Fprintf(b, "  line %q [%s]\n", m, joinFloats(lines[usage.Metric(m)]))
 	}
-	fmt.Fprintf(b, "  line [%s]\n", joinFloats(repeat(d.Current.GPUs, points)))
-	fmt.Fprintf(b, "  line [%s]\n", joinFloats(repeat(d.Recommended.GPUs, points)))
+	fmt.Fprintf(b, "  line %q [%s]\n", "current "+d.Current.String(), joinFloats(repeat(d.Current.GPUs, points)))
+	fmt.Fprintf(b, "  line %q [%s]\n", "recommended "+d.Recommended.String(), joinFloats(repeat(d.Recommended.GPUs, points)))
 	b.WriteString("```\n")
 }
 
-// series names the exact series behind the numbers.
-func series(b *strings.Builder, d plan.Decision) {
+// series names the series behind the numbers as selectors to paste into
+// Grafana or Prometheus: the pods the tool counted for the workload (it
+// attributes pods by owner, so a name pattern could catch a neighbour's),
+// with the matcher the source adds to every query.
+func series(b *strings.Builder, d plan.Decision, matcher string) {
 	sources := d.Rules.Sources()
 	b.WriteString("\nSeries read (summed over the pod's containers, per pod):\n\n")
+	pods := make([]string, 0, len(d.Usage.Pods))
+	for _, p := range d.Usage.Pods {
+		pods = append(pods, regexp.QuoteMeta(p.Name))
+	}
 	for _, m := range usage.Metrics {
 		src := sources[m]
 		if src == nil {
 			continue
 		}
-		fmt.Fprintf(b, "- %s: `%s{%s=%q, %s=~%q}` (%s)\n", m, src.Source.Metric, src.Source.NamespaceLabel, d.Workload.Ref.Namespace,
-			src.Source.PodLabel, d.Workload.Ref.Name+"-.*", src.Interpretation)
+		sel := []string{fmt.Sprintf("%s=%q", src.Source.NamespaceLabel, d.Workload.Ref.Namespace)}
+		note := ""
+		switch {
+		case len(pods) == 0:
+			sel = append(sel, fmt.Sprintf("%s=~%q", src.Source.PodLabel, regexp.QuoteMeta(d.Workload.Ref.Name)+"-.*"))
+			note = "; no pod was counted, so the pattern of the workload's pod names"
+		case len(pods) <= maxSelectorPods:
+			sel = append(sel, fmt.Sprintf("%s=~%q", src.Source.PodLabel, strings.Join(pods, "|")))
+		default:
+			sel = append(sel, fmt.Sprintf("%s=~%q", src.Source.PodLabel, regexp.QuoteMeta(d.Workload.Ref.Name)+"-.*"))
+			note = fmt.Sprintf("; the %d pods counted, by the pattern of their names, which may catch others", len(pods))
+		}
+		if matcher != "" {
+			sel = append(sel, matcher)
+		}
+		fmt.Fprintf(b, "- %s: %s (%s%s)\n", m, code(src.Source.Metric+"{"+strings.Join(sel, ", ")+"}"), src.Interpretation, note)
 	}
 }
+
+// maxSelectorPods is the most pods a selector names one by one; past it
+// a body would grow with the workload's history of pods.
+const maxSelectorPods = 12
 
 // changes lists what the edit does besides the request.
 func changes(b *strings.Builder, d plan.Decision) {

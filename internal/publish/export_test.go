@@ -34,3 +34,9 @@ func BodyRead(cs plan.ChangeSet, source string, now time.Time) (string, error) {
 	}
 	return body(cs, mk, bodyOptions{DeclinePercent: 10, Source: source, Now: now})
 }
+
+// BodyAt renders a change set's body as BodyRead does, with the source's
+// label matcher and the tool's version.
+func BodyAt(cs plan.ChangeSet, matcher, version string) (string, error) {
+	return body(cs, marker{Set: cs.Key, Fingerprint: "sha256:0"}, bodyOptions{DeclinePercent: 10, Source: "a test", Matcher: matcher, Version: version})
+}

@@ -75,8 +75,12 @@ type Options struct {
 	Draft     bool
 	// Conventional makes commit messages Conventional Commits.
 	Conventional bool
-	// Source names where usage was read, for the body.
-	Source string
+	// Source names where usage was read, for the body; Matcher is the
+	// label matcher the source adds to every selector, "" when none.
+	Source  string
+	Matcher string
+	// Version is the tool's, said in every body's footer.
+	Version string
 	// Warnings are said in the body of the pull request of each workload
 	// (by its ref, namespace/Kind/name), e.g. a KAI queue the upsize would
 	// take over its quota.
@@ -301,7 +305,8 @@ func (r *run) prepare(ctx context.Context, cs plan.ChangeSet) (change, error) {
 		ch.marker.Files = append(ch.marker.Files, f.Path)
 	}
 	ch.title = title(cs)
-	ch.body, err = body(cs, ch.marker, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings, Findings: r.o.Findings})
+	ch.body, err = body(cs, ch.marker, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings,
+		Findings: r.o.Findings, Matcher: r.o.Matcher, Version: r.o.Version})
 	return ch, err
 }
 
@@ -596,7 +601,7 @@ func labels(cs plan.ChangeSet, extra []string) []string {
 		case engine.Upsize:
 			out = append(out, "upsize")
 		case engine.ScaleBack:
-			out = append(out, "scale-back")
+			out = append(out, string(engine.ScaleBack))
 		}
 		if d.Urgent {
 			out = append(out, "urgent")

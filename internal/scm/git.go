@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -248,48 +249,171 @@ type File struct {
 }
 
 // Commit makes one commit on top of the base holding files, and returns
-// it; the checkout's files are the base's again afterwards.
+// it. It writes objects only: the base's tree with the changed paths
+// replaced, so its cost follows the files changed, not the repository's
+// size, and the checkout's files stay the base's.
 func (r *Repo) Commit(files []File, message string, who Signature, at time.Time) (plumbing.Hash, error) {
-	wt, err := r.repo.Worktree()
+	base, err := r.repo.CommitObject(r.head)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, fmt.Errorf("read the base: %w", err)
 	}
-	defer wt.Checkout(&git.CheckoutOptions{Hash: r.head, Force: true}) //nolint:errcheck // best effort; the next Commit checks out again
-	if err := wt.Checkout(&git.CheckoutOptions{Hash: r.head, Force: true}); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("check out the base: %w", err)
-	}
-	// Through os.Root: no path or symlink in the checkout leads a write
-	// outside it.
-	root, err := os.OpenRoot(r.dir)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	defer root.Close()
+	edits := &treeEdit{sub: map[string]*treeEdit{}, blobs: map[string]plumbing.Hash{}}
 	for _, f := range files {
-		name := filepath.FromSlash(f.Path)
-		if !filepath.IsLocal(name) || path.Clean(f.Path) != f.Path {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) || path.Clean(f.Path) != f.Path {
 			return plumbing.ZeroHash, fmt.Errorf("%q is not a path inside the checkout", f.Path)
 		}
-		mode := os.FileMode(0o644)
-		if st, err := root.Lstat(name); err == nil {
-			if !st.Mode().IsRegular() {
-				return plumbing.ZeroHash, fmt.Errorf("%s is not a regular file", f.Path)
-			}
-			mode = st.Mode().Perm()
-		}
-		if err := root.WriteFile(name, f.Data, mode); err != nil {
+		h, err := r.writeObject(plumbing.BlobObject, f.Data)
+		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		if _, err := wt.Add(f.Path); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("stage %s: %w", f.Path, err)
+		edits.add(strings.Split(f.Path, "/"), h)
+	}
+	tree, err := r.editTree(base.TreeHash, "", edits)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	sig := object.Signature{Name: who.Name, Email: who.Email, When: at}
+	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree, ParentHashes: []plumbing.Hash{r.head}}
+	if who.Key != nil {
+		if c.PGPSignature, err = sign(c, who.Key); err != nil {
+			return plumbing.ZeroHash, err
 		}
 	}
-	sig := &object.Signature{Name: who.Name, Email: who.Email, When: at}
-	h, err := wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig, Parents: []plumbing.Hash{r.head}, SignKey: who.Key})
+	obj := r.repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
+	}
+	h, err := r.repo.Storer.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}
 	return h, nil
+}
+
+// treeEdit is the paths a commit changes below one directory: files by
+// name to their new blobs, subdirectories by name to their own edits.
+type treeEdit struct {
+	sub   map[string]*treeEdit
+	blobs map[string]plumbing.Hash
+}
+
+func (e *treeEdit) add(parts []string, blob plumbing.Hash) {
+	if len(parts) == 1 {
+		e.blobs[parts[0]] = blob
+		return
+	}
+	next := e.sub[parts[0]]
+	if next == nil {
+		next = &treeEdit{sub: map[string]*treeEdit{}, blobs: map[string]plumbing.Hash{}}
+		e.sub[parts[0]] = next
+	}
+	next.add(parts[1:], blob)
+}
+
+// editTree writes the tree at dir (hash zero: a new directory) with edits
+// made, and returns its hash. A changed file keeps its mode (executable or
+// not); a path that is a symlink, a submodule or a directory in the base
+// is refused, as writing through it would change something else.
+func (r *Repo) editTree(hash plumbing.Hash, dir string, e *treeEdit) (plumbing.Hash, error) {
+	var entries []object.TreeEntry
+	if !hash.IsZero() {
+		t, err := r.repo.TreeObject(hash)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read the tree of %s/: %w", dir, err)
+		}
+		entries = slices.Clone(t.Entries)
+	}
+	for name := range e.blobs {
+		if _, ok := e.sub[name]; ok {
+			return plumbing.ZeroHash, fmt.Errorf("%s is both a file and a directory of the commit", path.Join(dir, name))
+		}
+	}
+	done := map[string]bool{}
+	for i, en := range entries {
+		name := path.Join(dir, en.Name)
+		if blob, ok := e.blobs[en.Name]; ok {
+			if en.Mode != filemode.Regular && en.Mode != filemode.Executable && en.Mode != filemode.Deprecated {
+				return plumbing.ZeroHash, fmt.Errorf("%s is not a regular file", name)
+			}
+			entries[i].Hash = blob
+			done[en.Name] = true
+		}
+		if sub, ok := e.sub[en.Name]; ok {
+			if en.Mode != filemode.Dir {
+				return plumbing.ZeroHash, fmt.Errorf("%s is not a directory", name)
+			}
+			h, err := r.editTree(en.Hash, name, sub)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			entries[i].Hash = h
+			done[en.Name] = true
+		}
+	}
+	for name, blob := range e.blobs {
+		if !done[name] {
+			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: blob})
+		}
+	}
+	for name, sub := range e.sub {
+		if !done[name] {
+			h, err := r.editTree(plumbing.ZeroHash, path.Join(dir, name), sub)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		}
+	}
+	// Git orders a tree's entries by name, a directory's as if it ended in
+	// a slash: another order is a different, invalid tree.
+	key := func(en object.TreeEntry) string {
+		if en.Mode == filemode.Dir {
+			return en.Name + "/"
+		}
+		return en.Name
+	}
+	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	obj := r.repo.Storer.NewEncodedObject()
+	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.repo.Storer.SetEncodedObject(obj)
+}
+
+// writeObject stores data as an object of type t and returns its hash.
+func (r *Repo) writeObject(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	obj := r.repo.Storer.NewEncodedObject()
+	obj.SetType(t)
+	obj.SetSize(int64(len(data)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.repo.Storer.SetEncodedObject(obj)
+}
+
+// sign is the commit's detached, armored OpenPGP signature over the
+// commit as encoded without one, which is what git verifies.
+func sign(c *object.Commit, key *openpgp.Entity) (string, error) {
+	obj := &plumbing.MemoryObject{}
+	if err := c.EncodeWithoutSignature(obj); err != nil {
+		return "", err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := openpgp.ArmoredDetachSign(&b, key, rd, nil); err != nil {
+		return "", fmt.Errorf("sign the commit: %w", err)
+	}
+	return b.String(), nil
 }
 
 // Push points the remote's branch at commit. expected is the commit the

@@ -258,6 +258,29 @@ func (f *File) verifyChunk(ch *chunk, line0 int) error {
 	return nil
 }
 
+// Edit runs edit on the file cut into chunks, where each step is proven
+// on its own document's chunk, which is cheap. When the result then does
+// not parse as a whole to the expected documents, it runs edit again on
+// the file as one chunk, where the step at fault is refused and the others
+// are kept: so a caller's edits always end proven against the whole file.
+// edit must start from nothing each time it is called.
+func Edit(path string, b []byte, edit func(*File)) (*File, error) {
+	f, err := NewFile(path, b, false)
+	if err != nil {
+		return nil, err
+	}
+	edit(f)
+	if f.VerifyAll() == nil {
+		return f, nil
+	}
+	f, err = NewFile(path, b, true)
+	if err != nil {
+		return nil, err
+	}
+	edit(f)
+	return f, nil
+}
+
 // VerifyAll parses the whole current text and compares every document
 // with the expected trees. With one chunk every op did that already.
 func (f *File) VerifyAll() error {

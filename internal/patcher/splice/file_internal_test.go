@@ -45,7 +45,8 @@ spec:
 // Each step verifies only its document's chunk; the whole file is
 // verified once at the end. A step that only the whole file shows to be
 // wrong passes its chunk and fails VerifyAll; done on one chunk (whole),
-// the step itself is refused.
+// the step itself is refused. Edit does both: the faulty step is refused
+// and the good step on the other document is kept.
 func TestWholeFileVerificationAfterChunks(t *testing.T) {
 	f, err := NewFile("d.yaml", []byte(twoDocs), false)
 	require.NoError(t, err)
@@ -62,6 +63,31 @@ func TestWholeFileVerificationAfterChunks(t *testing.T) {
 	cur, changed := f.Result()
 	require.False(t, changed)
 	require.Equal(t, twoDocs, string(cur))
+
+	var runs int
+	var errs [2]error
+	f, err = Edit("d.yaml", []byte(twoDocs), func(f *File) {
+		runs++
+		_, _, errs[0] = f.EditDoc(0, []Step{{Name: "dropFinalBreak", Run: dropFinalBreak}})
+		_, _, errs[1] = f.EditDoc(1, []Step{{Name: "rename", Run: func(d *Doc) error {
+			_, err := d.ReplaceScalar(Lookup(d.Root, "metadata", "name"), "z", "name", ScalarOpts{})
+			return err
+		}}})
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, runs, "chunked, then again as one chunk")
+	require.True(t, f.Whole)
+	require.ErrorIs(t, errs[0], ErrVerify)
+	require.NoError(t, errs[1])
+	cur, changed = f.Result()
+	require.True(t, changed)
+	require.Equal(t, strings.Replace(twoDocs, "name: b", "name: z", 1), string(cur))
+	require.NoError(t, f.VerifyAll())
+
+	runs = 0
+	_, err = Edit("d.yaml", []byte(twoDocs), func(f *File) { runs++ })
+	require.NoError(t, err)
+	require.Equal(t, 1, runs, "a file whose chunks prove it is edited once")
 }
 
 // A file is cut into chunks at its document markers, directives going

@@ -63,6 +63,20 @@ type FileEdit struct {
 	Changes []Change
 }
 
+// EditFile runs edit on a FileEdit of b, proven as splice.Edit proves it:
+// per document, then as a whole, again as one chunk when the whole fails.
+func EditFile(path string, b []byte, edit func(*FileEdit)) (*FileEdit, error) {
+	var fe *FileEdit
+	_, err := splice.Edit(path, b, func(f *splice.File) {
+		fe = &FileEdit{File: f}
+		edit(fe)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return fe, nil
+}
+
 func NewFileEdit(path string, b []byte, whole bool) (*FileEdit, error) {
 	f, err := splice.NewFile(path, b, whole)
 	if err != nil {

@@ -1,0 +1,39 @@
+package scm_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
+)
+
+// BenchmarkCommit is one change set's commit on a checkout of a
+// repository of many files, as a run makes one per branch: its cost
+// should not grow with the files the commit does not touch.
+func BenchmarkCommit(b *testing.B) {
+	for _, files := range []int{100, 2000} {
+		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
+			srv := testenv.NewGitServer(b)
+			tree := map[string]string{}
+			for i := range files {
+				tree[fmt.Sprintf("apps/team-%02d/app-%04d/deployment.yaml", i%50, i)] = fmt.Sprintf("name: app-%d\ngpu: 0.5\n", i)
+			}
+			url := srv.NewRepo(b, "acme/gitops", tree)
+			r, err := scm.Clone(context.Background(), url, "main", filepath.Join(b.TempDir(), "clone"), scm.Auth{Token: srv.Token})
+			if err != nil {
+				b.Fatal(err)
+			}
+			change := []scm.File{{Path: "apps/team-07/app-0007/deployment.yaml", Data: []byte("name: app-7\ngpu: 0.25\n")}}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := r.Commit(change, fmt.Sprintf("change %d", i), who, time.Unix(1_800_000_000, 0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
