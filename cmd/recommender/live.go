@@ -11,7 +11,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
-// liveFlags are run's settings of the live fast path (DESIGN §7, docs/live.md).
+// liveFlags are run's settings of the live fast path (docs/design.md §7, docs/live.md).
 type liveFlags struct {
 	Enabled      bool
 	MaxChanges   int

@@ -166,8 +166,8 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 // were not written.
 func writePlan(opts *planOptions, files []patcher.File) int {
 	var refused []error
-	for _, f := range files {
-		if err := patcher.CheckFile(opts.Repo, f); err != nil {
+	for _, err := range patcher.CheckFiles(opts.Repo, files) {
+		if err != nil {
 			refused = append(refused, err)
 		}
 	}
@@ -179,13 +179,13 @@ func writePlan(opts *planOptions, files []patcher.File) int {
 		return len(files)
 	}
 	failed := 0
-	for _, f := range files {
-		if err := patcher.WriteFile(opts.Repo, f); err != nil {
+	for i, err := range patcher.WriteFiles(opts.Repo, files) {
+		if err != nil {
 			failed++
 			fmt.Fprintf(opts.IO.Err, "not written: %s\n", plan.Printable(err.Error()))
 			continue
 		}
-		opts.Logger.Info("file written", "path", f.Path, "changes", len(f.Changes))
+		opts.Logger.Info("file written", "path", files[i].Path, "changes", len(files[i].Changes))
 	}
 	fmt.Fprintf(opts.IO.Err, "%d of %d files written\n", len(files)-failed, len(files))
 	return failed

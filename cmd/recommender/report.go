@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpu-rightsizing/recommender/internal/dashboard"
 	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/report"
@@ -42,7 +44,8 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			"recommends, and the under-used nodes that could be drained. It makes the plan as `plan` does,\n" +
 			"writes nothing, and only gets and lists nodes, pods and replicasets: nothing is evicted or patched.",
 		Example: "  recommender report --repo . --metrics-file usage.om --kubeconfig ~/.kube/config\n" +
-			"  recommender report --repo . --prometheus-url http://prometheus.monitoring:9090 -o json",
+			"  recommender report --repo . --prometheus-url http://prometheus.monitoring:9090 -o json\n" +
+			"  recommender report --repo . --metrics-file usage.om -o markdown >> \"$GITHUB_STEP_SUMMARY\"",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Repo == "" {
@@ -51,8 +54,10 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			if err := parseUsage(); err != nil {
 				return err
 			}
-			if opts.Output != "table" && opts.Output != "json" {
-				return flagErrorf("invalid `--output` %q: use table or json", opts.Output)
+			switch opts.Output {
+			case "table", "json", "markdown":
+			default:
+				return flagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
 			}
 			switch {
 			case opts.Placement != "cluster" && opts.Placement != "metrics":
@@ -71,7 +76,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Repo, "repo", "", "repository checkout to read policies and manifests from")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table or json")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table, json, or markdown (the dashboard's body, as `run` keeps it in an issue)")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: the pod's service account)")
@@ -104,8 +109,18 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Output == "json" {
+	switch opts.Output {
+	case "json":
 		return res.WriteJSON(opts.IO.Out)
+	case "markdown":
+		// The dashboard's body, with the consolidation reports and without
+		// the pull requests: report does not read the forge.
+		body, err := dashboard.Render(dashboard.Input{Plan: ro.Plan, ReadCluster: true, Consolidation: res.Reports, Notes: res.Notes})
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(opts.IO.Out, body)
+		return err
 	}
 	return res.WriteText(opts.IO.Out)
 }

@@ -133,6 +133,7 @@ func TestReport(t *testing.T) {
 	}{
 		{name: "table", golden: "quickstart-report.txt"},
 		{name: "json", args: []string{"-o", "json"}, golden: "quickstart-report.json"},
+		{name: "markdown", args: []string{"-o", "markdown"}, golden: "quickstart-report.md"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"report", "--repo", repo, "--metrics-file", quickstartMetrics, "--kubeconfig", kubeconfig}, tc.args...)

@@ -54,6 +54,7 @@ type runOptions struct {
 	// DetailedExitCode: exit 4 when a pull request is opened or updated.
 	DetailedExitCode bool
 	Live             liveFlags
+	Dashboard        bool
 	// FleetFindings is where the fleet report reads its placement for the
 	// findings said in pull requests: off, cluster or metrics.
 	FleetFindings string
@@ -133,6 +134,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when a pull request is opened or updated, 0 when there is nothing to do")
 	opts.Live.register(f)
+	f.BoolVar(&opts.Dashboard, "dashboard", true, "keep one issue (with --scm local, a Markdown file beside the pull requests) that sums the run up, and act on the boxes people tick in it")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
@@ -220,13 +222,14 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 			return err
 		}
 	}
+	dash := opts.readDashboard(ctx, forge)
 	rep, err = publish.Run(ctx, opts.Usage.Progress.git(g), forge, p, publish.Options{
 		Base: opts.Base, BranchPrefix: opts.BranchPrefix, Grouping: plan.Grouping(opts.GroupBy),
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
 		Conventional: publish.Conventional(g.Message()), Source: source, Matcher: opts.Usage.matcher(), Version: toolVersion(),
-		Warnings: lr.Warnings(), Findings: findings,
+		Warnings: lr.Warnings(), Findings: findings, Asked: dash.Asked(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()
@@ -240,7 +243,8 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	if rep.Failed() || liveFailed || len(p.Problems) > 0 {
+	dashFailed := opts.writeDashboard(ctx, dash, p, rep)
+	if rep.Failed() || liveFailed || dashFailed || len(p.Problems) > 0 {
 		for _, pr := range p.Problems {
 			fmt.Fprintf(opts.IO.Err, "problem: %s\n", plan.Printable(pr.String()))
 		}

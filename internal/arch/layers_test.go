@@ -12,7 +12,7 @@ import (
 const module = "github.com/gpu-rightsizing/recommender/"
 
 // allowed is, for each package, the module's packages it may import: the
-// data flow of DESIGN §2, from the pure leaves (usage, kai, located)
+// data flow of docs/design.md §2, from the pure leaves (usage, kai, located)
 // through the decision math (engine) and the readers (checkout, policy,
 // metrics, patcher) to the stages (plan), the shells (scm, publish, live)
 // and the command that wires them. A new import that is not here is a decision:
@@ -51,9 +51,12 @@ var allowed = map[string][]string{
 	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
 	"internal/report":   {"internal/consolidate", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
+	"internal/dashboard": {"internal/consolidate", "internal/engine", "internal/plan",
+		"internal/publish", "internal/scm", "internal/usage"},
 	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/live",
 		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/neighbours", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report", "internal/scm", "internal/usage"},
+		"internal/neighbours", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report", "internal/scm", "internal/usage",
+		"internal/dashboard"},
 }
 
 // packages lists the module's packages (not test files): every directory

@@ -113,7 +113,7 @@ type Config struct {
 	OOMKill bool
 	Restart time.Duration
 	// Live adds the live fast path to pull requests, for every strategy
-	// alike (DESIGN §7): an upsize proposed while usage is urgent (see
+	// alike (docs/design.md §7): an upsize proposed while usage is urgent (see
 	// Urgent) is applied at once, and its pull request catches Git up.
 	Live bool
 }

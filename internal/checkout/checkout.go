@@ -1,6 +1,6 @@
 // Package checkout is the one reader of a repository's YAML files. Policy
 // loading and workload discovery both consume what it reads, so the rules
-// about what is read, and how safely, live here once (DESIGN §10,
+// about what is read, and how safely, live here once (docs/design.md §10,
 // invariants 7 and 8):
 //
 //   - directories whose names start with a dot (.git, .github) are

@@ -89,6 +89,7 @@ var keys = []Key{
 	{"pullRequests.maxNew", "max-new"},
 	{"pullRequests.declinePercent", "decline-percent"},
 	{"pullRequests.fleetFindings", "fleet-findings"},
+	{"dashboard.enabled", "dashboard"},
 	{"commits.authorName", "author-name"},
 	{"commits.authorEmail", "author-email"},
 	{"commits.signingKeyFile", "signing-key-file"},

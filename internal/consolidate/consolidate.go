@@ -1,5 +1,5 @@
 // Package consolidate is the functional core of a GpuConsolidationPolicy
-// (DESIGN §8): for one pool of GPU nodes it packs the pods' GPU shares as
+// (docs/design.md §8): for one pool of GPU nodes it packs the pods' GPU shares as
 // they will be once the open pull requests merge, with KAI's placement
 // rules, and says how many GPUs the pool needs now and after, which
 // under-used nodes could be drained and by which moves. It reports; it

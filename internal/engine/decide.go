@@ -10,7 +10,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// Decide computes the recommendation for one workload (DESIGN §4): the
+// Decide computes the recommendation for one workload (docs/design.md §4): the
 // reactive policy answers pressure now, the proactive one sets a baseline
 // from long history; any upsize wins; a scale-back needs complete and
 // valid data, a baseline, and every reactive window's consent.
@@ -491,7 +491,7 @@ func (e *evaluation) historyComplete(m usage.Metric, need time.Duration) (Cause,
 // invalid finds NaN, infinite, negative or out-of-range samples of m inside w. A
 // missing scrape is tolerated up to a few intervals, but a broken
 // exporter's value is not a missing scrape: where a scale-back relies on a
-// window, an invalid value in it blocks the scale-back (DESIGN §10.1).
+// window, an invalid value in it blocks the scale-back (docs/design.md §10.1).
 func (e *evaluation) invalid(m usage.Metric, w usage.Window, pods []usage.Pod) *Shortfall {
 	var s *Shortfall
 	for _, p := range pods {

@@ -1,4 +1,4 @@
-// Package engine is the decision math of DESIGN §4: from a workload's
+// Package engine is the decision math of docs/design.md §4: from a workload's
 // rules, its current GPU request and its usage, one Decision with the
 // evidence it rests on. It is pure: it reads no file, calls no server and
 // reads no clock, so the same Input always gives the same Decision, in a

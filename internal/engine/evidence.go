@@ -91,7 +91,7 @@ type Baseline struct {
 // Target is the baseline's target.
 func (b *Baseline) Target() float64 { return b.Metrics[b.Decisive].Target }
 
-// Rule names a rule of DESIGN §4.
+// Rule names a rule of docs/design.md §4.
 type Rule string
 
 const (

@@ -122,7 +122,7 @@ func maxStep(g engine.Rules) float64 {
 	return float64(limit) / 100
 }
 
-// TestInvariantBounds is DESIGN §10 invariant 3: fractions stay within
+// TestInvariantBounds is docs/design.md §10 invariant 3: fractions stay within
 // floor and ceiling, a step never exceeds maxPercent, and what is written is
 // something KAI accepts.
 func TestInvariantBounds(t *testing.T) {
@@ -179,7 +179,7 @@ func TestInvariantBounds(t *testing.T) {
 	}
 }
 
-// TestInvariantMissingDataNeverShrinks is DESIGN §10 invariant 1: no data,
+// TestInvariantMissingDataNeverShrinks is docs/design.md §10 invariant 1: no data,
 // partial data, stale data or NaN never lowers a fraction. Whatever the
 // usage, once it is damaged in one of those ways near the evaluation time,
 // no scale-back may come out.

@@ -57,7 +57,7 @@ type StrategyRules struct {
 	SetQueueWhenSpecified bool
 	MinChangePercent      int
 	// LiveUpsize applies urgent upsizes to the live workload at once,
-	// before their pull request merges (DESIGN §7).
+	// before their pull request merges (docs/design.md §7).
 	LiveUpsize bool
 }
 

@@ -1,4 +1,4 @@
-// Package fastpath is the live stage of a run (DESIGN §2 and §7,
+// Package fastpath is the live stage of a run (docs/design.md §2 and §7,
 // docs/live.md): which urgent upsizes of a plan go live, with which
 // bounds and pull request, after publishing; the reconcile of earlier
 // live changes against Git's values; and what a run prints of it. The

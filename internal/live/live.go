@@ -1,4 +1,4 @@
-// Package live is the emergency fast path of DESIGN §7: an urgent upsize
+// Package live is the emergency fast path of docs/design.md §7: an urgent upsize
 // applied to the live workload at once (a Deployment, StatefulSet, Argo
 // Rollout or LeaderWorkerSet), by server-side apply under the
 // tool's own field manager, while its pull request catches Git up. It owns

@@ -46,6 +46,13 @@ func WriteFile(root string, f File) error { return workload.WriteFile(root, f) }
 // CheckFile checks that f can be written under root (see workload.CheckFile).
 func CheckFile(root string, f File) error { return workload.CheckFile(root, f) }
 
+// WriteFiles writes changed files under root (see workload.WriteFiles).
+func WriteFiles(root string, files []File) []error { return workload.WriteFiles(root, files) }
+
+// CheckFiles checks that files can be written under root (see
+// workload.CheckFiles).
+func CheckFiles(root string, files []File) []error { return workload.CheckFiles(root, files) }
+
 // Sentinel errors. Refusals and problems wrap one of them, so callers can
 // classify with errors.Is; each part of the editor defines its own.
 var (

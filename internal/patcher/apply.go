@@ -21,7 +21,7 @@ import (
 // Each edit is applied atomically and verified on its own: after each of
 // its ops its document is parsed again and compared with the expected
 // tree, comments included, and once all edits of a file are done the
-// whole file is parsed and compared (DESIGN §10, invariant 2); should
+// whole file is parsed and compared (docs/design.md §10, invariant 2); should
 // only that find a difference, the file's edits are done again verifying
 // the whole file after every op. A refused edit leaves no
 // trace in its file; other edits of the same file still apply. Whole-file

@@ -6,8 +6,8 @@
 //   - splice: the byte-exact engine. Nodes are found by parsing the text
 //     with kyaml, new bytes are spliced into the original text, the same
 //     change is made to a parsed copy, and the result is parsed again and
-//     compared with it, comments included, before it is accepted (DESIGN
-//     §10, invariant 2). Nothing is ever re-serialised.
+//     compared with it, comments included, before it is accepted
+//     (docs/design.md §10, invariant 2). Nothing is ever re-serialised.
 //   - workload: what a workload is (kinds, pod template, GPU request,
 //     containers, vLLM flags), the Ops that edit one, and the types every
 //     part shares (Edit, Change, File, Refusal, Note, Problem).

@@ -1,8 +1,10 @@
 package patcher_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,4 +62,44 @@ func TestWriteEachFile(t *testing.T) {
 			require.Equal(t, string(before), string(after), "the disturbed file is left alone")
 		})
 	}
+}
+
+// Many files at once, as plan --write on a large repository writes them:
+// every one written in place or created, one refused without stopping the
+// others, and no temporary file left anywhere.
+func TestWriteFilesMany(t *testing.T) {
+	root := t.TempDir()
+	var files []patcher.File
+	for i := range 200 {
+		p := fmt.Sprintf("team-%02d/app-%03d.yaml", i%7, i)
+		f := patcher.File{Path: p, Old: []byte(fmt.Sprintf("n: %d\n", i)), New: []byte(fmt.Sprintf("n: %d\ngpu: 0.5\n", i))}
+		if i%10 == 0 {
+			f.Old, f.Created = nil, true
+			f.Path = fmt.Sprintf("team-%02d/new-%03d.yaml", i%7, i)
+		} else {
+			writeFiles(t, root, map[string]string{p: string(f.Old)})
+		}
+		files = append(files, f)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, files[7].Path), []byte("mine\n"), 0o644))
+
+	errs := patcher.WriteFiles(root, files)
+	require.Len(t, errs, len(files))
+	for i, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f.Path))
+		require.NoError(t, err)
+		if i == 7 {
+			require.ErrorIs(t, errs[i], patcher.ErrChangedOnDisk)
+			require.Equal(t, "mine\n", string(b))
+			continue
+		}
+		require.NoError(t, errs[i], f.Path)
+		require.Equal(t, string(f.New), string(b), f.Path)
+	}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		require.NoError(t, err)
+		require.False(t, strings.HasSuffix(p, ".tmp"), "left behind: %s", p)
+		return nil
+	})
+	require.NoError(t, err)
 }

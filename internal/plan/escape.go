@@ -59,3 +59,8 @@ func needsEscape(s, keep string) bool {
 func shown(r rune, keep string) bool {
 	return unicode.IsPrint(r) || strings.ContainsRune(keep, r)
 }
+
+// MarkdownCell escapes text for one Markdown table cell or list item, as
+// the plan's Markdown does: no line break, no pipe, no markup or HTML of
+// the text's own (so no hidden comment either).
+func MarkdownCell(s string) string { return mdCell(s) }

@@ -1,5 +1,5 @@
 // Package plan runs the recommender's pipeline, read-only, in stages a
-// caller can run one by one (DESIGN §2): Govern reads policies and
+// caller can run one by one (docs/design.md §2): Govern reads policies and
 // workloads from a checkout and batches the usage queries; Fetch runs
 // them; Decide asks the engine; ChangeSets groups the edits for
 // publishing, and Preview applies them all to one copy for a printed plan.
@@ -304,7 +304,7 @@ func (p *Plan) govern(set *policy.Set, w patcher.Workload, where []string) (pend
 
 // batch adds the workload of pw to the query of the workloads governed
 // alike (groups finds it by queryKey), one query per such group, never
-// one per workload (DESIGN §2). A workload with nothing to measure gets
+// one per workload (docs/design.md §2). A workload with nothing to measure gets
 // none.
 func (p *Plan) batch(at time.Time, pw pending, groups map[string]int) {
 	g, cur := pw.g, pw.cur
@@ -713,7 +713,7 @@ func editFor(d Decision) (patcher.Edit, bool) {
 }
 
 // VLLMUtilization is the --gpu-memory-utilization that leaves the
-// strategy's buffer of the new allocation unused (DESIGN §5), when the
+// strategy's buffer of the new allocation unused (docs/design.md §5), when the
 // decision's edit sets one. vLLM measures against the memory it sees: the
 // whole GPU without HAMi-core, its share with it.
 func VLLMUtilization(d Decision) (string, bool) {

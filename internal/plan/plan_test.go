@@ -49,7 +49,7 @@ func recorded(t testing.TB) *openmetrics.Recorded {
 }
 
 // TestMakeBatchesUsageQueries: workloads governed alike share one query,
-// never one per workload or pod (DESIGN §2).
+// never one per workload or pod (docs/design.md §2).
 func TestMakeBatchesUsageQueries(t *testing.T) {
 	src := &counting{src: recorded(t)}
 	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: src})
@@ -69,7 +69,7 @@ func TestMakeBatchesUsageQueries(t *testing.T) {
 	require.Equal(t, 1, p.Hidden)
 }
 
-// TestMakeUsageErrorNeverShrinks is DESIGN §10 invariant 1 for a failing
+// TestMakeUsageErrorNeverShrinks is docs/design.md §10 invariant 1 for a failing
 // source: every workload it was asked about keeps its allocation, and the
 // error is reported.
 func TestMakeUsageErrorNeverShrinks(t *testing.T) {

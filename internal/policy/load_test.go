@@ -198,7 +198,7 @@ func TestLoadRefusesBadPolicies(t *testing.T) {
 			want := fmt.Sprintf("policies.yaml:%d:%d: %s: %s", line, col, tt.field, tt.msg)
 			require.Contains(t, set.Errors[0].Error(), want)
 
-			// DESIGN §3: a bad policy stops that policy, and nothing it
+			// docs/design.md §3: a bad policy stops that policy, and nothing it
 			// governs is changed.
 			require.Equal(t, engine.CausePolicyInvalid, set.Govern(gpuDeployment).Skip)
 		})

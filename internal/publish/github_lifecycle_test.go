@@ -204,7 +204,7 @@ func TestGitHubLifecycle(t *testing.T) {
 			require.Equal(t, heads, l.heads(t), "step %d (%s): nothing changed, yet a branch moved", step, did)
 		}
 
-		// The same inputs again write nothing (DESIGN §10.4).
+		// The same inputs again write nothing (docs/design.md §10.4).
 		writes, heads = l.fake.Writes(), l.heads(t)
 		again := l.run(t, at)
 		l.checkInvariants(t, again)
@@ -221,7 +221,7 @@ func TestGitHubLifecycle(t *testing.T) {
 
 // TestTokensNeverLeak runs a lifecycle as a GitHub App, through rate
 // limits and server errors, and searches everything it produced for the
-// installation token and the personal token (DESIGN §10.6).
+// installation token and the personal token (docs/design.md §10.6).
 func TestTokensNeverLeak(t *testing.T) {
 	l := newLifecycle(t, true)
 	secrets := []string{l.forge.GitAuth().Token, l.fake.Token}

@@ -1,5 +1,5 @@
 // Package publish turns a plan's change sets into pull requests, the way
-// Renovate keeps its own (DESIGN §6): one branch and pull request per
+// Renovate keeps its own (docs/design.md §6): one branch and pull request per
 // change set, found again by branch name and a hidden marker; the same
 // recommendation writes nothing; a changed one force-updates its branch
 // with a lease; one that vanished because the workload fits now is closed,
@@ -89,9 +89,20 @@ type Options struct {
 	// whether its upsize's rollout finds room, who crowded its GPU. Said
 	// in a section of their own in its pull request's body.
 	Findings map[string][]string
-	DryRun   bool
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Asked is what people asked for on the dashboard, by change set key.
+	Asked  Asked
+	DryRun bool
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Asked is what people ask of the next run by ticking the dashboard's
+// checkboxes, each a set of change set keys: Retry forgets a decline,
+// Rebase pushes the branch afresh on the base (over a person's commits,
+// as asked), Open opens a pull request a cap held back. Retry and Open
+// are above the caps: a person asked for that change by name.
+type Asked struct {
+	Retry, Rebase, Open map[string]bool
 }
 
 // Outcome is what happened to one change set or pull request.
@@ -162,13 +173,12 @@ func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report,
 	r := &run{g: g, f: f, p: p, o: o, branches: branches, open: len(open), report: &Report{DryRun: o.DryRun}}
 	kept := map[string]bool{}
 	for _, cs := range sets {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		res := r.publish(ctx, cs)
-		kept[res.Branch] = true
-		r.report.Results = append(r.report.Results, res)
+		kept[branchName(o.BranchPrefix, cs.Grouping, cs.Key)] = true
 	}
+	// The pull requests whose change vanished are closed first, so that
+	// the room they leave under --max-open is used in this run, not the
+	// next: a second run on the same inputs then writes nothing.
+	var gone []Result
 	for _, pr := range open {
 		if kept[pr.Branch] {
 			continue
@@ -176,8 +186,15 @@ func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r.report.Results = append(r.report.Results, r.vanished(ctx, pr))
+		gone = append(gone, r.vanished(ctx, pr))
 	}
+	for _, cs := range sets {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.report.Results = append(r.report.Results, r.publish(ctx, cs))
+	}
+	r.report.Results = append(r.report.Results, gone...)
 	return r.report, nil
 }
 
@@ -327,13 +344,20 @@ type published struct {
 	// excluded are the workloads of the open pull request that the run's
 	// filter left out of the plan.
 	excluded []string
+	// rebase is set when a person asked on the dashboard for the branch
+	// to be made afresh on the base.
+	rebase bool
 }
 
 // observe reads the pull requests of the change set's branch and the
 // branch's head.
 func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, want marker) (published, error) {
 	s := published{want: want}
-	if (r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew) {
+	s.rebase = r.o.Asked.Rebase[cs.Key]
+	// A person who asks for this very change by name on the dashboard,
+	// to open it or to retry it, is above the caps.
+	asked := r.o.Asked.Open[cs.Key] || r.o.Asked.Retry[cs.Key]
+	if !asked && ((r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew)) {
 		s.capped = fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
 	}
 	prs, err := r.f.Find(ctx, branch)
@@ -352,7 +376,7 @@ func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, wan
 		case prs[i].State == scm.Open:
 			s.current = &prs[i]
 			s.excluded = r.excluded(mk)
-		case prs[i].State == scm.Closed && !mk.Autoclosed:
+		case prs[i].State == scm.Closed && !mk.Autoclosed && !r.o.Asked.Retry[cs.Key]:
 			s.declined = &prs[i]
 		}
 		break
@@ -388,14 +412,19 @@ func decidePublish(s published, declinePercent int) action {
 		// in its commit's trailer, the body in its marker. A run killed
 		// between the push and the edit leaves them apart; this one brings
 		// whichever is behind up to date.
+		old, _ := markerOf(s.current.Body)
+		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed
+		if s.rebase {
+			a.outcome, a.push, a.edit = Updated, true, !edited
+			a.detail = "made afresh on the base, as asked on the dashboard"
+			return a
+		}
 		if s.head.who != "" {
 			a.outcome = Kept
 			a.detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", s.head.who)
 			return a
 		}
-		old, _ := markerOf(s.current.Body)
 		pushed := s.head.fingerprint == s.want.Fingerprint
-		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed
 		if pushed && edited {
 			a.outcome = Unchanged
 			return a

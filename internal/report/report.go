@@ -1,5 +1,5 @@
 // Package report makes the consolidation reports of a repository's
-// GpuConsolidationPolicies (DESIGN §8, docs/fleet.md) from a finished
+// GpuConsolidationPolicies (docs/design.md §8, docs/fleet.md) from a finished
 // plan and the placement read from the cluster: the shell around the
 // pure consolidate.Evaluate, for `recommender report`. It evicts and
 // patches nothing; the cluster is only read, by the placement package.

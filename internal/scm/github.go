@@ -464,7 +464,7 @@ func (g *GitHub) classify(what string, err error) error {
 		case http.StatusUnauthorized:
 			return g.scrub(fmt.Errorf("github: %s: %w (401: %s)", what, ErrUnauthorized, er.Message))
 		case http.StatusForbidden:
-			return g.scrub(fmt.Errorf("github: %s in %s: %w: a fine-grained token needs `pull_requests: write` and `contents: write` on the repository, a classic token the `repo` scope, a GitHub App the same permissions on its installation (403: %s)",
+			return g.scrub(fmt.Errorf("github: %s in %s: %w: a fine-grained token needs `pull_requests: write` and `contents: write` on the repository (and `issues: write` for the dashboard), a classic token the `repo` scope, a GitHub App the same permissions on its installation (403: %s)",
 				what, repo, ErrForbidden, er.Message))
 		case http.StatusNotFound:
 			return g.scrub(fmt.Errorf("github: %s: %s: %w (404)", what, repo, ErrNotFound))

@@ -16,7 +16,7 @@ import (
 )
 
 // Preset names the exporter that usage series come from, for policies
-// that do not name their series (DESIGN §2).
+// that do not name their series (docs/design.md §2).
 type Preset string
 
 const (

@@ -8,7 +8,7 @@
 // each step its chunk is parsed again and compared with the expected
 // tree, and every comment outside what the step meant to remove must
 // still be there, in order; any difference refuses the step and leaves
-// the file as it was (DESIGN §10, invariant 2). Comments, key order,
+// the file as it was (docs/design.md §10, invariant 2). Comments, key order,
 // quoting, indentation, blank lines, trailing whitespace, document
 // separators, CRLF line endings, a byte order mark and a missing final
 // newline survive because those bytes are never touched.

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/pmezard/go-difflib/difflib"
@@ -70,35 +72,138 @@ func diffLines(b []byte) []string {
 	return lines
 }
 
-// Write writes every changed file under root, as WriteFile does. A file
+// Write writes every changed file under root, as WriteFiles does. A file
 // that cannot be written does not stop the others: the error joins one
 // error per file that was not written.
 func (r *Result) Write(root string) error {
-	var errs []error
-	for _, f := range r.Files {
-		errs = append(errs, WriteFile(root, f))
-	}
-	return errors.Join(errs...)
+	return errors.Join(WriteFiles(root, r.Files)...)
 }
 
 // WriteFile writes f.New over f.Path under root, unless the file on disk
 // is no longer f.Old: then it is left as it is and the error wraps
-// ErrChangedOnDisk. The new bytes go to a temporary file in the same
-// directory, with the file's mode, which is then renamed over the
-// original, so a reader sees the old file or the new one, never half of
-// it. (What changes between the comparison and the rename, a few system
-// calls apart, is lost: the check is for an editor or a git checkout
-// that ran since the plan was made, not for a writer racing it.)
+// ErrChangedOnDisk. See WriteFiles.
 func WriteFile(root string, f File) error {
+	return WriteFiles(root, []File{f})[0]
+}
+
+// WriteFiles writes each file's new bytes over its path under root, unless
+// the file on disk is no longer the one it was made from: then that file is
+// left as it is and its error wraps ErrChangedOnDisk. errs[i] is nil when
+// files[i] was written.
+//
+// Each file's bytes go to a temporary file beside it, with its mode, which
+// is then renamed over it: a reader, or a run killed half-way, sees the old
+// file or the new one, never part of it. For many files the work is done
+// in three passes, each on GOMAXPROCS goroutines: every temporary file
+// written, their bytes made durable (past a few files, with one sync of the
+// file system rather than one fsync per file), then every rename, each directory synced once
+// after. (What changes between the comparison and the rename, a few
+// system calls apart, is lost: the check is for an editor or a git
+// checkout that ran since the plan was made, not for a writer racing it.)
+func WriteFiles(root string, files []File) []error {
+	errs := make([]error, len(files))
 	rt, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("open checkout: %w", err)
+		for i := range errs {
+			errs[i] = fmt.Errorf("open checkout: %w", err)
+		}
+		return errs
 	}
 	defer rt.Close()
-	if err := writeFile(rt, f); err != nil {
-		return fmt.Errorf("write %s: %w", f.Path, err)
+	tmps := make([]string, len(files))
+	parallel(len(files), func(i int) {
+		tmps[i], errs[i] = writeTemp(rt, files[i])
+	})
+	if err := syncTemps(rt, tmps); err != nil {
+		for i, tmp := range tmps {
+			if tmp != "" {
+				_ = rt.Remove(tmp)
+				errs[i] = err
+			}
+		}
+	}
+	parallel(len(files), func(i int) {
+		if errs[i] == nil {
+			errs[i] = place(rt, files[i], tmps[i])
+		}
+	})
+	dirs := map[string]bool{}
+	for i, f := range files {
+		if errs[i] == nil {
+			dirs[path.Dir(f.Path)] = true
+		}
+	}
+	for dir := range dirs {
+		// The renames are durable once their directory is: best effort,
+		// as the files are in place either way.
+		if d, err := rt.Open(filepath.FromSlash(dir)); err == nil {
+			_ = d.Sync()
+			d.Close()
+		}
+	}
+	for i, f := range files {
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("write %s: %w", f.Path, errs[i])
+		}
+	}
+	return errs
+}
+
+// syncTemps makes the temporary files' bytes durable before any rename,
+// so that a crash never leaves a renamed file without its content: each
+// file's own fsync for a few, one sync of the file system for many.
+func syncTemps(rt *os.Root, tmps []string) error {
+	n := 0
+	for _, tmp := range tmps {
+		if tmp != "" {
+			n++
+		}
+	}
+	if n <= fewFiles {
+		return fsyncEach(rt, tmps)
+	}
+	return syncFS(rt, tmps)
+}
+
+// fewFiles is the most files synced one by one.
+const fewFiles = 8
+
+func fsyncEach(rt *os.Root, tmps []string) error {
+	for _, tmp := range tmps {
+		if tmp == "" {
+			continue
+		}
+		f, err := rt.OpenFile(tmp, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// parallel runs do(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, do func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := range next {
+				do(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // CheckFile reports whether WriteFile would write f: the file on disk is
@@ -106,15 +211,26 @@ func WriteFile(root string, f File) error {
 // a plan checks every file first, so that one changed file leaves the
 // whole plan unwritten rather than half of an edit on disk.
 func CheckFile(root string, f File) error {
+	return CheckFiles(root, []File{f})[0]
+}
+
+// CheckFiles is CheckFile for each of files, with the root opened once.
+func CheckFiles(root string, files []File) []error {
+	errs := make([]error, len(files))
 	rt, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("open checkout: %w", err)
+		for i := range errs {
+			errs[i] = fmt.Errorf("open checkout: %w", err)
+		}
+		return errs
 	}
 	defer rt.Close()
-	if _, err := check(rt, f); err != nil {
-		return fmt.Errorf("write %s: %w", f.Path, err)
-	}
-	return nil
+	parallel(len(files), func(i int) {
+		if _, err := check(rt, files[i]); err != nil {
+			errs[i] = fmt.Errorf("write %s: %w", files[i].Path, err)
+		}
+	})
+	return errs
 }
 
 // check compares the file on disk with what f was made from, and returns
@@ -151,49 +267,54 @@ func check(rt *os.Root, f File) (os.FileMode, error) {
 	return fi.Mode().Perm(), nil
 }
 
-func writeFile(rt *os.Root, f File) error {
-	name := filepath.FromSlash(f.Path)
+// writeTemp checks f against the disk and writes its new bytes, with the
+// mode the file has, to a temporary file beside it, whose name it returns.
+func writeTemp(rt *os.Root, f File) (string, error) {
 	mode, err := check(rt, f)
 	if err != nil {
-		return err
+		return "", err
 	}
-	// New bytes go to a temporary file renamed into place, new files too:
-	// a reader, or a run killed half-way, sees the old file or the new
-	// one, never part of it.
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return err
+		return "", err
 	}
 	dir, base := path.Split(f.Path)
 	tmp := filepath.FromSlash(dir + "." + strings.TrimPrefix(base, ".") + "." + hex.EncodeToString(rnd[:]) + ".tmp")
 	w, err := rt.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, err = w.Write(f.New)
-	if err == nil {
-		err = w.Sync()
-	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		err = rt.Chmod(tmp, mode)
 	}
-	if err == nil && f.Created {
-		// A new name: Link fails if someone created it meanwhile, where
-		// a rename would replace their file.
+	if err != nil {
+		_ = rt.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// place puts the temporary file tmp where f goes: renamed over the file it
+// replaces, or linked to a new name, which fails if someone created it
+// meanwhile (a rename would replace their file).
+func place(rt *os.Root, f File, tmp string) error {
+	name := filepath.FromSlash(f.Path)
+	var err error
+	if f.Created {
 		if err = rt.Link(tmp, name); err == nil {
 			_ = rt.Remove(tmp)
 		} else if errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
 		}
-	} else if err == nil {
+	} else {
 		err = rt.Rename(tmp, name)
 	}
 	if err != nil {
 		_ = rt.Remove(tmp)
-		return err
 	}
-	return nil
+	return err
 }

@@ -48,6 +48,7 @@ type FakeGitHub struct {
 	mu       sync.Mutex
 	tokens   map[string]bool
 	pulls    []*fakePull
+	issues   []*FakeIssue
 	comments map[int][]string
 	faults   []GitHubFault
 	requests []string
@@ -350,6 +351,14 @@ func (f *FakeGitHub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			p.Reviewers = append(p.Reviewers, req.Reviewers...)
 			f.reply(w, http.StatusCreated, f.pullJSON(p))
 		}
+	case "GET issues":
+		f.listIssues(w, r)
+	case "POST issues":
+		f.createIssue(w, r)
+	case "GET issues/{n}":
+		f.getIssue(w, num)
+	case "PATCH issues/{n}":
+		f.editIssue(w, r, num)
 	case "POST issues/{n}/labels":
 		var labels []string
 		if p := f.pullOr404(w, num); p != nil && f.decode(w, r, &labels) {
@@ -465,36 +474,10 @@ func (f *FakeGitHub) list(w http.ResponseWriter, r *http.Request) {
 	if q.Get("direction") == "desc" || (q.Get("direction") == "" && (q.Get("sort") == "" || q.Get("sort") == "created")) {
 		slices.Reverse(out)
 	}
-	perPage, _ := strconv.Atoi(q.Get("per_page"))
-	if perPage <= 0 {
-		perPage = 30
-	}
-	perPage = min(perPage, 100)
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-	last := max((len(out)+perPage-1)/perPage, 1)
-	link := func(n int, rel string) string {
-		u := *r.URL
-		u.Scheme, u.Host = "http", r.Host
-		v := u.Query()
-		v.Set("page", strconv.Itoa(n))
-		v.Set("per_page", strconv.Itoa(perPage))
-		u.RawQuery = v.Encode()
-		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
-	}
-	var links []string
-	if page < last {
-		links = append(links, link(page+1, "next"), link(last, "last"))
-	}
-	if page > 1 {
-		links = append(links, link(1, "first"), link(page-1, "prev"))
-	}
-	if len(links) > 0 {
-		w.Header().Set("Link", strings.Join(links, ", "))
-	}
+	from, to := paginate(w, r, len(out))
 	body := []map[string]any{}
-	for i := (page - 1) * perPage; i < len(out) && i < page*perPage; i++ {
-		body = append(body, f.pullJSON(out[i]))
+	for _, p := range out[from:to] {
+		body = append(body, f.pullJSON(p))
 	}
 	f.reply(w, http.StatusOK, body)
 }
@@ -542,7 +525,7 @@ func (f *FakeGitHub) create(w http.ResponseWriter, r *http.Request) {
 		invalid("", "custom", fmt.Sprintf("No commits between %s and %s", req.Base, head))
 		return
 	}
-	p := &fakePull{FakePull{Number: len(f.pulls) + 1, Title: req.Title, Body: req.Body, Head: head, Base: req.Base,
+	p := &fakePull{FakePull{Number: f.nextNumber(), Title: req.Title, Body: req.Body, Head: head, Base: req.Base,
 		State: "open", Draft: req.Draft, Created: time.Now(), MaintainerCanModify: req.MaintainerCanModify}}
 	f.pulls = append(f.pulls, p)
 	w.Header().Set("Location", fmt.Sprintf("%s/api/v3/repos/%s/%s/pulls/%d", f.URL, f.owner, f.repo, p.Number))
@@ -673,4 +656,39 @@ func (f *FakeGitHub) reply(w http.ResponseWriter, status int, v any) {
 
 func (f *FakeGitHub) fail(w http.ResponseWriter, status int, msg string) {
 	f.reply(w, status, map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"})
+}
+
+// paginate reads page and per_page as GitHub does (30 a page by default,
+// 100 at most), sets the Link header of a list of n items, and says which
+// of them the page holds.
+func paginate(w http.ResponseWriter, r *http.Request, n int) (from, to int) {
+	q := r.URL.Query()
+	perPage, _ := strconv.Atoi(q.Get("per_page"))
+	if perPage <= 0 {
+		perPage = 30
+	}
+	perPage = min(perPage, 100)
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	last := max((n+perPage-1)/perPage, 1)
+	link := func(p int, rel string) string {
+		u := *r.URL
+		u.Scheme, u.Host = "http", r.Host
+		v := u.Query()
+		v.Set("page", strconv.Itoa(p))
+		v.Set("per_page", strconv.Itoa(perPage))
+		u.RawQuery = v.Encode()
+		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
+	}
+	var links []string
+	if page < last {
+		links = append(links, link(page+1, "next"), link(last, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"), link(page-1, "prev"))
+	}
+	if len(links) > 0 {
+		w.Header().Set("Link", strings.Join(links, ", "))
+	}
+	return min((page-1)*perPage, n), min(page*perPage, n)
 }

@@ -54,6 +54,7 @@ type FakeGitLab struct {
 
 	mu       sync.Mutex
 	mrs      []*fakeMR
+	issues   []*FakeGitLabIssue
 	users    map[string]int64
 	faults   []GitLabFault
 	requests []GitLabRequest
@@ -137,6 +138,9 @@ func NewFakeGitLab(t testing.TB, o FakeGitLabOptions) *FakeGitLab {
 	mux.HandleFunc("PUT /api/v4/projects/{id}/merge_requests/{iid}", f.updateMR)
 	mux.HandleFunc("PUT /api/v4/projects/{id}/merge_requests/{iid}/merge", f.mergeMR)
 	mux.HandleFunc("POST /api/v4/projects/{id}/merge_requests/{iid}/notes", f.createNote)
+	mux.HandleFunc("GET /api/v4/projects/{id}/issues", f.listIssues)
+	mux.HandleFunc("POST /api/v4/projects/{id}/issues", f.createIssue)
+	mux.HandleFunc("PUT /api/v4/projects/{id}/issues/{iid}", f.updateIssue)
 	mux.HandleFunc("GET /api/v4/users", f.listUsers)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "404 Not Found"})
@@ -489,17 +493,24 @@ func (f *FakeGitLab) listMRs(w http.ResponseWriter, r *http.Request) {
 		}
 		return c
 	})
-	page, perPage := atoiOr(q.Get("page"), 1), atoiOr(q.Get("per_page"), 20)
-	perPage = min(max(perPage, 1), 100)
-	page = max(page, 1)
-	total := len(sel)
-	pages := max((total+perPage-1)/perPage, 1)
-	from, to := min((page-1)*perPage, total), min(page*perPage, total)
+	from, to := gitlabPage(w, r, len(sel))
 	out := []map[string]any{}
 	heads := f.heads()
 	for _, mr := range sel[from:to] {
 		out = append(out, f.mrJSON(mr, heads))
 	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// gitlabPage reads page and per_page as GitLab does (20 a page by
+// default, 100 at most), sets the offset pagination headers and the Link
+// header of a list of total items, and says which of them the page holds.
+func gitlabPage(w http.ResponseWriter, r *http.Request, total int) (from, to int) {
+	q := r.URL.Query()
+	page, perPage := atoiOr(q.Get("page"), 1), atoiOr(q.Get("per_page"), 20)
+	perPage = min(max(perPage, 1), 100)
+	page = max(page, 1)
+	pages := max((total+perPage-1)/perPage, 1)
 	h := w.Header()
 	h.Set("X-Page", strconv.Itoa(page))
 	h.Set("X-Per-Page", strconv.Itoa(perPage))
@@ -527,7 +538,7 @@ func (f *FakeGitLab) listMRs(w http.ResponseWriter, r *http.Request) {
 	}
 	links = append(links, link("first", 1), link("last", pages))
 	h.Set("Link", strings.Join(links, ", "))
-	writeJSON(w, http.StatusOK, out)
+	return min((page-1)*perPage, total), min(page*perPage, total)
 }
 
 func atoiOr(s string, def int) int {

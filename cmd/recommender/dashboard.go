@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpu-rightsizing/recommender/internal/dashboard"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/publish"
+)
+
+// readDashboard finds the dashboard and what its ticked boxes ask, when
+// --dashboard is on. A dashboard that cannot be read must not stop the
+// pull requests: the run goes on without it, and says so.
+func (o *runOptions) readDashboard(ctx context.Context, forge publish.Forge) *dashboard.Dashboard {
+	is, ok := forge.(dashboard.Issues)
+	if !o.Dashboard || !ok {
+		return nil
+	}
+	d, err := dashboard.Read(ctx, is, dashboard.Options{DryRun: o.DryRun, Logger: o.Logger})
+	if err != nil {
+		o.Logger.Error("dashboard: not read; this run acts on no ticked box and leaves it as it is (the token needs to read and write issues, or turn it off with --dashboard=false)", "err", err)
+		return nil
+	}
+	return d
+}
+
+// writeDashboard brings the dashboard up to date and prints one line
+// about it; it reports whether that failed.
+func (o *runOptions) writeDashboard(ctx context.Context, d *dashboard.Dashboard, p *plan.Plan, rep *publish.Report) bool {
+	if d == nil {
+		return false
+	}
+	res, err := d.Write(ctx, dashboard.Input{Plan: p, Grouping: plan.Grouping(o.GroupBy), Publish: rep})
+	if err != nil {
+		o.Logger.Error("dashboard: not written (the token needs to write issues, or turn it off with --dashboard=false)", "err", err)
+		return true
+	}
+	line := fmt.Sprintf("dashboard: %s", res.Outcome)
+	if res.Number > 0 {
+		line += fmt.Sprintf(" #%d %s", res.Number, res.URL)
+	}
+	if res.Detail != "" {
+		line += " (" + res.Detail + ")"
+	}
+	fmt.Fprintln(o.IO.Out, plan.Printable(line))
+	return false
+}

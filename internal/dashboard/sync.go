@@ -1,0 +1,162 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
+)
+
+// Issues holds the dashboard: a GitHub or GitLab issue, or the local
+// provider's Markdown file.
+type Issues interface {
+	// Issues lists the open issues carrying label, oldest first.
+	Issues(ctx context.Context, label string) ([]scm.Issue, error)
+	OpenIssue(ctx context.Context, title, body string, labels []string) (scm.Issue, error)
+	EditIssue(ctx context.Context, number int, title, body string) error
+}
+
+var (
+	_ Issues = (*scm.GitHub)(nil)
+	_ Issues = (*scm.GitLab)(nil)
+	_ Issues = (*scm.Local)(nil)
+)
+
+// Options configure the dashboard's issue.
+type Options struct {
+	// Title is the issue's title; Label the label it is found by.
+	Title, Label string
+	// DryRun reads the dashboard, but neither acts on its boxes nor
+	// writes it.
+	DryRun bool
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	o.Title = cmp.Or(o.Title, "GPU rightsizing dashboard")
+	o.Label = cmp.Or(o.Label, "gpu-rightsizing-dashboard")
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Dashboard is the run's dashboard issue: the one found, what its ticked
+// boxes ask, and the duplicates left alone.
+type Dashboard struct {
+	issues Issues
+	o      Options
+	found  *scm.Issue
+	// Duplicates are the numbers of the other open dashboards, newer than
+	// the one kept up to date.
+	Duplicates []int
+	asked      publish.Asked
+}
+
+// Read finds the dashboard: the oldest open issue with the label whose
+// body holds the marker. A newer one is a duplicate (a person copied it,
+// or two runs raced): it is named in the log and the outcome, and left
+// alone, so that boxes ticked there ask nothing.
+func Read(ctx context.Context, is Issues, o Options) (*Dashboard, error) {
+	o = o.withDefaults()
+	all, err := is.Issues(ctx, o.Label)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	d := &Dashboard{issues: is, o: o}
+	for i := range all {
+		if !strings.Contains(all[i].Body, Marker) {
+			continue
+		}
+		if d.found == nil {
+			d.found = &all[i]
+			continue
+		}
+		d.Duplicates = append(d.Duplicates, all[i].Number)
+	}
+	if d.found != nil {
+		d.asked = Parse(d.found.Body)
+	}
+	if len(d.Duplicates) > 0 {
+		o.Logger.Warn("dashboard: more than one open; the oldest is kept up to date, the others are left alone",
+			"kept", d.found.Number, "duplicates", d.Duplicates)
+	}
+	return d, nil
+}
+
+// Asked is what the ticked boxes ask of this run's publishing; nothing in
+// a dry run, which must not act.
+func (d *Dashboard) Asked() publish.Asked {
+	if d == nil || d.o.DryRun {
+		return publish.Asked{}
+	}
+	return d.asked
+}
+
+// Outcome is what writing the dashboard did.
+type Outcome string
+
+const (
+	Created   Outcome = "created"
+	Edited    Outcome = "edited"
+	Unchanged Outcome = "unchanged"
+)
+
+// Result is the dashboard's outcome and where it is.
+type Result struct {
+	Outcome Outcome
+	Number  int
+	URL     string
+	// Detail says what a dry run would do, or which duplicates were left.
+	Detail string
+}
+
+// Write renders the dashboard, bounded to MaxBody, and creates it, or edits it when its title
+// or body would change (a ticked box counts: writing it afresh unticks
+// it). Line endings are compared as text: a forge's web editor may save
+// the body with CRLF.
+func (d *Dashboard) Write(ctx context.Context, in Input) (Result, error) {
+	body, err := Render(in)
+	if err != nil {
+		return Result{}, fmt.Errorf("dashboard: %w", err)
+	}
+	body = bounded(body, MaxBody)
+	var res Result
+	if len(d.Duplicates) > 0 {
+		res.Detail = fmt.Sprintf("also open: %s; the oldest is kept up to date", numbers(d.Duplicates))
+	}
+	switch {
+	case d.found == nil && d.o.DryRun:
+		res.Outcome, res.Detail = Created, "would open the dashboard"
+	case d.found == nil:
+		is, err := d.issues.OpenIssue(ctx, d.o.Title, body, []string{d.o.Label})
+		if err != nil {
+			return Result{}, fmt.Errorf("dashboard: %w", err)
+		}
+		res.Outcome, res.Number, res.URL = Created, is.Number, is.URL
+	case d.found.Title == d.o.Title && normal(d.found.Body) == normal(body):
+		res.Outcome, res.Number, res.URL = Unchanged, d.found.Number, d.found.URL
+	case d.o.DryRun:
+		res.Outcome, res.Number, res.URL, res.Detail = Edited, d.found.Number, d.found.URL, "would edit the dashboard"
+	default:
+		if err := d.issues.EditIssue(ctx, d.found.Number, d.o.Title, body); err != nil {
+			return Result{}, fmt.Errorf("dashboard: %w", err)
+		}
+		res.Outcome, res.Number, res.URL = Edited, d.found.Number, d.found.URL
+	}
+	return res, nil
+}
+
+func normal(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+
+func numbers(ns []int) string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = fmt.Sprintf("#%d", n)
+	}
+	return strings.Join(out, ", ")
+}
