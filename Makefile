@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image demo test demo-prometheus demo-gitops test-deps demo-run lint bench bench-prometheus bench-scale fuzz backtest backtest-variants
+.PHONY: build image demo test demo-prometheus demo-gitops test-deps demo-run lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -63,6 +63,13 @@ bench-scale:
 ## bench-prometheus: the real-server benchmark of BENCHMARKS.md (backfills millions of samples: about 2 min)
 bench-prometheus:
 	RECOMMENDER_BENCH_PROMETHEUS=1 $(GO) test -run '^$$' -bench BenchmarkPrometheusUsage -benchmem -benchtime 5x -count=1 ./internal/metrics/prometheus
+
+## bench-e2e: issue 23's stages, each against its limit in the same run, in processes of their own (tens of minutes, gigabytes in $TMPDIR); fails when a ratio is a third above the committed one; BENCH_E2E_WRITE=1 writes the new figures (testdata/bench-e2e.json) and BENCHMARKS.md's tables
+# One package at a time (-p 1): each rewrites its own section of
+# BENCHMARKS.md, and each stage wants the machine's memory to itself.
+BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus
+bench-e2e:
+	RECOMMENDER_BENCH_E2E=1 RECOMMENDER_BENCH_E2E_WRITE=$(BENCH_E2E_WRITE) $(GO) test -p 1 -run '^$$' -bench '^BenchmarkE2E' -benchtime 3x -count=1 -timeout 2h $(BENCH_E2E_PKGS)
 
 ## backtest: replay the shared traces (TRACES=dir) through the policies and baselines into docs/backtest
 TRACES ?= ../shared/traces

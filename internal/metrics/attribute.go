@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -61,6 +62,60 @@ func compareRefs(a, b usage.Ref) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 }
 
+// refIndex holds workloads by name for the naming rules, so that a pod
+// is matched against the few workloads its name can fit rather than every
+// workload of its namespace. Every rule makes the name it matches (a
+// pod's, a ReplicaSet's, a StatefulSet's, a Deployment's) the workload's
+// name itself, or start with it and a dash, or, cut at 58 bytes, with its
+// first 58 bytes: so a name's prefixes before each dash, the name itself
+// and its first 58 bytes are the only keys workloads that fit it can be
+// under. A lookup costs the name's length, whatever the workloads.
+type refIndex struct {
+	refs []usage.Ref
+	// byKey lists, per key, the refs (their positions) named so, or
+	// whose names are longer than 58 bytes and start so.
+	byKey map[string][]int
+}
+
+// newRefIndex indexes refs, whose order near keeps.
+func newRefIndex(refs []usage.Ref) *refIndex {
+	x := &refIndex{refs: refs, byKey: make(map[string][]int, len(refs))}
+	for i, r := range refs {
+		x.byKey[r.Name] = append(x.byKey[r.Name], i)
+		if len(r.Name) > maxGeneratedPrefix {
+			k := r.Name[:maxGeneratedPrefix]
+			x.byKey[k] = append(x.byKey[k], i)
+		}
+	}
+	return x
+}
+
+// near returns, in the index's order, the workloads that a naming rule
+// could let name fit: those named name, or a prefix of it a dash
+// follows, or its first 58 bytes. The rules themselves still decide.
+func (x *refIndex) near(name string) []usage.Ref {
+	var at []int
+	at = append(at, x.byKey[name]...)
+	for i := 0; i < len(name); i++ {
+		if name[i] == '-' {
+			at = append(at, x.byKey[name[:i]]...)
+		}
+	}
+	if len(name) > maxGeneratedPrefix {
+		at = append(at, x.byKey[name[:maxGeneratedPrefix]]...)
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	slices.Sort(at)
+	at = slices.Compact(at)
+	out := make([]usage.Ref, len(at))
+	for i, j := range at {
+		out[i] = x.refs[j]
+	}
+	return out
+}
+
 // attribution is what a query knows of the workload of one pod.
 type attribution struct {
 	ref usage.Ref
@@ -85,9 +140,9 @@ type attribution struct {
 // series nothing names a StatefulSet or LeaderWorkerSet that was not asked
 // for, so llm-2's leader llm-2-1 counts for llm when llm-2 is not asked
 // for; owner series tell them apart.
-func claim(candidates []usage.Ref, pod string) attribution {
+func claim(candidates *refIndex, pod string) attribution {
 	var matches []usage.Ref
-	for _, c := range candidates {
+	for _, c := range candidates.near(pod) {
 		if fits(c, pod) {
 			matches = append(matches, c)
 		}

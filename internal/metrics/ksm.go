@@ -272,7 +272,7 @@ func (k *ksm) replicaSetOwnersAt(namespace string, at int64) []usage.Ref {
 // knows of is attributed through its owner series only; any other pod by
 // its name, among candidates, the workloads of its namespace sorted by
 // compareRefs.
-func (k *ksm) owner(namespace, pod string, at int64, candidates []usage.Ref) attribution {
+func (k *ksm) owner(namespace, pod string, at int64, candidates *refIndex) attribution {
 	kind, name, known := ownerAt(k.pods[objKey{namespace, pod}], at)
 	if !known {
 		return claim(candidates, pod)
@@ -293,7 +293,7 @@ func (k *ksm) owner(namespace, pod string, at int64, candidates []usage.Ref) att
 // its name says made it (<name>-<pod-template-hash>, so a single name).
 // A Deployment and a Rollout of that name (a migration from one to the
 // other keeps it) leave the owner unknown.
-func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates []usage.Ref) attribution {
+func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates *refIndex) attribution {
 	self := usage.Ref{Namespace: namespace, Kind: "ReplicaSet", Name: rs}
 	kind, name, found := ownerAt(k.replicaSets[objKey{namespace, rs}], at)
 	switch {
@@ -305,7 +305,7 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates []usage
 		return attribution{ref: self, ok: true}
 	}
 	var matches []usage.Ref
-	for _, c := range candidates {
+	for _, c := range candidates.near(rs) {
 		if generated(c.Kind) && matchReplicaSet(c.Name, rs) || c.Kind == kindISVC && matchISVCReplicaSet(c.Name, rs) {
 			matches = append(matches, c)
 		}
@@ -323,10 +323,10 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates []usage
 // InferenceService whose predictor it can be. kube-state-metrics reports
 // no owner of a Deployment, so a queried Deployment of that name is a
 // rival: both cannot exist, and nothing says which does.
-func deploymentOwner(d usage.Ref, candidates []usage.Ref) attribution {
+func deploymentOwner(d usage.Ref, candidates *refIndex) attribution {
 	var matches []usage.Ref
 	rival := false
-	for _, c := range candidates {
+	for _, c := range candidates.near(d.Name) {
 		if c.Kind == kindISVC && matchISVCDeployment(c.Name, d.Name) || c.Kind == kindDGD && c.Name == d.Name {
 			matches = append(matches, c)
 		}
@@ -350,11 +350,11 @@ func deploymentOwner(d usage.Ref, candidates []usage.Ref) attribution {
 // is named as its LeaderWorkerSet, a group's worker StatefulSet
 // <lws>-<group>. A queried StatefulSet of the same name is a rival: both
 // cannot exist, and nothing says which does.
-func (k *ksm) statefulSetOwner(namespace, sts string, at int64, candidates []usage.Ref) attribution {
+func (k *ksm) statefulSetOwner(namespace, sts string, at int64, candidates *refIndex) attribution {
 	self := usage.Ref{Namespace: namespace, Kind: kindStatefulSet, Name: sts}
 	var sets []usage.Ref
 	rival := false
-	for _, c := range candidates {
+	for _, c := range candidates.near(sts) {
 		if c.Kind == kindLWS && matchLWSStatefulSet(c.Name, sts) {
 			sets = append(sets, c)
 		}

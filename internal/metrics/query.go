@@ -101,12 +101,17 @@ func (x *podIndex) usageOf(key objKey, w usage.Window, containers []string) ([]u
 // timestamp only some series have sums only those. An invalid value
 // anywhere (NaN, negative, infinite) makes that timestamp's sum NaN, so a
 // broken exporter reads as missing data and never as low usage.
+//
+// One part is its own sum, returned as is rather than copied (most pods
+// run one container): it is the set's memory, which no caller can reach
+// to change (NewSet), and its capacity is cut to its length, so that an
+// append to a result copies instead of writing into the set.
 func sum(parts [][]usage.Sample) []usage.Sample {
 	switch len(parts) {
 	case 0:
 		return nil
 	case 1:
-		return slices.Clone(parts[0])
+		return slices.Clip(parts[0])
 	}
 	n := 0
 	for _, p := range parts {
@@ -193,7 +198,9 @@ func ratio(n, d []usage.Sample) []usage.Sample {
 }
 
 // Usage answers q from the set alone. It never returns a sample after
-// q.At, so that a backtest replaying a recording sees only the past.
+// q.At, so that a backtest replaying a recording sees only the past. The
+// answer's samples may be the set's own, shared by every answer: they are
+// read, never changed.
 func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
 	if err := CheckQuery(q); err != nil {
 		return usage.Result{}, err
@@ -291,8 +298,9 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	// queried Dynamo service, runs as is that workload, no rival unless
 	// asked for itself.
 	var candidates []usage.Ref
+	queried := newRefIndex(refs)
 	for _, ref := range set.ksm.replicaSetOwnersAt(ns, at) {
-		if !predictorOfAny(refs, ref) {
+		if !predictorOfAny(queried, ref) {
 			candidates = append(candidates, ref)
 		}
 	}
@@ -302,7 +310,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 		}
 	}
 	slices.SortFunc(candidates, compareRefs)
-	candidates = slices.Compact(candidates)
+	index := newRefIndex(slices.Compact(candidates))
 
 	pods := make(map[string]bool)
 	for _, m := range metrics {
@@ -319,7 +327,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	}
 
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
-		a := set.ksm.owner(ns, pod, at, candidates)
+		a := set.ksm.owner(ns, pod, at, index)
 		if len(a.rivals) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
 			v.warnings = append(v.warnings, a.warning(ns, pod))
 		}
@@ -332,8 +340,8 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 
 // predictorOfAny reports whether Deployment d can run the predictor of an
 // InferenceService among refs.
-func predictorOfAny(refs []usage.Ref, d usage.Ref) bool {
-	for _, r := range refs {
+func predictorOfAny(refs *refIndex, d usage.Ref) bool {
+	for _, r := range refs.near(d.Name) {
 		if d.Kind == kindDeployment && (r.Kind == kindISVC && matchISVCDeployment(r.Name, d.Name) || r.Kind == kindDGD && r.Name == d.Name) {
 			return true
 		}

@@ -55,7 +55,9 @@ type Set struct {
 	indexes map[usage.Mapping]*podIndex
 }
 
-// NewSet indexes ss; name stands for the set in warnings and errors.
+// NewSet indexes ss; name stands for the set in warnings and errors. The
+// set keeps ss, and the answers of Usage share its samples: the caller
+// hands them over, and must not change them after.
 // intervals, when not nil, counts by length the intervals between
 // consecutive samples of a series, per metric: a recording that kept only
 // some of its samples (KeepWindow) knows them from all, and they then

@@ -74,7 +74,7 @@ type parser struct {
 	// consecutive samples of a series, for the scrape interval.
 	intervals map[string]map[int64]int
 	// hint is how many samples the series last added to holds, for the
-	// next one's first allocation.
+	// next one's first allocation (grow).
 	hint int
 	// long holds a line longer than the read buffer.
 	long []byte
@@ -361,21 +361,61 @@ func (p *parser) add(s *series, x usage.Sample) {
 		s.Samples = append(s.Samples, s.carried)
 		s.carry = false
 	}
-	if s.Samples == nil && p.hint > 0 {
-		// Series of a dump come one after the other, alike in length:
-		// allocate the previous one's length at once rather than
-		// doubling up to it. The previous one, not the longest so far,
-		// so that one long series cannot make every later short one
-		// waste its 16 KiB.
-		s.Samples = make([]usage.Sample, 0, p.hint)
+	if len(s.Samples) == cap(s.Samples) {
+		s.Samples = p.grow(s.Samples, x.T, s.ivLen)
 	}
 	s.Samples = append(s.Samples, x)
-	p.hint = min(len(s.Samples), maxHint)
+	p.hint = len(s.Samples)
 }
 
-// maxHint bounds the samples allocated ahead for a new series: 16 KiB,
-// little waste should the next series be short.
-const maxHint = 1024
+// grow returns room for more samples of a series whose next sample is at
+// t, sized from what the file has shown so far, so that a series is
+// allocated about once and memory stays close to the samples kept.
+//
+// A new series takes the previous one's length at once: series of a dump
+// come one after the other, alike in length. The previous one, not the
+// longest so far, so that one long series cannot make every later short
+// one waste its room. A series that outgrows it doubles, as append would,
+// unless the file's time so far says it needs less at its interval: a
+// dump's later series end where the first ones did. Never more than
+// doubling, so that no crafted interval can make a few samples take much
+// room.
+func (p *parser) grow(samples []usage.Sample, t, interval int64) []usage.Sample {
+	n := len(samples)
+	want := p.hint
+	if n > 0 {
+		want = 2 * n
+		end := p.times.max
+		if p.keep.window {
+			end = min(end, p.keep.to)
+		}
+		if interval > 0 && end > t && (end-t)/interval < int64(n) {
+			// The samples still to come at this interval, this one
+			// included, and a few for a scrape that jitters.
+			want = min(want, n+int((end-t)/interval)+1+growSlack)
+		}
+	}
+	want = max(want, n+1, minGrow)
+	out := make([]usage.Sample, n, want)
+	copy(out, samples)
+	return out
+}
+
+const (
+	// minGrow is the least room a series is given: a sample is 16 bytes.
+	minGrow = 4
+	// growSlack is room for a few samples more than the interval says.
+	growSlack = 2
+)
+
+// fit gives back the room a series was given and did not use, when it is
+// more than an eighth: a series shorter than the one before it.
+func fit(samples []usage.Sample) []usage.Sample {
+	if cap(samples)-len(samples) <= len(samples)/8+minGrow {
+		return samples
+	}
+	return slices.Clone(samples)
+}
 
 // flush counts the series' run of equal intervals.
 func (s *series) flush() {

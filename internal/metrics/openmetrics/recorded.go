@@ -127,6 +127,7 @@ func (p *parser) recorded() *Recorded {
 			// No sample in the window followed it.
 			s.Samples = append(s.Samples, s.carried)
 		}
+		s.Samples = fit(s.Samples)
 		kept = append(kept, s.Series)
 	}
 	// The scrape interval is read from every sample of the file, as it

@@ -11,15 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -117,7 +115,9 @@ const minChunk = 10 * time.Minute
 //
 // A Source is safe for concurrent use.
 type Source struct {
-	api         v1.API
+	// client sends the queries to endpoint, the server's query API.
+	client      *http.Client
+	endpoint    string
 	transport   *authTransport
 	name        string
 	matcher     *LabelMatcher
@@ -196,12 +196,11 @@ func New(cfg Config) (*Source, error) {
 	tr.TLSClientConfig = tlsCfg
 	auth.next = tr
 	auth.scheme, auth.host = u.Scheme, u.Host
-	client, err := api.NewClient(api.Config{Address: u.String(), RoundTripper: auth})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
+	endpoint := *u
+	endpoint.Path = path.Join(u.Path, "/api/v1/query")
 	p := &Source{
-		api:         v1.NewAPI(client),
+		client:      &http.Client{Transport: auth},
+		endpoint:    endpoint.String(),
 		transport:   auth,
 		name:        name,
 		matcher:     cfg.Matcher,

@@ -117,8 +117,8 @@ type rangeRead struct {
 	sel      string
 	end      time.Time
 	d        time.Duration
-	matrix   model.Matrix
-	warnings v1.Warnings
+	series   []metrics.Series
+	warnings []string
 }
 
 // fetch reads the raw samples of every selector in (at-lookback, at],
@@ -132,6 +132,28 @@ func (p *Source) fetch(ctx context.Context, sels []string, at time.Time, lookbac
 			reads = append(reads, &rangeRead{sel: sel, end: end, d: d})
 		}
 	}
+	if err := p.readAll(ctx, reads); err != nil {
+		return nil, nil, err
+	}
+	// Oldest chunk first, so that each series' chunks come in time order;
+	// the samples are put in time order below anyway, since an answer (a
+	// proxy, another server) may not be.
+	slices.SortStableFunc(reads, func(a, b *rangeRead) int { return a.end.Compare(b.end) })
+	warned := make(map[string]bool)
+	parts := make([][]metrics.Series, 0, len(reads))
+	for _, r := range reads {
+		for _, w := range r.warnings {
+			warned[w] = true
+		}
+		parts = append(parts, r.series)
+		r.series = nil
+	}
+	return stitch(parts), slices.Sorted(maps.Keys(warned)), nil
+}
+
+// readAll runs the reads, Concurrency at a time, and stops them all at the
+// first failure.
+func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -150,7 +172,7 @@ func (p *Source) fetch(ctx context.Context, sels []string, at time.Time, lookbac
 				return
 			}
 			defer func() { <-sem }()
-			m, warns, err := p.readRange(ctx, r.sel, r.end, r.d)
+			ss, warns, err := p.readRange(ctx, r.sel, r.end, r.d)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -160,50 +182,77 @@ func (p *Source) fetch(ctx context.Context, sels []string, at time.Time, lookbac
 				}
 				return
 			}
-			r.matrix, r.warnings = m, warns
+			r.series, r.warnings = ss, warns
 		}()
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, nil, firstErr
+		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
+	return ctx.Err()
+}
 
-	// Oldest chunk first, so that each series is mostly appended to in
-	// time order; the samples are put in time order below anyway, since an
-	// answer (a proxy, another server) may not be.
-	slices.SortStableFunc(reads, func(a, b *rangeRead) int { return a.end.Compare(b.end) })
-	bySeries := make(map[string]*metrics.Series)
-	warned := make(map[string]bool)
-	for _, r := range reads {
-		for _, w := range r.warnings {
-			warned[w] = true
-		}
-		for _, st := range r.matrix {
-			key := st.Metric.String()
-			s, ok := bySeries[key]
-			if !ok {
-				s = seriesOf(st.Metric)
-				bySeries[key] = s
+// stitch joins the chunks of each series, given oldest chunk first, into
+// one series. A series that one chunk holds keeps its samples as decoded;
+// one that several hold is copied once into room for all, each chunk let
+// go as it is copied, so that memory stays close to the samples.
+func stitch(parts [][]metrics.Series) []metrics.Series {
+	type pieces struct {
+		s    metrics.Series
+		more [][]usage.Sample
+	}
+	bySeries := make(map[string]*pieces)
+	var key []byte
+	for _, ss := range parts {
+		for i := range ss {
+			key = seriesKey(key[:0], ss[i])
+			if x, ok := bySeries[string(key)]; ok {
+				x.more = append(x.more, ss[i].Samples)
+			} else {
+				bySeries[string(key)] = &pieces{s: ss[i]}
 			}
-			for _, x := range st.Values {
-				s.Samples = append(s.Samples, usage.Sample{T: int64(x.Timestamp), V: float64(x.Value)})
-			}
+			ss[i].Samples = nil
 		}
 	}
 	out := make([]metrics.Series, 0, len(bySeries))
-	for _, s := range bySeries {
+	for _, x := range bySeries {
+		s := x.s
+		if len(x.more) > 0 {
+			n := len(s.Samples)
+			for _, m := range x.more {
+				n += len(m)
+			}
+			all := make([]usage.Sample, 0, n)
+			all = append(all, s.Samples...)
+			for i, m := range x.more {
+				all = append(all, m...)
+				x.more[i] = nil
+			}
+			s.Samples = all
+		}
 		s.Samples = inTimeOrder(s.Samples)
-		out = append(out, *s)
+		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b metrics.Series) int {
 		return cmp.Or(strings.Compare(a.Metric, b.Metric), slices.CompareFunc(a.Labels, b.Labels, func(x, y metrics.Label) int {
 			return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.Value, y.Value))
 		}))
 	})
-	return out, slices.Sorted(maps.Keys(warned)), nil
+	return out
+}
+
+// seriesKey appends a series' name and labels to b: the same series in
+// every chunk has the same key. Names and values are valid UTF-8 (the
+// decoder makes them so), so 0xff separates them unambiguously.
+func seriesKey(b []byte, s metrics.Series) []byte {
+	b = append(b, s.Metric...)
+	for _, l := range s.Labels {
+		b = append(b, 0xff)
+		b = append(b, l.Name...)
+		b = append(b, 0xff)
+		b = append(b, l.Value...)
+	}
+	return b
 }
 
 // inTimeOrder sorts a series' samples by time and keeps one per instant.
@@ -228,25 +277,12 @@ func inTimeOrder(xs []usage.Sample) []usage.Sample {
 	return out
 }
 
-// seriesOf turns a result's label set into a series' name and labels,
-// dropping empty values as the recording's parser does.
-func seriesOf(m model.Metric) *metrics.Series {
-	s := &metrics.Series{Metric: string(m[model.MetricNameLabel])}
-	for n, v := range m {
-		if n != model.MetricNameLabel && v != "" {
-			s.Labels = append(s.Labels, metrics.Label{Name: string(n), Value: string(v)})
-		}
-	}
-	metrics.SortLabels(s.Labels)
-	return s
-}
-
 // errTooManySamples is the server refusing to load a request's samples.
 var errTooManySamples = errors.New("too many samples for one query")
 
 // readRange reads the samples of sel in (end-d, end], halving the range
 // while the server finds it too big.
-func (p *Source) readRange(ctx context.Context, sel string, end time.Time, d time.Duration) (model.Matrix, v1.Warnings, error) {
+func (p *Source) readRange(ctx context.Context, sel string, end time.Time, d time.Duration) ([]metrics.Series, []string, error) {
 	expr := sel + "[" + model.Duration(d).String() + "]"
 	m, warns, err := p.query(ctx, expr, end)
 	if !errors.Is(err, errTooManySamples) && !errors.Is(err, errBodyTooLong) {
@@ -274,23 +310,24 @@ func (p *Source) readRange(ctx context.Context, sel string, end time.Time, d tim
 // query runs one instant query, with a few tries when the failure may be
 // passing: a 5xx, a 429, a timeout, a connection refused, a body cut
 // short. Each try is bounded by the timeout, and the waits between them
-// by maxRetryAfter, so that a query ends in bounded time.
-func (p *Source) query(ctx context.Context, expr string, at time.Time) (model.Matrix, v1.Warnings, error) {
+// by maxRetryAfter, so that a query ends in bounded time. A try reads its
+// whole answer, decoded as it streams in; a failed one is tried again
+// whole.
+func (p *Source) query(ctx context.Context, expr string, at time.Time) ([]metrics.Series, []string, error) {
 	backoff := firstBackoff
 	for try := 1; ; try++ {
 		note := &responseNote{}
 		tctx, cancel := context.WithTimeout(context.WithValue(ctx, noteKey{}, note), p.timeout)
-		v, warns, err := p.api.Query(tctx, expr, at, v1.WithTimeout(p.timeout))
+		a, err := p.ask(tctx, expr, at)
 		cancel()
 		if err == nil {
-			m, ok := v.(model.Matrix)
-			if !ok {
-				return nil, nil, fmt.Errorf("%w: the server answered a %s, not a matrix", ErrUnavailable, v.Type())
-			}
-			return m, warns, nil
+			return a.series, a.warnings, nil
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, nil, cerr
+		}
+		if errors.Is(err, errNotMatrix) {
+			return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		f := p.classify(err, note)
 		if f.tooMany {
@@ -316,6 +353,84 @@ func (p *Source) query(ctx context.Context, expr string, at time.Time) (model.Ma
 		case <-t.C:
 		}
 	}
+}
+
+// errNotMatrix is an answer of another type than asked for: not retried.
+var errNotMatrix = errors.New("not a matrix")
+
+// ask sends one instant query as the client library did: a POST of the
+// form, again as a GET when the server refuses the POST (403, 405, 501).
+func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*answer, error) {
+	form := url.Values{}
+	form.Set("query", expr)
+	form.Set("time", strconv.FormatFloat(float64(at.Unix())+float64(at.Nanosecond())/1e9, 'f', -1, 64))
+	form.Set("timeout", p.timeout.String())
+	args := form.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, strings.NewReader(args))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// The transport may then send the POST again on a connection that
+	// closed before the answer: a query changes nothing.
+	req.Header["Idempotency-Key"] = nil
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusForbidden, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		resp.Body.Close()
+		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, p.endpoint+"?"+args, nil); err != nil {
+			return nil, err
+		}
+		if resp, err = p.client.Do(req); err != nil {
+			return nil, err
+		}
+	}
+	defer resp.Body.Close()
+	return readAnswer(resp, at.UnixMilli())
+}
+
+// readAnswer decodes a response as it streams in, and says what it means
+// as the client library did: a status other than 2xx, 400 and 422 (those
+// Prometheus sends with an error body) is a client or server error
+// whatever the body; a body "status":"error" is the server's errorType and
+// error; a body that is not the API's JSON is a bad response.
+func readAnswer(resp *http.Response, until int64) (*answer, error) {
+	code := resp.StatusCode
+	apiCode := code == http.StatusBadRequest || code == http.StatusUnprocessableEntity
+	switch {
+	case code/100 == 4 && !apiCode:
+		return nil, &v1.Error{Type: v1.ErrClient, Msg: fmt.Sprintf("client error: %d", code)}
+	case code/100 == 5:
+		return nil, &v1.Error{Type: v1.ErrServer, Msg: fmt.Sprintf("server error: %d", code)}
+	case code/100 != 2 && !apiCode:
+		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: fmt.Sprintf("bad response code %d", code)}
+	case code == http.StatusNoContent:
+		return nil, fmt.Errorf("%w: no content", errSyntax)
+	}
+	a, err := decodeAnswer(resp.Body, until)
+	switch {
+	case errors.Is(err, errSyntax):
+		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: err.Error()}
+	case err != nil:
+		return nil, err
+	case a.status == "error":
+		return nil, &v1.Error{Type: v1.ErrorType(a.errorType), Msg: a.errorMsg}
+	case apiCode && a.status == "success":
+		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: "inconsistent body for response code"}
+	}
+	switch a.resultType {
+	case "matrix":
+		if a.bad != "" {
+			return nil, fmt.Errorf("%w: %s", errSyntax, a.bad)
+		}
+		return a, nil
+	case "scalar", "vector", "string":
+		return nil, fmt.Errorf("the server answered a %s, %w", a.resultType, errNotMatrix)
+	}
+	return nil, fmt.Errorf("%w: unexpected result type %q", errSyntax, a.resultType)
 }
 
 // failure is a classified query error.

@@ -1,0 +1,813 @@
+package prometheus
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// answer is one response of the query API, decoded as it streams in: the
+// envelope, and a matrix result straight into series, so that memory holds
+// the samples (16 bytes each) and never the body.
+type answer struct {
+	status, errorType, errorMsg string
+	warnings                    []string
+	resultType                  string
+	series                      []metrics.Series
+	// bad says why the result is no matrix of samples, "" when it is one;
+	// it matters only when the status is not "error" and the type is
+	// "matrix", as for encoding/json into the client's types before.
+	bad string
+}
+
+// decoder reads one JSON value from a stream, through a buffer of its own
+// (the body is read once, never held whole). It accepts only what
+// encoding/json accepts, and decodes what it keeps as encoding/json
+// decoded it into the client library's types, keys matched as
+// encoding/json matches them (case folded, bytes.EqualFold); it refuses a
+// key given twice, which encoding/json would take the last of and no
+// server writes, and a null where a series or a sample should be.
+type decoder struct {
+	r        io.Reader
+	buf      []byte
+	pos, end int
+	// err is the read error that ended the input, io.EOF at its end.
+	err error
+	// until is the newest time asked for, in Unix ms, and hint the
+	// length of the previous series: what a series' samples are sized
+	// by.
+	until int64
+	hint  int
+	// strs interns label names and values: a few hundred distinct ones
+	// label thousands of series.
+	strs map[string]string
+}
+
+// decodeBufferSize is the decoder's read buffer; a longer token grows it.
+const decodeBufferSize = 64 << 10
+
+// maxDepth bounds the nesting of a value skipped, as encoding/json's.
+const maxDepth = 10000
+
+// errSyntax marks input that is not JSON, or not the API's JSON.
+var errSyntax = errors.New("invalid JSON")
+
+func newDecoder(r io.Reader, until int64) *decoder {
+	return &decoder{r: r, buf: make([]byte, decodeBufferSize), until: until, strs: make(map[string]string)}
+}
+
+// decodeAnswer reads a whole response body: one object, then only
+// whitespace. A read error (a body cut short, too long, a timeout) is
+// returned as is, wrapped, so that the caller can tell it from bad JSON.
+func decodeAnswer(r io.Reader, until int64) (*answer, error) {
+	d := newDecoder(r, until)
+	a := &answer{}
+	if err := d.envelope(a); err != nil {
+		return nil, err
+	}
+	if d.skipSpace() {
+		return nil, d.syntax("data after the answer")
+	}
+	if !errors.Is(d.err, io.EOF) {
+		return nil, d.readError()
+	}
+	return a, nil
+}
+
+// readError is what ended the input early: the read error, or the end of
+// the input in the middle of a value.
+func (d *decoder) readError() error {
+	if d.err == nil || errors.Is(d.err, io.EOF) {
+		return fmt.Errorf("%w: unexpected end of the answer", errSyntax)
+	}
+	return fmt.Errorf("read answer: %w", d.err)
+}
+
+// syntax is a syntax error, or the read error or the input's end if
+// that is what came instead of the rest.
+func (d *decoder) syntax(what string) error {
+	if d.err != nil && (d.pos == d.end || !errors.Is(d.err, io.EOF)) {
+		return d.readError()
+	}
+	return fmt.Errorf("%w: %s", errSyntax, what)
+}
+
+// more reads more input after buf[pos:end], moving that to the front; it
+// returns false when no byte came.
+func (d *decoder) more() bool {
+	if d.err != nil {
+		return false
+	}
+	if d.pos > 0 {
+		d.end = copy(d.buf, d.buf[d.pos:d.end])
+		d.pos = 0
+	}
+	if d.end == len(d.buf) {
+		d.buf = append(d.buf, make([]byte, len(d.buf))...)
+	}
+	for {
+		n, err := d.r.Read(d.buf[d.end:])
+		d.end += n
+		if err != nil {
+			d.err = err
+		}
+		if n > 0 || err != nil {
+			return n > 0
+		}
+	}
+}
+
+// skipSpace skips whitespace and reports whether a byte follows.
+func (d *decoder) skipSpace() bool {
+	for {
+		for d.pos < d.end {
+			switch d.buf[d.pos] {
+			case ' ', '\t', '\n', '\r':
+				d.pos++
+			default:
+				return true
+			}
+		}
+		if !d.more() {
+			return false
+		}
+	}
+}
+
+// peek returns the next byte after whitespace, 0 at the end.
+func (d *decoder) peek() byte {
+	if !d.skipSpace() {
+		return 0
+	}
+	return d.buf[d.pos]
+}
+
+// consume takes byte c after whitespace.
+func (d *decoder) consume(c byte) error {
+	if d.peek() != c {
+		return d.syntax(fmt.Sprintf("expected %q", c))
+	}
+	d.pos++
+	return nil
+}
+
+// each runs f on each element of the array or member of the object that
+// starts here (open is '[' or '{'); for an object, key is the member's
+// name, raw and valid until f returns.
+func (d *decoder) each(open byte, f func(key []byte) error) error {
+	if err := d.consume(open); err != nil {
+		return err
+	}
+	closing := byte(']')
+	if open == '{' {
+		closing = '}'
+	}
+	if d.peek() == closing {
+		d.pos++
+		return nil
+	}
+	for {
+		var key []byte
+		if open == '{' {
+			k, err := d.stringToken()
+			if err != nil {
+				return err
+			}
+			key = k
+			if err := d.consume(':'); err != nil {
+				return err
+			}
+		}
+		if err := f(key); err != nil {
+			return err
+		}
+		switch d.peek() {
+		case ',':
+			d.pos++
+		case closing:
+			d.pos++
+			return nil
+		default:
+			return d.syntax(fmt.Sprintf("expected ',' or %q", closing))
+		}
+	}
+}
+
+// members runs the field of fields whose name matches a member's key (as
+// encoding/json matches them, case folded) on its value, and skips the
+// value of any other member. A field given twice is refused.
+func (d *decoder) members(fields map[string]func() error) error {
+	seen := make(map[string]bool, len(fields))
+	return d.each('{', func(key []byte) error {
+		for name, f := range fields {
+			if !bytes.EqualFold(key, []byte(name)) {
+				continue
+			}
+			if seen[name] {
+				return fmt.Errorf("%w: %q given twice", errSyntax, name)
+			}
+			seen[name] = true
+			return f()
+		}
+		return d.skip()
+	})
+}
+
+// envelope reads the response object: status, error, warnings, data.
+func (d *decoder) envelope(a *answer) error {
+	return d.members(map[string]func() error{
+		"status":    func() error { return d.stringOrNull(&a.status) },
+		"errorType": func() error { return d.stringOrNull(&a.errorType) },
+		"error":     func() error { return d.stringOrNull(&a.errorMsg) },
+		"warnings": func() error {
+			if d.null() {
+				a.warnings = nil
+				return nil
+			}
+			a.warnings = a.warnings[:0]
+			return d.each('[', func([]byte) error {
+				var w string
+				if err := d.stringOrNull(&w); err != nil {
+					return err
+				}
+				a.warnings = append(a.warnings, w)
+				return nil
+			})
+		},
+		"data": func() error {
+			if d.null() {
+				return nil
+			}
+			return d.data(a)
+		},
+	})
+}
+
+// data reads the data object: the result type and the result.
+func (d *decoder) data(a *answer) error {
+	result := false
+	err := d.members(map[string]func() error{
+		"resultType": func() error { return d.stringOrNull(&a.resultType) },
+		"result": func() error {
+			result = true
+			if d.null() {
+				return nil
+			}
+			if d.peek() != '[' {
+				a.bad = "the result is not a list"
+				return d.skip()
+			}
+			return d.each('[', func([]byte) error { return d.stream(a) })
+		},
+	})
+	if !result && a.bad == "" {
+		a.bad = "the answer has no result"
+	}
+	return err
+}
+
+// stream reads one element of a matrix result: a series' labels and its
+// samples.
+func (d *decoder) stream(a *answer) error {
+	if d.peek() != '{' {
+		a.bad = "a result is not an object"
+		return d.skip()
+	}
+	var s metrics.Series
+	err := d.members(map[string]func() error{
+		"metric": func() error {
+			if d.null() {
+				return nil
+			}
+			if d.peek() != '{' {
+				a.bad = "a series' labels are not an object"
+				return d.skip()
+			}
+			return d.labels(&s)
+		},
+		"values": func() error {
+			if d.null() {
+				s.Samples = nil
+				return nil
+			}
+			if d.peek() != '[' {
+				a.bad = "a series' samples are not a list"
+				return d.skip()
+			}
+			return d.samples(a, &s)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	metrics.SortLabels(s.Labels)
+	s.Samples = fit(s.Samples)
+	d.hint = len(s.Samples)
+	a.series = append(a.series, s)
+	return nil
+}
+
+// labels reads a series' label set: the metric name from __name__, the
+// others as labels, without those whose value is empty (the same as no
+// label, and what the recording's parser drops too).
+func (d *decoder) labels(s *metrics.Series) error {
+	var seen []string
+	return d.each('{', func(key []byte) error {
+		name, err := d.intern(key)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(seen, name) {
+			return fmt.Errorf("%w: label %q given twice", errSyntax, name)
+		}
+		seen = append(seen, name)
+		raw, err := d.stringToken()
+		if err != nil {
+			return err
+		}
+		value, err := d.intern(raw)
+		if err != nil {
+			return err
+		}
+		switch {
+		case name == "__name__":
+			s.Metric = value
+		case value != "":
+			s.Labels = append(s.Labels, metrics.Label{Name: name, Value: value})
+		}
+		return nil
+	})
+}
+
+// samples reads a series' [time, "value"] pairs into its samples, sized
+// from the answer: the previous series' length, then, once outgrown, what
+// the time left up to the newest time asked for says at the series'
+// interval, never more than doubling.
+func (d *decoder) samples(a *answer, s *metrics.Series) error {
+	s.Samples = s.Samples[:0]
+	return d.each('[', func([]byte) error {
+		x, bad, err := d.pair()
+		if err != nil {
+			return err
+		}
+		if bad != "" {
+			a.bad = bad
+			return nil
+		}
+		if n := len(s.Samples); n == cap(s.Samples) {
+			s.Samples = d.grow(s.Samples, x.T)
+		}
+		s.Samples = append(s.Samples, x)
+		return nil
+	})
+}
+
+// grow returns room for more samples of a series whose next is at t.
+func (d *decoder) grow(samples []usage.Sample, t int64) []usage.Sample {
+	n := len(samples)
+	want := d.hint
+	if n > 0 {
+		want = 2 * n
+		if interval := t - samples[n-1].T; interval > 0 && d.until > t && (d.until-t)/interval < int64(n) {
+			want = min(want, n+int((d.until-t)/interval)+1+growSlack)
+		}
+	}
+	out := make([]usage.Sample, n, max(want, n+1, minGrow))
+	copy(out, samples)
+	return out
+}
+
+const (
+	// minGrow is the least room a series is given: a sample is 16 bytes.
+	minGrow = 4
+	// growSlack is room for a few samples more than the interval says.
+	growSlack = 2
+)
+
+// fit gives back the room a series was given and did not use, when it is
+// more than an eighth: a series shorter than the one before it.
+func fit(samples []usage.Sample) []usage.Sample {
+	if cap(samples)-len(samples) <= len(samples)/8+minGrow {
+		return samples
+	}
+	return append([]usage.Sample(nil), samples...)
+}
+
+// pair reads one [time, "value"] sample: the time a number of seconds
+// with up to millisecond precision (digits past it are dropped), the value
+// a string strconv.ParseFloat reads, as Prometheus writes them. What is
+// JSON but no sample (another shape, a time out of range) is bad, not an
+// error: it only matters if the answer claims to be a matrix.
+func (d *decoder) pair() (x usage.Sample, bad string, err error) {
+	const shape = `a sample is not [time, "value"]`
+	if d.peek() != '[' {
+		return x, shape, d.skip()
+	}
+	if d.end-d.pos < fastPairBytes {
+		// A gzip reader hands over little at a time: have a whole
+		// sample in the buffer for the fast path.
+		d.more()
+	}
+	if x, ok := d.fastPair(); ok {
+		return x, "", nil
+	}
+	d.pos++
+	if d.peek() == ']' {
+		d.pos++
+		return x, shape, nil
+	}
+	for n := 1; ; n++ {
+		c := d.peek()
+		switch {
+		case n == 1 && (c == '-' || '0' <= c && c <= '9'):
+			num, err := d.numberToken()
+			if err != nil {
+				return x, "", err
+			}
+			t, ok := parseSeconds(num)
+			if !ok && bad == "" {
+				bad = fmt.Sprintf("sample time %s is out of range or not in seconds", num)
+			}
+			x.T = t
+		case n == 2 && c == '"':
+			raw, err := d.stringToken()
+			if err != nil {
+				return x, "", err
+			}
+			v, perr := strconv.ParseFloat(string(raw), 64)
+			if perr != nil && bad == "" {
+				bad = fmt.Sprintf("sample value %q is not a number", raw)
+			}
+			x.V = v
+		default:
+			if bad == "" {
+				bad = shape
+			}
+			if err := d.skip(); err != nil {
+				return x, "", err
+			}
+		}
+		switch d.peek() {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			if n != 2 && bad == "" {
+				bad = shape
+			}
+			return x, bad, nil
+		default:
+			return x, "", d.syntax("expected ',' or ']'")
+		}
+	}
+}
+
+// fastPairBytes is room for a sample as Prometheus writes it, with a
+// value of full precision: [1700000000.123,"-1.2345678901234567e-308"].
+const fastPairBytes = 64
+
+// fastPair reads a sample written as Prometheus writes it, with no space
+// and a time of at most 15 digits of seconds (and up to millisecond
+// digits after a point), from what the buffer holds: the sample is almost
+// every byte of an answer. It reads nothing, and is not ok, when the
+// sample is written any other way or crosses the buffer's end; pair then
+// reads it, with the same result.
+func (d *decoder) fastPair() (usage.Sample, bool) {
+	b := d.buf[d.pos:d.end]
+	i := 1 // b[0] is '['
+	var ms int64
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		ms = ms*10 + int64(b[i]-'0')
+		i++
+	}
+	if digits := i - 1; digits == 0 || digits > 15 || digits > 1 && b[1] == '0' {
+		return usage.Sample{}, false
+	}
+	scale := int64(1000)
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			if scale > 1 {
+				scale /= 10
+				ms = ms*10 + int64(b[i]-'0')
+			}
+			i++
+		}
+		if i == start {
+			return usage.Sample{}, false
+		}
+	}
+	ms *= scale
+	if i+1 >= len(b) || b[i] != ',' || b[i+1] != '"' {
+		return usage.Sample{}, false
+	}
+	i += 2
+	start := i
+	for i < len(b) && b[i] != '"' {
+		if b[i] < 0x20 || b[i] == '\\' {
+			return usage.Sample{}, false
+		}
+		i++
+	}
+	if i+1 >= len(b) || b[i+1] != ']' {
+		return usage.Sample{}, false
+	}
+	v, err := strconv.ParseFloat(string(b[start:i]), 64)
+	if err != nil {
+		return usage.Sample{}, false
+	}
+	d.pos += i + 2
+	return usage.Sample{T: ms, V: v}, true
+}
+
+// parseSeconds reads a JSON number of seconds as Unix milliseconds,
+// digits past the millisecond dropped, as the client library read it
+// (model.Time); an exponent, or a time past the int64 milliseconds, is
+// refused.
+func parseSeconds(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	ms := int64(0)
+	digits := 0
+	frac := -1
+	for _, c := range b {
+		switch {
+		case c == '.':
+			frac = 0
+		case c < '0' || c > '9':
+			return 0, false
+		case frac >= 3:
+		default:
+			if ms > (math.MaxInt64-9)/10 {
+				return 0, false
+			}
+			ms = ms*10 + int64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		}
+	}
+	for frac = max(frac, 0); frac < 3; frac++ {
+		if ms > math.MaxInt64/10 {
+			return 0, false
+		}
+		ms *= 10
+	}
+	if neg {
+		ms = -ms
+	}
+	return ms, digits > 0
+}
+
+// stringOrNull reads a string into *s; null leaves it as it is.
+func (d *decoder) stringOrNull(s *string) error {
+	if d.null() {
+		return nil
+	}
+	raw, err := d.stringToken()
+	if err != nil {
+		return err
+	}
+	*s, err = d.unquote(raw)
+	return err
+}
+
+// null takes a null, if one comes next.
+func (d *decoder) null() bool {
+	if d.peek() != 'n' {
+		return false
+	}
+	lit, err := d.literal()
+	return err == nil && string(lit) == "null"
+}
+
+// intern returns a string's value, the same string for the same value.
+func (d *decoder) intern(raw []byte) (string, error) {
+	if s, ok := d.strs[string(raw)]; ok {
+		return s, nil
+	}
+	s, err := d.unquote(raw)
+	if err != nil {
+		return "", err
+	}
+	d.strs[string(raw)] = s
+	return s, nil
+}
+
+// unquote decodes a string token's content, checked already: as is when
+// it is plain (no escape, valid UTF-8), else through encoding/json, so that
+// escapes and invalid UTF-8 read exactly as before.
+func (d *decoder) unquote(raw []byte) (string, error) {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw), nil
+	}
+	quoted := make([]byte, 0, len(raw)+2)
+	quoted = append(append(append(quoted, '"'), raw...), '"')
+	var s string
+	if err := json.Unmarshal(quoted, &s); err != nil {
+		return "", fmt.Errorf("%w: %w", errSyntax, err)
+	}
+	return s, nil
+}
+
+// stringToken reads a string after whitespace and returns its content
+// between the quotes, escapes checked and left as written; it is valid
+// until the next read.
+func (d *decoder) stringToken() ([]byte, error) {
+	if d.peek() != '"' {
+		return nil, d.syntax("expected a string")
+	}
+	i := d.pos + 1
+	for {
+	scan:
+		for i < d.end {
+			c := d.buf[i]
+			switch {
+			case c == '"':
+				raw := d.buf[d.pos+1 : i]
+				d.pos = i + 1
+				return raw, nil
+			case c < 0x20:
+				return nil, d.syntax("control character in a string")
+			case c == '\\':
+				n, ok := d.escape(i)
+				if !ok {
+					return nil, d.syntax("invalid escape in a string")
+				}
+				if n == 0 {
+					break scan
+				}
+				i += n
+			default:
+				i++
+			}
+		}
+		off := i - d.pos
+		if !d.more() {
+			return nil, d.readError()
+		}
+		i = d.pos + off
+	}
+}
+
+// escape checks the escape at buf[i] and returns its length, 0 when the
+// buffer ends first.
+func (d *decoder) escape(i int) (int, bool) {
+	if i+1 >= d.end {
+		return 0, true
+	}
+	switch d.buf[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, true
+	case 'u':
+		if i+6 > d.end {
+			return 0, true
+		}
+		for _, c := range d.buf[i+2 : i+6] {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return 0, false
+			}
+		}
+		return 6, true
+	}
+	return 0, false
+}
+
+// numberToken reads a number after whitespace, checked against JSON's
+// grammar; it is valid until the next read.
+func (d *decoder) numberToken() ([]byte, error) {
+	tok, err := d.token(isNumberByte)
+	if err != nil {
+		return nil, err
+	}
+	if !validNumber(tok) {
+		return nil, d.syntax(fmt.Sprintf("invalid number %q", tok))
+	}
+	return tok, nil
+}
+
+// literal reads true, false or null.
+func (d *decoder) literal() ([]byte, error) {
+	tok, err := d.token(func(c byte) bool { return 'a' <= c && c <= 'z' })
+	if err != nil {
+		return nil, err
+	}
+	switch string(tok) {
+	case "true", "false", "null":
+		return tok, nil
+	}
+	return nil, d.syntax(fmt.Sprintf("invalid literal %q", tok))
+}
+
+// token reads the bytes in from here after whitespace, at least one.
+func (d *decoder) token(in func(byte) bool) ([]byte, error) {
+	if !d.skipSpace() {
+		return nil, d.readError()
+	}
+	i := d.pos
+	for {
+		for i < d.end && in(d.buf[i]) {
+			i++
+		}
+		if i < d.end || d.err != nil {
+			break
+		}
+		off := i - d.pos
+		if !d.more() {
+			i = d.pos + off
+			break
+		}
+		i = d.pos + off
+	}
+	if d.err != nil && !errors.Is(d.err, io.EOF) && i == d.end {
+		return nil, d.readError()
+	}
+	tok := d.buf[d.pos:i]
+	if len(tok) == 0 {
+		return nil, d.syntax("expected a value")
+	}
+	d.pos = i
+	return tok, nil
+}
+
+func isNumberByte(c byte) bool {
+	return '0' <= c && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// validNumber reports whether b is a JSON number:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// skip reads a value of any kind and keeps nothing of it, checking it is
+// JSON.
+func (d *decoder) skip() error {
+	return d.skipDepth(0)
+}
+
+func (d *decoder) skipDepth(depth int) error {
+	if depth > maxDepth {
+		return d.syntax("nested too deep")
+	}
+	switch c := d.peek(); {
+	case c == '{' || c == '[':
+		return d.each(c, func([]byte) error { return d.skipDepth(depth + 1) })
+	case c == '"':
+		_, err := d.stringToken()
+		return err
+	case c == '-' || '0' <= c && c <= '9':
+		_, err := d.numberToken()
+		return err
+	case c == 't' || c == 'f' || c == 'n':
+		_, err := d.literal()
+		return err
+	}
+	return d.syntax("expected a value")
+}

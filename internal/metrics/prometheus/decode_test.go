@@ -1,0 +1,319 @@
+package prometheus_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
+)
+
+// until is the newest time the test answers are asked for.
+const until = 1_700_000_000_000
+
+func TestDecodeAnswer(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want prometheus.Answer
+		bad  string // a part of the reason the result is no matrix
+		err  string // a part of the error
+	}{
+		{
+			name: "a matrix: labels sorted, the name apart, empty values dropped, times to the millisecond",
+			body: `{"status":"success","data":{"resultType":"matrix","result":[` +
+				`{"metric":{"pod":"p-1","__name__":"gpu","namespace":"ml","container":""},"values":[[1699999999,"1"],[1699999999.5,"NaN"],[1700000000.1239,"+Inf"]]},` +
+				`{"values":[[1700000000,"-2.5e3"]],"metric":{"__name__":"gpu"}}]}}`,
+			want: prometheus.Answer{Status: "success", ResultType: "matrix", Series: []metrics.Series{
+				{Metric: "gpu", Labels: []metrics.Label{{Name: "namespace", Value: "ml"}, {Name: "pod", Value: "p-1"}},
+					Samples: []usage.Sample{{T: 1699999999000, V: 1}, {T: 1699999999500, V: math.NaN()}, {T: 1700000000123, V: math.Inf(1)}}},
+				{Metric: "gpu", Samples: []usage.Sample{{T: 1700000000000, V: -2500}}},
+			}},
+		},
+		{
+			name: "whitespace anywhere, keys case folded as encoding/json folds them, unknown members skipped",
+			body: " {\n\t\"STATUS\" : \"success\" , \"infos\":[{\"a\":[1,true,null]}], \"Data\":{\"resultType\":\"matrix\",\"stats\":{},\"result\":[ { \"metric\" : { \"a\\u0062c\" : \"\\\"x\\\"\" } , \"values\" : [ [ 1 , \"2\" ] ] } ]},\"warnings\":[\"w1\",\"w2\"]}\r\n",
+			want: prometheus.Answer{Status: "success", ResultType: "matrix", Warnings: []string{"w1", "w2"}, Series: []metrics.Series{
+				{Labels: []metrics.Label{{Name: "abc", Value: `"x"`}}, Samples: []usage.Sample{{T: 1000, V: 2}}},
+			}},
+		},
+		{
+			name: "an error answer",
+			body: `{"status":"error","errorType":"execution","error":"query processing would load too many samples"}`,
+			want: prometheus.Answer{Status: "error", ErrorType: "execution", Error: "query processing would load too many samples"},
+		},
+		{
+			name: "a vector is read, and is no matrix",
+			body: `{"status":"success","data":{"result":[{"metric":{},"value":[1,"1"]}],"resultType":"vector"}}`,
+			want: prometheus.Answer{Status: "success", ResultType: "vector", Series: []metrics.Series{{}}},
+		},
+		{name: "a time with an exponent", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1e9,"1"]]}]}}`, bad: "sample time 1e9"},
+		{name: "a time past int64 milliseconds", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[9223372036854776,"1"]]}]}}`, bad: "out of range"},
+		{name: "a value that is no number", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"one"]]}]}}`, bad: `"one"`},
+		{name: "a value not quoted", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,1]]}]}}`, bad: "not [time"},
+		{name: "a sample of three", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"1",2]]}]}}`, bad: "not [time"},
+		{name: "a scalar result", body: `{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}`, bad: "not an object"},
+		{name: "a key given twice", body: `{"status":"success","status":"error"}`, err: `"status" given twice`},
+		{name: "a label given twice", body: `{"data":{"result":[{"metric":{"a":"1","a":"2"}}]}}`, err: `label "a" given twice`},
+		{name: "data after the answer", body: `{"status":"success"} {}`, err: "data after the answer"},
+		{name: "cut short", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"1"]`, err: "unexpected end"},
+		{name: "not JSON", body: `<html>`, err: "invalid JSON"},
+		{name: "a control character in a string", body: "{\"status\":\"a\tb\"}", err: "control character"},
+		{name: "an invalid escape", body: `{"status":"\x"}`, err: "invalid escape"},
+		{name: "an invalid number", body: `{"x":01}`, err: "invalid"},
+		{name: "empty", body: ``, err: "unexpected end"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// One byte a read: every token crosses a buffer's end.
+			for _, r := range []io.Reader{strings.NewReader(tt.body), iotest.OneByteReader(strings.NewReader(tt.body))} {
+				got, err := prometheus.DecodeAnswer(r, until)
+				if tt.err != "" {
+					require.ErrorContains(t, err, tt.err)
+					continue
+				}
+				require.NoError(t, err)
+				if tt.bad != "" {
+					require.Contains(t, got.Bad, tt.bad)
+					continue
+				}
+				require.Empty(t, got.Bad)
+				require.Equal(t, render(tt.want), render(got))
+			}
+		})
+	}
+
+	t.Run("a read error is returned as such", func(t *testing.T) {
+		boom := errors.New("boom")
+		_, err := prometheus.DecodeAnswer(io.MultiReader(strings.NewReader(`{"status":"succ`), iotest.ErrReader(boom)), until)
+		require.ErrorIs(t, err, boom)
+	})
+}
+
+// render writes an answer so that NaN compares equal to NaN.
+func render(a prometheus.Answer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "status %q errorType %q error %q warnings %q type %q bad %q\n", a.Status, a.ErrorType, a.Error, a.Warnings, a.ResultType, a.Bad)
+	for _, s := range a.Series {
+		fmt.Fprintf(&b, "%q %q:", s.Metric, s.Labels)
+		for _, x := range s.Samples {
+			fmt.Fprintf(&b, " %d=%s", x.T, strconv.FormatFloat(x.V, 'g', -1, 64))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// oracle is a response decoded by encoding/json, as the client library
+// decoded it before the answers were streamed.
+type oracle struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Warnings  []string        `json:"warnings"`
+}
+
+type oracleData struct {
+	ResultType string          `json:"resultType"`
+	Result     json.RawMessage `json:"result"`
+}
+
+type oracleStream struct {
+	Metric map[string]string   `json:"metric"`
+	Values [][]json.RawMessage `json:"values"`
+}
+
+// oracleMatrix decodes a matrix result with encoding/json, times converted
+// exactly (math/big), values by strconv.ParseFloat of the quoted text as
+// the client library read them; ok is false when it is no matrix.
+func oracleMatrix(raw json.RawMessage) ([]metrics.Series, bool) {
+	var ss []*oracleStream
+	if len(raw) == 0 || json.Unmarshal(raw, &ss) != nil {
+		return nil, false
+	}
+	var out []metrics.Series
+	for _, st := range ss {
+		if st == nil {
+			// The client library's matrix held a nil series here.
+			return nil, false
+		}
+		s := metrics.Series{Metric: st.Metric["__name__"]}
+		for n, v := range st.Metric {
+			if n != "__name__" && v != "" {
+				s.Labels = append(s.Labels, metrics.Label{Name: n, Value: v})
+			}
+		}
+		slices.SortFunc(s.Labels, func(a, b metrics.Label) int { return strings.Compare(a.Name, b.Name) })
+		for _, p := range st.Values {
+			if len(p) != 2 || len(p[1]) < 2 || p[1][0] != '"' || bytes.ContainsAny(p[0], "eE\"") {
+				return nil, false
+			}
+			r, ok := new(big.Rat).SetString(string(p[0]))
+			if !ok {
+				return nil, false
+			}
+			ms := new(big.Int).Quo(new(big.Int).Mul(r.Num(), big.NewInt(1000)), r.Denom())
+			if !ms.IsInt64() {
+				return nil, false
+			}
+			v, err := strconv.ParseFloat(string(p[1][1:len(p[1])-1]), 64)
+			if err != nil {
+				return nil, false
+			}
+			s.Samples = append(s.Samples, usage.Sample{T: ms.Int64(), V: v})
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// FuzzDecodeAnswer holds the streaming decoder to encoding/json's decoding
+// of the same bytes: whatever it accepts, encoding/json accepts and reads
+// the same; and whatever encoding/json reads as a matrix, written again as
+// a server writes it, it reads the same.
+func FuzzDecodeAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a","b":"c"},"values":[[1.5,"1"],[2,"NaN"]]}]}}`,
+		`{"status":"error","errorType":"bad_data","error":"x","warnings":["w"]}`,
+		`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}}`,
+		`{"Status":"success","data":{"result":[{"values":[[-0.0015,"-Inf"]],"metric":{"\u00e9":"\ud83d\ude00"}}],"resultType":"matrix"}}`,
+		`{"status":"success","data":null,"warnings":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := prometheus.DecodeAnswer(bytes.NewReader(body), until)
+		var want oracle
+		oerr := json.Unmarshal(body, &want)
+		if err != nil {
+			if oerr == nil {
+				checkRewritten(t, want)
+			}
+			return
+		}
+		require.NoError(t, oerr, "the decoder accepted what encoding/json refuses")
+		require.Equal(t, want.Status, got.Status)
+		require.Equal(t, want.ErrorType, got.ErrorType)
+		require.Equal(t, want.Error, got.Error)
+		require.Equal(t, want.Warnings, got.Warnings)
+		var data oracleData
+		if len(want.Data) > 0 && string(want.Data) != "null" {
+			require.NoError(t, json.Unmarshal(want.Data, &data))
+		}
+		require.Equal(t, data.ResultType, got.ResultType)
+		if got.ResultType != "matrix" {
+			return
+		}
+		ss, ok := oracleMatrix(data.Result)
+		require.Equal(t, ok, got.Bad == "", "bad: %q", got.Bad)
+		if ok {
+			require.Equal(t, render(prometheus.Answer{Series: ss}), render(prometheus.Answer{Series: got.Series}))
+		}
+		checkRewritten(t, want)
+	})
+}
+
+// checkRewritten writes a matrix encoding/json read as a server writes it
+// and checks the decoder reads the same.
+func checkRewritten(t *testing.T, want oracle) {
+	var data oracleData
+	if len(want.Data) == 0 || json.Unmarshal(want.Data, &data) != nil || data.ResultType != "matrix" {
+		return
+	}
+	ss, ok := oracleMatrix(data.Result)
+	if !ok {
+		return
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"status":"success","data":{"resultType":"matrix","result":[`)
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		m := map[string]string{"__name__": s.Metric}
+		for _, l := range s.Labels {
+			m[l.Name] = l.Value
+		}
+		mj, err := json.Marshal(m)
+		require.NoError(t, err)
+		b.WriteString(`{"metric":`)
+		b.Write(mj)
+		b.WriteString(`,"values":[`)
+		for j, x := range s.Samples {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `[%s,"%s"]`, seconds(x.T), strconv.FormatFloat(x.V, 'f', -1, 64))
+		}
+		b.WriteString(`]}`)
+	}
+	b.WriteString(`]}}`)
+	got, err := prometheus.DecodeAnswer(&b, until)
+	require.NoError(t, err)
+	require.Empty(t, got.Bad)
+	require.Equal(t, render(prometheus.Answer{Series: ss}), render(prometheus.Answer{Series: got.Series}))
+}
+
+// seconds writes Unix ms as a server writes a time: seconds, and the
+// milliseconds after a point when there are any.
+func seconds(ms int64) string {
+	sign := ""
+	u := uint64(ms)
+	if ms < 0 {
+		sign, u = "-", uint64(-ms)
+	}
+	s := sign + strconv.FormatUint(u/1000, 10)
+	if u%1000 != 0 {
+		s += fmt.Sprintf(".%03d", u%1000)
+	}
+	return s
+}
+
+// A sample as Prometheus writes it is read by a fast path; written with a
+// space, by the general one: both read it alike, or find it bad alike.
+func TestDecodeSampleBothWays(t *testing.T) {
+	tests := []struct {
+		name, pair string
+	}{
+		{name: "whole seconds", pair: `[1700000000,"1"]`},
+		{name: "milliseconds", pair: `[1700000000.123,"0.5"]`},
+		{name: "one fractional digit", pair: `[1700000000.5,"NaN"]`},
+		{name: "digits past the millisecond", pair: `[1700000000.12399,"-Inf"]`},
+		{name: "zero", pair: `[0,"0"]`},
+		{name: "fifteen digits", pair: `[999999999999999,"1e308"]`},
+		{name: "sixteen digits", pair: `[9223372036854775,"1"]`},
+		{name: "past int64 milliseconds", pair: `[9223372036854776,"1"]`},
+		{name: "a leading zero", pair: `[01,"1"]`},
+		{name: "a point without digits", pair: `[1.,"1"]`},
+		{name: "an exponent", pair: `[1e3,"1"]`},
+		{name: "negative", pair: `[-1.5,"1"]`},
+		{name: "a value that is no number", pair: `[1,"x"]`},
+		{name: "an escaped value", pair: `[1,"\u0031"]`},
+		{name: "an empty value", pair: `[1,""]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := func(pair string) string {
+				return `{"status":"success","data":{"resultType":"matrix","result":[{"values":[` + pair + `]}]}}`
+			}
+			fast, errFast := prometheus.DecodeAnswer(strings.NewReader(body(tt.pair)), until)
+			slow, errSlow := prometheus.DecodeAnswer(strings.NewReader(body("[ "+tt.pair[1:])), until)
+			require.Equal(t, errSlow == nil, errFast == nil, "fast %v, slow %v", errFast, errSlow)
+			require.Equal(t, render(slow), render(fast))
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package testenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The end-to-end benchmarks (`make bench-e2e`) measure a stage of the tool
+// and the physical limit for the same work, each in a process of its own,
+// in the same run: they are too long for `make bench`.
+const (
+	// E2EEnv turns them on.
+	E2EEnv = "RECOMMENDER_BENCH_E2E"
+	// E2EWriteEnv makes them write what they measured: the committed
+	// figures and BENCHMARKS.md's section of each.
+	E2EWriteEnv = "RECOMMENDER_BENCH_E2E_WRITE"
+	// e2eChildEnv names the child a test binary runs as.
+	e2eChildEnv = "RECOMMENDER_BENCH_E2E_CHILD"
+)
+
+// SkipUnlessE2E skips an end-to-end benchmark unless E2EEnv is set.
+func SkipUnlessE2E(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv(E2EEnv) == "" {
+		tb.Skipf("set %s=1 (make bench-e2e): it writes gigabytes and runs for minutes", E2EEnv)
+	}
+}
+
+// Cost is what one process took: CPU time, user and system, of every
+// thread, and its peak resident memory.
+type Cost struct {
+	CPU    time.Duration
+	MaxRSS int64 // bytes
+	// Out is what it wrote on stdout.
+	Out string
+}
+
+// Measure runs cmd to its end and returns its cost; a failure fails tb.
+func Measure(tb testing.TB, cmd *exec.Cmd) Cost {
+	tb.Helper()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("%s: %v\n%s%s", strings.Join(cmd.Args, " "), err, out.String(), errOut.String())
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		tb.Fatalf("%s: no resource usage", cmd.Args[0])
+	}
+	return Cost{
+		CPU:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		MaxRSS: ru.Maxrss << 10, // Linux reports KiB
+		Out:    out.String(),
+	}
+}
+
+// Child returns a command that runs the test binary again, as the child
+// named name: only the test function test runs, and E2EChild returns name
+// in it.
+func Child(name, test string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v=false")
+	cmd.Env = append(append(os.Environ(), e2eChildEnv+"="+name), env...)
+	return cmd
+}
+
+// E2EChild returns the name of the child this test binary runs as, ""
+// when it is no child.
+func E2EChild() string { return os.Getenv(e2eChildEnv) }
+
+// Median returns the middle of xs (the lower one of an even count).
+func Median[T int64 | time.Duration | float64](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+// maxRegression is how much worse than the committed figure a ratio may
+// come out before the check fails: a third.
+const maxRegression = 4.0 / 3
+
+// CheckFigures fails tb when a ratio of got is more than a third above the
+// committed one of the same name in the JSON file at path; with
+// E2EWriteEnv set, it then writes got there.
+func CheckFigures(tb testing.TB, path string, got map[string]float64) {
+	tb.Helper()
+	committed := map[string]float64{}
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &committed); err != nil {
+			tb.Fatalf("%s: %v", path, err)
+		}
+	case !os.IsNotExist(err):
+		tb.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(got)) {
+		if was, ok := committed[name]; ok && got[name] > was*maxRegression {
+			tb.Errorf("%s: %.2f, more than a third above the committed %.2f (%s)", name, got[name], was, path)
+		}
+	}
+	if os.Getenv(E2EWriteEnv) == "" {
+		return
+	}
+	out, err := json.MarshalIndent(got, "", "  ")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// WriteSection replaces, with E2EWriteEnv set, the text between the lines
+// "<!-- bench-e2e:name -->" and "<!-- /bench-e2e:name -->" of the
+// Markdown file at path.
+func WriteSection(tb testing.TB, path, name, text string) {
+	tb.Helper()
+	if os.Getenv(E2EWriteEnv) == "" {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	open, closing := "<!-- bench-e2e:"+name+" -->\n", "<!-- /bench-e2e:"+name+" -->"
+	i, j := bytes.Index(b, []byte(open)), bytes.Index(b, []byte(closing))
+	if i < 0 || j < i {
+		tb.Fatalf("%s has no %q … %q section", path, strings.TrimSpace(open), closing)
+	}
+	out := fmt.Appendf(nil, "%s%s\n%s", b[:i+len(open)], strings.TrimSuffix(text, "\n"), b[j:])
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
