@@ -295,6 +295,8 @@ func liveGrants(cluster ...string) []string {
 				out = append(out, ns+" "+r+" "+v)
 			}
 		}
+		// read for the KAI queue's sum, not changed live
+		out = append(out, ns+" nvidia.com dynamographdeployments get", ns+" nvidia.com dynamographdeployments list")
 	}
 	sort.Strings(out)
 	return out

@@ -143,7 +143,7 @@ func TestChartOnCluster(t *testing.T) {
 				for _, verb := range []string{"get", "list", "watch", "patch", "update", "delete", "create"} {
 					probes = append(probes, probe{ns, "apps", "deployments", verb}, probe{ns, "apps", "statefulsets", verb},
 						probe{ns, "argoproj.io", "rollouts", verb}, probe{ns, "leaderworkerset.x-k8s.io", "leaderworkersets", verb},
-						probe{ns, "serving.kserve.io", "inferenceservices", verb})
+						probe{ns, "serving.kserve.io", "inferenceservices", verb}, probe{ns, "nvidia.com", "dynamographdeployments", verb})
 				}
 				probes = append(probes, probe{ns, "", "secrets", "get"}, probe{ns, "", "pods", "list"})
 			}

@@ -15,6 +15,12 @@ import (
 // from long history; any upsize wins; a scale-back needs complete and
 // valid data, a baseline, and every reactive window's consent.
 func Decide(in Input) Decision {
+	d := decide(in)
+	d.Evidence.Unattributed = in.Usage.Unattributed
+	return d
+}
+
+func decide(in Input) Decision {
 	r := in.Rules
 	if r.Strategy == nil {
 		return LeftAlone(in.Current, CausePolicyInvalid, "no strategy governs it")
@@ -37,6 +43,20 @@ func Decide(in Input) Decision {
 		return d.none(c, s)
 	}
 	return e.decide(d)
+}
+
+// lacking says what the answer may lack that a scale-back needs: samples
+// the source could not return, or a pod that counts for no workload;
+// either may be the high ones. nil when nothing.
+func (e *evaluation) lacking() *Shortfall {
+	u := e.in.Usage
+	switch {
+	case u.Partial != "":
+		return &Shortfall{Kind: ShortPartial, Why: u.Partial}
+	case len(u.Unattributed) > 0:
+		return &Shortfall{Kind: ShortUnattributed, Pods: len(u.Unattributed), Why: u.Unattributed[0]}
+	}
+	return nil
 }
 
 // none is a decision to change nothing, for cause c.
@@ -312,9 +332,8 @@ func (e *evaluation) decide(d Decision) Decision {
 		return d.none(CauseFits, nil)
 	case !st.Downsize:
 		return d.none(CauseNotAllowed, nil)
-	case e.in.Usage.Partial != "":
-		// Samples the source could not return may be the high ones.
-		return d.none(CauseDataIncomplete, &Shortfall{Kind: ShortPartial, Why: e.in.Usage.Partial})
+	case e.lacking() != nil:
+		return d.none(CauseDataIncomplete, e.lacking())
 	case base.shortfall != nil:
 		return d.none(base.cause, base.shortfall)
 	case blocked != nil:

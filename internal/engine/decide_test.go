@@ -78,6 +78,12 @@ func workload(liveKnown bool, pods ...podSpec) usage.Workload {
 	return w
 }
 
+// unattributed gives w pods that may be its own and count for none.
+func unattributed(w usage.Workload, why ...string) usage.Workload {
+	w.Unattributed = why
+	return w
+}
+
 // partial marks w as a source's partial answer.
 func partial(w usage.Workload, why string) usage.Workload {
 	w.Partial = why
@@ -297,6 +303,28 @@ func TestDecide(t *testing.T) {
 			current: fraction(0.5),
 			usage:   partial(workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 20), flat(50))), "store eu-2 did not answer"),
 			action:  engine.Upsize, recommended: fraction(0.72), urgent: true,
+		},
+		{
+			name:    "a pod that counts for no workload blocks a scale-back, and is named",
+			current: fraction(0.6),
+			usage: unattributed(workload(false, pod("sum-1", 2*day, flat(20), flat(40))),
+				"pod ml/sum-7d9f8c6b5d-x2b4z counts for no workload: its name fits Deployments sum, sum-fast alike", "pod ml/sum-2 counts for no workload"),
+			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
+			reason: "no change: incomplete data: pod ml/sum-7d9f8c6b5d-x2b4z counts for no workload: its name fits Deployments sum, sum-fast alike (and 1 more), and a scale-back needs every pod of the workload",
+		},
+		{
+			name:    "a pod that counts for no workload: an upsize still acts, and says so",
+			current: fraction(0.5),
+			usage:   unattributed(workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 60, 20), flat(50))), "pod ml/chat-2 counts for no workload"),
+			action:  engine.Upsize, recommended: fraction(0.72), urgent: true,
+			contains: "; not counted: pod ml/chat-2 counts for no workload",
+		},
+		{
+			name:    "a workload whose only pod counts for no workload has no data, and says why",
+			current: fraction(0.5),
+			usage:   unattributed(usage.Workload{}, "pod ml/chat-2 counts for no workload"),
+			action:  engine.NoChange, recommended: fraction(0.5), cause: engine.CauseDataIncomplete,
+			contains: "; not counted: pod ml/chat-2 counts for no workload",
 		},
 		{
 			name:       "without a baseline there is no scale-back",

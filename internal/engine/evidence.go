@@ -37,6 +37,9 @@ type Evidence struct {
 	Wanted *Decision `json:"-"`
 	// Notes are what the edit left alone on purpose.
 	Notes []Note `json:"notes,omitempty"`
+	// Unattributed are the pods that may be the workload's but count for
+	// no workload, their owner not established (usage.Workload's).
+	Unattributed []string `json:"unattributed,omitempty"`
 }
 
 // Reading is one rule's reading of one metric over its window.
@@ -166,6 +169,9 @@ const (
 	ShortInvalidData ShortfallKind = "invalid-samples"
 	// ShortPartial is an answer the source itself says may lack data.
 	ShortPartial ShortfallKind = "partial"
+	// ShortUnattributed is a pod that may be the workload's and counts
+	// for no workload: its data may be the high one.
+	ShortUnattributed ShortfallKind = "unattributed"
 )
 
 // Shortfall is what the data lacks; which fields are set depends on Kind.
@@ -188,7 +194,8 @@ type Shortfall struct {
 	Expected int `json:"expected,omitempty"`
 	// At is the time of the newest invalid sample, Unix ms.
 	At int64 `json:"at,omitempty"`
-	// Why is the source's own word on a partial answer.
+	// Why is the source's own word on a partial answer, or why a pod
+	// counts for no workload.
 	Why string `json:"why,omitempty"`
 }
 

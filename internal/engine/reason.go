@@ -199,6 +199,11 @@ func notes(ev Evidence) string {
 	for _, n := range ev.Notes {
 		fmt.Fprintf(&b, "; left alone: %s: %s", n.Field, n.Why)
 	}
+	if ev.Shortfall == nil || ev.Shortfall.Kind != ShortUnattributed {
+		for _, u := range ev.Unattributed {
+			fmt.Fprintf(&b, "; not counted: %s", u)
+		}
+	}
 	return b.String()
 }
 
@@ -228,6 +233,12 @@ func shortfall(s *Shortfall) string {
 		return fmt.Sprintf(incomplete+"pod %s has %d of %d %s samples in the last %s", s.Pod, s.Samples, s.Expected, s.Metric, s.Window)
 	case ShortPartial:
 		return "incomplete data: the usage source's answer may be partial (" + s.Why + "), and a scale-back needs all of it"
+	case ShortUnattributed:
+		more := ""
+		if s.Pods > 1 {
+			more = fmt.Sprintf(" (and %d more)", s.Pods-1)
+		}
+		return "incomplete data: " + s.Why + more + ", and a scale-back needs every pod of the workload"
 	case ShortInvalidData:
 		return fmt.Sprintf("invalid data in the window: pod %s reported %d NaN, infinite, negative or out-of-range %s sample(s) in the last %s, and a scale-back relies on that window",
 			s.Pod, s.Samples, s.Metric, s.Window)

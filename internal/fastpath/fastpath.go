@@ -86,10 +86,8 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 			continue
 		}
 		ref := d.Workload.Ref.String()
-		// The queue's sum reads Deployments: another kind's upsize is not
-		// checked against it (live says so in its result).
-		if d.Recommended.Form == engine.Fraction && d.Workload.Ref.Kind == "Deployment" {
-			q, err := c.CheckQueue(ctx, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Recommended.GPUs, o.Namespaces)
+		if d.Recommended.Form == engine.Fraction {
+			q, err := c.CheckQueue(ctx, d.Workload.Ref.Kind, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Recommended.GPUs, o.Namespaces)
 			if err != nil {
 				lr.warnings[ref] = append(lr.warnings[ref], err.Error())
 			} else if w := q.Warning(); w != "" {

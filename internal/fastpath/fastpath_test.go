@@ -69,6 +69,10 @@ func TestLiveUpsize(t *testing.T) {
 		{"an urgent InferenceService goes live", decision("InferenceService", "inference", nil), true, ""},
 		{"a CronJob is refused by name", decision("CronJob", "inference", nil), false,
 			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; CronJob inference/llm waits for its pull request"},
+		// Dynamo's operator would roll the pods, but one graph holds several
+		// workloads and the live change is per object (docs/live.md).
+		{"a Dynamo service is refused by name", decision("DynamoGraphDeployment", "inference", nil), false,
+			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; DynamoGraphDeployment inference/llm waits for its pull request"},
 		{"a DaemonSet is refused by name", decision("DaemonSet", "inference", nil), false,
 			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; DaemonSet inference/llm waits for its pull request"},
 		{"a namespace not live: nothing to refuse", decision("StatefulSet", "staging", nil), false, ""},

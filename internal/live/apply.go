@@ -196,16 +196,10 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 }
 
 // checkQueue adds the KAI queue's warnings to res, and says why the
-// upsize is refused when it would take the queue over its quota. The sum
-// reads Deployments: another kind's upsize is not checked against it,
-// and its result says so rather than passing in silence.
+// upsize is refused when it would take the queue over its quota.
 func (a *Applier) checkQueue(ctx context.Context, t Target, res *Result) string {
-	if t.Kind != "Deployment" {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the KAI queue's GPU quota was not checked: the queue's sum reads Deployments, not %s %s", article(t.Kind), t.Kind))
-		return ""
-	}
 	newF, _ := kai.ParseFraction(t.Fraction.New)
-	qc, err := a.c.CheckQueue(ctx, t.Namespace, t.Name, newF, a.o.Namespaces)
+	qc, err := a.c.CheckQueue(ctx, t.Kind, t.Namespace, t.Name, newF, a.o.Namespaces)
 	if err != nil {
 		res.Warnings = append(res.Warnings, err.Error())
 	}
@@ -216,14 +210,6 @@ func (a *Applier) checkQueue(ctx context.Context, t Target, res *Result) string 
 		return qc.Warning()
 	}
 	return ""
-}
-
-// article is the indefinite article of a kind's name, for messages.
-func article(kind string) string {
-	if kind != "" && strings.ContainsRune("AEIOU", rune(kind[0])) {
-		return "an"
-	}
-	return "a"
 }
 
 // admit says why t is never applied live, whatever the cluster holds: ""

@@ -174,13 +174,14 @@ func unstructuredObject(k kindInfo, u *unstructured.Unstructured) (*object, erro
 func componentPod(path []string, m map[string]any) (podTemplate, error) {
 	var c struct {
 		Annotations map[string]string  `json:"annotations"`
+		Labels      map[string]string  `json:"labels"`
 		Containers  []corev1.Container `json:"containers"`
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
 		return podTemplate{}, fmt.Errorf("reading the component: %w", err)
 	}
 	t := podTemplate{path: path, meta: path, pod: path, atomic: true}
-	t.spec.Annotations = c.Annotations
+	t.spec.Annotations, t.spec.Labels = c.Annotations, c.Labels
 	for _, key := range servingKeys() {
 		s, ok := m[key].(map[string]any)
 		if !ok {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,13 +28,18 @@ type QueueCheck struct {
 	Queue string
 	// Quota is the queue's GPU quota; negative when unlimited.
 	Quota float64
-	// Requested is what the queue's Deployments ask for now, and After
-	// what they would ask for with the upsize, in GPUs: replicas × the
-	// pod's request, from the Deployments' specs.
+	// Requested is what the queue's workloads ask for now, and After
+	// what they would ask for with the upsize, in GPUs: pods × the pod's
+	// request, from the workloads' specs, of every kind sized
+	// (queueKinds).
 	Requested, After float64
-	// Namespaces are where the Deployments were counted: the ones the
-	// tool may read, so a lower bound when the queue spans others.
+	// Namespaces are where the workloads were counted: the ones the tool
+	// may read, so a lower bound when the queue spans others.
 	Namespaces []string
+	// Uncounted are the kinds that could not be listed (forbidden), so
+	// a lower bound too; a kind the cluster does not serve has nothing
+	// to count.
+	Uncounted []string
 	// Note says why the queue could not be checked; the check is then
 	// silent, not fatal.
 	Note string
@@ -54,8 +59,12 @@ func (q QueueCheck) Warning() string {
 	case q.Note != "":
 		return q.Note
 	case q.Exceeds():
-		return fmt.Sprintf("KAI queue %s: the upsize takes its Deployments (in %s) from %s to %s GPUs, over its GPU quota of %s: non-preemptible pods run only within quota, so new pods could stay Pending",
-			q.Queue, strings.Join(q.Namespaces, ", "), gpus(q.Requested), gpus(q.After), gpus(q.Quota))
+		uncounted := ""
+		if len(q.Uncounted) > 0 {
+			uncounted = " (not counted, as they may not be listed: " + strings.Join(q.Uncounted, ", ") + ")"
+		}
+		return fmt.Sprintf("KAI queue %s: the upsize takes its workloads (in %s) from %s to %s GPUs%s, over its GPU quota of %s: non-preemptible pods run only within quota, so new pods could stay Pending",
+			q.Queue, strings.Join(q.Namespaces, ", "), gpus(q.Requested), gpus(q.After), uncounted, gpus(q.Quota))
 	}
 	return ""
 }
@@ -63,23 +72,36 @@ func (q QueueCheck) Warning() string {
 // gpus writes an amount of GPU on KAI's grid, away from binary error.
 func gpus(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
 
-// CheckQueue reads the KAI queue of Deployment namespace/name and what the
-// Deployments charged to it in namespaces request, and works out what
-// they would request with the Deployment's pods at a gpu-fraction of
-// newGPUs (times the pod's gpu-fraction-num-devices). No pods
-// are read: a Deployment's spec (replicas × request) is what the queue
-// will have to hold once it has rolled, and needs no RBAC on pods.
-func (c *Client) CheckQueue(ctx context.Context, namespace, name string, newGPUs float64, namespaces []string) (QueueCheck, error) {
-	dep, err := c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		// Not in the cluster (yet): no queue to charge, nothing to warn of.
-		return QueueCheck{}, nil
-	case err != nil:
-		return QueueCheck{}, apiError("get", "deployments", namespace, err)
+// CheckQueue reads the KAI queue of the workload kind namespace/name (a
+// kind the editor sizes; a DynamoGraphDeployment's service by its
+// workload name) and what the workloads charged to it in namespaces
+// request, and works out what they would request with the workload's
+// sized pods at a gpu-fraction of newGPUs (times the pod's
+// gpu-fraction-num-devices). No pods are read: a workload's spec (pods ×
+// request) is what the queue will have to hold once it has rolled, and
+// needs no RBAC on pods.
+func (c *Client) CheckQueue(ctx context.Context, kind, namespace, name string, newGPUs float64, namespaces []string) (QueueCheck, error) {
+	q := QueueCheck{Namespaces: namespaces}
+	var all []charge
+	for _, ns := range namespaces {
+		cs, skipped, err := c.charges(ctx, ns)
+		if err != nil {
+			return QueueCheck{}, err
+		}
+		all = append(all, cs...)
+		for _, s := range skipped {
+			if !slices.Contains(q.Uncounted, s) {
+				q.Uncounted = append(q.Uncounted, s)
+			}
+		}
 	}
-	q := QueueCheck{Queue: queueOf(dep), Namespaces: namespaces}
-	if q.Queue == "" {
+	i := slices.IndexFunc(all, func(ch charge) bool { return ch.kind == kind && ch.namespace == namespace && ch.name == name })
+	if i < 0 {
+		// Not in the cluster (yet), or not listed: no queue to charge,
+		// nothing to warn of.
+		return QueueCheck{}, nil
+	}
+	if q.Queue = all[i].queue; q.Queue == "" {
 		return QueueCheck{}, nil
 	}
 	obj, err := c.dyn.Resource(QueueResource()).Get(ctx, q.Queue, metav1.GetOptions{})
@@ -94,25 +116,19 @@ func (c *Client) CheckQueue(ctx context.Context, namespace, name string, newGPUs
 		q.Note = fmt.Sprintf("KAI queue %s: %v: its quota was not checked", q.Queue, err)
 		return q, nil
 	}
-	for _, ns := range namespaces {
-		list, err := c.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return q, apiError("list", "deployments", ns, err)
+	for j, ch := range all {
+		if ch.queue != q.Queue {
+			continue
 		}
-		for i := range list.Items {
-			d := &list.Items[i]
-			if queueOf(d) != q.Queue {
-				continue
-			}
-			per := podGPUs(&d.Spec.Template)
-			n := float64(replicas(d))
-			q.Requested += n * per
-			if d.Namespace == namespace && d.Name == name {
+		for _, p := range ch.pods {
+			q.Requested += p.count * p.gpus
+			per := p.gpus
+			if j == i && p.sized {
 				// newGPUs is the fraction of each device: KAI charges it
 				// once per device, as it does the current one.
-				per = newGPUs * float64(devices(&d.Spec.Template))
+				per = newGPUs * float64(p.devices)
 			}
-			q.After += n * per
+			q.After += p.count * per
 		}
 	}
 	return q, nil
@@ -132,22 +148,6 @@ func quota(obj *unstructured.Unstructured) (float64, error) {
 		return x, nil
 	}
 	return 0, fmt.Errorf("spec.resources.gpu.quota is %T, not a number", v)
-}
-
-// queueOf is the queue KAI charges a Deployment's pods to: its own label
-// first, then its pod template's.
-func queueOf(d *appsv1.Deployment) string {
-	if q := d.Labels[kai.QueueLabel]; q != "" {
-		return q
-	}
-	return d.Spec.Template.Labels[kai.QueueLabel]
-}
-
-func replicas(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
 }
 
 // podGPUs is one pod's GPU request as KAI counts it: the fraction times

@@ -44,7 +44,7 @@ func TestQueueQuota(t *testing.T) {
 			name: "over quota: warned and refused",
 			w:    workload{ns: "inference", name: "chat", fraction: "0.30", queue: "tight"},
 			want: live.Refused, detail: "not applied live: KAI queue tight",
-			warning: "KAI queue tight: the upsize takes its Deployments (in inference, staging) from 0.9 to 1.05 GPUs, over its GPU quota of 1: non-preemptible pods run only within quota, so new pods could stay Pending",
+			warning: "KAI queue tight: the upsize takes its workloads (in inference, staging) from 0.9 to 1.05 GPUs, over its GPU quota of 1: non-preemptible pods run only within quota, so new pods could stay Pending",
 		},
 		{
 			name: "within quota: applied",
@@ -75,7 +75,7 @@ func TestQueueQuota(t *testing.T) {
 		})
 	}
 
-	q, err := c.c.CheckQueue(ctx(t), "inference", "chat", 0.45, []string{"inference", "staging"})
+	q, err := c.c.CheckQueue(ctx(t), "Deployment", "inference", "chat", 0.45, []string{"inference", "staging"})
 	require.NoError(t, err)
 	require.Equal(t, live.QueueCheck{Queue: "tight", Quota: 1, Requested: 0.9, After: 1.05, Namespaces: []string{"inference", "staging"}}, roundQueue(q))
 	require.True(t, q.Exceeds())
@@ -92,7 +92,7 @@ func roundQueue(q live.QueueCheck) live.QueueCheck {
 // queue to check, and that is no warning.
 func TestQueueOfMissingDeployment(t *testing.T) {
 	c := startCluster(t, "admin")
-	q, err := c.c.CheckQueue(ctx(t), "inference", "absent", 0.5, []string{"inference"})
+	q, err := c.c.CheckQueue(ctx(t), "Deployment", "inference", "absent", 0.5, []string{"inference"})
 	require.NoError(t, err)
 	require.Equal(t, live.QueueCheck{}, q)
 	require.Empty(t, q.Warning())
@@ -107,7 +107,7 @@ func TestQueueNumDevices(t *testing.T) {
 	c.s.Apply(t, queueManifest("pair", 0.8))
 	w := workload{ns: "inference", name: "two-devices", fraction: "0.30", queue: "pair", devices: 2}
 	c.create(t, w, "argocd-controller")
-	q, err := c.c.CheckQueue(ctx(t), w.ns, w.name, 0.45, []string{"inference"})
+	q, err := c.c.CheckQueue(ctx(t), "Deployment", w.ns, w.name, 0.45, []string{"inference"})
 	require.NoError(t, err)
 	require.Equal(t, live.QueueCheck{Queue: "pair", Quota: 0.8, Requested: 0.6, After: 0.9, Namespaces: []string{"inference"}}, roundQueue(q))
 	require.True(t, q.Exceeds())
@@ -133,8 +133,93 @@ func TestQueueResource(t *testing.T) {
 	c.s.Apply(t, queueManifest("found", 2))
 	w := workload{ns: "inference", name: "queued", fraction: "0.30", queue: "found"}
 	c.create(t, w, "argocd-controller")
-	q, err := c.c.CheckQueue(ctx(t), w.ns, w.name, 0.45, []string{"inference"})
+	q, err := c.c.CheckQueue(ctx(t), "Deployment", w.ns, w.name, 0.45, []string{"inference"})
 	require.NoError(t, err)
 	require.Empty(t, q.Note)
 	require.Equal(t, 2.0, q.Quota)
+}
+
+// TestQueueEveryKind: the queue's sum counts every kind the editor sizes,
+// each as its controller runs pods (the upstream CRDs installed): a
+// Deployment's, StatefulSet's and Rollout's replicas, a LeaderWorkerSet's
+// groups of a leader and size-1 workers, an InferenceService's
+// predictor at its minReplicas, and each service of a
+// DynamoGraphDeployment (the frontend asks for no GPU). An upsize of any
+// of them raises its own pods' share only; a graph in another queue
+// counts for none.
+func TestQueueEveryKind(t *testing.T) {
+	c := startCluster(t, "admin", testenvUser("counter"))
+	c.s.InstallArgoRolloutCRD(t)
+	c.s.InstallLeaderWorkerSetCRD(t)
+	c.s.InstallDynamoGraphDeploymentCRD(t)
+	installInferenceServiceCRD(t, c)
+	c.s.Apply(t, queueManifest("inference", 8))
+	// 2 × 0.5 + 4 × 0.5 + (2 leaders + 2 workers) × 0.5 + 1 × 0.5 + 2 × 0.5 + 2 × 0.3 = 7.1 GPUs
+	for _, f := range []string{"statefulset.yaml", "rollout.yaml", "leaderworkerset.yaml", "inferenceservice.yaml", "dynamographdeployment.yaml"} {
+		c.s.Apply(t, fixture(t, f, nil))
+	}
+	c.create(t, workload{ns: "inference", name: "dep", fraction: "0.30", queue: "inference", replicas: 2}, "argocd-controller")
+	c.s.Apply(t, fixture(t, "dynamographdeployment.yaml", func(m map[string]any) {
+		m["metadata"].(map[string]any)["name"] = "elsewhere"
+		m["metadata"].(map[string]any)["labels"] = map[string]any{"kai.scheduler/queue": "other"}
+	}))
+
+	tests := []struct {
+		name, kind, workload string
+		after                float64
+	}{
+		{name: "a Deployment", kind: "Deployment", workload: "dep", after: 7.4},
+		{name: "a StatefulSet", kind: "StatefulSet", workload: "embed", after: 7.6},
+		{name: "a Rollout over quota", kind: "Rollout", workload: "chat", after: 8.1},
+		{name: "a LeaderWorkerSet's leaders and workers over quota", kind: "LeaderWorkerSet", workload: "llama", after: 8.1},
+		{name: "an InferenceService", kind: "InferenceService", workload: "qwen", after: 7.35},
+		{name: "a Dynamo service", kind: "DynamoGraphDeployment", workload: "llama-vllmdecodeworker", after: 7.6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			newGPUs := 0.75
+			if tt.kind == "Deployment" {
+				newGPUs = 0.45
+			}
+			q, err := c.c.CheckQueue(ctx(t), tt.kind, "inference", tt.workload, newGPUs, []string{"inference"})
+			require.NoError(t, err)
+			require.Equal(t, live.QueueCheck{Queue: "inference", Quota: 8, Requested: 7.1, After: tt.after, Namespaces: []string{"inference"}}, roundQueue(q))
+			require.Equal(t, tt.after > 8, q.Exceeds())
+			if q.Exceeds() {
+				require.Equal(t, fmt.Sprintf("KAI queue inference: the upsize takes its workloads (in inference) from 7.1 to %g GPUs, over its GPU quota of 8: non-preemptible pods run only within quota, so new pods could stay Pending", tt.after), q.Warning())
+			}
+		})
+	}
+
+	// A user who may not list some of the custom kinds: the sum is a
+	// lower bound, and the kinds left out are named.
+	t.Run("kinds that may not be listed", func(t *testing.T) {
+		c.s.Apply(t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: counter}
+rules:
+  - apiGroups: ["apps"]
+    resources: ["deployments", "statefulsets"]
+    verbs: ["get", "list"]
+  - apiGroups: ["argoproj.io"]
+    resources: ["rollouts"]
+    verbs: ["get", "list"]
+  - apiGroups: ["scheduling.run.ai"]
+    resources: ["queues"]
+    verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: counter}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: counter}
+subjects: [{kind: User, name: counter, apiGroup: rbac.authorization.k8s.io}]
+`))
+		q, err := client(t, c.s, "counter").CheckQueue(ctx(t), "Rollout", "inference", "chat", 0.75, []string{"inference"})
+		require.NoError(t, err)
+		// 0.6 + 1 + 2 GPUs of the kinds it may list
+		require.Equal(t, live.QueueCheck{Queue: "inference", Quota: 8, Requested: 3.6, After: 4.6, Namespaces: []string{"inference"},
+			Uncounted: []string{"leaderworkersets.leaderworkerset.x-k8s.io", "inferenceservices.serving.kserve.io", "dynamographdeployments.nvidia.com"}}, roundQueue(q))
+		q.Quota = 4
+		require.Equal(t, "KAI queue inference: the upsize takes its workloads (in inference) from 3.6 to 4.6 GPUs (not counted, as they may not be listed: leaderworkersets.leaderworkerset.x-k8s.io, inferenceservices.serving.kserve.io, dynamographdeployments.nvidia.com), over its GPU quota of 4: non-preemptible pods run only within quota, so new pods could stay Pending", q.Warning())
+	})
 }

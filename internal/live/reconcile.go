@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -46,7 +47,8 @@ func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(name
 				// A kind the cluster does not serve (its CRD not installed)
 				// or the tool may not read holds no live change of the
 				// tool's, which reads an object before it applies to it.
-				if kind != "Deployment" && (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)) {
+				// (apiError wraps a refusal as ErrForbidden.)
+				if kind != "Deployment" && (apierrors.IsNotFound(err) || errors.Is(err, ErrForbidden)) {
 					continue
 				}
 				out = append(out, Result{Namespace: ns, Outcome: Failed, Detail: err.Error()})

@@ -361,3 +361,35 @@ func TestReleaseHandsBack(t *testing.T) {
 		require.NotContains(t, c.get(t, w.ns, w.name).Spec.Template.Annotations, "gpu-fraction", "removed")
 	})
 }
+
+// TestReconcileSkipsKindsItMayNotList: a user that may read and patch
+// Deployments only reconciles those; the other kinds, served (a
+// StatefulSet) or not (no LeaderWorkerSet CRD here), hold no live change
+// of the tool's, which reads an object before it applies to it, and are
+// skipped, not failed (docs/live.md, RBAC).
+func TestReconcileSkipsKindsItMayNotList(t *testing.T) {
+	c := startCluster(t, "admin", testenvUser("deployer"))
+	c.s.InstallArgoRolloutCRD(t)
+	c.s.Apply(t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: deployments, namespace: inference}
+rules:
+  - apiGroups: ["apps"]
+    resources: ["deployments"]
+    verbs: ["get", "list", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: deployer, namespace: inference}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: deployments}
+subjects: [{kind: User, name: deployer, apiGroup: rbac.authorization.k8s.io}]
+`))
+	prs, err := scm.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	o := live.Options{Namespaces: []string{"inference"}, MaxChanges: 5, Force: true, Now: now}
+	results, err := live.NewApplier(client(t, c.s, "deployer"), o).Reconcile(ctx(t), prs, func(string, string) (live.GitValues, bool) {
+		return live.GitValues{}, false
+	})
+	require.NoError(t, err)
+	require.Empty(t, results)
+}

@@ -106,3 +106,54 @@ warning: pod ml/llm-0-1 counts for no workload: its StatefulSet llm-0 fits Leade
 		})
 	}
 }
+
+// TestUnattributedByWorkload: a pod whose owner cannot be established
+// counts for no workload, and the result says so for each workload it may
+// belong to, so that their decisions say it; a pod counted for the
+// longest name of its rivals concerns none of them.
+func TestUnattributedByWorkload(t *testing.T) {
+	llm, llm2 := metricstest.LeaderWorkerSet("ml", "llm"), metricstest.LeaderWorkerSet("ml", "llm-2")
+	sts := func(pod, owner string) metricstest.OwnedPod {
+		return metricstest.OwnedPod{Name: pod, OwnerKind: "StatefulSet", Owner: owner}
+	}
+	rs := func(pod, owner string) metricstest.OwnedPod {
+		return metricstest.OwnedPod{Name: pod, OwnerKind: "ReplicaSet", Owner: owner}
+	}
+	const why = " alike (kube-state-metrics reports no owner of a StatefulSet, and its pods do not tell)"
+	tests := []struct {
+		name      string
+		rec       *metricstest.Recording
+		workloads []usage.Ref
+		want      map[usage.Ref][]string
+	}{
+		{
+			name: "a StatefulSet both LeaderWorkerSets' names fit: for each of them",
+			rec:  owned("ml", sts("llm-2", "llm"), sts("llm-2-0", "llm-2"), sts("llm-2-1", "llm-2")), workloads: []usage.Ref{llm, llm2},
+			want: map[usage.Ref][]string{
+				llm: {"pod ml/llm-2-0 counts for no workload: its StatefulSet llm-2 fits LeaderWorkerSets llm, llm-2" + why,
+					"pod ml/llm-2-1 counts for no workload: its StatefulSet llm-2 fits LeaderWorkerSets llm, llm-2" + why},
+				llm2: {"pod ml/llm-2-0 counts for no workload: its StatefulSet llm-2 fits LeaderWorkerSets llm, llm-2" + why,
+					"pod ml/llm-2-1 counts for no workload: its StatefulSet llm-2 fits LeaderWorkerSets llm, llm-2" + why},
+			},
+		},
+		{
+			name: "every pod attributed: none",
+			rec:  owned("ml", sts("llm-0", "llm"), sts("llm-0-1", "llm-0")), workloads: []usage.Ref{metricstest.StatefulSet("ml", "llm"), metricstest.StatefulSet("ml", "llm-0")},
+		},
+		{
+			name: "a ReplicaSet's name that the longer Deployment's shows more of: counted, none",
+			rec:  owned("ml", rs("p1", "rank-fast-5f6d7b8c9")), workloads: []usage.Ref{metricstest.Deployment("ml", "rank"), metricstest.Deployment("ml", "rank-fast")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: tt.workloads}
+			res, err := tt.rec.Parse(t).Usage(context.Background(), q)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, res.Unattributed)
+			for _, w := range res.Workloads {
+				require.Empty(t, w.Unattributed, "the caller's to fill in")
+			}
+		})
+	}
+}

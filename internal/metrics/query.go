@@ -247,6 +247,12 @@ func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) 
 		v := set.namespaceAt(ns, refs[ns], metrics, w, tolerance)
 		res.Warnings = append(res.Warnings, v.warnings...)
 		for _, ref := range refs[ns] {
+			if u := v.unattributed[ref]; len(u) > 0 {
+				if res.Unattributed == nil {
+					res.Unattributed = make(map[usage.Ref][]string)
+				}
+				res.Unattributed[ref] = u
+			}
 			if err := ctx.Err(); err != nil {
 				return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
 			}
@@ -284,13 +290,16 @@ type namespaceView struct {
 	// owned lists the pods of each workload, sorted.
 	owned    map[usage.Ref][]string
 	warnings []string
+	// unattributed are the warnings of the pods that count for no
+	// workload, by each workload they may belong to.
+	unattributed map[usage.Ref][]string
 }
 
 // namespaceAt attributes the pods of a namespace, those with usage series
 // and the live ones kube-state-metrics knows, to workloads.
 func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
 	at := w.To
-	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string)}
+	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string), unattributed: make(map[usage.Ref][]string)}
 
 	// The pattern competes with every Deployment and Rollout known at the
 	// time, not only the queried ones, so that the longest name can win;
@@ -329,7 +338,13 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
 		a := set.ksm.owner(ns, pod, at, index)
 		if len(a.rivals) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
-			v.warnings = append(v.warnings, a.warning(ns, pod))
+			warning := a.warning(ns, pod)
+			v.warnings = append(v.warnings, warning)
+			if !a.ok {
+				for _, r := range a.rivals {
+					v.unattributed[r] = append(v.unattributed[r], warning)
+				}
+			}
 		}
 		if a.ok {
 			v.owned[a.ref] = append(v.owned[a.ref], pod)

@@ -78,6 +78,7 @@ var (
 	ErrGroupMismatch        = workload.ErrGroupMismatch
 	ErrUnsizedPods          = workload.ErrUnsizedPods
 	ErrObjectAnnotation     = workload.ErrObjectAnnotation
+	ErrServiceAnnotation    = workload.ErrServiceAnnotation
 
 	ErrKustomize = kustomize.ErrKustomize
 	ErrHelm      = helm.ErrHelm

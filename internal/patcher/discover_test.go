@@ -737,7 +737,8 @@ func TestDiscoverInferenceService(t *testing.T) {
 // TestDiscoverDynamo: a DynamoGraphDeployment is one workload per
 // service, named as the operator names the service's Deployment, read
 // where the operator takes the pods' fields from; a multinode service is
-// left alone, and one that a Kustomize build makes is reported, not read.
+// left alone. What Kustomize builds and charts render is read alike
+// (TestKustomizeGolden, TestHelmGolden).
 func TestDiscoverDynamo(t *testing.T) {
 	inv, err := patcher.Discover(context.Background(), filepath.Join("testdata", "golden", "dynamo", "original"))
 	require.NoError(t, err)
@@ -800,4 +801,112 @@ spec:
 	require.Len(t, inv.Workloads, 1)
 	require.Equal(t, "g-worker", inv.Workloads[0].Ref.Name)
 	require.ErrorIs(t, inv.Workloads[0].GPU.Err, patcher.ErrInvalidValue)
+}
+
+// TestDiscoverDynamoServiceAnnotations: KAI's annotations in a service's
+// own annotations reach its pods under Grove and not through a
+// DynamoComponentDeployment (operator v0.5.1), so the service is read but
+// left alone, the error naming the line and where to write them instead.
+func TestDiscoverDynamoServiceAnnotations(t *testing.T) {
+	tests := []struct {
+		name, annotations string
+		line              int
+	}{
+		{name: "gpu-fraction", annotations: "gpu-fraction: \"0.5\"", line: 9},
+		{name: "gpu-memory", annotations: "gpu-memory: \"4096\"", line: 9},
+		{name: "after another", annotations: "team: llm\n        gpu-fraction-num-devices: \"2\"", line: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte(`apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+spec:
+  services:
+    Worker:
+      annotations:
+        `+tt.annotations+`
+      extraPodMetadata:
+        annotations:
+          gpu-fraction: "0.5"
+`), 0o600))
+			inv, err := patcher.Discover(context.Background(), dir)
+			require.NoError(t, err)
+			require.Len(t, inv.Workloads, 1)
+			w := inv.Workloads[0]
+			require.Equal(t, "0.5", w.GPU.FractionText)
+			require.ErrorIs(t, w.GPU.Err, patcher.ErrServiceAnnotation)
+			require.ErrorContains(t, w.GPU.Err, fmt.Sprintf("line %d: ", tt.line))
+			require.ErrorContains(t, w.GPU.Err, "is in spec.services.Worker.annotations; it is read but not edited: write it in spec.services.Worker.extraPodMetadata.annotations")
+		})
+	}
+	// Other annotations of the service are the operator's own business.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte("apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\nspec: {services: {Worker: {annotations: {nvidia.com/enable-metrics: \"false\"}}}}\n"), 0o600))
+	inv, err := patcher.Discover(context.Background(), dir)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	require.NoError(t, inv.Workloads[0].GPU.Err)
+}
+
+// TestDiscoverDynamoV1beta1: a graph of the version later operators
+// store (nvidia.com/v1beta1, components with pod templates) is not read,
+// and it is reported, never passed over.
+func TestDiscoverDynamoV1beta1(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte(`apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+  namespace: inference
+spec:
+  components:
+    - name: Worker
+      podTemplate:
+        metadata:
+          annotations:
+            gpu-fraction: "0.5"
+`), 0o600))
+	inv, err := patcher.Discover(context.Background(), dir)
+	require.NoError(t, err)
+	require.Empty(t, inv.Workloads)
+	require.Len(t, inv.Unsupported, 1)
+	u := inv.Unsupported[0]
+	require.Equal(t, usage.Ref{Kind: "DynamoGraphDeployment", Namespace: "inference", Name: "g"}, u.Ref)
+	require.True(t, u.GPU)
+	require.Equal(t, "nvidia.com/v1alpha1 only, whose spec.services are read; nvidia.com/v1beta1 is not", u.Why)
+}
+
+// TestDynamoServiceOfGPUsOnly: a service that says nothing but its whole
+// GPUs (as a Kustomize patch may) cannot lose them by a byte splice
+// without leaving no mapping: the edit is refused by name, nothing is
+// written.
+func TestDynamoServiceOfGPUsOnly(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dgd.yaml"), []byte(`apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: g
+  namespace: inference
+spec:
+  services:
+    Worker:
+      resources:
+        limits:
+          gpu: "1"
+`), 0o600))
+	ctx := context.Background()
+	inv, err := patcher.Discover(ctx, dir)
+	require.NoError(t, err)
+	require.Len(t, inv.Workloads, 1)
+	res, err := patcher.Apply(ctx, dir, inv, []patcher.Edit{{Workload: inv.Workloads[0].Ref, File: "dgd.yaml", Reason: "test",
+		Ops: []patcher.Op{patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5")}}})
+	require.NoError(t, err)
+	require.Empty(t, res.Files)
+	require.Len(t, res.Refused, 1)
+	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrUnsupported)
+	require.ErrorContains(t, res.Refused[0].Err, "dgd.yaml:9: spec.services.Worker.resources: ")
+	require.ErrorContains(t, res.Refused[0].Err, "it is the only field of its mapping, and removing it would leave an empty mapping, which is not written; edit it by hand")
 }

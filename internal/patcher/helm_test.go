@@ -174,6 +174,23 @@ func TestHelmGolden(t *testing.T) {
 			after: map[string][2]string{"inference/embed": {"0.37", "0.33"}},
 		},
 		{
+			// A chart that renders NVIDIA Dynamo's DynamoGraphDeployment,
+			// a workload per service: the decode worker's fraction in the
+			// release's inline values, its vLLM flag in the chart's
+			// values.yaml (only this release reads it); the prefill
+			// worker's whole GPUs, its resources.limits.gpu, there too.
+			name: "dynamo",
+			workloads: []string{"inference/llama-frontend in deploy/llama.yaml",
+				"inference/llama-vllmprefillworker in deploy/llama.yaml", "inference/llama-vllmdecodeworker in deploy/llama.yaml"},
+			edits: []patcher.Edit{
+				helmEdit("deploy/llama.yaml", dgdRef("inference", "llama-vllmdecodeworker"),
+					patcher.SetGPUFraction("0.4"), patcher.SetVLLMMemoryUtilization("0.36")),
+				helmEdit("deploy/llama.yaml", dgdRef("inference", "llama-vllmprefillworker"), patcher.SetWholeGPUs(2)),
+			},
+			after: map[string][2]string{"inference/llama-frontend": {"", ""},
+				"inference/llama-vllmprefillworker": {"", ""}, "inference/llama-vllmdecodeworker": {"0.4", "0.36"}},
+		},
+		{
 			// A chart that renders KServe's InferenceService: the fraction
 			// of spec.predictor.annotations in prod's values file, the vLLM
 			// flag of the model's args in the chart's values.yaml.

@@ -3,14 +3,17 @@ package patcher_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
 // TestInferenceServiceSchema: every field the editor reads or edits in an
@@ -84,6 +87,12 @@ func inSchema(s map[string]any, path []string) error {
 			s, i = next, i+1
 			continue
 		}
+		// A map of objects (a DynamoGraphDeployment's services) is
+		// walked on into its values' schema, the key taken as any.
+		if ap, ok := s["additionalProperties"].(map[string]any); ok && ap["type"] == "object" {
+			s, i = ap, i+1
+			continue
+		}
 		if s["additionalProperties"] != nil || s["x-kubernetes-preserve-unknown-fields"] == true || s["type"] == "object" && props == nil && i > 0 {
 			return nil
 		}
@@ -99,4 +108,67 @@ type schemaError struct {
 
 func (e *schemaError) Error() string {
 	return "no field " + e.path[e.at] + " in " + strings.Join(e.path[:e.at], ".")
+}
+
+// TestDynamoSchema: every field the editor reads or edits in a
+// DynamoGraphDeployment's service is one of Dynamo's CRD (the copy
+// kubeenv installs, as of the release followed): its pod metadata and
+// spec overrides, the main container, its GPU count and multinode.
+func TestDynamoSchema(t *testing.T) {
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Name   string
+				Schema struct {
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+				}
+			}
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(kubeenv.DynamoGraphDeploymentCRD(), &crd))
+	var schema map[string]any
+	for _, v := range crd.Spec.Versions {
+		if v.Name == "v1alpha1" {
+			schema = v.Schema.OpenAPIV3Schema
+		}
+	}
+	require.NotNil(t, schema, "no v1alpha1 in the CRD")
+
+	var doc kyaml.Node
+	require.NoError(t, kyaml.Unmarshal([]byte("apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\nspec: {services: {Worker: {}}}\n"), &doc))
+	ids := workload.IdentifyAll(doc.Content[0])
+	require.Len(t, ids, 1)
+	require.Equal(t, "g-worker", ids[0].Ref.Name)
+	require.Contains(t, patcher.Kinds(), workload.DynamoKind)
+	pod := ids[0].Spec.Template
+	var paths [][]string
+	for _, op := range []patcher.Op{
+		patcher.SetGPUFraction("0.5"), patcher.SetGPUMemory(1024), patcher.SetSchedulerName("kai-scheduler"),
+		patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.SetWorkloadLabel("kai.scheduler/queue", "q"),
+		patcher.RemovePodAnnotation("gpu-memory"), patcher.RemoveWholeGPUs(), patcher.SetWholeGPUs(1),
+		patcher.SetVLLMMemoryUtilization("0.5"),
+	} {
+		paths = append(paths, op.Touches(pod)...)
+	}
+	svc := []string{"spec", "services", "Worker"}
+	for _, p := range [][]string{
+		{"resources", "limits", "gpu"}, {"resources", "requests", "gpu"}, {"multinode", "nodeCount"}, {"annotations"},
+		{"extraPodSpec", "mainContainer", "args"}, {"extraPodSpec", "mainContainer", "command"},
+		{"extraPodSpec", "mainContainer", "image"}, {"extraPodSpec", "mainContainer", "resources", "limits"},
+		{"extraPodSpec", "containers", "resources", "limits"}, {"extraPodSpec", "initContainers", "resources", "limits"},
+		{"extraPodMetadata", "labels", "kai.scheduler/queue"},
+	} {
+		paths = append(paths, append(slices.Clone(svc), p...))
+	}
+	paths = append(paths, []string{"metadata", "labels"}, []string{"metadata", "annotations"})
+	require.Greater(t, len(paths), 20)
+	for _, p := range paths {
+		require.NoError(t, inSchema(schema, p), "%v", p)
+	}
+	for _, p := range [][]string{
+		append(slices.Clone(svc), "extraPodMetadata", "annotation"), append(slices.Clone(svc), "podTemplate"),
+		append(slices.Clone(svc), "resources", "limits", "nvidia.com/gpu"), append(slices.Clone(svc), "extraPodSpec", "mainContainer", "arg"),
+	} {
+		require.Error(t, inSchema(schema, p), "%v", p)
+	}
 }

@@ -18,6 +18,11 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
+// dgdRef names the workload of a DynamoGraphDeployment's service.
+func dgdRef(ns, name string) usage.Ref {
+	return usage.Ref{Kind: "DynamoGraphDeployment", Namespace: ns, Name: name}
+}
+
 // kustEdit is an edit of a workload as an overlay builds it.
 func kustEdit(overlay string, ref usage.Ref, ops ...patcher.Op) patcher.Edit {
 	return patcher.Edit{Workload: ref, File: "overlays/" + overlay + "/kustomization.yaml", Reason: "golden", Ops: ops}
@@ -136,6 +141,49 @@ func TestKustomizeGolden(t *testing.T) {
 				"prod LeaderWorkerSet spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations.gpu-fraction": "0.3",
 				"prod LeaderWorkerSet spec.leaderWorkerTemplate.workerTemplate.metadata.annotations.gpu-fraction": "0.3",
 				"prod StatefulSet spec.template.metadata.annotations.gpu-fraction":                                "0.4",
+			},
+		},
+		{
+			// NVIDIA Dynamo's DynamoGraphDeployment, a workload per
+			// service, renamed with the graph by prod's namePrefix: the
+			// decode worker's fraction where each overlay's patch sets it
+			// (staging's by target, whatever the name in it); the prefill
+			// worker's, defined in the base that staging shares, in a new
+			// patch of prod with the vLLM flag of its mainContainer.
+			name: "dynamo",
+			// (kustomize writes the services in key order)
+			workloads: []string{"prod/prod-llama-frontend in overlays/prod/kustomization.yaml",
+				"prod/prod-llama-vllmdecodeworker in overlays/prod/kustomization.yaml",
+				"prod/prod-llama-vllmprefillworker in overlays/prod/kustomization.yaml",
+				"staging/llama-frontend in overlays/staging/kustomization.yaml",
+				"staging/llama-vllmdecodeworker in overlays/staging/kustomization.yaml",
+				"staging/llama-vllmprefillworker in overlays/staging/kustomization.yaml"},
+			edits: []patcher.Edit{
+				kustEdit("prod", dgdRef("prod", "prod-llama-vllmdecodeworker"), patcher.SetGPUFraction("0.4")),
+				kustEdit("prod", dgdRef("prod", "prod-llama-vllmprefillworker"), patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27")),
+				kustEdit("staging", dgdRef("staging", "llama-vllmdecodeworker"), patcher.SetGPUFraction("0.35")),
+			},
+			built: map[string]string{
+				"prod DynamoGraphDeployment spec.services.VllmDecodeWorker.extraPodMetadata.annotations.gpu-fraction":     "0.4",
+				"prod DynamoGraphDeployment spec.services.VllmPrefillWorker.extraPodMetadata.annotations.gpu-fraction":    "0.3",
+				"prod DynamoGraphDeployment spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.args[4]":           "0.27",
+				"staging DynamoGraphDeployment spec.services.VllmDecodeWorker.extraPodMetadata.annotations.gpu-fraction":  "0.35",
+				"staging DynamoGraphDeployment spec.services.VllmPrefillWorker.extraPodMetadata.annotations.gpu-fraction": "0.5",
+				"staging DynamoGraphDeployment spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.args[4]":        "0.45",
+			},
+		},
+		{
+			// A Dynamo service's whole GPU, set by prod's patch in its
+			// resources (which the operator gives its main container),
+			// moves to KAI: the count is removed where the patch sets it,
+			// the fraction and scheduler go to the base only prod builds.
+			name:      "dynamo-whole-gpu",
+			workloads: []string{"prod/llama-vllmworker in overlays/prod/kustomization.yaml"},
+			edits: []patcher.Edit{kustEdit("prod", dgdRef("prod", "llama-vllmworker"),
+				patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5"), patcher.SetSchedulerName("kai-scheduler"))},
+			built: map[string]string{
+				"prod DynamoGraphDeployment spec.services.VllmWorker.extraPodMetadata.annotations.gpu-fraction": "0.5",
+				"prod DynamoGraphDeployment spec.services.VllmWorker.extraPodSpec.schedulerName":                "kai-scheduler",
 			},
 		},
 		{

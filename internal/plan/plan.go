@@ -351,6 +351,13 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 		for r, u := range res.Workloads {
 			p.usage[r] = u
 		}
+		// A pod that may be a workload's and counts for none is said in
+		// that workload's decision (engine's Evidence), not only logged.
+		for r, warns := range res.Unattributed {
+			u := p.usage[r]
+			u.Unattributed = append(u.Unattributed, warns...)
+			p.usage[r] = u
+		}
 	}
 	p.sortProblems()
 	return nil

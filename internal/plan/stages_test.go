@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // TestStagesMakeThePlan: running the stages one by one gives the plan Make
@@ -222,4 +223,81 @@ func TestReaderProblemsPerFile(t *testing.T) {
 		require.Contains(t, pr.Message, "every workload a policy in it could govern is left alone")
 	}
 	require.Equal(t, []string{"apps/a.yaml", "apps/b.yaml"}, files, "%v", p.Problems)
+}
+
+// unattributing answers from a real recording, and says, as metrics.Set
+// does for a pod whose owner cannot be established, that such a pod may
+// be each of refs'.
+type unattributing struct {
+	src  plan.UsageSource
+	refs []usage.Ref
+	why  string
+}
+
+func (u unattributing) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
+	res, err := u.src.Usage(ctx, q)
+	if err != nil {
+		return res, err
+	}
+	res.Unattributed = map[usage.Ref][]string{}
+	for _, r := range u.refs {
+		res.Unattributed[r] = []string{u.why}
+	}
+	return res, nil
+}
+
+// TestUnattributedPodInTheDecision: a pod that counts for no workload is
+// said in the decision of each workload it may belong to — its evidence
+// in the JSON, its reason in the table — and a scale-back waits for it;
+// an upsize still goes ahead.
+func TestUnattributedPodInTheDecision(t *testing.T) {
+	const why = "pod inference/chat-x counts for no workload: its name fits Deployments chat, summarize alike"
+	ref := func(name string) usage.Ref { return usage.Ref{Namespace: "inference", Kind: "Deployment", Name: name} }
+	before, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at,
+		Source: unattributing{src: recorded(t), refs: []usage.Ref{ref("chat"), ref("summarize")}, why: why}})
+	require.NoError(t, err)
+	actions := map[string]engine.Action{}
+	for _, d := range before.Decisions {
+		actions[d.Workload.Ref.Name] = d.Action
+	}
+	require.Equal(t, engine.Upsize, actions["chat"])
+	require.Equal(t, engine.ScaleBack, actions["summarize"])
+	for _, d := range p.Decisions {
+		switch d.Workload.Ref.Name {
+		case "chat":
+			require.Equal(t, engine.Upsize, d.Action)
+			require.Equal(t, []string{why}, d.Evidence.Unattributed)
+			require.Contains(t, d.Reason(), "; not counted: "+why)
+		case "summarize":
+			require.Equal(t, engine.NoChange, d.Action)
+			require.Equal(t, engine.CauseDataIncomplete, d.Cause)
+			require.Equal(t, "no change: incomplete data: "+why+", and a scale-back needs every pod of the workload", d.Reason())
+		default:
+			require.Empty(t, d.Evidence.Unattributed, d.Workload.Ref.Name)
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, p.WriteJSON(&buf))
+	var out struct {
+		Decisions []struct {
+			Name     string
+			Evidence struct {
+				Unattributed []string
+				Shortfall    *struct{ Kind, Why string }
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &out))
+	for _, d := range out.Decisions {
+		if d.Name == "summarize" {
+			require.Equal(t, []string{why}, d.Evidence.Unattributed)
+			require.Equal(t, "unattributed", d.Evidence.Shortfall.Kind)
+			require.Equal(t, why, d.Evidence.Shortfall.Why)
+		}
+	}
+	var table strings.Builder
+	require.NoError(t, p.WriteTable(&table, 0))
+	require.Contains(t, table.String(), "not counted: "+why)
 }

@@ -304,7 +304,7 @@ func TestBodyGolden(t *testing.T) {
 // is said in its pull request's body, under the table, and in no other.
 func TestBodyWarnings(t *testing.T) {
 	g := newGitops(t)
-	warning := "KAI queue inference: the upsize takes its Deployments (in inference) from 0.9 to 1.05 GPUs, over its GPU quota of 1"
+	warning := "KAI queue inference: the upsize takes its workloads (in inference) from 0.9 to 1.05 GPUs, over its GPU quota of 1"
 	g.publish(recorded(t), at, publish.Options{Source: "the recording metrics.om", Warnings: map[string][]string{chat: {warning}}})
 	pr, err := g.forge.Get(prNumber(t, g, chatBr))
 	require.NoError(t, err)

@@ -60,4 +60,10 @@ type Result struct {
 	// missing from the store, labels found only as exported_*, a server's
 	// own warnings).
 	Warnings []string
+	// Unattributed holds, for each queried workload concerned, the
+	// warnings about pods that may be its own and count for no workload
+	// (also in Warnings): the caller puts them in the workload's
+	// Workload.Unattributed, which Workloads leaves empty, so that a
+	// workload none of whose pods count is still told why.
+	Unattributed map[Ref][]string
 }

@@ -104,6 +104,11 @@ type Workload struct {
 	// exists (e.g. a server that answered with warnings): what is there may
 	// justify an upsize, never a scale-back.
 	Partial string
+	// Unattributed are the pods that may be this workload's but whose
+	// owner could not be established, each said as a sentence: they count
+	// for no workload, so the data may lack them, and what is there may
+	// justify an upsize, never a scale-back.
+	Unattributed []string
 }
 
 // StepOf is the sampling interval of metric m.

@@ -17,7 +17,8 @@ import (
 // The server attributes pods as the recording backfilled into it does:
 // StatefulSets, a Rollout and LeaderWorkerSets whose names share prefixes,
 // by kube-state-metrics' owners in one namespace and by pod names in the
-// other, and counts a pod whose owner nothing tells for none.
+// other, and counts a pod whose owner nothing tells for none, saying so
+// for each workload it may belong to.
 func TestPrometheusAttributesAsRecording(t *testing.T) {
 	rec, refs := metricstest.Attribution()
 	path := filepath.Join(t.TempDir(), "attribution.om")
@@ -52,6 +53,7 @@ owners/StatefulSet/chat: chat-0 chat-1 chat-2
 			want, err := rec.Parse(t).Usage(context.Background(), q)
 			require.NoError(t, err)
 			require.Equal(t, metricstest.Render(want), metricstest.Render(got))
+			require.Equal(t, want.Unattributed, got.Unattributed, "the pods that count for no workload, by workload")
 		})
 	}
 }
@@ -93,6 +95,7 @@ owners/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9
 			want, err := rec.Parse(t).Usage(context.Background(), q)
 			require.NoError(t, err)
 			require.Equal(t, metricstest.Render(want), metricstest.Render(got))
+			require.Equal(t, want.Unattributed, got.Unattributed, "the pods that count for no workload, by workload")
 		})
 	}
 }

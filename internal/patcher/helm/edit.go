@@ -204,7 +204,7 @@ func (st *hstate) try(ctx context.Context, e workload.Edit) ([]workload.Note, er
 	if err != nil {
 		return nil, fail(err)
 	}
-	ref, _, _ := workload.Identify(whole.Expected[o.doc].Content[0])
+	ref := o.rendered
 	w := o.w
 	w.Ref, w.Line = ref, whole.Lines[o.doc]
 	notes, err := whole.Apply(workload.Edit{Workload: ref, Ops: e.Ops}, w)

@@ -118,6 +118,10 @@ type helmRelease struct {
 type hobj struct {
 	w   workload.Workload // as rendered; File is the release's file
 	doc int               // index of its document in out
+	// rendered is its identity in what the chart renders, before the
+	// release's namespace fills it in: a workload, or the service of a
+	// DynamoGraphDeployment, of that document.
+	rendered usage.Ref
 }
 
 // uses reports whether rendering r reads file p (a path from the root).
@@ -780,7 +784,7 @@ func (r *helmRelease) workloads(out []byte) ([]hobj, error) {
 		w := b.Workload
 		w.Ref.Namespace = r.objNamespace(w.Ref.Namespace)
 		w.File, w.Line = r.file, r.line
-		objs = append(objs, hobj{w: w, doc: b.Doc})
+		objs = append(objs, hobj{w: w, doc: b.Doc, rendered: b.Workload.Ref})
 	}
 	return objs, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // Editing what a kustomization builds. Each op of an Edit goes where the
@@ -120,7 +121,9 @@ func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 // of overlays that build the same object of the same resource file with
 // the same ops, when that file is where the ops go.
 func (ix *Index) groups(kes []kedit) [][]kedit {
-	key := func(ke kedit) string { return ke.o.origin + "\x00" + ke.o.name + "\x00" + opsKey(ke.e.Ops) }
+	key := func(ke kedit) string {
+		return ke.o.origin + "\x00" + ke.o.name + "\x00" + ke.o.service + "\x00" + opsKey(ke.e.Ops)
+	}
 	byKey := map[string][]kedit{}
 	var order []string
 	for _, ke := range kes {
@@ -169,7 +172,7 @@ func (ix *Index) users(o kobj) []string {
 			continue
 		}
 		for _, x := range k.objs {
-			if x.origin == o.origin && x.name == o.name && x.w.Ref.Kind == o.w.Ref.Kind && o.origin != "" {
+			if x.origin == o.origin && x.name == o.name && x.service == o.service && x.w.Ref.Kind == o.w.Ref.Kind && o.origin != "" {
 				out = append(out, k.file)
 				break
 			}
@@ -246,7 +249,7 @@ func (e *proofError) Unwrap() error { return e.err }
 // whether any op went to an existing file.
 func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	ke := g[0]
-	spec, _ := workload.SpecFor(ke.e.Workload.Kind)
+	spec := ke.o.spec
 	if ke.o.origin == "" || ke.o.name == "" {
 		return false, fmt.Errorf("%w: %s: cannot tell which file defines %s", ErrKustomize, ke.k.dir, ke.e.Workload)
 	}
@@ -568,23 +571,25 @@ func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []stri
 	}
 	w := workload.Workload{}
 	var only []int // the documents of the kind
+	var objs []usage.Ref
 	for i, d := range fe.Expected {
-		if len(d.Content) == 0 {
-			continue
+		var obj usage.Ref
+		ok := len(d.Content) > 0
+		if ok {
+			obj, ok = objectOf(d.Content[0], ke.o.service)
 		}
-		ref, _, ok := workload.Identify(d.Content[0])
-		if ok && ref.Kind == ke.e.Workload.Kind {
+		objs = append(objs, obj)
+		if ok && obj.Kind == ke.e.Workload.Kind {
 			only = append(only, i)
 		}
-		if ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
-			w.Ref, w.Line = ref, fe.Lines[i]
+		if ok && obj.Kind == ke.e.Workload.Kind && slices.Contains(names, obj.Name) {
+			w.Ref, w.Line = workload.InObject(obj, ke.o.service), fe.Lines[i]
 			break
 		}
 	}
 	if w.Ref.Kind == "" && len(only) == 1 && file != ke.o.origin {
 		// a patch with a target applies whatever name it has
-		w.Ref, _, _ = workload.Identify(fe.Expected[only[0]].Content[0])
-		w.Line = fe.Lines[only[0]]
+		w.Ref, w.Line = workload.InObject(objs[only[0]], ke.o.service), fe.Lines[only[0]]
 	}
 	if w.Ref.Kind == "" {
 		return fmt.Errorf("%w: %s: no %s named %s", workload.ErrNotFound, file, ke.e.Workload.Kind, strings.Join(names, " or "))
@@ -658,7 +663,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string
 	if err != nil {
 		return err
 	}
-	base := "gpu-rightsizing-" + strings.ToLower(ke.e.Workload.Kind) + "-" + ke.o.name
+	base := "gpu-rightsizing-" + strings.ToLower(ke.e.Workload.Kind) + "-" + workload.InObject(usage.Ref{Name: ke.o.name}, ke.o.service).Name
 	rel := base + ".yaml"
 	for n := 2; ; n++ {
 		_, taken := st.file(path.Join(k.dir, rel))
@@ -883,8 +888,8 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []workload.Op, 
 			if len(doc.Content) == 0 {
 				continue
 			}
-			if ref, _, ok := workload.Identify(doc.Content[0]); ok && ref.Kind == ke.e.Workload.Kind && slices.Contains(names, ref.Name) {
-				w.Ref, w.Line = ref, pe.Lines[i]
+			if obj, ok := objectOf(doc.Content[0], ke.o.service); ok && obj.Kind == ke.e.Workload.Kind && slices.Contains(names, obj.Name) {
+				w.Ref, w.Line = workload.InObject(obj, ke.o.service), pe.Lines[i]
 			}
 		}
 		if w.Ref.Kind == "" {

@@ -72,6 +72,12 @@ type kust struct {
 // kobj is one built workload of a kustomization.
 type kobj struct {
 	w workload.Workload // as built; File is the kustomization
+	// obj is the object that defines it as built: the workload, or the
+	// DynamoGraphDeployment whose service is service; spec is how the
+	// workload is read in it.
+	obj     usage.Ref
+	service string
+	spec    workload.Spec
 	// origin is the file whose document defines it (kustomize's
 	// config.kubernetes.io/origin), and name and namespace the object's
 	// there (before namePrefix, nameSuffix and namespace).
@@ -386,9 +392,9 @@ func (ix *Index) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
 	}
 	var objs []kobj
 	for _, b := range bw {
-		w, ref := b.Workload, b.Workload.Ref
+		w := b.Workload
 		w.File = k.file
-		o := kobj{w: w, origin: origins[ref]}
+		o := kobj{w: w, origin: origins[b.Object], obj: b.Object, service: b.Service, spec: b.Spec}
 		o.gvk = gvkOf(b.Root)
 		o.meta = []objMeta{metaOf(b.Root)}
 		if o.origin != "" {
@@ -418,7 +424,7 @@ func (ix *Index) original(k *kust, o *kobj) {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		if got, _, ok := workload.Identify(doc.Content[0]); ok && got.Kind == o.w.Ref.Kind {
+		if got, ok := objectOf(doc.Content[0], o.service); ok && got.Kind == o.obj.Kind {
 			docs = append(docs, cand{got, doc.Content[0]})
 		}
 	}
@@ -427,7 +433,7 @@ func (ix *Index) original(k *kust, o *kobj) {
 	chain := ix.withComponents(ix.chain(k, o.origin))
 	var matches []cand
 	for _, d := range docs {
-		if len(docs) == 1 || rename(chain, d.ref.Name) == o.w.Ref.Name {
+		if len(docs) == 1 || rename(chain, d.ref.Name) == o.obj.Name {
 			matches = append(matches, d)
 		}
 	}
@@ -447,13 +453,25 @@ func (ix *Index) original(k *kust, o *kobj) {
 			o.namespaces = append(o.namespaces, ns)
 		}
 	}
-	if !slices.Contains(o.names, o.w.Ref.Name) {
-		o.names = append(o.names, o.w.Ref.Name)
+	if !slices.Contains(o.names, o.obj.Name) {
+		o.names = append(o.names, o.obj.Name)
 	}
-	if !slices.Contains(o.namespaces, o.w.Ref.Namespace) {
-		o.namespaces = append(o.namespaces, o.w.Ref.Namespace)
+	if !slices.Contains(o.namespaces, o.obj.Namespace) {
+		o.namespaces = append(o.namespaces, o.obj.Namespace)
 	}
 	o.meta = append(o.meta, metaOf(d.node))
+}
+
+// objectOf is the object a document defines that holds a workload, with
+// service service when it is a DynamoGraphDeployment ("" for the
+// workload kinds of one object each); ok false when it holds none.
+func objectOf(root *yaml.Node, service string) (usage.Ref, bool) {
+	for _, id := range workload.IdentifyAll(root) {
+		if id.Service == service {
+			return id.Object, true
+		}
+	}
+	return usage.Ref{}, false
 }
 
 // gvkOf is the group, version and kind of an object.

@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -22,13 +23,30 @@ const DynamoKind = "DynamoGraphDeployment"
 type Identified struct {
 	Ref  usage.Ref
 	Spec Spec
+	// Object is the object that defines it: the workload itself, or the
+	// DynamoGraphDeployment whose service Service is. A Kustomize patch
+	// or a chart names the object, not the service.
+	Object  usage.Ref
+	Service string
+}
+
+// InObject is the workload that service of object is: the object itself
+// when service is "", else the workload of a DynamoGraphDeployment's
+// service (see DynamoServiceName). Where a build renames the object, the
+// workload is renamed with it.
+func InObject(object usage.Ref, service string) usage.Ref {
+	if service == "" {
+		return object
+	}
+	object.Name = DynamoServiceName(object.Name, service)
+	return object
 }
 
 // IdentifyAll returns the workloads a document root defines: none, the
 // one Identify finds, or one per service of a DynamoGraphDeployment.
 func IdentifyAll(root *yaml.Node) []Identified {
 	if ref, spec, ok := Identify(root); ok {
-		return []Identified{{Ref: ref, Spec: spec}}
+		return []Identified{{Ref: ref, Spec: spec, Object: ref}}
 	}
 	if !isDynamo(root) {
 		return nil
@@ -45,10 +63,8 @@ func IdentifyAll(root *yaml.Node) []Identified {
 		if k.Kind != yaml.ScalarNode || k.Value == "<<" {
 			continue
 		}
-		out = append(out, Identified{
-			Ref:  usage.Ref{Kind: DynamoKind, Namespace: ns, Name: DynamoServiceName(name, k.Value)},
-			Spec: dynamoSpec(k.Value),
-		})
+		obj := usage.Ref{Kind: DynamoKind, Namespace: ns, Name: name}
+		out = append(out, Identified{Ref: InObject(obj, k.Value), Spec: dynamoSpec(k.Value), Object: obj, Service: k.Value})
 	}
 	return out
 }
@@ -69,7 +85,7 @@ func DynamoServiceName(graph, service string) string {
 func dynamoSpec(key string) Spec {
 	return Spec{groups: []string{"nvidia.com"}, dynamo: true,
 		Template: Pod{Path: []string{"spec", "services", key}, Meta: []string{"extraPodMetadata"},
-			Spec: []string{"extraPodSpec"}, Serving: []string{dynamoMain}}}
+			Spec: []string{"extraPodSpec"}, Serving: []string{dynamoMain}, Resources: []string{"resources"}}}
 }
 
 // dynamoMain is the key of a service's extraPodSpec that is laid over
@@ -80,12 +96,14 @@ const dynamoMain = "mainContainer"
 // name it: the operator names it main.
 const dynamoMainName = "main"
 
+// dynamoAPIVersion is the version of DynamoGraphDeployment read: later
+// operators store nvidia.com/v1beta1, whose services are a list of
+// components with pod templates, and still serve this one.
+const dynamoAPIVersion = "nvidia.com/v1alpha1"
+
 func isDynamo(root *yaml.Node) bool {
-	if root == nil || root.Kind != yaml.MappingNode || splice.Str(root, "kind") != DynamoKind {
-		return false
-	}
-	g, _, _ := strings.Cut(splice.Str(root, "apiVersion"), "/")
-	return g == "nvidia.com"
+	return root != nil && root.Kind == yaml.MappingNode && splice.Str(root, "kind") == DynamoKind &&
+		splice.Str(root, "apiVersion") == dynamoAPIVersion
 }
 
 // dynamoGPUs reads the whole GPUs a service asks for: the gpu count of
@@ -119,6 +137,24 @@ func dynamoLeftAlone(root *yaml.Node, p Pod) error {
 	return nil
 }
 
+// dynamoServiceAnnotation says why a service whose own annotations (not
+// its extraPodMetadata's) carry one of KAI's is read but not sized: the
+// operator (v0.5.1) gives a service's annotations to its pods when Grove
+// runs them (generateAnnotations, internal/dynamo/graph.go) and not when
+// a DynamoComponentDeployment does (generatePodTemplateSpec takes
+// extraPodMetadata's alone), so what the pods ask for depends on the
+// cluster, which the repository does not say.
+func dynamoServiceAnnotation(root *yaml.Node, p Pod) error {
+	ann := splice.Lookup(root, join(p.Path, "annotations")...)
+	for _, name := range []string{kai.FractionAnnotation, kai.MemoryAnnotation, kai.NumDevicesAnnotation, kai.ContainerNameAnnotation} {
+		if k, _ := splice.Field(ann, name); k != nil {
+			return fmt.Errorf("%w: line %d: %s is in %s; it is read but not edited: write it in %s, which reach the pods in every mode",
+				ErrServiceAnnotation, k.Line, name, dotted(join(p.Path, "annotations")), dotted(p.meta("annotations")))
+		}
+	}
+	return nil
+}
+
 // readDynamoGPUs adds to g what a Dynamo service asks for beyond its
 // containers: its resources.gpu count, which goes to its main container,
 // and why it is left alone.
@@ -126,6 +162,9 @@ func readDynamoGPUs(root *yaml.Node, p Pod, g *GPU) {
 	n, err := dynamoGPUs(root, p)
 	if err == nil {
 		err = dynamoLeftAlone(root, p)
+	}
+	if err == nil {
+		err = dynamoServiceAnnotation(root, p)
 	}
 	if err != nil && g.Err == nil {
 		g.Err = err

@@ -28,12 +28,16 @@ type Op interface {
 }
 
 // containerFields are what the ops on GPUs and vLLM flags touch: the
-// containers (a serving container's field too), and the annotation that
-// names the one the GPU goes to.
+// containers (a serving container's field too, and the resources a
+// controller gives it), and the annotation that names the one the GPU
+// goes to.
 func containerFields(p Pod) [][]string {
 	out := [][]string{p.spec("containers"), p.spec("initContainers")}
 	for _, k := range p.Serving {
 		out = append(out, p.spec(k))
+	}
+	if p.Resources != nil {
+		out = append(out, join(p.Path, p.Resources...))
 	}
 	return append(out, p.meta("annotations", kai.ContainerNameAnnotation))
 }
@@ -500,6 +504,12 @@ func (d *podEdit) removeGPUs(c *yaml.Node, base, key string) error {
 		return err
 	}
 	if emptied*2 == len(res.Content) {
+		if len(c.Content) == 2 {
+			// A Dynamo service that only says its GPUs (often a
+			// Kustomize patch): deleting its last entry would leave no
+			// mapping, which the byte splice does not write.
+			return d.Fail(c, base, fmt.Errorf("%w: it is the only field of its mapping, and removing it would leave an empty mapping, which is not written; edit it by hand", splice.ErrUnsupported))
+		}
 		if err := d.DeleteEntry(c, rk, res, base); err != nil {
 			return err
 		}

@@ -31,6 +31,11 @@ type Pod struct {
 	// into the pod's first container, named kserve-container unless it
 	// has a name of its own. The predictor's containers come after it.
 	Serving []string
+	// Resources is where, under Path, a resources mapping is that the
+	// controller turns into the serving container's GPUs (a Dynamo
+	// service's resources, whose gpu count goes to its main container);
+	// nil for the kinds whose containers say it themselves.
+	Resources []string
 }
 
 // templatePod is the pod of a pod template at path.

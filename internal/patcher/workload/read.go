@@ -186,11 +186,16 @@ var (
 )
 
 // BuiltWorkload is a workload in the output of a build or a render, with
-// the index of its document in that stream.
+// the index of its document in that stream, the object that defines it
+// (itself, or the DynamoGraphDeployment of its service) and how it is
+// read.
 type BuiltWorkload struct {
 	Workload Workload
 	Root     *yaml.Node
 	Doc      int
+	Object   usage.Ref
+	Service  string
+	Spec     Spec
 }
 
 // BuiltWorkloads reads the workloads of a built or rendered stream: what
@@ -205,11 +210,13 @@ func BuiltWorkloads(out []byte) ([]BuiltWorkload, error) {
 		if len(doc.Content) == 0 {
 			continue
 		}
-		ref, spec, ok := Identify(doc.Content[0])
-		if !ok || ValidRef(ref) != nil {
-			continue
+		for _, id := range IdentifyAll(doc.Content[0]) {
+			if ValidRef(id.Ref) != nil {
+				continue
+			}
+			bw = append(bw, BuiltWorkload{Workload: Read(doc.Content[0], id.Ref, id.Spec), Root: doc.Content[0], Doc: i,
+				Object: id.Object, Service: id.Service, Spec: id.Spec})
 		}
-		bw = append(bw, BuiltWorkload{Workload: Read(doc.Content[0], ref, spec), Root: doc.Content[0], Doc: i})
 	}
 	return bw, nil
 }

@@ -55,6 +55,10 @@ var (
 	// controller gives its own annotations to all of its pods (an
 	// InferenceService's to every component's); it is read, not edited.
 	ErrObjectAnnotation = errors.New("KAI's annotation is on the object, which gives it to all of its pods")
+	// ErrServiceAnnotation: one of KAI's annotations is in a Dynamo
+	// service's own annotations, which reach its pods in one of the
+	// operator's modes only; it is read, not edited.
+	ErrServiceAnnotation = errors.New("KAI's annotation is in a Dynamo service's annotations, which reach its pods under Grove only")
 	// ErrInvalidName: a metadata.name or metadata.namespace that
 	// Kubernetes would refuse; the workload is not read.
 	ErrInvalidName = errors.New("not a valid Kubernetes name")

@@ -40,7 +40,7 @@ var podOwnerKinds = []string{"StatefulSet", "DaemonSet", "Job", "CronJob", "Repl
 // unsupportedObject reads root as an Unsupported, ok false when it is
 // neither a pod owner nor asks for GPUs, or when it is a kind the tool
 // reads (those are workloads).
-func unsupportedObject(root *yaml.Node, built bool) (Unsupported, bool) {
+func unsupportedObject(root *yaml.Node) (Unsupported, bool) {
 	if root == nil || root.Kind != yaml.MappingNode {
 		return Unsupported{}, false
 	}
@@ -48,15 +48,15 @@ func unsupportedObject(root *yaml.Node, built bool) (Unsupported, bool) {
 	if kind == "" || apiVersion == "" {
 		return Unsupported{}, false
 	}
-	if _, _, ok := Identify(root); ok || isDynamo(root) && !built {
+	if _, _, ok := Identify(root); ok || isDynamo(root) {
 		return Unsupported{}, false
 	}
 	md := splice.Lookup(root, "metadata")
 	u := Unsupported{Ref: usage.Ref{Kind: kind, Namespace: splice.Str(md, "namespace"), Name: splice.Str(md, "name")}, APIVersion: apiVersion,
 		Labels: splice.StringMap(splice.Lookup(md, "labels")), GPU: asksForGPU(root)}
-	if isDynamo(root) {
-		u.Why = "a DynamoGraphDeployment is sized where a plain file defines it; one that Kustomize builds or a chart renders is not edited yet"
-	} else if spec, ok := SpecFor(kind); ok && spec.accepts(apiVersion) {
+	if spec, ok := SpecFor(kind); ok && spec.dynamo && spec.accepts(apiVersion) {
+		u.Why = fmt.Sprintf("%s only, whose spec.services are read; %s is not", dynamoAPIVersion, apiVersion)
+	} else if ok && spec.accepts(apiVersion) {
 		// Identify passed it over: a Rollout that refers to a Deployment.
 		u.Why = "its pod template is the one of the Deployment spec.workloadRef names, which is not followed: size that Deployment's template by hand"
 	} else if ok {
@@ -100,7 +100,7 @@ func UnsupportedIn(s *splice.Stream, file string, line bool) []Unsupported {
 			continue
 		}
 		// line is set for a plain file, not for what is built or rendered.
-		if u, ok := unsupportedObject(doc.Content[0], !line); ok {
+		if u, ok := unsupportedObject(doc.Content[0]); ok {
 			u.File = file
 			if line {
 				u.Line = doc.Line

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ const (
 	statefulSets     = "/apis/apps/v1/namespaces/inference/statefulsets"
 	rollouts         = "/apis/argoproj.io/v1alpha1/namespaces/inference/rollouts"
 	leaderWorkerSets = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/inference/leaderworkersets"
+	dynamoGraphs     = "/apis/nvidia.com/v1alpha1/namespaces/inference/dynamographdeployments"
 )
 
 // kindFixture is one of the workload fixtures in testdata/kinds, where it
@@ -28,7 +30,12 @@ type kindFixture struct {
 	// templates are the paths to the object's pod templates: KAI reads
 	// the GPU request from every one of them.
 	templates [][]string
-	check     func(t *testing.T, obj map[string]any)
+	// meta and spec are where a template's pod metadata and pod spec
+	// are, below it: metadata and spec, but a Dynamo service's
+	// extraPodMetadata and extraPodSpec, with the serving container
+	// its mainContainer, not containers[0].
+	meta, spec, serving []string
+	check               func(t *testing.T, obj map[string]any)
 }
 
 // at walks obj by keys, a list's index written as a number, and fails the
@@ -64,13 +71,14 @@ func readFixture(t *testing.T, file string) string {
 }
 
 // TestWorkloadKinds holds the fixtures of the workload kinds beyond
-// Deployment to the real schemas, upstream's CRDs for a Rollout and a
-// LeaderWorkerSet, with strict field validation: what others edit in
+// Deployment to the real schemas, upstream's CRDs for a Rollout, a
+// LeaderWorkerSet and a DynamoGraphDeployment, with strict field validation: what others edit in
 // tests is what a cluster takes.
 func TestWorkloadKinds(t *testing.T) {
 	kube := kubeenv.StartAPIServer(t)
 	kube.InstallArgoRolloutCRD(t)
 	kube.InstallLeaderWorkerSetCRD(t)
+	kube.InstallDynamoGraphDeploymentCRD(t)
 	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n"))
 	fixtures := []kindFixture{
 		{
@@ -112,6 +120,19 @@ func TestWorkloadKinds(t *testing.T) {
 				require.Equal(t, "vllm-worker", at(t, obj, "spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers", "0", "name"))
 			},
 		},
+		{
+			file: "dynamographdeployment.yaml", collection: dynamoGraphs, name: "llama",
+			templates: [][]string{{"spec", "services", "VllmDecodeWorker"}},
+			meta:      []string{"extraPodMetadata"}, spec: []string{"extraPodSpec"}, serving: []string{"mainContainer"},
+			check: func(t *testing.T, obj map[string]any) {
+				require.Equal(t, "vllm", at(t, obj, "spec", "backendFramework"))
+				require.EqualValues(t, 2, at(t, obj, "spec", "services", "VllmDecodeWorker", "replicas"))
+				require.Equal(t, "16Gi", at(t, obj, "spec", "services", "VllmDecodeWorker", "resources", "requests", "memory"))
+				require.Equal(t, "frontend", at(t, obj, "spec", "services", "Frontend", "componentType"))
+				require.Equal(t, []any{"python3", "-m", "dynamo.vllm"},
+					at(t, obj, "spec", "services", "VllmDecodeWorker", "extraPodSpec", "mainContainer", "command"))
+			},
+		},
 	}
 
 	// A misspelt field in a pod template is refused, not dropped: the CRDs
@@ -124,6 +145,9 @@ func TestWorkloadKinds(t *testing.T) {
 			{"rollout.yaml", rollouts, "      schedulerName:", "      schedulerNme:", "spec.template.spec.schedulerNme"},
 			{"rollout.yaml", rollouts, "- setWeight: 50", "- setWeigth: 50", "spec.strategy.canary.steps[2].setWeigth"},
 			{"leaderworkerset.yaml", leaderWorkerSets, "command: [ray", "commnd: [ray", "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].commnd"},
+			{"dynamographdeployment.yaml", dynamoGraphs, "        schedulerName:", "        schedulerNme:", "spec.services.VllmDecodeWorker.extraPodSpec.schedulerNme"},
+			{"dynamographdeployment.yaml", dynamoGraphs, "command: [python3", "commnd: [python3", "spec.services.VllmDecodeWorker.extraPodSpec.mainContainer.commnd"},
+			{"dynamographdeployment.yaml", dynamoGraphs, "      extraPodMetadata:", "      extraPodMetdata:", "spec.services.VllmDecodeWorker.extraPodMetdata"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.file+" "+tt.field, func(t *testing.T) {
@@ -146,12 +170,18 @@ func TestWorkloadKinds(t *testing.T) {
 				var obj map[string]any
 				require.NoError(t, json.Unmarshal(body, &obj))
 				require.Equal(t, "inference", at(t, obj, "metadata", "labels", "kai.scheduler/queue"))
+				meta, spec, serving := k.meta, k.spec, k.serving
+				if meta == nil {
+					meta, spec, serving = []string{"metadata"}, []string{"spec"}, []string{"containers", "0"}
+				}
 				for _, tmpl := range k.templates {
-					get := func(path ...string) any { return at(t, obj, append(append([]string{}, tmpl...), path...)...) }
-					require.Equal(t, "0.5", get("metadata", "annotations", "gpu-fraction"), "%v", tmpl)
-					require.Equal(t, "inference", get("metadata", "labels", "kai.scheduler/queue"), "%v", tmpl)
-					require.Equal(t, "kai-scheduler", get("spec", "schedulerName"), "%v", tmpl)
-					require.Equal(t, "vllm/vllm-openai:v0.8.5", get("spec", "containers", "0", "image"), "%v", tmpl)
+					get := func(path ...[]string) any {
+						return at(t, obj, slices.Concat(append([][]string{tmpl}, path...)...)...)
+					}
+					require.Equal(t, "0.5", get(meta, []string{"annotations", "gpu-fraction"}), "%v", tmpl)
+					require.Equal(t, "inference", get(meta, []string{"labels", "kai.scheduler/queue"}), "%v", tmpl)
+					require.Equal(t, "kai-scheduler", get(spec, []string{"schedulerName"}), "%v", tmpl)
+					require.Contains(t, get(spec, serving, []string{"image"}), "vllm", "%v", tmpl)
 				}
 				k.check(t, obj)
 			})

@@ -376,6 +376,24 @@ func (s *APIServer) InstallLeaderWorkerSetCRD(t testing.TB) {
 	s.Apply(t, leaderWorkerSetCRD)
 }
 
+//go:embed testdata/dynamographdeployment-crd.yaml
+var dynamoGraphDeploymentCRD []byte
+
+// InstallDynamoGraphDeploymentCRD creates NVIDIA Dynamo's
+// DynamoGraphDeployment CustomResourceDefinition (nvidia.com/v1alpha1, as
+// Dynamo v0.5.1 publishes it), with no operator: a graph is stored and
+// held to its schema, each service's extraPodSpec (a whole pod spec)
+// included, but no DynamoComponentDeployment or pod is made from it.
+func (s *APIServer) InstallDynamoGraphDeploymentCRD(t testing.TB) {
+	t.Helper()
+	s.Apply(t, dynamoGraphDeploymentCRD)
+}
+
+// DynamoGraphDeploymentCRD returns the CustomResourceDefinition
+// InstallDynamoGraphDeploymentCRD creates, as YAML: the one copy of it,
+// which tests also read the schema of.
+func DynamoGraphDeploymentCRD() []byte { return slices.Clone(dynamoGraphDeploymentCRD) }
+
 // KAIQueueCRD returns the CustomResourceDefinition InstallKAIQueueCRD
 // creates, as YAML.
 func KAIQueueCRD() []byte { return slices.Clone(kaiQueueCRD) }

@@ -1,8 +1,9 @@
 // Package kubeenv runs a real Kubernetes control plane for tests: a
 // kube-apiserver and etcd (StartAPIServer), with the upstream CRDs the
 // recommender reads (KAI's Queue, Argo CD's Application, Argo Rollouts'
-// Rollout, LeaderWorkerSet) in testdata/, and Flux's real source-,
-// kustomize- and helm-controller against it (StartFlux). It also holds the
+// Rollout, LeaderWorkerSet, Dynamo's DynamoGraphDeployment) in testdata/,
+// and Flux's real source-, kustomize- and helm-controller against it
+// (StartFlux). It also holds the
 // GPU workload fixtures the tests share (Deployment, testdata/kinds).
 //
 // Like testenv, a missing program skips the test, or fails it under
