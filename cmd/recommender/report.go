@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpu-rightsizing/recommender/internal/dashboard"
 	"github.com/gpu-rightsizing/recommender/internal/placement"
@@ -26,6 +28,7 @@ type reportOptions struct {
 	PolicyPaths      []string
 	DefaultNamespace string
 	Kubeconfig       string
+	Placement        string
 
 	Now func() time.Time
 }
@@ -56,6 +59,12 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			default:
 				return flagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
 			}
+			switch {
+			case opts.Placement != "cluster" && opts.Placement != "metrics":
+				return flagErrorf("invalid `--placement` %q: use cluster or metrics", opts.Placement)
+			case opts.Placement == "metrics" && opts.Kubeconfig != "":
+				return flagErrorf("`--kubeconfig` reads the cluster: it does not go with `--placement metrics`")
+			}
 			log, err := logger()
 			if err != nil {
 				return err
@@ -71,6 +80,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: the pod's service account)")
+	f.StringVar(&opts.Placement, "placement", "cluster", "where the nodes and pods are read `from`: cluster (the API server) or metrics (kube-state-metrics series of the usage source)")
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
@@ -79,16 +89,23 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	kube, err := placement.Client(opts.Kubeconfig)
+	ro := report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths}
+	series, err := opts.Usage.series(opts.Logger)
 	if err != nil {
 		return err
 	}
-	p, _, err := opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
+	ro.Devices = series
+	if opts.Placement == "metrics" {
+		ro.Series = series
+	} else if ro.Kube, ro.Dyn, err = clients(opts.Kubeconfig); err != nil {
+		return err
+	}
+	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
 		opts.Logger, opts.Now)
 	if err != nil {
 		return err
 	}
-	res, err := report.Make(ctx, report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, Plan: p, Kube: kube})
+	res, err := report.Make(ctx, ro)
 	if err != nil {
 		return err
 	}
@@ -98,7 +115,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	case "markdown":
 		// The dashboard's body, with the consolidation reports and without
 		// the pull requests: report does not read the forge.
-		body, err := dashboard.Render(dashboard.Input{Plan: p, ReadCluster: true, Consolidation: res.Reports, Notes: res.Notes})
+		body, err := dashboard.Render(dashboard.Input{Plan: ro.Plan, ReadCluster: true, Consolidation: res.Reports, Notes: res.Notes})
 		if err != nil {
 			return err
 		}
@@ -106,4 +123,44 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 		return err
 	}
 	return res.WriteText(opts.IO.Out)
+}
+
+// fleetFindings are the fleet report's findings by workload, for the pull
+// requests of a run with `--fleet-findings`: nil when off. A report that
+// cannot be made is logged and the run goes on without it: the pull
+// requests are the run's job, the findings a help for their reviewers.
+func (o *runOptions) fleetFindings(ctx context.Context, repo string, p *plan.Plan) map[string][]string {
+	if o.FleetFindings == "" || o.FleetFindings == "off" {
+		return nil
+	}
+	ro := report.Options{Repo: repo, PolicyPaths: o.PolicyPaths, Plan: p}
+	series, err := o.Usage.series(o.Logger)
+	if err == nil {
+		ro.Devices = series
+		if o.FleetFindings == "metrics" {
+			ro.Series = series
+		} else {
+			ro.Kube, ro.Dyn, err = clients(o.Live.Kubeconfig)
+		}
+	}
+	var res *report.Result
+	if err == nil {
+		res, err = report.Make(ctx, ro)
+	}
+	if err != nil {
+		o.Logger.Warn("no fleet findings in the pull requests", "error", err)
+		return nil
+	}
+	return res.Findings()
+}
+
+// clients reach the cluster a report reads: its core objects, and KAI's
+// queues.
+func clients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
+	kube, err := placement.Client(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := placement.DynamicClient(kubeconfig)
+	return kube, dyn, err
 }

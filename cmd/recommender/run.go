@@ -57,6 +57,9 @@ type runOptions struct {
 	Live             liveFlags
 	Observe          observeFlags
 	Dashboard        bool
+	// FleetFindings is where the fleet report reads its placement for the
+	// findings said in pull requests: off, cluster or metrics.
+	FleetFindings string
 
 	Now func() time.Time
 }
@@ -129,6 +132,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	f.StringArrayVar(&opts.Reviewers, "reviewer", nil, "ask this `user` to review (repeatable)")
 	f.StringArrayVar(&opts.Assignees, "assignee", nil, "assign this `user` (repeatable)")
 	f.BoolVar(&opts.Draft, "draft", false, "open pull requests as drafts")
+	f.StringVar(&opts.FleetFindings, "fleet-findings", "off", "say the fleet report's findings (rollout room, noisy neighbours) in pull requests, reading the placement from this `source`: cluster, metrics (kube-state-metrics) or off")
 	f.StringVar(&opts.BranchPrefix, "branch-prefix", "gpu-rightsizing/", "`prefix` of every branch the tool owns")
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when a pull request is opened or updated, 0 when there is nothing to do")
 	opts.Live.register(f)
@@ -190,6 +194,11 @@ func (o *runOptions) check(parseUsage func() error) error {
 	if err := o.Observe.check(); err != nil {
 		return err
 	}
+	switch o.FleetFindings {
+	case "off", "cluster", "metrics":
+	default:
+		return flagErrorf("invalid `--fleet-findings` %q: use off, cluster or metrics", o.FleetFindings)
+	}
 	return o.Live.check()
 }
 
@@ -225,6 +234,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		return err
 	}
 	opts.Logger.Info("plan ready", "summary", p.Summary())
+	findings := opts.fleetFindings(ctx, g.Dir(), p)
 	lr, err = opts.Live.prepare(ctx, p, opts.DryRun, opts.Now)
 	if err != nil {
 		return err
@@ -242,7 +252,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
 		Conventional: publish.Conventional(g.Message()), Source: source, Matcher: opts.Usage.matcher(), Version: toolVersion(),
-		Warnings: lr.Warnings(), Asked: dash.Asked(),
+		Warnings: lr.Warnings(), Findings: findings, Asked: dash.Asked(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
 	opts.Usage.Progress.clear()

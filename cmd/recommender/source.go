@@ -13,6 +13,8 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/neighbours"
+	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -157,6 +159,22 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 		src = preset.Wrap(src, u.Preset)
 	}
 	return src, at, name, nil
+}
+
+// series is where a report reads series of its own: kube-state-metrics'
+// for the placement without cluster access, and HAMi's per-device ones
+// for the noisy neighbours; from the server, or the recording.
+func (u *usageFlags) series(log *slog.Logger) (placement.Series, error) {
+	if u.Prometheus.URL != "" {
+		cfg := u.Prometheus
+		cfg.Logger = log
+		return prometheus.New(cfg)
+	}
+	rec, err := openmetrics.OpenRecorded(u.MetricsFile, openmetrics.KeepMetrics(append(placement.SeriesMetrics(), neighbours.HAMiMetrics()...)...))
+	if err != nil {
+		return nil, err
+	}
+	return placement.Fixed(rec.Series()), nil
 }
 
 // keep says what of a recording answering queries needs: their metrics,

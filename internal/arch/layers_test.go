@@ -32,8 +32,9 @@ var allowed = map[string][]string{
 	"internal/engine":              {"internal/kai", "internal/usage"},
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/consolidate":         {"internal/engine", "internal/kai", "internal/usage"},
-	"internal/placement":           {"internal/consolidate", "internal/kai", "internal/usage"},
+	"internal/placement":           {"internal/consolidate", "internal/kai", "internal/metrics", "internal/usage"},
 	"internal/metrics":             {"internal/usage"},
+	"internal/neighbours":          {"internal/kai", "internal/metrics", "internal/usage"},
 	"internal/metrics/openmetrics": {"internal/located", "internal/metrics", "internal/usage"},
 	"internal/metrics/metricstest": {"internal/metrics", "internal/metrics/openmetrics", "internal/usage"},
 	"internal/metrics/preset":      {"internal/usage"},
@@ -49,7 +50,7 @@ var allowed = map[string][]string{
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
 	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"internal/report":   {"internal/consolidate", "internal/engine", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
+	"internal/report":   {"internal/consolidate", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"internal/dashboard": {"internal/consolidate", "internal/engine", "internal/plan",
 		"internal/publish", "internal/scm", "internal/usage"},
@@ -58,7 +59,7 @@ var allowed = map[string][]string{
 	"internal/notify":     {"internal/summary"},
 	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/live",
 		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/notify", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report",
+		"internal/neighbours", "internal/notify", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report",
 		"internal/runmetrics", "internal/scm", "internal/summary", "internal/usage", "internal/dashboard"},
 }
 

@@ -21,6 +21,7 @@ var pure = []struct {
 }{
 	{name: "the decision math", pkg: "internal/engine", reaches: []string{"internal/kai", "internal/usage"}},
 	{name: "consolidation", pkg: "internal/consolidate", reaches: []string{"internal/engine", "internal/kai", "internal/usage"}},
+	{name: "noisy neighbours", pkg: "internal/neighbours", reaches: []string{"internal/kai", "internal/metrics", "internal/usage"}},
 	{name: "KAI's rules", pkg: "internal/kai"},
 	{name: "usage numbers", pkg: "internal/usage"},
 }

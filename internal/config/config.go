@@ -88,6 +88,7 @@ var keys = []Key{
 	{"pullRequests.maxOpen", "max-open"},
 	{"pullRequests.maxNew", "max-new"},
 	{"pullRequests.declinePercent", "decline-percent"},
+	{"pullRequests.fleetFindings", "fleet-findings"},
 	{"dashboard.enabled", "dashboard"},
 	{"commits.authorName", "author-name"},
 	{"commits.authorEmail", "author-email"},

@@ -96,6 +96,9 @@ type Pod struct {
 	// placed on its node as KAI's bin packing would.
 	Devices []int
 	Share   Share
+	// Queue is the KAI queue the pod is charged to (its
+	// kai.scheduler/queue label), "" when unknown.
+	Queue string
 }
 
 // Key names the pod in a report.
@@ -105,6 +108,12 @@ func (p Pod) Key() string { return p.Namespace + "/" + p.Name }
 type Placement struct {
 	Nodes []Node
 	Pods  []Pod
+	// Rollouts say how the workloads' controllers replace their pods, for
+	// the rollout room of an upsize; a workload without one is not
+	// checked, and its upsize says so.
+	Rollouts []Rollout
+	// Queues are the KAI queues' GPU quotas, by name.
+	Queues []Queue
 }
 
 // Selector picks a pool's nodes by their labels. A policy's node selector

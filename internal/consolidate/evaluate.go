@@ -43,6 +43,8 @@ type Report struct {
 	Notes []string `json:"notes"`
 	// Unmodelled is what a drain here does not account for.
 	Unmodelled []Constraint `json:"unmodelled"`
+	// Rollouts is the rollout room of each upsize with pods in the pool.
+	Rollouts []Room `json:"rollouts,omitempty"`
 }
 
 // Candidate is a node under the threshold.
@@ -115,6 +117,7 @@ func Evaluate(p Policy, placement Placement, recs map[usage.Ref]engine.Allocatio
 	now := pl.placeNow()
 	r.InUse, _ = now.inUse()
 	pl.resize(recs)
+	r.Rollouts = pl.rolloutRoom(now.clone(), placement.Pods, placement.Rollouts, placement.Queues)
 	after := make([]Pod, len(pl.pods))
 	for i, pod := range pl.pods {
 		after[i] = pod

@@ -46,12 +46,40 @@ func randomCluster(b *bytes) (consolidate.Placement, map[usage.Ref]engine.Alloca
 			}
 		}
 		p := pod(fmt.Sprintf("ns/w%d-%d", b.next(6), i), fmt.Sprintf("n%d", b.next(10)), sh, devs...)
+		p.Queue = []string{"", "q0", "q1"}[b.next(3)]
 		in.Pods = append(in.Pods, p)
 		if b.next(3) == 0 {
 			recs[p.Workload] = engine.Allocation{Form: forms[b.next(4)], GPUs: float64(b.next(250)) / 100}
 		}
 	}
+	in.Rollouts, in.Queues = randomRollouts(b)
 	return in, recs
+}
+
+// randomRollouts are rollouts of any shape, valid or not, for some of the
+// workloads w0 to w5, and quotas of the queues q0 and q1.
+func randomRollouts(b *bytes) ([]consolidate.Rollout, []consolidate.Queue) {
+	var rs []consolidate.Rollout
+	amount := func() consolidate.Amount {
+		if b.next(2) == 0 {
+			return consolidate.Count(b.next(5) - 1)
+		}
+		return consolidate.Percent(b.next(130) - 10)
+	}
+	for w := range 6 {
+		if b.next(3) == 0 {
+			continue
+		}
+		rs = append(rs, consolidate.Rollout{Workload: ref(fmt.Sprintf("ns/w%d", w)), Replicas: b.next(7) - 1,
+			GroupSize: b.next(4), MaxSurge: amount(), MaxUnavailable: amount()})
+	}
+	var qs []consolidate.Queue
+	for q := range 2 {
+		if b.next(3) > 0 {
+			qs = append(qs, consolidate.Queue{Name: fmt.Sprintf("q%d", q), Quota: float64(b.next(400)-100) / 100})
+		}
+	}
+	return rs, qs
 }
 
 // FuzzEvaluate: whatever the pools, no device ends over one GPU, nothing
@@ -130,6 +158,12 @@ func checkReport(t *testing.T, in consolidate.Placement, r consolidate.Report) {
 			if c.Drainable && x.Node == c.Node {
 				t.Fatalf("%s drained, and %s ends on it", c.Node, x.Pod)
 			}
+		}
+	}
+	for _, room := range r.Rollouts {
+		if room.Placed < 0 || room.Placed > room.Pods || room.Fits != (room.Placed == room.Pods) || room.Extra < 0 ||
+			room.Fits == (room.Why != "") || (room.Fits && room.Suggestion != "") {
+			t.Fatalf("rollout room %+v", room)
 		}
 	}
 }

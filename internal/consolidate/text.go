@@ -39,6 +39,9 @@ func (r Report) WriteText(w io.Writer) error {
 	if len(resized) > 0 {
 		fmt.Fprintf(w, "moved by their resize: %s\n", moves(resized))
 	}
+	for _, room := range r.Rollouts {
+		fmt.Fprintf(w, "rollout room: %s\n", printable(room.Sentence()))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", printable(n))
 	}

@@ -28,3 +28,10 @@ func label(ls []Label, name string) (value string, exported, ok bool) {
 	}
 	return value, false, ok
 }
+
+// LabelValue is the value of the label called name in ls (sorted), its
+// exported_<name> first as label reads it; "" when neither is there.
+func LabelValue(ls []Label, name string) string {
+	v, _, _ := label(ls, name)
+	return v
+}

@@ -10,11 +10,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -75,9 +75,11 @@ func Read(ctx context.Context, kube kubernetes.Interface) (consolidate.Placement
 			return out, notes, err
 		}
 		out.Pods = append(out.Pods, consolidate.Pod{Namespace: p.Namespace, Name: p.Name, Workload: w,
-			Node: p.Spec.NodeName, Share: sh})
+			Node: p.Spec.NodeName, Share: sh, Queue: p.Labels[kai.QueueLabel]})
 	}
-	return out, notes, nil
+	rollouts, more, err := readRollouts(ctx, kube, out.Pods)
+	out.Rollouts = rollouts
+	return out, append(notes, more...), err
 }
 
 // listPods lists the scheduled pods that have not ended, in pages: a
@@ -104,32 +106,13 @@ func listPods(ctx context.Context, kube kubernetes.Interface) ([]corev1.Pod, err
 // asking for no GPU. gpu-memory pods are left out with an error: their
 // share of a card depends on its memory, which the node does not say.
 func share(p *corev1.Pod) (sh consolidate.Share, ok bool, err error) {
-	if v, has := p.Annotations[kai.FractionAnnotation]; has {
-		f, err := kai.ParseFraction(v)
-		if err != nil {
-			return sh, false, err
-		}
-		n := 1
-		if v, has := p.Annotations[kai.NumDevicesAnnotation]; has {
-			if n, err = strconv.Atoi(v); err != nil || n < 1 {
-				return sh, false, fmt.Errorf("invalid %s %q: want a positive integer", kai.NumDevicesAnnotation, v)
-			}
-		}
-		return consolidate.Fraction(f, n), true, nil
-	}
-	if _, has := p.Annotations[kai.MemoryAnnotation]; has {
-		return sh, false, fmt.Errorf("it asks for %s, which a report does not count yet", kai.MemoryAnnotation)
-	}
 	var n int64
 	for _, c := range p.Spec.Containers {
 		if q, has := c.Resources.Limits[GPUResource]; has {
 			n += q.Value()
 		}
 	}
-	if n < 1 {
-		return sh, false, nil
-	}
-	return consolidate.Whole(int(n)), true, nil
+	return shareOf(p.Annotations, n)
 }
 
 // owners finds the workload a pod belongs to, remembering each
@@ -173,18 +156,41 @@ func (o *owners) workload(ctx context.Context, p *corev1.Pod) (usage.Ref, error)
 // Client reaches the cluster of the kubeconfig file, or the pod's service
 // account when none is named (the report run as a job in the cluster).
 func Client(kubeconfig string) (kubernetes.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-		}
-	} else if cfg, err = rest.InClusterConfig(); err != nil {
-		return nil, fmt.Errorf("no kubeconfig given and not in a cluster (%w): set `--kubeconfig`", err)
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return kube, nil
+}
+
+// DynamicClient reaches the same cluster as Client, for KAI's Queues.
+func DynamicClient(kubeconfig string) (dynamic.Interface, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return dyn, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no kubeconfig given and not in a cluster (%w): set `--kubeconfig`", err)
+	}
+	return cfg, nil
 }

@@ -104,6 +104,7 @@ func controller(apiVersion, kind, name string, uid types.UID) metav1.OwnerRefere
 type podSpec struct {
 	ns, name, node string
 	annotations    map[string]string
+	labels         map[string]string
 	gpus           []int64 // each container's nvidia.com/gpu limit
 	owner          *metav1.OwnerReference
 	phase          corev1.PodPhase
@@ -111,7 +112,7 @@ type podSpec struct {
 
 func (p pool) pod(s podSpec) {
 	p.t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name, Annotations: s.annotations},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.name, Annotations: s.annotations, Labels: s.labels},
 		Spec: corev1.PodSpec{NodeName: s.node}}
 	if s.owner != nil {
 		pod.OwnerReferences = []metav1.OwnerReference{*s.owner}
@@ -160,10 +161,11 @@ func fill(t *testing.T, s *kubeenv.APIServer) {
 	llm := p.replicaSet("ml", "llm-6d4f", &depOwner)
 	orphan := p.replicaSet("ml", "batch-7c9b", nil)
 	sts := controller("apps/v1", "StatefulSet", "db", "00000000-0000-0000-0000-000000000001")
+	inference := map[string]string{"kai.scheduler/queue": "inference"}
 
 	for _, s := range []podSpec{
-		{ns: "ml", name: "llm-6d4f-a", node: "gpu-1", owner: &llm, annotations: map[string]string{"gpu-fraction": "0.5"}},
-		{ns: "ml", name: "llm-6d4f-b", node: "gpu-2", owner: &llm, annotations: map[string]string{"gpu-fraction": "0.3", "gpu-fraction-num-devices": "2"}},
+		{ns: "ml", name: "llm-6d4f-a", node: "gpu-1", owner: &llm, annotations: map[string]string{"gpu-fraction": "0.5"}, labels: inference},
+		{ns: "ml", name: "llm-6d4f-b", node: "gpu-2", owner: &llm, annotations: map[string]string{"gpu-fraction": "0.3", "gpu-fraction-num-devices": "2"}, labels: inference},
 		{ns: "ml", name: "db-0", node: "gpu-1", owner: &sts, gpus: []int64{1, 1}},
 		{ns: "ml", name: "batch-7c9b-x", node: "gpu-2", owner: &orphan, annotations: map[string]string{"gpu-fraction": "0.25"}},
 		{ns: "default", name: "solo", node: "gpu-2", annotations: map[string]string{"gpu-fraction": "0.1"}},
@@ -209,8 +211,8 @@ func TestRead(t *testing.T) {
 		pod  string
 		want *consolidate.Pod // nil: left out
 	}{
-		{"ml/llm-6d4f-a", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-1", Share: consolidate.Fraction(0.5, 1)}},
-		{"ml/llm-6d4f-b", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-2", Share: consolidate.Fraction(0.3, 2)}},
+		{"ml/llm-6d4f-a", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-1", Share: consolidate.Fraction(0.5, 1), Queue: "inference"}},
+		{"ml/llm-6d4f-b", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-2", Share: consolidate.Fraction(0.3, 2), Queue: "inference"}},
 		{"ml/db-0", &consolidate.Pod{Workload: ref("StatefulSet", "db"), Node: "gpu-1", Share: consolidate.Whole(2)}},
 		{"ml/batch-7c9b-x", &consolidate.Pod{Workload: ref("ReplicaSet", "batch-7c9b"), Node: "gpu-2", Share: consolidate.Fraction(0.25, 1)}},
 		{"default/solo", &consolidate.Pod{Workload: usage.Ref{Namespace: "default", Kind: "Pod", Name: "solo"}, Node: "gpu-2", Share: consolidate.Fraction(0.1, 1)}},
@@ -243,6 +245,20 @@ func TestRead(t *testing.T) {
 			if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
 				t.Errorf("no note %q in %q", want, notes)
 			}
+		}
+	})
+
+	t.Run("rollouts", func(t *testing.T) {
+		// llm names no strategy: the API server defaults it to 25% and
+		// 25% of 1 replica, maxSurge rounded up to 1, maxUnavailable down
+		// to 0. The StatefulSet db does not exist: noted.
+		want := []consolidate.Rollout{{Workload: ref("Deployment", "llm"), Replicas: 1,
+			MaxSurge: consolidate.Count(1), MaxUnavailable: consolidate.Count(0)}}
+		if !reflect.DeepEqual(got.Rollouts, want) {
+			t.Errorf("rollouts\n got %+v\nwant %+v", got.Rollouts, want)
+		}
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "StatefulSet ml/db could not be read") }) {
+			t.Errorf("no note of the missing StatefulSet in %q", notes)
 		}
 	})
 

@@ -64,6 +64,8 @@ type bodyOptions struct {
 	Now    time.Time
 	// Warnings by workload ref, said under the table.
 	Warnings map[string][]string
+	// Findings by workload ref, said in their own section under it.
+	Findings map[string][]string
 	// Matcher is the label matcher the usage source adds to every
 	// selector (cluster="prod-eu"), "" when none: the series a body names
 	// are then the ones the tool read.
@@ -89,6 +91,7 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 			fmt.Fprintf(&b, "\n**Warning** (%s): %s.\n", code(d.Workload.Ref.String()), cell(w))
 		}
 	}
+	fleetFindings(&b, cs, o.Findings)
 	// GitHub refuses a body over 65,536 characters, and a grouped change
 	// set can pass it: the details give way first (charts, then whole
 	// sections), never the summary table or the marker.
@@ -128,6 +131,21 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 	}
 	b.WriteString(tail.String())
 	return b.String(), nil
+}
+
+// fleetFindings says what the fleet report found of the change set's
+// workloads, one line each: a reviewer weighs an upsize whose rollout
+// would stall, or a GPU a neighbour crowds, before merging.
+func fleetFindings(b *strings.Builder, cs plan.ChangeSet, findings map[string][]string) {
+	var lines []string
+	for _, d := range cs.Decisions {
+		for _, f := range findings[d.Workload.Ref.String()] {
+			lines = append(lines, fmt.Sprintf("- %s: %s.", code(d.Workload.Ref.String()), cell(f)))
+		}
+	}
+	if len(lines) > 0 {
+		b.WriteString("\n### Fleet findings\n\n" + strings.Join(lines, "\n") + "\n")
+	}
 }
 
 // maxBody is the longest body the forges take (GitHub: 65,536

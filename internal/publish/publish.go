@@ -85,6 +85,10 @@ type Options struct {
 	// (by its ref, namespace/Kind/name), e.g. a KAI queue the upsize would
 	// take over its quota.
 	Warnings map[string][]string
+	// Findings are what the fleet report found of a workload (by its ref):
+	// whether its upsize's rollout finds room, who crowded its GPU. Said
+	// in a section of their own in its pull request's body.
+	Findings map[string][]string
 	// Asked is what people asked for on the dashboard, by change set key.
 	Asked  Asked
 	DryRun bool
@@ -319,7 +323,7 @@ func (r *run) prepare(ctx context.Context, cs plan.ChangeSet) (change, error) {
 	}
 	ch.title = title(cs)
 	ch.body, err = body(cs, ch.marker, bodyOptions{DeclinePercent: r.o.DeclinePercent, Source: r.o.Source, Now: r.o.Now(), Warnings: r.o.Warnings,
-		Matcher: r.o.Matcher, Version: r.o.Version})
+		Findings: r.o.Findings, Matcher: r.o.Matcher, Version: r.o.Version})
 	return ch, err
 }
 

@@ -313,3 +313,18 @@ func TestBodyWarnings(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, other.Body, "**Warning**")
 }
+
+// TestBodyFleetFindings: what the fleet report found of a workload (its
+// rollout would stall) is said in its pull request's body, in a section
+// of its own, and in no other.
+func TestBodyFleetFindings(t *testing.T) {
+	g := newGitops(t)
+	finding := "the rollout of chat to 0.72 stalls after 0 of 1 new pods: no GPU of the pool has 0.72 free while the old pods still hold theirs; maxSurge: 0, maxUnavailable: 1 fits"
+	g.publish(recorded(t), at, publish.Options{Source: "the recording metrics.om", Findings: map[string][]string{chat: {finding}}})
+	pr, err := g.forge.Get(prNumber(t, g, chatBr))
+	require.NoError(t, err)
+	require.Contains(t, pr.Body, "\n### Fleet findings\n\n- `inference/Deployment/chat`: "+finding+".\n")
+	other, err := g.forge.Get(prNumber(t, g, "gpu-rightsizing/inference/translate"))
+	require.NoError(t, err)
+	require.NotContains(t, other.Body, "Fleet findings")
+}

@@ -11,12 +11,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
+	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/neighbours"
 	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/policy"
@@ -24,20 +30,42 @@ import (
 )
 
 // Options say where the policies are; the plan gives the
-// recommendations, Kube the placement.
+// recommendations, Kube the placement, or Series when Kube is nil (the
+// job has no cluster access: kube-state-metrics' series at the plan's
+// evaluation time).
 type Options struct {
 	Repo        string
 	PolicyPaths []string
 	Plan        *plan.Plan
 	Kube        kubernetes.Interface
+	// Dyn, with Kube, reads the KAI queues' quotas for the rollout room.
+	Dyn    dynamic.Interface
+	Series placement.Series
+	// Devices is where per-device usage is read (HAMi's series) for the
+	// noisy neighbours, over Window before the plan's evaluation time
+	// (DefaultWindow when 0); nil reads none.
+	Devices placement.Series
+	Window  time.Duration
 }
+
+// DefaultWindow is how far back the noisy neighbours are looked for: a
+// day holds a service's daily peak.
+const DefaultWindow = 24 * time.Hour
 
 // Result is every policy's report, with what the reading left out.
 type Result struct {
 	Reports []consolidate.Report `json:"reports"`
+	// Neighbours are the devices of the policies' pools that were
+	// saturated, with who used what of them.
+	Neighbours []neighbours.Finding `json:"neighbours,omitempty"`
 	// Notes are the pods the placement could not count, and the policies
 	// that could not be read.
 	Notes []string `json:"notes,omitempty"`
+	// hamiCore says, by workload, whether HAMi-core enforces its memory
+	// (its strategy's hamiCore), for the neighbours' sentences.
+	hamiCore map[usage.Ref]bool
+	// window is how far back the neighbours were looked for.
+	window time.Duration
 }
 
 // Make reads the consolidation policies of the repository and the
@@ -57,13 +85,95 @@ func Make(ctx context.Context, opts Options) (*Result, error) {
 	if len(set.Consolidation) == 0 {
 		return res, nil
 	}
-	in, notes, err := placement.Read(ctx, opts.Kube)
+	in, notes, err := readPlacement(ctx, opts, set.Consolidation)
 	if err != nil {
 		return nil, fmt.Errorf("reading the placement: %w", err)
 	}
 	res.Notes = append(res.Notes, notes...)
+	if opts.Kube != nil && opts.Dyn != nil {
+		if in.Queues, notes, err = placement.ReadQueues(ctx, opts.Dyn, in.Pods); err != nil {
+			return nil, fmt.Errorf("reading the KAI queues: %w", err)
+		}
+		res.Notes = append(res.Notes, notes...)
+	}
 	res.Reports = Evaluate(set.Consolidation, in, Recommendations(opts.Plan))
+	if opts.Devices != nil {
+		if res.Neighbours, err = readNeighbours(ctx, opts, set.Consolidation, in); err != nil {
+			return nil, err
+		}
+		res.window = cmp.Or(opts.Window, DefaultWindow)
+	}
+	res.hamiCore = hamiCore(opts.Plan)
 	return res, nil
+}
+
+// readNeighbours reads HAMi's per-device series over the window and
+// keeps the saturated devices on the nodes of the policies' pools (or
+// on no node the series and placement tell).
+func readNeighbours(ctx context.Context, opts Options, policies []*policy.ConsolidationPolicy, in consolidate.Placement) ([]neighbours.Finding, error) {
+	var at time.Time
+	if opts.Plan != nil {
+		at = opts.Plan.At
+	}
+	window := cmp.Or(opts.Window, DefaultWindow)
+	ss, _, err := opts.Devices.Series(ctx, neighbours.HAMiMetrics(), at, window)
+	if err != nil {
+		return nil, fmt.Errorf("reading per-device usage: %w", err)
+	}
+	pods := map[string]neighbours.Pod{}
+	for _, p := range in.Pods {
+		pods[p.Key()] = neighbours.Pod{Workload: p.Workload, Node: p.Node, Share: p.Share.Per}
+	}
+	pooled := map[string]bool{"": true}
+	for _, n := range in.Nodes {
+		for _, cp := range policies {
+			if cp.Spec.NodeSelector.Matches(n.Labels) {
+				pooled[n.Name] = true
+			}
+		}
+	}
+	var out []neighbours.Finding
+	for _, f := range neighbours.Find(neighbours.FromHAMi(ss, pods), at, window) {
+		if pooled[f.Node] {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// hamiCore is each planned workload's strategy's hamiCore.
+func hamiCore(p *plan.Plan) map[usage.Ref]bool {
+	out := map[usage.Ref]bool{}
+	if p == nil {
+		return out
+	}
+	for _, d := range p.Decisions {
+		if st := d.Rules.Strategy; st != nil {
+			out[d.Workload.Ref] = st.HAMiCore
+		}
+	}
+	return out
+}
+
+// readPlacement reads the cluster, or else kube-state-metrics' series,
+// where the node labels the policies select by are asked for by key.
+func readPlacement(ctx context.Context, opts Options, policies []*policy.ConsolidationPolicy) (consolidate.Placement, []string, error) {
+	if opts.Kube != nil || opts.Series == nil {
+		return placement.Read(ctx, opts.Kube)
+	}
+	var keys []string
+	for _, cp := range policies {
+		keys = append(keys, slices.Collect(maps.Keys(cp.Spec.NodeSelector.MatchLabels))...)
+		for _, r := range cp.Spec.NodeSelector.MatchExpressions {
+			keys = append(keys, r.Key)
+		}
+	}
+	slices.Sort(keys)
+	var at time.Time
+	if opts.Plan != nil {
+		at = opts.Plan.At
+	}
+	return placement.ReadSeries(ctx, opts.Series, at, slices.Compact(keys))
 }
 
 // Evaluate reports on each policy's pool.
@@ -109,6 +219,14 @@ func (r *Result) WriteText(w io.Writer) error {
 			return err
 		}
 	}
+	if len(r.Neighbours) > 0 {
+		fmt.Fprintf(w, "\nGPUs saturated (at or above %.0f%%) in the %s before the plan:\n", 100*neighbours.SaturatedAt, r.window)
+	}
+	for _, f := range r.Neighbours {
+		if err := writeFinding(w, f); err != nil {
+			return err
+		}
+	}
 	for _, n := range r.Notes {
 		if _, err := fmt.Fprintf(w, "note: %s\n", plan.Printable(n)); err != nil {
 			return err
@@ -122,4 +240,52 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// Findings are what the reports found of each workload, by its ref
+// (namespace/Kind/name), for its pull request's body: an upsize whose
+// rollout would stall, with the settings that fit; a saturated GPU where
+// it used more than its share.
+func (r *Result) Findings() map[string][]string {
+	out := map[string][]string{}
+	for _, f := range r.Neighbours {
+		for ref, ss := range f.Sentences(false) {
+			if r.hamiCore[ref] {
+				ss = f.Sentences(true)[ref]
+			}
+			out[ref.String()] = append(out[ref.String()], ss...)
+		}
+	}
+	for _, rep := range r.Reports {
+		for _, room := range rep.Rollouts {
+			if !room.Fits {
+				key := room.Workload.String()
+				out[key] = append(out[key], room.Sentence())
+			}
+		}
+	}
+	return out
+}
+
+// writeFinding prints one saturated device: how long, and each tenant's
+// use against its share then.
+func writeFinding(w io.Writer, f neighbours.Finding) error {
+	node := f.Node
+	if node == "" {
+		node = "an unknown node"
+	}
+	uses := make([]string, len(f.Uses))
+	for i, u := range f.Uses {
+		share := "an unknown share"
+		if u.Share > 0 {
+			share = kai.FormatFraction(u.Share)
+		}
+		uses[i] = fmt.Sprintf("%s %s of %s", u.Pod, kai.FormatFraction(u.Used), share)
+		if u.Over {
+			uses[i] += fmt.Sprintf(" (%s over)", kai.FormatFraction(u.Used-u.Share))
+		}
+	}
+	_, err := fmt.Fprintf(w, "saturated: GPU %s on %s for %.0f minutes: %s\n", plan.Printable(f.Device), plan.Printable(node),
+		f.Saturated.Minutes(), plan.Printable(strings.Join(uses, ", ")))
+	return err
 }

@@ -62,3 +62,30 @@ func TestEvaluate(t *testing.T) {
 		t.Errorf("got %+v, want %+v: sorted by name, the default threshold where none is set", rows, want)
 	}
 }
+
+func TestFindings(t *testing.T) {
+	chat := usage.Ref{Namespace: "ml", Kind: "Deployment", Name: "chat"}
+	embed := usage.Ref{Namespace: "ml", Kind: "Deployment", Name: "embed"}
+	stalls := consolidate.Room{Workload: chat, To: consolidate.Fraction(0.4, 1), Pods: 2, Why: "no GPU of the pool has 0.40 free while the old pods still hold theirs",
+		Suggestion: "maxSurge: 0, maxUnavailable: 1"}
+	fits := consolidate.Room{Workload: embed, Fits: true}
+	tests := []struct {
+		name string
+		res  report.Result
+		want map[string][]string
+	}{
+		{name: "no reports, no findings", want: map[string][]string{}},
+		{
+			name: "a rollout that stalls is said for its workload; one that fits is not",
+			res:  report.Result{Reports: []consolidate.Report{{Rollouts: []consolidate.Room{stalls, fits}}}},
+			want: map[string][]string{"ml/Deployment/chat": {stalls.Sentence()}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.res.Findings(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -500,3 +500,27 @@ func retryAfter(h string, now time.Time) (time.Duration, bool) {
 	}
 	return max(d, 0), true
 }
+
+// Series reads the raw samples of the named metrics in (at−lookback, at],
+// whatever their labels (within the source's label matcher): what a
+// placement read from kube-state-metrics needs, as a recording holds it.
+// Warnings are the server's, for an answer that may be partial.
+func (p *Source) Series(ctx context.Context, names []string, at time.Time, lookback time.Duration) ([]metrics.Series, []string, error) {
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	slices.Sort(quoted)
+	ms := []string{"__name__=~" + quote(strings.Join(slices.Compact(quoted), "|"))}
+	if p.matcher != nil {
+		ms = append(ms, p.matcher.String())
+	}
+	ss, warnings, err := p.fetch(ctx, []string{"{" + strings.Join(ms, ", ") + "}"}, at, lookback)
+	if err != nil {
+		return nil, nil, fmt.Errorf("series from %s: %w", p.name, err)
+	}
+	return ss, warnings, nil
+}
