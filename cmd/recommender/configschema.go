@@ -111,6 +111,7 @@ func configRules() map[string]config.Rule {
 		"github-installation-id": {Minimum: config.Min(0)},
 		"pushgateway-url":        {Patterns: []string{`^$|` + httpURLPattern}},
 		"event-cronjob":          {Patterns: []string{`^$|` + ownerNamePattern}},
+		"fleet-findings":         {Enum: []string{"off", "cluster", "metrics"}},
 	}
 }
 
