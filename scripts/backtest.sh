@@ -5,8 +5,15 @@
 set -euo pipefail
 traces=${1:?traces directory}
 out=${2:?output directory}
+# The copies BENCHMARKS.md was made from (docs/backtest/traces.md).
+declare -A want=(
+	[usage.csv]=fa4a68bd805b3d3ef87db6d129e3259c6625270729b8653dc819bd4e7e3dab70
+	[usage_derived_llm.csv.gz]=09a4824df1a07efb4bd73abf1a9cf99c3ef14732f0a857a2e6051f3af7357dad
+)
 for f in usage.csv usage_derived_llm.csv.gz; do
-	[ -f "$traces/$f" ] || { echo "backtest: $traces/$f not found (set TRACES=dir)" >&2; exit 1; }
+	[ -f "$traces/$f" ] || { echo "backtest: $traces/$f not found (set TRACES=dir; docs/backtest/traces.md)" >&2; exit 1; }
+	got=$(sha256sum "$traces/$f" | cut -d' ' -f1)
+	[ "$got" = "${want[$f]}" ] || echo "backtest: warning: $traces/$f is not the copy BENCHMARKS.md was made from (sha256 $got): the figures will differ" >&2
 done
 policies=(--policies kubex-guide=examples/quickstart/policies --policies recommended=examples/policies/recommended.yaml)
 

@@ -24,7 +24,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 			"VPA as pull requests and in Auto mode, KRR's simple strategy, peak + 15 %, and an oracle that knows\n" +
 			"the future). It scores each on relative slack,\n" +
 			"breach-minutes and churn.",
-		Example: "  recommender backtest --traces ../shared/traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
+		Example: "  recommender backtest --traces traces/usage.csv --policies kubex-guide=examples/quickstart/policies --out backtest",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(opts.Traces) == 0 && opts.MetricsFile == "" {
