@@ -29,6 +29,10 @@ type reportOptions struct {
 	DefaultNamespace string
 	Kubeconfig       string
 	Placement        string
+	// Filter keeps the recommendations of some workloads only: the others'
+	// pods are packed at the share they hold now.
+	Filter filterFlags
+	filter plan.Filter
 
 	Now func() time.Time
 }
@@ -42,7 +46,9 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 		Long: "Print the consolidation report of each GpuConsolidationPolicy of a repository (docs/fleet.md): the\n" +
 			"pool's nodes and GPU pods, read from the cluster, packed now and at the allocations the plan\n" +
 			"recommends, and the under-used nodes that could be drained. It makes the plan as `plan` does,\n" +
-			"writes nothing, and only gets and lists nodes, pods and replicasets: nothing is evicted or patched.",
+			"its filters included (--namespace, --selector, --workload: the other workloads' pods are packed\n" +
+			"at the share they hold now, as if only the selected workloads' pull requests merged);\n" +
+			"it writes nothing, and only gets and lists nodes, pods and replicasets: nothing is evicted or patched.",
 		Example: "  recommender report --repo . --metrics-file usage.om --kubeconfig ~/.kube/config\n" +
 			"  recommender report --repo . --prometheus-url http://prometheus.monitoring:9090 -o json\n" +
 			"  recommender report --repo . --metrics-file usage.om -o markdown >> \"$GITHUB_STEP_SUMMARY\"",
@@ -52,6 +58,10 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 				return flagErrorf("`--repo` is required")
 			}
 			if err := parseUsage(); err != nil {
+				return err
+			}
+			var err error
+			if opts.filter, err = opts.Filter.filter(); err != nil {
 				return err
 			}
 			switch opts.Output {
@@ -81,6 +91,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: the pod's service account)")
 	f.StringVar(&opts.Placement, "placement", "cluster", "where the nodes and pods are read `from`: cluster (the API server) or metrics (kube-state-metrics series of the usage source)")
+	opts.Filter.register(f)
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
 	return cmd
 }
@@ -100,8 +111,8 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	} else if ro.Kube, ro.Dyn, err = clients(opts.Kubeconfig); err != nil {
 		return err
 	}
-	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace},
-		opts.Logger, opts.Now)
+	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
+		Filter: opts.filter}, opts.Logger, opts.Now)
 	if err != nil {
 		return err
 	}

@@ -134,6 +134,9 @@ func TestReport(t *testing.T) {
 		{name: "table", golden: "quickstart-report.txt"},
 		{name: "json", args: []string{"-o", "json"}, golden: "quickstart-report.json"},
 		{name: "markdown", args: []string{"-o", "markdown"}, golden: "quickstart-report.md"},
+		// Only chat's pull request merges: every other pod is packed at
+		// the share it holds now.
+		{name: "one workload", args: []string{"--workload", "inference/chat"}, golden: "quickstart-report-chat.txt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"report", "--repo", repo, "--metrics-file", quickstartMetrics, "--kubeconfig", kubeconfig}, tc.args...)
