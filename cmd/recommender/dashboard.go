@@ -27,11 +27,11 @@ func (o *runOptions) readDashboard(ctx context.Context, forge publish.Forge) *da
 
 // writeDashboard brings the dashboard up to date and prints one line
 // about it; it reports whether that failed.
-func (o *runOptions) writeDashboard(ctx context.Context, d *dashboard.Dashboard, p *plan.Plan, rep *publish.Report) bool {
+func (o *runOptions) writeDashboard(ctx context.Context, d *dashboard.Dashboard, p *plan.Plan, rep *publish.Report, findings map[string][]string) bool {
 	if d == nil {
 		return false
 	}
-	res, err := d.Write(ctx, dashboard.Input{Plan: p, Grouping: plan.Grouping(o.GroupBy), Publish: rep})
+	res, err := d.Write(ctx, dashboard.Input{Plan: p, Grouping: plan.Grouping(o.GroupBy), Publish: rep, Findings: findings})
 	if err != nil {
 		o.Logger.Error("dashboard: not written (the token needs to write issues, or turn it off with --dashboard=false)", "err", err)
 		return true

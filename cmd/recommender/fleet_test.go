@@ -249,6 +249,18 @@ func TestReportFleet(t *testing.T) {
 		golden(t, "fleet-report.json", []byte(out))
 	})
 
+	// The dashboard's body lists the same findings, by workload.
+	t.Run("markdown", func(t *testing.T) {
+		out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "markdown")
+		require.Equal(t, exitOK, code, errOut)
+		_, findings, ok := strings.Cut(out, "\n## Fleet findings\n\n")
+		require.True(t, ok, out)
+		require.Contains(t, findings, "- inference/Deployment/chat: the rollout of chat to 0.72 stalls after 0 of 2 new pods")
+		require.Contains(t, findings, "maxSurge: 0, maxUnavailable: 1")
+		require.Contains(t, findings, "- inference/Deployment/chat: while GPU GPU-a1 on gpu-a was saturated for 42 minutes")
+		require.NotContains(t, findings, "translate", "translate's rollout fits: nothing to say")
+	})
+
 	t.Run("from kube-state-metrics", func(t *testing.T) {
 		fromSeries, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--placement", "metrics")
 		require.Equal(t, exitOK, code, errOut)

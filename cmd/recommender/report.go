@@ -126,7 +126,8 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	case "markdown":
 		// The dashboard's body, with the consolidation reports and without
 		// the pull requests: report does not read the forge.
-		body, err := dashboard.Render(dashboard.Input{Plan: ro.Plan, ReadCluster: true, Consolidation: res.Reports, Notes: res.Notes})
+		body, err := dashboard.Render(dashboard.Input{Plan: ro.Plan, ReadCluster: true, Consolidation: res.Reports, Notes: res.Notes,
+			Findings: res.Findings()})
 		if err != nil {
 			return err
 		}

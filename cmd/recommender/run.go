@@ -266,7 +266,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	dashFailed := opts.writeDashboard(ctx, dash, p, rep)
+	dashFailed := opts.writeDashboard(ctx, dash, p, rep, findings)
 	if rep.Failed() || liveFailed || dashFailed || len(p.Problems) > 0 {
 		for _, pr := range p.Problems {
 			fmt.Fprintf(opts.IO.Err, "problem: %s\n", plan.Printable(pr.String()))

@@ -14,6 +14,7 @@ package dashboard
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -43,6 +44,11 @@ type Input struct {
 	ReadCluster   bool
 	Consolidation []consolidate.Report
 	Notes         []string
+	// Findings are the fleet report's findings by workload ref (an
+	// upsize whose rollout would stall, with the settings that fit; a
+	// saturated GPU where it used more than its share): from `report`, or
+	// from a run with --fleet-findings.
+	Findings map[string][]string
 }
 
 // Render is the dashboard's body: the same input always gives the same
@@ -64,6 +70,7 @@ func Render(in Input) (string, error) {
 	}
 	writeUnserved(&b, in.Plan, in.Publish)
 	writeConsolidation(&b, in)
+	writeFindings(&b, in.Findings)
 	return b.String(), nil
 }
 
@@ -266,9 +273,8 @@ func writeUnserved(b *strings.Builder, p *plan.Plan, rep *publish.Report) {
 }
 
 // writeConsolidation sums up each GpuConsolidationPolicy's report: its
-// pool now and after, and its findings. The findings the consolidate
-// package reports today are the candidate nodes; others (noisy
-// neighbours, rollout room) belong in this section as it gains them.
+// pool now and after, and its candidate nodes; the rollout room and the
+// noisy neighbours follow, by workload, in writeFindings.
 func writeConsolidation(b *strings.Builder, in Input) {
 	b.WriteString("\n## Consolidation\n\n")
 	if !in.ReadCluster {
@@ -297,6 +303,21 @@ func writeConsolidation(b *strings.Builder, in Input) {
 	}
 	for _, n := range in.Notes {
 		fmt.Fprintf(b, "- note: %s\n", plan.MarkdownCell(n))
+	}
+}
+
+// writeFindings lists the fleet report's findings by workload, those that
+// ask for a change of rollout settings or of a neighbour's share; nothing
+// when there are none.
+func writeFindings(b *strings.Builder, findings map[string][]string) {
+	if len(findings) == 0 {
+		return
+	}
+	b.WriteString("\n## Fleet findings\n\n")
+	for _, ref := range slices.Sorted(maps.Keys(findings)) {
+		for _, f := range findings[ref] {
+			fmt.Fprintf(b, "- %s: %s\n", plan.MarkdownCell(ref), plan.MarkdownCell(f))
+		}
 	}
 }
 

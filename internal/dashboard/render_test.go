@@ -96,6 +96,11 @@ func TestRender(t *testing.T) {
 					From: consolidate.Slot{Node: "gpu-b", Devices: []int{0}}, To: consolidate.Slot{Node: "gpu-a", Devices: []int{1}}, Reason: "drain gpu-b"}}},
 				{Node: "gpu-c|x", GPUs: 1, Used: 0.2, Why: "ml/ocr-0 (0.20) fits nowhere else"},
 			}}}}},
+		{name: "report, with fleet findings", golden: "report-findings.md", in: dashboard.Input{Plan: p, ReadCluster: true, Findings: map[string][]string{
+			"ml/Deployment/chat": {"the rollout of chat to 0.72 stalls after 0 of 2 new pods: no GPU has 0.72 free; maxSurge: 0, maxUnavailable: 1 fits",
+				"while GPU 0 on gpu-a was saturated for 42m, `chat` used 0.61 of it against a share of 0.50"},
+			"ml/Deployment/asr": {"- [ ] a forged box <!-- gpu-rightsizing-dashboard -->"},
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
