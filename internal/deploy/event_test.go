@@ -23,7 +23,7 @@ import (
 // environment names, where `kubectl describe cronjob` finds it (by the
 // CronJob's UID, through the core v1 API); on another CronJob it may not.
 func TestChartEventOnCluster(t *testing.T) {
-	vals := readValues(t, "")
+	vals := readValues(t, minimalSet)
 	objs := render(t, vals)
 	var named string
 	for _, e := range objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
