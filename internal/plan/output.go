@@ -108,7 +108,7 @@ func (p *Plan) netLine() string {
 	if c[engine.Upsize]+c[engine.ScaleBack] == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("GPU share per replica if every change merges: +%.2f (%s), -%.2f (%s), net %+.2f",
+	s := fmt.Sprintf("GPU share per replica if every change merges: %.2f added (%s), %.2f freed (%s), net %+.2f",
 		added, engine.Upsize, freed, engine.ScaleBack, added-freed)
 	if memory > 0 {
 		s += fmt.Sprintf("; %d change(s) in gpu-memory not counted", memory)

@@ -42,7 +42,7 @@ func TestWriteTable(t *testing.T) {
 			require.Contains(t, lines[3], "upsize (urgent)")
 			require.True(t, strings.HasPrefix(lines[4], "ns/Deployment/a-down "), lines[4])
 			require.Contains(t, out, strings.TrimSpace(long))
-			require.Contains(t, out, "GPU share per replica if every change merges: +0.45 (upsize), -0.60 (scaleBack), net -0.15; 1 change(s) in gpu-memory not counted\n")
+			require.Contains(t, out, "GPU share per replica if every change merges: 0.45 added (upsize), 0.60 freed (scaleBack), net -0.15; 1 change(s) in gpu-memory not counted\n")
 		}},
 		{name: "a terminal of 120 columns: reasons wrap under their column", width: 120, check: func(t *testing.T, out string, lines []string) {
 			col := strings.Index(lines[2], "REASON")
