@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants
+.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run demo-fleet lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -37,6 +37,10 @@ test-deps:
 ## demo-run: open pull requests (as local files) on a git copy of the quickstart, twice
 demo-run:
 	./scripts/demo-run.sh
+
+## demo-fleet: the fleet report (consolidation, rollout room, noisy neighbours) and the dashboard's body on the quickstart with a recorded pool, no cluster
+demo-fleet:
+	./scripts/demo-fleet.sh
 
 ## demo-gitops: the whole loop on real Flux, no cluster: run, merge, Flux applies; the Deployments before and after
 demo-gitops:

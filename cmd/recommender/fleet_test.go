@@ -132,7 +132,6 @@ func fleetRecording(t *testing.T) string {
 	base, err := os.ReadFile(quickstartMetrics)
 	require.NoError(t, err)
 	var b strings.Builder
-	b.WriteString(strings.TrimSuffix(string(base), "# EOF\n"))
 	family := func(name string, series ...string) {
 		fmt.Fprintf(&b, "# TYPE %s gauge\n", name)
 		for _, s := range series {
@@ -210,8 +209,17 @@ func fleetRecording(t *testing.T) string {
 		last("hami_vgpu_memory_limit_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "vllm", "GPU-a1"), 3*gib),
 		last("hami_vgpu_memory_limit_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "sidecar", "GPU-a1"), 1*gib))
 	b.WriteString("# EOF\n")
+	// examples/fleet keeps the cluster's series for `make demo-fleet`,
+	// which appends them to the quickstart's recording as done here.
+	const cluster = "../../examples/fleet/cluster.om"
+	if *update {
+		require.NoError(t, os.WriteFile(cluster, []byte(b.String()), 0o644))
+	}
+	kept, err := os.ReadFile(cluster)
+	require.NoError(t, err, "run with -update to create %s", cluster)
+	require.Equal(t, b.String(), string(kept), "examples/fleet/cluster.om is what this test writes: run with -update")
 	path := filepath.Join(t.TempDir(), "fleet.om")
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	require.NoError(t, os.WriteFile(path, []byte(strings.TrimSuffix(string(base), "# EOF\n")+b.String()), 0o644))
 	return path
 }
 
@@ -225,9 +233,7 @@ func TestReportFleet(t *testing.T) {
 		return
 	}
 	fleetPool(t, s)
-	repo := t.TempDir()
-	require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "policies", "consolidation.yaml"), []byte(consolidationPolicy), 0o644))
+	repo := withPool(t)
 	before := treeHash(t, repo)
 	metricsFile := fleetRecording(t)
 

@@ -16,20 +16,21 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
-// consolidationPolicy is the quickstart's pool, as a platform team would
-// add it beside the sharing policies.
-const consolidationPolicy = `apiVersion: rightsizing.kubex.ai/v1alpha1
-kind: GpuConsolidationPolicy
-metadata:
-  name: inference-pool
-spec:
-  experimental:
-    gpuKaiContract: v1alpha1-2026-07
-  nodeSelector:
-    matchLabels:
-      pool: inference
-  utilizationThresholdPercent: 50
-`
+// fleetPolicy is examples/fleet's GpuConsolidationPolicy: the quickstart's
+// pool, as a platform team would declare it.
+const fleetPolicy = "../../examples/fleet/consolidation.yaml"
+
+// withPool is a copy of the quickstart with the fleet's consolidation
+// policy among its policies.
+func withPool(t *testing.T) string {
+	t.Helper()
+	repo := t.TempDir()
+	require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
+	b, err := os.ReadFile(fleetPolicy)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "policies", "consolidation.yaml"), b, 0o644))
+	return repo
+}
 
 // reportReader may get and list what a report reads, and nothing else.
 const reportReader = `apiVersion: rbac.authorization.k8s.io/v1
@@ -120,9 +121,7 @@ func TestReport(t *testing.T) {
 		return
 	}
 	quickstartPool(t, s)
-	repo := t.TempDir()
-	require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "policies", "consolidation.yaml"), []byte(consolidationPolicy), 0o644))
+	repo := withPool(t)
 	before := treeHash(t, repo)
 	kubeconfig := s.Kubeconfig(t, "reader")
 
