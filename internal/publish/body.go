@@ -98,6 +98,10 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 	var tail strings.Builder
 	tail.WriteString("\n### Declining\n\nClose this pull request without merging to decline it: no new one opens for these workloads")
 	fmt.Fprintf(&tail, " until the recommendation moves by more than %d%%, unless you reopen it. Editing the branch by hand is safe: the tool never overwrites a branch someone else moved.\n\n", o.DeclinePercent)
+	// Boxes a person ticks, read back by the next run (askedIn), as
+	// Renovate reads its own; the body it then writes has them unticked.
+	tail.WriteString("- [ ] " + rebaseBox + " Make this pull request afresh on the base at the next run (the branch is replaced, commits pushed to it by hand included).\n")
+	tail.WriteString("- [ ] " + retryBox + " Once closed unmerged: propose this change again at the next run, without waiting for the recommendation to move.\n\n")
 	version := o.Version
 	if version == "" {
 		version = "(unversioned build)"
@@ -146,6 +150,33 @@ func fleetFindings(b *strings.Builder, cs plan.ChangeSet, findings map[string][]
 	if len(lines) > 0 {
 		b.WriteString("\n### Fleet findings\n\n" + strings.Join(lines, "\n") + "\n")
 	}
+}
+
+// The hidden markers of a body's boxes. Text from a repository or a
+// source is escaped by cell, so only the tool's own body holds them.
+const (
+	rebaseBox = "<!-- gpu-rightsizing:rebase -->"
+	retryBox  = "<!-- gpu-rightsizing:retry -->"
+)
+
+// askedIn reports whether a person ticked the box with marker box in a
+// pull request's body: a list item, checked ("x" or "X", as GitHub and
+// GitLab save it), with the marker right after the box.
+func askedIn(body, box string) bool {
+	for line := range strings.Lines(body) {
+		line = strings.TrimLeft(line, " \t")
+		for _, bullet := range []string{"- ", "* "} {
+			if rest, ok := strings.CutPrefix(line, bullet); ok {
+				if rest, ok := strings.CutPrefix(rest, "[x] "); ok && strings.HasPrefix(rest, box) {
+					return true
+				}
+				if rest, ok := strings.CutPrefix(rest, "[X] "); ok && strings.HasPrefix(rest, box) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // maxBody is the longest body the forges take (GitHub: 65,536

@@ -11,6 +11,7 @@ var (
 	BranchName = branchName
 	Cell       = cell
 	Title      = title
+	AskedIn    = askedIn
 )
 
 // MarkerSet is the change set named by a body's marker.

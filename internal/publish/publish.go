@@ -344,9 +344,11 @@ type published struct {
 	// excluded are the workloads of the open pull request that the run's
 	// filter left out of the plan.
 	excluded []string
-	// rebase is set when a person asked on the dashboard for the branch
-	// to be made afresh on the base.
-	rebase bool
+	// rebase is set when a person asked on the dashboard, or in the pull
+	// request's body, for the branch to be made afresh on the base;
+	// untick when the body's box asked, so that the body is written again
+	// with it unticked.
+	rebase, untick bool
 }
 
 // observe reads the pull requests of the change set's branch and the
@@ -372,11 +374,16 @@ func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, wan
 		if !ok || mk.Set != cs.Key {
 			continue
 		}
+		// A box ticked in the pull request's own body asks as the
+		// dashboard's does.
 		switch {
 		case prs[i].State == scm.Open:
 			s.current = &prs[i]
 			s.excluded = r.excluded(mk)
-		case prs[i].State == scm.Closed && !mk.Autoclosed && !r.o.Asked.Retry[cs.Key]:
+			if askedIn(prs[i].Body, rebaseBox) {
+				s.rebase, s.untick = true, true
+			}
+		case prs[i].State == scm.Closed && !mk.Autoclosed && !r.o.Asked.Retry[cs.Key] && !askedIn(prs[i].Body, retryBox):
 			s.declined = &prs[i]
 		}
 		break
@@ -415,8 +422,11 @@ func decidePublish(s published, declinePercent int) action {
 		old, _ := markerOf(s.current.Body)
 		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed
 		if s.rebase {
-			a.outcome, a.push, a.edit = Updated, true, !edited
+			a.outcome, a.push, a.edit = Updated, true, !edited || s.untick
 			a.detail = "made afresh on the base, as asked on the dashboard"
+			if s.untick {
+				a.detail = "made afresh on the base, as asked in the pull request"
+			}
 			return a
 		}
 		if s.head.who != "" {
