@@ -13,7 +13,7 @@ git -C "$repo" init -q -b main
 git -C "$repo" add -A
 git -C "$repo" -c user.name=demo -c user.email=demo@example.com commit -q -m "quickstart"
 
-run() { go run ./cmd/recommender run --scm local --repo "$repo" --metrics-file examples/quickstart/metrics.om "$@"; }
+run() { go run ./cmd/recommender run --scm local --repo "$repo" --metrics-file examples/quickstart/metrics.om --output table "$@"; }
 echo "== first run: a branch and a pull request per changed workload"
 run
 echo
