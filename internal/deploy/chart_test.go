@@ -309,6 +309,19 @@ func liveGrants(cluster ...string) []string {
 	return out
 }
 
+// fleetConfig is the minimal values' config with fleet findings read
+// from the cluster (on) or from metrics.
+func fleetConfig(t *testing.T, cluster bool) map[string]any {
+	t.Helper()
+	cfg := maps.Clone(readValues(t, minimalSet)["config"].(map[string]any))
+	source := "metrics"
+	if cluster {
+		source = "cluster"
+	}
+	cfg["pullRequests"] = map[string]any{"fleetFindings": source}
+	return cfg
+}
+
 // withEvents adds to grants what the run's Event needs (docs/observe.md):
 // get on the release's own CronJob, for its UID, and create on events in
 // the release's namespace.
@@ -394,6 +407,14 @@ func TestChartRBAC(t *testing.T) {
 		{name: "no Event", set: minimalSet, overrides: map[string]any{"events": map[string]any{"enabled": false}},
 			want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
 		{name: "no RBAC", set: minimalSet, overrides: map[string]any{"rbac": map[string]any{"create": false}}, want: nil, token: false},
+		// --fleet-findings cluster reads the pool's placement (docs/fleet.md).
+		{name: "fleet findings from the cluster", set: minimalSet, overrides: map[string]any{"config": fleetConfig(t, true)},
+			want: withEvents(" scheduling.run.ai queues get", " scheduling.run.ai queues list", "  nodes get", "  nodes list", "  pods get", "  pods list",
+				" apps replicasets get", " apps deployments get", " apps statefulsets get"), token: true},
+		{name: "fleet findings, no KAI queues role: the fleet's role gets them",
+			set: minimalSet, overrides: map[string]any{"config": fleetConfig(t, true), "rbac": map[string]any{"create": true, "kaiQueues": false, "namespaces": []any{}}},
+			want: withEvents("  nodes get", "  nodes list", "  pods get", "  pods list",
+				" apps replicasets get", " apps deployments get", " apps statefulsets get", " scheduling.run.ai queues get"), token: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
