@@ -32,7 +32,9 @@ func withPool(t *testing.T) string {
 	return repo
 }
 
-// reportReader may get and list what a report reads, and nothing else.
+// reportReader may do what the chart's <release>-fleet ClusterRole grants
+// (charts/recommender/templates/rbac.yaml), the verbs a report uses and no
+// more: list nodes and pods, get the pods' owners and rollout settings.
 const reportReader = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: report-reader}
@@ -42,7 +44,7 @@ rules:
   verbs: [get, list]
 - apiGroups: [apps]
   resources: [replicasets, deployments, statefulsets]
-  verbs: [get, list]
+  verbs: [get]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding

@@ -21,7 +21,9 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// readerRBAC is all a report needs: get and list, nothing that writes.
+// readerRBAC is exactly what reading a placement uses, as the chart's
+// <release>-fleet ClusterRole grants it: list nodes and pods, get the
+// pods' owners and rollout settings; nothing that writes.
 const readerRBAC = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: placement-reader}
@@ -31,7 +33,7 @@ rules:
   verbs: [get, list]
 - apiGroups: [apps]
   resources: [replicasets, deployments, statefulsets]
-  verbs: [get, list]
+  verbs: [get]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
