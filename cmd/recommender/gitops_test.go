@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -169,16 +170,7 @@ func repoFiles(t *testing.T, dir string) map[string]string {
 			delete(files, p)
 		}
 	}
-	root := filepath.Join("testdata", "gitops", dir)
-	require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		rel, _ := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	}))
+	maps.Copy(files, testenv.DirFiles(t, filepath.Join("testdata", "gitops", dir)))
 	return files
 }
 

@@ -68,18 +68,7 @@ func TestRunLocal(t *testing.T) {
 // quickstartFiles is the quickstart's manifests and policies, for a repository on
 // a git server.
 func quickstartFiles(t *testing.T) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	require.NoError(t, filepath.WalkDir("../../examples/quickstart", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) == ".om" {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		rel, _ := filepath.Rel("../../examples/quickstart", path)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	}))
-	return files
+	return testenv.DirFiles(t, quickstartRepo, ".om")
 }
 
 // TestRunGitLabWithPrometheus is `run --scm gitlab` reading usage from a

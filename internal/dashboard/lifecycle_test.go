@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,22 +59,7 @@ type world struct {
 }
 
 func quickstartFiles(t *testing.T) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(quickstart, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) == ".om" {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(quickstart, path)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	require.NoError(t, err)
-	return files
+	return testenv.DirFiles(t, quickstart, ".om")
 }
 
 func recorded(t *testing.T) *openmetrics.Recorded {

@@ -24,22 +24,7 @@ import (
 
 // quickstartFiles is the quickstart repository's manifests and policies.
 func quickstartFiles(t *testing.T) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(quickstart, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) == ".om" {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(quickstart, path)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	require.NoError(t, err)
-	return files
+	return testenv.DirFiles(t, quickstart, ".om")
 }
 
 // lifecycle is a GitOps repository on a git server, a fake GitHub over

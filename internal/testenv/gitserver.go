@@ -168,6 +168,31 @@ func (s *GitServer) NewRepo(t testing.TB, name string, files map[string]string) 
 	return s.RepoURL(name)
 }
 
+// DirFiles reads every regular file below dir into the map NewRepo and
+// Commit take (slash-separated path → content), leaving out those whose
+// name ends in one of without: a directory of the repository as a test
+// puts it on the server.
+func DirFiles(t testing.TB, dir string, without ...string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || slices.ContainsFunc(without, func(s string) bool { return strings.HasSuffix(path, s) }) {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("files of %s: %v", dir, err)
+	}
+	return files
+}
+
 // Commit commits files (slash-separated path → content) on top of branch
 // of the repository name, as a person pushing would, and returns the new
 // commit's hash. Files not named stay as they are.
