@@ -180,13 +180,15 @@ func graphMarkers(annotations map[string]string) (map[string]Marker, bool, error
 	if err := json.Unmarshal([]byte(s), &g); err != nil {
 		return nil, true, fmt.Errorf("annotation %s: %w", MarkerAnnotation, err)
 	}
+	if len(g.Services) == 0 {
+		// The tool removes the marker with its last entry: one without
+		// any is not the tool's.
+		return nil, true, fmt.Errorf("annotation %s: no services", MarkerAnnotation)
+	}
 	for key, m := range g.Services {
 		if m.Fraction.New == "" || m.Branch == "" {
 			return nil, true, fmt.Errorf("annotation %s: service %s: no gpuFraction.new or branch", MarkerAnnotation, key)
 		}
-	}
-	if g.Services == nil {
-		g.Services = map[string]Marker{}
 	}
 	return g.Services, true, nil
 }
