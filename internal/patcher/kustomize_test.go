@@ -218,7 +218,7 @@ func TestKustomizeGolden(t *testing.T) {
 			edits: []patcher.Edit{kustEdit("prod", usage.Ref{Kind: "Rollout", Namespace: "prod", Name: "chat"},
 				patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"))},
 			built: map[string]string{
-				"prod Deployment spec.template.metadata.annotations.gpu-fraction": "0.3",
+				"prod Deployment spec.template.metadata.annotations.gpu-fraction":     "0.3",
 				"prod Deployment spec.template.metadata.labels.kai\\.scheduler/queue": "prod",
 			},
 		},
