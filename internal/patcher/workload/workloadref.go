@@ -89,7 +89,7 @@ func FollowRefs(ws []Workload, us []Unsupported) ([]Workload, []Unsupported) {
 		case i < 0:
 			outU = append(outU, u)
 		case len(users[i]) > 1:
-			u.Why = fmt.Sprintf("spec.workloadRef names %s, whose pod template %s run too (%s): sizing it for one would size it for all",
+			u.Why = fmt.Sprintf("spec.workloadRef names %s, whose pod template %s too (%s): sizing it for one would size it for all",
 				ws[i].Ref, rolloutList(users[i], u.Ref), ws[i].Where())
 			outU = append(outU, u)
 		default:
@@ -148,15 +148,18 @@ func namespaceOf(r usage.Ref) string {
 	return r.Namespace
 }
 
-// rolloutList names the Rollouts other than self.
+// rolloutList says which Rollouts other than self run a template too.
 func rolloutList(rs []usage.Ref, self usage.Ref) string {
 	var out []string
 	for _, r := range rs {
 		if r != self {
-			out = append(out, "Rollout "+r.Name)
+			out = append(out, r.Name)
 		}
 	}
-	return strings.Join(out, ", ")
+	if len(out) == 1 {
+		return "Rollout " + out[0] + " runs"
+	}
+	return "Rollouts " + strings.Join(out, ", ") + " run"
 }
 
 // asRollout is Rollout u as a workload whose pods run Deployment d's
