@@ -185,7 +185,12 @@ const maxBody = 60000
 
 func workloadSection(b *strings.Builder, d plan.Decision, withChart bool, matcher string) {
 	ev := d.Evidence
-	fmt.Fprintf(b, "\n### %s in %s\n\n", code(d.Workload.Ref.String()), code(d.Workload.File))
+	if t := d.Workload.Template; t.Kind != "" {
+		// The file is not the workload's own: say whose it is.
+		fmt.Fprintf(b, "\n### %s in %s (the pod template of %s %s)\n\n", code(d.Workload.Ref.String()), code(d.Workload.File), cell(t.Kind), code(t.Name))
+	} else {
+		fmt.Fprintf(b, "\n### %s in %s\n\n", code(d.Workload.Ref.String()), code(d.Workload.File))
+	}
 	b.WriteString("| Metric | Rule | Window | Peak | Typical (median) | Pod that peaked | Threshold | Headroom | Target |\n|---|---|---|---|---|---|---|---|---|\n")
 	row := func(rule string, r engine.Reading) {
 		stat := "peak"
