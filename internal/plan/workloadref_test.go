@@ -41,6 +41,22 @@ spec:
     canary:
       steps:
         - setWeight: 50
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: rank
+  namespace: inference
+  labels:
+    nvidia.com/gpu.present: "true"
+spec:
+  selector:
+    matchLabels:
+      app: rank
+  workloadRef:
+    apiVersion: apps/v1
+    kind: ReplicaSet
+    name: rank
 `
 
 const deploymentLLM = `apiVersion: apps/v1
@@ -78,7 +94,8 @@ spec:
 // carries their label, has no row of its own, and its own pods (Argo's
 // default scaleDown never leaves them running) never count for the
 // Rollout: by their owner, or, with no kube_replicaset_owner to tell
-// the two apart by, for neither.
+// the two apart by, for neither. A Rollout whose workloadRef names a
+// ReplicaSet is a row with cause unsupported, saying so.
 func TestPlanWorkloadRef(t *testing.T) {
 	const (
 		ns         = "inference"
@@ -163,6 +180,13 @@ func TestPlanWorkloadRef(t *testing.T) {
 				}
 			}
 			require.Equal(t, []string{"Rollout apps/llm/deployment.yaml inference/Deployment/llm"}, named)
+
+			// A Rollout whose workloadRef is not followed has a row
+			// saying why.
+			rank := decisionOf(t, p, "rank")
+			require.Equal(t, engine.CauseUnsupported, rank.Cause)
+			require.Contains(t, rank.Reason(), "kind Rollout (argoproj.io/v1alpha1) is sized, but spec.workloadRef names ReplicaSet rank (apps/v1): "+
+				"only a Deployment's (apps/v1) pod template is followed, so it is not sized; a policy selects it")
 			if tt.action != engine.Upsize {
 				return
 			}
