@@ -55,8 +55,12 @@ func (r WorkloadRef) String() string {
 // Deployment is not a workload of its own any more: sizing it on its own
 // usage would size the same template twice. Every other Rollout with a
 // spec.workloadRef stays unsupported, its Why saying what is missing.
-// Both slices are new; the order of each is kept.
+// The order of each slice is kept; neither is changed in place.
 func FollowRefs(ws []Workload, us []Unsupported) ([]Workload, []Unsupported) {
+	if !slices.ContainsFunc(us, func(u Unsupported) bool { return u.WorkloadRef != nil }) {
+		// The common case: nothing to follow, nothing to copy.
+		return ws, us
+	}
 	us = slices.Clone(us)
 	deployments := map[string][]int{}
 	for i, w := range ws {
