@@ -1,6 +1,7 @@
 package workload_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -139,5 +140,27 @@ func TestFollowRefs(t *testing.T) {
 			}
 			require.Len(t, us, len(tt.unsupported)-followed, "a Rollout followed is no longer unsupported; nothing else goes")
 		})
+	}
+}
+
+// BenchmarkFollowRefs: 10,000 Deployments, 1,000 of them the template of
+// a Rollout, as discovery hands them over: one pass over each, linear.
+func BenchmarkFollowRefs(b *testing.B) {
+	var ws []workload.Workload
+	var us []workload.Unsupported
+	for i := range 10_000 {
+		name := fmt.Sprintf("llm-%d", i)
+		ws = append(ws, workload.Workload{Ref: usage.Ref{Kind: "Deployment", Namespace: fmt.Sprintf("team-%d", i%50), Name: name}, File: name + ".yaml"})
+		if i%10 == 0 {
+			us = append(us, workload.Unsupported{Ref: usage.Ref{Kind: "Rollout", Namespace: fmt.Sprintf("team-%d", i%50), Name: name},
+				WorkloadRef: &workload.WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}})
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		out, rest := workload.FollowRefs(ws, us)
+		if len(out) != len(ws) || len(rest) != 0 {
+			b.Fatal(len(out), len(rest))
+		}
 	}
 }
