@@ -120,6 +120,12 @@ func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused strin
 	if !liveKind(ref.Kind) {
 		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices and DynamoGraphDeployments' services only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
 	}
+	if t := d.Workload.Template; t.Kind != "" {
+		// The repository says so already; package live refuses it from
+		// the live object too, should the two differ.
+		return false, fmt.Sprintf("%s %s/%s runs the pod template of %s %s (spec.workloadRef), not its own: the live fast path refuses it; it waits for its pull request",
+			ref.Kind, ref.Namespace, ref.Name, t.Kind, t.Name)
+	}
 	return true, ""
 }
 

@@ -65,6 +65,9 @@ func TestLiveUpsize(t *testing.T) {
 		{"an urgent Deployment goes live", decision("Deployment", "serving", nil), true, ""},
 		{"an urgent StatefulSet goes live", decision("StatefulSet", "inference", nil), true, ""},
 		{"an urgent Rollout goes live", decision("Rollout", "inference", nil), true, ""},
+		{"a Rollout that runs a Deployment's template is refused by name", decision("Rollout", "inference", func(d *plan.Decision) {
+			d.Workload.Template = usage.Ref{Namespace: "inference", Kind: "Deployment", Name: "llm-template"}
+		}), false, "Rollout inference/llm runs the pod template of Deployment llm-template (spec.workloadRef), not its own: the live fast path refuses it; it waits for its pull request"},
 		{"an urgent LeaderWorkerSet goes live", decision("LeaderWorkerSet", "inference", nil), true, ""},
 		{"an urgent InferenceService goes live", decision("InferenceService", "inference", nil), true, ""},
 		{"a CronJob is refused by name", decision("CronJob", "inference", nil), false,

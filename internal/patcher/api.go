@@ -79,6 +79,7 @@ var (
 	ErrUnsizedPods          = workload.ErrUnsizedPods
 	ErrObjectAnnotation     = workload.ErrObjectAnnotation
 	ErrServiceAnnotation    = workload.ErrServiceAnnotation
+	ErrTemplateElsewhere    = workload.ErrTemplateElsewhere
 
 	ErrKustomize = kustomize.ErrKustomize
 	ErrHelm      = helm.ErrHelm

@@ -40,6 +40,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 
 	res := &Result{}
 	rt := inv.route(edits, res)
+	routed := len(res.Refused)
 	if err := editPlain(ctx, r, rt.files, rt.byFile, res); err != nil {
 		return nil, err
 	}
@@ -52,7 +53,34 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 		}
 		sort.SliceStable(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	}
+	rt.rename(res, routed)
 	return res, nil
+}
+
+// rename says what the edits of a workload whose template is another
+// object's did for that workload: they were made as edits of the object
+// (route), and the changes, notes and refusals of the editing after
+// routing (from index routed of res.Refused on) name it.
+func (rt routes) rename(res *Result, routed int) {
+	if len(rt.as) == 0 {
+		return
+	}
+	to := func(r *usage.Ref) {
+		if w, ok := rt.as[*r]; ok {
+			*r = w
+		}
+	}
+	for i := range res.Files {
+		for j := range res.Files[i].Changes {
+			to(&res.Files[i].Changes[j].Workload)
+		}
+	}
+	for i := range res.Notes {
+		to(&res.Notes[i].Workload)
+	}
+	for i := routed; i < len(res.Refused); i++ {
+		to(&res.Refused[i].Workload)
+	}
 }
 
 // target is an edit of a plain file's workload, and the workload.
@@ -67,6 +95,9 @@ type routes struct {
 	files    []string
 	byFile   map[string][]target
 	byOrigin map[origin][]Edit
+	// as are the workloads whose edits were routed as edits of the object
+	// whose template they run (Workload.Template), by that object.
+	as map[usage.Ref]usage.Ref
 }
 
 // route finds each edit's workload in the inventory and says where it is
@@ -101,7 +132,19 @@ func (inv *Inventory) route(edits []Edit, res *Result) routes {
 			refuse(e, ws[0].File, fmt.Errorf("%w: %s in %s", ErrAmbiguous, e.Workload, strings.Join(where, ", ")))
 			continue
 		}
-		f := ws[0].File
+		w := ws[0]
+		if w.Template != (usage.Ref{}) {
+			if err := templateElsewhere(e, w); err != nil {
+				refuse(e, w.File, err)
+				continue
+			}
+			if rt.as == nil {
+				rt.as = map[usage.Ref]usage.Ref{}
+			}
+			rt.as[w.Template] = e.Workload
+			e.Workload, w.Ref = w.Template, w.Template
+		}
+		f := w.File
 		if o := inv.owner(f); o != nil {
 			e.File = f
 			rt.byOrigin[o] = append(rt.byOrigin[o], e)
@@ -110,10 +153,24 @@ func (inv *Inventory) route(edits []Edit, res *Result) routes {
 		if _, ok := rt.byFile[f]; !ok {
 			rt.files = append(rt.files, f)
 		}
-		rt.byFile[f] = append(rt.byFile[f], target{e, ws[0]})
+		rt.byFile[f] = append(rt.byFile[f], target{e, w})
 	}
 	sort.Strings(rt.files)
 	return rt
+}
+
+// templateElsewhere refuses an edit of workload w, whose pod template is
+// another object's, that would change w's own object: its document is
+// not the one the edit goes to.
+func templateElsewhere(e Edit, w Workload) error {
+	for _, op := range e.Ops {
+		if workload.ObjectOp(op) {
+			return &located.Error{File: w.File, Field: "metadata.labels", Err: fmt.Errorf(
+				"%w: %s runs the pod template of %s (spec.workloadRef), where its edits go; %s would change the %s itself: change it by hand",
+				ErrTemplateElsewhere, e.Workload, w.Template, op, e.Workload.Kind)}
+		}
+	}
+	return nil
 }
 
 // editPlain edits the plain files, each on its own goroutine, and gathers

@@ -114,6 +114,9 @@ func (inv *Inventory) merge(plain workload.Found, origins ...origin) {
 		inv.Unsupported = append(inv.Unsupported, f.Unsupported...)
 		inv.Problems = append(inv.Problems, f.Problems...)
 	}
+	// A Rollout may run the template of a Deployment found anywhere: in
+	// a plain file, or built or rendered by an origin.
+	inv.Workloads, inv.Unsupported = workload.FollowRefs(inv.Workloads, inv.Unsupported)
 	inv.origins = origins
 	sort.SliceStable(inv.Workloads, func(i, j int) bool { return inv.Workloads[i].File < inv.Workloads[j].File })
 }

@@ -640,8 +640,9 @@ func TestDiscoverFiles(t *testing.T) {
 
 // TestDiscoverKinds: the kinds that are sized are read from their own pod
 // templates; a LeaderWorkerSet whose leader and workers ask for different
-// GPUs is read but left alone (GPU.Err), and a Rollout that runs a
-// Deployment's template is reported as unsupported, saying why.
+// GPUs is read but left alone (GPU.Err), and a Rollout that runs the
+// template of a Deployment the repository does not hold is reported as
+// unsupported, saying why.
 func TestDiscoverKinds(t *testing.T) {
 	inv, err := patcher.Discover(context.Background(), filepath.Join("testdata", "golden", "kinds", "original"))
 	require.NoError(t, err)
@@ -674,7 +675,7 @@ func TestDiscoverKinds(t *testing.T) {
 	require.Len(t, inv.Unsupported, 1)
 	u := inv.Unsupported[0]
 	require.Equal(t, usage.Ref{Kind: "Rollout", Namespace: "inference", Name: "by-ref"}, u.Ref)
-	require.Contains(t, u.Why, "spec.workloadRef")
+	require.Equal(t, "spec.workloadRef names Deployment by-ref, which is not in the repository: its pod template cannot be edited here", u.Why)
 }
 
 // TestDiscoverInferenceService: an InferenceService is read from its

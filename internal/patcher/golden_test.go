@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 
@@ -22,6 +23,10 @@ func dep(ns, name string) usage.Ref { return usage.Ref{Namespace: ns, Kind: "Dep
 
 func isvc(name string) usage.Ref {
 	return usage.Ref{Namespace: "inference", Kind: "InferenceService", Name: name}
+}
+
+func rollout(name string) usage.Ref {
+	return usage.Ref{Namespace: "inference", Kind: "Rollout", Name: name}
 }
 
 func dgd(name string) usage.Ref {
@@ -147,6 +152,17 @@ func goldenCases() []goldenCase {
 				patcher.SetGPUFraction("0.25"), patcher.SetPodLabel("kai.scheduler/queue", "llm"), patcher.SetVLLMMemoryUtilization("0.22")}},
 			{Workload: dgd("llama-disagg-vllmdecodeworker"), Reason: "golden", Ops: []patcher.Op{patcher.SetWholeGPUs(1)}},
 		}, refused: []error{patcher.ErrInvalidValue}},
+		// An Argo Rollout that runs a Deployment's pod template
+		// (spec.workloadRef) is edited in that Deployment's document.
+		// An edit of the Rollout's own labels is refused, and the
+		// Deployment is no workload of its own; neither is a Rollout
+		// whose Deployment is in another namespace.
+		{name: "workloadref", edits: []patcher.Edit{
+			{Workload: rollout("chat"), Reason: "golden", Ops: append(slices.Clone(fractionAndVLLM), patcher.SetPodLabel("kai.scheduler/queue", "team-b"))},
+			{Workload: rollout("chat"), Reason: "golden", Ops: []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "team-c")}},
+			{Workload: dep("inference", "chat-template"), Reason: "golden", Ops: fractionAndVLLM},
+			{Workload: rollout("embed"), Reason: "golden", Ops: fractionAndVLLM},
+		}, refused: []error{patcher.ErrTemplateElsewhere, patcher.ErrNotFound, patcher.ErrNotFound}},
 		{name: "refuse-kinds", edits: []patcher.Edit{
 			{Workload: usage.Ref{Kind: "DaemonSet", Name: "db"}, Ops: fractionAndVLLM},
 			{Workload: dep("", "db"), Ops: fractionAndVLLM},

@@ -200,6 +200,18 @@ func TestHelmGolden(t *testing.T) {
 				patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))},
 			after: map[string][2]string{"inference/llm": {"0.37", "0.33"}},
 		},
+		{
+			// An Argo Rollout (a plain file) runs the template of the
+			// Deployment prod's release renders (spec.workloadRef): the
+			// Rollout is the workload, edited where prod's values set the
+			// Deployment's; dev's Deployment, in another namespace, stays
+			// a workload of its own.
+			name:      "workloadref",
+			workloads: []string{"dev/chat in argocd/chat-dev.yaml", "inference/chat in argocd/chat-prod.yaml"},
+			edits: []patcher.Edit{helmEdit("argocd/chat-prod.yaml", usage.Ref{Kind: "Rollout", Namespace: "inference", Name: "chat"},
+				patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"))},
+			after: map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.37", "0.33"}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -209,6 +209,20 @@ func TestKustomizeGolden(t *testing.T) {
 			},
 		},
 		{
+			// An Argo Rollout that runs a Deployment's pod template
+			// (spec.workloadRef), both in the base: the Rollout is the
+			// workload, its edit made where the overlay's patch sets the
+			// Deployment's fraction.
+			name:      "workloadref",
+			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
+			edits: []patcher.Edit{kustEdit("prod", usage.Ref{Kind: "Rollout", Namespace: "prod", Name: "chat"},
+				patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"))},
+			built: map[string]string{
+				"prod Deployment spec.template.metadata.annotations.gpu-fraction":     "0.3",
+				"prod Deployment spec.template.metadata.labels.kai\\.scheduler/queue": "prod",
+			},
+		},
+		{
 			// commonAnnotations would put the value on every object.
 			name:      "common-annotations",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},

@@ -236,6 +236,10 @@ type jsonDecision struct {
 	Cause    engine.Cause    `json:"cause,omitempty"`
 	Evidence engine.Evidence `json:"evidence"`
 	Policies []string        `json:"policies,omitempty"`
+	// Template is the object whose pod template the workload runs, and
+	// which File defines, when it is not the workload itself: a Rollout's
+	// spec.workloadRef Deployment.
+	Template string `json:"template,omitempty"`
 }
 
 type jsonEdit struct {
@@ -264,6 +268,9 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 		}
 		for _, m := range d.Policies {
 			jd.Policies = append(jd.Policies, m.String())
+		}
+		if d.Workload.Template.Kind != "" {
+			jd.Template = d.Workload.Template.String()
 		}
 		out.Decisions = append(out.Decisions, jd)
 	}

@@ -328,6 +328,14 @@ func (p *Plan) batch(at time.Time, pw pending, groups map[string]int) {
 		p.Queries = append(p.Queries, q)
 	}
 	p.Queries[i].Workloads = append(p.Queries[i].Workloads, pw.w.Ref)
+	if t := pw.w.Template; t.Kind != "" && !slices.Contains(p.Queries[i].Workloads, t) {
+		// A Rollout's referenced Deployment may still run pods of its own
+		// (Argo scales it down as workloadRef.scaleDown says, by default
+		// never), named as the Rollout's would be when both share a name:
+		// queried beside it, those count for the Deployment, a pod no
+		// owner series tells apart for neither, never for the Rollout.
+		p.Queries[i].Workloads = append(p.Queries[i].Workloads, t)
+	}
 }
 
 // Fetch is the second stage: it runs the batched queries. A failed query
@@ -595,8 +603,12 @@ func withNamespaces(inv *patcher.Inventory, ns string) *patcher.Inventory {
 	c := *inv
 	c.Workloads = slices.Clone(inv.Workloads)
 	for i := range c.Workloads {
-		if c.Workloads[i].Ref.Namespace == "" {
-			c.Workloads[i].Ref.Namespace = ns
+		w := &c.Workloads[i]
+		if w.Ref.Namespace == "" {
+			w.Ref.Namespace = ns
+		}
+		if w.Template.Kind != "" && w.Template.Namespace == "" {
+			w.Template.Namespace = ns
 		}
 	}
 	return &c

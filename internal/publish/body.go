@@ -185,7 +185,12 @@ const maxBody = 60000
 
 func workloadSection(b *strings.Builder, d plan.Decision, withChart bool, matcher string) {
 	ev := d.Evidence
-	fmt.Fprintf(b, "\n### %s in %s\n\n", code(d.Workload.Ref.String()), code(d.Workload.File))
+	if t := d.Workload.Template; t.Kind != "" {
+		// The file is not the workload's own: say whose it is.
+		fmt.Fprintf(b, "\n### %s in %s (the pod template of %s %s)\n\n", code(d.Workload.Ref.String()), code(d.Workload.File), cell(t.Kind), code(t.Name))
+	} else {
+		fmt.Fprintf(b, "\n### %s in %s\n\n", code(d.Workload.Ref.String()), code(d.Workload.File))
+	}
 	b.WriteString("| Metric | Rule | Window | Peak | Typical (median) | Pod that peaked | Threshold | Headroom | Target |\n|---|---|---|---|---|---|---|---|---|\n")
 	row := func(rule string, r engine.Reading) {
 		stat := "peak"
@@ -422,7 +427,11 @@ func risks(b *strings.Builder, d plan.Decision) {
 	if d.Current.Form == engine.WholeGPUs && d.Recommended.Form == engine.Fraction {
 		out = append(out, "The workload moves from a whole GPU to a shared one: it will share the card with others.")
 	}
-	out = append(out, merging(d.Workload.Ref.Kind))
+	if t := d.Workload.Template; t.Kind != "" {
+		out = append(out, templateOf(d.Workload.Ref, t))
+	} else {
+		out = append(out, merging(d.Workload.Ref.Kind))
+	}
 	b.WriteString("\nRisks:\n\n")
 	for _, r := range out {
 		b.WriteString("- " + r + "\n")
@@ -445,6 +454,15 @@ func merging(kind string) string {
 		return "Merging rolls the LeaderWorkerSet by whole groups: each group's leader and workers are recreated together with the new request, as many groups at a time as its `rolloutStrategy` allows (one by default)."
 	}
 	return fmt.Sprintf("Merging changes the %s's pod template: its controller decides when pods start with the new request.", cell(kind))
+}
+
+// templateOf says what merging does when the file changed is not the
+// workload's own: a Rollout's spec.workloadRef Deployment, whose pod
+// template the Rollout runs, and whose own pods, if it still runs any,
+// roll too.
+func templateOf(w, t usage.Ref) string {
+	return fmt.Sprintf("Merging changes the pod template of %s %s, which %s %s runs (`spec.workloadRef`): Argo Rollouts rolls it out by the Rollout's own strategy (canary steps or blue-green), and new pods start with the new request. If the %s still runs pods of its own (Argo scales it down only as `workloadRef.scaleDown` says, by default never), it rolls them too.",
+		cell(t.Kind), code(t.Name), cell(w.Kind), code(w.Name), cell(t.Kind))
 }
 
 func metricNames(lines map[usage.Metric][]float64) []string {

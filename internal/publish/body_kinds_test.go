@@ -39,23 +39,34 @@ func TestKindBodyGolden(t *testing.T) {
 	tests := []struct {
 		kind, file, golden string
 		merging            string
+		// template: the Rollout runs the Deployment chat's pod template
+		// (spec.workloadRef), and the file changed is that Deployment's.
+		template bool
 	}{
 		{"StatefulSet", "apps/chat/statefulset.yaml", "chat-statefulset-pull-request.md",
-			"Merging rolls the StatefulSet one pod at a time, the highest ordinal first, each new pod starting with the new request once the one replaced before it is ready (under `updateStrategy: OnDelete`, only as its pods are deleted)."},
+			"Merging rolls the StatefulSet one pod at a time, the highest ordinal first, each new pod starting with the new request once the one replaced before it is ready (under `updateStrategy: OnDelete`, only as its pods are deleted).", false},
 		{"Rollout", "apps/chat/rollout.yaml", "chat-rollout-pull-request.md",
-			"Merging changes the Rollout's pod template: Argo Rollouts rolls it out by the Rollout's own strategy (canary steps or blue-green), and new pods start with the new request."},
+			"Merging changes the Rollout's pod template: Argo Rollouts rolls it out by the Rollout's own strategy (canary steps or blue-green), and new pods start with the new request.", false},
+		{"Rollout", "apps/chat/deployment.yaml", "chat-rollout-workloadref-pull-request.md",
+			"Merging changes the pod template of Deployment `chat`, which Rollout `chat` runs (`spec.workloadRef`): Argo Rollouts rolls it out by the Rollout's own strategy (canary steps or blue-green), and new pods start with the new request. " +
+				"If the Deployment still runs pods of its own (Argo scales it down only as `workloadRef.scaleDown` says, by default never), it rolls them too.", true},
 		{"LeaderWorkerSet", "apps/chat/leaderworkerset.yaml", "chat-leaderworkerset-pull-request.md",
-			"Merging rolls the LeaderWorkerSet by whole groups: each group's leader and workers are recreated together with the new request, as many groups at a time as its `rolloutStrategy` allows (one by default)."},
+			"Merging rolls the LeaderWorkerSet by whole groups: each group's leader and workers are recreated together with the new request, as many groups at a time as its `rolloutStrategy` allows (one by default).", false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.kind, func(t *testing.T) {
+		t.Run(tt.golden, func(t *testing.T) {
 			d := chatDecision
+			if tt.template {
+				d.Workload.Template = d.Workload.Ref
+			}
 			d.Workload.Ref.Kind, d.Workload.File = tt.kind, tt.file
 			cs := plan.ChangeSet{Key: d.Workload.Ref.String(), Grouping: plan.ByWorkload, Decisions: []plan.Decision{d}}
 			body, err := publish.BodyRead(cs, "the recording metrics.om", at)
 			require.NoError(t, err)
 			require.Contains(t, body, "\n- "+tt.merging+"\n")
-			require.NotContains(t, body, "Deployment")
+			if !tt.template {
+				require.NotContains(t, body, "Deployment")
+			}
 			got := "# " + publish.Title(cs) + "\n\n" + body
 			golden := filepath.Join("testdata", tt.golden)
 			if *update {

@@ -128,9 +128,9 @@ func Identify(root *yaml.Node) (usage.Ref, Spec, bool) {
 		return usage.Ref{}, Spec{}, false
 	}
 	if splice.Lookup(root, spec.Template.Path...) == nil && splice.Lookup(root, "spec", "workloadRef") != nil {
-		// A Rollout that runs the pod template of a Deployment it refers
-		// to: that Deployment is what an edit would change, which is not
-		// followed; it is reported as unsupported.
+		// A Rollout that runs the pod template of another object:
+		// reported as unsupported, then made a workload by FollowRefs
+		// when that object is a Deployment of the repository.
 		return usage.Ref{}, Spec{}, false
 	}
 	md := splice.Lookup(root, "metadata")

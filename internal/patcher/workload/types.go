@@ -59,6 +59,10 @@ var (
 	// service's own annotations, which reach its pods in one of the
 	// operator's modes only; it is read, not edited.
 	ErrServiceAnnotation = errors.New("KAI's annotation is in a Dynamo service's annotations, which reach its pods under Grove only")
+	// ErrTemplateElsewhere: an edit of a workload whose pod template is
+	// another object's (a Rollout's spec.workloadRef) would change the
+	// workload's own object, which is not the document its edits go to.
+	ErrTemplateElsewhere = errors.New("the workload's pod template is another object's")
 	// ErrInvalidName: a metadata.name or metadata.namespace that
 	// Kubernetes would refuse; the workload is not read.
 	ErrInvalidName = errors.New("not a valid Kubernetes name")
@@ -89,6 +93,11 @@ type Workload struct {
 	File string
 	// Line is where the document starts.
 	Line int
+	// Template, when set, is the object whose pod template the workload
+	// runs and whose document its edits change: the Deployment an Argo
+	// Rollout's spec.workloadRef names (FollowRefs). File and Line are
+	// then that object's, and everything read but Ref, Labels and Queue.
+	Template usage.Ref
 
 	Labels         map[string]string // metadata.labels
 	PodLabels      map[string]string // <template>.metadata.labels

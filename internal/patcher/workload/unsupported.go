@@ -27,8 +27,11 @@ type Unsupported struct {
 	// gpu-memory annotation, or KAI's scheduler.
 	GPU bool
 	// Why says what is missing when the kind is one that is sized, in a
-	// shape that is not (a Rollout whose template is a Deployment's).
+	// shape that is not (a Rollout whose spec.workloadRef is not
+	// followed: FollowRefs says why).
 	Why string
+	// WorkloadRef is a Rollout's spec.workloadRef, nil when it has none.
+	WorkloadRef *WorkloadRef
 }
 
 // podOwnerKinds are the kinds that run pods from a template, which a
@@ -57,8 +60,10 @@ func unsupportedObject(root *yaml.Node) (Unsupported, bool) {
 	if spec, ok := SpecFor(kind); ok && spec.dynamo && spec.accepts(apiVersion) {
 		u.Why = fmt.Sprintf("%s only, whose spec.services are read; %s is not", dynamoAPIVersion, apiVersion)
 	} else if ok && spec.accepts(apiVersion) {
-		// Identify passed it over: a Rollout that refers to a Deployment.
-		u.Why = "its pod template is the one of the Deployment spec.workloadRef names, which is not followed: size that Deployment's template by hand"
+		// Identify passed it over: a Rollout that runs another object's
+		// template. FollowRefs makes it a workload when it can.
+		u.WorkloadRef = readWorkloadRef(root)
+		u.Why = "its pod template is the one of the object spec.workloadRef names, which is not followed"
 	} else if ok {
 		// The same kind in another API (KFServing's serving.kubeflow.org
 		// InferenceService): its fields are not the ones read.

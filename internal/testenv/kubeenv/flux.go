@@ -133,7 +133,15 @@ func StartFlux(t testing.TB, kube *APIServer) *Flux {
 		return nil
 	}
 	t.Cleanup(func() { logFile.Close() })
-	env := append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig(t, Admin), "RUNTIME_NAMESPACE="+FluxNamespace)
+	// A temporary directory of their own: kustomize-controller builds in
+	// one, and nothing another test does in the machine's /tmp can take it
+	// away mid-build.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatalf("creating Flux's temporary directory: %v", err)
+		return nil
+	}
+	env := append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig(t, Admin), "RUNTIME_NAMESPACE="+FluxNamespace, "TMPDIR="+tmp)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	for i, c := range fluxControllers {

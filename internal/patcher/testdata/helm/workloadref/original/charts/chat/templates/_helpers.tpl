@@ -1,0 +1,3 @@
+{{- define "chat.fullname" -}}
+{{ .Release.Name }}
+{{- end }}
