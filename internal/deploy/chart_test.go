@@ -297,13 +297,11 @@ func liveGrants(cluster ...string) []string {
 	out := slices.Clone(cluster)
 	for _, ns := range []string{"inference", "staging"} {
 		for _, r := range []string{"apps deployments", "apps statefulsets", "argoproj.io rollouts", "leaderworkerset.x-k8s.io leaderworkersets",
-			"serving.kserve.io inferenceservices"} {
+			"serving.kserve.io inferenceservices", "nvidia.com dynamographdeployments"} {
 			for _, v := range []string{"get", "list", "patch"} {
 				out = append(out, ns+" "+r+" "+v)
 			}
 		}
-		// read for the KAI queue's sum, not changed live
-		out = append(out, ns+" nvidia.com dynamographdeployments get", ns+" nvidia.com dynamographdeployments list")
 	}
 	sort.Strings(out)
 	return out

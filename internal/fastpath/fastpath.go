@@ -118,7 +118,7 @@ func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused strin
 		return false, ""
 	}
 	if !liveKind(ref.Kind) {
-		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
+		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices and DynamoGraphDeployments' services only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
 	}
 	if t := d.Workload.Template; t.Kind != "" {
 		// The repository says so already; package live refuses it from
@@ -132,7 +132,7 @@ func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused strin
 // liveKind reports whether package live applies kind.
 func liveKind(kind string) bool {
 	switch kind {
-	case "Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService":
+	case "Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService", "DynamoGraphDeployment":
 		return true
 	}
 	return false

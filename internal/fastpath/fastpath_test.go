@@ -71,13 +71,12 @@ func TestLiveUpsize(t *testing.T) {
 		{"an urgent LeaderWorkerSet goes live", decision("LeaderWorkerSet", "inference", nil), true, ""},
 		{"an urgent InferenceService goes live", decision("InferenceService", "inference", nil), true, ""},
 		{"a CronJob is refused by name", decision("CronJob", "inference", nil), false,
-			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; CronJob inference/llm waits for its pull request"},
-		// Dynamo's operator would roll the pods, but one graph holds several
-		// workloads and the live change is per object (docs/live.md).
-		{"a Dynamo service is refused by name", decision("DynamoGraphDeployment", "inference", nil), false,
-			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; DynamoGraphDeployment inference/llm waits for its pull request"},
+			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices and DynamoGraphDeployments' services only; CronJob inference/llm waits for its pull request"},
+		// A Dynamo graph's service goes live on its own (a multinode one is
+		// refused by package live, read from the graph).
+		{"an urgent Dynamo service goes live", decision("DynamoGraphDeployment", "inference", nil), true, ""},
 		{"a DaemonSet is refused by name", decision("DaemonSet", "inference", nil), false,
-			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; DaemonSet inference/llm waits for its pull request"},
+			"the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices and DynamoGraphDeployments' services only; DaemonSet inference/llm waits for its pull request"},
 		{"a namespace not live: nothing to refuse", decision("StatefulSet", "staging", nil), false, ""},
 		{"not urgent: nothing to refuse", decision("StatefulSet", "inference", func(d *plan.Decision) { d.Urgent = false }), false, ""},
 		{"not urgent: a Deployment waits too", decision("Deployment", "inference", func(d *plan.Decision) { d.Urgent = false }), false, ""},

@@ -25,9 +25,11 @@ func (noPullRequests) Find(context.Context, string) ([]scm.PullRequest, error) {
 
 // TestStageKinds runs the live stage's dry run on a real API server: a
 // kind the fast path does not own is refused by name by the stage, a
-// StatefulSet whose pods would not roll (OnDelete) is refused by name from
-// its live object, each in the row where the Deployment's would-apply is,
-// and the Deployment's row reads as before.
+// StatefulSet whose pods would not roll (OnDelete) and a Dynamo graph's
+// multinode service are refused by name from their live objects, each in
+// the row where the Deployment's would-apply is, a Dynamo graph's other
+// service would go live by its workload's name, and the Deployment's row
+// reads as before.
 func TestStageKinds(t *testing.T) {
 	kube := kubeenv.StartAPIServer(t)
 	kube.InstallKAIQueueCRD(t)
@@ -37,6 +39,10 @@ func TestStageKinds(t *testing.T) {
 		"---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: embed, namespace: serving}\nspec:\n  serviceName: embed\n  updateStrategy: {type: OnDelete}\n"+
 		"  selector: {matchLabels: {app: embed}}\n  template:\n    metadata:\n      labels: {app: embed}\n      annotations: {gpu-fraction: \"0.5\"}\n"+
 		"    spec:\n      containers: [{name: vllm, image: vllm/vllm-openai:v0.8.5}]\n"))
+	kube.InstallDynamoGraphDeploymentCRD(t)
+	kube.Apply(t, []byte("apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: llama, namespace: serving}\nspec:\n  services:\n"+
+		"    VllmDecodeWorker:\n      extraPodMetadata: {annotations: {gpu-fraction: \"0.5\"}}\n"+
+		"    Wide:\n      multinode: {nodeCount: 2}\n      extraPodMetadata: {annotations: {gpu-fraction: \"0.5\"}}\n"))
 
 	upsize := func(kind, name string, urgent bool) plan.Decision {
 		return plan.Decision{
@@ -52,6 +58,8 @@ func TestStageKinds(t *testing.T) {
 		upsize("StatefulSet", "embed", true),
 		upsize("Deployment", "llm", true),
 		upsize("CronJob", "batch", true),
+		upsize("DynamoGraphDeployment", "llama-vllmdecodeworker", true),
+		upsize("DynamoGraphDeployment", "llama-wide", true),
 		upsize("StatefulSet", "calm", false),
 	}}
 	stage, err := fastpath.Prepare(t.Context(), p, fastpath.Options{Namespaces: []string{"serving"}, MaxChanges: 3, DryRun: true,
@@ -66,10 +74,12 @@ func TestStageKinds(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, failed, "a refusal is not a failure")
 	require.Equal(t, `
-LIVE WORKLOAD  OUTCOME      CHANGE                   DETAIL
-serving/embed  refused      -                        StatefulSet serving/embed has updateStrategy OnDelete: its pods keep the old request until each is deleted by hand, so the live fast path refuses it; it waits for its pull request
-serving/llm    would apply  gpu-fraction 0.5 → 0.60  would apply by server-side apply as gpu-rightsizing-recommender
-serving/batch  refused      -                        the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets and InferenceServices only; CronJob serving/batch waits for its pull request
+LIVE WORKLOAD                   OUTCOME      CHANGE                   DETAIL
+serving/embed                   refused      -                        StatefulSet serving/embed has updateStrategy OnDelete: its pods keep the old request until each is deleted by hand, so the live fast path refuses it; it waits for its pull request
+serving/llm                     would apply  gpu-fraction 0.5 → 0.60  would apply by server-side apply as gpu-rightsizing-recommender
+serving/batch                   refused      -                        the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices and DynamoGraphDeployments' services only; CronJob serving/batch waits for its pull request
+serving/llama-vllmdecodeworker  would apply  gpu-fraction 0.5 → 0.60  would apply by server-side apply as gpu-rightsizing-recommender
+serving/llama-wide              refused      -                        DynamoGraphDeployment serving/llama: service Wide runs on several nodes as a group (multinode), which the editor leaves alone, so the live fast path refuses it; it waits for its pull request
 `, out.String())
-	require.Equal(t, []any{string(live.Refused), 2, string(live.WouldApply), 1}, stage.Summary())
+	require.Equal(t, []any{string(live.Refused), 3, string(live.WouldApply), 2}, stage.Summary())
 }

@@ -156,6 +156,9 @@ func (a *Applier) Apply(ctx context.Context, t Target) (Result, error) {
 	}
 	k, _ := kindOf(t.Kind)
 	dep, err := a.c.get(ctx, k, t.Namespace, t.Name)
+	if _, ok := errors.AsType[*notOneService](err); ok {
+		return set(Refused, "%v, so the live fast path refuses it; it waits for its pull request", err)
+	}
 	if err != nil {
 		return set(Failed, "%v", err)
 	}
@@ -274,7 +277,7 @@ func planObject(t Target, dep *object) livePlan {
 	if err != nil {
 		return stop(Left, "the live %s's gpu-fraction: %v", dep.k.kind, err)
 	}
-	mk, hasMarker, mkErr := markerOf(dep.meta.Annotations)
+	mk, hasMarker, mkErr := dep.marker()
 	if mkErr != nil {
 		return stop(Left, "%v: the tool cannot tell whose the live value is", mkErr)
 	}
@@ -450,6 +453,9 @@ func (o *object) holding(container string) *podTemplate {
 // none) and the args (nil: not owned) are sent exactly when they are to
 // stay ours.
 func applyPatch(dep *object, fraction string, vllm *VLLMValues, args []string, m *Marker) ([]byte, error) {
+	if dep.k.services {
+		return servicePatch(dep, fraction, vllm, args, m)
+	}
 	type container struct {
 		Name string   `json:"name"`
 		Args []string `json:"args"`

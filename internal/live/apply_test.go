@@ -193,7 +193,7 @@ func TestApply(t *testing.T) {
 			name: "only the kinds whose pod template it owns, never a Pod",
 			w:    workload{ns: "inference", name: "kind", fraction: "0.30"}, manager: "argocd-controller",
 			target: func(tg live.Target) live.Target { tg.Kind = "Pod"; return tg },
-			want:   live.Refused, detail: "a Pod is never changed live: Deployments, StatefulSets, Argo Rollouts, LeaderWorkerSets and KServe InferenceServices only",
+			want:   live.Refused, detail: "a Pod is never changed live: Deployments, StatefulSets, Argo Rollouts, LeaderWorkerSets, KServe InferenceServices and NVIDIA Dynamo graphs' services only",
 			check: unchanged(c, "0.30"),
 		},
 		{

@@ -37,9 +37,10 @@ type podCount struct {
 }
 
 // dynamoGVR is NVIDIA Dynamo's DynamoGraphDeployment, the version the
-// editor reads; it is counted in a queue's sum, and not changed live.
+// editor reads; its services are counted in a queue's sum one by one.
 func dynamoGVR() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "dynamographdeployments"}
+	k, _ := kindOf("DynamoGraphDeployment")
+	return k.gvr
 }
 
 // charges reads what every sized workload in namespace charges its

@@ -31,6 +31,10 @@ type kindInfo struct {
 	// it inlines the pods' annotations and pod spec where a pod template
 	// has metadata and spec. nil when the kind has none.
 	component []string
+	// services: the kind is a graph of workloads, one per entry of
+	// spec.services (a DynamoGraphDeployment), each changed on its own
+	// (dynamo.go).
+	services bool
 }
 
 // kindOf is the fast path's table of kinds; ok is false for a kind it
@@ -53,12 +57,15 @@ func kindOf(kind string) (kindInfo, bool) {
 	case "InferenceService":
 		return kindInfo{kind: kind, apiVersion: "serving.kserve.io/v1beta1", gvr: schema.GroupVersionResource{Group: "serving.kserve.io", Version: "v1beta1", Resource: "inferenceservices"},
 			component: []string{"spec", "predictor"}}, true
+	case "DynamoGraphDeployment":
+		return kindInfo{kind: kind, apiVersion: "nvidia.com/v1alpha1", gvr: schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "dynamographdeployments"},
+			services: true}, true
 	}
 	return kindInfo{}, false
 }
 
 // liveKinds names the kinds of kindOf, for messages.
-const liveKinds = "Deployments, StatefulSets, Argo Rollouts, LeaderWorkerSets and KServe InferenceServices only"
+const liveKinds = "Deployments, StatefulSets, Argo Rollouts, LeaderWorkerSets, KServe InferenceServices and NVIDIA Dynamo graphs' services only"
 
 // servingKeys are the fields of a KServe predictor of which the first
 // present is its serving container, as internal/patcher/workload reads
@@ -108,13 +115,35 @@ func join(a []string, b ...string) []string {
 // object is a live workload as the fast path reads it, whatever its
 // kind: its metadata, the pod templates it sizes, and the object itself
 // (typed for a Deployment, whose requests stay those of the typed
-// client; unstructured for the others).
+// client; unstructured for the others). A graph's service is the graph
+// (meta, u) with the service's one template.
 type object struct {
 	k         kindInfo
 	meta      metav1.ObjectMeta
 	templates []podTemplate
 	dep       *appsv1.Deployment
 	u         *unstructured.Unstructured
+	// service is the key in spec.services of a graph's service, "" for
+	// any other object.
+	service string
+}
+
+// workload is the name of the workload o is: its own, or a graph
+// service's.
+func (o *object) workload() string {
+	if o.service != "" {
+		return serviceWorkload(o.meta.Name, o.service)
+	}
+	return o.meta.Name
+}
+
+// marker reads o's marker: the object's, or the entry of a graph's
+// service; ok is false when there is none.
+func (o *object) marker() (Marker, bool, error) {
+	if o.k.services {
+		return serviceMarker(o)
+	}
+	return markerOf(o.meta.Annotations)
 }
 
 func deploymentObject(dep *appsv1.Deployment) *object {
@@ -247,6 +276,9 @@ func refuseKind(o *object) string {
 	if o.u == nil {
 		return ""
 	}
+	if o.k.services {
+		return refuseService(o)
+	}
 	name := o.k.kind + " " + o.meta.Namespace + "/" + o.meta.Name
 	str := func(path ...string) string { s, _, _ := unstructured.NestedString(o.u.Object, path...); return s }
 	num := func(path ...string) int64 { n, _, _ := unstructured.NestedInt64(o.u.Object, path...); return n }
@@ -290,8 +322,12 @@ func refuseKind(o *object) string {
 	return ""
 }
 
-// get reads the live k namespace/name.
+// get reads the live k namespace/name; of a graph, the service whose
+// workload is name.
 func (c *Client) get(ctx context.Context, k kindInfo, namespace, name string) (*object, error) {
+	if k.services {
+		return c.findService(ctx, k, namespace, name)
+	}
 	if k.kind == "Deployment" {
 		dep, err := c.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -306,7 +342,16 @@ func (c *Client) get(ctx context.Context, k kindInfo, namespace, name string) (*
 	return unstructuredObject(k, u)
 }
 
-// list reads the live objects of kind k in namespace.
+// reread reads o again: the object, or the same service of the graph.
+func (c *Client) reread(ctx context.Context, o *object) (*object, error) {
+	if o.k.services {
+		return c.getService(ctx, o.k, o.meta.Namespace, o.meta.Name, o.service)
+	}
+	return c.get(ctx, o.k, o.meta.Namespace, o.meta.Name)
+}
+
+// list reads the live objects of kind k in namespace; of graphs, the
+// services their markers name.
 func (c *Client) list(ctx context.Context, k kindInfo, namespace string) ([]*object, error) {
 	var out []*object
 	if k.kind == "Deployment" {
@@ -324,6 +369,14 @@ func (c *Client) list(ctx context.Context, k kindInfo, namespace string) ([]*obj
 		return nil, apiError("list", k.gvr.Resource, namespace, err)
 	}
 	for i := range list.Items {
+		if k.services {
+			svcs, err := markedServices(k, &list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, svcs...)
+			continue
+		}
 		o, err := unstructuredObject(k, &list.Items[i])
 		if err != nil {
 			return nil, err
@@ -337,7 +390,10 @@ func (c *Client) list(ctx context.Context, k kindInfo, namespace string) ([]*obj
 // the server answers with. apiError wraps the server's error, so that
 // conflicts still reads a conflict's managers from it.
 func (c *Client) patch(ctx context.Context, o *object, body []byte, manager string, force *bool) (*object, error) {
-	opts := metav1.PatchOptions{FieldManager: manager, Force: force}
+	// Strict: a field the served schema does not know is an error, not a
+	// warning and a field the server drops, so that a change reported
+	// applied is applied.
+	opts := metav1.PatchOptions{FieldManager: manager, Force: force, FieldValidation: "Strict"}
 	if o.k.kind == "Deployment" {
 		out, err := c.kube.AppsV1().Deployments(o.meta.Namespace).Patch(ctx, o.meta.Name, types.ApplyPatchType, body, opts)
 		if err != nil {
@@ -348,6 +404,9 @@ func (c *Client) patch(ctx context.Context, o *object, body []byte, manager stri
 	out, err := c.dyn.Resource(o.k.gvr).Namespace(o.meta.Namespace).Patch(ctx, o.meta.Name, types.ApplyPatchType, body, opts)
 	if err != nil {
 		return nil, apiError("patch", o.k.gvr.Resource, o.meta.Namespace, err)
+	}
+	if o.k.services {
+		return serviceObject(o.k, out, o.service)
 	}
 	return unstructuredObject(o.k, out)
 }

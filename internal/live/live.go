@@ -1,6 +1,7 @@
 // Package live is the emergency fast path of docs/design.md §7: an urgent upsize
 // applied to the live workload at once (a Deployment, StatefulSet, Argo
-// Rollout or LeaderWorkerSet), by server-side apply under the
+// Rollout, LeaderWorkerSet, KServe InferenceService, or one service of an
+// NVIDIA Dynamo graph), by server-side apply under the
 // tool's own field manager, while its pull request catches Git up. It owns
 // only the fields it changes (the pod template's gpu-fraction annotation,
 // and the vLLM container's args when the Git edit changes

@@ -40,7 +40,7 @@ func (a *Applier) Reconcile(ctx context.Context, prs PullRequests, git func(name
 	}
 	var out []Result
 	for _, ns := range a.o.Namespaces {
-		for _, kind := range []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService"} {
+		for _, kind := range []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService", "DynamoGraphDeployment"} {
 			k, _ := kindOf(kind)
 			list, err := a.c.list(ctx, k, ns)
 			if err != nil {
@@ -75,6 +75,16 @@ func (a *Applier) reconcileAll(ctx context.Context, list []*object, prs PullRequ
 		}
 		if _, ok := dep.meta.Annotations[MarkerAnnotation]; !ok {
 			continue
+		}
+		if dep.k.services && dep.service != "" {
+			// An earlier service's release or revert changed the graph:
+			// read it again, for the resourceVersion the writes send.
+			fresh, err := a.c.reread(ctx, dep)
+			if err != nil {
+				out = append(out, Result{Namespace: dep.meta.Namespace, Name: dep.workload(), Outcome: Failed, Detail: err.Error()})
+				continue
+			}
+			dep = fresh
 		}
 		res := a.reconcile(ctx, dep, prs, git)
 		if err := ctx.Err(); err != nil {
@@ -243,7 +253,7 @@ func decideClosed(s seen) step {
 func (a *Applier) reconcile(ctx context.Context, dep *object, prs PullRequests, git func(string, string) (GitValues, bool)) Result {
 	s := a.observe(ctx, dep, prs, git)
 	st := decideReconcile(s)
-	res := Result{Namespace: dep.meta.Namespace, Name: dep.meta.Name, Fields: st.fields}
+	res := Result{Namespace: dep.meta.Namespace, Name: dep.workload(), Fields: st.fields}
 	set := func(o Outcome, format string, args ...any) Result {
 		res.Outcome, res.Detail = o, fmt.Sprintf(format, args...)
 		return res
@@ -303,7 +313,10 @@ func (a *Applier) observe(ctx context.Context, dep *object, prs PullRequests, gi
 	if s.live, err = dep.liveFraction(); err != nil {
 		s.live = "mixed"
 	}
-	s.marker, _, s.markerErr = markerOf(dep.meta.Annotations)
+	s.marker, _, s.markerErr = dep.marker()
+	if s.markerErr == nil && dep.k.services && len(dep.templates) == 0 {
+		s.markerErr = fmt.Errorf("service %s is no longer in the graph, but the marker has an entry for it", dep.service)
+	}
 	if s.markerErr != nil {
 		return s
 	}
@@ -318,7 +331,7 @@ func (a *Applier) observe(ctx context.Context, dep *object, prs PullRequests, gi
 	if i := slices.IndexFunc(found, func(pr scm.PullRequest) bool { return pr.Number == s.marker.Number }); i >= 0 {
 		s.pr = &found[i]
 	}
-	s.git, s.gitOK = git(dep.meta.Namespace, dep.meta.Name)
+	s.git, s.gitOK = git(dep.meta.Namespace, dep.workload())
 	return s
 }
 
@@ -368,11 +381,13 @@ func (a *Applier) release(ctx context.Context, dep *object, mk Marker, fraction 
 			// Each hand-back changes the object: the next one reads it
 			// again, for its resourceVersion.
 			var err error
-			if dep, err = a.c.get(ctx, dep.k, dep.meta.Namespace, dep.meta.Name); err != nil {
+			if dep, err = a.c.reread(ctx, dep); err != nil {
 				return "", err
 			}
 		}
-		if manager != HandoffManager {
+		// A graph's services share the handoff manager: it gets what it
+		// holds of the others back with this one's, as any manager does.
+		if manager != HandoffManager || dep.k.services {
 			if err := a.handBack(ctx, dep, manager, fraction, container, args); err != nil {
 				return "", err
 			}
@@ -383,6 +398,13 @@ func (a *Applier) release(ctx context.Context, dep *object, mk Marker, fraction 
 			return "", err
 		}
 		if _, err := a.c.patch(ctx, dep, patch, HandoffManager, nil); err != nil {
+			return "", err
+		}
+	}
+	if dep.k.services {
+		// The tool's own apply to a graph sends its resourceVersion.
+		var err error
+		if dep, err = a.c.reread(ctx, dep); err != nil {
 			return "", err
 		}
 	}
