@@ -491,7 +491,11 @@ func (s *APIServer) apply(ctx context.Context, manifests []byte) error {
 			}
 		}
 	}
-	return nil
+	granted, err := grants(objs)
+	if err != nil {
+		return err
+	}
+	return s.waitGranted(ctx, granted)
 }
 
 // collection returns the path to POST o to, found through discovery. A
