@@ -49,6 +49,7 @@ func dynamoGVR() schema.GroupVersionResource {
 // the cluster does not serve has nothing to count; one the tool may not
 // list is named in skipped.
 func (c *Client) charges(ctx context.Context, namespace string) (out []charge, skipped []string, err error) {
+	deployments := map[string]*object{}
 	for _, kind := range []string{"Deployment", "StatefulSet", "Rollout", "LeaderWorkerSet", "InferenceService"} {
 		k, _ := kindOf(kind)
 		objs, err := c.list(ctx, k, namespace)
@@ -63,7 +64,13 @@ func (c *Client) charges(ctx context.Context, namespace string) (out []charge, s
 			return nil, nil, err
 		}
 		for _, o := range objs {
-			out = append(out, chargeOf(o))
+			ch := chargeOf(o)
+			if kind == "Deployment" {
+				deployments[o.meta.Name] = o
+			} else if dep := deployments[workloadRefDeployment(o)]; dep != nil && len(ch.pods) == 0 {
+				ch = refCharge(o, dep)
+			}
+			out = append(out, ch)
 		}
 	}
 	list, err := c.dyn.Resource(dynamoGVR()).Namespace(namespace).List(ctx, metav1.ListOptions{})
@@ -91,6 +98,39 @@ func chargeOf(o *object) charge {
 			ch.queue = t.spec.Labels[kai.QueueLabel]
 		}
 		ch.pods = append(ch.pods, podCount{count: podsOf(o, t), gpus: podGPUs(&t.spec), devices: devices(&t.spec), sized: true})
+	}
+	return ch
+}
+
+// workloadRefDeployment names the Deployment whose pod template a
+// Rollout runs (spec.workloadRef), "" for any other object.
+func workloadRefDeployment(o *object) string {
+	if o.k.kind != "Rollout" || o.u == nil {
+		return ""
+	}
+	ref, _, _ := unstructured.NestedStringMap(o.u.Object, "spec", "workloadRef")
+	if ref["kind"] != "Deployment" || !strings.HasPrefix(ref["apiVersion"], "apps/") {
+		return ""
+	}
+	return ref["name"]
+}
+
+// refCharge is what Rollout o charges its queue when it runs the pod
+// template of Deployment dep: its own replicas of dep's pods. Its queue
+// is its own label, else the template's. The Deployment is charged
+// apart, for the pods it still runs itself (Argo scales it down only as
+// workloadRef.scaleDown says).
+func refCharge(o, dep *object) charge {
+	ch := charge{kind: o.k.kind, namespace: o.meta.Namespace, name: o.meta.Name, queue: o.meta.Labels[kai.QueueLabel]}
+	replicas := float64(1)
+	if n, ok, _ := unstructured.NestedInt64(o.u.Object, "spec", "replicas"); ok {
+		replicas = float64(n)
+	}
+	for _, t := range dep.templates {
+		if ch.queue == "" {
+			ch.queue = t.spec.Labels[kai.QueueLabel]
+		}
+		ch.pods = append(ch.pods, podCount{count: replicas, gpus: podGPUs(&t.spec), devices: devices(&t.spec), sized: true})
 	}
 	return ch
 }

@@ -222,4 +222,20 @@ subjects: [{kind: User, name: counter, apiGroup: rbac.authorization.k8s.io}]
 		q.Quota = 4
 		require.Equal(t, "KAI queue inference: the upsize takes its workloads (in inference) from 3.6 to 4.6 GPUs (not counted, as they may not be listed: leaderworkersets.leaderworkerset.x-k8s.io, inferenceservices.serving.kserve.io, dynamographdeployments.nvidia.com), over its GPU quota of 4: non-preemptible pods run only within quota, so new pods could stay Pending", q.Warning())
 	})
+
+	// A Rollout that runs the pod template of Deployment dep (Argo's
+	// spec.workloadRef) charges its own replicas of dep's pods: 3 × 0.3.
+	t.Run("a Rollout running a Deployment's template", func(t *testing.T) {
+		c.s.Apply(t, fixture(t, "rollout.yaml", func(m map[string]any) {
+			m["metadata"].(map[string]any)["name"] = "chat-ref"
+			spec := m["spec"].(map[string]any)
+			delete(spec, "template")
+			spec["replicas"] = 3
+			spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "dep"}}
+			spec["workloadRef"] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "dep"}
+		}))
+		q, err := c.c.CheckQueue(ctx(t), "StatefulSet", "inference", "embed", 0.75, []string{"inference"})
+		require.NoError(t, err)
+		require.Equal(t, live.QueueCheck{Queue: "inference", Quota: 8, Requested: 8, After: 8.5, Namespaces: []string{"inference"}}, roundQueue(q))
+	})
 }
