@@ -795,6 +795,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 		}
 	}()
 	changed := slices.Sorted(maps.Keys(next))
+	ws := wants{}
 	for _, k := range st.ix.kusts {
 		if k.err != nil && !k.component() && (st.ix.reads(k, changed) || slices.ContainsFunc(changed, func(f string) bool { return under(f, k.dir) })) {
 			// An overlay that does not build cannot show what the edit
@@ -809,7 +810,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 			// is built as part of the roots that include it.
 			continue
 		}
-		if err := st.proveRoot(k, kes); err != nil {
+		if err := st.proveRoot(k, kes, ws); err != nil {
 			return err
 		}
 	}
@@ -818,8 +819,8 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 
 // proveRoot builds root k from st.fs and checks it against what the
 // edits of kes for k intend: exactly what their ops make of its old
-// output, or, with none for it, the same bytes.
-func (st *kstate) proveRoot(k *kust, kes []kedit) error {
+// output (found through ws), or, with none for it, the same bytes.
+func (st *kstate) proveRoot(k *kust, kes []kedit, ws wants) error {
 	rm, err := run(st.fs, k.dir, k.loose)
 	if err != nil {
 		return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
@@ -840,16 +841,11 @@ func (st *kstate) proveRoot(k *kust, kes []kedit) error {
 		}
 		return nil
 	}
-	want, err := workload.NewFileEdit(k.dir+" (kustomize build)", k.out, true)
+	want, err := ws.of(k, mine)
 	if err != nil {
 		return err
 	}
-	for _, ke := range mine {
-		if _, err := want.Apply(workload.Edit{Workload: ke.e.Workload, Ops: ke.e.Ops}, ke.o.w); err != nil {
-			return err
-		}
-	}
-	if builtAsIntended(rm, want.Expected) {
+	if builtAsIntended(rm, want) {
 		return nil
 	}
 	// What kustomize writes goes through JSON, which may spell a value
@@ -863,11 +859,11 @@ func (st *kstate) proveRoot(k *kust, kes []kedit) error {
 	if err != nil {
 		return fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
 	}
-	if len(got.Docs) != len(want.Expected) {
-		return fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.Docs), len(want.Expected))
+	if len(got.Docs) != len(want) {
+		return fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.Docs), len(want))
 	}
 	for i, d := range got.Docs {
-		if m := splice.CompareBuilt(want.Expected[i], d, ""); m != nil {
+		if m := splice.CompareBuilt(want[i], d, ""); m != nil {
 			return fmt.Errorf("%w: %s builds something else than intended: object %d, %w", ErrKustomize, k.dir, i+1, m)
 		}
 	}
