@@ -240,3 +240,77 @@ func TestKustomizeIncludeCycle(t *testing.T) {
 	}
 	require.Equal(t, []string{"a/kustomization.yaml", "b/kustomization.yaml", "self/kustomization.yaml", "top/kustomization.yaml"}, files)
 }
+
+// Overlays of one base that all want the same edit have it in the base,
+// once, and every overlay is built again: one whose output was that of
+// the others but for its names, and whose kustomization carries the
+// value somewhere else too (a replacement into a ConfigMap), shows a
+// change the edit is not for, and the edit is refused.
+func TestKustomizeSameEditManyOverlays(t *testing.T) {
+	configMap := "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sizing\ndata:\n  fraction: \"0.5\"\n"
+	base := map[string]string{
+		"base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+		"base/deployment.yaml":    applyDeployment + configMap,
+	}
+	overlays := map[string]string{
+		"overlays/a/kustomization.yaml": "namespace: a\nresources:\n  - ../../base\n",
+		"overlays/b/kustomization.yaml": "namespace: b\nresources:\n  - ../../base\n",
+		"overlays/c/kustomization.yaml": "namespace: c\nnamePrefix: c-\nresources:\n  - ../../base\n",
+	}
+	replacement := "namespace: d\nresources:\n  - ../../base\nreplacements:\n  - source:\n      kind: Deployment\n      name: app\n      fieldPath: spec.template.metadata.annotations.gpu-fraction\n    targets:\n      - select:\n          kind: ConfigMap\n          name: sizing\n        fieldPaths:\n          - data.fraction\n"
+	tests := []struct {
+		name      string
+		extra     map[string]string
+		fractions map[string]string // by overlay, namespace/name
+		refused   bool
+	}{
+		{
+			name:      "alike but for their names",
+			fractions: map[string]string{"a": "0.3", "b": "0.3", "c": "0.3"},
+		},
+		{
+			name:      "one carries the value into a ConfigMap",
+			extra:     map[string]string{"overlays/d/kustomization.yaml": replacement},
+			fractions: map[string]string{"a": "0.5", "b": "0.5", "c": "0.5", "d": "0.5"},
+			refused:   true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{}
+			for _, m := range []map[string]string{base, overlays, tt.extra} {
+				for p, s := range m {
+					files[p] = s
+				}
+			}
+			var edits []patcher.Edit
+			for o := range tt.fractions {
+				name := "app"
+				if o == "c" {
+					name = "c-app"
+				}
+				edits = append(edits, patcher.Edit{Workload: dep(o, name), Reason: "test", Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}})
+			}
+			out, _, res := kustRun(t, files, edits...)
+			if tt.refused {
+				require.Empty(t, res.Files)
+				require.Len(t, res.Refused, len(edits))
+				for _, r := range res.Refused {
+					require.ErrorIs(t, r, patcher.ErrKustomize)
+				}
+				require.Contains(t, res.Refused[0].Error(), "overlays/d")
+			} else {
+				require.Empty(t, res.Refused)
+				require.Len(t, res.Files, 1)
+				require.Equal(t, "base/deployment.yaml", res.Files[0].Path)
+			}
+			for o, want := range tt.fractions {
+				name := "app"
+				if o == "c" {
+					name = "c-app"
+				}
+				require.Equal(t, map[string]string{o + "/" + name: want}, fractions(t, out, "overlays/"+o, false), o)
+			}
+		})
+	}
+}
