@@ -403,6 +403,9 @@ func (e *evaluation) baseline() *baseline {
 			q = p.ComputePercentile
 		}
 		rd, found := e.read(m, w, q)
+		if found && m == usage.Memory && p.MemoryDailyPeakPercentile > 0 {
+			rd = e.dailyPeak(m, w, p.MemoryDailyPeakPercentile)
+		}
 		if !found {
 			// A metric without samples outweighs what another one lacks.
 			b.cause, b.shortfall = CauseDataIncomplete, &Shortfall{Kind: ShortNoSamples, Metric: m, Window: Span(p.WindowOf(m))}
@@ -417,8 +420,11 @@ func (e *evaluation) baseline() *baseline {
 			// baseline's window, even where memory's own is longer: a
 			// week of history is enough to trust a peak, and the longer
 			// memory window only keeps it.
-			missing := max(0, 1-float64(rd.History)/float64(p.Window))
+			missing := max(0, 1-float64(rd.History)/float64(p.confidenceWindow()))
 			rd.ConfidencePercent = math.Round(float64(p.MemoryConfidenceHeadroomPercent)*missing*10) / 10
+			if p.MemoryConfidenceWindow > 0 {
+				rd.ConfidenceWindow = Span(p.MemoryConfidenceWindow)
+			}
 		}
 		rd.Target = rd.Value * factor(rd)
 		if b.shortfall == nil {
@@ -441,6 +447,25 @@ func (e *evaluation) baseline() *baseline {
 		b.evidence = ev
 	}
 	return b
+}
+
+// dailyPeak reads m's peak in each day of w, counted back from its end
+// (the oldest day may be shorter), and returns the reading of the day at
+// the nearest-rank q-th percentile of those peaks, over w: a forecast of
+// the next day's peak from the days seen. Days without a sample are left
+// out; w holds at least one sample.
+func (e *evaluation) dailyPeak(m usage.Metric, w usage.Window, q int) Reading {
+	const dayMs = int64(24 * time.Hour / time.Millisecond)
+	var days []Reading
+	for to := w.To; to > w.From; to -= dayMs {
+		if rd, found := e.read(m, usage.Window{From: max(w.From, to-dayMs), To: to}, 100); found {
+			days = append(days, rd)
+		}
+	}
+	slices.SortStableFunc(days, func(a, b Reading) int { return cmp.Compare(a.Value, b.Value) })
+	rd := days[max(0, int(math.Ceil(float64(q)/100*float64(len(days))))-1)]
+	rd.Window, rd.Percentile, rd.DailyPeaks = Span(w.Duration()), q, len(days)
+	return rd
 }
 
 // history is how much of window w holds samples of m, 0 when all of it
