@@ -89,10 +89,10 @@ backtest-variants:
 	@[ -n "$(TRACES)" ] || { echo "make backtest-variants: set TRACES (docs/backtest/traces.md)" >&2; exit 2; }
 	./scripts/backtest-variants.sh $(TRACES) $${TMPDIR:-/tmp}/backtest-variants
 
-## backtest-candidates: judge candidate changes to the recommended policies out of sample, paired with them (BENCHMARKS.md)
+## backtest-candidates: judge one-edit changes to the recommended policies out of sample, paired with them, into docs/backtest/candidates (BENCHMARKS.md)
 backtest-candidates:
 	@[ -n "$(TRACES)" ] || { echo "make backtest-candidates: set TRACES (docs/backtest/traces.md)" >&2; exit 2; }
-	./scripts/backtest-candidates.sh $(TRACES) $${TMPDIR:-/tmp}/backtest-candidates
+	./scripts/backtest-candidates.sh $(TRACES) docs/backtest/candidates
 
 ## fuzz: a short run of every fuzz target (FUZZTIME=1m for longer)
 FUZZTIME ?= 20s
