@@ -456,16 +456,44 @@ func (e *evaluation) baseline() *baseline {
 // out; w holds at least one sample.
 func (e *evaluation) dailyPeak(m usage.Metric, w usage.Window, q int) Reading {
 	const dayMs = int64(24 * time.Hour / time.Millisecond)
-	var days []Reading
+	type day struct {
+		w    usage.Window
+		peak float64
+	}
+	var days []day
 	for to := w.To; to > w.From; to -= dayMs {
-		if rd, found := e.read(m, usage.Window{From: max(w.From, to-dayMs), To: to}, 100); found {
-			days = append(days, rd)
+		d := day{w: usage.Window{From: max(w.From, to-dayMs), To: to}}
+		var found bool
+		if d.peak, found = e.peak(m, d.w); found {
+			days = append(days, d)
 		}
 	}
-	slices.SortStableFunc(days, func(a, b Reading) int { return cmp.Compare(a.Value, b.Value) })
-	rd := days[max(0, int(math.Ceil(float64(q)/100*float64(len(days))))-1)]
+	slices.SortStableFunc(days, func(a, b day) int { return cmp.Compare(a.peak, b.peak) })
+	// Only the chosen day is read in full: its pod and median are the
+	// evidence, and a median per day would cost more than the peaks.
+	rd, _ := e.read(m, days[max(0, int(math.Ceil(float64(q)/100*float64(len(days))))-1)].w, 100)
 	rd.Window, rd.Percentile, rd.DailyPeaks = Span(w.Duration()), q, len(days)
 	return rd
+}
+
+// peak is m's largest valid sample in w over the eligible pods, in GPUs,
+// as read reads it.
+func (e *evaluation) peak(m usage.Metric, w usage.Window) (float64, bool) {
+	relative := e.sources[m].Interpretation == CurrentAllocation
+	var best float64
+	found := false
+	for _, p := range e.eligible {
+		scale := 1.0 / 100
+		if relative {
+			scale *= e.podShare(p)
+		}
+		for _, x := range usage.In(p.Series[m], w) {
+			if v := x.V * scale; x.Valid() && (!found || v > best) {
+				best, found = v, true
+			}
+		}
+	}
+	return best, found
 }
 
 // history is how much of window w holds samples of m, 0 when all of it
