@@ -402,9 +402,12 @@ func (e *evaluation) baseline() *baseline {
 		if m == usage.Compute {
 			q = p.ComputePercentile
 		}
-		rd, found := e.read(m, w, q)
-		if found && m == usage.Memory && p.MemoryDailyPeakPercentile > 0 {
-			rd = e.dailyPeak(m, w, p.MemoryDailyPeakPercentile)
+		var rd Reading
+		var found bool
+		if m == usage.Memory && p.MemoryDailyPeakPercentile > 0 {
+			rd, found = e.dailyPeak(m, w, p.MemoryDailyPeakPercentile)
+		} else {
+			rd, found = e.read(m, w, q)
 		}
 		if !found {
 			// A metric without samples outweighs what another one lacks.
@@ -453,8 +456,8 @@ func (e *evaluation) baseline() *baseline {
 // (the oldest day may be shorter), and returns the reading of the day at
 // the nearest-rank q-th percentile of those peaks, over w: a forecast of
 // the next day's peak from the days seen. Days without a sample are left
-// out; w holds at least one sample.
-func (e *evaluation) dailyPeak(m usage.Metric, w usage.Window, q int) Reading {
+// out; false when no day has one.
+func (e *evaluation) dailyPeak(m usage.Metric, w usage.Window, q int) (Reading, bool) {
 	const dayMs = int64(24 * time.Hour / time.Millisecond)
 	type day struct {
 		w    usage.Window
@@ -468,12 +471,15 @@ func (e *evaluation) dailyPeak(m usage.Metric, w usage.Window, q int) Reading {
 			days = append(days, d)
 		}
 	}
+	if len(days) == 0 {
+		return Reading{}, false
+	}
 	slices.SortStableFunc(days, func(a, b day) int { return cmp.Compare(a.peak, b.peak) })
 	// Only the chosen day is read in full: its pod and median are the
 	// evidence, and a median per day would cost more than the peaks.
-	rd, _ := e.read(m, days[max(0, int(math.Ceil(float64(q)/100*float64(len(days))))-1)].w, 100)
+	rd, found := e.read(m, days[max(0, int(math.Ceil(float64(q)/100*float64(len(days))))-1)].w, 100)
 	rd.Window, rd.Percentile, rd.DailyPeaks = Span(w.Duration()), q, len(days)
-	return rd
+	return rd, found
 }
 
 // peak is m's largest valid sample in w over the eligible pods, in GPUs,

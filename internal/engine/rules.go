@@ -78,16 +78,14 @@ type ProactiveRules struct {
 	MemoryConfidenceHeadroomPercent int
 	// MemoryConfidenceWindow, when set, is the history over which that
 	// confidence headroom shrinks to nothing, in place of Window: a
-	// workload whose pods live under a day never has a week of history,
-	// and each replaced pod that stayed within the peak says more about
-	// the next one.
+	// workload whose pods live under a day never has a week of history.
 	MemoryConfidenceWindow time.Duration
 	// MemoryWindow, when longer than Window, is the window memory's peak
 	// is taken over: an out-of-memory kill is fatal where compute beyond
 	// the share is contention, so a memory peak is remembered longer.
 	MemoryWindow time.Duration
-	// MemoryDailyPeakPercentile, when set, sizes memory on a
-	// forecast of the next day's peak instead of the window's peak: this
+	// MemoryDailyPeakPercentile, when set, sizes memory on a forecast of
+	// the next day's peak instead of the window's peak: this
 	// nearest-rank percentile of the daily peaks in memory's window, each
 	// day counted back from the run. A single spike then counts once among
 	// the days, not as the whole window's peak; 100 is the window's peak.
