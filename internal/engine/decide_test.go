@@ -338,6 +338,15 @@ func TestDecide(t *testing.T) {
 				"(headroom 20% + 92.9% while the history is shorter than 7d) = 0.426",
 		},
 		{
+			name:       "memory on the daily peaks: no sample, no day",
+			governance: dailyPeaks(90),
+			current:    fraction(0.6),
+			// Compute reports, memory never did: no daily peak to take.
+			usage:  workload(false, pod("sum-1", 15*day, flat(20), nil)),
+			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
+			contains: "no memory samples in the last 14d",
+		},
+		{
 			name:       "memory's confidence headroom over a shorter window",
 			governance: confidenceOver(2 * day),
 			current:    fraction(0.6),
