@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run demo-fleet lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants
+.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run demo-fleet lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants backtest-candidates
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -88,6 +88,11 @@ backtest:
 backtest-variants:
 	@[ -n "$(TRACES)" ] || { echo "make backtest-variants: set TRACES (docs/backtest/traces.md)" >&2; exit 2; }
 	./scripts/backtest-variants.sh $(TRACES) $${TMPDIR:-/tmp}/backtest-variants
+
+## backtest-candidates: judge one-edit changes to the recommended policies out of sample, paired with them, into docs/backtest/candidates (BENCHMARKS.md)
+backtest-candidates:
+	@[ -n "$(TRACES)" ] || { echo "make backtest-candidates: set TRACES (docs/backtest/traces.md)" >&2; exit 2; }
+	./scripts/backtest-candidates.sh $(TRACES) docs/backtest/candidates
 
 ## fuzz: a short run of every fuzz target (FUZZTIME=1m for longer)
 FUZZTIME ?= 20s

@@ -33,9 +33,9 @@ func TestNewCmdBacktest(t *testing.T) {
 		{
 			name: "everything",
 			args: []string{"--traces", "a.csv", "--traces", "b.csv.gz", "--policies", "g=p", "--start", "0.5", "--cadence", "30m",
-				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100", "--live-max-changes", "0"},
+				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100", "--live-max-changes", "0", "--against", "g"},
 			want: backtest.Options{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
-				Restart: 5 * time.Minute, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100},
+				Restart: 5 * time.Minute, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100, Against: "g"},
 		},
 		{name: "no traces", args: nil, err: "`--traces` or `--metrics-file` is required"},
 		{name: "recording without repo", args: []string{"--metrics-file", "m.om"}, err: "`--metrics-file` and `--repo` go together: the repository names the workloads of the recording"},
@@ -116,6 +116,27 @@ func TestBacktestRun(t *testing.T) {
 	_, stderr, code = run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "nope.yaml")
 	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "error: policies nope.yaml: stat nope.yaml: no such file or directory")
+}
+
+// TestBacktestAgainst: with --against, only the policies are replayed,
+// and each other one is paired with the one named, in candidates.md.
+func TestBacktestAgainst(t *testing.T) {
+	out := t.TempDir()
+	policies := quickstartRepo + "/policies"
+	stdout, stderr, code := run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "guide="+policies,
+		"--policies", "recommended=../../examples/policies/recommended.yaml", "--against", "guide", "--start", "0.5", "--out", out)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "*candidates − guide, pull requests, all half*")
+	require.Regexp(t, `(?m)^\| recommended \| \d+\.\d %`, stdout)
+	require.NotRegexp(t, `(?m)^\s+(static|vpa|oracle)\s`, stdout, "no baseline is replayed")
+	b, err := os.ReadFile(filepath.Join(out, "candidates.md"))
+	require.NoError(t, err)
+	require.Contains(t, stdout, string(b))
+	require.NoFileExists(t, filepath.Join(out, "results.json"))
+
+	_, stderr, code = run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "guide="+policies, "--against", "nope")
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr, `error: against "nope": no such policies among --policies`)
 }
 
 // TestBacktestRecording replays the quickstart's recording for its GPU

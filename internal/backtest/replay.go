@@ -38,6 +38,10 @@ type Options struct {
 	OutDir         string
 	Plot           []string // workloads to plot; empty: a few chosen
 	MaxPeak        float64  // drop traces whose peak exceeds this percent of a GPU; 0 keeps all
+	// Against names one of Policies: when set, only the policies are
+	// replayed, and each other one is paired with it per workload on each
+	// half of the split (Candidates), in place of the baselines.
+	Against string
 
 	// Out gets the tables; Logger says what the backtest is at.
 	Out    io.Writer
@@ -73,6 +77,9 @@ func Replay(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.Against != "" && !slices.ContainsFunc(engines, func(e *Engine) bool { return e.Label == opts.Against }) {
+		return fmt.Errorf("against %q: no such policies among --policies", opts.Against)
+	}
 	traces, err := loadTraces(ctx, &opts, engines)
 	if err != nil {
 		return err
@@ -84,6 +91,12 @@ func Replay(ctx context.Context, opts Options) error {
 		startAlloc = engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(int(opts.Start))}
 	}
 	strategies := strategiesOf(engines, opts.Cadence)
+	if opts.Against != "" {
+		strategies = strategies[:0]
+		for _, e := range engines {
+			strategies = append(strategies, e)
+		}
+	}
 	cfg := Config{Start: startAlloc, Cadence: opts.Cadence, MergeDelay: opts.MergeDelay, OOMKill: opts.OOMKill, Restart: opts.Restart,
 		LiveMaxChanges: opts.LiveMaxChanges}
 	began := time.Now()
@@ -101,6 +114,9 @@ func Replay(ctx context.Context, opts Options) error {
 		len(traces), strings.Join(opts.inputs(), ", "), peakNote(opts.MaxPeak), startAlloc, opts.Cadence, opts.MergeDelay, liveNote(opts.LiveMaxChanges), kills)
 	if err := WriteTables(opts.Out, deliveries); err != nil {
 		return err
+	}
+	if opts.Against != "" {
+		return writeCandidates(&opts, traces, deliveries)
 	}
 	if opts.OutDir == "" {
 		return nil

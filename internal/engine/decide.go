@@ -402,7 +402,13 @@ func (e *evaluation) baseline() *baseline {
 		if m == usage.Compute {
 			q = p.ComputePercentile
 		}
-		rd, found := e.read(m, w, q)
+		var rd Reading
+		var found bool
+		if m == usage.Memory && p.MemoryDailyPeakPercentile > 0 {
+			rd, found = e.dailyPeak(m, w, p.MemoryDailyPeakPercentile)
+		} else {
+			rd, found = e.read(m, w, q)
+		}
 		if !found {
 			// A metric without samples outweighs what another one lacks.
 			b.cause, b.shortfall = CauseDataIncomplete, &Shortfall{Kind: ShortNoSamples, Metric: m, Window: Span(p.WindowOf(m))}
@@ -417,8 +423,11 @@ func (e *evaluation) baseline() *baseline {
 			// baseline's window, even where memory's own is longer: a
 			// week of history is enough to trust a peak, and the longer
 			// memory window only keeps it.
-			missing := max(0, 1-float64(rd.History)/float64(p.Window))
+			missing := max(0, 1-float64(rd.History)/float64(p.confidenceWindow()))
 			rd.ConfidencePercent = math.Round(float64(p.MemoryConfidenceHeadroomPercent)*missing*10) / 10
+			if p.MemoryConfidenceWindow > 0 {
+				rd.ConfidenceWindow = Span(p.MemoryConfidenceWindow)
+			}
 		}
 		rd.Target = rd.Value * factor(rd)
 		if b.shortfall == nil {
@@ -441,6 +450,56 @@ func (e *evaluation) baseline() *baseline {
 		b.evidence = ev
 	}
 	return b
+}
+
+// dailyPeak reads m's peak in each day of w, counted back from its end
+// (the oldest day may be shorter), and returns the reading of the day at
+// the nearest-rank q-th percentile of those peaks, over w: a forecast of
+// the next day's peak from the days seen. Days without a sample are left
+// out; false when no day has one.
+func (e *evaluation) dailyPeak(m usage.Metric, w usage.Window, q int) (Reading, bool) {
+	const dayMs = int64(24 * time.Hour / time.Millisecond)
+	type day struct {
+		w    usage.Window
+		peak float64
+	}
+	var days []day
+	for to := w.To; to > w.From; to -= dayMs {
+		d := day{w: usage.Window{From: max(w.From, to-dayMs), To: to}}
+		var found bool
+		if d.peak, found = e.peak(m, d.w); found {
+			days = append(days, d)
+		}
+	}
+	if len(days) == 0 {
+		return Reading{}, false
+	}
+	slices.SortStableFunc(days, func(a, b day) int { return cmp.Compare(a.peak, b.peak) })
+	// Only the chosen day is read in full: its pod and median are the
+	// evidence, and a median per day would cost more than the peaks.
+	rd, found := e.read(m, days[max(0, int(math.Ceil(float64(q)/100*float64(len(days))))-1)].w, 100)
+	rd.Window, rd.Percentile, rd.DailyPeaks = Span(w.Duration()), q, len(days)
+	return rd, found
+}
+
+// peak is m's largest valid sample in w over the eligible pods, in GPUs,
+// as read reads it.
+func (e *evaluation) peak(m usage.Metric, w usage.Window) (float64, bool) {
+	relative := e.sources[m].Interpretation == CurrentAllocation
+	var best float64
+	found := false
+	for _, p := range e.eligible {
+		scale := 1.0 / 100
+		if relative {
+			scale *= e.podShare(p)
+		}
+		for _, x := range usage.In(p.Series[m], w) {
+			if v := x.V * scale; x.Valid() && (!found || v > best) {
+				best, found = v, true
+			}
+		}
+	}
+	return best, found
 }
 
 // history is how much of window w holds samples of m, 0 when all of it

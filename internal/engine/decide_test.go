@@ -154,6 +154,20 @@ func TestDecide(t *testing.T) {
 		p.MinHistory, p.MemoryWindow, p.MemoryConfidenceHeadroomPercent = 6*time.Hour, 14*day, 100
 		g.Proactive = &p
 	})
+	// recommendedWith is recommendedProactive with one more setting.
+	recommendedWith := func(f func(p *engine.ProactiveRules)) engine.Rules {
+		g := recommendedProactive
+		p := *g.Proactive
+		f(&p)
+		g.Proactive = &p
+		return g
+	}
+	dailyPeaks := func(q int) engine.Rules {
+		return recommendedWith(func(p *engine.ProactiveRules) { p.MemoryDailyPeakPercentile = q })
+	}
+	confidenceOver := func(d time.Duration) engine.Rules {
+		return recommendedWith(func(p *engine.ProactiveRules) { p.MemoryConfidenceWindow = d })
+	}
 	tests := []struct {
 		name       string
 		governance engine.Rules
@@ -269,6 +283,89 @@ func TestDecide(t *testing.T) {
 			usage:  workload(false, pod("sum-1", 12*time.Hour, flat(20), flat(20))),
 			action: engine.ScaleBack, recommended: fraction(0.43),
 			contains: "memory peaked at 0.20 GPU over 12h of history (its window is 14d) → 0.20 × 2.129 (headroom 20% + 92.9% while the history is shorter than 7d) = 0.426",
+		},
+		{
+			name:       "memory on the daily peaks: one burst is one day of fourteen",
+			governance: dailyPeaks(90),
+			current:    fraction(0.6),
+			// The burst of the case above, 10 days ago. The 14 daily peaks
+			// are 0.24 thirteen times and 0.42 once; p90 is the 13th of 14
+			// (⌈12.6⌉): 0.24 × 1.2 = 0.288, above compute's 0.20 × 1.2.
+			usage:  workload(false, pod("sum-1", 15*day, flat(20), between(10*day, 10*day+time.Hour, 70, flat(40)))),
+			action: engine.ScaleBack, recommended: fraction(0.29),
+			contains: "7d baseline memory p90 of 14 daily peaks was 0.24 GPU over 14d → 0.24 × 1.2 = 0.288 " +
+				"(compute peak 0.20, memory p90 of daily peaks 0.24)",
+		},
+		{
+			name:       "memory on the daily peaks: p95 of fourteen is the highest",
+			governance: dailyPeaks(95),
+			current:    fraction(0.6),
+			// ⌈13.3⌉ = 14: the burst day, as the window's peak.
+			usage:  workload(false, pod("sum-1", 15*day, flat(20), between(10*day, 10*day+time.Hour, 70, flat(40)))),
+			action: engine.ScaleBack, recommended: fraction(0.51),
+			contains: "memory p95 of 14 daily peaks was 0.42 GPU over 14d → 0.42 × 1.2 = 0.504",
+		},
+		{
+			name:       "memory on the daily peaks: the second burst is the forecast",
+			governance: dailyPeaks(90),
+			current:    fraction(0.6),
+			// Bursts to 0.42 ten days ago and to 0.36 three days ago: the
+			// 13th of 14 daily peaks is 0.36; 0.36 × 1.2 = 0.432.
+			usage: workload(false, pod("sum-1", 15*day, flat(20),
+				between(10*day, 10*day+time.Hour, 70, between(3*day, 3*day+time.Hour, 60, flat(40))))),
+			action: engine.ScaleBack, recommended: fraction(0.44),
+			contains: "memory p90 of 14 daily peaks was 0.36 GPU over 14d → 0.36 × 1.2 = 0.432",
+		},
+		{
+			name:       "memory on the daily peaks: days are counted back from the run",
+			governance: dailyPeaks(90),
+			current:    fraction(0.6),
+			// One hour at 0.42 from 3 days 30 minutes to 2 days 23h30 ago
+			// falls in two days counted back from the run: the 13th of 14
+			// daily peaks is 0.42.
+			usage:  workload(false, pod("sum-1", 15*day, flat(20), between(3*day-30*time.Minute, 3*day+30*time.Minute, 70, flat(40)))),
+			action: engine.ScaleBack, recommended: fraction(0.51),
+			contains: "memory p90 of 14 daily peaks was 0.42 GPU over 14d → 0.42 × 1.2 = 0.504",
+		},
+		{
+			name:       "memory on the daily peaks: under a day of history, that day's peak",
+			governance: dailyPeaks(50),
+			current:    whole(1),
+			// As "a downsize after 6h of history" above: one daily peak.
+			usage:  workload(false, pod("sum-1", 12*time.Hour, flat(20), flat(20))),
+			action: engine.ScaleBack, recommended: fraction(0.43),
+			contains: "memory p50 of 1 daily peak was 0.20 GPU over 12h of history (its window is 14d) → 0.20 × 2.129 " +
+				"(headroom 20% + 92.9% while the history is shorter than 7d) = 0.426",
+		},
+		{
+			name:       "memory on the daily peaks: no sample, no day",
+			governance: dailyPeaks(90),
+			current:    fraction(0.6),
+			// Compute reports, memory never did: no daily peak to take.
+			usage:  workload(false, pod("sum-1", 15*day, flat(20), nil)),
+			action: engine.NoChange, recommended: fraction(0.6), cause: engine.CauseDataIncomplete,
+			contains: "no memory samples in the last 14d",
+		},
+		{
+			name:       "memory's confidence headroom over a shorter window",
+			governance: confidenceOver(2 * day),
+			current:    fraction(0.6),
+			// One day of history of two: 50% added to memory's 20%;
+			// 0.24 × 1.7 = 0.408.
+			usage:  workload(false, pod("sum-1", day, flat(20), flat(40))),
+			action: engine.ScaleBack, recommended: fraction(0.41),
+			contains: "memory peaked at 0.24 GPU over 1d of history (its window is 14d) → 0.24 × 1.7 " +
+				"(headroom 20% + 50% while the history is shorter than 2d) = 0.408",
+		},
+		{
+			name:       "memory's confidence headroom is gone past its window",
+			governance: confidenceOver(2 * day),
+			current:    fraction(0.6),
+			// Three days of history, more than the two: 20% only, where
+			// the 7-day window would still add 57.1%.
+			usage:  workload(false, pod("sum-1", 3*day, flat(20), flat(40))),
+			action: engine.ScaleBack, recommended: fraction(0.29),
+			contains: "memory peaked at 0.24 GPU over 3d of history (its window is 14d) → 0.24 × 1.2 = 0.288",
 		},
 		{
 			name:    "scale-back never goes below the baseline",

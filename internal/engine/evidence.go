@@ -48,6 +48,10 @@ type Reading struct {
 	Window Span         `json:"window"`
 	// Percentile is the statistic read: 100 is the peak.
 	Percentile int `json:"percentile"`
+	// DailyPeaks, when set, is how many daily peaks Percentile was taken
+	// of (the proactive policy's memoryDailyPeakPercentile), in place of
+	// the window's samples; Pod and Typical are then those of that day.
+	DailyPeaks int `json:"dailyPeaks,omitempty"`
 	// Value is the statistic of the hottest pod, and Percent the same as
 	// a percentage of the allocation.
 	Value   float64 `json:"value"`
@@ -63,6 +67,10 @@ type Reading struct {
 	// history is shorter than the baseline's window (the proactive
 	// policy's memoryConfidenceHeadroomPercent), on top of HeadroomPercent.
 	ConfidencePercent float64 `json:"confidencePercent,omitempty"`
+	// ConfidenceWindow is the history over which that headroom shrinks,
+	// when the policy's memoryConfidenceWindow sets one shorter than the
+	// baseline's window.
+	ConfidenceWindow Span `json:"confidenceWindow,omitempty"`
 	// Target is Value × (1 + headroom + confidence), before MaxPercent's cap.
 	Target float64 `json:"target"`
 	// MaxPercent and Cap are set when the target was capped at

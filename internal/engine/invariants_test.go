@@ -32,6 +32,8 @@ func genGovernance(t *rapid.T, base engine.Rules) engine.Rules {
 		p.ComputePercentile = rapid.SampledFrom([]int{90, 99, 100}).Draw(t, "computePercentile")
 		p.MemoryWindow = rapid.SampledFrom([]time.Duration{0, 14 * 24 * time.Hour}).Draw(t, "memoryWindow")
 		p.MemoryConfidenceHeadroomPercent = rapid.SampledFrom([]int{0, 100}).Draw(t, "memoryConfidence")
+		p.MemoryConfidenceWindow = rapid.SampledFrom([]time.Duration{0, 24 * time.Hour}).Draw(t, "memoryConfidenceWindow")
+		p.MemoryDailyPeakPercentile = rapid.SampledFrom([]int{0, 50, 90}).Draw(t, "memoryDailyPeak")
 		g.Proactive = &p
 	} else {
 		g.Proactive = nil

@@ -132,6 +132,13 @@ func baselineText(b *Baseline) string {
 	if r.Percentile < 100 {
 		what = fmt.Sprintf("%s p%d was", r.Metric, r.Percentile)
 	}
+	if r.DailyPeaks > 0 {
+		peaks := "daily peaks"
+		if r.DailyPeaks == 1 {
+			peaks = "daily peak"
+		}
+		what = fmt.Sprintf("%s p%d of %d %s was", r.Metric, r.Percentile, r.DailyPeaks, peaks)
+	}
 	over := r.Window.String()
 	if r.History > 0 {
 		over = r.History.String() + " of history"
@@ -142,7 +149,11 @@ func baselineText(b *Baseline) string {
 	}
 	var conf string
 	if r.ConfidencePercent > 0 {
-		conf = fmt.Sprintf(" (headroom %d%% + %g%% while the history is shorter than %s)", r.HeadroomPercent, r.ConfidencePercent, b.Window)
+		shorter := b.Window
+		if r.ConfidenceWindow > 0 {
+			shorter = r.ConfidenceWindow
+		}
+		conf = fmt.Sprintf(" (headroom %d%% + %g%% while the history is shorter than %s)", r.HeadroomPercent, r.ConfidencePercent, shorter)
 	}
 	s := fmt.Sprintf("%s %s GPU over %s → %s × %g%s = %s", what, num(r.Value), over, num(r.Value), factor(r), conf, num(r.Target))
 	if len(b.Metrics) > 1 {
@@ -151,6 +162,9 @@ func baselineText(b *Baseline) string {
 			stat := "peak"
 			if m.Percentile < 100 {
 				stat = fmt.Sprintf("p%d", m.Percentile)
+			}
+			if m.DailyPeaks > 0 {
+				stat = fmt.Sprintf("p%d of daily peaks", m.Percentile)
 			}
 			parts[i] = fmt.Sprintf("%s %s %s", m.Metric, stat, num(m.Value))
 		}

@@ -76,16 +76,36 @@ type ProactiveRules struct {
 	// window. Memory only: beyond the share it is an out-of-memory kill,
 	// where compute beyond it is contention. 0 turns it off.
 	MemoryConfidenceHeadroomPercent int
+	// MemoryConfidenceWindow, when set, is the history over which that
+	// confidence headroom shrinks to nothing, in place of Window: a
+	// workload whose pods live under a day never has a week of history.
+	MemoryConfidenceWindow time.Duration
 	// MemoryWindow, when longer than Window, is the window memory's peak
 	// is taken over: an out-of-memory kill is fatal where compute beyond
 	// the share is contention, so a memory peak is remembered longer.
 	MemoryWindow time.Duration
+	// MemoryDailyPeakPercentile, when set, sizes memory on a forecast of
+	// the next day's peak instead of the window's peak: this
+	// nearest-rank percentile of the daily peaks in memory's window, each
+	// day counted back from the run. A single spike then counts once among
+	// the days, not as the whole window's peak; 100 is the window's peak.
+	// 0 turns it off.
+	MemoryDailyPeakPercentile int
 }
 
 // WindowOf is the window the baseline reads metric m over.
 func (p *ProactiveRules) WindowOf(m usage.Metric) time.Duration {
 	if m == usage.Memory {
 		return max(p.Window, p.MemoryWindow)
+	}
+	return p.Window
+}
+
+// confidenceWindow is the history over which memory's confidence
+// headroom shrinks to nothing.
+func (p *ProactiveRules) confidenceWindow() time.Duration {
+	if p.MemoryConfidenceWindow > 0 {
+		return p.MemoryConfidenceWindow
 	}
 	return p.Window
 }

@@ -76,6 +76,35 @@ func TestLoadStarterExample(t *testing.T) {
 	require.Equal(t, "no policy selects it", out.Why)
 }
 
+// TestLoadMemoryRules: the project's memory settings reach the engine's
+// proactive rules as written.
+func TestLoadMemoryRules(t *testing.T) {
+	set := policy.Parse("memory.yaml", []byte(`apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ClusterAutomationStrategy
+metadata: {name: gpu}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  enablement: {gpu: {requests: {downsize: true}}}
+---
+apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ClusterProactivePolicy
+metadata: {name: p}
+spec:
+  scope: {workloadTypes: [Deployment]}
+  memoryWindow: 14d
+  memoryConfidenceHeadroomPercent: 100
+  memoryConfidenceWindow: 2d
+  memoryDailyPeakPercentile: 90
+  automationStrategyRef: {name: gpu}
+`))
+	require.Empty(t, set.Errors)
+	g := set.Govern(gpuDeployment)
+	require.Empty(t, g.Skip)
+	require.Equal(t, &engine.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20, ComputePercentile: 100,
+		MemoryWindow: 14 * 24 * time.Hour, MemoryConfidenceHeadroomPercent: 100, MemoryConfidenceWindow: 48 * time.Hour,
+		MemoryDailyPeakPercentile: 90}, g.Proactive)
+}
+
 func TestLoadConsolidationPolicy(t *testing.T) {
 	set := policy.Parse("consolidation.yaml", []byte(`apiVersion: rightsizing.kubex.ai/v1alpha1
 kind: GpuConsolidationPolicy
@@ -339,6 +368,30 @@ spec:
   automationStrategyRef: {name: gpu}
 `,
 			err: `spec.memoryConfidenceHeadroomPercent`,
+		},
+		{
+			name: "a memory confidence window longer than the window",
+			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ProactivePolicy
+metadata: {name: p, namespace: team-a}
+spec:
+  scope: {workloadTypes: [Deployment]}
+  memoryConfidenceWindow: 8d
+  automationStrategyRef: {name: gpu}
+`,
+			err: `p.yaml:13:27: spec.memoryConfidenceWindow: 8d is longer than the window 7d`,
+		},
+		{
+			name: "a daily peak percentile below 50",
+			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ProactivePolicy
+metadata: {name: p, namespace: team-a}
+spec:
+  scope: {workloadTypes: [Deployment]}
+  memoryDailyPeakPercentile: 20
+  automationStrategyRef: {name: gpu}
+`,
+			err: `p.yaml:13:30: spec.memoryDailyPeakPercentile: 20`,
 		},
 		{
 			name: "a GPU memory that is not one",

@@ -86,6 +86,8 @@ var fieldNotes = map[string]fieldNote{
 	"spec.computePercentile":               {"`100` (the peak)", ""},
 	"spec.memoryWindow":                    {"`window`", ""},
 	"spec.memoryConfidenceHeadroomPercent": {"`0` (no added headroom)", ""},
+	"spec.memoryConfidenceWindow":          {"`window`", ""},
+	"spec.memoryDailyPeakPercentile":       {"none: memory on its window's peak", ""},
 
 	// Reactive policies.
 	"spec.minPodMetricsAge":                            {dur(policy.DefaultMinPodMetricsAge), "A pod younger than this is not acted on: its usage is not settled yet."},

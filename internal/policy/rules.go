@@ -111,6 +111,10 @@ func (p *ProactivePolicy) rules() *engine.ProactiveRules {
 	if p.Spec.MemoryWindow != nil {
 		r.MemoryWindow = p.Spec.MemoryWindow.Duration
 	}
+	if p.Spec.MemoryConfidenceWindow != nil {
+		r.MemoryConfidenceWindow = p.Spec.MemoryConfidenceWindow.Duration
+	}
+	r.MemoryDailyPeakPercentile = deref(p.Spec.MemoryDailyPeakPercentile, 0)
 	return r
 }
 

@@ -189,10 +189,19 @@ type ProactiveSpec struct {
 	// workload's peak says less about its next one (VPA widens its bounds
 	// likewise), and memory beyond the share is an out-of-memory kill.
 	MemoryConfidenceHeadroomPercent *int `yaml:"memoryConfidenceHeadroomPercent" group:"project"`
+	// MemoryConfidenceWindow is the history over which that added headroom
+	// shrinks to nothing, when shorter than the window: pods that live
+	// under a day never show a week of history.
+	MemoryConfidenceWindow *Duration `yaml:"memoryConfidenceWindow" group:"project"`
 	// MemoryWindow is a longer window for memory's peak than Window: an
 	// out-of-memory kill is fatal, compute beyond the share is only
 	// contention, so a memory peak is remembered longer.
 	MemoryWindow *Duration `yaml:"memoryWindow" group:"project"`
+	// MemoryDailyPeakPercentile sizes memory on a forecast of the next
+	// day's peak: this percentile of the daily peaks in memory's window
+	// (each day counted back from the run), instead of the window's peak.
+	// A spike then counts as one day among the days. 100 is the peak.
+	MemoryDailyPeakPercentile *int `yaml:"memoryDailyPeakPercentile" group:"project"`
 }
 
 // ReactivePolicy is a GpuReactivePolicy or ClusterGpuReactivePolicy: it

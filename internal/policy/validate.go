@@ -171,6 +171,11 @@ func (v validator) proactive(p *ProactivePolicy) {
 	v.percent("spec.computePercentile", p.Spec.ComputePercentile, 50, 100)
 	v.percent("spec.memoryConfidenceHeadroomPercent", p.Spec.MemoryConfidenceHeadroomPercent, 0, 500)
 	v.minDuration("spec.memoryWindow", p.Spec.MemoryWindow, time.Hour)
+	v.minDuration("spec.memoryConfidenceWindow", p.Spec.MemoryConfidenceWindow, time.Hour)
+	if w, cw := p.Spec.Window, p.Spec.MemoryConfidenceWindow; cw != nil && cw.Duration > durationOr(w, DefaultProactiveWindow) {
+		v.fail("spec.memoryConfidenceWindow", "%s is longer than the window %s", cw, FormatDuration(durationOr(w, DefaultProactiveWindow)))
+	}
+	v.percent("spec.memoryDailyPeakPercentile", p.Spec.MemoryDailyPeakPercentile, 50, 100)
 	if w, mw := p.Spec.Window, p.Spec.MemoryWindow; mw != nil && mw.Duration < durationOr(w, DefaultProactiveWindow) {
 		v.fail("spec.memoryWindow", "%s is shorter than the window %s", mw, FormatDuration(durationOr(w, DefaultProactiveWindow)))
 	}
