@@ -467,9 +467,13 @@ func (r *Repo) PushAll(ctx context.Context, updates []Update) []error {
 // reference-transaction, …, and wherever core.hooksPath points): a
 // repository's content must never make the tool run a program.
 func (r *Repo) pushLocal(updates []Update, errs []error) {
+	// The clone came from the repository, which holds the base then, and
+	// all it reaches, unless the base branch was rewritten and the base
+	// collected since.
+	hasBase := r.local.Storer.HasEncodedObject(r.head) == nil
 	for i, u := range updates {
 		if errs[i] == nil {
-			if err := copyObjects(r.repo.Storer, r.local.Storer, u.Commit); err != nil {
+			if err := r.copyCommit(u.Commit, hasBase); err != nil {
 				errs[i] = r.errorf("push %s to %s: %w", u.Branch, r.url, err)
 			}
 		}
@@ -665,6 +669,89 @@ func (r *Repo) readStatus(status *packp.ReportStatus, at map[plumbing.ReferenceN
 			errs[i] = r.errorf("push %s to %s: the remote did not say whether it took it", name.Short(), r.url)
 		}
 	}
+}
+
+// copyCommit writes a commit on top of the base, and the objects it
+// reaches, into the local remote: with hasBase, only the objects of its
+// tree that differ from the base's tree at the same path, found without
+// looking the others up, so that a commit's cost follows what it changed,
+// not the repository's size; else every object the remote lacks.
+func (r *Repo) copyCommit(h plumbing.Hash, hasBase bool) error {
+	src, dst := r.repo.Storer, r.local.Storer
+	c, err := object.GetCommit(src, h)
+	if err != nil {
+		return fmt.Errorf("read commit %s: %w", h, err)
+	}
+	if !hasBase || len(c.ParentHashes) != 1 || c.ParentHashes[0] != r.head {
+		return copyObjects(src, dst, h)
+	}
+	if dst.HasEncodedObject(h) == nil {
+		return nil
+	}
+	base, err := object.GetCommit(src, r.head)
+	if err != nil {
+		return fmt.Errorf("read the base: %w", err)
+	}
+	if err := copyTree(src, dst, c.TreeHash, base.TreeHash); err != nil {
+		return err
+	}
+	return copyObject(src, dst, h)
+}
+
+// copyTree writes tree h into dst where it differs from base, the tree at
+// the same path in the base (zero: none), which dst holds with all it
+// reaches.
+func copyTree(src, dst storer.EncodedObjectStorer, h, base plumbing.Hash) error {
+	if h == base {
+		return nil
+	}
+	t, err := object.GetTree(src, h)
+	if err != nil {
+		return fmt.Errorf("read tree %s: %w", h, err)
+	}
+	was := map[string]object.TreeEntry{}
+	if !base.IsZero() {
+		b, err := object.GetTree(src, base)
+		if err != nil {
+			return fmt.Errorf("read tree %s: %w", base, err)
+		}
+		for _, e := range b.Entries {
+			was[e.Name] = e
+		}
+	}
+	for _, e := range t.Entries {
+		old, ok := was[e.Name]
+		switch {
+		case ok && old.Hash == e.Hash, e.Mode == filemode.Submodule:
+			continue
+		case e.Mode == filemode.Dir:
+			if !ok || old.Mode != filemode.Dir {
+				old.Hash = plumbing.ZeroHash
+			}
+			err = copyTree(src, dst, e.Hash, old.Hash)
+		default:
+			err = copyObject(src, dst, e.Hash)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return copyObject(src, dst, h)
+}
+
+// copyObject writes object h into dst, unless dst holds it.
+func copyObject(src, dst storer.EncodedObjectStorer, h plumbing.Hash) error {
+	if dst.HasEncodedObject(h) == nil {
+		return nil
+	}
+	obj, err := src.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return fmt.Errorf("read object %s: %w", h, err)
+	}
+	if _, err := dst.SetEncodedObject(obj); err != nil {
+		return fmt.Errorf("write object %s: %w", h, err)
+	}
+	return nil
 }
 
 // copyObjects writes the objects reachable from h that dst lacks, from
