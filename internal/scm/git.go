@@ -470,18 +470,27 @@ func (r *Repo) pushLocal(updates []Update, errs []error) {
 	// The clone came from the repository, which holds the base then, and
 	// all it reaches, unless the base branch was rewritten and the base
 	// collected since.
-	hasBase := r.local.Storer.HasEncodedObject(r.head) == nil
+	c := &collect{src: r.repo.Storer, dst: r.local.Storer, base: r.head, seen: map[plumbing.Hash]bool{}}
+	c.hasBase = c.dst.HasEncodedObject(r.head) == nil
+	var pushed []int
 	for i, u := range updates {
-		if errs[i] == nil {
-			if err := r.copyCommit(u.Commit, hasBase); err != nil {
-				errs[i] = r.errorf("push %s to %s: %w", u.Branch, r.url, err)
-			}
+		if errs[i] != nil {
+			continue
 		}
+		if err := c.commit(u.Commit); err != nil {
+			errs[i] = r.errorf("push %s to %s: %w", u.Branch, r.url, err)
+			continue
+		}
+		pushed = append(pushed, i)
 	}
-	for i, u := range updates {
-		if errs[i] == nil {
-			errs[i] = r.setLocal(u)
+	if err := c.write(); err != nil {
+		for _, i := range pushed {
+			errs[i] = r.errorf("push %s to %s: %w", updates[i].Branch, r.url, err)
 		}
+		return
+	}
+	for _, i := range pushed {
+		errs[i] = r.setLocal(updates[i])
 	}
 }
 
@@ -671,47 +680,58 @@ func (r *Repo) readStatus(status *packp.ReportStatus, at map[plumbing.ReferenceN
 	}
 }
 
-// copyCommit writes a commit on top of the base, and the objects it
-// reaches, into the local remote: with hasBase, only the objects of its
-// tree that differ from the base's tree at the same path, found without
-// looking the others up, so that a commit's cost follows what it changed,
-// not the repository's size; else every object the remote lacks.
-func (r *Repo) copyCommit(h plumbing.Hash, hasBase bool) error {
-	src, dst := r.repo.Storer, r.local.Storer
-	c, err := object.GetCommit(src, h)
+// collect gathers the objects of a push to a repository on this machine
+// that it lacks, then writes them as one pack.
+type collect struct {
+	src, dst storer.EncodedObjectStorer
+	// base is the commit the clone holds; hasBase, whether dst holds it,
+	// and so every object it reaches.
+	base    plumbing.Hash
+	hasBase bool
+	seen    map[plumbing.Hash]bool
+	objs    []plumbing.Hash
+}
+
+// commit gathers commit h's objects: for a commit on top of the base,
+// only its tree's objects that differ from the base's tree at the same
+// path, found without looking the others up, so that its cost follows
+// what it changed, not the repository's size; for any other, every
+// object it reaches that dst lacks.
+func (c *collect) commit(h plumbing.Hash) error {
+	if c.seen[h] || c.dst.HasEncodedObject(h) == nil {
+		return nil
+	}
+	commit, err := object.GetCommit(c.src, h)
 	if err != nil {
 		return fmt.Errorf("read commit %s: %w", h, err)
 	}
-	if !hasBase || len(c.ParentHashes) != 1 || c.ParentHashes[0] != r.head {
-		return copyObjects(src, dst, h)
+	if !c.hasBase || len(commit.ParentHashes) != 1 || commit.ParentHashes[0] != c.base {
+		return c.all(h)
 	}
-	if dst.HasEncodedObject(h) == nil {
-		return nil
-	}
-	base, err := object.GetCommit(src, r.head)
+	base, err := object.GetCommit(c.src, c.base)
 	if err != nil {
 		return fmt.Errorf("read the base: %w", err)
 	}
-	if err := copyTree(src, dst, c.TreeHash, base.TreeHash); err != nil {
+	if err := c.tree(commit.TreeHash, base.TreeHash); err != nil {
 		return err
 	}
-	return copyObject(src, dst, h)
+	c.add(h)
+	return nil
 }
 
-// copyTree writes tree h into dst where it differs from base, the tree at
-// the same path in the base (zero: none), which dst holds with all it
-// reaches.
-func copyTree(src, dst storer.EncodedObjectStorer, h, base plumbing.Hash) error {
-	if h == base {
+// tree gathers tree h where it differs from base, the tree at the same
+// path in the base (zero: none).
+func (c *collect) tree(h, base plumbing.Hash) error {
+	if h == base || c.seen[h] {
 		return nil
 	}
-	t, err := object.GetTree(src, h)
+	t, err := object.GetTree(c.src, h)
 	if err != nil {
 		return fmt.Errorf("read tree %s: %w", h, err)
 	}
 	was := map[string]object.TreeEntry{}
 	if !base.IsZero() {
-		b, err := object.GetTree(src, base)
+		b, err := object.GetTree(c.src, base)
 		if err != nil {
 			return fmt.Errorf("read tree %s: %w", base, err)
 		}
@@ -723,59 +743,50 @@ func copyTree(src, dst storer.EncodedObjectStorer, h, base plumbing.Hash) error 
 		old, ok := was[e.Name]
 		switch {
 		case ok && old.Hash == e.Hash, e.Mode == filemode.Submodule:
-			continue
 		case e.Mode == filemode.Dir:
 			if !ok || old.Mode != filemode.Dir {
 				old.Hash = plumbing.ZeroHash
 			}
-			err = copyTree(src, dst, e.Hash, old.Hash)
+			if err := c.tree(e.Hash, old.Hash); err != nil {
+				return err
+			}
 		default:
-			err = copyObject(src, dst, e.Hash)
-		}
-		if err != nil {
-			return err
+			c.add(e.Hash)
 		}
 	}
-	return copyObject(src, dst, h)
-}
-
-// copyObject writes object h into dst, unless dst holds it.
-func copyObject(src, dst storer.EncodedObjectStorer, h plumbing.Hash) error {
-	if dst.HasEncodedObject(h) == nil {
-		return nil
-	}
-	obj, err := src.EncodedObject(plumbing.AnyObject, h)
-	if err != nil {
-		return fmt.Errorf("read object %s: %w", h, err)
-	}
-	if _, err := dst.SetEncodedObject(obj); err != nil {
-		return fmt.Errorf("write object %s: %w", h, err)
-	}
+	c.add(h)
 	return nil
 }
 
-// copyObjects writes the objects reachable from h that dst lacks, from
-// src. An object dst holds is taken to hold what it points to, as a
-// repository's objects do: a commit on top of the base copies only what
-// the commit changed.
-func copyObjects(src, dst storer.EncodedObjectStorer, h plumbing.Hash) error {
-	if dst.HasEncodedObject(h) == nil {
+func (c *collect) add(h plumbing.Hash) {
+	if !c.seen[h] {
+		c.seen[h] = true
+		c.objs = append(c.objs, h)
+	}
+}
+
+// all gathers the objects reachable from h that dst lacks. An object dst
+// holds is taken to hold what it points to, as a repository's objects
+// do.
+func (c *collect) all(h plumbing.Hash) error {
+	if c.seen[h] || c.dst.HasEncodedObject(h) == nil {
 		return nil
 	}
-	obj, err := src.EncodedObject(plumbing.AnyObject, h)
+	c.add(h)
+	obj, err := c.src.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
 		return fmt.Errorf("read object %s: %w", h, err)
 	}
 	var next []plumbing.Hash
 	switch obj.Type() {
 	case plumbing.CommitObject:
-		c, err := object.DecodeCommit(src, obj)
+		commit, err := object.DecodeCommit(c.src, obj)
 		if err != nil {
 			return err
 		}
-		next = append([]plumbing.Hash{c.TreeHash}, c.ParentHashes...)
+		next = append([]plumbing.Hash{commit.TreeHash}, commit.ParentHashes...)
 	case plumbing.TreeObject:
-		t, err := object.DecodeTree(src, obj)
+		t, err := object.DecodeTree(c.src, obj)
 		if err != nil {
 			return err
 		}
@@ -786,12 +797,45 @@ func copyObjects(src, dst storer.EncodedObjectStorer, h plumbing.Hash) error {
 		}
 	}
 	for _, n := range next {
-		if err := copyObjects(src, dst, n); err != nil {
+		if err := c.all(n); err != nil {
 			return err
 		}
 	}
-	if _, err := dst.SetEncodedObject(obj); err != nil {
-		return fmt.Errorf("write object %s: %w", h, err)
+	return nil
+}
+
+// write stores the gathered objects in dst: as one pack when dst takes
+// packs (a repository's does), so that a push of many branches writes one
+// file, not one an object.
+func (c *collect) write() error {
+	if len(c.objs) == 0 {
+		return nil
+	}
+	pw, ok := c.dst.(storer.PackfileWriter)
+	if !ok {
+		for _, h := range c.objs {
+			obj, err := c.src.EncodedObject(plumbing.AnyObject, h)
+			if err != nil {
+				return fmt.Errorf("read object %s: %w", h, err)
+			}
+			if _, err := c.dst.SetEncodedObject(obj); err != nil {
+				return fmt.Errorf("write object %s: %w", h, err)
+			}
+		}
+		return nil
+	}
+	w, err := pw.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("write the objects: %w", err)
+	}
+	// No deltas: the objects are each a few changed entries, and a delta
+	// search would cost more than it saves.
+	if _, err := packfile.NewEncoder(w, c.src, false).Encode(c.objs, 0); err != nil {
+		w.Close()
+		return fmt.Errorf("write the objects: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write the objects: %w", err)
 	}
 	return nil
 }
