@@ -873,11 +873,22 @@ type Commit struct {
 // whose newest commit is not the tool's was edited by a person) and its
 // message (where the tool records what the branch holds).
 func (r *Repo) Head(ctx context.Context, branch string) (Commit, error) {
-	h, err := r.fetch(ctx, branch)
-	if err != nil {
-		return Commit{}, err
+	var c *object.Commit
+	var err error
+	if r.local != nil {
+		// Read in place, as a local push writes: no process per branch.
+		var ref *plumbing.Reference
+		if ref, err = r.local.Storer.Reference(plumbing.NewBranchReferenceName(branch)); err != nil {
+			return Commit{}, r.errorf("read %s of %s: %w", branch, r.url, err)
+		}
+		c, err = object.GetCommit(r.local.Storer, ref.Hash())
+	} else {
+		var h plumbing.Hash
+		if h, err = r.fetch(ctx, branch); err != nil {
+			return Commit{}, err
+		}
+		c, err = r.repo.CommitObject(h)
 	}
-	c, err := r.repo.CommitObject(h)
 	if err != nil {
 		return Commit{}, fmt.Errorf("read the newest commit of %s: %w", branch, err)
 	}
