@@ -329,6 +329,7 @@ func (r *Repo) editTree(hash plumbing.Hash, dir string, e *treeEdit) (plumbing.H
 		}
 		entries = slices.Clone(t.Entries)
 	}
+	inBase := len(entries)
 	for name := range e.blobs {
 		if _, ok := e.sub[name]; ok {
 			return plumbing.ZeroHash, fmt.Errorf("%s is both a file and a directory of the commit", path.Join(dir, name))
@@ -378,7 +379,10 @@ func (r *Repo) editTree(hash plumbing.Hash, dir string, e *treeEdit) (plumbing.H
 		}
 		return en.Name
 	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	// The base's entries are in that order already: only new ones need it.
+	if len(entries) > inBase {
+		slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	}
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
