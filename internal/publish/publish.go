@@ -306,6 +306,9 @@ func (r *run) prepareStep(ctx context.Context, cs plan.ChangeSet) step {
 			r.fail(&st, err)
 		}
 	}
+	// The commit holds the files now: a run of many change sets keeps
+	// only what their pull requests say until it opens them.
+	st.ch.files = nil
 	return st
 }
 
