@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -174,8 +174,11 @@ type progressGit struct {
 
 var _ publish.Git = progressGit{}
 
-func (g progressGit) Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error {
-	err := g.Git.Push(ctx, branch, commit, expected)
-	g.p.step()
-	return err
+// PushAll counts each branch of the push once it has gone through.
+func (g progressGit) PushAll(ctx context.Context, updates []scm.Update) []error {
+	errs := g.Git.PushAll(ctx, updates)
+	for range updates {
+		g.p.step()
+	}
+	return errs
 }

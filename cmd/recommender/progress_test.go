@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -143,20 +143,21 @@ type pushOnly struct {
 	pushed []string
 }
 
-func (g *pushOnly) Push(_ context.Context, branch string, _, _ plumbing.Hash) error {
-	g.pushed = append(g.pushed, branch)
-	return nil
+func (g *pushOnly) PushAll(_ context.Context, updates []scm.Update) []error {
+	for _, u := range updates {
+		g.pushed = append(g.pushed, u.Branch)
+	}
+	return make([]error, len(updates))
 }
 
-// TestProgressCountsPushes: each push through the wrapped Git is counted,
-// and reaches the Git it wraps.
+// TestProgressCountsPushes: each branch pushed through the wrapped Git is
+// counted, and reaches the Git it wraps.
 func TestProgressCountsPushes(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, true)
 	inner := &pushOnly{}
 	g := p.git(inner)
-	require.NoError(t, g.Push(context.Background(), "a", plumbing.ZeroHash, plumbing.ZeroHash))
-	require.NoError(t, g.Push(context.Background(), "b", plumbing.ZeroHash, plumbing.ZeroHash))
+	require.Equal(t, []error{nil, nil}, g.PushAll(context.Background(), []scm.Update{{Branch: "a"}, {Branch: "b"}}))
 	p.clear()
 	require.Equal(t, []string{"a", "b"}, inner.pushed)
 	require.Equal(t, eraseLine+"publishing: branches pushed"+eraseLine+"publishing: branches pushed 1"+

@@ -47,7 +47,9 @@ type Git interface {
 	Base() plumbing.Hash
 	Branches(ctx context.Context, prefix string) (map[string]plumbing.Hash, error)
 	Commit(files []scm.File, message string, who scm.Signature, at time.Time) (plumbing.Hash, error)
-	Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error
+	// PushAll moves the branches in one push, each with a lease, and says
+	// each one's outcome: errs[i] is updates[i]'s.
+	PushAll(ctx context.Context, updates []scm.Update) (errs []error)
 	Head(ctx context.Context, branch string) (scm.Commit, error)
 }
 
@@ -188,11 +190,22 @@ func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report,
 		}
 		gone = append(gone, r.vanished(ctx, pr))
 	}
+	// Every change set is decided and committed first, the branches all
+	// pushed at once, then the pull requests opened or edited: a branch
+	// whose push failed leaves its pull request as it was.
+	steps := make([]step, 0, len(sets))
 	for _, cs := range sets {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r.report.Results = append(r.report.Results, r.publish(ctx, cs))
+		steps = append(steps, r.prepareStep(ctx, cs))
+	}
+	r.pushAll(ctx, steps)
+	for i := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.report.Results = append(r.report.Results, r.finish(ctx, &steps[i]))
 	}
 	r.report.Results = append(r.report.Results, gone...)
 	return r.report, nil
@@ -226,70 +239,122 @@ type run struct {
 	report   *Report
 }
 
-// publish opens or updates the pull request of one change set: it
-// prepares the change, observes the forge and the branch, decides with
-// decidePublish (which reads nothing), and acts, dry run in one place.
-func (r *run) publish(ctx context.Context, cs plan.ChangeSet) Result {
-	res := Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, cs.Grouping, cs.Key)}
-	fail := func(err error) Result {
-		res.Outcome, res.Detail = Failed, err.Error()
-		r.o.Logger.Error("publish", "set", cs.Key, "branch", res.Branch, "err", err)
-		return res
-	}
+// step is one change set on its way: its result so far, what is left to
+// do, and the commit its branch is to hold.
+type step struct {
+	cs     plan.ChangeSet
+	res    Result
+	act    action
+	ch     change
+	commit plumbing.Hash
+	// done: the result is final (nothing to do, a dry run, a failure).
+	done bool
+}
+
+// fail makes the step's result a failure.
+func (r *run) fail(st *step, err error) {
+	st.res.Outcome, st.res.Detail, st.done = Failed, err.Error(), true
+	r.o.Logger.Error("publish", "set", st.cs.Key, "branch", st.res.Branch, "err", err)
+}
+
+// prepareStep readies one change set's pull request: it prepares the
+// change, observes the forge and the branch, decides with decidePublish
+// (which reads nothing), and commits what the branch is to hold; dry run
+// in one place. The caps count a pull request to open from here on.
+func (r *run) prepareStep(ctx context.Context, cs plan.ChangeSet) step {
+	st := step{cs: cs, res: Result{Key: cs.Key, Branch: branchName(r.o.BranchPrefix, cs.Grouping, cs.Key)}}
 	ch, err := r.prepare(ctx, cs)
 	if err != nil {
-		return fail(err)
+		r.fail(&st, err)
+		return st
 	}
 	if len(ch.files) == 0 {
 		// Nothing differs from the base: never an empty pull request.
-		res.Outcome, res.Detail = Unchanged, "the base already holds the recommendation"
-		return res
+		st.res.Outcome, st.res.Detail, st.done = Unchanged, "the base already holds the recommendation", true
+		return st
 	}
-	s, err := r.observe(ctx, cs, res.Branch, ch.marker)
+	s, err := r.observe(ctx, cs, st.res.Branch, ch.marker)
 	if err != nil {
-		return fail(err)
+		r.fail(&st, err)
+		return st
 	}
-	act := decidePublish(s, r.o.DeclinePercent)
-	res.Outcome, res.Detail = act.outcome, act.detail
-	if act.pr != nil {
-		res.Number, res.URL = act.pr.Number, act.pr.URL
+	st.ch, st.act = ch, decidePublish(s, r.o.DeclinePercent)
+	st.res.Outcome, st.res.Detail = st.act.outcome, st.act.detail
+	if st.act.pr != nil {
+		st.res.Number, st.res.URL = st.act.pr.Number, st.act.pr.URL
 	}
-	if !act.push && !act.edit && !act.open {
-		return res
+	if !st.act.push && !st.act.edit && !st.act.open {
+		st.done = true
+		return st
 	}
-	if r.o.DryRun {
-		if act.open {
-			// Counted like a real one, so that the caps say what a real
-			// run would do.
-			r.open++
-			r.opened++
-			res.Detail = "would push the branch and open a pull request"
-		} else {
-			res.Detail = "would update the branch or the pull request"
-		}
-		return res
-	}
-	if act.push {
-		if err := r.push(ctx, cs, res.Branch, ch.files, ch.marker.Fingerprint); err != nil {
-			return fail(err)
-		}
-	}
-	if act.edit {
-		if err := r.f.Update(ctx, act.pr.Number, ch.title, ch.body); err != nil {
-			return fail(err)
-		}
-	}
-	if act.open {
-		pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: res.Branch, Base: r.o.Base, Title: ch.title, Body: ch.body,
-			Labels: labels(cs, r.o.Labels), Reviewers: plan.Union(r.o.Reviewers, cs.Reviewers), Assignees: r.o.Assignees, Draft: r.o.Draft})
-		if err != nil {
-			return fail(err)
-		}
+	if st.act.open {
+		// Counted before it opens, so that the next change set sees the
+		// cap as this one leaves it.
 		r.open++
 		r.opened++
-		res.Number, res.URL = pr.Number, pr.URL
 	}
-	return res
+	if r.o.DryRun {
+		st.res.Detail, st.done = "would update the branch or the pull request", true
+		if st.act.open {
+			st.res.Detail = "would push the branch and open a pull request"
+		}
+		return st
+	}
+	if st.act.push {
+		msg := commitMessage(cs, r.o.Conventional) + "\n" + fingerprintTrailer + ": " + ch.marker.Fingerprint + "\n"
+		if st.commit, err = r.g.Commit(ch.files, msg, r.o.Author, r.o.Now()); err != nil {
+			r.fail(&st, err)
+		}
+	}
+	// The commit holds the files now: a run of many change sets keeps
+	// only what their pull requests say until it opens them.
+	st.ch.files = nil
+	return st
+}
+
+// pushAll pushes the branches of every step that has a commit, in one
+// push, each with a lease on what its branch held when the run started.
+func (r *run) pushAll(ctx context.Context, steps []step) {
+	var updates []scm.Update
+	var of []int
+	for i, st := range steps {
+		if !st.done && !st.commit.IsZero() {
+			updates = append(updates, scm.Update{Branch: st.res.Branch, Commit: st.commit, Expected: r.branches[st.res.Branch]})
+			of = append(of, i)
+		}
+	}
+	if len(updates) == 0 {
+		return
+	}
+	for k, err := range r.g.PushAll(ctx, updates) {
+		if err != nil {
+			r.fail(&steps[of[k]], err)
+		}
+	}
+}
+
+// finish edits or opens the step's pull request, once its branch holds
+// its commit.
+func (r *run) finish(ctx context.Context, st *step) Result {
+	if st.done {
+		return st.res
+	}
+	if st.act.edit {
+		if err := r.f.Update(ctx, st.act.pr.Number, st.ch.title, st.ch.body); err != nil {
+			r.fail(st, err)
+			return st.res
+		}
+	}
+	if st.act.open {
+		pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: st.res.Branch, Base: r.o.Base, Title: st.ch.title, Body: st.ch.body,
+			Labels: labels(st.cs, r.o.Labels), Reviewers: plan.Union(r.o.Reviewers, st.cs.Reviewers), Assignees: r.o.Assignees, Draft: r.o.Draft})
+		if err != nil {
+			r.fail(st, err)
+			return st.res
+		}
+		st.res.Number, st.res.URL = pr.Number, pr.URL
+	}
+	return st.res
 }
 
 // change is one change set made ready to publish: its files, marker,
@@ -478,17 +543,6 @@ func (r *run) head(ctx context.Context, branch string) (branchHead, error) {
 		return branchHead{who: cmp.Or(c.Author.Name, c.Author.Email)}, nil
 	}
 	return branchHead{fingerprint: trailer(c.Message)}, nil
-}
-
-// push commits files on the base and points the branch at the commit,
-// with a lease on what the branch held when the run started.
-func (r *run) push(ctx context.Context, cs plan.ChangeSet, branch string, files []scm.File, fingerprint string) error {
-	msg := commitMessage(cs, r.o.Conventional) + "\n" + fingerprintTrailer + ": " + fingerprint + "\n"
-	commit, err := r.g.Commit(files, msg, r.o.Author, r.o.Now())
-	if err != nil {
-		return err
-	}
-	return r.g.Push(ctx, branch, commit, r.branches[branch])
 }
 
 // vanished decides about an open pull request whose change set the plan

@@ -328,3 +328,64 @@ func TestBodyFleetFindings(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, other.Body, "Fleet findings")
 }
+
+// racingGit is a checkout whose one push a person races: before it goes,
+// race runs. It counts the pushes and the branches in each.
+type racingGit struct {
+	*scm.Repo
+	race   func()
+	pushes [][]string
+}
+
+func (g *racingGit) PushAll(ctx context.Context, updates []scm.Update) []error {
+	var branches []string
+	for _, u := range updates {
+		branches = append(branches, u.Branch)
+	}
+	g.pushes = append(g.pushes, branches)
+	if g.race != nil {
+		g.race()
+	}
+	return g.Repo.PushAll(ctx, updates)
+}
+
+// TestRunPushesOnceAndALeaseFailsAlone: a run commits every change set,
+// pushes all their branches in one push, then opens the pull requests. A
+// branch a person created after the run read the branches is not
+// overwritten: that change set fails, alone, and opens nothing; the
+// others open. The next run leaves the person's branch alone.
+func TestRunPushesOnceAndALeaseFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	g := newGitops(t)
+	repo, err := scm.Clone(ctx, g.dir, "main", filepath.Join(t.TempDir(), "checkout"), scm.Auth{})
+	require.NoError(t, err)
+	p, err := plan.Make(ctx, plan.Options{Repo: repo.Dir(), At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	racing := &racingGit{Repo: repo, race: func() { g.run("branch", chatBr, "main") }}
+	rep, err := publish.Run(ctx, racing, g.forge, p, publish.Options{Base: "main", Now: func() time.Time { return at }})
+	require.NoError(t, err)
+
+	require.Len(t, racing.pushes, 1, "one push for the run")
+	require.Len(t, racing.pushes[0], 4)
+	require.Equal(t, 3, rep.Count(publish.Opened))
+	require.Equal(t, 1, rep.Count(publish.Failed))
+	for _, r := range rep.Results {
+		if r.Key == chat {
+			require.Equal(t, publish.Failed, r.Outcome)
+			require.Contains(t, r.Detail, scm.ErrLeaseBroken.Error())
+			continue
+		}
+		require.Equal(t, publish.Opened, r.Outcome, r.Key)
+		require.NotZero(t, r.Number, r.Key)
+		require.Equal(t, g.head(r.Branch+"~1"), g.head("main"), "%s: one commit on main", r.Branch)
+	}
+	require.Equal(t, g.head("main"), g.head(chatBr), "the person's branch is not overwritten")
+	prs, err := g.forge.Find(ctx, chatBr)
+	require.NoError(t, err)
+	require.Empty(t, prs, "no pull request for a branch the tool could not push")
+
+	rep = g.publish(recorded(t), at, publish.Options{})
+	require.Equal(t, publish.Kept, outcomes(rep)[chat])
+	require.Equal(t, 3, rep.Count(publish.Unchanged))
+	require.Equal(t, g.head("main"), g.head(chatBr))
+}

@@ -72,10 +72,15 @@ type scrubbed struct {
 func (e *scrubbed) Error() string        { return e.msg }
 func (e *scrubbed) Is(target error) bool { return errors.Is(e.err, target) }
 
-// nonFastForward tells a push refused because the branch is not where the
-// push expected it. go-git has no sentinel for it: its own check and the
-// server's report (packp's command status) are both formatted text, so
-// this is the one place that reads an error's text.
-func nonFastForward(err error) bool {
-	return strings.Contains(err.Error(), "non-fast-forward")
+// leaseRefused tells, from git-receive-pack's status for one branch, a
+// branch that was not where the command said it was: the compare-and-set
+// of its update failed (git 2.39 says "failed to update ref", later ones
+// "incorrect old value provided" or "reference already exists").
+func leaseRefused(status string) bool {
+	for _, s := range []string{"failed to update ref", "incorrect old value", "reference already exists", "stale info"} {
+		if strings.Contains(status, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path"
@@ -24,9 +25,14 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage"
@@ -323,6 +329,7 @@ func (r *Repo) editTree(hash plumbing.Hash, dir string, e *treeEdit) (plumbing.H
 		}
 		entries = slices.Clone(t.Entries)
 	}
+	inBase := len(entries)
 	for name := range e.blobs {
 		if _, ok := e.sub[name]; ok {
 			return plumbing.ZeroHash, fmt.Errorf("%s is both a file and a directory of the commit", path.Join(dir, name))
@@ -372,7 +379,10 @@ func (r *Repo) editTree(hash plumbing.Hash, dir string, e *treeEdit) (plumbing.H
 		}
 		return en.Name
 	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	// The base's entries are in that order already: only new ones need it.
+	if len(entries) > inBase {
+		slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	}
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
@@ -416,105 +426,371 @@ func sign(c *object.Commit, key *openpgp.Entity) (string, error) {
 	return b.String(), nil
 }
 
-// Push points the remote's branch at commit. expected is the commit the
-// branch held when it was read (zero: it did not exist): if the branch has
-// moved since, the push is refused with ErrLeaseBroken and nothing is
-// overwritten.
-func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error {
-	if r.local != nil {
-		return r.pushLocal(branch, commit, expected)
-	}
-	local := plumbing.NewBranchReferenceName(branch)
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, commit)); err != nil {
-		return err
-	}
-	opts := &git.PushOptions{
-		RemoteName: git.DefaultRemoteName,
-		Auth:       r.auth,
-		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", local, local))},
-	}
-	if !expected.IsZero() {
-		// go-git checks the lease against the remote-tracking ref, which
-		// fetching the branch sets: force only if it still holds what was
-		// read.
-		got, err := r.fetch(ctx, branch)
-		if err != nil {
-			return err
-		}
-		if got != expected {
-			return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
-		}
-		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", local, local))}
-		opts.ForceWithLease = &git.ForceWithLease{RefName: local, Hash: expected}
-	}
-	err := r.repo.PushContext(ctx, opts)
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-		return nil
-	case nonFastForward(err):
-		// Without a lease (a new branch), someone created it meanwhile;
-		// with one, it moved.
-		return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
-	}
-	return r.errorf("push %s to %s: %w", branch, r.url, err)
+// Update is one branch a push moves: to Commit, if the remote's branch
+// still holds Expected, the commit it held when it was read (zero: it did
+// not exist).
+type Update struct {
+	Branch           string
+	Commit, Expected plumbing.Hash
 }
 
-// pushLocal is Push to a repository on this machine, in-process: the
-// commit's objects the repository lacks are written into it, then the
-// branch is moved only if it still holds expected. go-git's file
-// transport would spawn git-receive-pack, which runs the repository's
-// server-side hooks (pre-receive, update, post-receive,
+// Push points the remote's branch at commit, with a lease on expected: a
+// PushAll of one update.
+func (r *Repo) Push(ctx context.Context, branch string, commit, expected plumbing.Hash) error {
+	return r.PushAll(ctx, []Update{{Branch: branch, Commit: commit, Expected: expected}})[0]
+}
+
+// PushAll moves the remote's branches in one push, each with a lease: a
+// branch is moved only if it still holds what was read, else its entry is
+// ErrLeaseBroken and nothing of it is overwritten. The branches succeed or
+// fail each alone: errs[i] is updates[i]'s outcome, nil when the branch
+// holds its commit now (already holding it counts). A push that fails as
+// a whole (the remote cannot be reached) gives every entry its error.
+func (r *Repo) PushAll(ctx context.Context, updates []Update) []error {
+	errs := make([]error, len(updates))
+	seen := map[string]bool{}
+	for i, u := range updates {
+		if seen[u.Branch] {
+			errs[i] = fmt.Errorf("push %s: the branch is pushed twice", u.Branch)
+		}
+		seen[u.Branch] = true
+	}
+	if r.local != nil {
+		r.pushLocal(updates, errs)
+	} else {
+		r.pushRemote(ctx, updates, errs)
+	}
+	return errs
+}
+
+// pushLocal is PushAll to a repository on this machine, in-process: the
+// commits' objects the repository lacks are written into it, then each
+// branch is moved by compare-and-set, only if it still holds what was
+// read. go-git's file transport would spawn git-receive-pack, which runs
+// the repository's server-side hooks (pre-receive, update, post-receive,
 // reference-transaction, …, and wherever core.hooksPath points): a
 // repository's content must never make the tool run a program.
-func (r *Repo) pushLocal(branch string, commit, expected plumbing.Hash) error {
-	name := plumbing.NewBranchReferenceName(branch)
-	if err := copyObjects(r.repo.Storer, r.local.Storer, commit); err != nil {
-		return r.errorf("push %s to %s: %w", branch, r.url, err)
+func (r *Repo) pushLocal(updates []Update, errs []error) {
+	// The clone came from the repository, which holds the base then, and
+	// all it reaches, unless the base branch was rewritten and the base
+	// collected since.
+	c := &collect{src: r.repo.Storer, dst: r.local.Storer, base: r.head, seen: map[plumbing.Hash]bool{}}
+	c.hasBase = c.dst.HasEncodedObject(r.head) == nil
+	var pushed []int
+	for i, u := range updates {
+		if errs[i] != nil {
+			continue
+		}
+		if err := c.commit(u.Commit); err != nil {
+			errs[i] = r.errorf("push %s to %s: %w", u.Branch, r.url, err)
+			continue
+		}
+		pushed = append(pushed, i)
 	}
+	if err := c.write(); err != nil {
+		for _, i := range pushed {
+			errs[i] = r.errorf("push %s to %s: %w", updates[i].Branch, r.url, err)
+		}
+		return
+	}
+	for _, i := range pushed {
+		errs[i] = r.setLocal(updates[i])
+	}
+}
+
+// setLocal moves one branch of the local remote by compare-and-set.
+func (r *Repo) setLocal(u Update) error {
+	name := plumbing.NewBranchReferenceName(u.Branch)
 	cur, err := r.local.Storer.Reference(name)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 		cur = nil
 	case err != nil:
-		return r.errorf("push %s to %s: %w", branch, r.url, err)
+		return r.errorf("push %s to %s: %w", u.Branch, r.url, err)
 	}
 	switch {
-	case cur != nil && cur.Hash() == commit:
+	case cur != nil && cur.Hash() == u.Commit:
 		return nil // already there
-	case expected.IsZero() && cur != nil, !expected.IsZero() && (cur == nil || cur.Hash() != expected):
-		return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
+	case u.Expected.IsZero() && cur != nil, !u.Expected.IsZero() && (cur == nil || cur.Hash() != u.Expected):
+		return fmt.Errorf("push %s: %w", u.Branch, ErrLeaseBroken)
 	}
-	if err := r.local.Storer.CheckAndSetReference(plumbing.NewHashReference(name, commit), cur); err != nil {
+	if err := r.local.Storer.CheckAndSetReference(plumbing.NewHashReference(name, u.Commit), cur); err != nil {
 		if errors.Is(err, storage.ErrReferenceHasChanged) {
-			return fmt.Errorf("push %s: %w", branch, ErrLeaseBroken)
+			return fmt.Errorf("push %s: %w", u.Branch, ErrLeaseBroken)
 		}
-		return r.errorf("push %s to %s: %w", branch, r.url, err)
+		return r.errorf("push %s to %s: %w", u.Branch, r.url, err)
 	}
 	return nil
 }
 
-// copyObjects writes the objects reachable from h that dst lacks, from
-// src. An object dst holds is taken to hold what it points to, as a
-// repository's objects do: a commit on top of the base copies only what
-// the commit changed.
-func copyObjects(src, dst storer.EncodedObjectStorer, h plumbing.Hash) error {
-	if dst.HasEncodedObject(h) == nil {
+// pushRemote is PushAll over smart HTTP or SSH, as one receive-pack
+// request: each branch a command whose old value is the commit the branch
+// held when it was read, which git-receive-pack compares and sets under
+// the ref's lock, so a branch that moved even between the advertisement
+// and the update is refused, alone. A branch the advertisement already
+// shows moved is left out of the request. The pack holds the commits'
+// objects the remote's advertised branches do not reach.
+func (r *Repo) pushRemote(ctx context.Context, updates []Update, errs []error) {
+	fail := func(err error) {
+		err = r.errorf("push to %s: %w", r.url, err)
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	sess, err := r.receivePack()
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer sess.Close()
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	refs, err := adv.AllReferences()
+	if err != nil {
+		fail(err)
+		return
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
+	at := map[plumbing.ReferenceName]int{}
+	var wants []plumbing.Hash
+	for i, u := range updates {
+		if errs[i] != nil {
+			continue
+		}
+		name := plumbing.NewBranchReferenceName(u.Branch)
+		cur := plumbing.ZeroHash
+		if ref, err := refs.Reference(name); err == nil {
+			cur = ref.Hash()
+		}
+		switch {
+		case cur == u.Commit:
+			continue // already there
+		case cur != u.Expected:
+			errs[i] = fmt.Errorf("push %s: %w", u.Branch, ErrLeaseBroken)
+			continue
+		}
+		at[name] = i
+		req.Commands = append(req.Commands, &packp.Command{Name: name, Old: u.Expected, New: u.Commit})
+		wants = append(wants, u.Commit)
+	}
+	if len(req.Commands) == 0 {
+		return
+	}
+	status, err := r.sendPack(ctx, sess, adv, refs, req, wants)
+	switch {
+	case status != nil:
+		// The error, if any, is the report's first refusal: the report
+		// says each branch's.
+		r.readStatus(status, at, errs)
+	case err != nil:
+		fail(err)
+	}
+}
+
+// receivePack opens a push session to the remote.
+func (r *Repo) receivePack() (transport.ReceivePackSession, error) {
+	ep, err := transport.NewEndpoint(r.url)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	return cl.NewReceivePackSession(ep, r.auth)
+}
+
+// sendPack sends req's commands with a pack of the objects of wants that
+// neither the remote's branches nor the shallow clone's boundary reach.
+func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, adv *packp.AdvRefs, refs storer.ReferenceStorer,
+	req *packp.ReferenceUpdateRequest, wants []plumbing.Hash) (*packp.ReportStatus, error) {
+	var haves []plumbing.Hash
+	it, err := refs.IterReferences()
+	if err != nil {
+		return nil, err
+	}
+	err = it.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			haves = append(haves, ref.Hash())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	shallow, err := r.repo.Storer.Shallow()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := revlist.Objects(r.repo.Storer, wants, append(haves, shallow...))
+	if err != nil {
+		return nil, fmt.Errorf("list the objects to send: %w", err)
+	}
+	cfg, err := r.repo.Storer.Config()
+	if err != nil {
+		return nil, err
+	}
+	rd, wr := io.Pipe()
+	req.Packfile = rd
+	done := make(chan error, 1)
+	go func() {
+		_, err := packfile.NewEncoder(wr, r.repo.Storer, !adv.Capabilities.Supports(capability.OFSDelta)).Encode(objs, cfg.Pack.Window)
+		done <- wr.CloseWithError(err)
+	}()
+	status, err := sess.ReceivePack(ctx, req)
+	// Unblock the encoder if the request stopped reading it.
+	_ = rd.Close()
+	if encErr := <-done; err == nil && encErr != nil {
+		err = encErr
+	}
+	return status, err
+}
+
+// readStatus sets each command's outcome from the remote's report: a
+// refusal names the server's reason, and is ErrLeaseBroken when git says
+// the branch was not where the command expected it.
+func (r *Repo) readStatus(status *packp.ReportStatus, at map[plumbing.ReferenceName]int, errs []error) {
+	if status.UnpackStatus != "ok" {
+		for name, i := range at {
+			errs[i] = r.errorf("push %s to %s: the remote could not unpack the objects: %s", name.Short(), r.url, status.UnpackStatus)
+		}
+		return
+	}
+	reported := map[plumbing.ReferenceName]bool{}
+	for _, cs := range status.CommandStatuses {
+		i, ok := at[cs.ReferenceName]
+		if !ok {
+			continue
+		}
+		reported[cs.ReferenceName] = true
+		if cs.Status == "ok" {
+			continue
+		}
+		err := r.errorf("push %s to %s: the remote refused it: %s", cs.ReferenceName.Short(), r.url, cs.Status)
+		if leaseRefused(cs.Status) {
+			err = withClass(err, ErrLeaseBroken)
+		}
+		errs[i] = err
+	}
+	for name, i := range at {
+		if !reported[name] {
+			errs[i] = r.errorf("push %s to %s: the remote did not say whether it took it", name.Short(), r.url)
+		}
+	}
+}
+
+// collect gathers the objects of a push to a repository on this machine
+// that it lacks, then writes them as one pack.
+type collect struct {
+	src, dst storer.EncodedObjectStorer
+	// base is the commit the clone holds; hasBase, whether dst holds it,
+	// and so every object it reaches.
+	base    plumbing.Hash
+	hasBase bool
+	seen    map[plumbing.Hash]bool
+	objs    []plumbing.Hash
+}
+
+// commit gathers commit h's objects: for a commit on top of the base,
+// only its tree's objects that differ from the base's tree at the same
+// path, found without looking the others up, so that its cost follows
+// what it changed, not the repository's size; for any other, every
+// object it reaches that dst lacks.
+func (c *collect) commit(h plumbing.Hash) error {
+	if c.seen[h] || c.dst.HasEncodedObject(h) == nil {
 		return nil
 	}
-	obj, err := src.EncodedObject(plumbing.AnyObject, h)
+	commit, err := object.GetCommit(c.src, h)
+	if err != nil {
+		return fmt.Errorf("read commit %s: %w", h, err)
+	}
+	if !c.hasBase || len(commit.ParentHashes) != 1 || commit.ParentHashes[0] != c.base {
+		return c.all(h)
+	}
+	base, err := object.GetCommit(c.src, c.base)
+	if err != nil {
+		return fmt.Errorf("read the base: %w", err)
+	}
+	if err := c.tree(commit.TreeHash, base.TreeHash); err != nil {
+		return err
+	}
+	c.add(h)
+	return nil
+}
+
+// tree gathers tree h where it differs from base, the tree at the same
+// path in the base (zero: none).
+func (c *collect) tree(h, base plumbing.Hash) error {
+	if h == base || c.seen[h] {
+		return nil
+	}
+	t, err := object.GetTree(c.src, h)
+	if err != nil {
+		return fmt.Errorf("read tree %s: %w", h, err)
+	}
+	was := map[string]object.TreeEntry{}
+	if !base.IsZero() {
+		b, err := object.GetTree(c.src, base)
+		if err != nil {
+			return fmt.Errorf("read tree %s: %w", base, err)
+		}
+		for _, e := range b.Entries {
+			was[e.Name] = e
+		}
+	}
+	for _, e := range t.Entries {
+		old, ok := was[e.Name]
+		switch {
+		case ok && old.Hash == e.Hash, e.Mode == filemode.Submodule:
+		case e.Mode == filemode.Dir:
+			if !ok || old.Mode != filemode.Dir {
+				old.Hash = plumbing.ZeroHash
+			}
+			if err := c.tree(e.Hash, old.Hash); err != nil {
+				return err
+			}
+		default:
+			c.add(e.Hash)
+		}
+	}
+	c.add(h)
+	return nil
+}
+
+func (c *collect) add(h plumbing.Hash) {
+	if !c.seen[h] {
+		c.seen[h] = true
+		c.objs = append(c.objs, h)
+	}
+}
+
+// all gathers the objects reachable from h that dst lacks. An object dst
+// holds is taken to hold what it points to, as a repository's objects
+// do.
+func (c *collect) all(h plumbing.Hash) error {
+	if c.seen[h] || c.dst.HasEncodedObject(h) == nil {
+		return nil
+	}
+	c.add(h)
+	obj, err := c.src.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {
 		return fmt.Errorf("read object %s: %w", h, err)
 	}
 	var next []plumbing.Hash
 	switch obj.Type() {
 	case plumbing.CommitObject:
-		c, err := object.DecodeCommit(src, obj)
+		commit, err := object.DecodeCommit(c.src, obj)
 		if err != nil {
 			return err
 		}
-		next = append([]plumbing.Hash{c.TreeHash}, c.ParentHashes...)
+		next = append([]plumbing.Hash{commit.TreeHash}, commit.ParentHashes...)
 	case plumbing.TreeObject:
-		t, err := object.DecodeTree(src, obj)
+		t, err := object.DecodeTree(c.src, obj)
 		if err != nil {
 			return err
 		}
@@ -525,12 +801,45 @@ func copyObjects(src, dst storer.EncodedObjectStorer, h plumbing.Hash) error {
 		}
 	}
 	for _, n := range next {
-		if err := copyObjects(src, dst, n); err != nil {
+		if err := c.all(n); err != nil {
 			return err
 		}
 	}
-	if _, err := dst.SetEncodedObject(obj); err != nil {
-		return fmt.Errorf("write object %s: %w", h, err)
+	return nil
+}
+
+// write stores the gathered objects in dst: as one pack when dst takes
+// packs (a repository's does), so that a push of many branches writes one
+// file, not one an object.
+func (c *collect) write() error {
+	if len(c.objs) == 0 {
+		return nil
+	}
+	pw, ok := c.dst.(storer.PackfileWriter)
+	if !ok {
+		for _, h := range c.objs {
+			obj, err := c.src.EncodedObject(plumbing.AnyObject, h)
+			if err != nil {
+				return fmt.Errorf("read object %s: %w", h, err)
+			}
+			if _, err := c.dst.SetEncodedObject(obj); err != nil {
+				return fmt.Errorf("write object %s: %w", h, err)
+			}
+		}
+		return nil
+	}
+	w, err := pw.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("write the objects: %w", err)
+	}
+	// No deltas: the objects are each a few changed entries, and a delta
+	// search would cost more than it saves.
+	if _, err := packfile.NewEncoder(w, c.src, false).Encode(c.objs, 0); err != nil {
+		w.Close()
+		return fmt.Errorf("write the objects: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write the objects: %w", err)
 	}
 	return nil
 }
@@ -568,11 +877,22 @@ type Commit struct {
 // whose newest commit is not the tool's was edited by a person) and its
 // message (where the tool records what the branch holds).
 func (r *Repo) Head(ctx context.Context, branch string) (Commit, error) {
-	h, err := r.fetch(ctx, branch)
-	if err != nil {
-		return Commit{}, err
+	var c *object.Commit
+	var err error
+	if r.local != nil {
+		// Read in place, as a local push writes: no process per branch.
+		var ref *plumbing.Reference
+		if ref, err = r.local.Storer.Reference(plumbing.NewBranchReferenceName(branch)); err != nil {
+			return Commit{}, r.errorf("read %s of %s: %w", branch, r.url, err)
+		}
+		c, err = object.GetCommit(r.local.Storer, ref.Hash())
+	} else {
+		var h plumbing.Hash
+		if h, err = r.fetch(ctx, branch); err != nil {
+			return Commit{}, err
+		}
+		c, err = r.repo.CommitObject(h)
 	}
-	c, err := r.repo.CommitObject(h)
 	if err != nil {
 		return Commit{}, fmt.Errorf("read the newest commit of %s: %w", branch, err)
 	}

@@ -7,18 +7,30 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Local keeps pull requests as files in a directory, for offline use and
 // the demo: each is a JSON record and its body as Markdown, numbered in
 // order. The branches live in the git repository it stands beside.
+//
+// A Local reads the records once, at its first use, and keeps them as it
+// writes them, so that a run's lookups cost no more than the records they
+// look at: what another process writes meanwhile is not seen (a run makes
+// a Local of its own; two runs at once cannot take the same number, see
+// Open).
 type Local struct {
 	dir string
+
+	mu     sync.Mutex
+	loaded bool
+	prs    map[int]PullRequest
 }
 
 // NewLocal keeps pull requests under dir, created when missing.
@@ -34,30 +46,42 @@ func (l *Local) Dir() string { return l.dir }
 
 // All lists every pull request, oldest first.
 func (l *Local) All() ([]PullRequest, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.load(); err != nil {
+		return nil, err
+	}
+	out := slices.Collect(maps.Values(l.prs))
+	slices.SortFunc(out, func(a, b PullRequest) int { return cmp.Compare(a.Number, b.Number) })
+	return out, nil
+}
+
+// load reads every record, once.
+func (l *Local) load() error {
+	if l.loaded {
+		return nil
+	}
 	entries, err := os.ReadDir(l.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // none written yet
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // none written yet
+		return fmt.Errorf("local pull requests: %w", err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("local pull requests: %w", err)
-	}
-	var out []PullRequest
+	l.prs = map[int]PullRequest{}
 	for _, e := range entries {
 		if !e.Type().IsRegular() || filepath.Ext(e.Name()) != ".json" {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(l.dir, e.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("local pull requests: %w", err)
+			return fmt.Errorf("local pull requests: %w", err)
 		}
 		var pr PullRequest
 		if err := json.Unmarshal(b, &pr); err != nil {
-			return nil, fmt.Errorf("local pull request %s: %w", e.Name(), err)
+			return fmt.Errorf("local pull request %s: %w", e.Name(), err)
 		}
-		out = append(out, pr)
+		l.prs[pr.Number] = pr
 	}
-	slices.SortFunc(out, func(a, b PullRequest) int { return cmp.Compare(a.Number, b.Number) })
-	return out, nil
+	l.loaded = true
+	return nil
 }
 
 // Find lists the pull requests of branch, newest first.
@@ -191,6 +215,11 @@ func (l *Local) save(pr PullRequest) error {
 		if err := os.Rename(tmp, l.path(pr.Number, ext)); err != nil {
 			return err
 		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loaded {
+		l.prs[pr.Number] = pr
 	}
 	return nil
 }

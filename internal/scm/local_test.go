@@ -12,7 +12,8 @@ import (
 )
 
 // TestLocalForge: pull requests kept as files, numbered past any record
-// deleted by hand, found by branch newest first, one open per branch.
+// deleted by hand (seen by the next run's Local: a Local reads the
+// directory once), found by branch newest first, one open per branch.
 func TestLocalForge(t *testing.T) {
 	ctx := context.Background()
 	l, err := scm.NewLocal(filepath.Join(t.TempDir(), "pulls"))
@@ -27,8 +28,11 @@ func TestLocalForge(t *testing.T) {
 	_, err = l.Open(ctx, scm.NewPullRequest{Branch: "a"})
 	require.ErrorContains(t, err, "already open (#1)")
 
-	// A person deletes #1's record; the next number is still new.
+	// A person deletes #1's record between runs; the next run's number is
+	// still new.
 	require.NoError(t, os.Remove(filepath.Join(l.Dir(), "0001.json")))
+	l, err = scm.NewLocal(l.Dir())
+	require.NoError(t, err)
 	three := open("c")
 	require.Equal(t, 3, three.Number)
 	got, err := l.Get(2)
