@@ -22,7 +22,12 @@ type answer struct {
 	status, errorType, errorMsg string
 	warnings                    []string
 	resultType                  string
-	series                      []metrics.Series
+	// series are the answer's series, one for each in the answer, when
+	// it is decoded alone; decoded into a table, they are the table's.
+	series []metrics.Series
+	// read counts the body's bytes, decompressed: what the next request
+	// of a fetch is sized by.
+	read int64
 	// bad says why the result is no matrix of samples, "" when it is one;
 	// it matters only when the status is not "error" and the type is
 	// "matrix", as for encoding/json into the client's types before.
@@ -42,14 +47,18 @@ type decoder struct {
 	pos, end int
 	// err is the read error that ended the input, io.EOF at its end.
 	err error
-	// until is the newest time asked for, in Unix ms, and hint the
-	// length of the previous series: what a series' samples are sized
-	// by.
+	read int64
+	// until is the newest time asked for, in Unix ms (of the whole
+	// fetch when decoding into a table), and hint the room the previous
+	// series was given: what a series' samples are sized by.
 	until int64
 	hint  int
 	// strs interns label names and values: a few hundred distinct ones
 	// label thousands of series.
 	strs map[string]string
+	// tbl, when set, is where the series go: each series' samples are
+	// appended after those the earlier answers of the fetch brought.
+	tbl *seriesTable
 }
 
 // decodeBufferSize is the decoder's read buffer; a longer token grows it.
@@ -61,16 +70,29 @@ const maxDepth = 10000
 // errSyntax marks input that is not JSON, or not the API's JSON.
 var errSyntax = errors.New("invalid JSON")
 
-func newDecoder(r io.Reader, until int64) *decoder {
-	return &decoder{r: r, buf: make([]byte, decodeBufferSize), until: until, strs: make(map[string]string)}
+func newDecoder(r io.Reader, until int64, tbl *seriesTable) *decoder {
+	d := &decoder{r: r, buf: make([]byte, decodeBufferSize), until: until, tbl: tbl}
+	if tbl != nil {
+		d.strs = tbl.strs
+	} else {
+		d.strs = make(map[string]string)
+	}
+	return d
 }
 
 // decodeAnswer reads a whole response body: one object, then only
 // whitespace. A read error (a body cut short, too long, a timeout) is
 // returned as is, wrapped, so that the caller can tell it from bad JSON.
 func decodeAnswer(r io.Reader, until int64) (*answer, error) {
-	d := newDecoder(r, until)
+	return decodeInto(r, until, nil)
+}
+
+// decodeInto is decodeAnswer with the series going into tbl when it is
+// set; the caller undoes what a failed answer put there.
+func decodeInto(r io.Reader, until int64, tbl *seriesTable) (*answer, error) {
+	d := newDecoder(r, until, tbl)
 	a := &answer{}
+	defer func() { a.read = d.read }()
 	if err := d.envelope(a); err != nil {
 		return nil, err
 	}
@@ -117,6 +139,7 @@ func (d *decoder) more() bool {
 	for {
 		n, err := d.r.Read(d.buf[d.end:])
 		d.end += n
+		d.read += int64(n)
 		if err != nil {
 			d.err = err
 		}
@@ -276,15 +299,20 @@ func (d *decoder) data(a *answer) error {
 }
 
 // stream reads one element of a matrix result: a series' labels and its
-// samples.
+// samples. Decoding into a table, the samples go straight into the
+// table's series once its labels are known (Prometheus writes them
+// first), after those of the earlier answers.
 func (d *decoder) stream(a *answer) error {
 	if d.peek() != '{' {
 		a.bad = "a result is not an object"
 		return d.skip()
 	}
 	var s metrics.Series
+	var into *metrics.Series
+	labelled := false
 	err := d.members(map[string]func() error{
 		"metric": func() error {
+			labelled = true
 			if d.null() {
 				return nil
 			}
@@ -292,27 +320,43 @@ func (d *decoder) stream(a *answer) error {
 				a.bad = "a series' labels are not an object"
 				return d.skip()
 			}
-			return d.labels(&s)
+			err := d.labels(&s)
+			metrics.SortLabels(s.Labels)
+			return err
 		},
 		"values": func() error {
+			target := &s
+			if d.tbl != nil && labelled && a.bad == "" {
+				into = d.tbl.series(&s)
+				target = into
+			}
 			if d.null() {
-				s.Samples = nil
 				return nil
 			}
 			if d.peek() != '[' {
 				a.bad = "a series' samples are not a list"
 				return d.skip()
 			}
-			return d.samples(a, &s)
+			return d.samples(a, target)
 		},
 	})
 	if err != nil {
 		return err
 	}
 	metrics.SortLabels(s.Labels)
-	s.Samples = fit(s.Samples)
-	d.hint = len(s.Samples)
-	a.series = append(a.series, s)
+	if d.tbl == nil {
+		s.Samples = fit(s.Samples)
+		d.hint = ahead(s.Samples, d.until)
+		a.series = append(a.series, s)
+		return nil
+	}
+	if into == nil {
+		// The samples came before the labels: added as they are.
+		into = d.tbl.series(&s)
+		into.Samples = append(into.Samples, s.Samples...)
+	}
+	into.Samples = bounded(into.Samples, d.until)
+	d.hint = ahead(into.Samples, d.until)
 	return nil
 }
 
@@ -348,12 +392,11 @@ func (d *decoder) labels(s *metrics.Series) error {
 	})
 }
 
-// samples reads a series' [time, "value"] pairs into its samples, sized
-// from the answer: the previous series' length, then, once outgrown, what
-// the time left up to the newest time asked for says at the series'
-// interval, never more than doubling.
+// samples appends a series' [time, "value"] pairs to its samples, sized
+// from the answer: the room the previous series was given, then, once
+// outgrown, what the time left up to the newest time asked for says at
+// the series' interval, never more than aheadFactor times its samples.
 func (d *decoder) samples(a *answer, s *metrics.Series) error {
-	s.Samples = s.Samples[:0]
 	return d.each('[', func([]byte) error {
 		x, bad, err := d.pair()
 		if err != nil {
@@ -376,12 +419,44 @@ func (d *decoder) grow(samples []usage.Sample, t int64) []usage.Sample {
 	n := len(samples)
 	want := d.hint
 	if n > 0 {
-		want = 2 * n
-		if interval := t - samples[n-1].T; interval > 0 && d.until > t && (d.until-t)/interval < int64(n) {
-			want = min(want, n+int((d.until-t)/interval)+1+growSlack)
+		want = aheadFactor * n
+		if interval := t - samples[n-1].T; interval > 0 && d.until > t && (d.until-t)/interval < int64(want-n) {
+			want = n + int((d.until-t)/interval) + 1 + growSlack
 		}
 	}
 	out := make([]usage.Sample, n, max(want, n+1, minGrow))
+	copy(out, samples)
+	return out
+}
+
+// ahead is the room a series of these samples takes for the rest of the
+// time asked for, up to until: what the time left says at its last
+// interval, never more than aheadFactor times its samples; the room the
+// next series is first given.
+func ahead(samples []usage.Sample, until int64) int {
+	n := len(samples)
+	if n < 2 {
+		return n
+	}
+	want := aheadFactor * n
+	last := samples[n-1].T
+	if interval := last - samples[n-2].T; interval > 0 && until > last && (until-last)/interval < int64(want-n) {
+		want = n + int((until-last)/interval) + 1 + growSlack
+	}
+	if until <= last {
+		want = n
+	}
+	return want
+}
+
+// bounded gives back the room of a series beyond aheadFactor times its
+// samples: what a series was first given from the series before it, so
+// that a few samples never hold much room from one answer to the next.
+func bounded(samples []usage.Sample, until int64) []usage.Sample {
+	if cap(samples) <= aheadFactor*len(samples)+minGrow {
+		return samples
+	}
+	out := make([]usage.Sample, len(samples), max(ahead(samples, until), len(samples)))
 	copy(out, samples)
 	return out
 }
@@ -391,6 +466,11 @@ const (
 	minGrow = 4
 	// growSlack is room for a few samples more than the interval says.
 	growSlack = 2
+	// aheadFactor bounds the room a series is given ahead, in times its
+	// samples so far: enough for the rest of a fetch whose first answer
+	// covered a sixth of it, in one allocation, and little for a server
+	// to make a few samples take.
+	aheadFactor = 8
 )
 
 // fit gives back the room a series was given and did not use, when it is
@@ -810,4 +890,58 @@ func (d *decoder) skipDepth(depth int) error {
 		return err
 	}
 	return d.syntax("expected a value")
+}
+
+// seriesTable holds the series of one selector's fetch: each answer's
+// samples of a series are appended after those of the answers before it,
+// in the room that series was given, so that the pieces of a range are
+// never held apart and copied together.
+type seriesTable struct {
+	index map[string]int
+	list  []*metrics.Series
+	key   []byte
+	strs  map[string]string
+	// marks are the series and their lengths before the answer being
+	// read, to undo a failed one: a try is tried again whole.
+	markSeries int
+	markLens   []int
+}
+
+func newSeriesTable() *seriesTable {
+	return &seriesTable{index: make(map[string]int), strs: make(map[string]string)}
+}
+
+// series returns the table's series with the labels of s, added without
+// samples if it is new. It is valid until the next call.
+func (t *seriesTable) series(s *metrics.Series) *metrics.Series {
+	t.key = seriesKey(t.key[:0], *s)
+	if i, ok := t.index[string(t.key)]; ok {
+		return t.list[i]
+	}
+	t.index[string(t.key)] = len(t.list)
+	x := &metrics.Series{Metric: s.Metric, Labels: s.Labels}
+	t.list = append(t.list, x)
+	return x
+}
+
+// mark notes the table as it is before an answer.
+func (t *seriesTable) mark() {
+	t.markSeries = len(t.list)
+	t.markLens = t.markLens[:0]
+	for _, s := range t.list {
+		t.markLens = append(t.markLens, len(s.Samples))
+	}
+}
+
+// undo puts the table back as it was at the mark.
+func (t *seriesTable) undo() {
+	for i, n := range t.markLens {
+		t.list[i].Samples = t.list[i].Samples[:n]
+	}
+	for _, s := range t.list[t.markSeries:] {
+		t.key = seriesKey(t.key[:0], *s)
+		delete(t.index, string(t.key))
+	}
+	clear(t.list[t.markSeries:])
+	t.list = t.list[:t.markSeries]
 }

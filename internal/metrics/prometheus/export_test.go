@@ -17,6 +17,7 @@ func SetMaxResponseBytes(p *Source, n int64) { p.transport.maxBody = n }
 func SetBodyBounds(p *Source, perAnswer, inFlight int64) {
 	p.transport.maxBody = perAnswer
 	p.transport.inFlight = &bodyBudget{left: inFlight}
+	p.transport.inFlightMax = inFlight
 }
 
 // InFlightLeft is what p's answers being read may still take.

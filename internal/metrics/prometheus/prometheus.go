@@ -95,6 +95,17 @@ const (
 	maxInFlightBytes = 256 << 20
 )
 
+// firstPiece is the range of the first request for a selector, the
+// oldest of its range: its answer sizes the next ones (readSelector). It
+// is a sixth of a day, so that the room a series is then given for the
+// rest of a day (at most aheadFactor times its samples) holds it all.
+const firstPiece = 4 * time.Hour
+
+// pieceShare is the share of the bounds on an answer (each one's, and
+// its share of those being read at once) that a request is sized to
+// fill: room for the fleet to grow along the range.
+const pieceShare = 0.75
+
 // chunk is the longest time range one request reads. A request returns
 // every raw sample in its range, so its size grows with the range; a day
 // keeps responses moderate, and at a 15 s scrape interval (5,760 samples a
@@ -149,7 +160,7 @@ func New(cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("label matcher: %q is not a label name", m.Name)
 	}
 
-	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes, inFlight: &bodyBudget{left: maxInFlightBytes}}
+	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes, inFlight: &bodyBudget{left: maxInFlightBytes}, inFlightMax: maxInFlightBytes}
 	for h := range auth.headers {
 		if http.CanonicalHeaderKey(h) == "Authorization" {
 			return nil, errors.New("prometheus headers: give Authorization through a token or password file, not as a header")
@@ -323,6 +334,8 @@ type authTransport struct {
 	next     http.RoundTripper
 	maxBody  int64
 	inFlight *bodyBudget
+	// inFlightMax is what inFlight holds when no answer is being read.
+	inFlightMax int64
 	// scheme and host are the configured server's: credentials and
 	// headers go there only, never to where a redirect points.
 	scheme, host   string

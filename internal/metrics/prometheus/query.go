@@ -112,48 +112,40 @@ func (p *Source) selectors(q usage.Query, namespaces []string) []string {
 // quote writes a PromQL string literal: Go's escapes are PromQL's.
 func quote(s string) string { return strconv.Quote(s) }
 
-// rangeRead is one request: the samples of a selector in (end-d, end].
-type rangeRead struct {
+// selectorRead is the samples of one selector over the whole range of a
+// fetch.
+type selectorRead struct {
 	sel      string
-	end      time.Time
-	d        time.Duration
-	series   []metrics.Series
+	tbl      *seriesTable
 	warnings []string
 }
 
-// fetch reads the raw samples of every selector in (at-lookback, at],
-// chunk by chunk, a few requests at once, and stitches the chunks into
-// series.
+// fetch reads the raw samples of every selector in (at-lookback, at], a
+// few selectors at once, each range piece after piece (readSelector),
+// and joins the selectors' series.
 func (p *Source) fetch(ctx context.Context, sels []string, at time.Time, lookback time.Duration) ([]metrics.Series, []string, error) {
-	var reads []*rangeRead
-	for _, sel := range sels {
-		for end := at; end.After(at.Add(-lookback)); end = end.Add(-chunk) {
-			d := min(chunk, end.Sub(at.Add(-lookback)))
-			reads = append(reads, &rangeRead{sel: sel, end: end, d: d})
-		}
+	reads := make([]*selectorRead, len(sels))
+	for i, sel := range sels {
+		reads[i] = &selectorRead{sel: sel}
 	}
-	if err := p.readAll(ctx, reads); err != nil {
+	if err := p.readAll(ctx, reads, at, lookback); err != nil {
 		return nil, nil, err
 	}
-	// Oldest chunk first, so that each series' chunks come in time order;
-	// the samples are put in time order below anyway, since an answer (a
-	// proxy, another server) may not be.
-	slices.SortStableFunc(reads, func(a, b *rangeRead) int { return a.end.Compare(b.end) })
 	warned := make(map[string]bool)
-	parts := make([][]metrics.Series, 0, len(reads))
+	tables := make([]*seriesTable, 0, len(reads))
 	for _, r := range reads {
 		for _, w := range r.warnings {
 			warned[w] = true
 		}
-		parts = append(parts, r.series)
-		r.series = nil
+		tables = append(tables, r.tbl)
+		r.tbl = nil
 	}
-	return stitch(parts), slices.Sorted(maps.Keys(warned)), nil
+	return join(tables), slices.Sorted(maps.Keys(warned)), nil
 }
 
-// readAll runs the reads, Concurrency at a time, and stops them all at the
-// first failure.
-func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
+// readAll reads the selectors, Concurrency at a time, and stops them all
+// at the first failure.
+func (p *Source) readAll(ctx context.Context, reads []*selectorRead, at time.Time, lookback time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -172,7 +164,7 @@ func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
 				return
 			}
 			defer func() { <-sem }()
-			ss, warns, err := p.readRange(ctx, r.sel, r.end, r.d)
+			tbl, warns, err := p.readSelector(ctx, r.sel, at, lookback)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -182,7 +174,7 @@ func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
 				}
 				return
 			}
-			r.series, r.warnings = ss, warns
+			r.tbl, r.warnings = tbl, warns
 		}()
 	}
 	wg.Wait()
@@ -192,46 +184,79 @@ func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
 	return ctx.Err()
 }
 
-// stitch joins the chunks of each series, given oldest chunk first, into
-// one series. A series that one chunk holds keeps its samples as decoded;
-// one that several hold is copied once into room for all, each chunk let
-// go as it is copied, so that memory stays close to the samples.
-func stitch(parts [][]metrics.Series) []metrics.Series {
-	type pieces struct {
-		s    metrics.Series
-		more [][]usage.Sample
+// readSelector reads the samples of sel in (at-lookback, at], oldest
+// piece first, each answer decoded into one table after the answers
+// before it. The first piece is short (firstPiece); each next one is
+// sized from the bytes per hour the answers so far held, to about
+// pieceShare of the bounds on an answer, and at most chunk: a large fleet
+// is asked for in as many pieces as its answers need, without reading
+// answers that turn out too long and asking again (those are still
+// halved, should the size change on the way).
+func (p *Source) readSelector(ctx context.Context, sel string, at time.Time, lookback time.Duration) (*seriesTable, []string, error) {
+	tbl := newSeriesTable()
+	var warnings []string
+	var bytes int64
+	var asked time.Duration
+	step := min(lookback, firstPiece)
+	for start := at.Add(-lookback); start.Before(at); {
+		d := min(step, at.Sub(start))
+		n, warns, err := p.readRange(ctx, tbl, sel, start.Add(d), d, at)
+		if err != nil {
+			return nil, nil, err
+		}
+		warnings = append(warnings, warns...)
+		start = start.Add(d)
+		bytes += n
+		asked += d
+		step = p.nextPiece(bytes, asked)
 	}
-	bySeries := make(map[string]*pieces)
+	return tbl, warnings, nil
+}
+
+// nextPiece is the range of the next request, from the bytes the answers
+// so far held over the range they were asked for.
+func (p *Source) nextPiece(bytes int64, asked time.Duration) time.Duration {
+	target := float64(min(p.transport.maxBody, p.transport.inFlightMax/int64(p.concurrency))) * pieceShare
+	if bytes <= 0 {
+		return chunk
+	}
+	d := target / float64(bytes) * float64(asked)
+	if d >= float64(chunk) {
+		return chunk
+	}
+	return max(time.Duration(d).Truncate(time.Second), minChunk)
+}
+
+// join returns the series of the tables, in time order, one per label
+// set: a series that several selectors matched (with both a label and
+// its exported_ form) is their samples together.
+func join(tables []*seriesTable) []metrics.Series {
+	var out []metrics.Series
+	var seen map[string]int
 	var key []byte
-	for _, ss := range parts {
-		for i := range ss {
-			key = seriesKey(key[:0], ss[i])
-			if x, ok := bySeries[string(key)]; ok {
-				x.more = append(x.more, ss[i].Samples)
-			} else {
-				bySeries[string(key)] = &pieces{s: ss[i]}
+	for ti, t := range tables {
+		for _, s := range t.list {
+			if ti > 0 {
+				if seen == nil {
+					seen = make(map[string]int)
+					for i := range out {
+						key = seriesKey(key[:0], out[i])
+						seen[string(key)] = i
+					}
+				}
+				key = seriesKey(key[:0], *s)
+				if i, ok := seen[string(key)]; ok {
+					out[i].Samples = append(slices.Clip(out[i].Samples), s.Samples...)
+					continue
+				}
+				seen[string(key)] = len(out)
 			}
-			ss[i].Samples = nil
+			out = append(out, *s)
 		}
+		t.list = nil
 	}
-	out := make([]metrics.Series, 0, len(bySeries))
-	for _, x := range bySeries {
-		s := x.s
-		if len(x.more) > 0 {
-			n := len(s.Samples)
-			for _, m := range x.more {
-				n += len(m)
-			}
-			all := make([]usage.Sample, 0, n)
-			all = append(all, s.Samples...)
-			for i, m := range x.more {
-				all = append(all, m...)
-				x.more[i] = nil
-			}
-			s.Samples = all
-		}
-		s.Samples = inTimeOrder(s.Samples)
-		out = append(out, s)
+	for i := range out {
+		out[i].Samples = fit(inTimeOrder(out[i].Samples))
 	}
 	slices.SortFunc(out, func(a, b metrics.Series) int {
 		return cmp.Or(strings.Compare(a.Metric, b.Metric), slices.CompareFunc(a.Labels, b.Labels, func(x, y metrics.Label) int {
@@ -280,67 +305,70 @@ func inTimeOrder(xs []usage.Sample) []usage.Sample {
 // errTooManySamples is the server refusing to load a request's samples.
 var errTooManySamples = errors.New("too many samples for one query")
 
-// readRange reads the samples of sel in (end-d, end], halving the range
-// while the server finds it too big.
-func (p *Source) readRange(ctx context.Context, sel string, end time.Time, d time.Duration) ([]metrics.Series, []string, error) {
+// readRange reads the samples of sel in (end-d, end] into tbl, halving
+// the range while the server finds it too big or its answer is too long,
+// the older half first; it returns the bytes of the answers read.
+func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, end time.Time, d time.Duration, until time.Time) (int64, []string, error) {
 	expr := sel + "[" + model.Duration(d).String() + "]"
-	m, warns, err := p.query(ctx, expr, end)
+	n, warns, err := p.query(ctx, tbl, expr, end, until)
 	if !errors.Is(err, errTooManySamples) && !errors.Is(err, errBodyTooLong) {
-		return m, warns, err
+		return n, warns, err
 	}
 	if d/2 < minChunk {
 		if errors.Is(err, errBodyTooLong) {
-			return nil, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%w): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
+			return 0, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%w): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
 		}
-		return nil, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
+		return 0, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
 	}
 	half := (d / 2).Truncate(time.Second)
-	newer, w1, err := p.readRange(ctx, sel, end, half)
+	n1, w1, err := p.readRange(ctx, tbl, sel, end.Add(-half), d-half, until)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
-	older, w2, err := p.readRange(ctx, sel, end.Add(-half), d-half)
+	n2, w2, err := p.readRange(ctx, tbl, sel, end, half, until)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
-	// The caller stitches by series; the older half goes first.
-	return append(older, newer...), append(w2, w1...), nil
+	return n1 + n2, append(w1, w2...), nil
 }
 
-// query runs one instant query, with a few tries when the failure may be
-// passing: a 5xx, a 429, a timeout, a connection refused, a body cut
-// short. Each try is bounded by the timeout, and the waits between them
-// by maxRetryAfter, so that a query ends in bounded time. A try reads its
-// whole answer, decoded as it streams in; a failed one is tried again
-// whole.
-func (p *Source) query(ctx context.Context, expr string, at time.Time) ([]metrics.Series, []string, error) {
+// query runs one instant query into tbl, with a few tries when the
+// failure may be passing: a 5xx, a 429, a timeout, a connection refused,
+// a body cut short. Each try is bounded by the timeout, and the waits
+// between them by maxRetryAfter, so that a query ends in bounded time. A
+// try reads its whole answer, decoded as it streams in; what a failed one
+// put in tbl is taken out, and it is tried again whole. It returns the
+// bytes of the answer.
+func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time) (int64, []string, error) {
 	backoff := firstBackoff
 	for try := 1; ; try++ {
 		note := &responseNote{}
 		tctx, cancel := context.WithTimeout(context.WithValue(ctx, noteKey{}, note), p.timeout)
-		a, err := p.ask(tctx, expr, at)
+		tbl.mark()
+		a, err := p.ask(tctx, tbl, expr, at, until)
 		cancel()
 		if err == nil {
-			return a.series, a.warnings, nil
+			return a.read, a.warnings, nil
 		}
+		tbl.undo()
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, nil, cerr
+			return 0, nil, cerr
 		}
 		if errors.Is(err, errNotMatrix) {
-			return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return 0, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		f := p.classify(err, note)
 		if f.tooMany {
-			return nil, nil, errTooManySamples
+			return 0, nil, errTooManySamples
 		}
 		if f.tooLong != nil {
-			return nil, nil, f.tooLong
+			return 0, nil, f.tooLong
 		}
 		if !f.retry || try == maxTries {
 			if f.retry {
-				return nil, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, try)
+				return 0, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, try)
 			}
-			return nil, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
+			return 0, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
 		}
 		wait := max(backoff, f.wait)
 		backoff *= 2
@@ -349,7 +377,7 @@ func (p *Source) query(ctx context.Context, expr string, at time.Time) ([]metric
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, nil, ctx.Err()
+			return 0, nil, ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -360,7 +388,7 @@ var errNotMatrix = errors.New("not a matrix")
 
 // ask sends one instant query as the client library did: a POST of the
 // form, again as a GET when the server refuses the POST (403, 405, 501).
-func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*answer, error) {
+func (p *Source) ask(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time) (*answer, error) {
 	form := url.Values{}
 	form.Set("query", expr)
 	form.Set("time", strconv.FormatFloat(float64(at.Unix())+float64(at.Nanosecond())/1e9, 'f', -1, 64))
@@ -389,7 +417,7 @@ func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*answer, e
 		}
 	}
 	defer resp.Body.Close()
-	return readAnswer(resp, at.UnixMilli())
+	return readAnswer(resp, until.UnixMilli(), tbl)
 }
 
 // readAnswer decodes a response as it streams in, and says what it means
@@ -397,7 +425,7 @@ func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*answer, e
 // Prometheus sends with an error body) is a client or server error
 // whatever the body; a body "status":"error" is the server's errorType and
 // error; a body that is not the API's JSON is a bad response.
-func readAnswer(resp *http.Response, until int64) (*answer, error) {
+func readAnswer(resp *http.Response, until int64, tbl *seriesTable) (*answer, error) {
 	code := resp.StatusCode
 	apiCode := code == http.StatusBadRequest || code == http.StatusUnprocessableEntity
 	switch {
@@ -410,7 +438,7 @@ func readAnswer(resp *http.Response, until int64) (*answer, error) {
 	case code == http.StatusNoContent:
 		return nil, fmt.Errorf("%w: no content", errSyntax)
 	}
-	a, err := decodeAnswer(resp.Body, until)
+	a, err := decodeInto(resp.Body, until, tbl)
 	switch {
 	case errors.Is(err, errSyntax):
 		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: err.Error()}
