@@ -47,6 +47,7 @@ type decoder struct {
 	pos, end int
 	// err is the read error that ended the input, io.EOF at its end.
 	err error
+	// read counts the bytes read, decompressed.
 	read int64
 	// until is the newest time asked for, in Unix ms (of the whole
 	// fetch when decoding into a table), and hint the room the previous
