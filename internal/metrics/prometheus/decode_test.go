@@ -317,3 +317,134 @@ func TestDecodeSampleBothWays(t *testing.T) {
 		})
 	}
 }
+
+// fakeSeries has a sample every step seconds in [from, to], its value the
+// time.
+type fakeSeries struct {
+	name           string
+	from, to, step int64
+}
+
+// answerOf writes, as Prometheus writes it, the answer for the samples of
+// ss in [lo, hi] (Unix seconds); valuesFirst writes each series' samples
+// before its labels.
+func answerOf(ss []fakeSeries, lo, hi int64, valuesFirst bool) string {
+	var b strings.Builder
+	b.WriteString(`{"status":"success","data":{"resultType":"matrix","result":[`)
+	first := true
+	for _, s := range ss {
+		var vs []string
+		for t := s.from; t <= s.to; t += s.step {
+			if t >= lo && t <= hi {
+				vs = append(vs, fmt.Sprintf(`[%d,"%d"]`, t, t))
+			}
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		metric := fmt.Sprintf(`"metric":{"__name__":%q,"pod":"p"}`, s.name)
+		values := `"values":[` + strings.Join(vs, ",") + `]`
+		if valuesFirst {
+			metric, values = values, metric
+		}
+		b.WriteString("{" + metric + "," + values + "}")
+	}
+	b.WriteString(`]}}`)
+	return b.String()
+}
+
+// The answers of a range's pieces, decoded one after another into one
+// table, read as the answer of the whole range; what a failed one put
+// there is taken out before it is tried again.
+func TestDecodeIntoTable(t *testing.T) {
+	ss := []fakeSeries{
+		{name: "a", from: 30, to: 10800, step: 30},
+		{name: "b", from: 4000, to: 9000, step: 60},
+		{name: "c", from: 30, to: 1800, step: 15},
+	}
+	reversed := slices.Clone(ss)
+	slices.Reverse(reversed)
+	whole, err := prometheus.DecodeAnswer(strings.NewReader(answerOf(ss, 0, 10800, false)), 10800_000)
+	// other changes every value, so that what a failed piece left would
+	// show; cut cuts an answer short.
+	other := func(s string) string { return strings.ReplaceAll(s, `"]`, `1"]`) }
+	cut := func(s string) string { return s[:len(s)*2/3] }
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		pieces []string
+		fails  []bool
+	}{
+		{
+			name: "pieces with closed ends, series in another order, samples before labels",
+			pieces: []string{
+				answerOf(ss, 0, 3600, false), answerOf(reversed, 3600, 7200, false), answerOf(ss, 7200, 10800, true),
+			},
+			fails: []bool{false, false, false},
+		},
+		{
+			name: "a piece cut short, one that is no matrix, then both again",
+			pieces: []string{
+				answerOf(ss, 0, 3600, false),
+				cut(other(answerOf(reversed, 3601, 7200, false))),
+				strings.Replace(other(answerOf(ss, 7201, 10800, false)), `"90001"`, `"x"`, 1),
+				answerOf(reversed, 3601, 7200, false), answerOf(ss, 7201, 10800, false),
+			},
+			fails: []bool{false, true, true, false, false},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl := prometheus.NewTable()
+			for i, p := range tt.pieces {
+				err := tbl.Decode(strings.NewReader(p), 10800_000)
+				require.Equal(t, tt.fails[i], err != nil, "piece %d: %v", i, err)
+			}
+			require.Equal(t, render(whole), render(prometheus.Answer{Status: "success", ResultType: "matrix", Series: tbl.Series()}))
+		})
+	}
+}
+
+// A series is given room for the rest of the fetch once, from the first
+// answer, and never more than aheadFactor (8) times the samples it has.
+func TestDecodeIntoTableRoom(t *testing.T) {
+	t.Run("a day of 30 s samples after its first 4 hours: no room asked for again", func(t *testing.T) {
+		var ss []fakeSeries
+		for _, n := range []string{"s1", "s2", "s3"} {
+			ss = append(ss, fakeSeries{name: n, from: 30, to: 86400, step: 30})
+		}
+		tbl := prometheus.NewTable()
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
+		first := tbl.Rooms()
+		for _, n := range []string{"s2", "s3"} {
+			require.GreaterOrEqual(t, first[n], 2880, "%s: room for the day", n)
+			require.LessOrEqual(t, first[n], 8*480+4, "%s: at most 8 times its samples", n)
+		}
+		for lo := int64(14401); lo < 86400; lo += 14400 {
+			require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, lo, lo+14399, false)), 86400_000))
+		}
+		after := tbl.Rooms()
+		require.Equal(t, first["s2"], after["s2"])
+		require.Equal(t, first["s3"], after["s3"])
+		for _, s := range tbl.Series() {
+			require.Len(t, s.Samples, 2880)
+		}
+	})
+	t.Run("a few samples after a long series hold little room", func(t *testing.T) {
+		ss := []fakeSeries{{name: "long", from: 1, to: 500, step: 1}}
+		for i := range 20 {
+			ss = append(ss, fakeSeries{name: fmt.Sprintf("tiny-%02d", i), from: 1, to: 1, step: 1})
+		}
+		tbl := prometheus.NewTable()
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 500, false)), 1_000_000_000_000))
+		for name, room := range tbl.Rooms() {
+			if name != "long" {
+				require.LessOrEqual(t, room, 8+4, name)
+			}
+		}
+	})
+}
