@@ -57,6 +57,8 @@ type decoder struct {
 	// strs interns label names and values: a few hundred distinct ones
 	// label thousands of series.
 	strs map[string]string
+	// seen is room for the label names of the series being read.
+	seen []string
 	// tbl, when set, is where the series go: each series' samples are
 	// appended after those the earlier answers of the fetch brought.
 	tbl *seriesTable
@@ -309,6 +311,12 @@ func (d *decoder) stream(a *answer) error {
 		return d.skip()
 	}
 	var s metrics.Series
+	if d.tbl != nil {
+		// The labels are kept only by a series new to the table, which
+		// copies them.
+		s.Labels = d.tbl.labels[:0]
+		defer func() { d.tbl.labels = s.Labels[:0] }()
+	}
 	var into *metrics.Series
 	labelled := false
 	err := d.members(map[string]func() error{
@@ -365,16 +373,16 @@ func (d *decoder) stream(a *answer) error {
 // others as labels, without those whose value is empty (the same as no
 // label, and what the recording's parser drops too).
 func (d *decoder) labels(s *metrics.Series) error {
-	var seen []string
+	d.seen = d.seen[:0]
 	return d.each('{', func(key []byte) error {
 		name, err := d.intern(key)
 		if err != nil {
 			return err
 		}
-		if slices.Contains(seen, name) {
+		if slices.Contains(d.seen, name) {
 			return fmt.Errorf("%w: label %q given twice", errSyntax, name)
 		}
-		seen = append(seen, name)
+		d.seen = append(d.seen, name)
 		raw, err := d.stringToken()
 		if err != nil {
 			return err
@@ -902,6 +910,8 @@ type seriesTable struct {
 	list  []*metrics.Series
 	key   []byte
 	strs  map[string]string
+	// labels is room for the labels of the series being read.
+	labels []metrics.Label
 	// marks are the series and their lengths before the answer being
 	// read, to undo a failed one: a try is tried again whole.
 	markSeries int
@@ -920,7 +930,7 @@ func (t *seriesTable) series(s *metrics.Series) *metrics.Series {
 		return t.list[i]
 	}
 	t.index[string(t.key)] = len(t.list)
-	x := &metrics.Series{Metric: s.Metric, Labels: s.Labels}
+	x := &metrics.Series{Metric: s.Metric, Labels: slices.Clone(s.Labels)}
 	t.list = append(t.list, x)
 	return x
 }

@@ -191,26 +191,52 @@ func (p *Source) readAll(ctx context.Context, reads []*selectorRead, at time.Tim
 // pieceShare of the bounds on an answer, and at most chunk: a large fleet
 // is asked for in as many pieces as its answers need, without reading
 // answers that turn out too long and asking again (those are still
-// halved, should the size change on the way).
+// halved, should the size change on the way). Once the first answer has
+// sized them, each piece is asked for while the one before it is read.
 func (p *Source) readSelector(ctx context.Context, sel string, at time.Time, lookback time.Duration) (*seriesTable, []string, error) {
 	tbl := newSeriesTable()
 	var warnings []string
 	var bytes int64
 	var asked time.Duration
-	step := min(lookback, firstPiece)
-	for start := at.Add(-lookback); start.Before(at); {
-		d := min(step, at.Sub(start))
-		n, warns, err := p.readRange(ctx, tbl, sel, start.Add(d), d, at)
+	d := min(lookback, firstPiece)
+	cur := piece{end: at.Add(-lookback).Add(d), d: d}
+	for {
+		var next piece
+		if cur.end.Before(at) && bytes > 0 {
+			next.d = min(p.nextPiece(bytes, asked), at.Sub(cur.end))
+			next.end = cur.end.Add(next.d)
+			next.ahead = p.send(ctx, rangeExpr(sel, next.d), next.end)
+		}
+		n, warns, err := p.readRange(ctx, tbl, sel, cur.end, cur.d, at, cur.ahead)
 		if err != nil {
+			next.ahead.drop()
 			return nil, nil, err
 		}
 		warnings = append(warnings, warns...)
-		start = start.Add(d)
 		bytes += n
-		asked += d
-		step = p.nextPiece(bytes, asked)
+		asked += cur.d
+		if !cur.end.Before(at) {
+			return tbl, warnings, nil
+		}
+		if next.ahead == nil {
+			next.d = min(p.nextPiece(bytes, asked), at.Sub(cur.end))
+			next.end = cur.end.Add(next.d)
+		}
+		cur = next
 	}
-	return tbl, warnings, nil
+}
+
+// piece is a range (end-d, end] of a selector, and its first try when it
+// was sent ahead.
+type piece struct {
+	end   time.Time
+	d     time.Duration
+	ahead *try
+}
+
+// rangeExpr is the range selector of sel over d.
+func rangeExpr(sel string, d time.Duration) string {
+	return sel + "[" + model.Duration(d).String() + "]"
 }
 
 // nextPiece is the range of the next request, from the bytes the answers
@@ -307,10 +333,10 @@ var errTooManySamples = errors.New("too many samples for one query")
 
 // readRange reads the samples of sel in (end-d, end] into tbl, halving
 // the range while the server finds it too big or its answer is too long,
-// the older half first; it returns the bytes of the answers read.
-func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, end time.Time, d time.Duration, until time.Time) (int64, []string, error) {
-	expr := sel + "[" + model.Duration(d).String() + "]"
-	n, warns, err := p.query(ctx, tbl, expr, end, until)
+// the older half first; it returns the bytes of the answers read. ahead,
+// when not nil, is the first try of the whole range, sent already.
+func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, end time.Time, d time.Duration, until time.Time, ahead *try) (int64, []string, error) {
+	n, warns, err := p.query(ctx, tbl, rangeExpr(sel, d), end, until, ahead)
 	if !errors.Is(err, errTooManySamples) && !errors.Is(err, errBodyTooLong) {
 		return n, warns, err
 	}
@@ -321,11 +347,11 @@ func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, en
 		return 0, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
 	}
 	half := (d / 2).Truncate(time.Second)
-	n1, w1, err := p.readRange(ctx, tbl, sel, end.Add(-half), d-half, until)
+	n1, w1, err := p.readRange(ctx, tbl, sel, end.Add(-half), d-half, until, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	n2, w2, err := p.readRange(ctx, tbl, sel, end, half, until)
+	n2, w2, err := p.readRange(ctx, tbl, sel, end, half, until, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -338,19 +364,21 @@ func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, en
 // between them by maxRetryAfter, so that a query ends in bounded time. A
 // try reads its whole answer, decoded as it streams in; what a failed one
 // put in tbl is taken out, and it is tried again whole. It returns the
-// bytes of the answer.
-func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time) (int64, []string, error) {
+// bytes of the answer. ahead, when not nil, is its first try, sent
+// already.
+func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time, ahead *try) (int64, []string, error) {
 	backoff := firstBackoff
-	for try := 1; ; try++ {
-		note := &responseNote{}
-		tctx, cancel := context.WithTimeout(context.WithValue(ctx, noteKey{}, note), p.timeout)
-		tbl.mark()
-		a, err := p.ask(tctx, tbl, expr, at, until)
-		cancel()
+	for n := 1; ; n++ {
+		t := ahead
+		ahead = nil
+		if t == nil {
+			t = p.send(ctx, expr, at)
+		}
+		a, err := t.answer(tbl, until)
 		if err == nil {
 			return a.read, a.warnings, nil
 		}
-		tbl.undo()
+		note := t.note
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, nil, cerr
 		}
@@ -364,21 +392,21 @@ func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, u
 		if f.tooLong != nil {
 			return 0, nil, f.tooLong
 		}
-		if !f.retry || try == maxTries {
+		if !f.retry || n == maxTries {
 			if f.retry {
-				return 0, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, try)
+				return 0, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, n)
 			}
 			return 0, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
 		}
 		wait := max(backoff, f.wait)
 		backoff *= 2
 		p.log.Debug("retrying a Prometheus query", "server", p.name, "error", f.msg, "wait", wait)
-		t := time.NewTimer(wait)
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			timer.Stop()
 			return 0, nil, ctx.Err()
-		case <-t.C:
+		case <-timer.C:
 		}
 	}
 }
@@ -386,9 +414,63 @@ func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, u
 // errNotMatrix is an answer of another type than asked for: not retried.
 var errNotMatrix = errors.New("not a matrix")
 
+// try is one try of a request, sent in a goroutine of its own so that
+// the next piece of a range can be asked for while one is read: the
+// server prepares its answer meanwhile.
+type try struct {
+	note   *responseNote
+	cancel context.CancelFunc
+	done   chan struct{}
+	resp   *http.Response
+	err    error
+}
+
+// send starts a try of an instant query; its answer is read by answer,
+// or it is let go by drop. The try's timeout runs from now.
+func (p *Source) send(ctx context.Context, expr string, at time.Time) *try {
+	t := &try{note: &responseNote{}, done: make(chan struct{})}
+	tctx, cancel := context.WithTimeout(context.WithValue(ctx, noteKey{}, t.note), p.timeout)
+	t.cancel = cancel
+	go func() {
+		defer close(t.done)
+		t.resp, t.err = p.ask(tctx, expr, at)
+	}()
+	return t
+}
+
+// answer decodes the try's answer into tbl; what a failed one put there
+// is taken out.
+func (t *try) answer(tbl *seriesTable, until time.Time) (*answer, error) {
+	defer t.cancel()
+	<-t.done
+	if t.err != nil {
+		return nil, t.err
+	}
+	defer t.resp.Body.Close()
+	tbl.mark()
+	a, err := readAnswer(t.resp, until.UnixMilli(), tbl)
+	if err != nil {
+		tbl.undo()
+	}
+	return a, err
+}
+
+// drop lets go of a try whose answer is not wanted; nil is none.
+func (t *try) drop() {
+	if t == nil {
+		return
+	}
+	t.cancel()
+	<-t.done
+	if t.resp != nil {
+		t.resp.Body.Close()
+	}
+}
+
 // ask sends one instant query as the client library did: a POST of the
 // form, again as a GET when the server refuses the POST (403, 405, 501).
-func (p *Source) ask(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time) (*answer, error) {
+// It returns the response with its body unread.
+func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*http.Response, error) {
 	form := url.Values{}
 	form.Set("query", expr)
 	form.Set("time", strconv.FormatFloat(float64(at.Unix())+float64(at.Nanosecond())/1e9, 'f', -1, 64))
@@ -416,8 +498,7 @@ func (p *Source) ask(ctx context.Context, tbl *seriesTable, expr string, at, unt
 			return nil, err
 		}
 	}
-	defer resp.Body.Close()
-	return readAnswer(resp, until.UnixMilli(), tbl)
+	return resp, nil
 }
 
 // readAnswer decodes a response as it streams in, and says what it means
