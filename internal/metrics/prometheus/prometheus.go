@@ -56,7 +56,9 @@ type Config struct {
 	// Matcher, when set, is added to every selector, e.g. cluster="prod-eu"
 	// when several clusters write into one store.
 	Matcher *LabelMatcher
-	// Concurrency is how many requests may run at once (default 4).
+	// Concurrency is how many selectors are read at once (default 4),
+	// each piece after piece with the next piece asked for while one is
+	// read: at most that many answers are read at once.
 	Concurrency int
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
@@ -85,9 +87,15 @@ const (
 	// maxRetryAfter caps the wait a 429 or 503 may ask for: a server that
 	// wants more is treated as down.
 	maxRetryAfter = 30 * time.Second
-	// maxResponseBytes caps one response body, decompressed: a longer
-	// answer is asked for again over half the range (down to minChunk),
-	// so a large fleet costs more requests, not more memory.
+	// maxResponseBytes caps one response body, decompressed: the
+	// requests are sized from the answers before to fill three quarters
+	// of it (pieceShare), and a longer answer is asked for again over
+	// half the range (down to minChunk), so a large fleet costs more
+	// requests, not more memory. It bounds the body rather than the
+	// samples decoded from it, though the body is not held: a body of
+	// samples decodes to fewer bytes (16 a sample, from 17 or more of
+	// JSON), so it bounds those too, and one of anything else (a gzip
+	// bomb of spaces) still costs its decompression.
 	maxResponseBytes = 128 << 20
 	// maxInFlightBytes caps the bodies being read at once, all requests
 	// of the source together (they run Concurrency at a time), so that

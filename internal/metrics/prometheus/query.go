@@ -39,9 +39,11 @@ import (
 // it when both say "namespace"), each also for exported_<label> (a
 // ServiceMonitor without honorLabels renames the exporter's labels; range
 // selectors cannot be joined with `or`, and an empty selector costs the
-// server an index lookup), each split in 24-hour chunks. A chunk whose
-// samples the server refuses to load at once (--query.max-samples) is
-// halved until it fits.
+// server an index lookup), each read over its range piece after piece:
+// the oldest 4 hours first, then pieces sized from the answers so far to
+// fit the bounds on an answer, of at most 24 hours (readSelector). A piece
+// whose samples the server refuses to load at once (--query.max-samples),
+// or whose answer is too long after all, is halved until it fits.
 func (p *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
 	if err := metrics.CheckQuery(q); err != nil {
 		return usage.Result{}, err
