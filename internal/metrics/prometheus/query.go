@@ -197,6 +197,9 @@ func (p *Source) readAll(ctx context.Context, reads []*selectorRead, at time.Tim
 // sized them, each piece is asked for while the one before it is read.
 func (p *Source) readSelector(ctx context.Context, sel string, at time.Time, lookback time.Duration) (*seriesTable, []string, error) {
 	tbl := newSeriesTable()
+	if lookback <= 0 {
+		return tbl, nil, nil
+	}
 	var warnings []string
 	var bytes int64
 	var asked time.Duration
