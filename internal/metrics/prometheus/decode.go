@@ -423,14 +423,17 @@ func (d *decoder) samples(a *answer, s *metrics.Series) error {
 	})
 }
 
-// grow returns room for more samples of a series whose next is at t.
+// grow returns room for more samples of a series whose next is at t:
+// what the time left up to until says at its interval, more than
+// doubling if need be but never more than aheadFactor times its samples;
+// doubling when the time says nothing.
 func (d *decoder) grow(samples []usage.Sample, t int64) []usage.Sample {
 	n := len(samples)
 	want := d.hint
 	if n > 0 {
-		want = aheadFactor * n
-		if interval := t - samples[n-1].T; interval > 0 && d.until > t && (d.until-t)/interval < int64(want-n) {
-			want = n + int((d.until-t)/interval) + 1 + growSlack
+		want = 2 * n
+		if interval := t - samples[n-1].T; interval > 0 && d.until > t {
+			want = roomLeft(n, (d.until-t)/interval)
 		}
 	}
 	out := make([]usage.Sample, n, max(want, n+1, minGrow))
@@ -438,24 +441,29 @@ func (d *decoder) grow(samples []usage.Sample, t int64) []usage.Sample {
 	return out
 }
 
+// roomLeft is room for n samples and left more, and a few to spare,
+// never more than aheadFactor times n.
+func roomLeft(n int, left int64) int {
+	if left >= int64((aheadFactor-1)*n) {
+		return aheadFactor * n
+	}
+	return n + int(left) + 1 + growSlack
+}
+
 // ahead is the room a series of these samples takes for the rest of the
-// time asked for, up to until: what the time left says at its last
-// interval, never more than aheadFactor times its samples; the room the
-// next series is first given.
+// time asked for, up to until, at its last interval (roomLeft): the room
+// the next series is first given.
 func ahead(samples []usage.Sample, until int64) int {
 	n := len(samples)
 	if n < 2 {
 		return n
 	}
-	want := aheadFactor * n
 	last := samples[n-1].T
-	if interval := last - samples[n-2].T; interval > 0 && until > last && (until-last)/interval < int64(want-n) {
-		want = n + int((until-last)/interval) + 1 + growSlack
+	interval := last - samples[n-2].T
+	if interval <= 0 || until <= last {
+		return n
 	}
-	if until <= last {
-		want = n
-	}
-	return want
+	return roomLeft(n, (until-last)/interval)
 }
 
 // bounded gives back the room of a series beyond aheadFactor times its

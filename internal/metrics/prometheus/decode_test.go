@@ -434,6 +434,12 @@ func TestDecodeIntoTableRoom(t *testing.T) {
 			require.Len(t, s.Samples, 2880)
 		}
 	})
+	t.Run("samples past the time asked for grow by doubling", func(t *testing.T) {
+		tbl := prometheus.NewTable()
+		ss := []fakeSeries{{name: "late", from: 2000, to: 2999, step: 1}}
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 3000, false)), 1000_000))
+		require.LessOrEqual(t, tbl.Rooms()["late"], 2*1000)
+	})
 	t.Run("a few samples after a long series hold little room", func(t *testing.T) {
 		ss := []fakeSeries{{name: "long", from: 1, to: 500, step: 1}}
 		for i := range 20 {
