@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,7 +185,8 @@ func oracleMatrix(raw json.RawMessage) ([]metrics.Series, bool) {
 // FuzzDecodeAnswer holds the streaming decoder to encoding/json's decoding
 // of the same bytes: whatever it accepts, encoding/json accepts and reads
 // the same; and whatever encoding/json reads as a matrix, written again as
-// a server writes it, it reads the same.
+// a server writes it, it reads the same. Decoding into a table, as a
+// fetch does, it reads the same series joined by label set.
 func FuzzDecodeAnswer(f *testing.F) {
 	for _, s := range []string{
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a","b":"c"},"values":[[1.5,"1"],[2,"NaN"]]}]}}`,
@@ -197,6 +199,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := prometheus.DecodeAnswer(bytes.NewReader(body), until)
+		checkTable(t, body, got, err)
 		var want oracle
 		oerr := json.Unmarshal(body, &want)
 		if err != nil {
@@ -225,6 +228,63 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 		checkRewritten(t, want)
 	})
+}
+
+// checkTable decodes body into a table, as a fetch does, and checks it
+// holds what the decoder read alone: the same series, each once, its
+// samples in time order and one an instant.
+func checkTable(t *testing.T, body []byte, alone prometheus.Answer, aloneErr error) {
+	tbl := prometheus.NewTable()
+	err := tbl.Decode(bytes.NewReader(body), until)
+	require.Equal(t, aloneErr == nil && alone.Bad == "", err == nil, "alone: %v %q, into a table: %v", aloneErr, alone.Bad, err)
+	if err != nil {
+		return
+	}
+	require.Equal(t, render(prometheus.Answer{Series: joined(alone.Series)}), render(prometheus.Answer{Series: tbl.Series()}))
+}
+
+// joined is the series of an answer one per label set, sorted by labels,
+// each series' samples in time order, one an instant: two values for one
+// instant are one NaN.
+func joined(ss []metrics.Series) []metrics.Series {
+	var out []metrics.Series
+	for _, s := range ss {
+		i := slices.IndexFunc(out, func(o metrics.Series) bool {
+			return o.Metric == s.Metric && slices.Equal(o.Labels, s.Labels)
+		})
+		if i < 0 {
+			out = append(out, metrics.Series{Metric: s.Metric, Labels: s.Labels})
+			i = len(out) - 1
+		}
+		out[i].Samples = append(out[i].Samples, s.Samples...)
+	}
+	for i := range out {
+		xs := out[i].Samples
+		slices.SortStableFunc(xs, func(a, b usage.Sample) int { return cmp.Compare(a.T, b.T) })
+		var one []usage.Sample
+		for _, x := range xs {
+			if n := len(one); n > 0 && one[n-1].T == x.T {
+				if one[n-1].V != x.V && !(math.IsNaN(one[n-1].V) && math.IsNaN(x.V)) {
+					one[n-1].V = math.NaN()
+				}
+				continue
+			}
+			one = append(one, x)
+		}
+		out[i].Samples = one
+	}
+	slices.SortFunc(out, func(a, b metrics.Series) int {
+		if c := strings.Compare(a.Metric, b.Metric); c != 0 {
+			return c
+		}
+		return slices.CompareFunc(a.Labels, b.Labels, func(x, y metrics.Label) int {
+			if c := strings.Compare(x.Name, y.Name); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Value, y.Value)
+		})
+	})
+	return out
 }
 
 // checkRewritten writes a matrix encoding/json read as a server writes it
