@@ -201,14 +201,13 @@ func (p *Source) readSelector(ctx context.Context, sel string, at time.Time, loo
 		return tbl, nil, nil
 	}
 	var warnings []string
-	var bytes int64
-	var asked time.Duration
+	var sz sizing
 	d := min(lookback, firstPiece)
 	cur := piece{end: at.Add(-lookback).Add(d), d: d}
 	for {
 		var next piece
-		if cur.end.Before(at) && bytes > 0 {
-			next.d = min(p.nextPiece(bytes, asked), at.Sub(cur.end))
+		if cur.end.Before(at) && sz.asked > 0 {
+			next.d = min(p.nextPiece(sz), at.Sub(cur.end))
 			next.end = cur.end.Add(next.d)
 			next.ahead = p.send(ctx, rangeExpr(sel, next.d), next.end)
 		}
@@ -218,13 +217,12 @@ func (p *Source) readSelector(ctx context.Context, sel string, at time.Time, loo
 			return nil, nil, err
 		}
 		warnings = append(warnings, warns...)
-		bytes += n
-		asked += cur.d
+		sz.add(n, cur.d)
 		if !cur.end.Before(at) {
 			return tbl, warnings, nil
 		}
 		if next.ahead == nil {
-			next.d = min(p.nextPiece(bytes, asked), at.Sub(cur.end))
+			next.d = min(p.nextPiece(sz), at.Sub(cur.end))
 			next.end = cur.end.Add(next.d)
 		}
 		cur = next
@@ -244,14 +242,35 @@ func rangeExpr(sel string, d time.Duration) string {
 	return sel + "[" + model.Duration(d).String() + "]"
 }
 
-// nextPiece is the range of the next request, from the bytes the answers
-// so far held over the range they were asked for.
-func (p *Source) nextPiece(bytes int64, asked time.Duration) time.Duration {
+// sizing is what the answers for a selector said of its size so far.
+type sizing struct {
+	bytes int64
+	asked time.Duration
+	// last is the bytes a nanosecond of range of the last answer.
+	last float64
+}
+
+func (s *sizing) add(n int64, d time.Duration) {
+	s.bytes += n
+	s.asked += d
+	if d > 0 {
+		s.last = float64(n) / float64(d)
+	}
+}
+
+// nextPiece is the range of the next request: about pieceShare of the
+// bounds on an answer at the bytes per hour of the answers so far, or of
+// the last one when it held more (a fleet that grew along the range).
+func (p *Source) nextPiece(sz sizing) time.Duration {
 	target := float64(min(p.transport.maxBody, p.transport.inFlightMax/int64(p.concurrency))) * pieceShare
-	if bytes <= 0 {
+	perNs := sz.last
+	if sz.asked > 0 {
+		perNs = max(perNs, float64(sz.bytes)/float64(sz.asked))
+	}
+	if perNs <= 0 {
 		return chunk
 	}
-	d := target / float64(bytes) * float64(asked)
+	d := target / perNs
 	if d >= float64(chunk) {
 		return chunk
 	}
