@@ -118,8 +118,10 @@ const pieceShare = 0.75
 // every raw sample in its range, so its size grows with the range; a day
 // keeps responses moderate, and at a 15 s scrape interval (5,760 samples a
 // series) stays within the 11,000 points a series that Prometheus allows a
-// range query — the bound other tools are sized for. A 7-day lookback is 7
-// requests a selector, whatever the number of pods.
+// range query — the bound other tools are sized for. A 7-day lookback is 8
+// requests a selector (the first 4 hours, then days) while its answers fit
+// the bounds, whatever the number of workloads; more for a fleet whose
+// answers need more.
 const chunk = 24 * time.Hour
 
 // minChunk is the shortest range a request is split to when the server
