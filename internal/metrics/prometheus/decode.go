@@ -54,6 +54,10 @@ type decoder struct {
 	// series was given: what a series' samples are sized by.
 	until int64
 	hint  int
+	// ahead is the room the series of this answer keep beyond twice
+	// their samples, in samples: at most aheadLimit (maxAheadSamples),
+	// whatever the times say.
+	ahead, aheadLimit int
 	// strs interns label names and values: a few hundred distinct ones
 	// label thousands of series.
 	strs map[string]string
@@ -74,7 +78,10 @@ const maxDepth = 10000
 var errSyntax = errors.New("invalid JSON")
 
 func newDecoder(r io.Reader, until int64, tbl *seriesTable) *decoder {
-	d := &decoder{r: r, buf: make([]byte, decodeBufferSize), until: until, tbl: tbl}
+	d := &decoder{r: r, buf: make([]byte, decodeBufferSize), until: until, tbl: tbl, aheadLimit: maxAheadSamples}
+	if tbl != nil && tbl.aheadLimit > 0 {
+		d.aheadLimit = tbl.aheadLimit
+	}
 	if tbl != nil {
 		d.strs = tbl.strs
 	} else {
@@ -364,7 +371,7 @@ func (d *decoder) stream(a *answer) error {
 		into = d.tbl.series(&s)
 		into.Samples = append(into.Samples, s.Samples...)
 	}
-	into.Samples = bounded(into.Samples, d.until)
+	into.Samples = d.budgeted(bounded(into.Samples, d.until))
 	d.hint = ahead(into.Samples, d.until)
 	return nil
 }
@@ -488,7 +495,31 @@ const (
 	// covered a sixth of it, in one allocation, and little for a server
 	// to make a few samples take.
 	aheadFactor = 8
+	// maxAheadSamples bounds the room one answer is given beyond doubling,
+	// all its series together: no more samples than an answer's body may
+	// hold (each takes more than 16 bytes of JSON), so that times a server
+	// chooses cannot make an answer's room more than that beyond twice
+	// its samples.
+	maxAheadSamples = maxResponseBytes / 16
 )
+
+// budgeted counts the room samples keep beyond twice their length
+// against the answer's bound, and gives it back once the bound is
+// reached: the times a server writes can make one answer's series keep
+// at most maxAheadSamples more than doubling would.
+func (d *decoder) budgeted(samples []usage.Sample) []usage.Sample {
+	extra := cap(samples) - 2*len(samples) - minGrow
+	if extra <= 0 {
+		return samples
+	}
+	if d.ahead+extra <= d.aheadLimit {
+		d.ahead += extra
+		return samples
+	}
+	out := make([]usage.Sample, len(samples), 2*len(samples)+minGrow)
+	copy(out, samples)
+	return out
+}
 
 // fit gives back the room a series was given and did not use, when it is
 // more than an eighth: a series shorter than the one before it.
@@ -924,6 +955,9 @@ type seriesTable struct {
 	// read, to undo a failed one: a try is tried again whole.
 	markSeries int
 	markLens   []int
+	// aheadLimit, when set, bounds an answer's room beyond doubling in
+	// place of maxAheadSamples (for tests).
+	aheadLimit int
 }
 
 func newSeriesTable() *seriesTable {

@@ -500,6 +500,31 @@ func TestDecodeIntoTableRoom(t *testing.T) {
 		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 3000, false)), 1000_000))
 		require.LessOrEqual(t, tbl.Rooms()["late"], 2*1000)
 	})
+	t.Run("room kept beyond doubling is bounded for the whole answer, whatever the times say", func(t *testing.T) {
+		// Three series of 480 samples with a day to go: each would keep
+		// room for the day. Bounded at 3,100 samples beyond twice theirs,
+		// the first two keep it and the third is given back to doubling.
+		var ss []fakeSeries
+		for _, n := range []string{"s1", "s2", "s3"} {
+			ss = append(ss, fakeSeries{name: n, from: 30, to: 14400, step: 30})
+		}
+		unbounded := prometheus.NewTable()
+		require.NoError(t, unbounded.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
+		require.GreaterOrEqual(t, unbounded.Rooms()["s3"], 2880, "unbounded: room for the day")
+
+		tbl := prometheus.NewTableAhead(3100)
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
+		rooms, beyond := tbl.Rooms(), 0
+		for _, room := range rooms {
+			beyond += max(room-2*480-4, 0)
+		}
+		require.LessOrEqual(t, beyond, 3100, "rooms %v", rooms)
+		require.GreaterOrEqual(t, rooms["s2"], 2880, "s2: room for the day")
+		require.LessOrEqual(t, rooms["s3"], 2*480+4, "s3: past the bound, doubling")
+		for _, s := range tbl.Series() {
+			require.Len(t, s.Samples, 480)
+		}
+	})
 	t.Run("a few samples after a long series hold little room", func(t *testing.T) {
 		ss := []fakeSeries{{name: "long", from: 1, to: 500, step: 1}}
 		for i := range 20 {

@@ -55,6 +55,14 @@ type Table struct{ t *seriesTable }
 
 func NewTable() *Table { return &Table{t: newSeriesTable()} }
 
+// NewTableAhead is NewTable with the room an answer is given beyond
+// doubling bounded at limit samples in place of maxAheadSamples.
+func NewTableAhead(limit int) *Table {
+	t := newSeriesTable()
+	t.aheadLimit = limit
+	return &Table{t: t}
+}
+
 // Decode decodes an answer into the table as a fetch does: what a failed
 // one, or one that is no matrix, put there is taken out.
 func (t *Table) Decode(r io.Reader, until int64) error {
