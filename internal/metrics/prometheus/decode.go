@@ -22,7 +22,12 @@ type answer struct {
 	status, errorType, errorMsg string
 	warnings                    []string
 	resultType                  string
-	series                      []metrics.Series
+	// series are the answer's series, one for each in the answer, when
+	// it is decoded alone; decoded into a table, they are the table's.
+	series []metrics.Series
+	// read counts the body's bytes, decompressed: what the next request
+	// of a fetch is sized by.
+	read int64
 	// bad says why the result is no matrix of samples, "" when it is one;
 	// it matters only when the status is not "error" and the type is
 	// "matrix", as for encoding/json into the client's types before.
@@ -42,14 +47,25 @@ type decoder struct {
 	pos, end int
 	// err is the read error that ended the input, io.EOF at its end.
 	err error
-	// until is the newest time asked for, in Unix ms, and hint the
-	// length of the previous series: what a series' samples are sized
-	// by.
+	// read counts the bytes read, decompressed.
+	read int64
+	// until is the newest time asked for, in Unix ms (of the whole
+	// fetch when decoding into a table), and hint the room the previous
+	// series was given: what a series' samples are sized by.
 	until int64
 	hint  int
+	// ahead is the room the series of this answer keep beyond twice
+	// their samples, in samples: at most aheadLimit (maxAheadSamples),
+	// whatever the times say.
+	ahead, aheadLimit int
 	// strs interns label names and values: a few hundred distinct ones
 	// label thousands of series.
 	strs map[string]string
+	// seen is room for the label names of the series being read.
+	seen []string
+	// tbl, when set, is where the series go: each series' samples are
+	// appended after those the earlier answers of the fetch brought.
+	tbl *seriesTable
 }
 
 // decodeBufferSize is the decoder's read buffer; a longer token grows it.
@@ -61,16 +77,32 @@ const maxDepth = 10000
 // errSyntax marks input that is not JSON, or not the API's JSON.
 var errSyntax = errors.New("invalid JSON")
 
-func newDecoder(r io.Reader, until int64) *decoder {
-	return &decoder{r: r, buf: make([]byte, decodeBufferSize), until: until, strs: make(map[string]string)}
+func newDecoder(r io.Reader, until int64, tbl *seriesTable) *decoder {
+	d := &decoder{r: r, buf: make([]byte, decodeBufferSize), until: until, tbl: tbl, aheadLimit: maxAheadSamples}
+	if tbl != nil && tbl.aheadLimit > 0 {
+		d.aheadLimit = tbl.aheadLimit
+	}
+	if tbl != nil {
+		d.strs = tbl.strs
+	} else {
+		d.strs = make(map[string]string)
+	}
+	return d
 }
 
 // decodeAnswer reads a whole response body: one object, then only
 // whitespace. A read error (a body cut short, too long, a timeout) is
 // returned as is, wrapped, so that the caller can tell it from bad JSON.
 func decodeAnswer(r io.Reader, until int64) (*answer, error) {
-	d := newDecoder(r, until)
+	return decodeInto(r, until, nil)
+}
+
+// decodeInto is decodeAnswer with the series going into tbl when it is
+// set; the caller undoes what a failed answer put there.
+func decodeInto(r io.Reader, until int64, tbl *seriesTable) (*answer, error) {
+	d := newDecoder(r, until, tbl)
 	a := &answer{}
+	defer func() { a.read = d.read }()
 	if err := d.envelope(a); err != nil {
 		return nil, err
 	}
@@ -117,6 +149,7 @@ func (d *decoder) more() bool {
 	for {
 		n, err := d.r.Read(d.buf[d.end:])
 		d.end += n
+		d.read += int64(n)
 		if err != nil {
 			d.err = err
 		}
@@ -276,15 +309,26 @@ func (d *decoder) data(a *answer) error {
 }
 
 // stream reads one element of a matrix result: a series' labels and its
-// samples.
+// samples. Decoding into a table, the samples go straight into the
+// table's series once its labels are known (Prometheus writes them
+// first), after those of the earlier answers.
 func (d *decoder) stream(a *answer) error {
 	if d.peek() != '{' {
 		a.bad = "a result is not an object"
 		return d.skip()
 	}
 	var s metrics.Series
+	if d.tbl != nil {
+		// The labels are kept only by a series new to the table, which
+		// copies them.
+		s.Labels = d.tbl.labels[:0]
+		defer func() { d.tbl.labels = s.Labels[:0] }()
+	}
+	var into *metrics.Series
+	labelled := false
 	err := d.members(map[string]func() error{
 		"metric": func() error {
+			labelled = true
 			if d.null() {
 				return nil
 			}
@@ -292,27 +336,43 @@ func (d *decoder) stream(a *answer) error {
 				a.bad = "a series' labels are not an object"
 				return d.skip()
 			}
-			return d.labels(&s)
+			err := d.labels(&s)
+			metrics.SortLabels(s.Labels)
+			return err
 		},
 		"values": func() error {
+			target := &s
+			if d.tbl != nil && labelled && a.bad == "" {
+				into = d.tbl.series(&s)
+				target = into
+			}
 			if d.null() {
-				s.Samples = nil
 				return nil
 			}
 			if d.peek() != '[' {
 				a.bad = "a series' samples are not a list"
 				return d.skip()
 			}
-			return d.samples(a, &s)
+			return d.samples(a, target)
 		},
 	})
 	if err != nil {
 		return err
 	}
 	metrics.SortLabels(s.Labels)
-	s.Samples = fit(s.Samples)
-	d.hint = len(s.Samples)
-	a.series = append(a.series, s)
+	if d.tbl == nil {
+		s.Samples = fit(s.Samples)
+		d.hint = ahead(s.Samples, d.until)
+		a.series = append(a.series, s)
+		return nil
+	}
+	if into == nil {
+		// The samples came before the labels: added as they are.
+		into = d.tbl.series(&s)
+		into.Samples = append(into.Samples, s.Samples...)
+	}
+	into.Samples = d.budgeted(bounded(into.Samples, d.until))
+	d.hint = ahead(into.Samples, d.until)
 	return nil
 }
 
@@ -320,16 +380,16 @@ func (d *decoder) stream(a *answer) error {
 // others as labels, without those whose value is empty (the same as no
 // label, and what the recording's parser drops too).
 func (d *decoder) labels(s *metrics.Series) error {
-	var seen []string
+	d.seen = d.seen[:0]
 	return d.each('{', func(key []byte) error {
 		name, err := d.intern(key)
 		if err != nil {
 			return err
 		}
-		if slices.Contains(seen, name) {
+		if slices.Contains(d.seen, name) {
 			return fmt.Errorf("%w: label %q given twice", errSyntax, name)
 		}
-		seen = append(seen, name)
+		d.seen = append(d.seen, name)
 		raw, err := d.stringToken()
 		if err != nil {
 			return err
@@ -348,12 +408,11 @@ func (d *decoder) labels(s *metrics.Series) error {
 	})
 }
 
-// samples reads a series' [time, "value"] pairs into its samples, sized
-// from the answer: the previous series' length, then, once outgrown, what
-// the time left up to the newest time asked for says at the series'
-// interval, never more than doubling.
+// samples appends a series' [time, "value"] pairs to its samples, sized
+// from the answer: the room the previous series was given, then, once
+// outgrown, what the time left up to the newest time asked for says at
+// the series' interval, never more than aheadFactor times its samples.
 func (d *decoder) samples(a *answer, s *metrics.Series) error {
-	s.Samples = s.Samples[:0]
 	return d.each('[', func([]byte) error {
 		x, bad, err := d.pair()
 		if err != nil {
@@ -371,17 +430,57 @@ func (d *decoder) samples(a *answer, s *metrics.Series) error {
 	})
 }
 
-// grow returns room for more samples of a series whose next is at t.
+// grow returns room for more samples of a series whose next is at t:
+// what the time left up to until says at its interval, more than
+// doubling if need be but never more than aheadFactor times its samples;
+// doubling when the time says nothing.
 func (d *decoder) grow(samples []usage.Sample, t int64) []usage.Sample {
 	n := len(samples)
 	want := d.hint
 	if n > 0 {
 		want = 2 * n
-		if interval := t - samples[n-1].T; interval > 0 && d.until > t && (d.until-t)/interval < int64(n) {
-			want = min(want, n+int((d.until-t)/interval)+1+growSlack)
+		if interval := t - samples[n-1].T; interval > 0 && d.until > t {
+			want = roomLeft(n, (d.until-t)/interval)
 		}
 	}
 	out := make([]usage.Sample, n, max(want, n+1, minGrow))
+	copy(out, samples)
+	return out
+}
+
+// roomLeft is room for n samples and left more, and a few to spare,
+// never more than aheadFactor times n.
+func roomLeft(n int, left int64) int {
+	if left >= int64((aheadFactor-1)*n) {
+		return aheadFactor * n
+	}
+	return n + int(left) + 1 + growSlack
+}
+
+// ahead is the room a series of these samples takes for the rest of the
+// time asked for, up to until, at its last interval (roomLeft): the room
+// the next series is first given.
+func ahead(samples []usage.Sample, until int64) int {
+	n := len(samples)
+	if n < 2 {
+		return n
+	}
+	last := samples[n-1].T
+	interval := last - samples[n-2].T
+	if interval <= 0 || until <= last {
+		return n
+	}
+	return roomLeft(n, (until-last)/interval)
+}
+
+// bounded gives back the room of a series beyond aheadFactor times its
+// samples: what a series was first given from the series before it, so
+// that a few samples never hold much room from one answer to the next.
+func bounded(samples []usage.Sample, until int64) []usage.Sample {
+	if cap(samples) <= aheadFactor*len(samples)+minGrow {
+		return samples
+	}
+	out := make([]usage.Sample, len(samples), max(ahead(samples, until), len(samples)))
 	copy(out, samples)
 	return out
 }
@@ -391,7 +490,40 @@ const (
 	minGrow = 4
 	// growSlack is room for a few samples more than the interval says.
 	growSlack = 2
+	// aheadFactor bounds the room a series is given ahead, in times its
+	// samples so far: enough for the rest of a fetch whose first answer
+	// covered a sixth of it, in one allocation, and little for a server
+	// to make a few samples take.
+	aheadFactor = 8
+	// maxAheadSamples bounds the room one answer's series keep beyond
+	// doubling, all together: twice the samples an answer's body may hold
+	// (each takes more than 16 bytes of JSON), so that the times a server
+	// writes cannot make an answer's room more than 256 MiB beyond twice
+	// its samples. The second piece of a day of a large fleet keeps room
+	// for the rest of the day, about three times its samples beyond
+	// doubling: a bound of one body's samples gave it back (peak RSS
+	// 1.46× the samples kept in make bench-e2e's Prometheus row, 1.31×
+	// with this one).
+	maxAheadSamples = maxResponseBytes / 8
 )
+
+// budgeted counts the room samples keep beyond twice their length
+// against the answer's bound, and gives it back once the bound is
+// reached: the times a server writes can make one answer's series keep
+// at most maxAheadSamples more than doubling would.
+func (d *decoder) budgeted(samples []usage.Sample) []usage.Sample {
+	extra := cap(samples) - 2*len(samples) - minGrow
+	if extra <= 0 {
+		return samples
+	}
+	if d.ahead+extra <= d.aheadLimit {
+		d.ahead += extra
+		return samples
+	}
+	out := make([]usage.Sample, len(samples), 2*len(samples)+minGrow)
+	copy(out, samples)
+	return out
+}
 
 // fit gives back the room a series was given and did not use, when it is
 // more than an eighth: a series shorter than the one before it.
@@ -810,4 +942,63 @@ func (d *decoder) skipDepth(depth int) error {
 		return err
 	}
 	return d.syntax("expected a value")
+}
+
+// seriesTable holds the series of one selector's fetch: each answer's
+// samples of a series are appended after those of the answers before it,
+// in the room that series was given, so that the pieces of a range are
+// never held apart and copied together.
+type seriesTable struct {
+	index map[string]int
+	list  []*metrics.Series
+	key   []byte
+	strs  map[string]string
+	// labels is room for the labels of the series being read.
+	labels []metrics.Label
+	// marks are the series and their lengths before the answer being
+	// read, to undo a failed one: a try is tried again whole.
+	markSeries int
+	markLens   []int
+	// aheadLimit, when set, bounds an answer's room beyond doubling in
+	// place of maxAheadSamples (for tests).
+	aheadLimit int
+}
+
+func newSeriesTable() *seriesTable {
+	return &seriesTable{index: make(map[string]int), strs: make(map[string]string)}
+}
+
+// series returns the table's series with the labels of s, added without
+// samples if it is new. It is valid until the next call.
+func (t *seriesTable) series(s *metrics.Series) *metrics.Series {
+	t.key = seriesKey(t.key[:0], *s)
+	if i, ok := t.index[string(t.key)]; ok {
+		return t.list[i]
+	}
+	t.index[string(t.key)] = len(t.list)
+	x := &metrics.Series{Metric: s.Metric, Labels: slices.Clone(s.Labels)}
+	t.list = append(t.list, x)
+	return x
+}
+
+// mark notes the table as it is before an answer.
+func (t *seriesTable) mark() {
+	t.markSeries = len(t.list)
+	t.markLens = t.markLens[:0]
+	for _, s := range t.list {
+		t.markLens = append(t.markLens, len(s.Samples))
+	}
+}
+
+// undo puts the table back as it was at the mark.
+func (t *seriesTable) undo() {
+	for i, n := range t.markLens {
+		t.list[i].Samples = t.list[i].Samples[:n]
+	}
+	for _, s := range t.list[t.markSeries:] {
+		t.key = seriesKey(t.key[:0], *s)
+		delete(t.index, string(t.key))
+	}
+	clear(t.list[t.markSeries:])
+	t.list = t.list[:t.markSeries]
 }

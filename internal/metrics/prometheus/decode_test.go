@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,7 +185,8 @@ func oracleMatrix(raw json.RawMessage) ([]metrics.Series, bool) {
 // FuzzDecodeAnswer holds the streaming decoder to encoding/json's decoding
 // of the same bytes: whatever it accepts, encoding/json accepts and reads
 // the same; and whatever encoding/json reads as a matrix, written again as
-// a server writes it, it reads the same.
+// a server writes it, it reads the same. Decoding into a table, as a
+// fetch does, it reads the same series joined by label set.
 func FuzzDecodeAnswer(f *testing.F) {
 	for _, s := range []string{
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a","b":"c"},"values":[[1.5,"1"],[2,"NaN"]]}]}}`,
@@ -197,6 +199,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := prometheus.DecodeAnswer(bytes.NewReader(body), until)
+		checkTable(t, body, got, err)
 		var want oracle
 		oerr := json.Unmarshal(body, &want)
 		if err != nil {
@@ -225,6 +228,63 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 		checkRewritten(t, want)
 	})
+}
+
+// checkTable decodes body into a table, as a fetch does, and checks it
+// holds what the decoder read alone: the same series, each once, its
+// samples in time order and one an instant.
+func checkTable(t *testing.T, body []byte, alone prometheus.Answer, aloneErr error) {
+	tbl := prometheus.NewTable()
+	err := tbl.Decode(bytes.NewReader(body), until)
+	require.Equal(t, aloneErr == nil && alone.Bad == "", err == nil, "alone: %v %q, into a table: %v", aloneErr, alone.Bad, err)
+	if err != nil {
+		return
+	}
+	require.Equal(t, render(prometheus.Answer{Series: joined(alone.Series)}), render(prometheus.Answer{Series: tbl.Series()}))
+}
+
+// joined is the series of an answer one per label set, sorted by labels,
+// each series' samples in time order, one an instant: two values for one
+// instant are one NaN.
+func joined(ss []metrics.Series) []metrics.Series {
+	var out []metrics.Series
+	for _, s := range ss {
+		i := slices.IndexFunc(out, func(o metrics.Series) bool {
+			return o.Metric == s.Metric && slices.Equal(o.Labels, s.Labels)
+		})
+		if i < 0 {
+			out = append(out, metrics.Series{Metric: s.Metric, Labels: s.Labels})
+			i = len(out) - 1
+		}
+		out[i].Samples = append(out[i].Samples, s.Samples...)
+	}
+	for i := range out {
+		xs := out[i].Samples
+		slices.SortStableFunc(xs, func(a, b usage.Sample) int { return cmp.Compare(a.T, b.T) })
+		var one []usage.Sample
+		for _, x := range xs {
+			if n := len(one); n > 0 && one[n-1].T == x.T {
+				if one[n-1].V != x.V && !(math.IsNaN(one[n-1].V) && math.IsNaN(x.V)) {
+					one[n-1].V = math.NaN()
+				}
+				continue
+			}
+			one = append(one, x)
+		}
+		out[i].Samples = one
+	}
+	slices.SortFunc(out, func(a, b metrics.Series) int {
+		if c := strings.Compare(a.Metric, b.Metric); c != 0 {
+			return c
+		}
+		return slices.CompareFunc(a.Labels, b.Labels, func(x, y metrics.Label) int {
+			if c := strings.Compare(x.Name, y.Name); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Value, y.Value)
+		})
+	})
+	return out
 }
 
 // checkRewritten writes a matrix encoding/json read as a server writes it
@@ -316,4 +376,166 @@ func TestDecodeSampleBothWays(t *testing.T) {
 			require.Equal(t, render(slow), render(fast))
 		})
 	}
+}
+
+// fakeSeries has a sample every step seconds in [from, to], its value the
+// time.
+type fakeSeries struct {
+	name           string
+	from, to, step int64
+}
+
+// answerOf writes, as Prometheus writes it, the answer for the samples of
+// ss in [lo, hi] (Unix seconds); valuesFirst writes each series' samples
+// before its labels.
+func answerOf(ss []fakeSeries, lo, hi int64, valuesFirst bool) string {
+	var b strings.Builder
+	b.WriteString(`{"status":"success","data":{"resultType":"matrix","result":[`)
+	first := true
+	for _, s := range ss {
+		var vs []string
+		for t := s.from; t <= s.to; t += s.step {
+			if t >= lo && t <= hi {
+				vs = append(vs, fmt.Sprintf(`[%d,"%d"]`, t, t))
+			}
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		metric := fmt.Sprintf(`"metric":{"__name__":%q,"pod":"p"}`, s.name)
+		values := `"values":[` + strings.Join(vs, ",") + `]`
+		if valuesFirst {
+			metric, values = values, metric
+		}
+		b.WriteString("{" + metric + "," + values + "}")
+	}
+	b.WriteString(`]}}`)
+	return b.String()
+}
+
+// The answers of a range's pieces, decoded one after another into one
+// table, read as the answer of the whole range; what a failed one put
+// there is taken out before it is tried again.
+func TestDecodeIntoTable(t *testing.T) {
+	ss := []fakeSeries{
+		{name: "a", from: 30, to: 10800, step: 30},
+		{name: "b", from: 4000, to: 9000, step: 60},
+		{name: "c", from: 30, to: 1800, step: 15},
+	}
+	reversed := slices.Clone(ss)
+	slices.Reverse(reversed)
+	whole, err := prometheus.DecodeAnswer(strings.NewReader(answerOf(ss, 0, 10800, false)), 10800_000)
+	// other changes every value, so that what a failed piece left would
+	// show; cut cuts an answer short.
+	other := func(s string) string { return strings.ReplaceAll(s, `"]`, `1"]`) }
+	cut := func(s string) string { return s[:len(s)*2/3] }
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		pieces []string
+		fails  []bool
+	}{
+		{
+			name: "pieces with closed ends, series in another order, samples before labels",
+			pieces: []string{
+				answerOf(ss, 0, 3600, false), answerOf(reversed, 3600, 7200, false), answerOf(ss, 7200, 10800, true),
+			},
+			fails: []bool{false, false, false},
+		},
+		{
+			name: "a piece cut short, one that is no matrix, then both again",
+			pieces: []string{
+				answerOf(ss, 0, 3600, false),
+				cut(other(answerOf(reversed, 3601, 7200, false))),
+				strings.Replace(other(answerOf(ss, 7201, 10800, false)), `"90001"`, `"x"`, 1),
+				answerOf(reversed, 3601, 7200, false), answerOf(ss, 7201, 10800, false),
+			},
+			fails: []bool{false, true, true, false, false},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl := prometheus.NewTable()
+			for i, p := range tt.pieces {
+				err := tbl.Decode(strings.NewReader(p), 10800_000)
+				require.Equal(t, tt.fails[i], err != nil, "piece %d: %v", i, err)
+			}
+			require.Equal(t, render(whole), render(prometheus.Answer{Status: "success", ResultType: "matrix", Series: tbl.Series()}))
+		})
+	}
+}
+
+// A series is given room for the rest of the fetch once, from the first
+// answer, and never more than aheadFactor (8) times the samples it has.
+func TestDecodeIntoTableRoom(t *testing.T) {
+	t.Run("a day of 30 s samples after its first 4 hours: no room asked for again", func(t *testing.T) {
+		var ss []fakeSeries
+		for _, n := range []string{"s1", "s2", "s3"} {
+			ss = append(ss, fakeSeries{name: n, from: 30, to: 86400, step: 30})
+		}
+		tbl := prometheus.NewTable()
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
+		first := tbl.Rooms()
+		for _, n := range []string{"s2", "s3"} {
+			require.GreaterOrEqual(t, first[n], 2880, "%s: room for the day", n)
+			require.LessOrEqual(t, first[n], 8*480+4, "%s: at most 8 times its samples", n)
+		}
+		for lo := int64(14401); lo < 86400; lo += 14400 {
+			require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, lo, lo+14399, false)), 86400_000))
+		}
+		after := tbl.Rooms()
+		require.Equal(t, first["s2"], after["s2"])
+		require.Equal(t, first["s3"], after["s3"])
+		for _, s := range tbl.Series() {
+			require.Len(t, s.Samples, 2880)
+		}
+	})
+	t.Run("samples past the time asked for grow by doubling", func(t *testing.T) {
+		tbl := prometheus.NewTable()
+		ss := []fakeSeries{{name: "late", from: 2000, to: 2999, step: 1}}
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 3000, false)), 1000_000))
+		require.LessOrEqual(t, tbl.Rooms()["late"], 2*1000)
+	})
+	t.Run("room kept beyond doubling is bounded for the whole answer, whatever the times say", func(t *testing.T) {
+		// Three series of 480 samples with a day to go: each would keep
+		// room for the day. Bounded at 3,100 samples beyond twice theirs,
+		// the first two keep it and the third is given back to doubling.
+		var ss []fakeSeries
+		for _, n := range []string{"s1", "s2", "s3"} {
+			ss = append(ss, fakeSeries{name: n, from: 30, to: 14400, step: 30})
+		}
+		unbounded := prometheus.NewTable()
+		require.NoError(t, unbounded.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
+		require.GreaterOrEqual(t, unbounded.Rooms()["s3"], 2880, "unbounded: room for the day")
+
+		tbl := prometheus.NewTableAhead(3100)
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
+		rooms, beyond := tbl.Rooms(), 0
+		for _, room := range rooms {
+			beyond += max(room-2*480-4, 0)
+		}
+		require.LessOrEqual(t, beyond, 3100, "rooms %v", rooms)
+		require.GreaterOrEqual(t, rooms["s2"], 2880, "s2: room for the day")
+		require.LessOrEqual(t, rooms["s3"], 2*480+4, "s3: past the bound, doubling")
+		for _, s := range tbl.Series() {
+			require.Len(t, s.Samples, 480)
+		}
+	})
+	t.Run("a few samples after a long series hold little room", func(t *testing.T) {
+		ss := []fakeSeries{{name: "long", from: 1, to: 500, step: 1}}
+		for i := range 20 {
+			ss = append(ss, fakeSeries{name: fmt.Sprintf("tiny-%02d", i), from: 1, to: 1, step: 1})
+		}
+		tbl := prometheus.NewTable()
+		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 500, false)), 1_000_000_000_000))
+		for name, room := range tbl.Rooms() {
+			if name != "long" {
+				require.LessOrEqual(t, room, 8+4, name)
+			}
+		}
+	})
 }

@@ -56,7 +56,9 @@ type Config struct {
 	// Matcher, when set, is added to every selector, e.g. cluster="prod-eu"
 	// when several clusters write into one store.
 	Matcher *LabelMatcher
-	// Concurrency is how many requests may run at once (default 4).
+	// Concurrency is how many selectors are read at once (default 4),
+	// each piece after piece with the next piece asked for while one is
+	// read: at most that many answers are read at once.
 	Concurrency int
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
@@ -85,9 +87,15 @@ const (
 	// maxRetryAfter caps the wait a 429 or 503 may ask for: a server that
 	// wants more is treated as down.
 	maxRetryAfter = 30 * time.Second
-	// maxResponseBytes caps one response body, decompressed: a longer
-	// answer is asked for again over half the range (down to minChunk),
-	// so a large fleet costs more requests, not more memory.
+	// maxResponseBytes caps one response body, decompressed: the
+	// requests are sized from the answers before to fill three quarters
+	// of it (pieceShare), and a longer answer is asked for again over
+	// half the range (down to minChunk), so a large fleet costs more
+	// requests, not more memory. It bounds the body rather than the
+	// samples decoded from it, though the body is not held: a body of
+	// samples decodes to fewer bytes (16 a sample, from 17 or more of
+	// JSON), so it bounds those too, and one of anything else (a gzip
+	// bomb of spaces) still costs its decompression.
 	maxResponseBytes = 128 << 20
 	// maxInFlightBytes caps the bodies being read at once, all requests
 	// of the source together (they run Concurrency at a time), so that
@@ -95,12 +103,25 @@ const (
 	maxInFlightBytes = 256 << 20
 )
 
+// firstPiece is the range of the first request for a selector, the
+// oldest of its range: its answer sizes the next ones (readSelector). It
+// is a sixth of a day, so that the room a series is then given for the
+// rest of a day (at most aheadFactor times its samples) holds it all.
+const firstPiece = 4 * time.Hour
+
+// pieceShare is the share of the bounds on an answer (each one's, and
+// its share of those being read at once) that a request is sized to
+// fill: room for the fleet to grow along the range.
+const pieceShare = 0.75
+
 // chunk is the longest time range one request reads. A request returns
 // every raw sample in its range, so its size grows with the range; a day
 // keeps responses moderate, and at a 15 s scrape interval (5,760 samples a
 // series) stays within the 11,000 points a series that Prometheus allows a
-// range query — the bound other tools are sized for. A 7-day lookback is 7
-// requests a selector, whatever the number of pods.
+// range query — the bound other tools are sized for. A 7-day lookback is 8
+// requests a selector (the first 4 hours, then days) while its answers fit
+// the bounds, whatever the number of workloads; more for a fleet whose
+// answers need more.
 const chunk = 24 * time.Hour
 
 // minChunk is the shortest range a request is split to when the server
@@ -149,7 +170,7 @@ func New(cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("label matcher: %q is not a label name", m.Name)
 	}
 
-	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes, inFlight: &bodyBudget{left: maxInFlightBytes}}
+	auth := &authTransport{headers: cfg.Headers.Clone(), maxBody: maxResponseBytes, inFlight: &bodyBudget{left: maxInFlightBytes}, inFlightMax: maxInFlightBytes}
 	for h := range auth.headers {
 		if http.CanonicalHeaderKey(h) == "Authorization" {
 			return nil, errors.New("prometheus headers: give Authorization through a token or password file, not as a header")
@@ -323,6 +344,8 @@ type authTransport struct {
 	next     http.RoundTripper
 	maxBody  int64
 	inFlight *bodyBudget
+	// inFlightMax is what inFlight holds when no answer is being read.
+	inFlightMax int64
 	// scheme and host are the configured server's: credentials and
 	// headers go there only, never to where a redirect points.
 	scheme, host   string

@@ -39,9 +39,11 @@ import (
 // it when both say "namespace"), each also for exported_<label> (a
 // ServiceMonitor without honorLabels renames the exporter's labels; range
 // selectors cannot be joined with `or`, and an empty selector costs the
-// server an index lookup), each split in 24-hour chunks. A chunk whose
-// samples the server refuses to load at once (--query.max-samples) is
-// halved until it fits.
+// server an index lookup), each read over its range piece after piece:
+// the oldest 4 hours first, then pieces sized from the answers so far to
+// fit the bounds on an answer, of at most 24 hours (readSelector). A piece
+// whose samples the server refuses to load at once (--query.max-samples),
+// or whose answer is too long after all, is halved until it fits.
 func (p *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
 	if err := metrics.CheckQuery(q); err != nil {
 		return usage.Result{}, err
@@ -112,48 +114,40 @@ func (p *Source) selectors(q usage.Query, namespaces []string) []string {
 // quote writes a PromQL string literal: Go's escapes are PromQL's.
 func quote(s string) string { return strconv.Quote(s) }
 
-// rangeRead is one request: the samples of a selector in (end-d, end].
-type rangeRead struct {
+// selectorRead is the samples of one selector over the whole range of a
+// fetch.
+type selectorRead struct {
 	sel      string
-	end      time.Time
-	d        time.Duration
-	series   []metrics.Series
+	tbl      *seriesTable
 	warnings []string
 }
 
-// fetch reads the raw samples of every selector in (at-lookback, at],
-// chunk by chunk, a few requests at once, and stitches the chunks into
-// series.
+// fetch reads the raw samples of every selector in (at-lookback, at], a
+// few selectors at once, each range piece after piece (readSelector),
+// and joins the selectors' series.
 func (p *Source) fetch(ctx context.Context, sels []string, at time.Time, lookback time.Duration) ([]metrics.Series, []string, error) {
-	var reads []*rangeRead
-	for _, sel := range sels {
-		for end := at; end.After(at.Add(-lookback)); end = end.Add(-chunk) {
-			d := min(chunk, end.Sub(at.Add(-lookback)))
-			reads = append(reads, &rangeRead{sel: sel, end: end, d: d})
-		}
+	reads := make([]*selectorRead, len(sels))
+	for i, sel := range sels {
+		reads[i] = &selectorRead{sel: sel}
 	}
-	if err := p.readAll(ctx, reads); err != nil {
+	if err := p.readAll(ctx, reads, at, lookback); err != nil {
 		return nil, nil, err
 	}
-	// Oldest chunk first, so that each series' chunks come in time order;
-	// the samples are put in time order below anyway, since an answer (a
-	// proxy, another server) may not be.
-	slices.SortStableFunc(reads, func(a, b *rangeRead) int { return a.end.Compare(b.end) })
 	warned := make(map[string]bool)
-	parts := make([][]metrics.Series, 0, len(reads))
+	tables := make([]*seriesTable, 0, len(reads))
 	for _, r := range reads {
 		for _, w := range r.warnings {
 			warned[w] = true
 		}
-		parts = append(parts, r.series)
-		r.series = nil
+		tables = append(tables, r.tbl)
+		r.tbl = nil
 	}
-	return stitch(parts), slices.Sorted(maps.Keys(warned)), nil
+	return join(tables), slices.Sorted(maps.Keys(warned)), nil
 }
 
-// readAll runs the reads, Concurrency at a time, and stops them all at the
-// first failure.
-func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
+// readAll reads the selectors, Concurrency at a time, and stops them all
+// at the first failure.
+func (p *Source) readAll(ctx context.Context, reads []*selectorRead, at time.Time, lookback time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -172,7 +166,7 @@ func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
 				return
 			}
 			defer func() { <-sem }()
-			ss, warns, err := p.readRange(ctx, r.sel, r.end, r.d)
+			tbl, warns, err := p.readSelector(ctx, r.sel, at, lookback)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -182,7 +176,7 @@ func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
 				}
 				return
 			}
-			r.series, r.warnings = ss, warns
+			r.tbl, r.warnings = tbl, warns
 		}()
 	}
 	wg.Wait()
@@ -192,46 +186,127 @@ func (p *Source) readAll(ctx context.Context, reads []*rangeRead) error {
 	return ctx.Err()
 }
 
-// stitch joins the chunks of each series, given oldest chunk first, into
-// one series. A series that one chunk holds keeps its samples as decoded;
-// one that several hold is copied once into room for all, each chunk let
-// go as it is copied, so that memory stays close to the samples.
-func stitch(parts [][]metrics.Series) []metrics.Series {
-	type pieces struct {
-		s    metrics.Series
-		more [][]usage.Sample
+// readSelector reads the samples of sel in (at-lookback, at], oldest
+// piece first, each answer decoded into one table after the answers
+// before it. The first piece is short (firstPiece); each next one is
+// sized from the bytes per hour the answers so far held, to about
+// pieceShare of the bounds on an answer, and at most chunk: a large fleet
+// is asked for in as many pieces as its answers need, without reading
+// answers that turn out too long and asking again (those are still
+// halved, should the size change on the way). Once the first answer has
+// sized them, each piece is asked for while the one before it is read.
+func (p *Source) readSelector(ctx context.Context, sel string, at time.Time, lookback time.Duration) (*seriesTable, []string, error) {
+	tbl := newSeriesTable()
+	if lookback <= 0 {
+		return tbl, nil, nil
 	}
-	bySeries := make(map[string]*pieces)
+	var warnings []string
+	var sz sizing
+	d := min(lookback, firstPiece)
+	cur := piece{end: at.Add(-lookback).Add(d), d: d}
+	for {
+		var next piece
+		if cur.end.Before(at) && sz.asked > 0 {
+			next.d = min(p.nextPiece(sz), at.Sub(cur.end))
+			next.end = cur.end.Add(next.d)
+			next.ahead = p.send(ctx, rangeExpr(sel, next.d), next.end)
+		}
+		n, warns, err := p.readRange(ctx, tbl, sel, cur.end, cur.d, at, cur.ahead)
+		if err != nil {
+			next.ahead.drop()
+			return nil, nil, err
+		}
+		warnings = append(warnings, warns...)
+		sz.add(n, cur.d)
+		if !cur.end.Before(at) {
+			return tbl, warnings, nil
+		}
+		if next.ahead == nil {
+			next.d = min(p.nextPiece(sz), at.Sub(cur.end))
+			next.end = cur.end.Add(next.d)
+		}
+		cur = next
+	}
+}
+
+// piece is a range (end-d, end] of a selector, and its first try when it
+// was sent ahead.
+type piece struct {
+	end   time.Time
+	d     time.Duration
+	ahead *try
+}
+
+// rangeExpr is the range selector of sel over d.
+func rangeExpr(sel string, d time.Duration) string {
+	return sel + "[" + model.Duration(d).String() + "]"
+}
+
+// sizing is what the answers for a selector said of its size so far.
+type sizing struct {
+	bytes int64
+	asked time.Duration
+	// last is the bytes a nanosecond of range of the last answer.
+	last float64
+}
+
+func (s *sizing) add(n int64, d time.Duration) {
+	s.bytes += n
+	s.asked += d
+	if d > 0 {
+		s.last = float64(n) / float64(d)
+	}
+}
+
+// nextPiece is the range of the next request: about pieceShare of the
+// bounds on an answer at the bytes per hour of the answers so far, or of
+// the last one when it held more (a fleet that grew along the range).
+func (p *Source) nextPiece(sz sizing) time.Duration {
+	target := float64(min(p.transport.maxBody, p.transport.inFlightMax/int64(p.concurrency))) * pieceShare
+	perNs := sz.last
+	if sz.asked > 0 {
+		perNs = max(perNs, float64(sz.bytes)/float64(sz.asked))
+	}
+	if perNs <= 0 {
+		return chunk
+	}
+	d := target / perNs
+	if d >= float64(chunk) {
+		return chunk
+	}
+	return max(time.Duration(d).Truncate(time.Second), minChunk)
+}
+
+// join returns the series of the tables, in time order, one per label
+// set: a series that several selectors matched (with both a label and
+// its exported_ form) is their samples together.
+func join(tables []*seriesTable) []metrics.Series {
+	var out []metrics.Series
+	var seen map[string]int
 	var key []byte
-	for _, ss := range parts {
-		for i := range ss {
-			key = seriesKey(key[:0], ss[i])
-			if x, ok := bySeries[string(key)]; ok {
-				x.more = append(x.more, ss[i].Samples)
-			} else {
-				bySeries[string(key)] = &pieces{s: ss[i]}
+	for ti, t := range tables {
+		for _, s := range t.list {
+			if ti > 0 {
+				if seen == nil {
+					seen = make(map[string]int)
+					for i := range out {
+						key = seriesKey(key[:0], out[i])
+						seen[string(key)] = i
+					}
+				}
+				key = seriesKey(key[:0], *s)
+				if i, ok := seen[string(key)]; ok {
+					out[i].Samples = append(slices.Clip(out[i].Samples), s.Samples...)
+					continue
+				}
+				seen[string(key)] = len(out)
 			}
-			ss[i].Samples = nil
+			out = append(out, *s)
 		}
+		t.list = nil
 	}
-	out := make([]metrics.Series, 0, len(bySeries))
-	for _, x := range bySeries {
-		s := x.s
-		if len(x.more) > 0 {
-			n := len(s.Samples)
-			for _, m := range x.more {
-				n += len(m)
-			}
-			all := make([]usage.Sample, 0, n)
-			all = append(all, s.Samples...)
-			for i, m := range x.more {
-				all = append(all, m...)
-				x.more[i] = nil
-			}
-			s.Samples = all
-		}
-		s.Samples = inTimeOrder(s.Samples)
-		out = append(out, s)
+	for i := range out {
+		out[i].Samples = fit(inTimeOrder(out[i].Samples))
 	}
 	slices.SortFunc(out, func(a, b metrics.Series) int {
 		return cmp.Or(strings.Compare(a.Metric, b.Metric), slices.CompareFunc(a.Labels, b.Labels, func(x, y metrics.Label) int {
@@ -280,77 +355,82 @@ func inTimeOrder(xs []usage.Sample) []usage.Sample {
 // errTooManySamples is the server refusing to load a request's samples.
 var errTooManySamples = errors.New("too many samples for one query")
 
-// readRange reads the samples of sel in (end-d, end], halving the range
-// while the server finds it too big.
-func (p *Source) readRange(ctx context.Context, sel string, end time.Time, d time.Duration) ([]metrics.Series, []string, error) {
-	expr := sel + "[" + model.Duration(d).String() + "]"
-	m, warns, err := p.query(ctx, expr, end)
+// readRange reads the samples of sel in (end-d, end] into tbl, halving
+// the range while the server finds it too big or its answer is too long,
+// the older half first; it returns the bytes of the answers read. ahead,
+// when not nil, is the first try of the whole range, sent already.
+func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, end time.Time, d time.Duration, until time.Time, ahead *try) (int64, []string, error) {
+	n, warns, err := p.query(ctx, tbl, rangeExpr(sel, d), end, until, ahead)
 	if !errors.Is(err, errTooManySamples) && !errors.Is(err, errBodyTooLong) {
-		return m, warns, err
+		return n, warns, err
 	}
 	if d/2 < minChunk {
 		if errors.Is(err, errBodyTooLong) {
-			return nil, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%w): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
+			return 0, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%w): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
 		}
-		return nil, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
+		return 0, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
 	}
 	half := (d / 2).Truncate(time.Second)
-	newer, w1, err := p.readRange(ctx, sel, end, half)
+	n1, w1, err := p.readRange(ctx, tbl, sel, end.Add(-half), d-half, until, nil)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
-	older, w2, err := p.readRange(ctx, sel, end.Add(-half), d-half)
+	n2, w2, err := p.readRange(ctx, tbl, sel, end, half, until, nil)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
-	// The caller stitches by series; the older half goes first.
-	return append(older, newer...), append(w2, w1...), nil
+	return n1 + n2, append(w1, w2...), nil
 }
 
-// query runs one instant query, with a few tries when the failure may be
-// passing: a 5xx, a 429, a timeout, a connection refused, a body cut
-// short. Each try is bounded by the timeout, and the waits between them
-// by maxRetryAfter, so that a query ends in bounded time. A try reads its
-// whole answer, decoded as it streams in; a failed one is tried again
-// whole.
-func (p *Source) query(ctx context.Context, expr string, at time.Time) ([]metrics.Series, []string, error) {
+// query runs one instant query into tbl, with a few tries when the
+// failure may be passing: a 5xx, a 429, a timeout, a connection refused,
+// a body cut short. Each try is bounded by the timeout, and the waits
+// between them by maxRetryAfter, so that a query ends in bounded time. A
+// try reads its whole answer, decoded as it streams in; what a failed one
+// put in tbl is taken out, and it is tried again whole. It returns the
+// bytes of the answer. ahead, when not nil, is its first try, sent
+// already.
+func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time, ahead *try) (int64, []string, error) {
 	backoff := firstBackoff
-	for try := 1; ; try++ {
-		note := &responseNote{}
-		tctx, cancel := context.WithTimeout(context.WithValue(ctx, noteKey{}, note), p.timeout)
-		a, err := p.ask(tctx, expr, at)
-		cancel()
-		if err == nil {
-			return a.series, a.warnings, nil
+	for n := 1; ; n++ {
+		t := ahead
+		ahead = nil
+		if t == nil {
+			t = p.send(ctx, expr, at)
 		}
+		a, err := t.answer(tbl, until)
+		if err == nil {
+			return a.read, a.warnings, nil
+		}
+		note := t.note
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, nil, cerr
+			return 0, nil, cerr
 		}
 		if errors.Is(err, errNotMatrix) {
-			return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return 0, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		f := p.classify(err, note)
 		if f.tooMany {
-			return nil, nil, errTooManySamples
+			return 0, nil, errTooManySamples
 		}
 		if f.tooLong != nil {
-			return nil, nil, f.tooLong
+			return 0, nil, f.tooLong
 		}
-		if !f.retry || try == maxTries {
+		if !f.retry || n == maxTries {
 			if f.retry {
-				return nil, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, try)
+				return 0, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, n)
 			}
-			return nil, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
+			return 0, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
 		}
 		wait := max(backoff, f.wait)
 		backoff *= 2
 		p.log.Debug("retrying a Prometheus query", "server", p.name, "error", f.msg, "wait", wait)
-		t := time.NewTimer(wait)
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, ctx.Err()
-		case <-t.C:
+			timer.Stop()
+			return 0, nil, ctx.Err()
+		case <-timer.C:
 		}
 	}
 }
@@ -358,9 +438,63 @@ func (p *Source) query(ctx context.Context, expr string, at time.Time) ([]metric
 // errNotMatrix is an answer of another type than asked for: not retried.
 var errNotMatrix = errors.New("not a matrix")
 
+// try is one try of a request, sent in a goroutine of its own so that
+// the next piece of a range can be asked for while one is read: the
+// server prepares its answer meanwhile.
+type try struct {
+	note   *responseNote
+	cancel context.CancelFunc
+	done   chan struct{}
+	resp   *http.Response
+	err    error
+}
+
+// send starts a try of an instant query; its answer is read by answer,
+// or it is let go by drop. The try's timeout runs from now.
+func (p *Source) send(ctx context.Context, expr string, at time.Time) *try {
+	t := &try{note: &responseNote{}, done: make(chan struct{})}
+	tctx, cancel := context.WithTimeout(context.WithValue(ctx, noteKey{}, t.note), p.timeout)
+	t.cancel = cancel
+	go func() {
+		defer close(t.done)
+		t.resp, t.err = p.ask(tctx, expr, at)
+	}()
+	return t
+}
+
+// answer decodes the try's answer into tbl; what a failed one put there
+// is taken out.
+func (t *try) answer(tbl *seriesTable, until time.Time) (*answer, error) {
+	defer t.cancel()
+	<-t.done
+	if t.err != nil {
+		return nil, t.err
+	}
+	defer t.resp.Body.Close()
+	tbl.mark()
+	a, err := readAnswer(t.resp, until.UnixMilli(), tbl)
+	if err != nil {
+		tbl.undo()
+	}
+	return a, err
+}
+
+// drop lets go of a try whose answer is not wanted; nil is none.
+func (t *try) drop() {
+	if t == nil {
+		return
+	}
+	t.cancel()
+	<-t.done
+	if t.resp != nil {
+		t.resp.Body.Close()
+	}
+}
+
 // ask sends one instant query as the client library did: a POST of the
 // form, again as a GET when the server refuses the POST (403, 405, 501).
-func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*answer, error) {
+// It returns the response with its body unread.
+func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*http.Response, error) {
 	form := url.Values{}
 	form.Set("query", expr)
 	form.Set("time", strconv.FormatFloat(float64(at.Unix())+float64(at.Nanosecond())/1e9, 'f', -1, 64))
@@ -388,8 +522,7 @@ func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*answer, e
 			return nil, err
 		}
 	}
-	defer resp.Body.Close()
-	return readAnswer(resp, at.UnixMilli())
+	return resp, nil
 }
 
 // readAnswer decodes a response as it streams in, and says what it means
@@ -397,7 +530,7 @@ func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*answer, e
 // Prometheus sends with an error body) is a client or server error
 // whatever the body; a body "status":"error" is the server's errorType and
 // error; a body that is not the API's JSON is a bad response.
-func readAnswer(resp *http.Response, until int64) (*answer, error) {
+func readAnswer(resp *http.Response, until int64, tbl *seriesTable) (*answer, error) {
 	code := resp.StatusCode
 	apiCode := code == http.StatusBadRequest || code == http.StatusUnprocessableEntity
 	switch {
@@ -410,7 +543,7 @@ func readAnswer(resp *http.Response, until int64) (*answer, error) {
 	case code == http.StatusNoContent:
 		return nil, fmt.Errorf("%w: no content", errSyntax)
 	}
-	a, err := decodeAnswer(resp.Body, until)
+	a, err := decodeInto(resp.Body, until, tbl)
 	switch {
 	case errors.Is(err, errSyntax):
 		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: err.Error()}
