@@ -24,7 +24,10 @@
 // the network or a cluster, and it writes only when Result.Write is called.
 package patcher
 
-import "github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+import (
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+)
 
 // Inventory is what Discover found.
 type Inventory struct {
@@ -46,4 +49,14 @@ type Inventory struct {
 	// then chart releases. A Workload found in a file an origin owns is
 	// edited through it.
 	origins []origin
+
+	// parsed are the files with workloads as discovery read and parsed
+	// them: Apply edits from that parse when the file is unchanged.
+	parsed map[string]parsedFile
+}
+
+// parsedFile is a file's bytes and their parse, which no one changes.
+type parsedFile struct {
+	data []byte
+	s    *splice.Stream
 }
