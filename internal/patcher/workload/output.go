@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,19 +102,46 @@ func WriteFile(root string, f File) error {
 // system calls apart, is lost: the check is for an editor or a git
 // checkout that ran since the plan was made, not for a writer racing it.)
 func WriteFiles(root string, files []File) []error {
+	errs, _ := writeFiles(root, files, false)
+	return errs
+}
+
+// WriteAll is WriteFiles, all or nothing: when any file has changed on
+// disk or its temporary file cannot be written, every temporary file is
+// removed, no file is replaced and written is false; errs[i] is then what
+// kept files[i] from being written, nil for a file that could have been.
+// It checks each file as it writes its temporary file, so that each is
+// read once, where CheckFiles then WriteFiles read it twice.
+func WriteAll(root string, files []File) (errs []error, written bool) {
+	return writeFiles(root, files, true)
+}
+
+// writeFiles is WriteFiles, and WriteAll when all is set.
+func writeFiles(root string, files []File, all bool) ([]error, bool) {
 	errs := make([]error, len(files))
 	rt, err := os.OpenRoot(root)
 	if err != nil {
 		for i := range errs {
 			errs[i] = fmt.Errorf("open checkout: %w", err)
 		}
-		return errs
+		return errs, false
 	}
 	defer rt.Close()
 	tmps := make([]string, len(files))
 	parallel(len(files), func(i int) {
 		tmps[i], errs[i] = writeTemp(rt, files[i])
 	})
+	if all && slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		for i, tmp := range tmps {
+			if tmp != "" {
+				_ = rt.Remove(tmp)
+			}
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("write %s: %w", files[i].Path, errs[i])
+			}
+		}
+		return errs, false
+	}
 	if err := syncTemps(rt, tmps); err != nil {
 		for i, tmp := range tmps {
 			if tmp != "" {
@@ -146,7 +174,7 @@ func WriteFiles(root string, files []File) []error {
 			errs[i] = fmt.Errorf("write %s: %w", f.Path, errs[i])
 		}
 	}
-	return errs
+	return errs, true
 }
 
 // syncTemps makes the temporary files' bytes durable before any rename,
