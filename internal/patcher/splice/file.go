@@ -352,7 +352,7 @@ func (f *File) finish(ch *chunk) error {
 	}
 	for i, d := range s.Docs {
 		if m := Compare(f.Expected[i], d, ""); m != nil {
-			return fmt.Errorf("%w: line %d: %s", ErrVerify, m.line, m)
+			return fmt.Errorf("%w: line %d: %s", ErrVerify, m.line, m.Error())
 		}
 	}
 	after, err := s.comments()
@@ -372,12 +372,15 @@ func (f *File) finish(ch *chunk) error {
 		step := indentStep(doc)
 		for _, st := range r.steps {
 			d := &Doc{File: f.Path, t: s.t, sp: spanner{t: s.t, pl: s.places(r.idx)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step}
-			if err := st.Run(d); err != nil || len(d.splices) > 0 {
-				return fmt.Errorf("%w: %s is not done in the result (%v)", ErrVerify, st.Name, err)
+			if err := st.Run(d); err != nil {
+				return fmt.Errorf("%w: %s, run again on the result: %w", ErrVerify, st.Name, err)
+			}
+			if len(d.splices) > 0 {
+				return fmt.Errorf("%w: %s is not done in the result", ErrVerify, st.Name)
 			}
 		}
 		if m := Compare(f.Expected[r.idx], doc, ""); m != nil {
-			return fmt.Errorf("%w: run again on the result, a step changed %s", ErrVerify, m)
+			return fmt.Errorf("%w: run again on the result, a step changed %s", ErrVerify, m.Error())
 		}
 	}
 	ch.s = s
