@@ -125,7 +125,7 @@ func (inv *Inventory) route(edits []Edit, res *Result) routes {
 
 // editPlain edits the plain files, each on its own goroutine, and gathers
 // what they give into res in file order.
-func editPlain(ctx context.Context, fsys fs.FS, parsed map[string]parsedFile, files []string, byFile map[string][]target, res *Result) error {
+func editPlain(ctx context.Context, fsys fs.FS, parsed map[string]*heldParse, files []string, byFile map[string][]target, res *Result) error {
 	type outcome struct {
 		refused []Refusal
 		notes   []Note
@@ -134,7 +134,7 @@ func editPlain(ctx context.Context, fsys fs.FS, parsed map[string]parsedFile, fi
 	outs := make([]outcome, len(files))
 	if err := workload.EachFile(ctx, len(files), func(i int) {
 		o := &outs[i]
-		o.refused, o.notes, o.file = editFile(fsys, parsed[files[i]], files[i], byFile[files[i]])
+		o.refused, o.notes, o.file = editFile(fsys, parsed[files[i]].take(), files[i], byFile[files[i]])
 	}); err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 // Files it could not read, and files that do not parse, are problems.
 // The error is only for a cancelled ctx.
 func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, error) {
-	inv := &Inventory{parsed: map[string]parsedFile{}}
+	inv := &Inventory{parsed: map[string]*heldParse{}}
 	all := make(map[string][]byte, len(files.Files))
 	out := make([]workload.Found, len(files.Files))
 	streams := make([]*splice.Stream, len(files.Files))
@@ -56,7 +56,9 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	for i, f := range files.Files {
 		all[f.Path] = f.Data
 		if len(out[i].Workloads) > 0 {
-			inv.parsed[f.Path] = parsedFile{data: f.Data, s: streams[i]}
+			h := &heldParse{}
+			h.p.Store(&parsedFile{data: f.Data, s: streams[i]})
+			inv.parsed[f.Path] = h
 		}
 		plain.Workloads = append(plain.Workloads, out[i].Workloads...)
 		plain.Unsupported = append(plain.Unsupported, out[i].Unsupported...)
