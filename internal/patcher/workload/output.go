@@ -97,8 +97,9 @@ func WriteFile(root string, f File) error {
 // file or the new one, never part of it. For many files the work is done
 // in three passes, each on GOMAXPROCS goroutines: every temporary file
 // written, their bytes made durable (past a few files, with one sync of the
-// file system rather than one fsync per file), then every rename, each directory synced once
-// after. (What changes between the comparison and the rename, a few
+// file system rather than one fsync per file), then every rename, made
+// durable after by syncing each directory once (past a few directories,
+// by one more sync of the file system). (What changes between the comparison and the rename, a few
 // system calls apart, is lost: the check is for an editor or a git
 // checkout that ran since the plan was made, not for a writer racing it.)
 func WriteFiles(root string, files []File) []error {
@@ -155,26 +156,35 @@ func writeFiles(root string, files []File, all bool) ([]error, bool) {
 			errs[i] = place(rt, files[i], tmps[i])
 		}
 	})
-	dirs := map[string]bool{}
-	for i, f := range files {
-		if errs[i] == nil {
-			dirs[path.Dir(f.Path)] = true
-		}
-	}
-	for dir := range dirs {
-		// The renames are durable once their directory is: best effort,
-		// as the files are in place either way.
-		if d, err := rt.Open(filepath.FromSlash(dir)); err == nil {
-			_ = d.Sync()
-			d.Close()
-		}
-	}
+	syncDirs(rt, files, errs)
 	for i, f := range files {
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("write %s: %w", f.Path, errs[i])
 		}
 	}
 	return errs, true
+}
+
+// syncDirs makes the renames durable, which they are once their
+// directories are: each directory synced for a few, past that one sync
+// of the file system (on Linux; each directory elsewhere). Best effort,
+// as the files are in place either way.
+func syncDirs(rt *os.Root, files []File, errs []error) {
+	dirs := map[string]bool{}
+	for i, f := range files {
+		if errs[i] == nil {
+			dirs[path.Dir(f.Path)] = true
+		}
+	}
+	if haveSyncFS && len(dirs) > fewFiles && syncFS(rt, nil) == nil {
+		return
+	}
+	for dir := range dirs {
+		if d, err := rt.Open(filepath.FromSlash(dir)); err == nil {
+			_ = d.Sync()
+			d.Close()
+		}
+	}
 }
 
 // syncTemps makes the temporary files' bytes durable before any rename,
