@@ -174,23 +174,17 @@ func BenchmarkE2EPlan(b *testing.B) {
 			k := math.Log(float64(testenv.Median(r.tool))/float64(testenv.Median(rows[i+1].tool))) / math.Log(float64(c.deployments)/float64(cases[i+1].deployments))
 			fmt.Fprintf(&table, " %.2f |\n", k)
 			b.ReportMetric(k, c.key()+"-exponent")
-			figures[c.key()+"-exponent"] = round2(k)
+			figures[c.key()+"-exponent"] = k
 		} else {
 			table.WriteString(" |\n")
 		}
 		if c.deployments == large {
 			b.ReportMetric(ratio, c.key()+"-cpu-ratio")
-			figures[c.key()+"-cpu-ratio"] = round2(ratio)
+			figures[c.key()+"-cpu-ratio"] = ratio
 		}
 	}
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), figures)
 	testenv.WriteSection(b, filepath.Join("..", "..", "BENCHMARKS.md"), "plan", table.String())
-}
-
-// round2 rounds to hundredths, as the figures are committed.
-func round2(x float64) float64 {
-	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 2, 64), 64)
-	return v
 }
 
 // planRepo writes the repository of c, with the quickstart's policies,
