@@ -158,28 +158,25 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 }
 
 // writePlan writes the files of the printed plan, after printing it, so
-// that what is written is what was shown. Every file is checked first:
-// if one changed on disk since the plan read it, nothing is written, since
-// an edit can span files (a Kustomize patch and its kustomization) and
-// half of one must never be left on disk. It reports on stderr (stdout
-// holds the plan, the same as without --write) and returns how many files
-// were not written.
+// that what is written is what was shown. Every file is checked before
+// any is replaced (patcher.WriteAll): if one changed on disk since the
+// plan read it, nothing is written, since an edit can span files (a
+// Kustomize patch and its kustomization) and half of one must never be
+// left on disk. It reports on stderr (stdout holds the plan, the same as
+// without --write) and returns how many files were not written.
 func writePlan(opts *planOptions, files []patcher.File) int {
-	var refused []error
-	for _, err := range patcher.CheckFiles(opts.Repo, files) {
-		if err != nil {
-			refused = append(refused, err)
-		}
-	}
-	if len(refused) > 0 {
-		for _, err := range refused {
-			fmt.Fprintf(opts.IO.Err, "not written: %s\n", plan.Printable(err.Error()))
+	errs, written := patcher.WriteAll(opts.Repo, files)
+	if !written {
+		for _, err := range errs {
+			if err != nil {
+				fmt.Fprintf(opts.IO.Err, "not written: %s\n", plan.Printable(err.Error()))
+			}
 		}
 		fmt.Fprintf(opts.IO.Err, "0 of %d files written: run the plan again on the files as they are now\n", len(files))
 		return len(files)
 	}
 	failed := 0
-	for i, err := range patcher.WriteFiles(opts.Repo, files) {
+	for i, err := range errs {
 		if err != nil {
 			failed++
 			fmt.Fprintf(opts.IO.Err, "not written: %s\n", plan.Printable(err.Error()))

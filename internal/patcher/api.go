@@ -49,6 +49,10 @@ func CheckFile(root string, f File) error { return workload.CheckFile(root, f) }
 // WriteFiles writes changed files under root (see workload.WriteFiles).
 func WriteFiles(root string, files []File) []error { return workload.WriteFiles(root, files) }
 
+// WriteAll writes changed files under root, all or nothing (see
+// workload.WriteAll).
+func WriteAll(root string, files []File) ([]error, bool) { return workload.WriteAll(root, files) }
+
 // CheckFiles checks that files can be written under root (see
 // workload.CheckFiles).
 func CheckFiles(root string, files []File) []error { return workload.CheckFiles(root, files) }

@@ -1,6 +1,7 @@
 package patcher
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/located"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -18,12 +20,17 @@ import (
 // Apply reads the files of the edits under root, applies the edits in
 // memory and returns what would change. It never writes.
 //
-// Each edit is applied atomically and verified on its own: after each of
-// its ops its document is parsed again and compared with the expected
-// tree, comments included, and once all edits of a file are done the
-// whole file is parsed and compared (docs/design.md §10, invariant 2); should
-// only that find a difference, the file's edits are done again verifying
-// the whole file after every op. A refused edit leaves no
+// A plain file still as discovery read it is edited from discovery's
+// parse, all its edits in one batch: their ops' splices are applied
+// together, and the result is parsed once and compared with the expected
+// tree, comments included, and each op run again on it must find nothing
+// left to do (docs/design.md §10, invariant 2). When that fails, or an op
+// fails, or the file changed since discovery, the edits are done one by
+// one: each applied atomically and verified on its own, its document
+// parsed again after each of its ops and compared, and once all edits of
+// the file are done the whole file is parsed and compared; should only
+// that find a difference, the file's edits are done again verifying the
+// whole file after every op. A refused edit leaves no
 // trace in its file; other edits of the same file still apply. Whole-file
 // problems (invalid YAML, conflict markers, unusual line breaks) refuse
 // every edit of the file. The error is only for an unusable root or a
@@ -41,7 +48,7 @@ func Apply(ctx context.Context, root string, inv *Inventory, edits []Edit) (*Res
 	res := &Result{}
 	rt := inv.route(edits, res)
 	routed := len(res.Refused)
-	if err := editPlain(ctx, r, rt.files, rt.byFile, res); err != nil {
+	if err := editPlain(ctx, r, inv.parsed, rt.files, rt.byFile, res); err != nil {
 		return nil, err
 	}
 	for _, o := range inv.origins {
@@ -175,7 +182,7 @@ func templateElsewhere(e Edit, w Workload) error {
 
 // editPlain edits the plain files, each on its own goroutine, and gathers
 // what they give into res in file order.
-func editPlain(ctx context.Context, fsys fs.FS, files []string, byFile map[string][]target, res *Result) error {
+func editPlain(ctx context.Context, fsys fs.FS, parsed map[string]*heldParse, files []string, byFile map[string][]target, res *Result) error {
 	type outcome struct {
 		refused []Refusal
 		notes   []Note
@@ -184,7 +191,7 @@ func editPlain(ctx context.Context, fsys fs.FS, files []string, byFile map[strin
 	outs := make([]outcome, len(files))
 	if err := workload.EachFile(ctx, len(files), func(i int) {
 		o := &outs[i]
-		o.refused, o.notes, o.file = editFile(fsys, files[i], byFile[files[i]])
+		o.refused, o.notes, o.file = editFile(fsys, parsed[files[i]].take(), files[i], byFile[files[i]])
 	}); err != nil {
 		return err
 	}
@@ -199,9 +206,11 @@ func editPlain(ctx context.Context, fsys fs.FS, files []string, byFile map[strin
 }
 
 // editFile applies the edits ts of one plain file, each on its own and
-// all or nothing, proven as workload.EditFile proves them (per document,
-// then the whole file).
-func editFile(fsys fs.FS, path string, ts []target) (refused []Refusal, notes []Note, file *File) {
+// all or nothing. The file is read as it is now; when it is still what
+// discovery parsed (pf), the edits run in one batch on that parse, proven
+// by one parse of the result (workload.EditParsed), else as
+// workload.EditFile proves them (per document, then the whole file).
+func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Refusal, notes []Note, file *File) {
 	refuse := func(e Edit, err error) {
 		refused = append(refused, Refusal{Workload: e.Workload, File: path, Err: err})
 	}
@@ -213,7 +222,7 @@ func editFile(fsys fs.FS, path string, ts []target) (refused []Refusal, notes []
 		return refused, nil, nil
 	}
 	var errs []error
-	fe, err := workload.EditFile(path, b, func(fe *workload.FileEdit) {
+	edit := func(fe *workload.FileEdit) {
 		errs = make([]error, len(ts))
 		notes = nil
 		for i, t := range ts {
@@ -221,7 +230,17 @@ func editFile(fsys fs.FS, path string, ts []target) (refused []Refusal, notes []
 			ns, errs[i] = fe.Apply(t.e, t.w)
 			notes = append(notes, ns...)
 		}
-	})
+	}
+	var fe *workload.FileEdit
+	if pf.s == nil || !bytes.Equal(b, pf.data) {
+		pf.s, _ = splice.Parse(b)
+	}
+	if pf.s != nil {
+		fe, err = workload.EditParsed(path, b, pf.s, edit)
+	} else {
+		// EditFile says why it does not parse.
+		fe, err = workload.EditFile(path, b, edit)
+	}
 	if err != nil {
 		for _, t := range ts {
 			refuse(t.e, err)

@@ -39,12 +39,13 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 // Files it could not read, and files that do not parse, are problems.
 // The error is only for a cancelled ctx.
 func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, error) {
-	inv := &Inventory{}
+	inv := &Inventory{parsed: map[string]*heldParse{}}
 	all := make(map[string][]byte, len(files.Files))
 	out := make([]workload.Found, len(files.Files))
+	streams := make([]*splice.Stream, len(files.Files))
 	if err := workload.EachFile(ctx, len(files.Files), func(i int) {
 		f := files.Files[i]
-		out[i].Workloads, out[i].Unsupported, out[i].Problems = discoverFile(f.Path, f.Data)
+		out[i].Workloads, out[i].Unsupported, out[i].Problems, streams[i] = discoverFile(f.Path, f.Data)
 	}); err != nil {
 		return nil, err
 	}
@@ -54,6 +55,11 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	}
 	for i, f := range files.Files {
 		all[f.Path] = f.Data
+		if len(out[i].Workloads) > 0 {
+			h := &heldParse{}
+			h.p.Store(&parsedFile{data: f.Data, s: streams[i]})
+			inv.parsed[f.Path] = h
+		}
 		plain.Workloads = append(plain.Workloads, out[i].Workloads...)
 		plain.Unsupported = append(plain.Unsupported, out[i].Unsupported...)
 		plain.Problems = append(plain.Problems, out[i].Problems...)
@@ -132,11 +138,12 @@ func (inv *Inventory) owner(file string) origin {
 	return nil
 }
 
-// discoverFile returns the workloads of one file, in document order.
-func discoverFile(rel string, b []byte) ([]workload.Workload, []workload.Unsupported, []workload.Problem) {
+// discoverFile returns the workloads of one file, in document order, and
+// its parse.
+func discoverFile(rel string, b []byte) ([]workload.Workload, []workload.Unsupported, []workload.Problem, *splice.Stream) {
 	s, err := splice.Parse(b)
 	if err != nil {
-		return nil, nil, []workload.Problem{{File: rel, Line: splice.LineOf(err), Err: err}}
+		return nil, nil, []workload.Problem{{File: rel, Line: splice.LineOf(err), Err: err}}, nil
 	}
 	var ws []workload.Workload
 	var probs []workload.Problem
@@ -155,7 +162,7 @@ func discoverFile(rel string, b []byte) ([]workload.Workload, []workload.Unsuppo
 			ws = append(ws, w)
 		}
 	}
-	return ws, uns, probs
+	return ws, uns, probs, s
 }
 
 // readWorkload reads one workload of a document, refusing a name that

@@ -24,7 +24,12 @@
 // the network or a cluster, and it writes only when Result.Write is called.
 package patcher
 
-import "github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+import (
+	"sync/atomic"
+
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+)
 
 // Inventory is what Discover found.
 type Inventory struct {
@@ -46,4 +51,31 @@ type Inventory struct {
 	// then chart releases. A Workload found in a file an origin owns is
 	// edited through it.
 	origins []origin
+
+	// parsed are the files with workloads as discovery read and parsed
+	// them: the first Apply to edit one edits from that parse when the
+	// file is unchanged, and lets it go (a later Apply parses the file
+	// again), so that the trees do not stay in memory for the whole run.
+	parsed map[string]*heldParse
+}
+
+// parsedFile is a file's bytes and their parse, which no one changes.
+type parsedFile struct {
+	data []byte
+	s    *splice.Stream
+}
+
+// heldParse is a parsedFile until one Apply takes it.
+type heldParse struct{ p atomic.Pointer[parsedFile] }
+
+// take returns the parse and lets it go; the zero parsedFile when there
+// is none or it was taken.
+func (h *heldParse) take() parsedFile {
+	if h == nil {
+		return parsedFile{}
+	}
+	if p := h.p.Swap(nil); p != nil {
+		return *p
+	}
+	return parsedFile{}
 }

@@ -103,3 +103,49 @@ func TestWriteFilesMany(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// WriteAll writes every file or none: one file changed on disk leaves
+// every other file as it was, with no temporary file behind; once the
+// disk is what the files were made from again, all are written.
+func TestWriteAll(t *testing.T) {
+	root := t.TempDir()
+	var files []patcher.File
+	for i := range 50 {
+		p := fmt.Sprintf("team-%02d/app-%03d.yaml", i%7, i)
+		f := patcher.File{Path: p, Old: []byte(fmt.Sprintf("n: %d\n", i)), New: []byte(fmt.Sprintf("n: %d\ngpu: 0.5\n", i))}
+		writeFiles(t, root, map[string]string{p: string(f.Old)})
+		files = append(files, f)
+	}
+	mine := filepath.Join(root, files[31].Path)
+	require.NoError(t, os.WriteFile(mine, []byte("mine\n"), 0o644))
+
+	errs, written := patcher.WriteAll(root, files)
+	require.False(t, written)
+	require.Len(t, errs, len(files))
+	for i, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f.Path))
+		require.NoError(t, err)
+		if i == 31 {
+			require.ErrorIs(t, errs[i], patcher.ErrChangedOnDisk)
+			require.Contains(t, errs[i].Error(), f.Path)
+			require.Equal(t, "mine\n", string(b))
+			continue
+		}
+		require.NoError(t, errs[i], f.Path)
+		require.Equal(t, string(f.Old), string(b), "%s is not written either", f.Path)
+	}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		require.False(t, strings.HasSuffix(p, ".tmp"), "left behind: %s", p)
+		return err
+	}))
+
+	require.NoError(t, os.WriteFile(mine, files[31].Old, 0o644))
+	errs, written = patcher.WriteAll(root, files)
+	require.True(t, written)
+	for i, f := range files {
+		require.NoError(t, errs[i])
+		b, err := os.ReadFile(filepath.Join(root, f.Path))
+		require.NoError(t, err)
+		require.Equal(t, string(f.New), string(b))
+	}
+}

@@ -1,6 +1,7 @@
 package splice
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -25,6 +26,22 @@ type File struct {
 	chunks   []*chunk
 	Expected []*yaml.Node // expected documents, in file order
 	Lines    []int        // where each document started in orig
+
+	// batch is set for a file made by NewParsedFile: steps run against
+	// the parse of the original text, their splices wait in pending, and
+	// Finish proves the result with one parse of the whole file.
+	batch   bool
+	pending []splice
+	removed [][2]int
+	ran     []ranSteps
+	spoiled error // the first step that failed: Finish refuses the batch
+}
+
+// ranSteps are steps a batch ran on document idx, run again by Finish
+// on the result, where each must find nothing left to do.
+type ranSteps struct {
+	idx   int
+	steps []Step
 }
 
 // chunk is a run of the file from one document start marker to the next
@@ -65,6 +82,33 @@ func NewFile(path string, b []byte, whole bool) (*File, error) {
 		f.Whole = true
 		f.chunks = []*chunk{{segs: []segment{{orig: true, off: 0, end: len(b)}}, b: b, s: s}}
 	}
+	return f, nil
+}
+
+// NewParsedFile is a File of b, whose parse s (from Parse(b)) a caller
+// already holds, that edits in one batch: every step of every document
+// runs against s, its splices kept for later, and Finish applies them all
+// and proves the result with one parse of the whole file, where NewFile's
+// steps each parse their document's text again. s is only read, so one
+// parse may serve several Files. A batch that Finish refuses proves
+// nothing about the edits themselves: the caller does them again on a
+// NewFile, step by step.
+func NewParsedFile(path string, b []byte, s *Stream) (*File, error) {
+	fail := func(err error) error { return &located.Error{File: path, Err: err} }
+	if !utf8.Valid(b) {
+		return nil, fail(fmt.Errorf("%w: not UTF-8", ErrUnsupported))
+	}
+	if s.t.odd {
+		return nil, fail(fmt.Errorf("%w: line breaks other than LF and CRLF", ErrUnsupported))
+	}
+	// A Stream of its own: the places it indexes are its own.
+	own := &Stream{t: s.t, Docs: s.Docs}
+	f := &File{Path: path, Orig: b, eol: s.t.eol, Whole: true, batch: true}
+	for _, d := range s.Docs {
+		f.Expected = append(f.Expected, Clone(d))
+		f.Lines = append(f.Lines, d.Line)
+	}
+	f.chunks = []*chunk{{segs: []segment{{orig: true, off: 0, end: len(b)}}, b: b, s: own}}
 	return f, nil
 }
 
@@ -152,6 +196,9 @@ type Step struct {
 // returned changes carry only Field, Old and New; undo puts the document
 // back as it was, for a caller whose own check of the result fails.
 func (f *File) EditDoc(idx int, steps []Step) (changes []Change, undo func(), err error) {
+	if f.batch {
+		return f.batchDoc(idx, steps)
+	}
 	fail := func(line int, field string, err error) error {
 		return &located.Error{File: f.Path, Line: line, Field: field, Err: err}
 	}
@@ -216,6 +263,133 @@ func (f *File) EditDoc(idx int, steps []Step) (changes []Change, undo func(), er
 	}
 	return changes, undo, nil
 }
+
+// batchDoc is EditDoc in a batch: the steps run against the original
+// parse, one after the other on the expected tree, and their splices wait
+// for Finish. A failing step spoils the batch (it may have read what an
+// earlier step changed only in the expected tree); so does a document a
+// step may not edit.
+func (f *File) batchDoc(idx int, steps []Step) (changes []Change, undo func(), err error) {
+	s := f.chunks[0].s
+	if idx < 0 || idx >= len(s.Docs) {
+		return nil, nil, &located.Error{File: f.Path, Err: fmt.Errorf("%w: document %d is in no chunk", ErrVerify, idx)}
+	}
+	doc := s.Docs[idx]
+	// A batch is not undone step by step: what fails, or is undone,
+	// spoils it, and the caller does it all again step by step.
+	spoil := func(err error) ([]Change, func(), error) {
+		f.spoiled = cmp.Or(f.spoiled, err)
+		return nil, nil, err
+	}
+	if k := duplicateKey(doc); k != nil {
+		return spoil(&located.Error{File: f.Path, Line: k.Line, Field: k.Value, Err: ErrDuplicateKey})
+	}
+	step := indentStep(doc)
+	for _, st := range steps {
+		d := &Doc{File: f.Path, t: s.t, sp: spanner{t: s.t, pl: s.places(idx)},
+			Root: doc.Content[0], exp: f.Expected[idx].Content[0], step: step}
+		if err := d.Editable(d.Root, ""); err != nil {
+			return spoil(err)
+		}
+		if err := st.Run(d); err != nil {
+			return spoil(err)
+		}
+		f.pending = append(f.pending, d.splices...)
+		f.removed = append(f.removed, d.removed...)
+		changes = append(changes, d.changes...)
+	}
+	f.ran = append(f.ran, ranSteps{idx: idx, steps: steps})
+	return changes, func() { f.spoiled = cmp.Or(f.spoiled, errUndone) }, nil
+}
+
+// errUndone spoils a batch one of whose edits its caller undid.
+var errUndone = fmt.Errorf("%w: an edit of the batch was undone", ErrVerify)
+
+// Finish ends a batch (NewParsedFile): it applies every step's splices to
+// the original text, parses the result once and compares every document
+// with its expected tree; every comment of the original outside what the
+// steps meant to remove must still be there, in order, and no other; no
+// edited document may hold a key twice; and each step, run again on the
+// result, must find nothing left to do (so that no step acted on what an
+// earlier one had already changed). Any failure refuses the whole batch
+// and leaves the text as it was. On a File not in a batch it is VerifyAll.
+func (f *File) Finish() error {
+	if !f.batch {
+		return f.VerifyAll()
+	}
+	if f.spoiled != nil {
+		return f.spoiled
+	}
+	if len(f.ran) == 0 {
+		return nil
+	}
+	ch := f.chunks[0]
+	saved := *ch
+	if err := f.finish(ch); err != nil {
+		*ch = saved
+		f.spoiled = err
+		return &located.Error{File: f.Path, Err: err}
+	}
+	return nil
+}
+
+func (f *File) finish(ch *chunk) error {
+	before, err := ch.s.comments()
+	if err != nil {
+		return err
+	}
+	ch.segs = append([]segment(nil), ch.segs...)
+	if err := ch.splice(f.Orig, f.pending); err != nil {
+		return err
+	}
+	s, err := Parse(ch.b)
+	if err != nil {
+		return fmt.Errorf("%w: the result does not parse: %w", ErrVerify, err)
+	}
+	s.t.eol = f.eol
+	if len(s.Docs) != len(f.Expected) {
+		return fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, len(f.Expected), len(s.Docs))
+	}
+	for i, d := range s.Docs {
+		if m := Compare(f.Expected[i], d, ""); m != nil {
+			return fmt.Errorf("%w: line %d: %s", ErrVerify, m.line, m.Error())
+		}
+	}
+	after, err := s.comments()
+	if err == nil {
+		err = keptComments(before, after, f.removed)
+	}
+	if err != nil {
+		return err
+	}
+	// The steps run again on the result, with the expected trees it
+	// matches: none may find anything to change, in the text or in them.
+	for _, r := range f.ran {
+		doc := s.Docs[r.idx]
+		if k := duplicateKey(doc); k != nil {
+			return fmt.Errorf("%w: line %d: %s", ErrDuplicateKey, k.Line, k.Value)
+		}
+		step := indentStep(doc)
+		for _, st := range r.steps {
+			d := &Doc{File: f.Path, t: s.t, sp: spanner{t: s.t, pl: s.places(r.idx)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step}
+			if err := st.Run(d); err != nil {
+				return fmt.Errorf("%w: %s, run again on the result: %w", ErrVerify, st.Name, err)
+			}
+			if len(d.splices) > 0 {
+				return fmt.Errorf("%w: %s is not done in the result", ErrVerify, st.Name)
+			}
+		}
+		if m := Compare(f.Expected[r.idx], doc, ""); m != nil {
+			return fmt.Errorf("%w: run again on the result, a step changed %s", ErrVerify, m.Error())
+		}
+	}
+	ch.s = s
+	f.pending, f.removed, f.ran = nil, nil, nil
+	return nil
+}
+
+// Batch reports whether f edits in one batch (NewParsedFile).
+func (f *File) Batch() bool { return f.batch }
 
 // locate returns the chunk holding document idx and its index there.
 func (f *File) locate(idx int) (ci, j int, err error) {

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,24 +97,52 @@ func WriteFile(root string, f File) error {
 // file or the new one, never part of it. For many files the work is done
 // in three passes, each on GOMAXPROCS goroutines: every temporary file
 // written, their bytes made durable (past a few files, with one sync of the
-// file system rather than one fsync per file), then every rename, each directory synced once
-// after. (What changes between the comparison and the rename, a few
+// file system rather than one fsync per file), then every rename, made
+// durable after by syncing each directory once (past a few directories,
+// by one more sync of the file system). (What changes between the comparison and the rename, a few
 // system calls apart, is lost: the check is for an editor or a git
 // checkout that ran since the plan was made, not for a writer racing it.)
 func WriteFiles(root string, files []File) []error {
+	errs, _ := writeFiles(root, files, false)
+	return errs
+}
+
+// WriteAll is WriteFiles, all or nothing: when any file has changed on
+// disk or its temporary file cannot be written, every temporary file is
+// removed, no file is replaced and written is false; errs[i] is then what
+// kept files[i] from being written, nil for a file that could have been.
+// It checks each file as it writes its temporary file, so that each is
+// read once, where CheckFiles then WriteFiles read it twice.
+func WriteAll(root string, files []File) (errs []error, written bool) {
+	return writeFiles(root, files, true)
+}
+
+// writeFiles is WriteFiles, and WriteAll when all is set.
+func writeFiles(root string, files []File, all bool) ([]error, bool) {
 	errs := make([]error, len(files))
 	rt, err := os.OpenRoot(root)
 	if err != nil {
 		for i := range errs {
 			errs[i] = fmt.Errorf("open checkout: %w", err)
 		}
-		return errs
+		return errs, false
 	}
 	defer rt.Close()
 	tmps := make([]string, len(files))
 	parallel(len(files), func(i int) {
 		tmps[i], errs[i] = writeTemp(rt, files[i])
 	})
+	if all && slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		for i, tmp := range tmps {
+			if tmp != "" {
+				_ = rt.Remove(tmp)
+			}
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("write %s: %w", files[i].Path, errs[i])
+			}
+		}
+		return errs, false
+	}
 	if err := syncTemps(rt, tmps); err != nil {
 		for i, tmp := range tmps {
 			if tmp != "" {
@@ -127,26 +156,35 @@ func WriteFiles(root string, files []File) []error {
 			errs[i] = place(rt, files[i], tmps[i])
 		}
 	})
+	syncDirs(rt, files, errs)
+	for i, f := range files {
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("write %s: %w", f.Path, errs[i])
+		}
+	}
+	return errs, true
+}
+
+// syncDirs makes the renames durable, which they are once their
+// directories are: each directory synced for a few, past that one sync
+// of the file system (on Linux; each directory elsewhere). Best effort,
+// as the files are in place either way.
+func syncDirs(rt *os.Root, files []File, errs []error) {
 	dirs := map[string]bool{}
 	for i, f := range files {
 		if errs[i] == nil {
 			dirs[path.Dir(f.Path)] = true
 		}
 	}
+	if haveSyncFS && len(dirs) > fewFiles && syncFS(rt, nil) == nil {
+		return
+	}
 	for dir := range dirs {
-		// The renames are durable once their directory is: best effort,
-		// as the files are in place either way.
 		if d, err := rt.Open(filepath.FromSlash(dir)); err == nil {
 			_ = d.Sync()
 			d.Close()
 		}
 	}
-	for i, f := range files {
-		if errs[i] != nil {
-			errs[i] = fmt.Errorf("write %s: %w", f.Path, errs[i])
-		}
-	}
-	return errs
 }
 
 // syncTemps makes the temporary files' bytes durable before any rename,

@@ -19,7 +19,7 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 		return nil, &located.Error{File: f.Path, Err: err}
 	}
 	doc, _ := f.Document(idx)
-	spec := specOf(doc.Content[0], e.Workload)
+	spec := specOf(f.identified(idx), e.Workload)
 	pods := spec.Edited(doc.Content[0])
 	var notes []Note
 	var steps []splice.Step
@@ -40,15 +40,13 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 		return nil, err
 	}
 	// KAI refuses a pod that asks for a GPU in two ways at once: check the
-	// result of the whole Edit, whatever the order of its ops.
-	doc, line0 := f.Document(idx)
-	for _, pod := range pods {
-		if splice.Lookup(doc.Content[0], pod.Path...) != nil {
-			if n, field, err := kaiConflict(doc.Content[0], spec, pod); err != nil {
-				undo()
-				return nil, &located.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
-			}
-		}
+	// result of the whole Edit, whatever the order of its ops. A batch has
+	// its result only once finished: it checks then.
+	if f.Batch() {
+		f.kai = append(f.kai, kaiCheck{idx, spec, pods})
+	} else if err := f.kaiConflicts(idx, spec, pods); err != nil {
+		undo()
+		return nil, err
 	}
 	for _, c := range changes {
 		f.Changes = append(f.Changes, Change{Workload: e.Workload, Field: c.Field, Old: c.Old, New: c.New, Reason: e.Reason})
@@ -61,6 +59,59 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 type FileEdit struct {
 	*splice.File
 	Changes []Change
+	kai     []kaiCheck // a batch's checks of its result
+	ids     [][]Identified
+}
+
+// kaiCheck is the check of an Edit's pods against KAI, pending in a batch.
+type kaiCheck struct {
+	idx  int
+	spec Spec
+	pods []Pod
+}
+
+// kaiConflicts is kaiConflict for each of pods in document idx as it is now.
+func (f *FileEdit) kaiConflicts(idx int, spec Spec, pods []Pod) error {
+	doc, line0 := f.Document(idx)
+	for _, pod := range pods {
+		if splice.Lookup(doc.Content[0], pod.Path...) != nil {
+			if n, field, err := kaiConflict(doc.Content[0], spec, pod); err != nil {
+				return &located.Error{File: f.Path, Line: n.Line + line0, Field: field, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// EditParsed runs edit on a FileEdit of b in one batch (splice.NewParsedFile)
+// from s, discovery's parse of b, and proves the result with one parse of
+// the file. When the batch is refused, or any of its edits fails, it runs
+// edit again as EditFile does, each op proven on its own, so that what is
+// refused, and why, is what EditFile says. edit must start from nothing
+// each time it is called.
+func EditParsed(path string, b []byte, s *splice.Stream, edit func(*FileEdit)) (*FileEdit, error) {
+	if f, err := splice.NewParsedFile(path, b, s); err == nil {
+		fe := &FileEdit{File: f}
+		edit(fe)
+		if fe.finish() == nil {
+			return fe, nil
+		}
+	}
+	return EditFile(path, b, edit)
+}
+
+// finish ends a batch: the file proven, then each Edit's pods checked
+// against KAI in the result.
+func (f *FileEdit) finish() error {
+	if err := f.Finish(); err != nil {
+		return err
+	}
+	for _, k := range f.kai {
+		if err := f.kaiConflicts(k.idx, k.spec, k.pods); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EditFile runs edit on a FileEdit of b, proven as splice.Edit proves it:
@@ -118,8 +169,8 @@ func (p *podEdit) note(n *yaml.Node, name string, err error) {
 // workload) does.
 func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
 	var exact, loose []int
-	for i, d := range f.Expected {
-		got, ok := defines(d, ref)
+	for i := range f.Expected {
+		got, ok := defines(f.identified(i), ref)
 		if !ok {
 			continue
 		}
@@ -148,13 +199,24 @@ func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
 	return 0, fmt.Errorf("%w: %s", ErrAmbiguous, ref)
 }
 
-// defines returns the workload of document d that is ref but for its
-// namespace, ok false when there is none.
-func defines(d *yaml.Node, ref usage.Ref) (usage.Ref, bool) {
-	if len(d.Content) == 0 {
-		return usage.Ref{}, false
+// identified returns the workloads of expected document i, identified
+// once for the file: ops never change what a document defines.
+func (f *FileEdit) identified(i int) []Identified {
+	if f.ids == nil {
+		f.ids = make([][]Identified, len(f.Expected))
+		for j, d := range f.Expected {
+			if len(d.Content) > 0 {
+				f.ids[j] = IdentifyAll(d.Content[0])
+			}
+		}
 	}
-	for _, id := range IdentifyAll(d.Content[0]) {
+	return f.ids[i]
+}
+
+// defines returns the workload of a document's workloads ids that is ref
+// but for its namespace, ok false when there is none.
+func defines(ids []Identified, ref usage.Ref) (usage.Ref, bool) {
+	for _, id := range ids {
 		if id.Ref.Kind == ref.Kind && id.Ref.Name == ref.Name && id.Ref.Kind != "" {
 			return id.Ref, true
 		}
@@ -162,10 +224,11 @@ func defines(d *yaml.Node, ref usage.Ref) (usage.Ref, bool) {
 	return usage.Ref{}, false
 }
 
-// specOf is how to read workload ref of document root: its kind's, or,
-// for a kind with several workloads in one object, the one ref names.
-func specOf(root *yaml.Node, ref usage.Ref) Spec {
-	for _, id := range IdentifyAll(root) {
+// specOf is how to read workload ref of a document whose workloads are
+// ids: its kind's, or, for a kind with several workloads in one object,
+// the one ref names.
+func specOf(ids []Identified, ref usage.Ref) Spec {
+	for _, id := range ids {
 		if id.Ref.Kind == ref.Kind && id.Ref.Name == ref.Name {
 			return id.Spec
 		}

@@ -4,5 +4,8 @@ package workload
 
 import "os"
 
+// haveSyncFS: syncFS syncs only the files it is given.
+const haveSyncFS = false
+
 // syncFS is fsyncEach where the platform has no syncfs.
 func syncFS(rt *os.Root, tmps []string) error { return fsyncEach(rt, tmps) }

@@ -308,7 +308,7 @@ func BenchmarkE2ERunLocal(b *testing.B) {
 	b.ReportMetric(float64(testenv.Median(big.rss))/(1<<20), "rss-MiB")
 	b.ReportMetric(float64(perBranch)/1e6, "publish-ms/branch")
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
-		"run-local-cpu-ratio": round2(ratio), "run-local-cpu-exponent": round2(exponent)})
+		"run-local-cpu-ratio": ratio, "run-local-cpu-exponent": exponent})
 	var rows strings.Builder
 	for _, s := range sizes {
 		fmt.Fprintf(&rows, "| %d | %.2f s | %.2f s | **%.2f×** | %.0f ms | %.1f ms | %.0f MiB |\n", s.repo.n,
@@ -324,10 +324,4 @@ func BenchmarkE2ERunLocal(b *testing.B) {
 		rows.String(), small.repo.n, big.repo.n, exponent, loopExponent, big.repo.n,
 		testenv.Median(big.dry).Seconds(), testenv.Median(big.planOnly).Seconds(),
 		(testenv.Median(big.run)-testenv.Median(big.dry)).Seconds(), float64(perBranch)/1e6))
-}
-
-// round2 rounds to hundredths, as the figures are committed.
-func round2(x float64) float64 {
-	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 2, 64), 64)
-	return v
 }

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
+	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
+)
+
+// The plan rows of issue 23's table: `recommender plan` (and `plan
+// --write`) on a generated repository of Deployments, against the limit
+// for the same files, a walk, a read and a yaml.v3 decode of every one.
+// Each side runs in a process of its own: the tool as the built binary,
+// the limit as this test binary run again (TestE2EPlanChild).
+
+// e2eRepoEnv names the repository TestE2EPlanChild decodes.
+const e2eRepoEnv = "RECOMMENDER_BENCH_E2E_REPO"
+
+// e2ePlanEnv sets the Deployments of the large repositories (default
+// 10,000); the small ones have a tenth, for the exponent.
+const e2ePlanEnv = "RECOMMENDER_BENCH_E2E_DEPLOYMENTS"
+
+// TestE2EPlanChild is the limit of BenchmarkE2EPlan, and nothing in a
+// test run: every .yaml file under the repository read and decoded with
+// yaml.v3 into node trees, as the tool must at least do.
+func TestE2EPlanChild(t *testing.T) {
+	if testenv.E2EChild() != "decode" {
+		t.Skip("a child of BenchmarkE2EPlan")
+	}
+	n, err := decodeTree(os.Getenv(e2eRepoEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no documents")
+	}
+}
+
+// decodeTree reads and decodes every YAML file under root, returning the
+// documents decoded.
+func decodeTree(root string) (int, error) {
+	docs := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for {
+			var n yaml.Node
+			if err := dec.Decode(&n); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			docs++
+		}
+	})
+	return docs, err
+}
+
+// e2ePlanCase is one row: the Deployments, how many a file holds, and
+// whether the plan is written.
+type e2ePlanCase struct {
+	deployments, perFile int
+	write                bool
+}
+
+func (c e2ePlanCase) name() string {
+	cmd := "plan"
+	if c.write {
+		cmd = "plan --write"
+	}
+	return fmt.Sprintf("`%s`, %d Deployments, %d a file", cmd, c.deployments, c.perFile)
+}
+
+func (c e2ePlanCase) key() string {
+	w := ""
+	if c.write {
+		w = "write-"
+	}
+	return fmt.Sprintf("%sper%d", w, c.perFile)
+}
+
+// BenchmarkE2EPlan is the plan rows of issue 23's table: `plan --write` of
+// 10,000 Deployments one a file, and `plan` of the same ten a file, each
+// with a recording that makes every Deployment an edit (an urgent upsize
+// of its gpu-fraction and vLLM flag); the same at 1,000 for the exponent
+// (time grows as size^exponent). One round an iteration (-benchtime 3x:
+// three); medians of the CPU ratios to the decode. It fails when a ratio
+// is more than a third above testdata/bench-e2e.json. `make bench-e2e`
+// runs it.
+func BenchmarkE2EPlan(b *testing.B) {
+	testenv.SkipUnlessE2E(b)
+	large := 10000
+	if v := os.Getenv(e2ePlanEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 {
+			b.Fatalf("%s=%q: want a number of Deployments, at least 100", e2ePlanEnv, v)
+		}
+		large = n
+	}
+	bin := filepath.Join(b.TempDir(), "recommender")
+	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	cases := []e2ePlanCase{
+		{large, 1, true}, {large / 10, 1, true},
+		{large, 10, false}, {large / 10, 10, false},
+	}
+	type row struct {
+		tool, limit []time.Duration
+		ratios      []float64
+		rss         []int64
+	}
+	rows := make([]row, len(cases))
+	for b.Loop() {
+		for i, c := range cases {
+			b.StopTimer()
+			repo, om := planRepo(b, b.TempDir(), c)
+			b.StartTimer()
+			lim := testenv.Measure(b, testenv.Child("decode", "TestE2EPlanChild", e2eRepoEnv+"="+repo))
+			args := []string{"plan", "--repo", repo, "--metrics-file", om, "-o", "json"}
+			if c.write {
+				args = append(args, "--write")
+			}
+			tool := testenv.Measure(b, exec.Command(bin, args...))
+			var p struct{ Edits []json.RawMessage }
+			if err := json.Unmarshal([]byte(tool.Out), &p); err != nil || len(p.Edits) != c.deployments/c.perFile {
+				b.Fatalf("%s: %d files edited, want every one, %d (%v)", c.name(), len(p.Edits), c.deployments/c.perFile, err)
+			}
+			r := &rows[i]
+			r.tool, r.limit = append(r.tool, tool.CPU), append(r.limit, lim.CPU)
+			r.ratios = append(r.ratios, float64(tool.CPU)/float64(lim.CPU))
+			r.rss = append(r.rss, tool.MaxRSS)
+			b.StopTimer()
+			if err := os.RemoveAll(filepath.Dir(repo)); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	figures := map[string]float64{}
+	var table strings.Builder
+	table.WriteString("| run | tool CPU | decode CPU | **CPU ratio** | peak RSS | exponent, 1/10 the size to this |\n|---|---:|---:|---:|---:|---:|\n")
+	for i, c := range cases {
+		r := rows[i]
+		ratio := testenv.Median(r.ratios)
+		fmt.Fprintf(&table, "| %s | %.2f s | %.2f s | **%.2f×** | %.0f MiB |", c.name(), testenv.Median(r.tool).Seconds(),
+			testenv.Median(r.limit).Seconds(), ratio, float64(testenv.Median(r.rss))/(1<<20))
+		if i%2 == 0 {
+			// time ∝ size^k: k = log(t_large/t_small) / log(10)
+			k := math.Log(float64(testenv.Median(r.tool))/float64(testenv.Median(rows[i+1].tool))) / math.Log(float64(c.deployments)/float64(cases[i+1].deployments))
+			fmt.Fprintf(&table, " %.2f |\n", k)
+			b.ReportMetric(k, c.key()+"-exponent")
+			figures[c.key()+"-exponent"] = k
+		} else {
+			table.WriteString(" |\n")
+		}
+		if c.deployments == large {
+			b.ReportMetric(ratio, c.key()+"-cpu-ratio")
+			figures[c.key()+"-cpu-ratio"] = ratio
+		}
+	}
+	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), figures)
+	testenv.WriteSection(b, filepath.Join("..", "..", "BENCHMARKS.md"), "plan", table.String())
+}
+
+// planRepo writes the repository of c, with the quickstart's policies,
+// and a recording of twenty minutes at 60 s in which every pod of every
+// Deployment uses 60 % of a whole GPU against its 0.5: an urgent upsize
+// for each. It returns the repository and the recording, both in dir.
+func planRepo(b testing.TB, dir string, c e2ePlanCase) (repo, om string) {
+	repo = filepath.Join(dir, "repo")
+	pol, err := os.ReadFile(filepath.Join(quickstartRepo, "policies", "kai-gpu-sharing.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	write := func(rel string, data []byte) {
+		p := filepath.Join(repo, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write("policies/kai-gpu-sharing.yaml", pol)
+	for f := range c.deployments / c.perFile {
+		var buf bytes.Buffer
+		for i := range c.perFile {
+			if i > 0 {
+				buf.WriteString("---\n")
+			}
+			// The policies select Deployments that say they use a GPU.
+			buf.WriteString(strings.Replace(kubeenv.Deployment(fmt.Sprintf("d%05d", f*c.perFile+i)),
+				"    kai.scheduler/queue: serving\n", "    kai.scheduler/queue: serving\n    nvidia.com/gpu.present: \"true\"\n", 1))
+		}
+		write(fmt.Sprintf("apps/f%05d/deployment.yaml", f), buf.Bytes())
+	}
+	om = filepath.Join(dir, "usage.om")
+	fh, err := os.Create(om)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(fh, 1<<20)
+	start := metricstest.T0.Unix()
+	each := func(series, value string) {
+		for i := range 20 {
+			fmt.Fprintf(w, "%s %s %d\n", series, value, start+int64(i)*60)
+		}
+	}
+	for d := range c.deployments {
+		name := fmt.Sprintf("d%05d", d)
+		rs, pod := name+"-7d9f8c6b5d", name+"-7d9f8c6b5d-x2b4z"
+		each(metricstest.ReplicaSetOwner("serving", rs, "Deployment", name), "1")
+		each(metricstest.PodOwner("serving", pod, "ReplicaSet", rs), "1")
+		each(metricstest.Series("kube_pod_start_time", "namespace", "serving", "pod", pod, "uid", "u-"+pod), strconv.FormatInt(start-3600, 10))
+		each(metricstest.UsageOf(metricstest.SM, "serving", pod, "vllm"), "60")
+		each(metricstest.UsageOf("kubex_gpu_container_memory_footprint_percent", "serving", pod, "vllm"), "50")
+	}
+	w.WriteString("# EOF\n")
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return repo, om
+}
