@@ -617,11 +617,26 @@ func (f *File) Splices() []Splice {
 
 // Clone deep-copies a node tree. (kyaml's RNode.Copy would unwrap a
 // document node.) Alias targets are shared, which compare never follows.
+//
+// The copies are made in two allocations, one of nodes and one of the
+// content slices, not two a node: the batch clones every document it
+// edits. Each content slice is capped at its length, so that appending
+// to one reallocates it rather than writing over the next.
 func Clone(n *yaml.Node) *yaml.Node {
-	c := *n
-	c.Content = make([]*yaml.Node, len(n.Content))
-	for i, k := range n.Content {
-		c.Content[i] = Clone(k)
+	nodes := make([]yaml.Node, countNodes(n))
+	content := make([]*yaml.Node, len(nodes)-1)
+	var clone func(n *yaml.Node) *yaml.Node
+	clone = func(n *yaml.Node) *yaml.Node {
+		c := &nodes[0]
+		nodes = nodes[1:]
+		*c = *n
+		k := len(n.Content)
+		c.Content = content[:k:k]
+		content = content[k:]
+		for i, m := range n.Content {
+			c.Content[i] = clone(m)
+		}
+		return c
 	}
-	return &c
+	return clone(n)
 }
