@@ -50,3 +50,30 @@ func TestLookupAgreesWithKyaml(t *testing.T) {
 		require.Same(t, f.Value.YNode(), v, name)
 	}
 }
+
+// TestCompareNamesThePath: a mismatch names where it is, from the root
+// given, through keys and sequence items, and says when it is a key.
+func TestCompareNamesThePath(t *testing.T) {
+	for _, c := range []struct{ want, got, root, msg string }{
+		{"a:\n  b:\n  - x: 1\n  - x: 2\n", "a:\n  b:\n  - x: 1\n  - x: 3\n", "", `a.b[1].x: expected "2", got "3"`},
+		{"a:\n  b: 1\n", "a:\n  c: 1\n", "", `a.b (key): expected "b", got "c"`},
+		{"- - a\n", "- - b\n", "doc", `doc[0][0]: expected "a", got "b"`},
+		{"a: [1]\n", "a: [1, 2]\n", "", "a: expected 1 items, got 2"},
+		{"a: 1\n", "a: 1\n", "", ""},
+	} {
+		w, err := splice.Parse([]byte(c.want))
+		require.NoError(t, err)
+		g, err := splice.Parse([]byte(c.got))
+		require.NoError(t, err)
+		m := splice.Compare(w.Docs[0], g.Docs[0], c.root)
+		if c.msg == "" {
+			require.Nil(t, m)
+			continue
+		}
+		require.NotNil(t, m)
+		require.Equal(t, c.msg, m.Error())
+	}
+	w, _ := splice.Parse([]byte("a:\n  b: 1\n  c: 2\n"))
+	g, _ := splice.Parse([]byte("a:\n  c: 2\n  d: 1\n"))
+	require.Equal(t, "a.b: expected the key, missing", splice.CompareBuilt(w.Docs[0], g.Docs[0], "").Error())
+}
