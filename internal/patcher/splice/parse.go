@@ -186,15 +186,14 @@ func duplicateKey(n *yaml.Node) *yaml.Node {
 			}
 		}
 	case yaml.MappingNode:
-		seen := map[string]bool{}
+		var seen map[string]bool // for a long mapping only
+		if len(n.Content) > 2*shortMapping {
+			seen = map[string]bool{}
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			if k.Kind == yaml.ScalarNode {
-				id := k.ShortTag() + "\x00" + k.Value
-				if seen[id] {
-					return k
-				}
-				seen[id] = true
+			if k.Kind == yaml.ScalarNode && seenKey(n.Content[:i], k, seen) {
+				return k
 			}
 			if d := duplicateKey(n.Content[i+1]); d != nil {
 				return d
@@ -202,6 +201,30 @@ func duplicateKey(n *yaml.Node) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// shortMapping is the most keys a mapping has for duplicateKey to
+// compare each key with those before it rather than keep a set: most
+// mappings are short, and the set cost a map and a string a key.
+const shortMapping = 16
+
+// seenKey reports whether scalar key k, of the mapping whose entries
+// before it are before, is a key of before too (the same value and tag).
+// seen, when not nil, holds those keys, and k is added.
+func seenKey(before []*yaml.Node, k *yaml.Node, seen map[string]bool) bool {
+	if seen != nil {
+		id := k.ShortTag() + "\x00" + k.Value
+		dup := seen[id]
+		seen[id] = true
+		return dup
+	}
+	for j := 0; j < len(before); j += 2 {
+		// The tag is resolved only for the same value: resolving costs.
+		if b := before[j]; b.Kind == yaml.ScalarNode && b.Value == k.Value && b.ShortTag() == k.ShortTag() {
+			return true
+		}
+	}
+	return false
 }
 
 // Field returns the key and value nodes of name in mapping m, the first

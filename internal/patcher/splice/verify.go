@@ -21,14 +21,14 @@ func (m *Mismatch) Error() string { return m.path + ": " + m.msg }
 // keys in order and sequence items. Style, comments and positions are
 // ignored.
 func Compare(want, got *yaml.Node, path string) *Mismatch {
-	return compareNodes(want, got, &cmpPath{root: path}, true)
+	return compareNodes(want, got, &cmpPath{root: path, steps: make([]cmpStep, 0, 16)}, true)
 }
 
 // CompareBuilt is compare for a tool's output, which writes mapping keys
 // in an order of its own (kustomize sorts them): keys match by name,
 // wherever an edit put them in the expected tree.
 func CompareBuilt(want, got *yaml.Node, path string) *Mismatch {
-	return compareNodes(want, got, &cmpPath{root: path}, false)
+	return compareNodes(want, got, &cmpPath{root: path, steps: make([]cmpStep, 0, 16)}, false)
 }
 
 // cmpPath is where compareNodes is in the trees, a stack of steps from
