@@ -44,3 +44,42 @@ func TestDuplicateKey(t *testing.T) {
 		require.Equal(t, c.line, k.Line, c.src)
 	}
 }
+
+// TestReplaceAll: the splices of a batch, applied in one pass, give the
+// text that applying them one at a time from the last gives, on segments
+// that are already a mix of the original and of literals.
+func TestReplaceAll(t *testing.T) {
+	orig := "0123456789abcdefghij"
+	text := func(segs []segment) string {
+		var b strings.Builder
+		for _, s := range segs {
+			if s.orig {
+				b.WriteString(orig[s.off:s.end])
+			} else {
+				b.WriteString(s.lit)
+			}
+		}
+		return b.String()
+	}
+	base := []segment{{orig: true, off: 0, end: 5}, {lit: "XY"}, {orig: true, off: 8, end: 20}}
+	for _, sps := range [][]splice{
+		nil,
+		{{off: 0, end: 0, text: "<"}},
+		{{off: 3, end: 6, text: "-"}},
+		{{off: 5, end: 7, text: ""}, {off: 7, end: 7, text: "+"}},
+		{{off: 0, end: 2, text: "a"}, {off: 4, end: 4, text: "b"}, {off: 4, end: 10, text: "c"}, {off: 19, end: 19, text: "!"}},
+		{{off: 1, end: 19, text: ""}},
+	} {
+		want := text(base)
+		for i := len(sps) - 1; i >= 0; i-- {
+			want = want[:sps[i].off] + sps[i].text + want[sps[i].end:]
+		}
+		in := append([]segment(nil), base...)
+		got := replaceAll(in, sps)
+		require.Equal(t, want, text(got), "%v", sps)
+		require.Equal(t, base, in, "the segments given are left as they were")
+		for _, s := range got {
+			require.NotZero(t, s.len(), "no empty segment: %v", got)
+		}
+	}
+}
