@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // TestDuplicateKey: the first key met twice in one mapping, in document
@@ -80,6 +81,27 @@ func TestReplaceAll(t *testing.T) {
 		require.Equal(t, base, in, "the segments given are left as they were")
 		for _, s := range got {
 			require.NotZero(t, s.len(), "no empty segment: %v", got)
+		}
+	}
+}
+
+// TestPlainQuoted: only what yaml.v3 reads as the text itself skips the
+// decode of a quoted scalar's span; the rest is decoded.
+func TestPlainQuoted(t *testing.T) {
+	for _, c := range []struct {
+		src   string
+		plain bool
+	}{
+		{`"0.45"`, true}, {`'0.45'`, true}, {`"a b/c:d#e"`, true}, {`""`, true},
+		{`"a\tb"`, false}, {`"a\u00e9"`, false}, {`'it''s'`, false}, {"\"a\tb\"", false},
+		{"\"é\"", false}, {"'a\n  b'", false},
+	} {
+		var v string
+		require.NoError(t, yaml.Unmarshal([]byte(c.src), &v))
+		in := []byte(c.src[1 : len(c.src)-1])
+		require.Equal(t, c.plain, plainQuoted(in, c.src[0]), c.src)
+		if c.plain {
+			require.Equal(t, string(in), v, c.src)
 		}
 	}
 }
