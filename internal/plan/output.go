@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -211,13 +212,10 @@ func (p *Plan) tableReason(d Decision) string {
 	return d.Reason()
 }
 
-// jsonPlan is the machine-readable plan; its field names are a contract.
-type jsonPlan struct {
-	At        string         `json:"at"`
-	Decisions []jsonDecision `json:"decisions"`
-	Edits     []jsonEdit     `json:"edits"`
-	Errors    []Problem      `json:"errors"`
-}
+// The machine-readable plan is an object of "at" (RFC 3339), "decisions"
+// (jsonDecision), "edits" (each a "file" and its unified "diff") and
+// "errors" (Problem), indented by two spaces; its field names are a
+// contract.
 
 type jsonDecision struct {
 	Namespace       string   `json:"namespace"`
@@ -242,15 +240,10 @@ type jsonDecision struct {
 	Template string `json:"template,omitempty"`
 }
 
-type jsonEdit struct {
-	File string `json:"file"`
-	Diff string `json:"diff"`
-}
-
 // WriteJSON renders the plan for machines. Equal plans render to equal
 // bytes.
 func (p *Plan) WriteJSON(w io.Writer) error {
-	out := jsonPlan{At: p.At.UTC().Format(time.RFC3339), Decisions: []jsonDecision{}, Edits: []jsonEdit{}, Errors: []Problem{}}
+	decisions := []jsonDecision{}
 	gpus := func(a engine.Allocation) *float64 {
 		if a.Form == engine.NoGPU || a.Form == engine.GPUMemory {
 			return nil
@@ -272,16 +265,76 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 		if d.Workload.Template.Kind != "" {
 			jd.Template = d.Workload.Template.String()
 		}
-		out.Decisions = append(out.Decisions, jd)
+		decisions = append(decisions, jd)
 	}
-	for _, f := range p.Files {
-		out.Edits = append(out.Edits, jsonEdit{File: f.Path, Diff: f.Diff()})
+	// The object is written here rather than by one Encode of it: the
+	// encoder's indenting pass reads every byte it wrote again, and the
+	// diffs, a third of a large plan, are strings it has nothing to
+	// indent in. Each part is what that Encode would write in its place.
+	var b bytes.Buffer
+	b.WriteString("{\n  \"at\": ")
+	if err := encodeJSON(&b, p.At.UTC().Format(time.RFC3339), false); err != nil {
+		return err
 	}
-	out.Errors = append(out.Errors, p.Problems...)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	b.WriteString(",\n  \"decisions\": ")
+	if err := encodeJSON(&b, decisions, true); err != nil {
+		return err
+	}
+	b.WriteString(",\n  \"edits\": ")
+	if err := p.writeEdits(&b); err != nil {
+		return err
+	}
+	b.WriteString(",\n  \"errors\": ")
+	if err := encodeJSON(&b, append([]Problem{}, p.Problems...), true); err != nil {
+		return err
+	}
+	b.WriteString("\n}\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeEdits appends the plan's edits, each file and its diff, as an
+// array one level into the plan's object.
+func (p *Plan) writeEdits(b *bytes.Buffer) error {
+	if len(p.Files) == 0 {
+		b.WriteString("[]")
+		return nil
+	}
+	for i, f := range p.Files {
+		if i == 0 {
+			b.WriteString("[\n")
+		} else {
+			b.WriteString(",\n")
+		}
+		b.WriteString("    {\n      \"file\": ")
+		if err := encodeJSON(b, f.Path, false); err != nil {
+			return err
+		}
+		b.WriteString(",\n      \"diff\": ")
+		if err := encodeJSON(b, f.Diff(), false); err != nil {
+			return err
+		}
+		b.WriteString("\n    }")
+	}
+	b.WriteString("\n  ]")
+	return nil
+}
+
+// encodeJSON appends v to b as encoding/json writes it one level into
+// the plan's object: HTML characters as they are, indented by two spaces
+// after a prefix of two when indent is set, without the encoder's line
+// break.
+func encodeJSON(b *bytes.Buffer, v any, indent bool) error {
+	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	if indent {
+		enc.SetIndent("  ", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1)
+	return nil
 }
 
 // Summary is a one-line account of the plan, for logs.

@@ -3,6 +3,7 @@ package splice
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -536,11 +537,12 @@ func (f *chunk) splice(orig []byte, sps []splice) error {
 		}
 		merged = append(merged, s)
 	}
-	sps = merged
-	for i := len(sps) - 1; i >= 0; i-- {
-		f.segs = replaceSegs(f.segs, sps[i].off, sps[i].end, sps[i].text)
+	f.segs = replaceAll(f.segs, merged)
+	n := 0
+	for _, s := range f.segs {
+		n += s.len()
 	}
-	var b []byte
+	b := make([]byte, 0, n)
 	for _, s := range f.segs {
 		if s.orig {
 			b = append(b, orig[s.off:s.end]...)
@@ -552,33 +554,42 @@ func (f *chunk) splice(orig []byte, sps []splice) error {
 	return nil
 }
 
-// replaceSegs replaces the current-text range [o, e) with lit.
-func replaceSegs(segs []segment, o, e int, lit string) []segment {
-	var out []segment
-	pos, done := 0, false
-	insert := func() {
-		if !done && lit != "" {
-			out = append(out, segment{lit: lit})
+// replaceAll replaces each range [off, end) of the current text with its
+// text, the ranges in order and apart: what replaceSegs does for each from
+// the last to the first, in one pass (a batch has tens of splices a file,
+// and each replaceSegs copied every segment).
+func replaceAll(segs []segment, sps []splice) []segment {
+	out := make([]segment, 0, len(segs)+2*len(sps))
+	pos := 0  // where the rest of segs starts in the current text
+	used := 0 // of segs[0], taken or dropped already
+	// upTo moves pos to the offset to, appending the segments it passes
+	// unless drop: whole ones, and the part of one that to cuts.
+	upTo := func(to int, drop bool) {
+		for len(segs) > 0 {
+			s := segs[0].sub(used, segs[0].len())
+			n := s.len()
+			if pos+n > to {
+				if !drop && to > pos {
+					out = append(out, s.sub(0, to-pos))
+				}
+				used += to - pos
+				pos = to
+				return
+			}
+			if !drop {
+				out = append(out, s)
+			}
+			segs, pos, used = segs[1:], pos+n, 0
 		}
-		done = true
 	}
-	for _, s := range segs {
-		n := s.len()
-		a, z := pos, pos+n
-		pos = z
-		if z <= o {
-			out = append(out, s)
-			continue
+	for _, sp := range sps {
+		upTo(sp.off, false)
+		if sp.text != "" {
+			out = append(out, segment{lit: sp.text})
 		}
-		if a < o {
-			out = append(out, s.sub(0, o-a))
-		}
-		insert()
-		if z > e {
-			out = append(out, s.sub(max(e-a, 0), n))
-		}
+		upTo(sp.end, true)
 	}
-	insert()
+	upTo(math.MaxInt, false)
 	return out
 }
 
@@ -617,11 +628,26 @@ func (f *File) Splices() []Splice {
 
 // Clone deep-copies a node tree. (kyaml's RNode.Copy would unwrap a
 // document node.) Alias targets are shared, which compare never follows.
+//
+// The copies are made in two allocations, one of nodes and one of the
+// content slices, not two a node: the batch clones every document it
+// edits. Each content slice is capped at its length, so that appending
+// to one reallocates it rather than writing over the next.
 func Clone(n *yaml.Node) *yaml.Node {
-	c := *n
-	c.Content = make([]*yaml.Node, len(n.Content))
-	for i, k := range n.Content {
-		c.Content[i] = Clone(k)
+	nodes := make([]yaml.Node, countNodes(n))
+	content := make([]*yaml.Node, len(nodes)-1)
+	var clone func(n *yaml.Node) *yaml.Node
+	clone = func(n *yaml.Node) *yaml.Node {
+		c := &nodes[0]
+		nodes = nodes[1:]
+		*c = *n
+		k := len(n.Content)
+		c.Content = content[:k:k]
+		content = content[k:]
+		for i, m := range n.Content {
+			c.Content[i] = clone(m)
+		}
+		return c
 	}
-	return &c
+	return clone(n)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -128,7 +129,9 @@ type place struct {
 
 // places indexes every node of doc below the document node.
 func places(doc *yaml.Node) map[*yaml.Node]place {
-	m := map[*yaml.Node]place{}
+	// Sized for every node at once: grown as it fills, the map was the
+	// largest allocation of a plan after the parses.
+	m := make(map[*yaml.Node]place, countNodes(doc)-1)
 	var walk func(n *yaml.Node, p place)
 	walk = func(n *yaml.Node, p place) {
 		if _, seen := m[n]; seen {
@@ -163,6 +166,16 @@ func places(doc *yaml.Node) map[*yaml.Node]place {
 	return m
 }
 
+// countNodes counts n and the nodes below it (an upper bound of places'
+// size, which indexes a node met twice once).
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
+}
+
 // duplicateKey returns the first key that appears twice in one mapping of n.
 func duplicateKey(n *yaml.Node) *yaml.Node {
 	switch n.Kind {
@@ -173,15 +186,14 @@ func duplicateKey(n *yaml.Node) *yaml.Node {
 			}
 		}
 	case yaml.MappingNode:
-		seen := map[string]bool{}
+		var seen map[string]bool // for a long mapping only
+		if len(n.Content) > 2*shortMapping {
+			seen = map[string]bool{}
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			if k.Kind == yaml.ScalarNode {
-				id := k.ShortTag() + "\x00" + k.Value
-				if seen[id] {
-					return k
-				}
-				seen[id] = true
+			if k.Kind == yaml.ScalarNode && seenKey(n.Content[:i], k, seen) {
+				return k
 			}
 			if d := duplicateKey(n.Content[i+1]); d != nil {
 				return d
@@ -191,17 +203,57 @@ func duplicateKey(n *yaml.Node) *yaml.Node {
 	return nil
 }
 
-// Field returns the key and value nodes of name in mapping m, using kyaml's
-// RNode.Field; nil when m is not a mapping or has no such key.
+// shortMapping is the most keys a mapping has for duplicateKey to
+// compare each key with those before it rather than keep a set: most
+// mappings are short, and the set cost a map and a string a key.
+const shortMapping = 16
+
+// seenKey reports whether scalar key k, of the mapping whose entries
+// before it are before, is a key of before too (the same value and tag).
+// seen, when not nil, holds those keys, and k is added.
+func seenKey(before []*yaml.Node, k *yaml.Node, seen map[string]bool) bool {
+	if seen != nil {
+		id := k.ShortTag() + "\x00" + k.Value
+		dup := seen[id]
+		seen[id] = true
+		return dup
+	}
+	for j := 0; j < len(before); j += 2 {
+		// The tag is resolved only for the same value: resolving costs.
+		if b := before[j]; b.Kind == yaml.ScalarNode && b.Value == k.Value && b.ShortTag() == k.ShortTag() {
+			return true
+		}
+	}
+	return false
+}
+
+// Field returns the key and value nodes of name in mapping m, the first
+// such key as kyaml's RNode.Field finds it; nil when m is not a mapping
+// or has no such key. It walks the mapping itself: kyaml's wrappers cost
+// an allocation a key, which discovery and every edit paid for each
+// field of each workload.
 func Field(m *yaml.Node, name string) (k, v *yaml.Node) {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil, nil
 	}
-	f := yaml.NewRNode(m).Field(name)
-	if f == nil {
-		return nil, nil
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k != nil && k.Value == name {
+			return k, docContent(m.Content[i+1])
+		}
 	}
-	return f.Key.YNode(), f.Value.YNode()
+	return nil, nil
+}
+
+// docContent is what kyaml's RNode.YNode returns for n: a document's
+// node, n itself otherwise.
+func docContent(n *yaml.Node) *yaml.Node {
+	if n != nil && n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return n.Content[0]
+	}
+	return n
 }
 
 // Str returns the value of a scalar field, "" when absent or not a scalar.
@@ -228,15 +280,45 @@ func StringMap(m *yaml.Node) map[string]string {
 	return out
 }
 
-// Lookup follows a path of mapping keys with kyaml's Lookup; nil when any
-// step is missing or not a mapping.
+// Lookup follows a path of mapping keys as kyaml's Lookup does; nil when
+// any step is missing or not a mapping. A path of plain keys (all of the
+// tool's) is walked here, without kyaml's wrappers and the field path
+// they build at each step; any other (a list index, [name=value]) is left
+// to kyaml.
 func Lookup(n *yaml.Node, path ...string) *yaml.Node {
 	if n == nil {
 		return nil
 	}
-	rn, err := yaml.NewRNode(n).Pipe(yaml.Lookup(path...))
-	if err != nil || rn == nil {
-		return nil
+	for _, p := range path {
+		if !plainKey(p) {
+			rn, err := yaml.NewRNode(n).Pipe(yaml.Lookup(path...))
+			if err != nil || rn == nil {
+				return nil
+			}
+			return rn.YNode()
+		}
 	}
-	return rn.YNode()
+	n = docContent(n)
+	for _, p := range path {
+		// kyaml: a null node has no fields, anything else not a
+		// mapping is an error, and so is a mapping of odd length.
+		if n == nil || n.Tag == yaml.NodeTagNull || n.Kind != yaml.MappingNode || len(n.Content)%2 != 0 {
+			return nil
+		}
+		_, n = Field(n, p)
+	}
+	return n
+}
+
+// plainKey reports whether kyaml's PathGetter reads p as a mapping key
+// and nothing else: not empty or blank (it skips those), not a number, a
+// list index or match, "-" or "*".
+func plainKey(p string) bool {
+	if p == "" || p == "-" || p == "*" || strings.TrimSpace(p) != p || yaml.IsListIndex(p) {
+		return false
+	}
+	// A number, signed or not, is an index for kyaml; telling it from a
+	// key by its digits spares strconv.Atoi's error for every key.
+	digits := strings.TrimLeft(p, "+-")
+	return len(p)-len(digits) > 1 || digits == "" || strings.TrimLeft(digits, "0123456789") != ""
 }

@@ -127,7 +127,12 @@ func (s spanner) quoted(n *yaml.Node, start int, q byte) (int, int, error) {
 			continue
 		case b[i] == q:
 			end := i + 1
-			// Check the reading: decode the snippet on its own.
+			// Check the reading: decode the snippet on its own, unless
+			// it is printable ASCII without escapes (no backslash, no
+			// doubled quote) or line breaks, which reads as it is.
+			if plainQuoted(b[start+1:i], q) && string(b[start+1:i]) == n.Value {
+				return start, end, nil
+			}
 			var got string
 			if err := yaml.Unmarshal(b[start:end], &got); err != nil || got != n.Value {
 				return 0, 0, fmt.Errorf("%w: quoted scalar does not read back", errSpan)
@@ -137,6 +142,18 @@ func (s spanner) quoted(n *yaml.Node, start int, q byte) (int, int, error) {
 		i++
 	}
 	return 0, 0, fmt.Errorf("%w: no closing quote", errSpan)
+}
+
+// plainQuoted reports whether the text inside a quoted scalar with quote q
+// reads as itself: printable ASCII, no backslash in a double-quoted one,
+// no quote at all (a single-quoted one doubles its quotes).
+func plainQuoted(in []byte, q byte) bool {
+	for _, c := range in {
+		if c < 0x20 || c > 0x7e || c == q || q == '"' && c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // block finds a literal or folded block scalar: the header line and every

@@ -171,7 +171,9 @@ func scanVLLM(c *yaml.Node) *vllmScan {
 			v.invoked = true
 			v.scripts = append(v.scripts, it)
 		}
-		if kvBytesRE.MatchString(val) {
+		// Every match holds "--kv": the regexp, which has no literal
+		// prefix to skip ahead by, runs only on the few items that do.
+		if strings.Contains(val, "--kv") && kvBytesRE.MatchString(val) {
 			v.kvBytes = true
 		}
 		if m := utilArgRE.FindStringSubmatch(val); m != nil && !script {
