@@ -13,21 +13,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 base=examples/policies/recommended.yaml
 
-# variant NAME SED-SCRIPT: recommended with one edit.
-variant() { sed "$2" "$base" >"$dir/$1.yaml"; }
-# A field of the strategy's gitops goes after liveUpsize; fields of the
-# proactive policy before its automationStrategyRef.
-strategy() { variant "$1" "/^    liveUpsize: true/a\\
-    $2"; }
-proactive() {
-	local name=$1 fields=""
-	shift
-	for f in "$@"; do fields="$fields\\
-  $f"; done
-	variant "$name" "/^kind: ClusterProactivePolicy/,/^  automationStrategyRef:/{/^  automationStrategyRef:/i\\${fields#\\
-}
-}"
-}
+edited=$base
+# shellcheck source=scripts/policy-edits.sh
+. "$(dirname "$0")/policy-edits.sh"
 
 strategy mc10 "minChangePercent: 10"
 proactive p99 "computePercentile: 99"

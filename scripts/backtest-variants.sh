@@ -20,23 +20,9 @@ sed -e 's#rightsizing.kubex.ai/v1alpha1#gpu-rightsizing.github.io/v1alpha1#' \
 }' "$base" >"$guide"
 grep -q 'liveUpsize: true' "$guide" || { echo "could not turn liveUpsize on" >&2; exit 1; }
 
-# variant NAME SED-SCRIPT: the guide with one edit.
-variant() { sed "$2" "$guide" >"$dir/$1.yaml"; }
-# Fields of the strategy's gitops go after liveUpsize; fields of the
-# proactive policy before its automationStrategyRef (the first one in the
-# file after "kind: ClusterProactivePolicy"). proactive takes one or more
-# fields, one per argument after the name.
-strategy() { variant "$1" "/^    liveUpsize: true/a\\
-    $2"; }
-proactive() {
-	local name=$1 fields=""
-	shift
-	for f in "$@"; do fields="$fields\\
-  $f"; done
-	variant "$name" "/^kind: ClusterProactivePolicy/,/^  automationStrategyRef:/{/^  automationStrategyRef:/i\\${fields#\\
-}
-}"
-}
+edited=$guide
+# shellcheck source=scripts/policy-edits.sh
+. "$(dirname "$0")/policy-edits.sh"
 
 strategy mc10 "minChangePercent: 10"
 proactive p99 "computePercentile: 99"
