@@ -287,6 +287,12 @@ spec:
   scope: {workloadTypes: [Deployment]}
   automationStrategyRef: {name: gpu}
 `
+	// withSpec is the strategy, then a ProactivePolicy in the project's
+	// group whose spec holds field (at line 13 of the file).
+	withSpec := func(field string) string {
+		return strategy + "apiVersion: gpu-rightsizing.github.io/v1alpha1\nkind: ProactivePolicy\nmetadata: {name: p, namespace: team-a}\nspec:\n" +
+			"  scope: {workloadTypes: [Deployment]}\n  " + field + "\n  automationStrategyRef: {name: gpu}\n"
+	}
 	teamA := policy.Target{Ref: usage.Ref{Namespace: "team-a", Kind: "Deployment", Name: "w"}}
 	tests := []struct {
 		name, doc, err string
@@ -335,63 +341,28 @@ spec:
 		},
 		{
 			name: "a duration too long to represent",
-			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
-kind: ProactivePolicy
-metadata: {name: p, namespace: team-a}
-spec:
-  scope: {workloadTypes: [Deployment]}
-  window: 65535w
-  automationStrategyRef: {name: gpu}
-`,
-			err: `p.yaml:13:11: spec.window: invalid duration "65535w": longer than 3650d`,
+			doc:  withSpec("window: 65535w"),
+			err:  `p.yaml:13:11: spec.window: invalid duration "65535w": longer than 3650d`,
 		},
 		{
 			name: "a memory window shorter than the window",
-			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
-kind: ProactivePolicy
-metadata: {name: p, namespace: team-a}
-spec:
-  scope: {workloadTypes: [Deployment]}
-  memoryWindow: 3d
-  automationStrategyRef: {name: gpu}
-`,
-			err: `p.yaml:13:17: spec.memoryWindow: 3d is shorter than the window 7d`,
+			doc:  withSpec("memoryWindow: 3d"),
+			err:  `p.yaml:13:17: spec.memoryWindow: 3d is shorter than the window 7d`,
 		},
 		{
 			name: "a memory confidence headroom out of range",
-			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
-kind: ProactivePolicy
-metadata: {name: p, namespace: team-a}
-spec:
-  scope: {workloadTypes: [Deployment]}
-  memoryConfidenceHeadroomPercent: 900
-  automationStrategyRef: {name: gpu}
-`,
-			err: `spec.memoryConfidenceHeadroomPercent`,
+			doc:  withSpec("memoryConfidenceHeadroomPercent: 900"),
+			err:  `p.yaml:13:36: spec.memoryConfidenceHeadroomPercent: 900`,
 		},
 		{
 			name: "a memory confidence window longer than the window",
-			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
-kind: ProactivePolicy
-metadata: {name: p, namespace: team-a}
-spec:
-  scope: {workloadTypes: [Deployment]}
-  memoryConfidenceWindow: 8d
-  automationStrategyRef: {name: gpu}
-`,
-			err: `p.yaml:13:27: spec.memoryConfidenceWindow: 8d is longer than the window 7d`,
+			doc:  withSpec("memoryConfidenceWindow: 8d"),
+			err:  `p.yaml:13:27: spec.memoryConfidenceWindow: 8d is longer than the window 7d`,
 		},
 		{
 			name: "a daily peak percentile below 50",
-			doc: strategy + `apiVersion: gpu-rightsizing.github.io/v1alpha1
-kind: ProactivePolicy
-metadata: {name: p, namespace: team-a}
-spec:
-  scope: {workloadTypes: [Deployment]}
-  memoryDailyPeakPercentile: 20
-  automationStrategyRef: {name: gpu}
-`,
-			err: `p.yaml:13:30: spec.memoryDailyPeakPercentile: 20`,
+			doc:  withSpec("memoryDailyPeakPercentile: 20"),
+			err:  `p.yaml:13:30: spec.memoryDailyPeakPercentile: 20`,
 		},
 		{
 			name: "a GPU memory that is not one",
