@@ -121,10 +121,7 @@ func BenchmarkE2EPlan(b *testing.B) {
 		}
 		large = n
 	}
-	bin := filepath.Join(b.TempDir(), "recommender")
-	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildRecommender(b)
 	cases := []e2ePlanCase{
 		{large, 1, true}, {large / 10, 1, true},
 		{large, 10, false}, {large / 10, 10, false},

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -149,4 +150,22 @@ func WriteSection(tb testing.TB, path, name, text string) {
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// BuildRecommender builds the command, as `make build` does, into a
+// temporary directory of tb and returns its path: the end-to-end rows
+// through the CLI run the binary users run.
+func BuildRecommender(tb testing.TB) string {
+	tb.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Fatalf("the go command builds the recommender for this benchmark: %v", err)
+	}
+	bin := filepath.Join(tb.TempDir(), "recommender")
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, "github.com/gpu-rightsizing/recommender/cmd/recommender")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -200,7 +200,7 @@ func TestE2EOverlaysChild(t *testing.T) {
 func BenchmarkE2EOverlays(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
 	tmp := b.TempDir()
-	bin := buildRecommender(b, tmp)
+	bin := testenv.BuildRecommender(b)
 	template := filepath.Join(tmp, "template")
 	writeE2ERepo(b, template)
 	metrics := filepath.Join(tmp, "usage.om")
@@ -243,24 +243,6 @@ func BenchmarkE2EOverlays(b *testing.B) {
 			"| %d overlays over %d bases, each base's Deployment upsized alike | %.2f s | %.2f s | **%.2f×** | %.0f MiB | %.0f MiB | **%.2f×** |\n",
 		e2eOverlays, e2eBases, testenv.Median(plan).Seconds(), testenv.Median(limit).Seconds(), cpuRatio,
 		float64(testenv.Median(rss))/(1<<20), float64(testenv.Median(limitRSS))/(1<<20), rssRatio))
-}
-
-// buildRecommender builds the command into dir, as `make build` does,
-// and returns its path: the plan child runs the binary users run.
-// (Duplicated test support: other E2E rows through the CLI build it too.)
-func buildRecommender(tb testing.TB, dir string) string {
-	tb.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		tb.Fatalf("the go command builds the recommender for this benchmark: %v", err)
-	}
-	bin := filepath.Join(dir, "recommender")
-	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, "github.com/gpu-rightsizing/recommender/cmd/recommender")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // changedBases counts the bases whose Deployment plan --write changed in
