@@ -332,23 +332,32 @@ func TestApplyChanges(t *testing.T) {
 }
 
 func TestWrite(t *testing.T) {
-	root, res := applyOne(t, map[string]string{"d.yaml": applyDeployment}, patcher.SetGPUFraction("0.3"))
-	p := filepath.Join(root, "d.yaml")
-	require.NoError(t, os.Chmod(p, 0o600))
-	require.NoError(t, res.Write(root))
+	// 0o664 is what a umask of 022 takes a bit from when the temporary
+	// file is created: the replacement must still have it.
+	for _, tc := range []struct {
+		path string
+		mode os.FileMode
+	}{{"d.yaml", 0o600}, {"apps/team/d.yaml", 0o664}} {
+		t.Run(tc.path, func(t *testing.T) {
+			root, res := applyOne(t, map[string]string{tc.path: applyDeployment}, patcher.SetGPUFraction("0.3"))
+			p := filepath.Join(root, tc.path)
+			require.NoError(t, os.Chmod(p, tc.mode))
+			require.NoError(t, res.Write(root))
 
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	require.Equal(t, string(res.Files[0].New), string(b))
-	fi, err := os.Stat(p)
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	es, err := os.ReadDir(root)
-	require.NoError(t, err)
-	require.Len(t, es, 1, "no temporary file left behind")
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.Equal(t, string(res.Files[0].New), string(b))
+			fi, err := os.Stat(p)
+			require.NoError(t, err)
+			require.Equal(t, tc.mode, fi.Mode().Perm())
+			es, err := os.ReadDir(filepath.Dir(p))
+			require.NoError(t, err)
+			require.Len(t, es, 1, "no temporary file left behind")
 
-	// The file is now New, not Old: writing the same result again is refused.
-	require.ErrorContains(t, res.Write(root), "changed since it was read")
+			// The file is now New, not Old: writing the same result again is refused.
+			require.ErrorContains(t, res.Write(root), "changed since it was read")
+		})
+	}
 }
 
 func TestDiff(t *testing.T) {

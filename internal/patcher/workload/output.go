@@ -271,19 +271,42 @@ func CheckFiles(root string, files []File) []error {
 	return errs
 }
 
+// openDir opens the directory that holds p, a slash path under rt, so that
+// every step on the file after is one system call on its name, not one
+// more walk of the path through rt for each. close releases it.
+func openDir(rt *os.Root, p string) (d *os.Root, name string, close func(), err error) {
+	dir, name := path.Split(p)
+	if dir == "" {
+		return rt, name, func() {}, nil
+	}
+	if d, err = rt.OpenRoot(filepath.FromSlash(dir)); err != nil {
+		return nil, "", nil, err
+	}
+	return d, name, func() { d.Close() }, nil
+}
+
 // check compares the file on disk with what f was made from, and returns
 // the mode a replacement gets.
 func check(rt *os.Root, f File) (os.FileMode, error) {
-	name := filepath.FromSlash(f.Path)
+	d, name, done, err := openDir(rt, f.Path)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	return checkIn(d, name, f)
+}
+
+// checkIn is check of the file name in its directory d.
+func checkIn(d *os.Root, name string, f File) (os.FileMode, error) {
 	if f.Created {
-		if _, err := rt.Lstat(name); err == nil {
+		if _, err := d.Lstat(name); err == nil {
 			return 0, fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return 0, err
 		}
 		return 0o644, nil
 	}
-	fi, err := rt.Lstat(name)
+	fi, err := d.Lstat(name)
 	if err != nil {
 		return 0, err
 	}
@@ -295,7 +318,7 @@ func check(rt *os.Root, f File) (os.FileMode, error) {
 	if !fi.Mode().IsRegular() {
 		return 0, fmt.Errorf("%w: not a regular file any more", ErrChangedOnDisk)
 	}
-	cur, err := rt.ReadFile(name)
+	cur, err := d.ReadFile(name)
 	if err != nil {
 		return 0, err
 	}
@@ -306,9 +329,14 @@ func check(rt *os.Root, f File) (os.FileMode, error) {
 }
 
 // writeTemp checks f against the disk and writes its new bytes, with the
-// mode the file has, to a temporary file beside it, whose name it returns.
+// mode the file has, to a temporary file beside it, whose path it returns.
 func writeTemp(rt *os.Root, f File) (string, error) {
-	mode, err := check(rt, f)
+	d, name, done, err := openDir(rt, f.Path)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	mode, err := checkIn(d, name, f)
 	if err != nil {
 		return "", err
 	}
@@ -316,43 +344,49 @@ func writeTemp(rt *os.Root, f File) (string, error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
 	}
-	dir, base := path.Split(f.Path)
-	tmp := filepath.FromSlash(dir + "." + strings.TrimPrefix(base, ".") + "." + hex.EncodeToString(rnd[:]) + ".tmp")
-	w, err := rt.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	tmp := "." + strings.TrimPrefix(name, ".") + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	w, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return "", err
 	}
 	_, err = w.Write(f.New)
+	if err == nil {
+		// The umask may have taken bits of mode away.
+		err = w.Chmod(mode)
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = rt.Chmod(tmp, mode)
-	}
 	if err != nil {
-		_ = rt.Remove(tmp)
+		_ = d.Remove(tmp)
 		return "", err
 	}
-	return tmp, nil
+	dir, _ := path.Split(f.Path)
+	return filepath.FromSlash(dir + tmp), nil
 }
 
 // place puts the temporary file tmp where f goes: renamed over the file it
 // replaces, or linked to a new name, which fails if someone created it
 // meanwhile (a rename would replace their file).
 func place(rt *os.Root, f File, tmp string) error {
-	name := filepath.FromSlash(f.Path)
-	var err error
+	d, name, done, err := openDir(rt, f.Path)
+	if err != nil {
+		_ = rt.Remove(tmp)
+		return err
+	}
+	defer done()
+	tmp = filepath.Base(tmp)
 	if f.Created {
-		if err = rt.Link(tmp, name); err == nil {
-			_ = rt.Remove(tmp)
+		if err = d.Link(tmp, name); err == nil {
+			_ = d.Remove(tmp)
 		} else if errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%w: it exists now", ErrChangedOnDisk)
 		}
 	} else {
-		err = rt.Rename(tmp, name)
+		err = d.Rename(tmp, name)
 	}
 	if err != nil {
-		_ = rt.Remove(tmp)
+		_ = d.Remove(tmp)
 	}
 	return err
 }
