@@ -181,6 +181,7 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	}
 	p.unsupported(set, ns)
 	groups := map[string]int{}
+	p.work = slices.Grow(p.work, len(p.inv.Workloads))
 	for _, w := range p.inv.Workloads {
 		if p.Excludes(w.Ref.String()) {
 			continue
@@ -378,7 +379,7 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 
 // Decide is the third stage: one decision per governed workload.
 func (p *Plan) Decide() {
-	p.Decisions = p.Decisions[:0]
+	p.Decisions = slices.Grow(p.Decisions[:0], len(p.work))
 	for _, pw := range p.work {
 		d := Decision{Workload: pw.w, Policies: pw.g.Policies, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref], PullRequest: pw.g.PullRequest}
 		switch why, failed := p.failed[pw.w.Ref]; {
