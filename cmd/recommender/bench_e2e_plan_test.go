@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,47 +38,114 @@ const e2eRepoEnv = "RECOMMENDER_BENCH_E2E_REPO"
 // 10,000); the small ones have a tenth, for the exponent.
 const e2ePlanEnv = "RECOMMENDER_BENCH_E2E_DEPLOYMENTS"
 
-// TestE2EPlanChild is the limit of BenchmarkE2EPlan, and nothing in a
-// test run: every .yaml file under the repository read and decoded with
-// yaml.v3 into node trees, as the tool must at least do.
+// TestE2EPlanChild is a child of BenchmarkE2EPlan, and nothing in a test
+// run. As "decode" it is the limit: every .yaml file under the repository
+// read and decoded with yaml.v3 into node trees, as the tool must at least
+// do. As "floor" and "floor-write" it is the least the design itself must
+// do (docs/design.md §10, invariant 2): each file decoded a second time, as
+// the proof of its edit parses the result; and, writing, each file read
+// again to see it unchanged, its bytes put in a temporary file beside it,
+// renamed over it, the file system synced before and after the renames,
+// two files at a time, as the tool writes.
 func TestE2EPlanChild(t *testing.T) {
-	if testenv.E2EChild() != "decode" {
+	mode := testenv.E2EChild()
+	if mode != "decode" && mode != "floor" && mode != "floor-write" {
 		t.Skip("a child of BenchmarkE2EPlan")
 	}
-	n, err := decodeTree(os.Getenv(e2eRepoEnv))
+	root := os.Getenv(e2eRepoEnv)
+	files, err := yamlFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n == 0 {
+	docs := 0
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := decodeAll(b)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		docs += n
+		if mode != "decode" {
+			if _, err := decodeAll(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if docs == 0 {
 		t.Fatal("no documents")
+	}
+	if mode == "floor-write" {
+		if err := rewriteAll(root, files); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// decodeTree reads and decodes every YAML file under root, returning the
-// documents decoded.
-func decodeTree(root string) (int, error) {
-	docs := 0
+// yamlFiles walks root for its .yaml files.
+func yamlFiles(root string) ([]string, error) {
+	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
-			return err
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") {
+			files = append(files, p)
 		}
-		b, err := os.ReadFile(p)
+		return err
+	})
+	return files, err
+}
+
+// decodeAll decodes every document of b with yaml.v3, returning how many.
+func decodeAll(b []byte) (int, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for docs := 0; ; docs++ {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return docs, nil
+			}
+			return docs, err
+		}
+	}
+}
+
+// rewriteAll replaces each file with its own bytes as the tool replaces a
+// file: read again, a temporary file beside it with its mode, a rename;
+// two files at a time, with a syncfs before the renames and one after.
+func rewriteAll(root string, files []string) error {
+	tmps := make([]string, len(files))
+	if err := twoAtATime(len(files), func(i int) error {
+		b, err := os.ReadFile(files[i])
 		if err != nil {
 			return err
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		for {
-			var n yaml.Node
-			if err := dec.Decode(&n); err != nil {
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return fmt.Errorf("%s: %w", p, err)
+		tmps[i] = files[i] + ".floor.tmp"
+		return os.WriteFile(tmps[i], b, 0o644)
+	}); err != nil {
+		return err
+	}
+	if err := syncfs(root); err != nil {
+		return err
+	}
+	if err := twoAtATime(len(files), func(i int) error { return os.Rename(tmps[i], files[i]) }); err != nil {
+		return err
+	}
+	return syncfs(root)
+}
+
+func twoAtATime(n int, do func(i int) error) error {
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := w; i < n && errs[w] == nil; i += 2 {
+				errs[w] = do(i)
 			}
-			docs++
-		}
-	})
-	return docs, err
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // e2ePlanCase is one row: the Deployments, how many a file holds, and
@@ -107,8 +175,10 @@ func (c e2ePlanCase) key() string {
 // 10,000 Deployments one a file, and `plan` of the same ten a file, each
 // with a recording that makes every Deployment an edit (an urgent upsize
 // of its gpu-fraction and vLLM flag); the same at 1,000 for the exponent
-// (time grows as size^exponent). One round an iteration (-benchtime 3x:
-// three); medians of the CPU ratios to the decode. It fails when a ratio
+// (time grows as size^exponent). Beside the limit, the floor of the
+// design in the same run (TestE2EPlanChild's "floor"): the decode done
+// twice, and for --write the files replaced as the tool replaces them. One
+// round an iteration (-benchtime 3x: three); medians of the CPU ratios. It fails when a ratio
 // is more than a third above testdata/bench-e2e.json. `make bench-e2e`
 // runs it.
 func BenchmarkE2EPlan(b *testing.B) {
@@ -127,9 +197,9 @@ func BenchmarkE2EPlan(b *testing.B) {
 		{large, 10, false}, {large / 10, 10, false},
 	}
 	type row struct {
-		tool, limit []time.Duration
-		ratios      []float64
-		rss         []int64
+		tool, limit, floor  []time.Duration
+		ratios, floorRatios []float64
+		rss                 []int64
 	}
 	rows := make([]row, len(cases))
 	for b.Loop() {
@@ -138,6 +208,11 @@ func BenchmarkE2EPlan(b *testing.B) {
 			repo, om := planRepo(b, b.TempDir(), c)
 			b.StartTimer()
 			lim := testenv.Measure(b, testenv.Child("decode", "TestE2EPlanChild", e2eRepoEnv+"="+repo))
+			floorMode := "floor"
+			if c.write {
+				floorMode = "floor-write"
+			}
+			floor := testenv.Measure(b, testenv.Child(floorMode, "TestE2EPlanChild", e2eRepoEnv+"="+repo))
 			args := []string{"plan", "--repo", repo, "--metrics-file", om, "-o", "json"}
 			if c.write {
 				args = append(args, "--write")
@@ -150,6 +225,8 @@ func BenchmarkE2EPlan(b *testing.B) {
 			r := &rows[i]
 			r.tool, r.limit = append(r.tool, tool.CPU), append(r.limit, lim.CPU)
 			r.ratios = append(r.ratios, float64(tool.CPU)/float64(lim.CPU))
+			r.floor = append(r.floor, floor.CPU)
+			r.floorRatios = append(r.floorRatios, float64(tool.CPU)/float64(floor.CPU))
 			r.rss = append(r.rss, tool.MaxRSS)
 			b.StopTimer()
 			if err := os.RemoveAll(filepath.Dir(repo)); err != nil {
@@ -160,12 +237,13 @@ func BenchmarkE2EPlan(b *testing.B) {
 	}
 	figures := map[string]float64{}
 	var table strings.Builder
-	table.WriteString("| run | tool CPU | decode CPU | **CPU ratio** | peak RSS | exponent, 1/10 the size to this |\n|---|---:|---:|---:|---:|---:|\n")
+	table.WriteString("| run | tool CPU | decode CPU | **CPU ratio** | design floor CPU | **tool ÷ floor** | peak RSS | exponent, 1/10 the size to this |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, c := range cases {
 		r := rows[i]
 		ratio := testenv.Median(r.ratios)
-		fmt.Fprintf(&table, "| %s | %.2f s | %.2f s | **%.2f×** | %.0f MiB |", c.name(), testenv.Median(r.tool).Seconds(),
-			testenv.Median(r.limit).Seconds(), ratio, float64(testenv.Median(r.rss))/(1<<20))
+		fmt.Fprintf(&table, "| %s | %.2f s | %.2f s | **%.2f×** | %.2f s | **%.2f×** | %.0f MiB |", c.name(), testenv.Median(r.tool).Seconds(),
+			testenv.Median(r.limit).Seconds(), ratio, testenv.Median(r.floor).Seconds(), testenv.Median(r.floorRatios),
+			float64(testenv.Median(r.rss))/(1<<20))
 		if i%2 == 0 {
 			// time ∝ size^k: k = log(t_large/t_small) / log(10)
 			k := math.Log(float64(testenv.Median(r.tool))/float64(testenv.Median(rows[i+1].tool))) / math.Log(float64(c.deployments)/float64(cases[i+1].deployments))
@@ -178,6 +256,8 @@ func BenchmarkE2EPlan(b *testing.B) {
 		if c.deployments == large {
 			b.ReportMetric(ratio, c.key()+"-cpu-ratio")
 			figures[c.key()+"-cpu-ratio"] = ratio
+			b.ReportMetric(testenv.Median(r.floorRatios), c.key()+"-floor-ratio")
+			figures[c.key()+"-floor-ratio"] = testenv.Median(r.floorRatios)
 		}
 	}
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), figures)
