@@ -110,12 +110,14 @@ func policySummaries(set *policy.Set, inv *patcher.Inventory, ns string) []Polic
 	selects := func(m policy.Meta, s *policy.Scope) []usage.Ref {
 		var refs []usage.Ref
 		for _, t := range targets {
-			if s.Selects(m, t) && !slices.Contains(refs, t.Ref) {
+			if s.Selects(m, t) {
 				refs = append(refs, t.Ref)
 			}
 		}
+		// A workload defined twice is one row: sorted, its copies are
+		// side by side (a search of the rows so far was quadratic).
 		slices.SortFunc(refs, compareRefs)
-		return refs
+		return slices.Compact(refs)
 	}
 	for _, st := range set.Strategies {
 		out = append(out, PolicySummary{Meta: st.Meta, Note: "a strategy: it governs through the policies that refer to it"})
