@@ -609,7 +609,11 @@ func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []stri
 // and adds it to the overlay's patches.
 func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string][]byte, changes map[string][]workload.Change) error {
 	// What the ops make of the built object is what the patch must make.
-	fe, err := workload.NewFileEdit(ke.k.file, ke.k.out, true)
+	out, err := ke.k.output()
+	if err != nil {
+		return err
+	}
+	fe, err := workload.NewFileEdit(ke.k.file, out, true)
 	if err != nil {
 		return err
 	}
@@ -832,12 +836,19 @@ func (st *kstate) proveRoot(k *kust, kes []kedit, ws wants) error {
 		}
 	}
 	if len(mine) == 0 {
+		if sameHeld(k.rm, rm) {
+			return nil
+		}
+		old, err := k.output()
+		if err != nil {
+			return err
+		}
 		out, err := rm.AsYaml()
 		if err != nil {
 			return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
 		}
-		if !bytes.Equal(out, k.out) {
-			return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, splice.FirstDiff(k.out, out))
+		if !bytes.Equal(out, old) {
+			return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, splice.FirstDiff(old, out))
 		}
 		return nil
 	}

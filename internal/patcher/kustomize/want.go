@@ -34,7 +34,11 @@ type wanted struct {
 // of returns the documents k's build must have once the edits mine are
 // made: what their ops make of k.out.
 func (ws wants) of(k *kust, mine []kedit) ([]*yaml.Node, error) {
-	fe, err := workload.NewFileEdit(k.dir+" (kustomize build)", k.out, true)
+	out, err := k.output()
+	if err != nil {
+		return nil, err
+	}
+	fe, err := workload.NewFileEdit(k.dir+" (kustomize build)", out, true)
 	if err != nil {
 		return nil, err
 	}
