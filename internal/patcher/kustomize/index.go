@@ -62,8 +62,11 @@ type kust struct {
 	// rm is its build as kustomize holds it, and out the build rendered
 	// as `kustomize build` writes it: at discovery when the workloads are
 	// read from the rendering, else the first time output is called.
-	rm          resmap.ResMap
-	out         []byte
+	rm  resmap.ResMap
+	out []byte
+	// held are rm's objects when discovery read them as they are
+	// (readHeld), nil when it read the rendering.
+	held        []*yaml.Node
 	unsupported []workload.Unsupported
 	objs        []kobj
 	err         error
@@ -342,7 +345,7 @@ func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, er
 			continue
 		}
 		if h, ok := readHeld(k.rm, k.file); ok {
-			k.unsupported = h.unsupported
+			k.unsupported, k.held = h.unsupported, h.roots
 			k.objs = ix.builtWorkloads(k, h.workloads, origins)
 			continue
 		}
