@@ -55,37 +55,49 @@ func settled(n *yaml.Node) bool {
 		}
 		return true
 	case yaml.MappingNode:
-		if n.ShortTag() != "!!map" || len(n.Content)%2 != 0 {
+		return settledMapping(n)
+	case yaml.ScalarNode:
+		return settledScalar(n)
+	}
+	return false // an alias
+}
+
+// settledMapping is settled for a mapping: string keys, each once.
+func settledMapping(n *yaml.Node) bool {
+	if n.ShortTag() != "!!map" || len(n.Content)%2 != 0 {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" || !settled(k) || !settled(n.Content[i+1]) {
 			return false
 		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" || !settled(k) || !settled(n.Content[i+1]) {
+		// a key written twice: the decoding refuses it, or keeps one
+		for j := 0; j < i; j += 2 {
+			if n.Content[j].Value == k.Value {
 				return false
 			}
-			// a key written twice: the decoding refuses it, or keeps one
-			for j := 0; j < i; j += 2 {
-				if n.Content[j].Value == k.Value {
-					return false
-				}
-			}
 		}
+	}
+	return true
+}
+
+// settledScalar is settled for a scalar: a string, or a boolean, null or
+// whole number as JSON writes it.
+func settledScalar(n *yaml.Node) bool {
+	if !utf8.ValidString(n.Value) {
+		return false
+	}
+	switch n.ShortTag() {
+	case "!!str":
 		return true
-	case yaml.ScalarNode:
-		if !utf8.ValidString(n.Value) {
-			return false
-		}
-		switch n.ShortTag() {
-		case "!!str":
-			return true
-		case "!!bool":
-			return n.Value == "true" || n.Value == "false"
-		case "!!null":
-			return n.Value == "null"
-		case "!!int":
-			i, err := strconv.ParseInt(n.Value, 10, 64)
-			return err == nil && strconv.FormatInt(i, 10) == n.Value
-		}
+	case "!!bool":
+		return n.Value == "true" || n.Value == "false"
+	case "!!null":
+		return n.Value == "null"
+	case "!!int":
+		i, err := strconv.ParseInt(n.Value, 10, 64)
+		return err == nil && strconv.FormatInt(i, 10) == n.Value
 	}
 	return false
 }
