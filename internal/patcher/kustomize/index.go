@@ -48,6 +48,10 @@ type Index struct {
 	byDir, byFile map[string]*kust
 	// used are the files some kustomization reads: resources, patches.
 	used map[string]bool
+	// parsed are the files original has parsed, by slash path, nil for
+	// one that does not parse: overlays of one base all find their
+	// objects in its files.
+	parsed map[string]*splice.Stream
 }
 
 // kust is one kustomization and its build.
@@ -444,8 +448,18 @@ func (ix *Index) builtWorkloads(k *kust, bw []workload.BuiltWorkload, origins ma
 // It fills in o's name, namespace, names and meta; o.name stays "" when
 // no document is it for sure.
 func (ix *Index) original(k *kust, o *kobj) {
-	s, err := splice.Parse(ix.files[o.origin])
-	if err != nil {
+	s, ok := ix.parsed[o.origin]
+	if !ok {
+		var err error
+		if s, err = splice.Parse(ix.files[o.origin]); err != nil {
+			s = nil
+		}
+		if ix.parsed == nil {
+			ix.parsed = map[string]*splice.Stream{}
+		}
+		ix.parsed[o.origin] = s
+	}
+	if s == nil {
 		return
 	}
 	type cand struct {
