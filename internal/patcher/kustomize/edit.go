@@ -800,6 +800,12 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 	}()
 	changed := slices.Sorted(maps.Keys(next))
 	ws := wants{}
+	// each root's edits, found once: a root looking through all of them
+	// made the proof quadratic in the overlays of one base
+	byRoot := map[*kust][]kedit{}
+	for _, ke := range kes {
+		byRoot[ke.k] = append(byRoot[ke.k], ke)
+	}
 	for _, k := range st.ix.kusts {
 		if k.err != nil && !k.component() && (st.ix.reads(k, changed) || slices.ContainsFunc(changed, func(f string) bool { return under(f, k.dir) })) {
 			// An overlay that does not build cannot show what the edit
@@ -814,7 +820,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 			// is built as part of the roots that include it.
 			continue
 		}
-		if err := st.proveRoot(k, kes, ws); err != nil {
+		if err := st.proveRoot(k, byRoot[k], ws); err != nil {
 			return err
 		}
 	}
@@ -822,18 +828,12 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 }
 
 // proveRoot builds root k from st.fs and checks it against what the
-// edits of kes for k intend: exactly what their ops make of its old
-// output (found through ws), or, with none for it, the same bytes.
-func (st *kstate) proveRoot(k *kust, kes []kedit, ws wants) error {
+// edits mine, those for k, intend: exactly what their ops make of its old
+// output (found through ws), or, with none, the same bytes.
+func (st *kstate) proveRoot(k *kust, mine []kedit, ws wants) error {
 	rm, err := run(st.fs, k.dir, k.loose)
 	if err != nil {
 		return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
-	}
-	var mine []kedit
-	for _, ke := range kes {
-		if ke.k == k {
-			mine = append(mine, ke)
-		}
 	}
 	if len(mine) == 0 {
 		if sameHeld(k.rm, rm) {
