@@ -3,9 +3,11 @@ package kustomize_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,15 +20,23 @@ import (
 )
 
 // The overlays row of issue 23's table: `recommender plan --write` on a
-// repository of e2eBases bases and e2eOverlays overlays, each overlay
-// including one base in a namespace of its own, and a recording in which
-// every overlay's Deployment asks for the same upsize. The limit is what
-// kustomize itself must do to show the result: a krusty build of every
-// overlay, from the files on disk.
-const (
-	e2eBases    = 5
-	e2eOverlays = 300
-)
+// repository of bases and overlays, each overlay including one base in a
+// namespace of its own, and a recording in which every overlay's
+// Deployment asks for the same upsize. The limit is what kustomize itself
+// must do to show the result: a krusty build of every overlay, from the
+// files on disk. The floor is what the tool's design must at least do:
+// every overlay built twice, once to discover it and once to prove the
+// edit (docs/design.md §10, invariant 2), neither rendered.
+// rounds, when set, caps the rounds of a shape below -benchtime.
+type e2eShape struct{ bases, overlays, rounds int }
+
+// e2eShapes are the repositories measured: issue 23's row, then the
+// same shape (60 overlays a base, as near as a whole number of bases
+// makes it) at 1,000 and 10,000 overlays for the CPU exponent. A round
+// of 10,000 takes minutes of CPU on 2 cores (its three processes build
+// 40,000 overlays between them): it is measured once, so that `make
+// bench-e2e` runs this package in well under a quarter of an hour.
+var e2eShapes = []e2eShape{{5, 300, 0}, {17, 1000, 0}, {167, 10000, 1}}
 
 // The krusty child of BenchmarkE2EOverlays builds the repository this
 // names.
@@ -76,26 +86,27 @@ spec:
 `, i)
 }
 
-// e2eOverlay names overlay j and the base it includes.
-func e2eOverlay(j int) (dir, namespace string, base int) {
-	return fmt.Sprintf("overlays/o%03d", j), fmt.Sprintf("team-%03d", j), j % e2eBases
+// e2eOverlay names overlay j of a repository of bases bases and the base
+// it includes.
+func e2eOverlay(j, bases int) (dir, namespace string, base int) {
+	return fmt.Sprintf("overlays/o%03d", j), fmt.Sprintf("team-%03d", j), j % bases
 }
 
-// writeE2ERepo writes the repository under root: the quickstart's
-// policies, the bases and the overlays.
-func writeE2ERepo(tb testing.TB, root string) {
+// writeE2ERepo writes the repository of shape sh under root: the
+// quickstart's policies, the bases and the overlays.
+func writeE2ERepo(tb testing.TB, root string, sh e2eShape) {
 	tb.Helper()
 	policies, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "quickstart", "policies", "kai-gpu-sharing.yaml"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	files := map[string]string{"policies/kai-gpu-sharing.yaml": string(policies)}
-	for i := range e2eBases {
+	for i := range sh.bases {
 		files[fmt.Sprintf("bases/b%d/kustomization.yaml", i)] = "resources:\n  - deployment.yaml\n"
 		files[fmt.Sprintf("bases/b%d/deployment.yaml", i)] = e2eDeployment(i)
 	}
-	for j := range e2eOverlays {
-		dir, ns, base := e2eOverlay(j)
+	for j := range sh.overlays {
+		dir, ns, base := e2eOverlay(j, sh.bases)
 		files[dir+"/kustomization.yaml"] = fmt.Sprintf("namespace: %s\nresources:\n  - ../../bases/b%d\n", ns, base)
 	}
 	for p, text := range files {
@@ -113,18 +124,18 @@ func writeE2ERepo(tb testing.TB, root string) {
 // used 25 % of a GPU for half an hour and 60 % in the last two minutes:
 // each asks for the same upsize of its base's 0.5, as the quickstart's
 // chat does.
-func writeE2ERecording(tb testing.TB, path string) {
+func writeE2ERecording(tb testing.TB, path string, sh e2eShape) {
 	tb.Helper()
 	const history = 30 // minutes, one sample a minute
 	var b bytes.Buffer
 	pod := func(j int) (ns, rs, name string) {
-		_, ns, base := e2eOverlay(j)
+		_, ns, base := e2eOverlay(j, sh.bases)
 		rs = fmt.Sprintf("llm-%d-7c9d8b5f6d", base)
 		return ns, rs, rs + "-x2k4q"
 	}
 	family := func(name string, value func(j, ago int) string, labels func(j int) string) {
 		fmt.Fprintf(&b, "# TYPE %s gauge\n", name)
-		for j := range e2eOverlays {
+		for j := range sh.overlays {
 			for ago := history; ago >= 0; ago-- {
 				fmt.Fprintf(&b, "%s{%s} %s %d\n", name, labels(j), value(j, ago), e2eAt.Add(-time.Duration(ago)*time.Minute).Unix())
 			}
@@ -162,19 +173,29 @@ func writeE2ERecording(tb testing.TB, path string) {
 
 // TestE2EOverlaysChild is a child process of BenchmarkE2EOverlays, and
 // nothing in a test run: "krusty" builds every overlay from the disk, as
-// `kustomize build` does, and renders its output.
+// `kustomize build` does, and renders its output; "floor" reads the
+// kustomizations and what they include into memory, as discovery does,
+// and builds every overlay twice without rendering it: once from a copy
+// whose kustomizations ask for origin annotations, removed after, as
+// discovery builds it, and once from the files as they are, as the proof
+// builds it.
 func TestE2EOverlaysChild(t *testing.T) {
 	repo := os.Getenv(e2eRepoEnv)
-	switch testenv.E2EChild() {
-	case "":
+	child := testenv.E2EChild()
+	if child == "" {
 		t.Skip("a child of BenchmarkE2EOverlays")
+	}
+	entries, err := os.ReadDir(filepath.Join(repo, "overlays"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	n := 0
+	switch child {
 	case "krusty":
 		fs := filesys.MakeFsOnDisk()
-		k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-		n := 0
-		for j := range e2eOverlays {
-			dir, _, _ := e2eOverlay(j)
-			rm, err := k.Run(fs, filepath.Join(repo, filepath.FromSlash(dir)))
+		for _, e := range entries {
+			rm, err := k.Run(fs, filepath.Join(repo, "overlays", e.Name()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,73 +205,172 @@ func TestE2EOverlaysChild(t *testing.T) {
 			}
 			n += len(out)
 		}
-		fmt.Println(n)
+	case "floor":
+		plain, traced := filesys.MakeFsInMemory(), filesys.MakeFsInMemory()
+		for _, top := range []string{"bases", "overlays"} {
+			err := filepath.WalkDir(filepath.Join(repo, top), func(p string, d os.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				rel, err := filepath.Rel(repo, p)
+				if err != nil {
+					return err
+				}
+				mem := "/repo/" + filepath.ToSlash(rel)
+				if err := plain.WriteFile(mem, b); err != nil {
+					return err
+				}
+				if filepath.Base(p) == "kustomization.yaml" {
+					b = append([]byte("buildMetadata: [originAnnotations]\n"), b...)
+				}
+				return traced.WriteFile(mem, b)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, e := range entries {
+			dir := "/repo/overlays/" + e.Name()
+			rm, err := k.Run(traced, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rm.RemoveOriginAnnotations(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := k.Run(plain, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += rm.Size() + again.Size()
+		}
+	default:
+		t.Fatalf("no child %q", child)
 	}
+	fmt.Println(n)
 }
 
 // BenchmarkE2EOverlays is the overlays row of issue 23's table: `plan
 // --write` of 300 overlays over 5 bases, every overlay asking for the
 // same edit of its base, run as users run the binary, against 300 krusty
-// builds of the overlays in a child test binary, each side in a process
-// of its own, one round an iteration (-benchtime 3x:
-// three), each round on a fresh copy of the repository. It reports the
-// median of the rounds' CPU ratios and of their peak RSS ratios, and
-// fails when either is more than a third above testdata/bench-e2e.json.
+// builds of the overlays (the limit) and the design's floor, each in a
+// child test binary, each side in a process of its own, one round an
+// iteration (-benchtime 3x: three), each round on a fresh copy of the
+// repository; then the same at 1,000 and 10,000 overlays, for the CPU
+// exponent of each side. It reports the medians of the rounds' ratios,
+// and fails when one is more than a third above testdata/bench-e2e.json.
 // `make bench-e2e` runs it.
 func BenchmarkE2EOverlays(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
-	tmp := b.TempDir()
 	bin := testenv.BuildRecommender(b)
+	rows := make([]e2eRow, len(e2eShapes))
+	for i, sh := range e2eShapes {
+		b.Run(strconv.Itoa(sh.overlays), func(b *testing.B) { rows[i] = benchOverlays(b, bin, sh) })
+	}
+	if slices.ContainsFunc(rows, func(r e2eRow) bool { return r.plan == 0 }) {
+		return // a shape left out by -bench
+	}
+	small, large := rows[1], rows[2]
+	exp := func(a, b time.Duration) float64 {
+		return math.Log(b.Seconds()/a.Seconds()) / math.Log(float64(large.shape.overlays)/float64(small.shape.overlays))
+	}
+	first := rows[0]
+	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
+		"cpu-ratio": first.cpuRatio, "rss-ratio": first.rssRatio, "floor-ratio": first.floorRatio,
+		"cpu-ratio-10k": large.cpuRatio, "cpu-exponent": exp(small.plan, large.plan),
+	})
+	var t strings.Builder
+	t.WriteString("| repository | plan --write CPU | krusty builds CPU | floor CPU | **CPU ratio** | **tool ÷ floor** | floor ÷ krusty | peak RSS | krusty peak RSS | **RSS ratio** |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&t, "| %s overlays over %d bases, each base's Deployment upsized alike | %.2f s | %.2f s | %.2f s | **%.2f×** | **%.2f×** | %.2f× | %.0f MiB | %.0f MiB | **%.2f×** |\n",
+			thousands(r.shape.overlays), r.shape.bases, r.plan.Seconds(), r.limit.Seconds(), r.floor.Seconds(), r.cpuRatio, r.floorRatio,
+			float64(r.floor)/float64(r.limit), float64(r.rss)/(1<<20), float64(r.limitRSS)/(1<<20), r.rssRatio)
+	}
+	fmt.Fprintf(&t, "\nCPU exponent from %s to %s overlays (time ∝ size^k): plan --write **%.2f**, krusty builds %.2f, floor %.2f.\n",
+		thousands(small.shape.overlays), thousands(large.shape.overlays), exp(small.plan, large.plan), exp(small.limit, large.limit), exp(small.floor, large.floor))
+	testenv.WriteSection(b, filepath.Join("..", "..", "..", "BENCHMARKS.md"), "overlays", t.String())
+}
+
+// e2eRow is what BenchmarkE2EOverlays measured of one shape: medians of
+// the rounds.
+type e2eRow struct {
+	shape                          e2eShape
+	plan, limit, floor             time.Duration
+	rss, limitRSS                  int64
+	cpuRatio, floorRatio, rssRatio float64
+}
+
+// benchOverlays measures one shape: per round, the limit, the floor and
+// plan --write on a fresh copy of the repository.
+func benchOverlays(b *testing.B, bin string, sh e2eShape) e2eRow {
+	tmp := b.TempDir()
 	template := filepath.Join(tmp, "template")
-	writeE2ERepo(b, template)
+	writeE2ERepo(b, template, sh)
 	metrics := filepath.Join(tmp, "usage.om")
-	writeE2ERecording(b, metrics)
-	var ratios, rssRatios []float64
-	var plan, limit []time.Duration
+	writeE2ERecording(b, metrics, sh)
+	var ratios, floorRatios, rssRatios []float64
+	var plan, limit, floor []time.Duration
 	var rss, limitRSS []int64
 	written := 0
 	round := 0
 	for b.Loop() {
 		round++
+		if sh.rounds > 0 && round > sh.rounds {
+			continue // b.Loop runs to its end
+		}
 		repo := filepath.Join(tmp, fmt.Sprintf("round-%d", round))
 		if err := os.CopyFS(repo, os.DirFS(template)); err != nil {
 			b.Fatal(err)
 		}
 		l := testenv.Measure(b, testenv.Child("krusty", "TestE2EOverlaysChild", e2eRepoEnv+"="+repo))
+		f := testenv.Measure(b, testenv.Child("floor", "TestE2EOverlaysChild", e2eRepoEnv+"="+repo))
 		p := testenv.Measure(b, exec.Command(bin, "plan", "--repo", repo, "--metrics-file", metrics, "--write"))
-		written = changedBases(b, template, repo)
-		plan, limit = append(plan, p.CPU), append(limit, l.CPU)
+		written = changedBases(b, template, repo, sh.bases)
+		plan, limit, floor = append(plan, p.CPU), append(limit, l.CPU), append(floor, f.CPU)
 		ratios = append(ratios, float64(p.CPU)/float64(l.CPU))
+		floorRatios = append(floorRatios, float64(p.CPU)/float64(f.CPU))
 		rss, limitRSS = append(rss, p.MaxRSS), append(limitRSS, l.MaxRSS)
 		rssRatios = append(rssRatios, float64(p.MaxRSS)/float64(l.MaxRSS))
 		if err := os.RemoveAll(repo); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if written != e2eBases {
-		b.Fatalf("plan --write changed %d of the %d bases' Deployments, want every one", written, e2eBases)
+	if written != sh.bases {
+		b.Fatalf("plan --write changed %d of the %d bases' Deployments, want every one", written, sh.bases)
 	}
-	cpuRatio, rssRatio := testenv.Median(ratios), testenv.Median(rssRatios)
-	b.ReportMetric(cpuRatio, "cpu-ratio")
-	b.ReportMetric(rssRatio, "rss-ratio")
-	b.ReportMetric(testenv.Median(plan).Seconds(), "plan-cpu-s")
-	b.ReportMetric(testenv.Median(limit).Seconds(), "krusty-cpu-s")
-	b.ReportMetric(float64(testenv.Median(rss))/(1<<20), "rss-MiB")
-	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{"cpu-ratio": cpuRatio, "rss-ratio": rssRatio})
-	testenv.WriteSection(b, filepath.Join("..", "..", "..", "BENCHMARKS.md"), "overlays", fmt.Sprintf(
-		"| repository | plan --write CPU | krusty builds CPU | **CPU ratio** | peak RSS | krusty peak RSS | **RSS ratio** |\n"+
-			"|---|---:|---:|---:|---:|---:|---:|\n"+
-			"| %d overlays over %d bases, each base's Deployment upsized alike | %.2f s | %.2f s | **%.2f×** | %.0f MiB | %.0f MiB | **%.2f×** |\n",
-		e2eOverlays, e2eBases, testenv.Median(plan).Seconds(), testenv.Median(limit).Seconds(), cpuRatio,
-		float64(testenv.Median(rss))/(1<<20), float64(testenv.Median(limitRSS))/(1<<20), rssRatio))
+	r := e2eRow{shape: sh, plan: testenv.Median(plan), limit: testenv.Median(limit), floor: testenv.Median(floor),
+		rss: testenv.Median(rss), limitRSS: testenv.Median(limitRSS),
+		cpuRatio: testenv.Median(ratios), floorRatio: testenv.Median(floorRatios), rssRatio: testenv.Median(rssRatios)}
+	b.ReportMetric(r.cpuRatio, "cpu-ratio")
+	b.ReportMetric(r.floorRatio, "floor-ratio")
+	b.ReportMetric(r.rssRatio, "rss-ratio")
+	b.ReportMetric(r.plan.Seconds(), "plan-cpu-s")
+	b.ReportMetric(r.limit.Seconds(), "krusty-cpu-s")
+	b.ReportMetric(r.floor.Seconds(), "floor-cpu-s")
+	b.ReportMetric(float64(r.rss)/(1<<20), "rss-MiB")
+	return r
+}
+
+// thousands writes n with a comma between thousands, as the tables do.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // changedBases counts the bases whose Deployment plan --write changed in
 // repo: the edit every overlay of a base asks for goes to the base.
-func changedBases(tb testing.TB, template, repo string) int {
+func changedBases(tb testing.TB, template, repo string, bases int) int {
 	tb.Helper()
 	n := 0
-	for i := range e2eBases {
+	for i := range bases {
 		p := filepath.Join("bases", fmt.Sprintf("b%d", i), "deployment.yaml")
 		was, err := os.ReadFile(filepath.Join(template, p))
 		if err != nil {

@@ -609,7 +609,11 @@ func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []stri
 // and adds it to the overlay's patches.
 func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string][]byte, changes map[string][]workload.Change) error {
 	// What the ops make of the built object is what the patch must make.
-	fe, err := workload.NewFileEdit(ke.k.file, ke.k.out, true)
+	out, err := ke.k.output()
+	if err != nil {
+		return err
+	}
+	fe, err := workload.NewFileEdit(ke.k.file, out, true)
 	if err != nil {
 		return err
 	}
@@ -796,6 +800,12 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 	}()
 	changed := slices.Sorted(maps.Keys(next))
 	ws := wants{}
+	// each root's edits, found once: a root looking through all of them
+	// made the proof quadratic in the overlays of one base
+	byRoot := map[*kust][]kedit{}
+	for _, ke := range kes {
+		byRoot[ke.k] = append(byRoot[ke.k], ke)
+	}
 	for _, k := range st.ix.kusts {
 		if k.err != nil && !k.component() && (st.ix.reads(k, changed) || slices.ContainsFunc(changed, func(f string) bool { return under(f, k.dir) })) {
 			// An overlay that does not build cannot show what the edit
@@ -810,7 +820,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 			// is built as part of the roots that include it.
 			continue
 		}
-		if err := st.proveRoot(k, kes, ws); err != nil {
+		if err := st.proveRoot(k, byRoot[k], ws); err != nil {
 			return err
 		}
 	}
@@ -818,26 +828,27 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 }
 
 // proveRoot builds root k from st.fs and checks it against what the
-// edits of kes for k intend: exactly what their ops make of its old
-// output (found through ws), or, with none for it, the same bytes.
-func (st *kstate) proveRoot(k *kust, kes []kedit, ws wants) error {
+// edits mine, those for k, intend: exactly what their ops make of its old
+// output (found through ws), or, with none, the same bytes.
+func (st *kstate) proveRoot(k *kust, mine []kedit, ws wants) error {
 	rm, err := run(st.fs, k.dir, k.loose)
 	if err != nil {
 		return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
 	}
-	var mine []kedit
-	for _, ke := range kes {
-		if ke.k == k {
-			mine = append(mine, ke)
-		}
-	}
 	if len(mine) == 0 {
+		if sameHeld(k.rm, rm) {
+			return nil
+		}
+		old, err := k.output()
+		if err != nil {
+			return err
+		}
 		out, err := rm.AsYaml()
 		if err != nil {
 			return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
 		}
-		if !bytes.Equal(out, k.out) {
-			return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, splice.FirstDiff(k.out, out))
+		if !bytes.Equal(out, old) {
+			return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, splice.FirstDiff(old, out))
 		}
 		return nil
 	}

@@ -48,6 +48,10 @@ type Index struct {
 	byDir, byFile map[string]*kust
 	// used are the files some kustomization reads: resources, patches.
 	used map[string]bool
+	// parsed are the files original has parsed, by slash path, nil for
+	// one that does not parse: overlays of one base all find their
+	// objects in its files.
+	parsed map[string]*splice.Stream
 }
 
 // kust is one kustomization and its build.
@@ -59,9 +63,17 @@ type kust struct {
 	root bool
 	// dirs are the kustomizations it includes (resources, components).
 	dirs []string
-	out  []byte // kustomize build output
-	objs []kobj
-	err  error
+	// rm is its build as kustomize holds it, and out the build rendered
+	// as `kustomize build` writes it: at discovery when the workloads are
+	// read from the rendering, else the first time output is called.
+	rm  resmap.ResMap
+	out []byte
+	// held are rm's objects when discovery read them as they are
+	// (readHeld), nil when it read the rendering.
+	held        []*yaml.Node
+	unsupported []workload.Unsupported
+	objs        []kobj
+	err         error
 	// outside are the files it names beyond its directory; loose: it or
 	// a kustomization it includes has some, so it is built without
 	// load restrictions.
@@ -142,12 +154,12 @@ func run(fs filesys.FileSystem, dir string, loose bool) (rm resmap.ResMap, err e
 }
 
 // buildTraced builds dir from the traced copy of the files (see traced)
-// and returns the output a build of the files as they are makes, with
-// the origin of each object: the file its document is in, slash path
+// and returns what a build of the files as they are makes, unrendered,
+// with the origin of each object: the file its document is in, slash path
 // from the root. keep says the kustomization asks for origin annotations
-// itself, so they stay in out.
-func buildTraced(fs filesys.FileSystem, dir string, loose, keep bool) (out []byte, origins map[usage.Ref]string, err error) {
-	rm, err := run(fs, dir, loose)
+// itself, so they stay in the build.
+func buildTraced(fs filesys.FileSystem, dir string, loose, keep bool) (rm resmap.ResMap, origins map[usage.Ref]string, err error) {
+	rm, err = run(fs, dir, loose)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,8 +179,20 @@ func buildTraced(fs filesys.FileSystem, dir string, loose, keep bool) (out []byt
 			return nil, nil, err
 		}
 	}
-	out, err = rm.AsYaml()
-	return out, origins, err
+	return rm, origins, nil
+}
+
+// output returns k's build rendered as `kustomize build` writes it,
+// rendering it the first time.
+func (k *kust) output() ([]byte, error) {
+	if k.out == nil && k.rm != nil {
+		out, err := k.rm.AsYaml()
+		if err != nil {
+			return nil, fmt.Errorf("%w: build %s: %w", ErrKustomize, k.dir, err)
+		}
+		k.out = out
+	}
+	return k.out, nil
 }
 
 // traced returns a copy of files whose kustomizations ask kustomize for
@@ -319,12 +343,30 @@ func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, er
 			continue
 		}
 		var origins map[usage.Ref]string
-		k.out, origins, k.err = buildTraced(fs, k.dir, k.loose, asked[k.file])
+		k.rm, origins, k.err = buildTraced(fs, k.dir, k.loose, asked[k.file])
 		if k.err != nil {
 			k.err = fmt.Errorf("%w: build %s: %w", ErrKustomize, k.dir, k.err)
 			continue
 		}
-		k.objs = ix.builtWorkloads(k, origins)
+		if h, ok := readHeld(k.rm, k.file); ok {
+			k.unsupported, k.held = h.unsupported, h.roots
+			k.objs = ix.builtWorkloads(k, h.workloads, origins)
+			continue
+		}
+		// Read from the rendering, as `kustomize build` writes it.
+		if k.out, k.err = k.rm.AsYaml(); k.err != nil {
+			k.err = fmt.Errorf("%w: build %s: %w", ErrKustomize, k.dir, k.err)
+			continue
+		}
+		bw, err := workload.BuiltWorkloads(k.out)
+		if err != nil {
+			k.err = fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
+			continue
+		}
+		if s, err := splice.Parse(k.out); err == nil {
+			k.unsupported = workload.UnsupportedIn(s, k.file, false)
+		}
+		k.objs = ix.builtWorkloads(k, bw, origins)
 	}
 	return ix
 }
@@ -384,12 +426,7 @@ func (ix *Index) anyIncluded(k *kust, f func(*kust) bool) bool {
 // in it is the only one of the kind, else the one whose name the
 // namePrefix and nameSuffix of the kustomizations between make the built
 // name, exactly.
-func (ix *Index) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
-	bw, err := workload.BuiltWorkloads(k.out)
-	if err != nil {
-		k.err = fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
-		return nil
-	}
+func (ix *Index) builtWorkloads(k *kust, bw []workload.BuiltWorkload, origins map[usage.Ref]string) []kobj {
 	var objs []kobj
 	for _, b := range bw {
 		w := b.Workload
@@ -411,8 +448,18 @@ func (ix *Index) builtWorkloads(k *kust, origins map[usage.Ref]string) []kobj {
 // It fills in o's name, namespace, names and meta; o.name stays "" when
 // no document is it for sure.
 func (ix *Index) original(k *kust, o *kobj) {
-	s, err := splice.Parse(ix.files[o.origin])
-	if err != nil {
+	s, ok := ix.parsed[o.origin]
+	if !ok {
+		var err error
+		if s, err = splice.Parse(ix.files[o.origin]); err != nil {
+			s = nil
+		}
+		if ix.parsed == nil {
+			ix.parsed = map[string]*splice.Stream{}
+		}
+		ix.parsed[o.origin] = s
+	}
+	if s == nil {
 		return
 	}
 	type cand struct {
@@ -634,9 +681,7 @@ func (ix *Index) Found() workload.Found {
 		for _, o := range k.objs {
 			f.Workloads = append(f.Workloads, o.w)
 		}
-		if s, err := splice.Parse(k.out); err == nil {
-			f.Unsupported = append(f.Unsupported, workload.UnsupportedIn(s, k.file, false)...)
-		}
+		f.Unsupported = append(f.Unsupported, k.unsupported...)
 	}
 	return f
 }

@@ -54,7 +54,9 @@ func TestBuildTracedIsTheBuild(t *testing.T) {
 				}
 				want, err := build(fs, k.dir, k.loose)
 				require.NoError(t, err)
-				require.Equal(t, string(want), string(k.out), k.dir)
+				out, err := k.output()
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(out), k.dir)
 				built++
 			}
 			require.Positive(t, built)

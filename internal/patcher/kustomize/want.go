@@ -32,9 +32,16 @@ type wanted struct {
 }
 
 // of returns the documents k's build must have once the edits mine are
-// made: what their ops make of k.out.
+// made: what their ops make of k's rendered output.
 func (ws wants) of(k *kust, mine []kedit) ([]*yaml.Node, error) {
-	fe, err := workload.NewFileEdit(k.dir+" (kustomize build)", k.out, true)
+	if want, ok := ws.ofHeld(k, mine); ok {
+		return want, nil
+	}
+	out, err := k.output()
+	if err != nil {
+		return nil, err
+	}
+	fe, err := workload.NewFileEdit(k.dir+" (kustomize build)", out, true)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +72,35 @@ func (ws wants) of(k *kust, mine []kedit) ([]*yaml.Node, error) {
 	return fe.Expected, nil
 }
 
+// ofHeld is of without rendering k: when discovery read k from the
+// trees kustomize holds (settled: the rendering is those trees with their
+// keys sorted), each edit finds its object there as Find finds it in the
+// rendering, and an output seen before for the same edits is the trees
+// but for names, what was expected of that one, renamed. ok is false
+// otherwise: of renders k and decides on the text.
+func (ws wants) ofHeld(k *kust, mine []kedit) ([]*yaml.Node, bool) {
+	if k.held == nil {
+		return nil, false
+	}
+	docs := make([]int, len(mine))
+	for i, ke := range mine {
+		d, ok := workload.FindIn(k.held, ke.e.Workload)
+		if !ok {
+			return nil, false
+		}
+		docs[i] = d
+	}
+	w, ok := ws[wantKey(mine, docs)]
+	if !ok {
+		return nil, false
+	}
+	held := make([]*yaml.Node, len(k.held))
+	for i, n := range k.held {
+		held[i] = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{n}}
+	}
+	return w.renamed(held)
+}
+
 // wantKey says which edits, of which documents of the output: the same
 // document of the same file, the same ops, in the same place.
 func wantKey(mine []kedit, docs []int) string {
@@ -80,7 +116,10 @@ func wantKey(mine []kedit, docs []int) string {
 
 // renamed returns what w expects of an output whose documents docs are
 // w.old's but for the names and namespaces of their objects, under
-// those names; ok is false when they differ otherwise.
+// those names; ok is false when they differ otherwise. Keys are matched
+// by name, not place: two renderings sort them alike, so that is the
+// same for them, and trees kustomize holds (ofHeld) compare with a
+// rendering as theirs would.
 func (w wanted) renamed(docs []*yaml.Node) (want []*yaml.Node, ok bool) {
 	if len(docs) != len(w.old) {
 		return nil, false
@@ -105,7 +144,7 @@ func (w wanted) renamed(docs []*yaml.Node) (want []*yaml.Node, ok bool) {
 			}
 			mine[j], n.Value = *n, oldIDs[j].Value
 		}
-		if splice.Compare(w.old[i], c, "") != nil {
+		if splice.CompareBuilt(w.old[i], c, "") != nil {
 			return nil, false
 		}
 		want[i] = splice.Clone(w.want[i])

@@ -99,7 +99,9 @@ spec:
 				for _, w := range ws {
 					seen = w
 				}
-				fe, err := workload.NewFileEdit(k.dir, k.out, true)
+				out, err := k.output()
+				require.NoError(t, err)
+				fe, err := workload.NewFileEdit(k.dir, out, true)
 				require.NoError(t, err)
 				_, ok := seen.renamed(fe.Expected)
 				require.Equal(t, tt.renamed, ok)

@@ -168,23 +168,7 @@ func (p *podEdit) note(n *yaml.Node, name string, err error) {
 // ones, the document that started at line (where Discover saw the
 // workload) does.
 func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
-	var exact, loose []int
-	for i := range f.Expected {
-		got, ok := defines(f.identified(i), ref)
-		if !ok {
-			continue
-		}
-		switch got.Namespace {
-		case ref.Namespace:
-			exact = append(exact, i)
-		case "":
-			loose = append(loose, i)
-		}
-	}
-	cands := exact
-	if len(cands) == 0 {
-		cands = loose
-	}
+	cands := candidates(len(f.Expected), f.identified, ref)
 	switch {
 	case len(cands) == 1:
 		return cands[0], nil
@@ -211,6 +195,44 @@ func (f *FileEdit) identified(i int) []Identified {
 		}
 	}
 	return f.ids[i]
+}
+
+// candidates are the documents of n, whose workloads ids says, that
+// define ref: in its namespace, else in none.
+func candidates(n int, ids func(int) []Identified, ref usage.Ref) []int {
+	var exact, loose []int
+	for i := range n {
+		got, ok := defines(ids(i), ref)
+		if !ok {
+			continue
+		}
+		switch got.Namespace {
+		case ref.Namespace:
+			exact = append(exact, i)
+		case "":
+			loose = append(loose, i)
+		}
+	}
+	if len(exact) == 0 {
+		return loose
+	}
+	return exact
+}
+
+// FindIn returns the object of roots that defines ref when Find would
+// find it without a line, one root a document: ok is false when none or
+// several do (Find then needs the line, or fails).
+func FindIn(roots []*yaml.Node, ref usage.Ref) (int, bool) {
+	cands := candidates(len(roots), func(i int) []Identified {
+		if roots[i] == nil {
+			return nil
+		}
+		return IdentifyAll(roots[i])
+	}, ref)
+	if len(cands) != 1 {
+		return 0, false
+	}
+	return cands[0], true
 }
 
 // defines returns the workload of a document's workloads ids that is ref

@@ -205,20 +205,33 @@ func BuiltWorkloads(out []byte) ([]BuiltWorkload, error) {
 	if err != nil {
 		return nil, err
 	}
-	var bw []BuiltWorkload
+	roots := make([]*yaml.Node, len(s.Docs))
 	for i, doc := range s.Docs {
-		if len(doc.Content) == 0 {
+		if len(doc.Content) > 0 {
+			roots[i] = doc.Content[0]
+		}
+	}
+	return BuiltWorkloadsOf(roots), nil
+}
+
+// BuiltWorkloadsOf is BuiltWorkloads of objects already parsed, one root
+// a document (nil for an empty one): Kustomize's build as it holds it,
+// read without rendering it.
+func BuiltWorkloadsOf(roots []*yaml.Node) []BuiltWorkload {
+	var bw []BuiltWorkload
+	for i, root := range roots {
+		if root == nil {
 			continue
 		}
-		for _, id := range IdentifyAll(doc.Content[0]) {
+		for _, id := range IdentifyAll(root) {
 			if ValidRef(id.Ref) != nil {
 				continue
 			}
-			bw = append(bw, BuiltWorkload{Workload: Read(doc.Content[0], id.Ref, id.Spec), Root: doc.Content[0], Doc: i,
+			bw = append(bw, BuiltWorkload{Workload: Read(root, id.Ref, id.Spec), Root: root, Doc: i,
 				Object: id.Object, Service: id.Service, Spec: id.Spec})
 		}
 	}
-	return bw, nil
+	return bw
 }
 
 // Read builds a Workload from a document root that identify
