@@ -27,6 +27,35 @@ const weekSamples = 7 * 24 * 60 * 2
 // kube_pod_owner and kube_replicaset_owner series, series after series as
 // promtool's dump writes them, to path.
 func writeWeekRecording(b *testing.B, path string, pods int) {
+	writeFleetRecording(b, path, fleet{pods: pods, samples: weekSamples, owners: true})
+}
+
+// fleet is a recording of pods, one per Deployment, each pod's series a
+// sample every 30 s from metricstest.T0.
+type fleet struct {
+	pods, samples int
+	// owners writes each pod's kube_pod_owner and kube_replicaset_owner
+	// series, and spreads the pods over 50 namespaces; without them every
+	// pod is in one namespace, and only its name tells its Deployment.
+	owners bool
+}
+
+// fleetPod names the Deployment of pod d of a fleet, its ReplicaSet, the
+// pod and its namespace.
+func (f fleet) pod(d int) (name, rs, pod, ns string) {
+	name = fmt.Sprintf("llm-%04d", d)
+	rs = name + "-7d9f8c6b5d"
+	pod = rs + "-x2b4z"
+	ns = "serving-00"
+	if f.owners {
+		ns = fmt.Sprintf("serving-%02d", d%50)
+	}
+	return name, rs, pod, ns
+}
+
+// writeFleetRecording writes fl to path, series after series as
+// promtool's dump writes them.
+func writeFleetRecording(b *testing.B, path string, fl fleet) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
@@ -35,7 +64,7 @@ func writeWeekRecording(b *testing.B, path string, pods int) {
 	var line []byte
 	start := metricstest.T0.Unix()
 	each := func(series string, value func(i int) int) {
-		for i := range weekSamples {
+		for i := range fl.samples {
 			line = append(line[:0], series...)
 			line = append(line, ' ')
 			line = strconv.AppendInt(line, int64(value(i)), 10)
@@ -46,13 +75,12 @@ func writeWeekRecording(b *testing.B, path string, pods int) {
 		}
 	}
 	one := func(int) int { return 1 }
-	for d := range pods {
-		name := fmt.Sprintf("llm-%04d", d)
-		rs := name + "-7d9f8c6b5d"
-		pod := rs + "-x2b4z"
-		ns := fmt.Sprintf("serving-%02d", d%50)
-		each(metricstest.ReplicaSetOwner(ns, rs, "Deployment", name), one)
-		each(metricstest.PodOwner(ns, pod, "ReplicaSet", rs), one)
+	for d := range fl.pods {
+		name, rs, pod, ns := fl.pod(d)
+		if fl.owners {
+			each(metricstest.ReplicaSetOwner(ns, rs, "Deployment", name), one)
+			each(metricstest.PodOwner(ns, pod, "ReplicaSet", rs), one)
+		}
 		each(metricstest.UsageOf(metricstest.SM, ns, pod, "server"), func(i int) int { return (i*7 + d) % 100 })
 		each(metricstest.UsageOf(metricstest.Mem, ns, pod, "server"), func(i int) int { return 40 + (i+d)%13 })
 	}

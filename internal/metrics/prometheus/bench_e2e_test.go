@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,10 +33,24 @@ import (
 const (
 	e2eURLEnv  = "RECOMMENDER_BENCH_E2E_URL"
 	e2ePodsEnv = "RECOMMENDER_BENCH_E2E_PODS"
+	// e2eLookbackEnv is the window the child asks for (a Go duration).
+	e2eLookbackEnv = "RECOMMENDER_BENCH_E2E_LOOKBACK"
 )
 
 // e2eSamples is a day at 30 s.
 const e2eSamples = 24 * 60 * 2
+
+// scaleLookback is the window of the exponent rows: two hours at 30 s
+// (240 samples a series), so that 10,000 pods are answered in about
+// 0.2 GB of JSON and a row's time is its series' rather than a few
+// series' samples. scaleLookbackEnv sets another (at most a day).
+const (
+	scaleLookback    = 2 * time.Hour
+	scaleLookbackEnv = "RECOMMENDER_BENCH_E2E_SCALE_LOOKBACK"
+)
+
+// scalePods are the sizes the exponent rows compare.
+var scalePods = [2]int{1000, 10000}
 
 // e2eFleet names the pods of the fleet, one per Deployment over 50
 // namespaces, as writeFleet does.
@@ -45,9 +60,10 @@ func e2eFleet(i int) (ns, d, rs, pod string) {
 	return ns, d, rs, rs + "-x2b4z"
 }
 
-// e2eQuery is the query of the fleet's every Deployment over the day.
-func e2eQuery(pods int) usage.Query {
-	q := usage.Query{At: metricstest.T0, Lookback: 24 * time.Hour, Metrics: preset.Kubex.Mappings()}
+// e2eQuery is the query of the fleet's every Deployment over lookback (at
+// most the day).
+func e2eQuery(pods int, lookback time.Duration) usage.Query {
+	q := usage.Query{At: metricstest.T0, Lookback: lookback, Metrics: preset.Kubex.Mappings()}
 	for i := range pods {
 		ns, d, _, _ := e2eFleet(i)
 		q.Workloads = append(q.Workloads, metricstest.Deployment(ns, d))
@@ -79,10 +95,16 @@ func fleetAnswer(w io.Writer, pods int, from, to int64) (int64, error) {
 		first = false
 		buf = append(buf, `{"metric":{`+labels+`},"values":[`...)
 		sep := false
-		for k := range e2eSamples {
+		// From the first sample after from, so that the server does
+		// not scan the whole day for each series of a short range.
+		k0 := 0
+		if from >= start {
+			k0 = int((from-start)/30) + 1
+		}
+		for k := k0; k < e2eSamples; k++ {
 			t := start + int64(k)*30
-			if t <= from || t > to {
-				continue
+			if t > to {
+				break
 			}
 			if sep {
 				buf = append(buf, ',')
@@ -176,16 +198,35 @@ func TestE2EPrometheusChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lookback, err := time.ParseDuration(os.Getenv(e2eLookbackEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
 	prom, err := prometheus.New(prometheus.Config{URL: os.Getenv(e2eURLEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := prom.Usage(context.Background(), e2eQuery(pods))
+	q := e2eQuery(pods, lookback)
+	res, err := prom.Usage(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Workloads) != pods {
 		t.Fatalf("%d workloads, want %d", len(res.Workloads), pods)
+	}
+	// Each Deployment counts its one pod, every sample of the window.
+	samples := int(lookback / (30 * time.Second))
+	for i, ref := range q.Workloads {
+		_, _, _, pod := e2eFleet(i)
+		w := res.Workloads[ref]
+		if len(w.Pods) != 1 || w.Pods[0].Name != pod {
+			t.Fatalf("%s: %d pods, want %s alone", ref, len(w.Pods), pod)
+		}
+		for _, m := range []usage.Metric{usage.Compute, usage.Memory} {
+			if n := len(w.Pods[0].Series[m]); n != samples {
+				t.Fatalf("%s: %d samples of %s, want %d", ref, n, m, samples)
+			}
+		}
 	}
 }
 
@@ -196,8 +237,12 @@ func TestE2EPrometheusChild(t *testing.T) {
 // round an iteration (-benchtime 3x: three). Both ask for gzip, as the
 // tool's transport does and Prometheus answers it. It reports the median
 // of the rounds' CPU ratios and the client's peak RSS over the bytes of
-// the samples it keeps, and fails when either is more than a third above
-// testdata/bench-e2e.json. `make bench-e2e` runs it.
+// the samples it keeps. Each round also measures the exponent row
+// (scaleRow): the fleet of 1,000 and of 10,000 pods over two hours
+// (RECOMMENDER_BENCH_E2E_SCALE_LOOKBACK), each against curl; it reports
+// the client's CPU exponent between the sizes. It fails when a ratio or
+// the exponent is more than a third above testdata/bench-e2e.json.
+// `make bench-e2e` runs it.
 func BenchmarkE2EPrometheus(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
 	curl := testenv.LookPath(b, "curl")
@@ -212,7 +257,8 @@ func BenchmarkE2EPrometheus(b *testing.B) {
 	rp := &replay{pods: pods}
 	srv := httptest.NewServer(rp)
 	b.Cleanup(srv.Close)
-	env := []string{e2eURLEnv + "=" + srv.URL, e2ePodsEnv + "=" + strconv.Itoa(pods)}
+	env := []string{e2eURLEnv + "=" + srv.URL, e2ePodsEnv + "=" + strconv.Itoa(pods), e2eLookbackEnv + "=24h"}
+	scale := newScaleRow(b)
 	samples := float64(pods*4*e2eSamples) * 16
 
 	var ratios, plainRatios []float64
@@ -235,19 +281,112 @@ func BenchmarkE2EPrometheus(b *testing.B) {
 		ratios = append(ratios, float64(t.CPU)/float64(c))
 		plainRatios = append(plainRatios, float64(t.CPU)/float64(p))
 		rss = append(rss, t.MaxRSS)
+		scale.round(b, curl)
 	}
 	cpuRatio, rssRatio := testenv.Median(ratios), float64(testenv.Median(rss))/samples
 	b.ReportMetric(cpuRatio, "cpu-ratio")
 	b.ReportMetric(testenv.Median(plainRatios), "cpu-ratio-plain-curl")
 	b.ReportMetric(rssRatio, "rss/samples")
 	b.ReportMetric(float64(testenv.Median(rss))/(1<<20), "rss-MiB")
-	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{"cpu-ratio": cpuRatio, "rss-ratio": rssRatio})
+	exponent, curlExponent := scale.exponents()
+	b.ReportMetric(exponent, "cpu-exponent")
+	b.ReportMetric(curlExponent, "curl-cpu-exponent")
+	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
+		"cpu-ratio": cpuRatio, "rss-ratio": rssRatio, "cpu-exponent": exponent})
 	testenv.WriteSection(b, filepath.Join("..", "..", "..", "BENCHMARKS.md"), "prometheus", fmt.Sprintf(
 		"| answers | client CPU | curl CPU | **CPU ratio** | (to curl without gzip) | peak RSS | samples kept | **RSS / samples** |\n"+
 			"|---|---:|---:|---:|---:|---:|---:|---:|\n"+
 			"| %d pods, a day at 30 s: %d answers read whole, %.0f MB of JSON in all | %.2f s | %.2f s | **%.2f×** | %.2f× | %.0f MiB | %.0f MiB | **%.2f×** |\n",
 		pods, len(forms), float64(answered)/1e6, testenv.Median(tool).Seconds(), testenv.Median(viaCurl).Seconds(), cpuRatio,
-		testenv.Median(plainRatios), float64(testenv.Median(rss))/(1<<20), samples/(1<<20), rssRatio))
+		testenv.Median(plainRatios), float64(testenv.Median(rss))/(1<<20), samples/(1<<20), rssRatio)+"\n"+scale.table())
+}
+
+// scaleRow is the exponent row of BenchmarkE2EPrometheus: the fleet at
+// each of scalePods over scaleLookback, each size a server of its own,
+// answered by the tool (the child) and asked by curl with gzip, once a
+// round.
+type scaleRow struct {
+	lookback time.Duration
+	srv      [2]*httptest.Server
+	replay   [2]*replay
+	tool     [2][]time.Duration
+	curl     [2][]time.Duration
+	rss      [2][]int64
+	answers  [2]int
+	bytes    [2]int64
+}
+
+func newScaleRow(b *testing.B) *scaleRow {
+	r := &scaleRow{lookback: scaleLookback}
+	if v := os.Getenv(scaleLookbackEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > 24*time.Hour {
+			b.Fatalf("%s=%q: want a window from a minute to a day", scaleLookbackEnv, v)
+		}
+		r.lookback = d
+	}
+	for j, pods := range scalePods {
+		r.replay[j] = &replay{pods: pods}
+		r.srv[j] = httptest.NewServer(r.replay[j])
+		b.Cleanup(r.srv[j].Close)
+	}
+	return r
+}
+
+// round measures each size once.
+func (r *scaleRow) round(b *testing.B, curl string) {
+	for j, pods := range scalePods {
+		rp := r.replay[j]
+		rp.mu.Lock()
+		rp.forms, rp.bytes = nil, 0
+		rp.mu.Unlock()
+		t := testenv.Measure(b, testenv.Child("usage", "TestE2EPrometheusChild",
+			e2eURLEnv+"="+r.srv[j].URL, e2ePodsEnv+"="+strconv.Itoa(pods), e2eLookbackEnv+"="+r.lookback.String()))
+		rp.mu.Lock()
+		forms := slices.Clone(rp.forms)
+		r.answers[j], r.bytes[j] = len(forms), rp.bytes
+		rp.mu.Unlock()
+		r.tool[j] = append(r.tool[j], t.CPU)
+		r.curl[j] = append(r.curl[j], curlCost(b, curl, r.srv[j].URL, forms, true))
+		r.rss[j] = append(r.rss[j], t.MaxRSS)
+	}
+}
+
+// window says d in words, as the tables do.
+func window(d time.Duration) string {
+	if d == 2*time.Hour {
+		return "two hours"
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}
+
+// exponents are the CPU exponents of the client and of curl from the
+// smaller size to the larger: time ∝ pods^k.
+func (r *scaleRow) exponents() (tool, viaCurl float64) {
+	k := func(d [2][]time.Duration) float64 {
+		return math.Log(float64(testenv.Median(d[1]))/float64(testenv.Median(d[0]))) / math.Log(float64(scalePods[1])/float64(scalePods[0]))
+	}
+	return k(r.tool), k(r.curl)
+}
+
+// table renders the row.
+func (r *scaleRow) table() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "| %s at 30 s, every Deployment asked | pods | answers read whole, JSON written in all | client CPU | curl CPU | **CPU ratio** | peak RSS | **client's CPU exponent** | curl's |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", window(r.lookback))
+	tool, viaCurl := r.exponents()
+	for j, pods := range scalePods {
+		name, exps := "", "| | |"
+		if j == 0 {
+			name = "50 namespaces, owner series"
+		} else {
+			exps = fmt.Sprintf("| **%.2f** | %.2f |", tool, viaCurl)
+		}
+		t, c := testenv.Median(r.tool[j]), testenv.Median(r.curl[j])
+		fmt.Fprintf(&sb, "| %s | %d | %d, %.0f MB | %.2f s | %.2f s | **%.2f×** | %.0f MiB %s\n", name, pods, r.answers[j], float64(r.bytes[j])/1e6,
+			t.Seconds(), c.Seconds(), float64(t)/float64(c), float64(testenv.Median(r.rss[j]))/(1<<20), exps)
+	}
+	return sb.String()
 }
 
 // curlCost is the CPU time curl takes to ask the forms the tool asked,

@@ -55,7 +55,7 @@ func TestPrometheusPiecesSizedAhead(t *testing.T) {
 			t.Cleanup(srv.Close)
 			prom := newPrometheus(t, srv.URL)
 			prometheus.SetBodyBounds(prom, tt.perPiece, 4*tt.perPiece)
-			res, err := prom.Usage(context.Background(), e2eQuery(pods))
+			res, err := prom.Usage(context.Background(), e2eQuery(pods, 24*time.Hour))
 			require.NoError(t, err)
 			require.Len(t, res.Workloads, pods)
 			if want == "" {
