@@ -694,6 +694,7 @@ type collect struct {
 	hasBase bool
 	seen    map[plumbing.Hash]bool
 	objs    []plumbing.Hash
+	bases   map[plumbing.Hash]map[string]object.TreeEntry // baseEntries
 }
 
 // commit gathers commit h's objects: for a commit on top of the base,
@@ -723,6 +724,31 @@ func (c *collect) commit(h plumbing.Hash) error {
 	return nil
 }
 
+// baseEntries is the entries of tree h of the base (none for zero) by
+// name, read once for all the commits of a push: each commit of a push
+// compares its trees with the same trees of the base.
+func (c *collect) baseEntries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	if was, ok := c.bases[h]; ok {
+		return was, nil
+	}
+	b, err := object.GetTree(c.src, h)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	was := make(map[string]object.TreeEntry, len(b.Entries))
+	for _, e := range b.Entries {
+		was[e.Name] = e
+	}
+	if c.bases == nil {
+		c.bases = map[plumbing.Hash]map[string]object.TreeEntry{}
+	}
+	c.bases[h] = was
+	return was, nil
+}
+
 // tree gathers tree h where it differs from base, the tree at the same
 // path in the base (zero: none).
 func (c *collect) tree(h, base plumbing.Hash) error {
@@ -733,15 +759,9 @@ func (c *collect) tree(h, base plumbing.Hash) error {
 	if err != nil {
 		return fmt.Errorf("read tree %s: %w", h, err)
 	}
-	was := map[string]object.TreeEntry{}
-	if !base.IsZero() {
-		b, err := object.GetTree(c.src, base)
-		if err != nil {
-			return fmt.Errorf("read tree %s: %w", base, err)
-		}
-		for _, e := range b.Entries {
-			was[e.Name] = e
-		}
+	was, err := c.baseEntries(base)
+	if err != nil {
+		return err
 	}
 	for _, e := range t.Entries {
 		old, ok := was[e.Name]
@@ -808,12 +828,16 @@ func (c *collect) all(h plumbing.Hash) error {
 	return nil
 }
 
-// write stores the gathered objects in dst: as one pack when dst takes
-// packs (a repository's does), so that a push of many branches writes one
-// file, not one an object.
+// write stores the gathered objects in dst: linked from the clone's
+// loose objects when both are on disk (linkLoose), else as one pack when
+// dst takes packs (a repository's does), so that a push of many branches
+// writes one file, not one an object.
 func (c *collect) write() error {
 	if len(c.objs) == 0 {
 		return nil
+	}
+	if ok, err := linkLoose(c.src, c.dst, c.objs); ok {
+		return err
 	}
 	pw, ok := c.dst.(storer.PackfileWriter)
 	if !ok {

@@ -376,10 +376,18 @@ func TestPushToALocalRepositoryRunsNoHook(t *testing.T) {
 					require.NoError(t, os.WriteFile(filepath.Join(d, h), []byte("#!/bin/sh\necho "+h+" >> "+fired+"\n"), 0o755))
 				}
 			}
-			r, err := scm.Clone(ctx, dir, "main", filepath.Join(t.TempDir(), "c"), scm.Auth{})
+			clone := filepath.Join(t.TempDir(), "c")
+			r, err := scm.Clone(ctx, dir, "main", clone, scm.Auth{})
 			require.NoError(t, err)
 			h := commit(t, r, "gpu: 0.7\n")
 			require.NoError(t, r.Push(ctx, "gpu-rightsizing/a", h, plumbing.ZeroHash))
+			// The commit's objects are the clone's loose files, linked.
+			loose := func(root string) os.FileInfo {
+				fi, err := os.Stat(filepath.Join(root, "objects", h.String()[:2], h.String()[2:]))
+				require.NoError(t, err)
+				return fi
+			}
+			require.True(t, os.SameFile(loose(filepath.Join(clone, ".git")), loose(gitDir)), "the commit is linked from the clone")
 			run("config", "core.hooksPath", elsewhere)
 			h2 := commit(t, r, "gpu: 0.8\n")
 			require.NoError(t, r.Push(ctx, "gpu-rightsizing/a", h2, h), "the lease holds: the branch is where it was read")
