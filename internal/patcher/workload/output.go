@@ -17,7 +17,6 @@ import (
 	"sync"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
-	"github.com/pmezard/go-difflib/difflib"
 )
 
 // Diff renders the change as a unified diff with a/Path and b/Path headers
@@ -29,18 +28,7 @@ func (f File) Diff() string {
 	if f.Created {
 		from = "/dev/null"
 	}
-	d := difflib.UnifiedDiff{
-		A:        diffLines(f.Old),
-		B:        diffLines(f.New),
-		FromFile: from,
-		ToFile:   diffName("b/" + f.Path),
-		Context:  3,
-	}
-	s, err := difflib.GetUnifiedDiffString(d)
-	if err != nil {
-		return fmt.Sprintf("diff %q: %v\n", f.Path, err)
-	}
-	return s
+	return unifiedDiff(diffLines(f.Old), diffLines(f.New), from, diffName("b/"+f.Path))
 }
 
 // diffName writes a file name for a diff header the way git does with
