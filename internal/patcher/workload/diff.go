@@ -106,6 +106,9 @@ type lineMatcher struct {
 	// Only the entries listed in set and nextSet are not zero.
 	run, next    []int32
 	set, nextSet []int32
+	// searched are the indexes of a whose lines have positions in b, the
+	// only lines the search looks at: a block it finds is made of them.
+	searched []int32
 }
 
 func newLineMatcher(a, b []string) *lineMatcher {
@@ -129,6 +132,11 @@ func newLineMatcher(a, b []string) *lineMatcher {
 		m.a[i] = id
 	}
 	m.index(int(inB))
+	for i, id := range m.a {
+		if m.start[id+1] > m.start[id] {
+			m.searched = append(m.searched, int32(i))
+		}
+	}
 	m.run = make([]int32, len(b)+1)
 	m.next = make([]int32, len(b)+1)
 	return m
@@ -172,7 +180,18 @@ func (m *lineMatcher) index(n int) {
 // zero when no line matches.
 func (m *lineMatcher) longest(alo, ahi, blo, bhi int) match {
 	best := match{a: alo, b: blo}
-	for i := alo; i < ahi; i++ {
+	first, _ := slices.BinarySearch(m.searched, int32(alo))
+	prev := -1
+	for _, i32 := range m.searched[first:] {
+		i := int(i32)
+		if i >= ahi {
+			break
+		}
+		if i != prev+1 {
+			// A line between had no positions: no block runs across it.
+			m.clearRun()
+		}
+		prev = i
 		js := m.pos[m.start[m.a[i]]:m.start[m.a[i]+1]]
 		from, _ := slices.BinarySearch(js, int32(blo))
 		for _, j := range js[from:] {

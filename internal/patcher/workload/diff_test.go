@@ -67,6 +67,8 @@ func TestDiffAgreesWithDifflib(t *testing.T) {
 	tests := []diffCase{
 		{name: "trimming the common prefix would differ", old: lines("ababc"), new: lines("abc")},
 		{name: "longest block first", old: lines("ab"), new: lines("acab")},
+		{name: "a line not in b ends a block", old: lines("xZy"), new: lines("xy")},
+		{name: "a popular line ends a block", old: append(lines("xpy"), numbered(make([]byte, 250), 1)...), new: append(lines("xy"), numbered(make([]byte, 250), 1)...)},
 		{name: "equal", old: lines("abc"), new: lines("abc")},
 		{name: "both empty"},
 		{name: "from nothing", new: lines("ab")},

@@ -46,17 +46,18 @@ func diffName(name string) string {
 
 // diffLines splits b after each LF, keeping the line endings. A last line
 // without one gets git's marker, so that it compares unequal to the same
-// line with a line break.
+// line with a line break. The lines share one copy of b.
 func diffLines(b []byte) []string {
-	var lines []string
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+	s := string(b)
+	lines := make([]string, 0, strings.Count(s, "\n")+1)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
 		if i < 0 {
-			lines = append(lines, string(b)+"\n\\ No newline at end of file\n")
+			lines = append(lines, s+"\n\\ No newline at end of file\n")
 			break
 		}
-		lines = append(lines, string(b[:i+1]))
-		b = b[i+1:]
+		lines = append(lines, s[:i+1])
+		s = s[i+1:]
 	}
 	return lines
 }
