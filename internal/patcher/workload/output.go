@@ -17,7 +17,6 @@ import (
 	"sync"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
-	"github.com/pmezard/go-difflib/difflib"
 )
 
 // Diff renders the change as a unified diff with a/Path and b/Path headers
@@ -29,18 +28,7 @@ func (f File) Diff() string {
 	if f.Created {
 		from = "/dev/null"
 	}
-	d := difflib.UnifiedDiff{
-		A:        diffLines(f.Old),
-		B:        diffLines(f.New),
-		FromFile: from,
-		ToFile:   diffName("b/" + f.Path),
-		Context:  3,
-	}
-	s, err := difflib.GetUnifiedDiffString(d)
-	if err != nil {
-		return fmt.Sprintf("diff %q: %v\n", f.Path, err)
-	}
-	return s
+	return unifiedDiff(diffLines(f.Old), diffLines(f.New), from, diffName("b/"+f.Path))
 }
 
 // diffName writes a file name for a diff header the way git does with
@@ -58,17 +46,18 @@ func diffName(name string) string {
 
 // diffLines splits b after each LF, keeping the line endings. A last line
 // without one gets git's marker, so that it compares unequal to the same
-// line with a line break.
+// line with a line break. The lines share one copy of b.
 func diffLines(b []byte) []string {
-	var lines []string
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+	s := string(b)
+	lines := make([]string, 0, strings.Count(s, "\n")+1)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
 		if i < 0 {
-			lines = append(lines, string(b)+"\n\\ No newline at end of file\n")
+			lines = append(lines, s+"\n\\ No newline at end of file\n")
 			break
 		}
-		lines = append(lines, string(b[:i+1]))
-		b = b[i+1:]
+		lines = append(lines, s[:i+1])
+		s = s[i+1:]
 	}
 	return lines
 }
