@@ -289,7 +289,7 @@ func (r *Repo) Commit(files []File, message string, who Signature, at time.Time)
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}
-	h, err := r.repo.Storer.SetEncodedObject(obj)
+	h, err := r.store(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}
@@ -387,7 +387,7 @@ func (r *Repo) editTree(hash plumbing.Hash, dir string, e *treeEdit) (plumbing.H
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.repo.Storer.SetEncodedObject(obj)
+	return r.store(obj)
 }
 
 // writeObject stores data as an object of type t and returns its hash.
@@ -405,7 +405,7 @@ func (r *Repo) writeObject(t plumbing.ObjectType, data []byte) (plumbing.Hash, e
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.repo.Storer.SetEncodedObject(obj)
+	return r.store(obj)
 }
 
 // sign is the commit's detached, armored OpenPGP signature over the

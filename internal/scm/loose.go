@@ -1,8 +1,10 @@
 package scm
 
 import (
+	"compress/zlib"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,4 +97,57 @@ func linkObject(from, to string) error {
 		_ = os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// store writes obj into the clone and returns its hash. In a repository
+// on disk it is a loose object deflated at zlib's best speed, as git
+// writes loose objects by default (core.loosecompression): go-git's own
+// writer deflates at the default level, three times the CPU for the trees
+// a commit rewrites, which are mostly hashes that do not compress.
+func (r *Repo) store(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	dir := objectsDir(r.repo.Storer)
+	if dir == "" {
+		return r.repo.Storer.SetEncodedObject(obj)
+	}
+	h := obj.Hash()
+	to := loosePath(dir, h)
+	if _, err := os.Lstat(to); err == nil {
+		return h, nil
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer rd.Close()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(to), "tmp_obj_")
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	zw, err := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	if err == nil {
+		_, err = fmt.Fprintf(zw, "%s %d\x00", obj.Type(), obj.Size())
+	}
+	if err == nil {
+		_, err = io.Copy(zw, rd)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o444)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), to)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return plumbing.ZeroHash, err
+	}
+	return h, nil
 }
