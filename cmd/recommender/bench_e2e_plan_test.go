@@ -246,8 +246,10 @@ func BenchmarkE2EPlan(b *testing.B) {
 			float64(testenv.Median(r.rss))/(1<<20))
 		if i%2 == 0 {
 			// time ∝ size^k: k = log(t_large/t_small) / log(10)
-			k := math.Log(float64(testenv.Median(r.tool))/float64(testenv.Median(rows[i+1].tool))) / math.Log(float64(c.deployments)/float64(cases[i+1].deployments))
-			fmt.Fprintf(&table, " %.2f |\n", k)
+			size := math.Log(float64(c.deployments) / float64(cases[i+1].deployments))
+			k := math.Log(float64(testenv.Median(r.tool))/float64(testenv.Median(rows[i+1].tool))) / size
+			kf := math.Log(float64(testenv.Median(r.floor))/float64(testenv.Median(rows[i+1].floor))) / size
+			fmt.Fprintf(&table, " %.2f (floor %.2f) |\n", k, kf)
 			b.ReportMetric(k, c.key()+"-exponent")
 			figures[c.key()+"-exponent"] = k
 		} else {
