@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -161,6 +162,8 @@ type Repo struct {
 	// local is the remote when it is a repository on this machine: pushes
 	// to it write its objects and branches in-process (see pushLocal).
 	local *git.Repository
+	// deflaters are the zlib writers store reuses.
+	deflaters sync.Pool
 }
 
 // Clone clones the base branch of url into dir (which must be empty or

@@ -126,8 +126,16 @@ func (r *Repo) store(obj plumbing.EncodedObject) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	zw, err := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	// A compressor is a few hundred kilobytes of tables: one per object
+	// would be most of what a commit allocates.
+	zw, _ := r.deflaters.Get().(*zlib.Writer)
+	if zw == nil {
+		zw, err = zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	} else {
+		zw.Reset(tmp)
+	}
 	if err == nil {
+		defer r.deflaters.Put(zw)
 		_, err = fmt.Fprintf(zw, "%s %d\x00", obj.Type(), obj.Size())
 	}
 	if err == nil {
