@@ -72,18 +72,29 @@ func linkObject(from, to string) error {
 	if err == nil || errors.Is(err, fs.ErrExist) {
 		return nil
 	}
-	// Not linkable (another file system, or one without links): a copy,
-	// written beside it and renamed, so that a reader never sees part of
-	// an object.
+	// Not linkable (another file system, or one without links): a copy.
 	b, err := os.ReadFile(from)
 	if err != nil {
+		return err
+	}
+	return putObjectFile(to, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// putObjectFile writes a loose object file at to through write: beside
+// it first, then read-only and renamed into place, so that a reader never
+// sees part of an object.
+func putObjectFile(to string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(to), "tmp_obj_")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(b)
+	err = write(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -119,42 +130,28 @@ func (r *Repo) store(obj plumbing.EncodedObject) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	defer rd.Close()
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(to), "tmp_obj_")
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	// A compressor is a few hundred kilobytes of tables: one per object
-	// would be most of what a commit allocates.
-	zw, _ := r.deflaters.Get().(*zlib.Writer)
-	if zw == nil {
-		zw, err = zlib.NewWriterLevel(tmp, zlib.BestSpeed)
-	} else {
-		zw.Reset(tmp)
-	}
-	if err == nil {
+	err = putObjectFile(to, func(w io.Writer) error {
+		// A compressor is a few hundred kilobytes of tables: one per
+		// object would be most of what a commit allocates.
+		zw, _ := r.deflaters.Get().(*zlib.Writer)
+		if zw == nil {
+			var err error
+			if zw, err = zlib.NewWriterLevel(w, zlib.BestSpeed); err != nil {
+				return err
+			}
+		} else {
+			zw.Reset(w)
+		}
 		defer r.deflaters.Put(zw)
-		_, err = fmt.Fprintf(zw, "%s %d\x00", obj.Type(), obj.Size())
-	}
-	if err == nil {
-		_, err = io.Copy(zw, rd)
-	}
-	if err == nil {
-		err = zw.Close()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o444)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), to)
-	}
+		if _, err := fmt.Fprintf(zw, "%s %d\x00", obj.Type(), obj.Size()); err != nil {
+			return err
+		}
+		if _, err := io.Copy(zw, rd); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
 	if err != nil {
-		_ = os.Remove(tmp.Name())
 		return plumbing.ZeroHash, err
 	}
 	return h, nil
