@@ -262,8 +262,8 @@ func CheckFiles(root string, files []File) []error {
 
 // openDir opens the directory that holds p, a slash path under rt, so that
 // every step on the file after is one system call on its name, not one
-// more walk of the path through rt for each. close releases it.
-func openDir(rt *os.Root, p string) (d *os.Root, name string, close func(), err error) {
+// more walk of the path through rt for each. done releases it.
+func openDir(rt *os.Root, p string) (d *os.Root, name string, done func(), err error) {
 	dir, name := path.Split(p)
 	if dir == "" {
 		return rt, name, func() {}, nil
