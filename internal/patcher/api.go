@@ -1,6 +1,8 @@
 package patcher
 
 import (
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/helm"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
@@ -8,7 +10,7 @@ import (
 )
 
 // The types callers use, defined where the editor's parts share them
-// (package workload); aliases, so a value is the same on both sides.
+// (packages workload and changes); aliases, so a value is the same on both sides.
 type (
 	Workload    = workload.Workload
 	GPU         = workload.GPU
@@ -16,8 +18,8 @@ type (
 	Edit        = workload.Edit
 	Op          = workload.Op
 	Result      = workload.Result
-	File        = workload.File
-	Change      = workload.Change
+	File        = changes.File
+	Change      = changes.Change
 	Refusal     = workload.Refusal
 	Note        = workload.Note
 	Problem     = workload.Problem
@@ -40,22 +42,22 @@ func SetWholeGPUs(n int64) Op              { return workload.SetWholeGPUs(n) }
 // Kinds are the workload kinds the editor sizes.
 func Kinds() []string { return workload.Kinds() }
 
-// WriteFile writes one changed file under root (see workload.WriteFile).
-func WriteFile(root string, f File) error { return workload.WriteFile(root, f) }
+// WriteFile writes one changed file under root (see changes.WriteFile).
+func WriteFile(root string, f File) error { return changes.WriteFile(root, f) }
 
-// CheckFile checks that f can be written under root (see workload.CheckFile).
-func CheckFile(root string, f File) error { return workload.CheckFile(root, f) }
+// CheckFile checks that f can be written under root (see changes.CheckFile).
+func CheckFile(root string, f File) error { return changes.CheckFile(root, f) }
 
-// WriteFiles writes changed files under root (see workload.WriteFiles).
-func WriteFiles(root string, files []File) []error { return workload.WriteFiles(root, files) }
+// WriteFiles writes changed files under root (see changes.WriteFiles).
+func WriteFiles(root string, files []File) []error { return changes.WriteFiles(root, files) }
 
 // WriteAll writes changed files under root, all or nothing (see
-// workload.WriteAll).
-func WriteAll(root string, files []File) ([]error, bool) { return workload.WriteAll(root, files) }
+// changes.WriteAll).
+func WriteAll(root string, files []File) ([]error, bool) { return changes.WriteAll(root, files) }
 
 // CheckFiles checks that files can be written under root (see
-// workload.CheckFiles).
-func CheckFiles(root string, files []File) []error { return workload.CheckFiles(root, files) }
+// changes.CheckFiles).
+func CheckFiles(root string, files []File) []error { return changes.CheckFiles(root, files) }
 
 // Sentinel errors. Refusals and problems wrap one of them, so callers can
 // classify with errors.Is; each part of the editor defines its own.
@@ -76,8 +78,8 @@ var (
 	ErrNoVLLMCommand        = workload.ErrNoVLLMCommand
 	ErrSeveralGPUContainers = workload.ErrSeveralGPUContainers
 	ErrNotGPUContainer      = workload.ErrNotGPUContainer
-	ErrOutsideRoot          = workload.ErrOutsideRoot
-	ErrChangedOnDisk        = workload.ErrChangedOnDisk
+	ErrOutsideRoot          = checkout.ErrOutsideRoot
+	ErrChangedOnDisk        = changes.ErrChangedOnDisk
 	ErrInvalidName          = workload.ErrInvalidName
 	ErrGroupMismatch        = workload.ErrGroupMismatch
 	ErrUnsizedPods          = workload.ErrUnsizedPods

@@ -2,6 +2,7 @@ package patcher_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 )
 
 const applyDeployment = `apiVersion: apps/v1
@@ -44,6 +46,12 @@ func applyOne(t *testing.T, files map[string]string, ops ...patcher.Op) (string,
 	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Reason: "test", Ops: ops}})
 	require.NoError(t, err)
 	return root, res
+}
+
+// writeResult writes the files res changes under root, each as
+// changes.WriteFiles writes it.
+func writeResult(root string, res *patcher.Result) error {
+	return errors.Join(changes.WriteFiles(root, res.Files)...)
 }
 
 func TestApplyRefusals(t *testing.T) {
@@ -227,7 +235,7 @@ func TestApplyIdempotent(t *testing.T) {
 	}
 	root, res := applyOne(t, map[string]string{"d.yaml": applyDeployment}, ops...)
 	require.Len(t, res.Files, 1)
-	require.NoError(t, res.Write(root))
+	require.NoError(t, writeResult(root, res))
 
 	inv, err := patcher.Discover(context.Background(), root)
 	require.NoError(t, err)
@@ -342,7 +350,7 @@ func TestWrite(t *testing.T) {
 			root, res := applyOne(t, map[string]string{tc.path: applyDeployment}, patcher.SetGPUFraction("0.3"))
 			p := filepath.Join(root, tc.path)
 			require.NoError(t, os.Chmod(p, tc.mode))
-			require.NoError(t, res.Write(root))
+			require.NoError(t, writeResult(root, res))
 
 			b, err := os.ReadFile(p)
 			require.NoError(t, err)
@@ -355,7 +363,7 @@ func TestWrite(t *testing.T) {
 			require.Len(t, es, 1, "no temporary file left behind")
 
 			// The file is now New, not Old: writing the same result again is refused.
-			require.ErrorContains(t, res.Write(root), "changed since it was read")
+			require.ErrorContains(t, writeResult(root, res), "changed since it was read")
 		})
 	}
 }
@@ -624,7 +632,7 @@ func TestApplyLabels(t *testing.T) {
 			require.Empty(t, res.Refused)
 			require.Len(t, res.Files, 1)
 			require.Equal(t, tc.want, string(res.Files[0].New))
-			require.NoError(t, res.Write(root))
+			require.NoError(t, writeResult(root, res))
 			inv, err := patcher.Discover(context.Background(), root)
 			require.NoError(t, err)
 			if strings.Contains(tc.name, "workload") {

@@ -189,7 +189,7 @@ func FuzzKustomizeEdit(f *testing.F) {
 		for _, file := range res.Files {
 			require.NoError(t, splicesCoverDiff(file))
 		}
-		require.NoError(t, res.Write(root))
+		require.NoError(t, writeResult(root, res))
 		require.Equal(t, string(before["b"]), string(fuzzBuild(t, root, "b")), "the other overlay's output changed")
 
 		// what the edits intend: the old output with the fraction set

@@ -203,7 +203,7 @@ func TestGolden(t *testing.T) {
 
 			out := t.TempDir()
 			copyTree(t, orig, out)
-			require.NoError(t, res.Write(out))
+			require.NoError(t, writeResult(out, res))
 			for _, f := range res.Files {
 				require.NotEqual(t, f.Old, f.New, f.Path)
 				require.NotEmpty(t, f.Changes, f.Path)

@@ -243,7 +243,7 @@ func TestHelmGolden(t *testing.T) {
 
 			out := t.TempDir()
 			copyTree(t, orig, out)
-			require.NoError(t, res.Write(out))
+			require.NoError(t, writeResult(out, res))
 			expected := filepath.Join(dir, "expected")
 			if *update {
 				writeExpected(t, expected, res.Files)

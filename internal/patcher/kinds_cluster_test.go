@@ -48,7 +48,7 @@ func TestKindsOnCluster(t *testing.T) {
 	kube.Apply(t, dgd)
 	out := t.TempDir()
 	copyTree(t, orig, out)
-	require.NoError(t, res.Write(out))
+	require.NoError(t, writeResult(out, res))
 	for _, f := range res.Files {
 		b, err := os.ReadFile(filepath.Join(out, f.Path))
 		require.NoError(t, err)

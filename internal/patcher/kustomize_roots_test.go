@@ -31,7 +31,7 @@ func kustRun(t *testing.T, files map[string]string, edits ...patcher.Edit) (stri
 	require.NoError(t, err)
 	out := t.TempDir()
 	copyTree(t, root, out)
-	require.NoError(t, res.Write(out))
+	require.NoError(t, writeResult(out, res))
 	return out, ws, res
 }
 

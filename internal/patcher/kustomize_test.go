@@ -250,7 +250,7 @@ func TestKustomizeGolden(t *testing.T) {
 
 			out := t.TempDir()
 			copyTree(t, orig, out)
-			require.NoError(t, res.Write(out))
+			require.NoError(t, writeResult(out, res))
 			for _, f := range res.Files {
 				require.NotEmpty(t, f.Changes, f.Path)
 				requireSplicesMake(t, f)

@@ -342,7 +342,7 @@ func TestApplyProperties(t *testing.T) {
 		}
 		require.Equal(rt, strings.HasPrefix(src, "\ufeff"), strings.HasPrefix(string(f.New), "\ufeff"))
 
-		require.NoError(rt, res.Write(root))
+		require.NoError(rt, writeResult(root, res))
 		after, err := patcher.Discover(ctx, root)
 		require.NoError(rt, err)
 		require.Empty(rt, after.Problems)
