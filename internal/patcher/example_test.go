@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 // exampleRepo writes one manifest into a temporary checkout.
@@ -46,7 +47,7 @@ spec:
 	res, err := patcher.Apply(ctx, root, inv, []patcher.Edit{{
 		Workload: inv.Workloads[0].Ref,
 		Reason:   "peak 0.31 of a GPU over 7 days + 20% headroom",
-		Ops:      []patcher.Op{patcher.SetGPUFraction("0.38"), patcher.SetVLLMMemoryUtilization("0.34")},
+		Ops:      []workload.Op{patcher.SetGPUFraction("0.38"), patcher.SetVLLMMemoryUtilization("0.34")},
 	}})
 	if err != nil {
 		panic(err)
