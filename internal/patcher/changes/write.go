@@ -50,7 +50,7 @@ func WriteFiles(root string, files []File) []error {
 // removed, no file is replaced and written is false; errs[i] is then what
 // kept files[i] from being written, nil for a file that could have been.
 // It checks each file as it writes its temporary file, so that each is
-// read once, where CheckFiles then WriteFiles read it twice.
+// read once.
 func WriteAll(root string, files []File) (errs []error, written bool) {
 	return writeFiles(root, files, true)
 }
@@ -182,33 +182,6 @@ func parallel(n int, do func(i int)) {
 	wg.Wait()
 }
 
-// CheckFile reports whether WriteFile would write f: the file on disk is
-// still the one the plan read (or, for a new file, still absent). Writing
-// a plan checks every file first, so that one changed file leaves the
-// whole plan unwritten rather than half of an edit on disk.
-func CheckFile(root string, f File) error {
-	return CheckFiles(root, []File{f})[0]
-}
-
-// CheckFiles is CheckFile for each of files, with the root opened once.
-func CheckFiles(root string, files []File) []error {
-	errs := make([]error, len(files))
-	rt, err := os.OpenRoot(root)
-	if err != nil {
-		for i := range errs {
-			errs[i] = fmt.Errorf("open checkout: %w", err)
-		}
-		return errs
-	}
-	defer rt.Close()
-	parallel(len(files), func(i int) {
-		if _, err := check(rt, files[i]); err != nil {
-			errs[i] = fmt.Errorf("write %s: %w", files[i].Path, err)
-		}
-	})
-	return errs
-}
-
 // openDir opens the directory that holds p, a slash path under rt, so that
 // every step on the file after is one system call on its name, not one
 // more walk of the path through rt for each. done releases it.
@@ -223,18 +196,8 @@ func openDir(rt *os.Root, p string) (d *os.Root, name string, done func(), err e
 	return d, name, func() { d.Close() }, nil
 }
 
-// check compares the file on disk with what f was made from, and returns
-// the mode a replacement gets.
-func check(rt *os.Root, f File) (os.FileMode, error) {
-	d, name, done, err := openDir(rt, f.Path)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	return checkIn(d, name, f)
-}
-
-// checkIn is check of the file name in its directory d.
+// checkIn compares the file name in its directory d with what f was
+// made from, and returns the mode a replacement gets.
 func checkIn(d *os.Root, name string, f File) (os.FileMode, error) {
 	if f.Created {
 		if _, err := d.Lstat(name); err == nil {
