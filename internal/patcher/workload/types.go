@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -62,21 +63,21 @@ var (
 	ErrInvalidName = errors.New("not a valid Kubernetes name")
 )
 
-// Problem is a file or document that was skipped.
+// Problem is a file or document that was skipped. As an error it is the
+// located.Error at its file and line, which errors.As finds like any
+// other located problem.
 type Problem struct {
 	File string // slash-separated, relative to the root
 	Line int    // 0 when unknown
 	Err  error
 }
 
-func (p Problem) Error() string {
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %v", p.File, p.Line, p.Err)
-	}
-	return fmt.Sprintf("%s: %v", p.File, p.Err)
-}
+func (p Problem) Error() string { return p.asLocated().Error() }
+func (p Problem) Unwrap() error { return p.asLocated() }
 
-func (p Problem) Unwrap() error { return p.Err }
+func (p Problem) asLocated() *located.Error {
+	return &located.Error{File: p.File, Line: p.Line, Err: p.Err}
+}
 
 // Workload is one workload found in a file.
 type Workload struct {
@@ -189,7 +190,8 @@ func (r Refusal) Error() string { return r.Workload.String() + ": " + r.Err.Erro
 func (r Refusal) Unwrap() error { return r.Err }
 
 // Note is something an Op deliberately left alone, e.g. a vLLM container
-// whose --kv-cache-memory-bytes makes --gpu-memory-utilization moot.
+// whose --kv-cache-memory-bytes makes --gpu-memory-utilization moot. As
+// an error it is the located.Error at its file, line and field.
 type Note struct {
 	Workload usage.Ref
 	File     string
@@ -198,8 +200,12 @@ type Note struct {
 	Err      error
 }
 
-func (n Note) Error() string { return fmt.Sprintf("%s:%d: %s: %v", n.File, n.Line, n.Field, n.Err) }
-func (n Note) Unwrap() error { return n.Err }
+func (n Note) Error() string { return n.asLocated().Error() }
+func (n Note) Unwrap() error { return n.asLocated() }
+
+func (n Note) asLocated() *located.Error {
+	return &located.Error{File: n.File, Line: n.Line, Field: n.Field, Err: n.Err}
+}
 
 // Found is what one origin, or the plain files, make of the checkout.
 type Found struct {
