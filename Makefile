@@ -50,7 +50,7 @@ demo-gitops:
 demo-prometheus:
 	./scripts/demo-prometheus.sh $(ARGS)
 
-## lint: gofmt, go vet, staticcheck and errorlint must be clean, and the shape tests (layering, layout, function size) pass
+## lint: gofmt, go vet, staticcheck and errorlint must be clean, the shape tests (layering, layout, function and package size) pass, and commit messages follow CONTRIBUTING.md
 # errorlint's -errorf: an error formatted into another is wrapped (%w), so
 # that errors.Is and errors.As still find it.
 lint:
@@ -59,6 +59,7 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 	$(GO) run codeberg.org/polyfloyd/go-errorlint@v1.9.1 -errorf $(PKGS)
 	$(GO) test -count=1 ./internal/arch/
+	$(GO) run ./hack/commitcheck
 
 ## bench: the benchmarks behind BENCHMARKS.md
 bench:
