@@ -21,7 +21,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
-// The scale benchmarks of issue 9: a generated repository of 10,000
+// The scale benchmarks of the editor: a generated repository of 10,000
 // Deployments, as plain files and as 100 overlays of 100 bases, through
 // discovery and edits, next to a bare kyaml parse of the same files.
 //
