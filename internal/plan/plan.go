@@ -503,7 +503,7 @@ func Union(a, b []string) []string {
 
 // Apply applies the change set's edits to the checkout at root, which must
 // hold the same files the plan read (e.g. a fresh copy of the base
-// branch). It writes nothing; Result.Write does.
+// branch). It writes nothing: its caller writes or commits the files.
 func (cs ChangeSet) Apply(ctx context.Context, root string, inv *patcher.Inventory) (*patcher.Result, error) {
 	return patcher.Apply(ctx, root, inv, cs.Edits)
 }
