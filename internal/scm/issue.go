@@ -26,6 +26,14 @@ type Issue struct {
 	Title  string
 	Body   string
 	Labels []string
+	// Author is who opened it (GitHub's user.login, GitLab's
+	// author.username); "" on the local stand-in, whose issues are all
+	// the tool's.
+	Author string
+	// Oversized is set when the body is longer than any the tool keeps
+	// (256 KiB): it is not kept, and Body is empty. GitLab takes a
+	// description of a million characters, so a person can make one.
+	Oversized bool
 }
 
 // Issues lists the open issues that carry label, oldest first. GitHub
@@ -91,7 +99,8 @@ func (g *GitHub) EditIssue(ctx context.Context, number int, title, body string) 
 }
 
 func githubIssue(is *github.Issue) Issue {
-	out := Issue{Number: is.GetNumber(), URL: is.GetHTMLURL(), Title: is.GetTitle(), Body: keptBody(is.GetBody())}
+	out := Issue{Number: is.GetNumber(), URL: is.GetHTMLURL(), Title: is.GetTitle(), Body: keptBody(is.GetBody()),
+		Author: is.GetUser().GetLogin(), Oversized: len(is.GetBody()) > maxBodyBytes}
 	for _, l := range is.Labels {
 		out.Labels = append(out.Labels, l.GetName())
 	}
@@ -158,7 +167,12 @@ func (g *GitLab) EditIssue(ctx context.Context, number int, title, body string) 
 }
 
 func gitlabIssue(is *gitlab.Issue) Issue {
-	return Issue{Number: int(is.IID), URL: is.WebURL, Title: is.Title, Body: keptBody(is.Description), Labels: is.Labels}
+	out := Issue{Number: int(is.IID), URL: is.WebURL, Title: is.Title, Body: keptBody(is.Description), Labels: is.Labels,
+		Oversized: len(is.Description) > maxBodyBytes}
+	if is.Author != nil {
+		out.Author = is.Author.Username
+	}
+	return out
 }
 
 // The local provider keeps each issue as one Markdown file beside its pull
