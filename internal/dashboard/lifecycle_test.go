@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,11 @@ type world struct {
 	newOne  func(title, body string)
 	merge   func(number int)
 	decline func(number int)
+	// newIssueAs and editAs act as a person of the forge: "triager" may
+	// triage issues but not push (GitHub's triage role, GitLab's
+	// Reporter), "developer" may push (write, Developer).
+	newIssueAs func(login, title, body string) int
+	editAs     func(login string, number int, body string) error
 	// secret is the forge's token: no dashboard may hold it.
 	secret string
 	runs   int
@@ -72,6 +78,8 @@ func newGitHubWorld(t *testing.T) *world {
 	git := testenv.NewGitServer(t)
 	git.NewRepo(t, "acme/gitops", quickstartFiles(t))
 	fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
+	fake.SetRole("triager", "triage")
+	fake.SetRole("developer", "write")
 	gh, err := scm.NewGitHub(context.Background(), scm.GitHubConfig{Owner: "acme", Repo: "gitops", BaseURL: fake.BaseURL(), Token: fake.Token,
 		PerPage: 2, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
@@ -100,7 +108,11 @@ func newGitHubWorld(t *testing.T) *world {
 		newOne:  func(title, body string) { fake.NewIssue(title, body, []string{"gpu-rightsizing-dashboard"}) },
 		merge:   func(n int) { require.NoError(t, fake.Merge(n)) },
 		decline: func(n int) { require.NoError(t, fake.ClosePR(n)) },
-		secret:  fake.Token,
+		newIssueAs: func(login, title, body string) int {
+			return fake.NewIssueAs(login, title, body, []string{"gpu-rightsizing-dashboard"})
+		},
+		editAs: fake.EditIssueBodyAs,
+		secret: fake.Token,
 	}
 }
 
@@ -109,6 +121,8 @@ func newGitLabWorld(t *testing.T) *world {
 	const name = "infra/gitops"
 	url := srv.NewRepo(t, name, quickstartFiles(t))
 	fake := forge.NewFakeGitLab(t, forge.FakeGitLabOptions{Project: name, Dir: srv.Dir(name), CloneURL: url, Token: srv.Token})
+	fake.AddMember("triager", forge.AccessReporter)
+	fake.AddMember("developer", forge.AccessDeveloper)
 	gl, err := scm.NewGitLab(context.Background(), scm.GitLabConfig{BaseURL: fake.URL, Project: name, Token: srv.Token,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
@@ -137,7 +151,13 @@ func newGitLabWorld(t *testing.T) *world {
 		newOne:  func(title, body string) { fake.NewIssue(title, body, []string{"gpu-rightsizing-dashboard"}) },
 		merge:   func(n int) { require.NoError(t, fake.Merge(int64(n))) },
 		decline: func(n int) { require.NoError(t, fake.Close(int64(n))) },
-		secret:  srv.Token,
+		newIssueAs: func(login, title, body string) int {
+			return int(fake.NewIssueAs(login, title, body, []string{"gpu-rightsizing-dashboard"}))
+		},
+		editAs: func(login string, n int, body string) error {
+			return fake.EditIssueDescriptionAs(login, int64(n), body)
+		},
+		secret: srv.Token,
 	}
 }
 
@@ -150,7 +170,10 @@ type outcome struct {
 // run is `recommender run` with the dashboard on: clone, plan, read the
 // dashboard, publish what it asks, write it. At most two pull requests
 // open, so that the cap holds some back.
-func (w *world) run(at time.Time) outcome {
+func (w *world) run(at time.Time) outcome { return w.runCapped(at, 2) }
+
+// runCapped is run with at most maxOpen pull requests open.
+func (w *world) runCapped(at time.Time, maxOpen int) outcome {
 	t := w.t
 	t.Helper()
 	ctx := context.Background()
@@ -161,7 +184,7 @@ func (w *world) run(at time.Time) outcome {
 	require.NoError(t, err)
 	d, err := dashboard.Read(ctx, w.forge, dashboard.Options{})
 	require.NoError(t, err)
-	rep, err := publish.Run(ctx, g, w.forge, p, publish.Options{Base: "main", MaxOpen: 2, Asked: d.Asked(), Now: func() time.Time { return at }})
+	rep, err := publish.Run(ctx, g, w.forge, p, publish.Options{Base: "main", MaxOpen: maxOpen, Asked: d.Asked(), Now: func() time.Time { return at }})
 	require.NoError(t, err)
 	for _, r := range rep.Results {
 		require.NotEqual(t, publish.Failed, r.Outcome, "run %d: %s: %s", w.runs, r.Key, r.Detail)
@@ -302,25 +325,32 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-// TestDuplicates: a second open dashboard (a person copied it) is left
-// alone, and its boxes ask nothing; the oldest is kept up to date and
-// the run says so.
+// TestDuplicates: a second open dashboard of the tool's own (two runs
+// raced) is left alone, and its boxes ask nothing; so is a copy a person
+// made, which the tool did not open. The oldest of its own is kept up to
+// date, and the run says so of both.
 func TestDuplicates(t *testing.T) {
 	w := newGitHubWorld(t)
 	at := w.src.Span().Newest
 	first := w.run(at)
 	require.Equal(t, dashboard.Created, first.dash.Outcome)
 	body := w.dashboards()[0].body
-	w.newOne("copy", strings.Replace(body, "- [ ]", "- [x]", -1))
+	ticked := strings.Replace(body, "- [ ]", "- [x]", -1)
+	w.newOne("copy", ticked)
+	raced, err := w.forge.OpenIssue(context.Background(), "GPU rightsizing dashboard", ticked, []string{"gpu-rightsizing-dashboard"})
+	require.NoError(t, err)
 	next := w.run(at.Add(-20 * time.Minute))
 	require.Equal(t, first.dash.Number, next.dash.Number, "the oldest is kept")
-	require.Contains(t, next.dash.Detail, "also open: #")
+	require.Contains(t, next.dash.Detail, fmt.Sprintf("also open: #%d", raced.Number))
+	require.Contains(t, next.dash.Detail, "left alone: #")
 	for _, r := range next.rep.Results {
-		require.NotContains(t, r.Detail, "as asked on the dashboard", "a box ticked on the copy asks nothing")
+		require.NotContains(t, r.Detail, "as asked on the dashboard", "a box ticked on a copy asks nothing")
 	}
 	ds := w.dashboards()
-	require.Len(t, ds, 2)
-	require.Zero(t, ds[1].edits, "the copy is not edited")
+	require.Len(t, ds, 3)
+	require.Zero(t, ds[1].edits, "the person's copy is not edited")
+	require.Zero(t, ds[2].edits, "the tool's duplicate is not edited")
+	require.Contains(t, ds[0].body, "## Look-alikes", "the dashboard names the copy")
 }
 
 // TestLocal: the local provider keeps the dashboard as a Markdown file

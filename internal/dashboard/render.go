@@ -1,11 +1,12 @@
 // Package dashboard keeps the tool's one issue per repository, as
 // Renovate keeps its Dependency Dashboard: found again by a hidden marker
-// (and a label), edited in place and only when its text would change. It
-// says what the fleet asks for, what the run recommends and what it could
-// not serve, and carries checkboxes a person ticks — retry a declined
-// recommendation, make a pull request afresh on the base, open one a cap
-// held back — that the next run reads back (Parse) and hands to publish
-// as publish.Asked.
+// (and a label) among the issues the tool's own user opened, edited in
+// place and only when its text would change. It says what the fleet asks
+// for, what the run recommends and what it could not serve, and carries
+// checkboxes a person ticks — retry a declined recommendation, make a pull
+// request afresh on the base, open one a cap held back — that the next run
+// reads back (Parse) and hands to publish as publish.Asked, when whoever
+// ticked them may push.
 //
 // Render and Parse are the functional core: text from values, values from
 // text. Read and Dashboard.Write are the shell, through Issues.
@@ -22,6 +23,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
+	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
 // Marker is hidden at the top of the dashboard's body: the tool knows its
@@ -49,6 +51,10 @@ type Input struct {
 	// saturated GPU where it used more than its share): from `report`, or
 	// from a run with --fleet-findings.
 	Findings map[string][]string
+
+	// others are the issues with the label and the marker that the tool
+	// did not open (Dashboard.Write sets them).
+	others []scm.Issue
 }
 
 // Render is the dashboard's body: the same input always gives the same
@@ -68,6 +74,7 @@ func Render(in Input) (string, error) {
 	if in.Publish != nil {
 		writePullRequests(&b, in.Publish, sets)
 	}
+	writeLookAlikes(&b, in)
 	writeUnserved(&b, in.Plan, in.Publish)
 	writeConsolidation(&b, in)
 	writeFindings(&b, in.Findings)
@@ -209,6 +216,30 @@ func writePullRequests(b *strings.Builder, rep *publish.Report, sets map[string]
 	section("Declined", "None.", declined, Retry, func(r publish.Result) string {
 		return changes(r.Key, sets[r.Key]) + " — " + plan.MarkdownCell(r.Detail) + "; tick to propose it again"
 	})
+}
+
+// writeLookAlikes names the pull requests and issues that look like the
+// tool's, by a branch name or the marker, but that it did not open: it
+// leaves them alone, and a person should know why nothing acts on them.
+// Nothing when there are none. Whose they are is escaped like any text:
+// it mentions no one.
+func writeLookAlikes(b *strings.Builder, in Input) {
+	var prs []publish.LookAlike
+	if in.Publish != nil {
+		prs = in.Publish.LookAlikes
+	}
+	if len(prs)+len(in.others) == 0 {
+		return
+	}
+	b.WriteString("\n## Look-alikes\n\nThese look like the tool's, by a branch name or its marker, but it did not open them: it leaves them alone, and boxes ticked in them ask nothing.\n\n")
+	prs = slices.Clone(prs)
+	slices.SortFunc(prs, func(x, y publish.LookAlike) int { return cmp.Compare(x.Number, y.Number) })
+	for _, l := range prs {
+		fmt.Fprintf(b, "- pull request #%d (%s): %s\n", l.Number, plan.MarkdownCell(l.Branch), plan.MarkdownCell(l.Why))
+	}
+	for _, is := range in.others {
+		fmt.Fprintf(b, "- issue #%d: opened by %s\n", is.Number, plan.MarkdownCell(is.Author))
+	}
 }
 
 // suffix is what a result says beyond its pull request's number.

@@ -18,6 +18,12 @@ type Issues interface {
 	Issues(ctx context.Context, label string) ([]scm.Issue, error)
 	OpenIssue(ctx context.Context, title, body string, labels []string) (scm.Issue, error)
 	EditIssue(ctx context.Context, number int, title, body string) error
+	// Identity is the forge's user the tool acts as: the dashboard is an
+	// issue this user opened.
+	Identity(ctx context.Context) (string, error)
+	// UntrustedIssueEdits names who changed issue number's body since
+	// the tool last wrote it and may not push to the repository.
+	UntrustedIssueEdits(ctx context.Context, number int) ([]string, error)
 }
 
 var (
@@ -46,46 +52,87 @@ func (o Options) withDefaults() Options {
 }
 
 // Dashboard is the run's dashboard issue: the one found, what its ticked
-// boxes ask, and the duplicates left alone.
+// boxes ask, and the duplicates and look-alikes left alone.
 type Dashboard struct {
 	issues Issues
 	o      Options
 	found  *scm.Issue
-	// Duplicates are the numbers of the other open dashboards, newer than
-	// the one kept up to date.
+	// Duplicates are the numbers of the tool's other open dashboards,
+	// newer than the one kept up to date.
 	Duplicates []int
-	asked      publish.Asked
+	// LookAlikes are the numbers of the open issues with the label and
+	// the marker that the tool did not open.
+	LookAlikes []int
+	others     []scm.Issue
+	// Ignored says why the boxes ticked on the dashboard were not acted
+	// on, "" when they were (or none was).
+	Ignored string
+	asked   publish.Asked
 }
 
-// Read finds the dashboard: the oldest open issue with the label whose
-// body holds the marker. A newer one is a duplicate (a person copied it,
-// or two runs raced): it is named in the log and the outcome, and left
-// alone, so that boxes ticked there ask nothing.
+// Read finds the dashboard: the oldest open issue with the label that the
+// tool's own user opened, whose body holds the marker (or is longer than
+// a body is kept: a person pasted into it, and the run writes it afresh).
+// A newer one of its own is a duplicate (two runs raced); one another
+// user opened, the marker copied into it, is a look-alike. Both are named
+// in the log and the outcome, and left alone, so that boxes ticked there
+// ask nothing. The dashboard's own boxes ask only when nobody who may not
+// push to the repository changed its body since the tool wrote it.
 func Read(ctx context.Context, is Issues, o Options) (*Dashboard, error) {
 	o = o.withDefaults()
+	me, err := is.Identity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: who the tool is on the forge: %w", err)
+	}
 	all, err := is.Issues(ctx, o.Label)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	d := &Dashboard{issues: is, o: o}
 	for i := range all {
-		if !strings.Contains(all[i].Body, Marker) {
-			continue
-		}
-		if d.found == nil {
+		mine := scm.MineIssue(all[i], me)
+		switch {
+		case !strings.Contains(all[i].Body, Marker) && !(mine && all[i].Oversized):
+		case !mine:
+			d.LookAlikes = append(d.LookAlikes, all[i].Number)
+			d.others = append(d.others, all[i])
+		case d.found == nil:
 			d.found = &all[i]
-			continue
+		default:
+			d.Duplicates = append(d.Duplicates, all[i].Number)
 		}
-		d.Duplicates = append(d.Duplicates, all[i].Number)
 	}
 	if d.found != nil {
-		d.asked = Parse(d.found.Body)
+		d.asked = d.trusted(ctx, Parse(d.found.Body))
 	}
 	if len(d.Duplicates) > 0 {
 		o.Logger.Warn("dashboard: more than one open; the oldest is kept up to date, the others are left alone",
 			"kept", d.found.Number, "duplicates", d.Duplicates)
 	}
+	if len(d.LookAlikes) > 0 {
+		o.Logger.Warn("dashboard: issues hold the dashboard's marker but the tool did not open them; left alone", "issues", d.LookAlikes)
+	}
 	return d, nil
+}
+
+// trusted is what the dashboard's ticked boxes ask, when nobody who may
+// not push changed its body since the tool wrote it; else nothing, and
+// d.Ignored says why.
+func (d *Dashboard) trusted(ctx context.Context, asked publish.Asked) publish.Asked {
+	if Empty(asked) {
+		return asked
+	}
+	who, err := d.issues.UntrustedIssueEdits(ctx, d.found.Number)
+	switch {
+	case err != nil:
+		d.Ignored = fmt.Sprintf("the ticked boxes were not acted on: who changed the dashboard could not be told (%v)", err)
+	case len(who) > 0:
+		d.Ignored = fmt.Sprintf("the ticked boxes were not acted on: %s changed the dashboard and may not push to the repository", strings.Join(who, ", "))
+	default:
+		return asked
+	}
+	d.o.Logger.Warn("dashboard: " + d.Ignored)
+	return publish.Asked{}
 }
 
 // Asked is what the ticked boxes ask of this run's publishing; nothing in
@@ -120,15 +167,24 @@ type Result struct {
 // it). Line endings are compared as text: a forge's web editor may save
 // the body with CRLF.
 func (d *Dashboard) Write(ctx context.Context, in Input) (Result, error) {
+	in.others = d.others
 	body, err := Render(in)
 	if err != nil {
 		return Result{}, fmt.Errorf("dashboard: %w", err)
 	}
 	body = bounded(body, MaxBody)
 	var res Result
+	var said []string
 	if len(d.Duplicates) > 0 {
-		res.Detail = fmt.Sprintf("also open: %s; the oldest is kept up to date", numbers(d.Duplicates))
+		said = append(said, fmt.Sprintf("also open: %s; the oldest is kept up to date", numbers(d.Duplicates)))
 	}
+	if len(d.LookAlikes) > 0 {
+		said = append(said, fmt.Sprintf("left alone: %s, with the marker but not opened by the tool", numbers(d.LookAlikes)))
+	}
+	if d.Ignored != "" {
+		said = append(said, d.Ignored)
+	}
+	res.Detail = strings.Join(said, "; ")
 	switch {
 	case d.found == nil && d.o.DryRun:
 		res.Outcome, res.Detail = Created, "would open the dashboard"

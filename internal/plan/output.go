@@ -392,12 +392,17 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 }
 
 // mdCell escapes text for one table cell or list item: no line break, no
-// pipe that would end the cell, no markup or HTML of the text's own.
+// pipe that would end the cell, no markup or HTML of the text's own, and
+// no mention: a zero-width space after "@" notifies no user or team on
+// GitHub or GitLab where the text is posted (a dashboard, a pull request),
+// as Renovate writes the names it quotes.
 func mdCell(s string) string {
 	s = printable(s, "")
 	var b strings.Builder
 	for _, r := range s {
 		switch {
+		case r == '@':
+			b.WriteString("@&#8203;")
 		case r == '<':
 			b.WriteString("&lt;")
 		case r == '>':

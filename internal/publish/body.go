@@ -402,7 +402,7 @@ func changes(b *strings.Builder, d plan.Decision) {
 		for _, c := range d.Workload.Containers {
 			if c.Name == d.Workload.GPU.Container {
 				out = append(out, fmt.Sprintf("vLLM in container %s: `--gpu-memory-utilization` %s → **%s**, leaving %d%% of the new share unused.",
-					code(c.Name), orDash(c.GPUMemoryUtilization), v, d.Rules.Strategy.VLLMBufferPercent))
+					code(c.Name), cell(orDash(c.GPUMemoryUtilization)), v, d.Rules.Strategy.VLLMBufferPercent))
 			}
 		}
 	}
@@ -502,9 +502,12 @@ func orDash(s string) string {
 
 // cell makes text from a repository, a usage source or an error safe in
 // Markdown, table cells included: it cannot close the table, open a code
-// span, a link or an HTML comment (a forged marker), or emphasise.
+// span, a link or an HTML comment (a forged marker), or emphasise; nor
+// mention anyone: a zero-width space after "@" keeps the text as it reads
+// and notifies no user or team on GitHub or GitLab, as Renovate writes
+// names it quotes (plan.MarkdownCell does the same).
 var cell = strings.NewReplacer("\\", `\\`, "|", `\|`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
-	"<", "&lt;", ">", "&gt;", "&", "&amp;", "\r", " ", "\n", " ").Replace
+	"<", "&lt;", ">", "&gt;", "&", "&amp;", "@", "@&#8203;", "\r", " ", "\n", " ").Replace
 
 // code shows a name as code when it can be shown literally; a code span
 // cannot escape a backtick or a line break, so such a name is shown as

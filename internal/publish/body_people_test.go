@@ -74,3 +74,19 @@ func TestBodyForPeople(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyMentionsNoOne: text from a repository, a cluster or a usage
+// source that holds "@name" (a team, a user, GitLab's @all) reads the
+// same in a body, but mentions no one: a zero-width space follows "@".
+func TestBodyMentionsNoOne(t *testing.T) {
+	chat := chatOf(t)
+	ref := chat.Workload.Ref.String()
+	cs := plan.ChangeSet{Key: ref, Grouping: plan.ByWorkload, Decisions: []plan.Decision{chat}}
+	body, err := publish.BodyWith(cs, map[string][]string{ref: {"its GPU was crowded by @alice's job; ask @acme/gpu-team or @all"}},
+		map[string][]string{ref: {"queue @bob-queue would pass its quota"}})
+	require.NoError(t, err)
+	for _, name := range []string{"alice", "acme/gpu-team", "all", "bob-queue"} {
+		require.NotContains(t, body, "@"+name)
+		require.Contains(t, body, "@&#8203;"+name)
+	}
+}

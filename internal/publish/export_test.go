@@ -41,3 +41,10 @@ func BodyRead(cs plan.ChangeSet, source string, now time.Time) (string, error) {
 func BodyAt(cs plan.ChangeSet, matcher, version string) (string, error) {
 	return body(cs, marker{Set: cs.Key, Fingerprint: "sha256:0"}, bodyOptions{DeclinePercent: 10, Source: "a test", Matcher: matcher, Version: version})
 }
+
+// BodyWith renders a change set's body with what the fleet report found
+// of its workloads, and the warnings about them.
+func BodyWith(cs plan.ChangeSet, findings, warnings map[string][]string) (string, error) {
+	return body(cs, marker{Set: cs.Key, Fingerprint: "sha256:0"}, bodyOptions{DeclinePercent: 10, Source: "a test",
+		Findings: findings, Warnings: warnings})
+}

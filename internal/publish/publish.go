@@ -5,6 +5,13 @@
 // with a lease; one that vanished because the workload fits now is closed,
 // one that vanished because the data is in doubt is left alone; one a
 // person closed unmerged stays declined until the recommendation moves.
+//
+// Only the tool's own pull requests count: opened by the forge's user the
+// tool acts as, onto the base, from a branch of the repository itself.
+// Any other with its branch name or its marker is a look-alike: left
+// alone, and named in the report. A box ticked in the body of its own
+// counts only when nobody who may not push changed that body
+// (docs/security.md).
 package publish
 
 import (
@@ -39,6 +46,12 @@ type Forge interface {
 	Open(ctx context.Context, pr scm.NewPullRequest) (scm.PullRequest, error)
 	Update(ctx context.Context, number int, title, body string) error
 	Close(ctx context.Context, number int, comment string) error
+	// Identity is the forge's user the tool acts as: its pull requests
+	// are the ones this user opened.
+	Identity(ctx context.Context) (string, error)
+	// UntrustedPullEdits names who changed pull request number's body
+	// since the tool last wrote it and may not push to the repository.
+	UntrustedPullEdits(ctx context.Context, number int) ([]string, error)
 }
 
 // Git is the checkout of the base branch the plan was made on.
@@ -137,6 +150,23 @@ type Result struct {
 type Report struct {
 	Results []Result
 	DryRun  bool
+	// LookAlikes are the pull requests with the tool's branch names or
+	// marker that it did not open, by number: left alone.
+	LookAlikes []LookAlike
+}
+
+// LookAlike is a pull request that looks like one of the tool's — one of
+// its branch names, or its marker copied into the body — that the tool
+// did not open.
+type LookAlike struct {
+	Number int
+	URL    string
+	Branch string
+	// Author is who opened it.
+	Author string
+	// Why says what it lacks: opened by another user, onto another base,
+	// from a fork.
+	Why string
 }
 
 // Count is how many results had outcome o.
@@ -168,11 +198,17 @@ func Run(ctx context.Context, g Git, f Forge, p *plan.Plan, o Options) (*Report,
 	if err != nil {
 		return nil, err
 	}
-	open, err := f.ListOpen(ctx, o.BranchPrefix)
+	me, err := f.Identity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("who the tool is on the forge: %w", err)
+	}
+	r := &run{g: g, f: f, p: p, o: o, me: me, branches: branches, report: &Report{DryRun: o.DryRun}}
+	listed, err := f.ListOpen(ctx, o.BranchPrefix)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{g: g, f: f, p: p, o: o, branches: branches, open: len(open), report: &Report{DryRun: o.DryRun}}
+	open := r.sift(listed)
+	r.open = len(open)
 	kept := map[string]bool{}
 	for _, cs := range sets {
 		kept[branchName(o.BranchPrefix, cs.Grouping, cs.Key)] = true
@@ -229,10 +265,12 @@ func (o Options) withDefaults() Options {
 }
 
 type run struct {
-	g        Git
-	f        Forge
-	p        *plan.Plan
-	o        Options
+	g Git
+	f Forge
+	p *plan.Plan
+	o Options
+	// me is the forge's user the tool acts as.
+	me       string
 	branches map[string]plumbing.Hash
 	open     int
 	opened   int
@@ -280,6 +318,9 @@ func (r *run) prepareStep(ctx context.Context, cs plan.ChangeSet) step {
 	}
 	st.ch, st.act = ch, decidePublish(s, r.o.DeclinePercent)
 	st.res.Outcome, st.res.Detail = st.act.outcome, st.act.detail
+	if s.ignored != "" {
+		st.res.Detail = strings.TrimPrefix(st.res.Detail+"; "+s.ignored, "; ")
+	}
 	if st.act.pr != nil {
 		st.res.Number, st.res.URL = st.act.pr.Number, st.act.pr.URL
 	}
@@ -414,6 +455,9 @@ type published struct {
 	// untick when the body's box asked, so that the body is written again
 	// with it unticked.
 	rebase, untick bool
+	// ignored says why a box ticked in the body was not acted on, "" when
+	// none was.
+	ignored string
 }
 
 // observe reads the pull requests of the change set's branch and the
@@ -427,10 +471,11 @@ func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, wan
 	if !asked && ((r.o.MaxOpen > 0 && r.open >= r.o.MaxOpen) || (r.o.MaxNew > 0 && r.opened >= r.o.MaxNew)) {
 		s.capped = fmt.Sprintf("at the cap of open (%d) or new (%d) pull requests", r.o.MaxOpen, r.o.MaxNew)
 	}
-	prs, err := r.f.Find(ctx, branch)
+	found, err := r.f.Find(ctx, branch)
 	if err != nil {
 		return s, err
 	}
+	prs := r.sift(found)
 	// The newest of the tool's pull requests for the branch decides: open
 	// is updated, closed unmerged is declined, merged is history.
 	for i := range prs {
@@ -445,16 +490,61 @@ func (r *run) observe(ctx context.Context, cs plan.ChangeSet, branch string, wan
 		case prs[i].State == scm.Open:
 			s.current = &prs[i]
 			s.excluded = r.excluded(mk)
-			if askedIn(prs[i].Body, rebaseBox) {
+			if askedIn(prs[i].Body, rebaseBox) && r.trusted(ctx, prs[i], &s) {
 				s.rebase, s.untick = true, true
 			}
-		case prs[i].State == scm.Closed && !mk.Autoclosed && !r.o.Asked.Retry[cs.Key] && !askedIn(prs[i].Body, retryBox):
+		case prs[i].State == scm.Closed && !mk.Autoclosed && !r.o.Asked.Retry[cs.Key] &&
+			!(askedIn(prs[i].Body, retryBox) && r.trusted(ctx, prs[i], &s)):
 			s.declined = &prs[i]
 		}
 		break
 	}
 	s.head, err = r.head(ctx, branch)
 	return s, err
+}
+
+// sift keeps the tool's own pull requests of prs and records the others
+// as look-alikes: anything else with its branch name or marker asks
+// nothing of it.
+func (r *run) sift(prs []scm.PullRequest) []scm.PullRequest {
+	var own []scm.PullRequest
+	for _, pr := range prs {
+		why := ""
+		switch {
+		case pr.Fork:
+			why = "from a fork"
+		case !scm.Mine(pr, r.me):
+			why = fmt.Sprintf("opened by %s, not by %s", cmp.Or(pr.Author, "someone unknown"), cmp.Or(r.me, "the tool"))
+		case r.o.Base != "" && pr.Base != r.o.Base:
+			why = fmt.Sprintf("onto %s, not %s", pr.Base, r.o.Base)
+		default:
+			own = append(own, pr)
+			continue
+		}
+		if !slices.ContainsFunc(r.report.LookAlikes, func(l LookAlike) bool { return l.Number == pr.Number }) {
+			r.report.LookAlikes = append(r.report.LookAlikes, LookAlike{Number: pr.Number, URL: pr.URL, Branch: pr.Branch, Author: pr.Author, Why: why})
+			r.o.Logger.Warn("publish: a pull request looks like the tool's but is not its own; left alone", "number", pr.Number,
+				"branch", pr.Branch, "author", pr.Author, "why", why)
+		}
+	}
+	return own
+}
+
+// trusted reports whether the boxes ticked in pr's body count: nobody who
+// may not push to the repository changed it since the tool wrote it. When
+// they do not, or the forge cannot say, s says so.
+func (r *run) trusted(ctx context.Context, pr scm.PullRequest, s *published) bool {
+	who, err := r.f.UntrustedPullEdits(ctx, pr.Number)
+	switch {
+	case err != nil:
+		s.ignored = fmt.Sprintf("a box ticked in #%d was not acted on: who changed its body could not be told (%v)", pr.Number, err)
+	case len(who) > 0:
+		s.ignored = fmt.Sprintf("a box ticked in #%d was not acted on: %s changed its body and may not push to the repository", pr.Number, strings.Join(who, ", "))
+	default:
+		return true
+	}
+	r.o.Logger.Warn("publish: "+s.ignored, "number", pr.Number)
+	return false
 }
 
 // action is what decidePublish says to do with one change set.
@@ -592,7 +682,11 @@ func (r *run) vanished(ctx context.Context, pr scm.PullRequest) Result {
 		res.Outcome, res.Detail = Closed, "would close: "+strings.Join(why, "; ")
 		return res
 	}
-	comment := "The recommendation is gone, so this pull request is closed:\n\n- " + strings.Join(why, "\n- ")
+	said := make([]string, len(why))
+	for i, w := range why {
+		said[i] = cell(w)
+	}
+	comment := "The recommendation is gone, so this pull request is closed:\n\n- " + strings.Join(said, "\n- ")
 	// Mark it closed by the tool first, so that it never counts as
 	// declined: when the change is needed again, a new one opens.
 	mk.Autoclosed = true

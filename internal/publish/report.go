@@ -10,8 +10,8 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
-// WriteTable prints one row per change set or pull request, and the
-// summary.
+// WriteTable prints one row per change set or pull request, the
+// summary, and a line for each look-alike left alone.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANGE SET\tBRANCH\tOUTCOME\tPULL REQUEST\tDETAIL")
@@ -33,8 +33,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, o := range []Outcome{Opened, Updated, Unchanged, Closed, Declined, Failed} {
 		counts = append(counts, fmt.Sprintf("%d %s", r.Count(o), outcomeText(o, r.DryRun)))
 	}
-	_, err := fmt.Fprintf(w, "\n%s%s\n", prefix, strings.Join(counts, ", "))
-	return err
+	if _, err := fmt.Fprintf(w, "\n%s%s\n", prefix, strings.Join(counts, ", ")); err != nil {
+		return err
+	}
+	for _, l := range r.LookAlikes {
+		if _, err := fmt.Fprintf(w, "left alone, not the tool's: #%d %s (%s)\n", l.Number, plan.Printable(l.Branch), plan.Printable(l.Why)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // outcomeText is how an outcome reads: what a dry run would have done is

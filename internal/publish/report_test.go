@@ -17,6 +17,7 @@ func TestReportWriteTable(t *testing.T) {
 	tests := []struct {
 		name   string
 		dryRun bool
+		looks  []publish.LookAlike
 		want   string
 	}{
 		{name: "a run", want: "CHANGE SET                   BRANCH                    OUTCOME  PULL REQUEST  DETAIL\n" +
@@ -27,11 +28,17 @@ func TestReportWriteTable(t *testing.T) {
 			"ml/Deployment/chat           gpu-rightsizing/ml/chat   would open   #7            \n" +
 			"ml/Deployment/embed\\x1b[31m  gpu-rightsizing/ml/embed  would close  -             fits now\n" +
 			"\ndry run, nothing written: 1 would open, 0 would update, 0 unchanged, 1 would close, 0 declined, 0 failed\n"},
+		{name: "a look-alike left alone", looks: []publish.LookAlike{{Number: 9, Branch: "gpu-rightsizing/ml/chat", Why: "from a fork"}},
+			want: "CHANGE SET                   BRANCH                    OUTCOME  PULL REQUEST  DETAIL\n" +
+				"ml/Deployment/chat           gpu-rightsizing/ml/chat   opened   #7            \n" +
+				"ml/Deployment/embed\\x1b[31m  gpu-rightsizing/ml/embed  closed   -             fits now\n" +
+				"\n1 opened, 0 updated, 0 unchanged, 1 closed, 0 declined, 0 failed\n" +
+				"left alone, not the tool's: #9 gpu-rightsizing/ml/chat (from a fork)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			require.NoError(t, (&publish.Report{Results: results, DryRun: tt.dryRun}).WriteTable(&b))
+			require.NoError(t, (&publish.Report{Results: results, DryRun: tt.dryRun, LookAlikes: tt.looks}).WriteTable(&b))
 			require.Equal(t, tt.want, b.String())
 		})
 	}

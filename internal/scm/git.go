@@ -1,10 +1,12 @@
 // Package scm is the publishing shell around the plan: a git checkout of
 // the base branch (go-git), commits and branch pushes with a lease, and the
 // forges that hold pull requests (GitHub, GitLab, and a local stand-in for
-// offline use). Nothing here decides anything; it does what the publisher
-// asks and reports what happened.
+// offline use), each saying who opened a pull request or issue, who the
+// tool is there, and who changed a body since the tool wrote it (Mine is
+// the one rule of what is the tool's). Nothing else here decides
+// anything; it does what the publisher asks and reports what happened.
 //
-// It is one job in about 2,700 lines: a change set carried from the
+// It is one job in about 3,000 lines: a change set carried from the
 // checkout to a pull request. Git, GitHub and GitLab each fill a file or
 // two, behind one set of errors that mean the same on every forge.
 package scm

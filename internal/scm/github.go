@@ -57,6 +57,7 @@ type GitHub struct {
 	cloneURL  string
 	gitToken  string
 	secrets   []string
+	identity  identity
 }
 
 var _ interface {
@@ -183,9 +184,9 @@ func (g *GitHub) Find(ctx context.Context, branch string) ([]PullRequest, error)
 	return out, nil
 }
 
-// ListOpen lists the open pull requests from this repository (not from
-// forks, which may use the same branch names) whose head branch starts
-// with prefix.
+// ListOpen lists the open pull requests whose head branch starts with
+// prefix, those from forks (which may use the same branch names) marked
+// Fork.
 func (g *GitHub) ListOpen(ctx context.Context, prefix string) ([]PullRequest, error) {
 	return g.list(ctx, "list the open pull requests", &github.PullRequestListOptions{
 		State: "open", Sort: "created", Direction: "asc"},
@@ -193,8 +194,9 @@ func (g *GitHub) ListOpen(ctx context.Context, prefix string) ([]PullRequest, er
 }
 
 // list reads every page of a list of pull requests, following the Link
-// header, and keeps those whose head is in this repository and that keep
-// accepts: only they are held in memory. At most maxPages pages are read.
+// header, and keeps those keep accepts: only they are held in memory.
+// Those from forks are among them, marked Fork: the publisher names them
+// as look-alikes. At most maxPages pages are read.
 func (g *GitHub) list(ctx context.Context, what string, opts *github.PullRequestListOptions, keep func(PullRequest) bool) ([]PullRequest, error) {
 	opts.PerPage = g.cfg.PerPage
 	opts.Page = 1
@@ -215,10 +217,7 @@ func (g *GitHub) list(ctx context.Context, what string, opts *github.PullRequest
 			return nil, err
 		}
 		for _, pr := range page {
-			if full := pr.GetHead().GetRepo().GetFullName(); full != "" && !strings.EqualFold(full, g.cfg.Owner+"/"+g.cfg.Repo) {
-				continue
-			}
-			if p := pullRequest(pr); keep(p) {
+			if p := g.pullRequest(pr); keep(p) {
 				out = append(out, p)
 			}
 		}
@@ -250,14 +249,24 @@ func (g *GitHub) Open(ctx context.Context, n NewPullRequest) (PullRequest, error
 	var pr PullRequest
 	switch {
 	case err == nil:
-		pr = pullRequest(created)
+		pr = g.pullRequest(created)
 	case alreadyExists(err):
 		existing, ferr := g.Find(ctx, n.Branch)
 		if ferr != nil {
 			return PullRequest{}, ferr
 		}
-		i := slices.IndexFunc(existing, func(p PullRequest) bool { return p.State == Open })
+		me, ierr := g.Identity(ctx)
+		if ierr != nil {
+			return PullRequest{}, ierr
+		}
+		// Only the tool's own is adopted: one a person opened from the
+		// same branch onto the same base is theirs to keep.
+		i := slices.IndexFunc(existing, func(p PullRequest) bool { return p.State == Open && p.Base == n.Base && Mine(p, me) })
 		if i < 0 {
+			if j := slices.IndexFunc(existing, func(p PullRequest) bool { return p.State == Open && p.Base == n.Base }); j >= 0 {
+				return PullRequest{}, withClass(fmt.Errorf("github: open a pull request for %s: #%d, opened by %s, is open for it and is not the tool's: %w",
+					n.Branch, existing[j].Number, existing[j].Author, err), ErrConflict)
+			}
 			return PullRequest{}, withClass(err, ErrConflict)
 		}
 		pr = existing[i]
@@ -327,11 +336,15 @@ func (g *GitHub) Close(ctx context.Context, number int, comment string) error {
 
 // pullRequest is GitHub's pull request as the publisher sees it: merged
 // is a state of its own, told by merged_at, which GitHub sets on merge
-// and never on a close.
-func pullRequest(pr *github.PullRequest) PullRequest {
+// and never on a close; its author is user.login; it is a fork's unless
+// head.repo.full_name is this repository (GitHub leaves head.repo null
+// when the fork was deleted).
+func (g *GitHub) pullRequest(pr *github.PullRequest) PullRequest {
 	out := PullRequest{
 		Number: pr.GetNumber(), URL: pr.GetHTMLURL(), Branch: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef(),
 		Title: pr.GetTitle(), Body: keptBody(pr.GetBody()), Draft: pr.GetDraft(), State: Open,
+		Author: pr.GetUser().GetLogin(),
+		Fork:   !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), g.cfg.Owner+"/"+g.cfg.Repo),
 	}
 	switch {
 	case pr.MergedAt != nil || pr.GetMerged():

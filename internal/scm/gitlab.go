@@ -47,6 +47,7 @@ type GitLab struct {
 	pid      int64
 	path     string
 	cloneURL string
+	identity identity
 }
 
 // noLimiter turns off the client's own pacing: it sleeps on the real
@@ -206,8 +207,12 @@ const draftPrefix = "Draft: "
 
 var draftTitle = regexp.MustCompile(`(?i)^\s*(\[draft\]|\(draft\)|draft:|draft\s+-\s+)\s*`)
 
+// mergeRequest is GitLab's merge request as the publisher sees it: its
+// author is author.username; it is a fork's when source_project_id is not
+// target_project_id.
 func mergeRequest(mr *gitlab.BasicMergeRequest) PullRequest {
 	pr := PullRequest{
+		Fork:   mr.SourceProjectID != mr.TargetProjectID,
 		Number: int(mr.IID),
 		URL:    mr.WebURL,
 		Branch: mr.SourceBranch,
@@ -216,6 +221,9 @@ func mergeRequest(mr *gitlab.BasicMergeRequest) PullRequest {
 		Body:   keptBody(mr.Description),
 		Labels: mr.Labels,
 		Draft:  mr.Draft,
+	}
+	if mr.Author != nil {
+		pr.Author = mr.Author.Username
 	}
 	switch mr.State {
 	case "merged":
@@ -283,15 +291,22 @@ func (g *GitLab) Open(ctx context.Context, n NewPullRequest) (PullRequest, error
 }
 
 // adopt updates the merge request already open for n's branch to n, and
-// returns it.
+// returns it: only the tool's own, from the project itself onto n's base.
 func (g *GitLab) adopt(ctx context.Context, n NewPullRequest) (PullRequest, error) {
 	prs, err := g.Find(ctx, n.Branch)
 	if err != nil {
 		return PullRequest{}, err
 	}
+	me, err := g.Identity(ctx)
+	if err != nil {
+		return PullRequest{}, err
+	}
 	for _, pr := range prs {
-		if pr.State != Open {
+		if pr.State != Open || pr.Base != n.Base || pr.Fork {
 			continue
+		}
+		if !Mine(pr, me) {
+			return PullRequest{}, withClass(g.errorf("open a merge request for %s: !%d, opened by %s, is open for it and is not the tool's", n.Branch, pr.Number, pr.Author), ErrConflict)
 		}
 		if err := g.Update(ctx, pr.Number, n.Title, n.Body); err != nil {
 			return PullRequest{}, err

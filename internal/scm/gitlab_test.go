@@ -90,7 +90,7 @@ func TestGitLabMergeRequests(t *testing.T) {
 		Labels: []string{"gpu-rightsizing", "scale-back"}, Reviewers: []string{"alice"}, Assignees: []string{"@bob"}, Draft: true})
 	require.NoError(t, err)
 	require.Equal(t, scm.PullRequest{Number: 1, URL: a.URL, Branch: "gpu-rightsizing/a", Base: "main", Title: "Scale back a",
-		Body: "body a", State: scm.Open, Labels: []string{"gpu-rightsizing", "scale-back"}, Draft: true}, a)
+		Body: "body a", State: scm.Open, Labels: []string{"gpu-rightsizing", "scale-back"}, Draft: true, Author: forge.GitLabBot}, a)
 	mr, _ := fake.MergeRequest(1)
 	require.Equal(t, "Draft: Scale back a", mr.Title)
 	require.Equal(t, []int64{alice}, mr.ReviewerIDs)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,6 +27,14 @@ type Issue struct {
 	Title  string
 	Body   string
 	Labels []string
+	// Author is who opened it (GitHub's user.login, GitLab's
+	// author.username); "" on the local stand-in, whose issues are all
+	// the tool's.
+	Author string
+	// Oversized is set when the body is longer than any the tool keeps
+	// (256 KiB): it is not kept, and Body is empty. GitLab takes a
+	// description of a million characters, so a person can make one.
+	Oversized bool
 }
 
 // Issues lists the open issues that carry label, oldest first. GitHub
@@ -91,7 +100,8 @@ func (g *GitHub) EditIssue(ctx context.Context, number int, title, body string) 
 }
 
 func githubIssue(is *github.Issue) Issue {
-	out := Issue{Number: is.GetNumber(), URL: is.GetHTMLURL(), Title: is.GetTitle(), Body: keptBody(is.GetBody())}
+	out := Issue{Number: is.GetNumber(), URL: is.GetHTMLURL(), Title: is.GetTitle(), Body: keptBody(is.GetBody()),
+		Author: is.GetUser().GetLogin(), Oversized: len(is.GetBody()) > maxBodyBytes}
 	for _, l := range is.Labels {
 		out.Labels = append(out.Labels, l.GetName())
 	}
@@ -158,7 +168,12 @@ func (g *GitLab) EditIssue(ctx context.Context, number int, title, body string) 
 }
 
 func gitlabIssue(is *gitlab.Issue) Issue {
-	return Issue{Number: int(is.IID), URL: is.WebURL, Title: is.Title, Body: keptBody(is.Description), Labels: is.Labels}
+	out := Issue{Number: int(is.IID), URL: is.WebURL, Title: is.Title, Body: keptBody(is.Description), Labels: is.Labels,
+		Oversized: len(is.Description) > maxBodyBytes}
+	if is.Author != nil {
+		out.Author = is.Author.Username
+	}
+	return out
 }
 
 // The local provider keeps each issue as one Markdown file beside its pull
@@ -167,7 +182,10 @@ func gitlabIssue(is *gitlab.Issue) Issue {
 var localIssueName = regexp.MustCompile(`^issue-(\d{4,})\.md$`)
 
 // Issues lists the local issues, oldest first. The local provider holds
-// only the tool's own issues, so every one carries every label.
+// only the tool's own issues, so every one carries every label. An empty
+// file is one a run was killed creating before this version wrote issues
+// whole: it is no issue (OpenIssue replaces it). One longer than a body
+// is kept is Oversized, not read.
 func (l *Local) Issues(_ context.Context, _ string) ([]Issue, error) {
 	entries, err := os.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -187,15 +205,28 @@ func (l *Local) Issues(_ context.Context, _ string) ([]Issue, error) {
 			continue
 		}
 		path := filepath.Join(l.dir, e.Name())
-		b, err := os.ReadFile(path)
+		url := "file://" + filepath.ToSlash(path)
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("local issue: %w", err)
+		}
+		switch {
+		case info.Size() == 0:
+			continue
+		case info.Size() > maxBodyBytes:
+			out = append(out, Issue{Number: n, URL: url, Oversized: true})
+			continue
+		}
+		b, err := readBounded(path, maxBodyBytes)
 		if err != nil {
 			return nil, fmt.Errorf("local issue: %w", err)
 		}
 		if len(b) > maxBodyBytes {
-			return nil, fmt.Errorf("local issue %s: more than %d KiB", path, maxBodyBytes>>10)
+			out = append(out, Issue{Number: n, URL: url, Oversized: true})
+			continue
 		}
 		title, body := splitIssue(string(b))
-		out = append(out, Issue{Number: n, URL: "file://" + filepath.ToSlash(path), Title: title, Body: body})
+		out = append(out, Issue{Number: n, URL: url, Title: title, Body: body})
 	}
 	slices.SortFunc(out, func(a, b Issue) int { return cmp.Compare(a.Number, b.Number) })
 	return out, nil
@@ -212,44 +243,65 @@ func splitIssue(s string) (title, body string) {
 	return t, strings.TrimPrefix(strings.TrimPrefix(rest, "\r\n"), "\n")
 }
 
-// OpenIssue writes a new local issue, numbered one more than the highest.
-func (l *Local) OpenIssue(ctx context.Context, title, body string, _ []string) (Issue, error) {
-	all, err := l.Issues(ctx, "")
-	if err != nil {
-		return Issue{}, err
+// OpenIssue writes a new local issue, numbered one more than the highest,
+// whole (atomic.go): a run killed meanwhile leaves no issue or all of it.
+// An empty issue file, which a run killed before this version wrote files
+// whole leaves, is removed first: it takes its number back.
+func (l *Local) OpenIssue(_ context.Context, title, body string, _ []string) (Issue, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Issue{}, fmt.Errorf("local issues: %w", err)
 	}
 	next := 1
-	for _, is := range all {
-		next = max(next, is.Number+1)
+	for _, e := range entries {
+		m := localIssueName.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Size() == 0 {
+			if err := os.Remove(filepath.Join(l.dir, e.Name())); err != nil {
+				return Issue{}, fmt.Errorf("local issues: %w", err)
+			}
+			continue
+		}
+		next = max(next, n+1)
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return Issue{}, fmt.Errorf("local issues: %w", err)
 	}
 	path := l.issuePath(next)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := createFile(path, []byte("# "+title+"\n\n"+body)); err != nil {
 		return Issue{}, fmt.Errorf("local issue #%d: %w", next, err)
 	}
-	f.Close()
-	is := Issue{Number: next, URL: "file://" + filepath.ToSlash(path), Title: title, Body: body}
-	return is, l.EditIssue(ctx, next, title, body)
+	return Issue{Number: next, URL: "file://" + filepath.ToSlash(path), Title: title, Body: body}, nil
 }
 
-// EditIssue rewrites a local issue through a temporary file, so that a
-// killed run leaves the old or the new version.
+// EditIssue rewrites a local issue whole (atomic.go), so that a killed
+// run leaves the old or the new version.
 func (l *Local) EditIssue(_ context.Context, number int, title, body string) error {
 	path := l.issuePath(number)
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("local issue #%d: %w", number, err)
 	}
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, []byte("# "+title+"\n\n"+body), 0o644); err != nil {
-		return fmt.Errorf("local issue #%d: %w", number, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeFile(path, []byte("# "+title+"\n\n"+body)); err != nil {
 		return fmt.Errorf("local issue #%d: %w", number, err)
 	}
 	return nil
+}
+
+// readBounded reads at most limit+1 bytes of path: enough to tell a file
+// longer than limit, whatever it grew to since it was listed.
+func readBounded(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(limit)+1))
 }
 
 func (l *Local) issuePath(number int) string {

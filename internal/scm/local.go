@@ -10,10 +10,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Local keeps pull requests as files in a directory, for offline use and
@@ -25,12 +27,21 @@ import (
 // look at: what another process writes meanwhile is not seen (a run makes
 // a Local of its own; two runs at once cannot take the same number, see
 // Open).
+//
+// Every file is written whole or not at all (atomic.go), so that a run
+// killed at any point leaves records the next one reads. A record found
+// half-written all the same (a crash of the machine on a file system that
+// lost it, or a version of the tool before this one) is repaired from the
+// Markdown file written beside it, or else set aside as NNNN.json.broken,
+// its number never given again; either way the run goes on.
 type Local struct {
 	dir string
 
 	mu     sync.Mutex
 	loaded bool
 	prs    map[int]PullRequest
+	// taken is the highest number a record set aside holds.
+	taken int
 }
 
 // NewLocal keeps pull requests under dir, created when missing.
@@ -56,7 +67,10 @@ func (l *Local) All() ([]PullRequest, error) {
 	return out, nil
 }
 
-// load reads every record, once.
+// localRecord is a record's name, its number four digits or more.
+var localRecord = regexp.MustCompile(`^(\d{4,})\.json$`)
+
+// load reads every record, once, repairing those it cannot read.
 func (l *Local) load() error {
 	if l.loaded {
 		return nil
@@ -66,8 +80,23 @@ func (l *Local) load() error {
 		return fmt.Errorf("local pull requests: %w", err)
 	}
 	l.prs = map[int]PullRequest{}
+	now := time.Now()
 	for _, e := range entries {
-		if !e.Type().IsRegular() || filepath.Ext(e.Name()) != ".json" {
+		if staleTemp(e, now) {
+			_ = os.Remove(filepath.Join(l.dir, e.Name()))
+			continue
+		}
+		if m := localBroken.FindStringSubmatch(e.Name()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			l.taken = max(l.taken, n)
+			continue
+		}
+		m := localRecord.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(l.dir, e.Name()))
@@ -76,12 +105,66 @@ func (l *Local) load() error {
 		}
 		var pr PullRequest
 		if err := json.Unmarshal(b, &pr); err != nil {
-			return fmt.Errorf("local pull request %s: %w", e.Name(), err)
+			if pr, err = l.repair(n); err != nil {
+				return err
+			}
+			if pr.Number == 0 {
+				continue
+			}
 		}
 		l.prs[pr.Number] = pr
 	}
 	l.loaded = true
 	return nil
+}
+
+// localBroken is a record set aside by repair.
+var localBroken = regexp.MustCompile(`^(\d{4,})\.json\.broken$`)
+
+// localHeader is the line under a record's Markdown title (see save).
+var localHeader = regexp.MustCompile(`^<!-- #(\d+) (open|closed|merged), branch (\S+) into (\S+) -->$`)
+
+// repair deals with record n, which cannot be read: it is written again
+// from its Markdown file, which says all of it but the labels and the
+// draft, when that file is whole; else it is set aside, and the zero
+// PullRequest returned.
+func (l *Local) repair(n int) (PullRequest, error) {
+	record := l.path(n, ".json")
+	if b, err := os.ReadFile(l.path(n, ".md")); err == nil {
+		if pr, ok := fromMarkdown(string(b)); ok && pr.Number == n {
+			pr.URL = "file://" + filepath.ToSlash(l.path(n, ".md"))
+			if err := l.writeRecord(pr, writeFile); err != nil {
+				return PullRequest{}, fmt.Errorf("local pull request #%d: repair: %w", n, err)
+			}
+			return pr, nil
+		}
+	}
+	if err := os.Rename(record, record+".broken"); err != nil {
+		return PullRequest{}, fmt.Errorf("local pull request #%d: set aside: %w", n, err)
+	}
+	l.taken = max(l.taken, n)
+	return PullRequest{}, nil
+}
+
+// fromMarkdown reads a record back from the Markdown file save writes.
+func fromMarkdown(s string) (PullRequest, bool) {
+	title, rest, _ := strings.Cut(s, "\n")
+	title, ok := strings.CutPrefix(title, "# ")
+	if !ok {
+		return PullRequest{}, false
+	}
+	rest, ok = strings.CutPrefix(rest, "\n")
+	header, body, found := strings.Cut(rest, "\n")
+	m := localHeader.FindStringSubmatch(header)
+	if !ok || !found || m == nil {
+		return PullRequest{}, false
+	}
+	body, ok = strings.CutPrefix(body, "\n")
+	n, err := strconv.Atoi(m[1])
+	if !ok || err != nil {
+		return PullRequest{}, false
+	}
+	return PullRequest{Number: n, State: State(m[2]), Branch: m[3], Base: m[4], Title: title, Body: body}, true
 }
 
 // Find lists the pull requests of branch, newest first.
@@ -125,25 +208,26 @@ func (l *Local) Open(_ context.Context, n NewPullRequest) (PullRequest, error) {
 			return PullRequest{}, fmt.Errorf("a pull request for %s is already open (#%d)", n.Branch, pr.Number)
 		}
 	}
-	// One more than the highest number: records deleted by hand never
-	// make a number come round again.
-	next := 1
+	// One more than the highest number: records deleted by hand, or set
+	// aside, never make a number come round again.
+	l.mu.Lock()
+	next := l.taken + 1
+	l.mu.Unlock()
 	for _, pr := range all {
 		next = max(next, pr.Number+1)
 	}
 	pr := PullRequest{Number: next, Branch: n.Branch, Base: n.Base, Title: n.Title, Body: n.Body,
 		State: Open, Labels: n.Labels, Draft: n.Draft}
 	pr.URL = "file://" + filepath.ToSlash(l.path(pr.Number, ".md"))
-	// Claim the number: a concurrent run, or a record left behind, must
-	// not be overwritten.
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return PullRequest{}, fmt.Errorf("local pull requests: %w", err)
 	}
-	f, err := os.OpenFile(l.path(pr.Number, ".json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	// The number is claimed with the whole record: a concurrent run, or
+	// a record left behind, is not overwritten, and a kill leaves none
+	// half-written.
+	if err := l.writeRecord(pr, createFile); err != nil {
 		return PullRequest{}, fmt.Errorf("local pull request #%d: %w", pr.Number, err)
 	}
-	f.Close()
 	return pr, l.save(pr)
 }
 
@@ -196,25 +280,28 @@ func (l *Local) path(number int, ext string) string {
 	return filepath.Join(l.dir, fmt.Sprintf("%04d", number)+ext)
 }
 
-// save writes the record and the body, each through a temporary file, so
-// that a killed run leaves either the old or the new version.
-func (l *Local) save(pr PullRequest) error {
+// writeRecord writes pr's JSON record with write.
+func (l *Local) writeRecord(pr PullRequest, write func(path string, data []byte) error) error {
 	b, err := json.MarshalIndent(pr, "", "  ")
 	if err != nil {
 		return err
 	}
+	return write(l.path(pr.Number, ".json"), append(b, '\n'))
+}
+
+// save writes the record, then the body as Markdown, each whole (a killed
+// run leaves either the old or the new version): the record is what a
+// run reads; the Markdown is for people, and for repair.
+func (l *Local) save(pr PullRequest) error {
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("local pull requests: %w", err)
 	}
+	if err := l.writeRecord(pr, writeFile); err != nil {
+		return fmt.Errorf("local pull request #%d: %w", pr.Number, err)
+	}
 	md := fmt.Sprintf("# %s\n\n<!-- #%d %s, branch %s into %s -->\n\n%s", pr.Title, pr.Number, pr.State, pr.Branch, pr.Base, pr.Body)
-	for ext, data := range map[string][]byte{".json": append(b, '\n'), ".md": []byte(md)} {
-		tmp := l.path(pr.Number, ext) + ".tmp" + strconv.Itoa(os.Getpid())
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, l.path(pr.Number, ext)); err != nil {
-			return err
-		}
+	if err := writeFile(l.path(pr.Number, ".md"), []byte(md)); err != nil {
+		return fmt.Errorf("local pull request #%d: %w", pr.Number, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -50,3 +50,52 @@ func TestLocalForge(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, openPRs, 2)
 }
+
+// TestLocalRecovers: a record a killed run (or a crash of the machine)
+// left half-written is no reason to fail every later run. One whose
+// Markdown beside it is whole is written again from it; one with nothing
+// to rebuild it from is set aside, its number never given again; the
+// temporary file a killed write leaves is ignored, and removed once stale.
+func TestLocalRecovers(t *testing.T) {
+	ctx := context.Background()
+	l, err := scm.NewLocal(filepath.Join(t.TempDir(), "pulls"))
+	require.NoError(t, err)
+	for _, b := range []string{"a", "b", "c"} {
+		_, err := l.Open(ctx, scm.NewPullRequest{Branch: "gpu-rightsizing/" + b, Base: "main", Title: "t " + b, Body: "body " + b + "\n<!-- marker -->\n"})
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Close(ctx, 2, "fits now"))
+	dir := l.Dir()
+	half := func(name string) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b[:len(b)/2], 0o644))
+	}
+	half("0002.json")
+	// #3: killed between claiming the number and writing the record, as
+	// the version before this one could be.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "0003.json"), nil, 0o644))
+	require.NoError(t, os.Remove(filepath.Join(dir, "0003.md")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".tmp-0004.json-123"), []byte(`{"number":`), 0o644))
+
+	l, err = scm.NewLocal(dir)
+	require.NoError(t, err)
+	all, err := l.All()
+	require.NoError(t, err, "no \"unexpected end of JSON input\"")
+	require.Len(t, all, 2)
+	two := all[1]
+	require.Equal(t, scm.PullRequest{Number: 2, URL: two.URL, Branch: "gpu-rightsizing/b", Base: "main", Title: "t b",
+		Body: "body b\n<!-- marker -->\n\n\n---\nfits now\n", State: scm.Closed}, two, "rebuilt from its Markdown")
+	got, err := l.Get(2)
+	require.NoError(t, err)
+	require.Equal(t, two, got, "and written again")
+	require.FileExists(t, filepath.Join(dir, "0003.json.broken"))
+	require.NoFileExists(t, filepath.Join(dir, "0003.json"))
+
+	next, err := l.Open(ctx, scm.NewPullRequest{Branch: "gpu-rightsizing/c", Base: "main", Title: "t c", Body: "again"})
+	require.NoError(t, err)
+	require.Equal(t, 4, next.Number, "the number set aside is not given again")
+	got, err = l.Get(4)
+	require.NoError(t, err)
+	require.Equal(t, "again", got.Body, "a temporary file never stands for a record")
+}

@@ -45,8 +45,14 @@ type FakeGitHub struct {
 	git         *testenv.GitServer
 	appKey      *rsa.PublicKey
 
-	mu       sync.Mutex
-	tokens   map[string]bool
+	mu sync.Mutex
+	// logins maps each token the API accepts to the login it acts as;
+	// installation tokens are the App's, whose bot user is AppBot.
+	logins       map[string]string
+	installation map[string]bool
+	// roles are the repository's collaborators and their roles (read,
+	// triage, write, maintain, admin); anyone else may read only.
+	roles    map[string]string
 	pulls    []*fakePull
 	issues   []*FakeIssue
 	comments map[int][]string
@@ -70,6 +76,12 @@ type FakePull struct {
 	MergedAt            time.Time
 	Comments            []string
 	MaintainerCanModify bool
+	// Author is the login of who opened it (the API's user.login).
+	Author string
+	// Fork, when set, is the owner of the fork its head branch lives in
+	// (head.repo.full_name is Fork/repo, head.label Fork:Head); empty for
+	// a branch of the repository itself.
+	Fork string
 }
 
 type fakePull struct{ FakePull }
@@ -99,9 +111,10 @@ func NewFakeGitHub(t testing.TB, git *testenv.GitServer, owner, repo string) *Fa
 	f := &FakeGitHub{
 		Token: "ghp_fake" + randomHex(t, 12), AppID: 4242, InstallationID: 77, AppKeyFile: keyFile,
 		owner: owner, repo: repo, git: git, appKey: &key.PublicKey,
-		tokens: map[string]bool{}, comments: map[int][]string{}, rate: 5000,
+		logins: map[string]string{}, installation: map[string]bool{}, comments: map[int][]string{}, rate: 5000,
+		roles: map[string]string{TokenUser: "write", Maintainer: "maintain"},
 	}
-	f.tokens[f.Token] = true
+	f.logins[f.Token] = TokenUser
 	git.AddToken(f.Token)
 	srv := httptest.NewServer(http.HandlerFunc(f.serveHTTP))
 	t.Cleanup(srv.Close)
@@ -223,20 +236,33 @@ func (f *FakeGitHub) Reopen(number int) error {
 	if p == nil || p.State != "closed" || p.Merged {
 		return fmt.Errorf("fake github: #%d is not closed unmerged", number)
 	}
-	if f.openFor(p.Head) != nil {
+	if f.openFor(p.Fork, p.Head, p.Base) != nil {
 		return fmt.Errorf("fake github: another pull request is open for %s", p.Head)
 	}
 	p.State = "open"
 	return nil
 }
 
-// Edit changes pull request number's title and body as a person would.
+// Edit changes pull request number's title and body as the maintainer
+// would.
 func (f *FakeGitHub) Edit(number int, title, body string) error {
+	return f.EditAs(Maintainer, number, title, body)
+}
+
+// EditAs changes pull request number's title and body as login would on
+// the website: its author, or a collaborator with write access, may.
+func (f *FakeGitHub) EditAs(login string, number int, title, body string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.pull(number)
 	if p == nil {
 		return fmt.Errorf("fake github: no #%d", number)
+	}
+	if !f.mayEdit(login, p.Author) {
+		return fmt.Errorf("fake github: %s may not edit #%d, opened by %s", login, number, p.Author)
+	}
+	if len([]rune(body)) > maxBodyChars {
+		return fmt.Errorf("fake github: #%d: body is too long (maximum is %d characters)", number, maxBodyChars)
 	}
 	p.Title, p.Body = title, body
 	return nil
@@ -251,9 +277,11 @@ func (f *FakeGitHub) pull(number int) *fakePull {
 	return nil
 }
 
-func (f *FakeGitHub) openFor(head string) *fakePull {
+// openFor is the open pull request from head (of fork, "" for the
+// repository itself) into base: GitHub keeps one open for each pair.
+func (f *FakeGitHub) openFor(fork, head, base string) *fakePull {
 	for _, p := range f.pulls {
-		if p.Head == head && p.State == "open" {
+		if p.Fork == fork && p.Head == head && p.Base == base && p.State == "open" {
 			return p
 		}
 	}
@@ -303,7 +331,12 @@ func (f *FakeGitHub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// GitHub Enterprise Server serves REST under /api/v3 and GraphQL at
+	// /api/graphql.
 	path, ok := strings.CutPrefix(r.URL.Path, "/api/v3")
+	if r.URL.Path == "/api/graphql" {
+		path, ok = "/graphql", true
+	}
 	if !ok {
 		f.fail(w, http.StatusNotFound, "Not Found")
 		return
@@ -313,8 +346,17 @@ func (f *FakeGitHub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		f.accessToken(w, r, seg[2])
 		return
 	}
-	if !f.authorized(r) {
+	who, tok, ok := f.caller(r)
+	if !ok {
 		f.fail(w, http.StatusUnauthorized, "Bad credentials")
+		return
+	}
+	if r.Method == http.MethodPost && path == "/graphql" {
+		f.graphql(w, r, who)
+		return
+	}
+	if r.Method == http.MethodGet && path == "/user" {
+		f.user(w, tok)
 		return
 	}
 	if len(seg) < 3 || seg[0] != "repos" || seg[1] != f.owner || seg[2] != f.repo {
@@ -340,9 +382,9 @@ func (f *FakeGitHub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GET pulls":
 		f.list(w, r)
 	case "POST pulls":
-		f.create(w, r)
+		f.create(w, r, who)
 	case "PATCH pulls/{n}":
-		f.edit(w, r, num)
+		f.edit(w, r, num, who)
 	case "PUT pulls/{n}/merge":
 		f.mergeEndpoint(w, num)
 	case "POST pulls/{n}/requested_reviewers":
@@ -354,11 +396,11 @@ func (f *FakeGitHub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GET issues":
 		f.listIssues(w, r)
 	case "POST issues":
-		f.createIssue(w, r)
+		f.createIssue(w, r, who)
 	case "GET issues/{n}":
 		f.getIssue(w, num)
 	case "PATCH issues/{n}":
-		f.editIssue(w, r, num)
+		f.editIssue(w, r, num, who)
 	case "POST issues/{n}/labels":
 		var labels []string
 		if p := f.pullOr404(w, num); p != nil && f.decode(w, r, &labels) {
@@ -386,15 +428,17 @@ func (f *FakeGitHub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorized checks the token, sent as "token X" or "Bearer X".
-func (f *FakeGitHub) authorized(r *http.Request) bool {
+// caller is the request's token, sent as "token X" or "Bearer X", and the
+// login it acts as; false when the API does not accept it.
+func (f *FakeGitHub) caller(r *http.Request) (who, tok string, ok bool) {
 	a := r.Header.Get("Authorization")
 	for _, scheme := range []string{"token ", "Bearer ", "bearer "} {
-		if tok, ok := strings.CutPrefix(a, scheme); ok {
-			return f.tokens[tok]
+		if tok, found := strings.CutPrefix(a, scheme); found {
+			who, ok := f.logins[tok]
+			return who, tok, ok
 		}
 	}
-	return false
+	return "", "", false
 }
 
 // accessToken exchanges the App's JWT (RS256, signed with its key) for
@@ -415,7 +459,7 @@ func (f *FakeGitHub) accessToken(w http.ResponseWriter, r *http.Request, id stri
 		return
 	}
 	tok := fmt.Sprintf("ghs_fake%x", b)
-	f.tokens[tok] = true
+	f.logins[tok], f.installation[tok] = AppBot, true
 	f.git.AddToken(tok)
 	f.reply(w, http.StatusCreated, map[string]any{
 		"token": tok, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
@@ -463,7 +507,9 @@ func (f *FakeGitHub) list(w http.ResponseWriter, r *http.Request) {
 		if state != "all" && p.State != state {
 			continue
 		}
-		if head := q.Get("head"); head != "" && head != f.owner+":"+p.Head {
+		// head filters by "user or organization:branch", the label: a
+		// fork's pull requests carry the fork owner's name.
+		if head := q.Get("head"); head != "" && head != f.label(p) {
 			continue
 		}
 		if base := q.Get("base"); base != "" && base != p.Base {
@@ -482,7 +528,7 @@ func (f *FakeGitHub) list(w http.ResponseWriter, r *http.Request) {
 	f.reply(w, http.StatusOK, body)
 }
 
-func (f *FakeGitHub) create(w http.ResponseWriter, r *http.Request) {
+func (f *FakeGitHub) create(w http.ResponseWriter, r *http.Request, who string) {
 	var req struct {
 		Title, Head, Base, Body string
 		Draft                   bool
@@ -517,8 +563,12 @@ func (f *FakeGitHub) create(w http.ResponseWriter, r *http.Request) {
 		invalid("head", "invalid", "")
 		return
 	}
-	if p := f.openFor(head); p != nil {
+	if p := f.openFor("", head, req.Base); p != nil {
 		invalid("", "custom", fmt.Sprintf("A pull request already exists for %s:%s.", f.owner, head))
+		return
+	}
+	if len([]rune(req.Body)) > maxBodyChars {
+		invalid("body", "custom", fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars))
 		return
 	}
 	if n, _ := f.git.GitErr(name, "rev-list", "--count", req.Base+".."+head); strings.TrimSpace(n) == "0" {
@@ -526,18 +576,28 @@ func (f *FakeGitHub) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := &fakePull{FakePull{Number: f.nextNumber(), Title: req.Title, Body: req.Body, Head: head, Base: req.Base,
-		State: "open", Draft: req.Draft, Created: time.Now(), MaintainerCanModify: req.MaintainerCanModify}}
+		State: "open", Draft: req.Draft, Created: time.Now(), MaintainerCanModify: req.MaintainerCanModify, Author: who}}
 	f.pulls = append(f.pulls, p)
 	w.Header().Set("Location", fmt.Sprintf("%s/api/v3/repos/%s/%s/pulls/%d", f.URL, f.owner, f.repo, p.Number))
 	f.reply(w, http.StatusCreated, f.pullJSON(p))
 }
 
-func (f *FakeGitHub) edit(w http.ResponseWriter, r *http.Request, num int) {
+func (f *FakeGitHub) edit(w http.ResponseWriter, r *http.Request, num int, who string) {
 	var req struct {
 		Title, Body, State *string
 	}
 	p := f.pullOr404(w, num)
 	if p == nil || !f.decode(w, r, &req) {
+		return
+	}
+	if (req.Title != nil || req.Body != nil) && !f.mayEdit(who, p.Author) {
+		f.fail(w, http.StatusForbidden, "Resource not accessible by personal access token")
+		return
+	}
+	if req.Body != nil && len([]rune(*req.Body)) > maxBodyChars {
+		f.reply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+			"errors": []any{map[string]string{"resource": "PullRequest", "field": "body", "code": "custom",
+				"message": fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars)}}})
 		return
 	}
 	if req.State != nil && *req.State != "open" && *req.State != "closed" {
@@ -552,7 +612,7 @@ func (f *FakeGitHub) edit(w http.ResponseWriter, r *http.Request, num int) {
 		p.Body = *req.Body
 	}
 	if req.State != nil && *req.State != p.State && !p.Merged {
-		if *req.State == "open" && f.openFor(p.Head) != nil {
+		if *req.State == "open" && f.openFor(p.Fork, p.Head, p.Base) != nil {
 			f.fail(w, http.StatusUnprocessableEntity, "A pull request already exists for "+f.owner+":"+p.Head+".")
 			return
 		}
@@ -620,6 +680,13 @@ func (f *FakeGitHub) pullJSON(p *fakePull) map[string]any {
 		mergedAt = ts(p.MergedAt)
 	}
 	repo := map[string]any{"name": f.repo, "full_name": name, "owner": map[string]any{"login": f.owner}}
+	// A fork's head is in the fork: head.repo names it, head.label
+	// carries its owner, and its commit is not in this repository.
+	head := map[string]any{"ref": p.Head, "label": f.label(p), "sha": sha(p.Head), "repo": repo}
+	if p.Fork != "" {
+		head["sha"] = ""
+		head["repo"] = map[string]any{"name": f.repo, "full_name": p.Fork + "/" + f.repo, "owner": map[string]any{"login": p.Fork}, "fork": true}
+	}
 	users := func(names []string) []map[string]any {
 		out := []map[string]any{}
 		for _, n := range names {
@@ -631,12 +698,12 @@ func (f *FakeGitHub) pullJSON(p *fakePull) map[string]any {
 		"id": 1000 + p.Number, "number": p.Number, "state": p.State, "title": p.Title, "body": p.Body, "draft": p.Draft,
 		"url":      fmt.Sprintf("%s/api/v3/repos/%s/pulls/%d", f.URL, name, p.Number),
 		"html_url": fmt.Sprintf("%s/%s/pull/%d", f.URL, name, p.Number),
-		"head":     map[string]any{"ref": p.Head, "label": f.owner + ":" + p.Head, "sha": sha(p.Head), "repo": repo},
+		"head":     head,
 		"base":     map[string]any{"ref": p.Base, "label": f.owner + ":" + p.Base, "sha": sha(p.Base), "repo": repo},
 		"merged":   p.Merged, "merged_at": mergedAt, "merge_commit_sha": p.MergeCommit,
 		"created_at": ts(p.Created), "updated_at": ts(p.Created), "closed_at": ts(p.Closed),
 		"labels": labelsJSON(p.Labels), "requested_reviewers": users(p.Reviewers), "assignees": users(p.Assignees),
-		"user":                  map[string]any{"login": "gpu-rightsizing[bot]"},
+		"user":                  userJSON(p.Author),
 		"maintainer_can_modify": p.MaintainerCanModify,
 	}
 }

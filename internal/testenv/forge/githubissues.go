@@ -14,17 +14,14 @@ type FakeIssue struct {
 	Number      int
 	Title, Body string
 	// State is open or closed.
-	State   string
-	Labels  []string
+	State  string
+	Labels []string
+	// Author is the login of who opened it (the API's user.login).
 	Author  string
 	Created time.Time
 	// Edits counts the changes made through the API after creation.
 	Edits int
 }
-
-// The bot's login on the fake: every issue and pull request the API
-// creates is its.
-const fakeBot = "gpu-rightsizing[bot]"
 
 // Issues lists every issue (not pull request), oldest first.
 func (f *FakeGitHub) Issues() []FakeIssue {
@@ -39,27 +36,15 @@ func (f *FakeGitHub) Issues() []FakeIssue {
 	return out
 }
 
-// NewIssue opens an issue as a person would on the website.
+// NewIssue opens an issue as the maintainer would on the website.
 func (f *FakeGitHub) NewIssue(title, body string, labels []string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	is := &FakeIssue{Number: f.nextNumber(), Title: title, Body: body, State: "open", Labels: slices.Clone(labels),
-		Author: "a-person", Created: time.Now()}
-	f.issues = append(f.issues, is)
-	return is.Number
+	return f.NewIssueAs(Maintainer, title, body, labels)
 }
 
-// EditIssueBody sets issue number's body as a person editing it (ticking
-// a checkbox does that).
+// EditIssueBody sets issue number's body as the maintainer editing it
+// (ticking a checkbox does that).
 func (f *FakeGitHub) EditIssueBody(number int, body string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	is := f.issue(number)
-	if is == nil {
-		return fmt.Errorf("fake github: no issue #%d", number)
-	}
-	is.Body = body
-	return nil
+	return f.EditIssueBodyAs(Maintainer, number, body)
 }
 
 // nextNumber is the number the next issue or pull request gets.
@@ -114,9 +99,9 @@ func (f *FakeGitHub) listIssues(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, p := range f.pulls {
-		if keep(p.State, p.Labels, fakeBot) {
+		if keep(p.State, p.Labels, p.Author) {
 			j := f.issueJSON(&FakeIssue{Number: p.Number, Title: p.Title, Body: p.Body, State: p.State, Labels: p.Labels,
-				Author: fakeBot, Created: p.Created})
+				Author: p.Author, Created: p.Created})
 			j["pull_request"] = map[string]any{"url": fmt.Sprintf("%s/api/v3/repos/%s/%s/pulls/%d", f.URL, f.owner, f.repo, p.Number)}
 			items = append(items, item{p.Number, j})
 		}
@@ -134,8 +119,10 @@ func (f *FakeGitHub) listIssues(w http.ResponseWriter, r *http.Request) {
 }
 
 // createIssue answers POST /repos/{owner}/{repo}/issues: 201 with the
-// issue, 422 without a title.
-func (f *FakeGitHub) createIssue(w http.ResponseWriter, r *http.Request) {
+// issue, opened by the caller; 422 without a title or with a body too
+// long. "Only users with push access can set labels for new issues.
+// Labels are silently dropped otherwise."
+func (f *FakeGitHub) createIssue(w http.ResponseWriter, r *http.Request, who string) {
 	var req struct {
 		Title  string
 		Body   string
@@ -149,7 +136,16 @@ func (f *FakeGitHub) createIssue(w http.ResponseWriter, r *http.Request) {
 			"errors": []any{map[string]string{"resource": "Issue", "field": "title", "code": "missing_field"}}})
 		return
 	}
-	is := &FakeIssue{Number: f.nextNumber(), Title: req.Title, Body: req.Body, State: "open", Author: fakeBot, Created: time.Now()}
+	if len([]rune(req.Body)) > maxBodyChars {
+		f.reply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+			"errors": []any{map[string]string{"resource": "Issue", "field": "body", "code": "custom",
+				"message": fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars)}}})
+		return
+	}
+	is := &FakeIssue{Number: f.nextNumber(), Title: req.Title, Body: req.Body, State: "open", Author: who, Created: time.Now()}
+	if !f.atLeast(who, "write") {
+		req.Labels = nil
+	}
 	for _, l := range req.Labels {
 		if !slices.Contains(is.Labels, l) {
 			is.Labels = append(is.Labels, l)
@@ -169,22 +165,33 @@ func (f *FakeGitHub) getIssue(w http.ResponseWriter, num int) {
 }
 
 // editIssue answers PATCH /repos/{owner}/{repo}/issues/{number}: title,
-// body and state as given; an issue number that is a pull request's edits
-// the pull request, as on GitHub.
-func (f *FakeGitHub) editIssue(w http.ResponseWriter, r *http.Request, num int) {
+// body and state as given, when the caller may edit them (its author, or
+// write access); an issue number that is a pull request's edits the pull
+// request, as on GitHub.
+func (f *FakeGitHub) editIssue(w http.ResponseWriter, r *http.Request, num int, who string) {
 	var req struct {
 		Title, Body, State *string
 	}
 	is := f.issue(num)
 	if is == nil {
 		if f.pull(num) != nil {
-			f.edit(w, r, num)
+			f.edit(w, r, num, who)
 			return
 		}
 		f.fail(w, http.StatusNotFound, "Not Found")
 		return
 	}
 	if !f.decode(w, r, &req) {
+		return
+	}
+	if (req.Title != nil || req.Body != nil) && !f.mayEdit(who, is.Author) {
+		f.fail(w, http.StatusForbidden, "Resource not accessible by personal access token")
+		return
+	}
+	if req.Body != nil && len([]rune(*req.Body)) > maxBodyChars {
+		f.reply(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+			"errors": []any{map[string]string{"resource": "Issue", "field": "body", "code": "custom",
+				"message": fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars)}}})
 		return
 	}
 	if req.State != nil && *req.State != "open" && *req.State != "closed" {
@@ -212,7 +219,7 @@ func (f *FakeGitHub) issueJSON(is *FakeIssue) map[string]any {
 		"url":        fmt.Sprintf("%s/api/v3/repos/%s/issues/%d", f.URL, name, is.Number),
 		"html_url":   fmt.Sprintf("%s/%s/issues/%d", f.URL, name, is.Number),
 		"labels":     labelsJSON(is.Labels),
-		"user":       map[string]any{"login": is.Author},
+		"user":       userJSON(is.Author),
 		"created_at": is.Created.UTC().Format(time.RFC3339), "updated_at": is.Created.UTC().Format(time.RFC3339),
 	}
 }

@@ -52,10 +52,12 @@ type FakeGitLab struct {
 	git     string
 	project fakeProject
 
-	mu       sync.Mutex
-	mrs      []*fakeMR
-	issues   []*FakeGitLabIssue
-	users    map[string]int64
+	mu     sync.Mutex
+	mrs    []*fakeMR
+	issues []*FakeGitLabIssue
+	users  map[string]int64
+	// access is each member's role in the project, by user ID.
+	access   map[int64]int
 	faults   []GitLabFault
 	requests []GitLabRequest
 	notes    int64
@@ -81,6 +83,11 @@ type FakeMergeRequest struct {
 	ReviewerIDs  []int64
 	AssigneeIDs  []int64
 	Notes        []string
+	// Author is the username of who opened it (the API's author.username).
+	Author string
+	// Fork, when set, is the path of the fork its source branch lives in
+	// (source_project_id is then the fork's, not the project's).
+	Fork string
 	// MergeCommit is the commit a merge made on the target branch.
 	MergeCommit string
 	CreatedAt   time.Time
@@ -90,6 +97,10 @@ type FakeMergeRequest struct {
 type fakeMR struct {
 	FakeMergeRequest
 	id int64
+	// sourceProject is source_project_id: the project's own ID, or a
+	// fork's.
+	sourceProject int64
+	notes         []fakeNote
 }
 
 // GitLabFault is an answer the fake gives instead of the real one.
@@ -127,8 +138,9 @@ func NewFakeGitLab(t testing.TB, o FakeGitLabOptions) *FakeGitLab {
 		git:   git,
 		project: fakeProject{ID: 4242, Path: o.Project, Dir: o.Dir,
 			CloneURL: cmp.Or(o.CloneURL, o.Dir)},
-		users: map[string]int64{},
-		clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		users:  map[string]int64{GitLabBot: 1, Maintainer: 2},
+		access: map[int64]int{1: AccessDeveloper, 2: AccessMaintainer},
+		clock:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v4/projects/{id}", f.getProject)
@@ -142,6 +154,10 @@ func NewFakeGitLab(t testing.TB, o FakeGitLabOptions) *FakeGitLab {
 	mux.HandleFunc("POST /api/v4/projects/{id}/issues", f.createIssue)
 	mux.HandleFunc("PUT /api/v4/projects/{id}/issues/{iid}", f.updateIssue)
 	mux.HandleFunc("GET /api/v4/users", f.listUsers)
+	mux.HandleFunc("GET /api/v4/user", f.currentUser)
+	mux.HandleFunc("GET /api/v4/projects/{id}/members/all/{user}", f.getMember)
+	mux.HandleFunc("GET /api/v4/projects/{id}/issues/{iid}/notes", f.listIssueNotes)
+	mux.HandleFunc("GET /api/v4/projects/{id}/merge_requests/{iid}/notes", f.listMRNotes)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "404 Not Found"})
 	})
@@ -179,16 +195,6 @@ func (f *FakeGitLab) Writes() int {
 	return n
 }
 
-// AddUser adds a user that merge requests can name as reviewer or
-// assignee, and returns its ID.
-func (f *FakeGitLab) AddUser(username string) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	id := int64(100 + len(f.users))
-	f.users[username] = id
-	return id
-}
-
 // MergeRequests lists every merge request, oldest first.
 func (f *FakeGitLab) MergeRequests() []FakeMergeRequest {
 	f.mu.Lock()
@@ -196,7 +202,12 @@ func (f *FakeGitLab) MergeRequests() []FakeMergeRequest {
 	out := make([]FakeMergeRequest, 0, len(f.mrs))
 	for _, mr := range f.mrs {
 		c := mr.FakeMergeRequest
-		c.Labels, c.Notes = slices.Clone(c.Labels), slices.Clone(c.Notes)
+		c.Labels, c.Notes = slices.Clone(c.Labels), nil
+		for _, n := range mr.notes {
+			if !n.System {
+				c.Notes = append(c.Notes, n.Body)
+			}
+		}
 		out = append(out, c)
 	}
 	return out
@@ -234,17 +245,10 @@ func (f *FakeGitLab) Reopen(iid int64) error {
 	return f.setState(iid, "reopen")
 }
 
-// Edit sets merge request iid's title and description, as a person
-// editing them.
+// Edit sets merge request iid's title and description, as the
+// maintainer editing them.
 func (f *FakeGitLab) Edit(iid int64, title, description string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	mr := f.find(iid)
-	if mr == nil {
-		return fmt.Errorf("no merge request !%d", iid)
-	}
-	mr.Title, mr.Description, mr.UpdatedAt = title, description, f.tick()
-	return nil
+	return f.EditAs(Maintainer, iid, title, description)
 }
 
 func (f *FakeGitLab) setState(iid int64, event string) error {
@@ -266,7 +270,7 @@ func (f *FakeGitLab) transition(mr *fakeMR, event string) (status int, msg strin
 	case event == "close" && mr.State == "opened":
 		mr.State = "closed"
 	case event == "reopen" && mr.State == "closed":
-		if other := f.openFor(mr.SourceBranch, mr.TargetBranch); other != nil {
+		if other := f.openFor(mr.sourceProject, mr.SourceBranch, mr.TargetBranch); other != nil {
 			return http.StatusConflict, fmt.Sprintf("Another open merge request already exists for this source branch: !%d", other.IID)
 		}
 		mr.State = "opened"
@@ -295,9 +299,11 @@ func (f *FakeGitLab) find(iid int64) *fakeMR {
 	return nil
 }
 
-func (f *FakeGitLab) openFor(source, target string) *fakeMR {
+// openFor is the open merge request from source of sourceProject into
+// target: GitLab keeps one open for each.
+func (f *FakeGitLab) openFor(sourceProject int64, source, target string) *fakeMR {
 	for _, mr := range f.mrs {
-		if mr.State == "opened" && mr.SourceBranch == source && mr.TargetBranch == target {
+		if mr.State == "opened" && mr.sourceProject == sourceProject && mr.SourceBranch == source && mr.TargetBranch == target {
 			return mr
 		}
 	}
@@ -445,18 +451,29 @@ func (f *FakeGitLab) mrJSON(mr *fakeMR, heads map[string]string) map[string]any 
 	if labels == nil {
 		labels = []string{}
 	}
+	// A fork's source branch is in the fork, not in this repository.
+	sha := heads[mr.SourceBranch]
+	if mr.Fork != "" {
+		sha = ""
+	}
+	userNotes := 0
+	for _, n := range mr.notes {
+		if !n.System {
+			userNotes++
+		}
+	}
 	return map[string]any{
 		"id": mr.id, "iid": mr.IID, "project_id": f.project.ID,
-		"source_project_id": f.project.ID, "target_project_id": f.project.ID,
+		"source_project_id": mr.sourceProject, "target_project_id": f.project.ID,
 		"title": mr.Title, "description": mr.Description, "state": mr.State,
 		"source_branch": mr.SourceBranch, "target_branch": mr.TargetBranch,
 		"labels": labels, "draft": isDraft(mr.Title),
 		"work_in_progress": isDraft(mr.Title),
 		"reviewers":        users(mr.ReviewerIDs), "assignees": users(mr.AssigneeIDs),
-		"author":     map[string]any{"id": 1, "username": "recommender-bot", "name": "recommender-bot", "state": "active"},
+		"author":     f.userJSON(mr.Author),
 		"created_at": mr.CreatedAt.Format(time.RFC3339Nano), "updated_at": mr.UpdatedAt.Format(time.RFC3339Nano),
-		"merge_commit_sha": merged, "sha": heads[mr.SourceBranch],
-		"user_notes_count": len(mr.Notes),
+		"merge_commit_sha": merged, "sha": sha,
+		"user_notes_count": userNotes,
 		"web_url":          fmt.Sprintf("%s/%s/-/merge_requests/%d", f.URL, f.project.Path, mr.IID),
 		"references":       map[string]any{"short": fmt.Sprintf("!%d", mr.IID)},
 	}
@@ -584,7 +601,8 @@ func (m mrRequest) labels() ([]string, bool) {
 }
 
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+	// A description may hold 1,048,576 characters: room for them escaped.
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(v); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "400 Bad request - " + err.Error()})
 		return false
 	}
@@ -621,7 +639,10 @@ func (f *FakeGitLab) createMR(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusUnprocessableEntity, []string{fmt.Sprintf("Target branch %q does not exist", target)})
 		return
 	}
-	if other := f.openFor(req.SourceBranch, target); other != nil {
+	if req.Description != nil && tooLong(w, *req.Description) {
+		return
+	}
+	if other := f.openFor(f.project.ID, req.SourceBranch, target); other != nil {
 		writeMessage(w, http.StatusConflict, []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", other.IID)})
 		return
 	}
@@ -630,8 +651,8 @@ func (f *FakeGitLab) createMR(w http.ResponseWriter, r *http.Request) {
 		IID: int64(len(f.mrs) + 1), Title: *req.Title, State: "opened",
 		SourceBranch: req.SourceBranch, TargetBranch: target,
 		ReviewerIDs: req.ReviewerIDs, AssigneeIDs: req.AssigneeIDs,
-		CreatedAt: now, UpdatedAt: now,
-	}}
+		CreatedAt: now, UpdatedAt: now, Author: GitLabBot,
+	}, sourceProject: f.project.ID}
 	if req.AssigneeID != nil {
 		mr.AssigneeIDs = append(mr.AssigneeIDs, *req.AssigneeID)
 	}
@@ -662,6 +683,9 @@ func (f *FakeGitLab) updateMR(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.mu.Unlock()
+	if req.Description != nil && tooLong(w, *req.Description) {
+		return
+	}
 	if req.StateEvent != "" {
 		if status, msg := f.transition(mr, req.StateEvent); msg != "" {
 			writeMessage(w, status, []string{msg})
@@ -669,9 +693,11 @@ func (f *FakeGitLab) updateMR(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if req.Title != nil {
+		mr.notes = f.titleNote(mr.notes, GitLabBot, mr.Title, *req.Title)
 		mr.Title = *req.Title
 	}
 	if req.Description != nil {
+		mr.notes = f.descriptionNotes(mr.notes, GitLabBot, mr.Description, *req.Description)
 		mr.Description = *req.Description
 	}
 	if req.TargetBranch != nil {
@@ -727,14 +753,8 @@ func (f *FakeGitLab) createNote(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body is missing"})
 		return
 	}
-	f.notes++
-	mr.Notes = append(mr.Notes, req.Body)
-	now := f.tick()
-	writeJSON(w, http.StatusCreated, map[string]any{
-		"id": f.notes, "body": req.Body, "noteable_type": "MergeRequest", "noteable_iid": mr.IID,
-		"noteable_id": mr.id, "system": false, "created_at": now.Format(time.RFC3339Nano),
-		"author": map[string]any{"id": 1, "username": "recommender-bot"},
-	})
+	mr.notes = f.note(mr.notes, GitLabBot, req.Body, false)
+	writeJSON(w, http.StatusCreated, f.noteJSON(mr.notes[len(mr.notes)-1], "MergeRequest", mr.id, mr.IID))
 }
 
 func (f *FakeGitLab) listUsers(w http.ResponseWriter, r *http.Request) {

@@ -18,12 +18,16 @@ type FakeGitLabIssue struct {
 	Title       string
 	Description string
 	// State is opened or closed.
-	State     string
-	Labels    []string
+	State  string
+	Labels []string
+	// Author is the username of who opened it (the API's
+	// author.username).
 	Author    string
 	CreatedAt time.Time
 	// Edits counts the changes made through the API after creation.
 	Edits int
+
+	notes []fakeNote
 }
 
 // Issues lists every issue, oldest first.
@@ -39,27 +43,15 @@ func (f *FakeGitLab) Issues() []FakeGitLabIssue {
 	return out
 }
 
-// NewIssue opens an issue as a person would in the web interface.
+// NewIssue opens an issue as the maintainer would in the web interface.
 func (f *FakeGitLab) NewIssue(title, description string, labels []string) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	is := &FakeGitLabIssue{IID: int64(len(f.issues) + 1), Title: title, Description: description, State: "opened",
-		Labels: slices.Clone(labels), Author: "a-person", CreatedAt: f.tick()}
-	f.issues = append(f.issues, is)
-	return is.IID
+	return f.NewIssueAs(Maintainer, title, description, labels)
 }
 
-// EditIssueDescription sets issue iid's description as a person editing
-// it (ticking a checkbox does that).
+// EditIssueDescription sets issue iid's description as the maintainer
+// editing it (ticking a checkbox does that).
 func (f *FakeGitLab) EditIssueDescription(iid int64, description string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	is := f.issue(iid)
-	if is == nil {
-		return fmt.Errorf("no issue #%d", iid)
-	}
-	is.Description = description
-	return nil
+	return f.EditIssueDescriptionAs(Maintainer, iid, description)
 }
 
 func (f *FakeGitLab) issue(iid int64) *FakeGitLabIssue {
@@ -134,7 +126,10 @@ func (f *FakeGitLab) createIssue(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "title is missing"})
 		return
 	}
-	is := &FakeGitLabIssue{IID: int64(len(f.issues) + 1), Title: *req.Title, State: "opened", Author: "recommender-bot", CreatedAt: f.tick()}
+	if req.Description != nil && tooLong(w, *req.Description) {
+		return
+	}
+	is := &FakeGitLabIssue{IID: int64(len(f.issues) + 1), Title: *req.Title, State: "opened", Author: GitLabBot, CreatedAt: f.tick()}
 	if req.Description != nil {
 		is.Description = *req.Description
 	}
@@ -159,6 +154,9 @@ func (f *FakeGitLab) updateIssue(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusNotFound, "404 Not found")
 		return
 	}
+	if req.Description != nil && tooLong(w, *req.Description) {
+		return
+	}
 	switch req.StateEvent {
 	case "":
 	case "close":
@@ -170,9 +168,11 @@ func (f *FakeGitLab) updateIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Title != nil {
+		is.notes = f.titleNote(is.notes, GitLabBot, is.Title, *req.Title)
 		is.Title = *req.Title
 	}
 	if req.Description != nil {
+		is.notes = f.descriptionNotes(is.notes, GitLabBot, is.Description, *req.Description)
 		is.Description = *req.Description
 	}
 	if l, ok := (mrRequest{Labels: req.Labels}).labels(); ok {
@@ -190,7 +190,7 @@ func (f *FakeGitLab) issueJSON(is *FakeGitLabIssue) map[string]any {
 	return map[string]any{
 		"id": 7000 + is.IID, "iid": is.IID, "project_id": f.project.ID,
 		"title": is.Title, "description": is.Description, "state": is.State, "labels": labels,
-		"author":     map[string]any{"id": 1, "username": is.Author, "name": is.Author, "state": "active"},
+		"author":     f.userJSON(is.Author),
 		"created_at": is.CreatedAt.Format(time.RFC3339Nano), "updated_at": is.CreatedAt.Format(time.RFC3339Nano),
 		"web_url":    fmt.Sprintf("%s/%s/-/issues/%d", f.URL, f.project.Path, is.IID),
 		"references": map[string]any{"short": fmt.Sprintf("#%d", is.IID)},
