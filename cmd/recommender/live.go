@@ -27,7 +27,7 @@ func (l *liveFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&l.Namespaces, "live-namespaces", nil, "change live only workloads in this `namespace` (repeatable; required with --live)")
 	fs.BoolVar(&l.Force, "live-force-conflicts", false, "take a field another field manager owns (server-side apply's force) instead of reporting the conflict")
 	fs.BoolVar(&l.RevertClosed, "live-revert-closed", false, "revert a live change to Git's value when its pull request is closed unmerged")
-	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig `file` (default: the pod's service account)")
+	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "reach the cluster with this kubeconfig `file` (default: $KUBECONFIG, else ~/.kube/config, else the pod's service account)")
 }
 
 func (l *liveFlags) check() error {

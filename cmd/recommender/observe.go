@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gpu-rightsizing/recommender/internal/live"
+	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/notify"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
@@ -164,7 +164,7 @@ func (o *observeFlags) readWebhookURL() (string, error) {
 }
 
 func recordEvent(ctx context.Context, kubeconfig string, cj notify.CronJob, s runsummary.Summary, end time.Time) error {
-	cfg, err := live.RESTConfig(kubeconfig)
+	cfg, err := cluster.Config(cluster.Options{Kubeconfig: kubeconfig})
 	if err != nil {
 		return err
 	}

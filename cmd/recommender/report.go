@@ -9,11 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpu-rightsizing/recommender/internal/dashboard"
-	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/report"
 )
@@ -89,7 +86,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table, json, or markdown (the dashboard's body, as `run` keeps it in an issue)")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
-	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: the pod's service account)")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: $KUBECONFIG, else ~/.kube/config, else the pod's service account)")
 	f.StringVar(&opts.Placement, "placement", "cluster", "where the nodes and pods are read `from`: cluster (the API server) or metrics (kube-state-metrics series of the usage source)")
 	opts.Filter.register(f)
 	parseUsage = addUsageFlags(cmd, &opts.Usage)
@@ -108,8 +105,11 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	ro.Devices = series
 	if opts.Placement == "metrics" {
 		ro.Series = series
-	} else if ro.Kube, ro.Dyn, err = clients(opts.Kubeconfig); err != nil {
-		return err
+	} else {
+		ro.Cluster.Kubeconfig = opts.Kubeconfig
+		if err := ro.Connect(); err != nil {
+			return err
+		}
 	}
 	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
 		Filter: opts.filter}, opts.Logger, opts.Now)
@@ -152,7 +152,8 @@ func (o *runOptions) fleetFindings(ctx context.Context, repo string, p *plan.Pla
 		if o.FleetFindings == "metrics" {
 			ro.Series = series
 		} else {
-			ro.Kube, ro.Dyn, err = clients(o.Live.Kubeconfig)
+			ro.Cluster.Kubeconfig = o.Live.Kubeconfig
+			err = ro.Connect()
 		}
 	}
 	var res *report.Result
@@ -164,15 +165,4 @@ func (o *runOptions) fleetFindings(ctx context.Context, repo string, p *plan.Pla
 		return nil
 	}
 	return res.Findings()
-}
-
-// clients reach the cluster a report reads: its core objects, and KAI's
-// queues.
-func clients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
-	kube, err := placement.Client(kubeconfig)
-	if err != nil {
-		return nil, nil, err
-	}
-	dyn, err := placement.DynamicClient(kubeconfig)
-	return kube, dyn, err
 }

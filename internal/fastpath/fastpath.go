@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/live"
@@ -31,8 +32,8 @@ type Options struct {
 	MaxChanges   int
 	Force        bool
 	RevertClosed bool
-	// Kubeconfig is the cluster's kubeconfig file; "" is the pod's
-	// service account.
+	// Kubeconfig is the cluster's kubeconfig file; "" is found as
+	// kubectl finds one (cluster.Config).
 	Kubeconfig string
 	DryRun     bool
 	Now        func() time.Time
@@ -65,7 +66,7 @@ type target struct {
 // plan, its KAI queue, before anything is published, so that a warning
 // reaches the pull request's body.
 func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
-	cfg, err := live.RESTConfig(o.Kubeconfig)
+	cfg, err := cluster.Config(cluster.Options{Kubeconfig: o.Kubeconfig})
 	if err != nil {
 		return nil, err
 	}

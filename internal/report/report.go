@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
@@ -37,7 +38,9 @@ type Options struct {
 	Repo        string
 	PolicyPaths []string
 	Plan        *plan.Plan
-	Kube        kubernetes.Interface
+	// Cluster is the cluster Connect reaches for Kube and Dyn.
+	Cluster cluster.Options
+	Kube    kubernetes.Interface
 	// Dyn, with Kube, reads the KAI queues' quotas for the rollout room.
 	Dyn    dynamic.Interface
 	Series placement.Series
@@ -46,6 +49,13 @@ type Options struct {
 	// (DefaultWindow when 0); nil reads none.
 	Devices placement.Series
 	Window  time.Duration
+}
+
+// Connect sets Kube and Dyn to the clients of o.Cluster.
+func (o *Options) Connect() error {
+	var err error
+	o.Kube, o.Dyn, err = cluster.Connect(o.Cluster)
+	return err
 }
 
 // DefaultWindow is how far back the noisy neighbours are looked for: a
