@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
-	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -21,14 +21,6 @@ func logFormats() []string    { return []string{"auto", "text", "json"} }
 // groupings are --group-by's values; empty: each strategy's own.
 func groupings() []string {
 	return []string{"", string(plan.ByWorkload), string(plan.ByNamespace), string(plan.ByPolicy)}
-}
-
-func presetNames() []string {
-	var out []string
-	for _, p := range preset.All() {
-		out = append(out, string(p))
-	}
-	return out
 }
 
 // oneOf says a value is not among the ones allowed, for a check's message.
@@ -90,7 +82,7 @@ func configRules() map[string]config.Rule {
 		"log-level":              {Enum: logLevels()},
 		"log-format":             {Enum: logFormats()},
 		"group-by":               {Enum: groupings()},
-		"metrics-preset":         {Enum: presetNames()},
+		"metrics-preset":         {Enum: source.PresetNames()},
 		"prometheus-url":         {Patterns: []string{`^$|` + httpURLPattern}},
 		"github-url":             {Patterns: []string{`^$|` + httpURLPattern}},
 		"gitlab-url":             {Patterns: []string{`^$|` + httpURLPattern}},
@@ -125,7 +117,7 @@ func configNeeds() []config.Need {
 	github := config.Cond{Path: "scm", Value: "github"}
 	var promOnly []string
 	for _, k := range config.Keys() {
-		if slices.Contains(prometheusFlags, k.Flag) {
+		if slices.Contains(source.PrometheusFlags(), k.Flag) {
 			promOnly = append(promOnly, k.Path)
 		}
 	}

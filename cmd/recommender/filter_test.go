@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -54,7 +55,7 @@ func TestFilterFlags(t *testing.T) {
 			err := root.Execute()
 			if tt.err != "" {
 				require.ErrorContains(t, err, tt.err)
-				var fe *flagError
+				var fe *config.FlagError
 				require.ErrorAs(t, err, &fe, "a usage error, exit 2")
 				return
 			}

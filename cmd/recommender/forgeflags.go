@@ -37,14 +37,14 @@ func (f *githubFlags) register(fs *pflag.FlagSet) {
 
 func (f *githubFlags) check() error {
 	if f.Repo == "" {
-		return flagErrorf("`--github-repo` must be owner/name, got %q", f.Repo)
+		return config.FlagErrorf("`--github-repo` must be owner/name, got %q", f.Repo)
 	}
 	app := f.AppID != 0 || f.InstallationID != 0 || f.AppKeyFile != ""
 	if app && (f.AppID == 0 || f.InstallationID == 0 || f.AppKeyFile == "") {
-		return flagErrorf("a GitHub App needs `--github-app-id`, `--github-installation-id` and `--github-app-key-file` together")
+		return config.FlagErrorf("a GitHub App needs `--github-app-id`, `--github-installation-id` and `--github-app-key-file` together")
 	}
 	if app && f.TokenFile != "" {
-		return flagErrorf("use a token or a GitHub App, not both")
+		return config.FlagErrorf("use a token or a GitHub App, not both")
 	}
 	return nil
 }
@@ -53,10 +53,10 @@ func (f *githubFlags) check() error {
 func (f *githubFlags) checkValues() error {
 	owner, name, ok := strings.Cut(f.Repo, "/")
 	if f.Repo != "" && (!ok || owner == "" || name == "" || strings.Contains(name, "/")) {
-		return flagErrorf("`--github-repo` must be owner/name, got %q", f.Repo)
+		return config.FlagErrorf("`--github-repo` must be owner/name, got %q", f.Repo)
 	}
 	if f.AppID < 0 || f.InstallationID < 0 {
-		return flagErrorf("`--github-app-id` and `--github-installation-id` are positive numbers")
+		return config.FlagErrorf("`--github-app-id` and `--github-installation-id` are positive numbers")
 	}
 	return checkHTTPURL("github-url", f.URL)
 }
@@ -69,10 +69,10 @@ func checkHTTPURL(flag, raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return flagErrorf("invalid `--%s` %q: want http:// or https:// and a host", flag, config.RedactURL(raw))
+		return config.FlagErrorf("invalid `--%s` %q: want http:// or https:// and a host", flag, config.RedactURL(raw))
 	}
 	if _, ok := u.User.Password(); ok {
-		return flagErrorf("invalid `--%s` %s: carries a password; give the token in a file instead", flag, config.RedactURL(raw))
+		return config.FlagErrorf("invalid `--%s` %s: carries a password; give the token in a file instead", flag, config.RedactURL(raw))
 	}
 	return nil
 }
@@ -111,7 +111,7 @@ func (f *gitlabFlags) register(fs *pflag.FlagSet) {
 
 func (f *gitlabFlags) check() error {
 	if f.Project == "" {
-		return flagErrorf("`--gitlab-project` is required with `--scm gitlab`")
+		return config.FlagErrorf("`--gitlab-project` is required with `--scm gitlab`")
 	}
 	return nil
 }
@@ -155,15 +155,15 @@ func (f *gitFlags) check() error {
 	ssh := scm.IsSSHURL(f.URL)
 	switch {
 	case f.SSHKeyFile != "" && f.URL == "":
-		return flagErrorf("`--git-ssh-key-file` needs `--git-url`, the repository's SSH URL (ssh://git@host/owner/name.git)")
+		return config.FlagErrorf("`--git-ssh-key-file` needs `--git-url`, the repository's SSH URL (ssh://git@host/owner/name.git)")
 	case f.SSHKeyFile != "" && !ssh:
-		return flagErrorf("`--git-ssh-key-file` needs an SSH `--git-url` (ssh://user@host/path or user@host:path), got %q", config.RedactURL(f.URL))
+		return config.FlagErrorf("`--git-ssh-key-file` needs an SSH `--git-url` (ssh://user@host/path or user@host:path), got %q", config.RedactURL(f.URL))
 	case ssh && f.SSHKeyFile == "":
-		return flagErrorf("an SSH `--git-url` needs `--git-ssh-key-file`: the key to authenticate with")
+		return config.FlagErrorf("an SSH `--git-url` needs `--git-ssh-key-file`: the key to authenticate with")
 	case f.SSHKeyFile != "" && f.KnownHostsFile == "":
-		return flagErrorf("`--git-ssh-key-file` needs `--git-known-hosts-file`: the server's host key is always checked")
+		return config.FlagErrorf("`--git-ssh-key-file` needs `--git-known-hosts-file`: the server's host key is always checked")
 	case f.KnownHostsFile != "" && f.SSHKeyFile == "":
-		return flagErrorf("`--git-known-hosts-file` needs `--git-ssh-key-file`: it checks SSH servers only")
+		return config.FlagErrorf("`--git-known-hosts-file` needs `--git-ssh-key-file`: it checks SSH servers only")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
@@ -32,18 +33,18 @@ func (l *liveFlags) register(fs *pflag.FlagSet) {
 
 func (l *liveFlags) check() error {
 	if l.MaxChanges < 0 {
-		return flagErrorf("`--live-max-changes` must be 0 or more, got %d", l.MaxChanges)
+		return config.FlagErrorf("`--live-max-changes` must be 0 or more, got %d", l.MaxChanges)
 	}
 	if len(l.Namespaces) > 0 {
 		if err := live.CheckNamespaces(l.Namespaces); err != nil {
-			return flagErrorf("`--live-namespaces`: %v", err)
+			return config.FlagErrorf("`--live-namespaces`: %v", err)
 		}
 	}
 	if !l.Enabled {
 		return nil
 	}
 	if len(l.Namespaces) == 0 {
-		return flagErrorf("`--live` needs `--live-namespaces`: the namespaces whose workloads may be changed live")
+		return config.FlagErrorf("`--live` needs `--live-namespaces`: the namespaces whose workloads may be changed live")
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpu-rightsizing/recommender/internal/cluster"
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/notify"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
@@ -53,31 +54,31 @@ func (o *observeFlags) check() error {
 	switch o.Output {
 	case "", "table", "json", "markdown":
 	default:
-		return flagErrorf("invalid `--output` %q: use table, json or markdown", o.Output)
+		return config.FlagErrorf("invalid `--output` %q: use table, json or markdown", o.Output)
 	}
 	if o.PushgatewayURL != "" {
 		if err := runmetrics.CheckURL(o.PushgatewayURL); err != nil {
-			return flagErrorf("`--pushgateway-url`: %v", err)
+			return config.FlagErrorf("`--pushgateway-url`: %v", err)
 		}
 		if o.PushgatewayJob == "" {
-			return flagErrorf("`--pushgateway-job` must not be empty")
+			return config.FlagErrorf("`--pushgateway-job` must not be empty")
 		}
 	}
 	if o.WebhookURLFile != "" && o.WebhookURLEnv != "" {
-		return flagErrorf("`--webhook-url-file` and `--webhook-url-env` exclude each other")
+		return config.FlagErrorf("`--webhook-url-file` and `--webhook-url-env` exclude each other")
 	}
 	if o.WebhookURLFile != "" || o.WebhookURLEnv != "" {
 		// Read now: a missing secret is a mistake to hear of before the
 		// run does its work, not a warning after it.
 		var err error
 		if o.webhookURL, err = o.readWebhookURL(); err != nil {
-			return flagErrorf("%v", err)
+			return config.FlagErrorf("%v", err)
 		}
 	}
 	if o.EventCronJob != "" {
 		var err error
 		if o.cronJob, err = notify.ParseCronJob(o.EventCronJob); err != nil {
-			return flagErrorf("`--event-cronjob` %v", err)
+			return config.FlagErrorf("`--event-cronjob` %v", err)
 		}
 	}
 	return nil

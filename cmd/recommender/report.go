@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/dashboard"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/report"
 )
@@ -20,7 +22,7 @@ type reportOptions struct {
 	Logger *slog.Logger
 
 	Repo             string
-	Usage            usageFlags
+	Usage            source.Options
 	Output           string
 	PolicyPaths      []string
 	DefaultNamespace string
@@ -52,7 +54,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Repo == "" {
-				return flagErrorf("`--repo` is required")
+				return config.FlagErrorf("`--repo` is required")
 			}
 			if err := parseUsage(); err != nil {
 				return err
@@ -64,20 +66,20 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			switch opts.Output {
 			case "table", "json", "markdown":
 			default:
-				return flagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
+				return config.FlagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
 			}
 			switch {
 			case opts.Placement != "cluster" && opts.Placement != "metrics":
-				return flagErrorf("invalid `--placement` %q: use cluster or metrics", opts.Placement)
+				return config.FlagErrorf("invalid `--placement` %q: use cluster or metrics", opts.Placement)
 			case opts.Placement == "metrics" && opts.Kubeconfig != "":
-				return flagErrorf("`--kubeconfig` reads the cluster: it does not go with `--placement metrics`")
+				return config.FlagErrorf("`--kubeconfig` reads the cluster: it does not go with `--placement metrics`")
 			}
 			log, err := logger()
 			if err != nil {
 				return err
 			}
-			opts.Usage.Progress = terminalProgress(io, cmd)
-			opts.Logger = opts.Usage.Progress.logger(log)
+			pr := terminalProgress(io, cmd)
+			opts.Logger = pr.watch(&opts.Usage, log)
 			return runReport(cmd.Context(), opts)
 		},
 	}
@@ -89,7 +91,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: $KUBECONFIG, else ~/.kube/config, else the pod's service account)")
 	f.StringVar(&opts.Placement, "placement", "cluster", "where the nodes and pods are read `from`: cluster (the API server) or metrics (kube-state-metrics series of the usage source)")
 	opts.Filter.register(f)
-	parseUsage = addUsageFlags(cmd, &opts.Usage)
+	parseUsage = source.AddFlags(cmd.Flags(), &opts.Usage)
 	return cmd
 }
 
@@ -98,7 +100,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
 	ro := report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths}
-	series, err := opts.Usage.series(opts.Logger)
+	series, err := opts.Usage.Series(opts.Logger)
 	if err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 			return err
 		}
 	}
-	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
+	ro.Plan, _, err = opts.Usage.Plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
 		Filter: opts.filter}, opts.Logger, opts.Now)
 	if err != nil {
 		return err
@@ -146,7 +148,7 @@ func (o *runOptions) fleetFindings(ctx context.Context, repo string, p *plan.Pla
 		return nil
 	}
 	ro := report.Options{Repo: repo, PolicyPaths: o.PolicyPaths, Plan: p}
-	series, err := o.Usage.series(o.Logger)
+	series, err := o.Usage.Series(o.Logger)
 	if err == nil {
 		ro.Devices = series
 		if o.FleetFindings == "metrics" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/fastpath"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
@@ -34,7 +35,7 @@ type runOptions struct {
 	GitHub      githubFlags
 	GitLab      gitlabFlags
 	Git         gitFlags
-	Usage       usageFlags
+	Usage       source.Options
 	PolicyPaths []string
 	GroupBy     string
 	DryRun      bool
@@ -62,6 +63,8 @@ type runOptions struct {
 	FleetFindings string
 
 	Now func() time.Time
+	// progress draws the run's stages on a terminal; nil: off.
+	progress *progress
 }
 
 // newCmdRun builds run. runF, when not nil, replaces what run does once
@@ -101,8 +104,9 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			if err != nil {
 				return err
 			}
-			opts.Usage.Progress = terminalProgress(io, cmd)
-			opts.Logger = opts.Usage.Progress.logger(log)
+			pr := terminalProgress(io, cmd)
+			opts.Logger = pr.watch(&opts.Usage, log)
+			opts.progress = pr
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -138,7 +142,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	opts.Live.register(f)
 	opts.Observe.register(f)
 	f.BoolVar(&opts.Dashboard, "dashboard", true, "keep one issue (with --scm local, a Markdown file beside the pull requests) that sums the run up, and act on the boxes people tick in it")
-	parseUsage = addUsageFlags(cmd, &opts.Usage)
+	parseUsage = source.AddFlags(cmd.Flags(), &opts.Usage)
 	return cmd
 }
 
@@ -156,7 +160,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 	switch o.SCM {
 	case "local":
 		if o.Repo == "" {
-			return flagErrorf("`--repo` is required with `--scm local`")
+			return config.FlagErrorf("`--repo` is required with `--scm local`")
 		}
 	case "github":
 		if err := o.GitHub.check(); err != nil {
@@ -167,7 +171,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 			return err
 		}
 	default:
-		return flagErrorf("invalid `--scm` %q: use %s", o.SCM, oneOf(scmNames()))
+		return config.FlagErrorf("invalid `--scm` %q: use %s", o.SCM, oneOf(scmNames()))
 	}
 	if err := o.Git.check(); err != nil {
 		return err
@@ -180,7 +184,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 		return err
 	}
 	if !slices.Contains(groupings(), o.GroupBy) {
-		return flagErrorf("invalid `--group-by` %q: use %s", o.GroupBy, oneOf(groupings()))
+		return config.FlagErrorf("invalid `--group-by` %q: use %s", o.GroupBy, oneOf(groupings()))
 	}
 	for _, n := range []struct {
 		flag  string
@@ -188,7 +192,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 		min   int
 	}{{"max-open", o.MaxOpen, 0}, {"max-new", o.MaxNew, 0}, {"decline-percent", o.DeclinePercent, 1}} {
 		if n.value < n.min {
-			return flagErrorf("`--%s` must be %d or more, got %d", n.flag, n.min, n.value)
+			return config.FlagErrorf("`--%s` must be %d or more, got %d", n.flag, n.min, n.value)
 		}
 	}
 	if err := o.Observe.check(); err != nil {
@@ -197,7 +201,7 @@ func (o *runOptions) check(parseUsage func() error) error {
 	switch o.FleetFindings {
 	case "off", "cluster", "metrics":
 	default:
-		return flagErrorf("invalid `--fleet-findings` %q: use off, cluster or metrics", o.FleetFindings)
+		return config.FlagErrorf("invalid `--fleet-findings` %q: use off, cluster or metrics", o.FleetFindings)
 	}
 	return o.Live.check()
 }
@@ -227,7 +231,7 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		return err
 	}
 	var source string
-	p, source, err = opts.Usage.plan(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
+	p, source, err = opts.Usage.Plan(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
 		Filter: opts.filter},
 		opts.Logger, opts.Now)
 	if err != nil {
@@ -246,16 +250,16 @@ func runRun(ctx context.Context, opts *runOptions) (err error) {
 		}
 	}
 	dash := opts.readDashboard(ctx, forge)
-	rep, err = publish.Run(ctx, opts.Usage.Progress.git(g), forge, p, publish.Options{
+	rep, err = publish.Run(ctx, opts.progress.git(g), forge, p, publish.Options{
 		Base: opts.Base, BranchPrefix: opts.BranchPrefix, Grouping: plan.Grouping(opts.GroupBy),
 		Author:         author,
 		DeclinePercent: opts.DeclinePercent, MaxOpen: opts.MaxOpen, MaxNew: opts.MaxNew,
 		Labels: opts.Labels, Reviewers: opts.Reviewers, Assignees: opts.Assignees, Draft: opts.Draft,
-		Conventional: publish.Conventional(g.Message()), Source: source, Matcher: opts.Usage.matcher(), Version: toolVersion(),
+		Conventional: publish.Conventional(g.Message()), Source: source, Matcher: opts.Usage.Matcher(), Version: toolVersion(),
 		Warnings: lr.Warnings(), Findings: findings, Asked: dash.Asked(),
 		DryRun: opts.DryRun, Now: func() time.Time { return p.At }, Logger: opts.Logger,
 	})
-	opts.Usage.Progress.clear()
+	opts.progress.Clear()
 	if err != nil {
 		return err
 	}

@@ -58,10 +58,11 @@ var allowed = map[string][]string{
 	"internal/summary":    {"internal/engine", "internal/live", "internal/plan", "internal/publish"},
 	"internal/runmetrics": {"internal/summary"},
 	"internal/notify":     {"internal/summary"},
-	"cmd/recommender": {"internal/backtest", "internal/cluster", "internal/config", "internal/fastpath", "internal/live",
-		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/neighbours", "internal/notify", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report",
-		"internal/runmetrics", "internal/scm", "internal/summary", "internal/usage", "internal/dashboard"},
+	"internal/metrics/source": {"internal/config", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
+		"internal/neighbours", "internal/placement", "internal/plan", "internal/usage"},
+	"cmd/recommender": {"internal/backtest", "internal/cluster", "internal/config", "internal/dashboard", "internal/fastpath", "internal/live",
+		"internal/metrics/prometheus", "internal/metrics/source", "internal/notify", "internal/patcher", "internal/plan", "internal/publish",
+		"internal/report", "internal/runmetrics", "internal/scm", "internal/summary"},
 }
 
 // packages lists the module's packages (not test files): every directory
