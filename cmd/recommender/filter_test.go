@@ -69,20 +69,20 @@ func TestFilterFlags(t *testing.T) {
 // naming the flag, or the config key it came from.
 func TestFilterUsageErrors(t *testing.T) {
 	for _, cmd := range []string{"plan", "run"} {
-		_, errOut, code := run(t, cmd, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--selector", "app=(x)")
+		_, errOut, code := cli(t, cmd, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--selector", "app=(x)")
 		require.Equal(t, exitUsage, code, errOut)
 		require.Contains(t, errOut, "invalid `--selector`: label selector \"app=(x)\"")
 	}
 	cfg := filepath.Join(t.TempDir(), "recommender.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte("filter:\n  selector: 'app=(x)'\n"), 0o644))
-	_, errOut, code := run(t, "plan", "--config", cfg, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
+	_, errOut, code := cli(t, "plan", "--config", cfg, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "`--selector` is filter.selector at "+cfg+":2:13")
 }
 
 // TestPlanFilter: plan shows only the workloads the filter keeps.
 func TestPlanFilter(t *testing.T) {
-	out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--workload", "chat", "--workload", "inference/embed", "-o", "json")
+	out, errOut, code := cli(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--workload", "chat", "--workload", "inference/embed", "-o", "json")
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, out, `"name": "chat"`)
 	require.Contains(t, out, `"name": "embed"`)
@@ -95,12 +95,12 @@ func TestPlanFilter(t *testing.T) {
 func TestRunFilterLeavesOtherPullRequestsAlone(t *testing.T) {
 	repo := gitQuickstart(t)
 	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics, "--output", "table"}
-	_, errOut, code := run(t, args...)
+	_, errOut, code := cli(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["opened"])
 
 	for _, filter := range [][]string{{"--workload", "chat"}, {"--namespace", "elsewhere"}, {"--selector", "app.kubernetes.io/name=chat"}} {
-		out, errOut, code := run(t, append(args, filter...)...)
+		out, errOut, code := cli(t, append(args, filter...)...)
 		require.Equal(t, exitOK, code, errOut)
 		prs := summary(t, errOut)["pullRequests"].(map[string]any)
 		require.Equal(t, 0.0, prs["closed"], "%v\n%s", filter, out)
@@ -108,7 +108,7 @@ func TestRunFilterLeavesOtherPullRequestsAlone(t *testing.T) {
 		require.Contains(t, out, "outside this run's filter", filter)
 	}
 
-	_, errOut, code = run(t, args...)
+	_, errOut, code = cli(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["unchanged"])
 }

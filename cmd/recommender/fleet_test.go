@@ -237,7 +237,7 @@ func TestReportFleet(t *testing.T) {
 	before := treeHash(t, repo)
 	metricsFile := fleetRecording(t)
 
-	out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"))
+	out, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"))
 	require.Equal(t, exitOK, code, errOut)
 	golden(t, "fleet-report.txt", []byte(out))
 	for _, want := range []string{
@@ -250,14 +250,14 @@ func TestReportFleet(t *testing.T) {
 	require.NotContains(t, out, "GPU-b1", "GPU-b1 was never saturated")
 
 	t.Run("json", func(t *testing.T) {
-		out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "json")
+		out, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "json")
 		require.Equal(t, exitOK, code, errOut)
 		golden(t, "fleet-report.json", []byte(out))
 	})
 
 	// The dashboard's body lists the same findings, by workload.
 	t.Run("markdown", func(t *testing.T) {
-		out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "markdown")
+		out, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "markdown")
 		require.Equal(t, exitOK, code, errOut)
 		_, findings, ok := strings.Cut(out, "\n## Fleet findings\n\n")
 		require.True(t, ok, out)
@@ -268,7 +268,7 @@ func TestReportFleet(t *testing.T) {
 	})
 
 	t.Run("from kube-state-metrics", func(t *testing.T) {
-		fromSeries, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--placement", "metrics")
+		fromSeries, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--placement", "metrics")
 		require.Equal(t, exitOK, code, errOut)
 		require.Equal(t, out, fromSeries)
 	})
@@ -280,7 +280,7 @@ func TestReportFleet(t *testing.T) {
 		gitRepo(t, repo)
 		args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", metricsFile,
 			"--fleet-findings", "cluster", "--kubeconfig", s.Kubeconfig(t, "reader")}
-		_, errOut, code := run(t, args...)
+		_, errOut, code := cli(t, args...)
 		require.Equal(t, exitOK, code, errOut)
 		bodies := map[string]string{}
 		mds, err := filepath.Glob(filepath.Join(repo, ".git", "gpu-rightsizing", "pulls", "*.md"))
@@ -338,7 +338,7 @@ func TestReportPlacementFlag(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"report", "--repo", t.TempDir(), "--metrics-file", quickstartMetrics}, tt.args...)
-			_, errOut, code := run(t, args...)
+			_, errOut, code := cli(t, args...)
 			require.Equal(t, exitUsage, code)
 			require.Contains(t, errOut, tt.want)
 		})
@@ -355,7 +355,7 @@ func TestRunFleetFindingsFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, code := run(t, "run", "--scm", "local", "--repo", t.TempDir(), "--metrics-file", quickstartMetrics, "--fleet-findings", tt.value)
+			_, errOut, code := cli(t, "run", "--scm", "local", "--repo", t.TempDir(), "--metrics-file", quickstartMetrics, "--fleet-findings", tt.value)
 			require.Equal(t, exitUsage, code)
 			require.Contains(t, errOut, tt.want)
 		})

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/gpu-rightsizing/recommender/internal/scm"
+	"github.com/gpu-rightsizing/recommender/internal/run"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 )
@@ -21,21 +21,21 @@ func TestRunGitFlags(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want gitFlags
+		want run.Git
 		err  string
 	}{
-		{name: "none", want: gitFlags{}},
+		{name: "none", want: run.Git{}},
 		{
 			name: "SSH",
 			args: []string{"--git-url", "ssh://git@github.com/acme/gitops.git", "--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
-			want: gitFlags{URL: "ssh://git@github.com/acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
+			want: run.Git{URL: "ssh://git@github.com/acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
 		},
 		{
 			name: "scp-like SSH",
 			args: []string{"--git-url", "git@github.com:acme/gitops.git", "--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
-			want: gitFlags{URL: "git@github.com:acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
+			want: run.Git{URL: "git@github.com:acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
 		},
-		{name: "another HTTPS URL", args: []string{"--git-url", "https://mirror.example/acme/gitops.git"}, want: gitFlags{URL: "https://mirror.example/acme/gitops.git"}},
+		{name: "another HTTPS URL", args: []string{"--git-url", "https://mirror.example/acme/gitops.git"}, want: run.Git{URL: "https://mirror.example/acme/gitops.git"}},
 		{name: "a key without a URL", args: []string{"--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
 			err: "`--git-ssh-key-file` needs `--git-url`, the repository's SSH URL (ssh://git@host/owner/name.git)"},
 		{name: "a key with an HTTPS URL", args: []string{"--git-url", "https://u:secret@github.com/acme/gitops.git", "--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
@@ -56,28 +56,6 @@ func TestRunGitFlags(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tt.want, o.Git)
-		})
-	}
-}
-
-func TestGitFlagsRemote(t *testing.T) {
-	token := scm.Auth{Token: "t", TokenUser: "x-access-token"}
-	tests := []struct {
-		name     string
-		flags    gitFlags
-		wantURL  string
-		wantAuth scm.Auth
-	}{
-		{name: "the forge's", flags: gitFlags{}, wantURL: "https://github.com/acme/gitops.git", wantAuth: token},
-		{name: "another HTTPS URL keeps the token", flags: gitFlags{URL: "https://mirror/acme.git"}, wantURL: "https://mirror/acme.git", wantAuth: token},
-		{name: "SSH replaces the token", flags: gitFlags{URL: "git@github.com:acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
-			wantURL: "git@github.com:acme/gitops.git", wantAuth: scm.Auth{SSHKeyFile: "/k", KnownHostsFile: "/kh"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			url, auth := tt.flags.remote("https://github.com/acme/gitops.git", token)
-			require.Equal(t, tt.wantURL, url)
-			require.Equal(t, tt.wantAuth, auth)
 		})
 	}
 }

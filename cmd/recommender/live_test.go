@@ -142,20 +142,3 @@ inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --g
 	require.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--gpu_memory_utilization=0.22", "the flag as it was spelt")
 	require.NotContains(t, d.Annotations, live.MarkerAnnotation)
 }
-
-// TestLiveFlagsNamespaces: `--live-namespaces ""` would let the live path
-// list every namespace; it and a repeated name are flag errors.
-func TestLiveFlagsNamespaces(t *testing.T) {
-	for _, tt := range []struct {
-		ns   []string
-		want string
-	}{
-		{[]string{""}, "namespace 1 is empty"},
-		{[]string{"inference", "inference"}, "named twice"},
-		{nil, "`--live` needs `--live-namespaces`"},
-	} {
-		err := (&liveFlags{Enabled: true, Namespaces: tt.ns, MaxChanges: 1}).check()
-		require.ErrorContains(t, err, tt.want, "%q", tt.ns)
-	}
-	require.NoError(t, (&liveFlags{Enabled: true, Namespaces: []string{"inference", "staging"}}).check())
-}

@@ -52,7 +52,7 @@ func TestRunOutput(t *testing.T) {
 			if tt.name == "from the config's environment" {
 				t.Setenv("RECOMMENDER_OUTPUT", "json")
 			}
-			out, errOut, code := run(t, append(base, tt.args...)...)
+			out, errOut, code := cli(t, append(base, tt.args...)...)
 			require.Equal(t, exitOK, code, errOut)
 			require.Equal(t, "changes proposed", summary(t, errOut)["outcome"])
 			if tt.golden == "" {
@@ -63,7 +63,7 @@ func TestRunOutput(t *testing.T) {
 		})
 	}
 	t.Run("a failed run still says so", func(t *testing.T) {
-		out, _, code := run(t, "run", "--repo", filepath.Join(repo, "nope"), "--metrics-file", quickstartMetrics, "-o", "json")
+		out, _, code := cli(t, "run", "--repo", filepath.Join(repo, "nope"), "--metrics-file", quickstartMetrics, "-o", "json")
 		require.Equal(t, exitError, code)
 		var s map[string]any
 		require.NoError(t, json.Unmarshal([]byte(out), &s), out)
@@ -71,7 +71,7 @@ func TestRunOutput(t *testing.T) {
 		require.Contains(t, s["error"], "not a git repository")
 	})
 	t.Run("a bad format is a usage mistake", func(t *testing.T) {
-		_, errOut, code := run(t, append(base, "--output", "yaml")...)
+		_, errOut, code := cli(t, append(base, "--output", "yaml")...)
 		require.Equal(t, exitUsage, code)
 		require.Contains(t, errOut, "invalid `--output` \"yaml\": use table, json or markdown")
 	})
@@ -114,7 +114,7 @@ func TestRunMetrics(t *testing.T) {
 	}
 	repo := gitQuickstart(t)
 	textfile := filepath.Join(t.TempDir(), "recommender.prom")
-	_, errOut, code := run(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics,
+	_, errOut, code := cli(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics,
 		"--pushgateway-url", pg.URL, "--pushgateway-job", "gitops-prod", "--metrics-textfile", textfile)
 	require.Equal(t, exitOK, code, errOut)
 
@@ -148,12 +148,12 @@ func TestRunMetrics(t *testing.T) {
 	require.Contains(t, string(b), "gpu_rightsizing_pull_requests{outcome=\"opened\"} 4\n")
 
 	t.Run("a push that fails is a warning, not the run's failure", func(t *testing.T) {
-		_, errOut, code := run(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--pushgateway-url", pg.URL+"/wrong/prefix")
+		_, errOut, code := cli(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--pushgateway-url", pg.URL+"/wrong/prefix")
 		require.Equal(t, exitOK, code, errOut)
 		require.Contains(t, errOut, `"msg":"the run's metrics push failed; the run's outcome stands"`)
 	})
 	t.Run("a bad URL is a usage mistake", func(t *testing.T) {
-		_, errOut, code := run(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--pushgateway-url", "pushgateway:9091")
+		_, errOut, code := cli(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--pushgateway-url", "pushgateway:9091")
 		require.Equal(t, exitUsage, code)
 		require.Contains(t, errOut, "`--pushgateway-url`: pushgateway URL")
 	})
@@ -183,7 +183,7 @@ func TestRunWebhook(t *testing.T) {
 	repo := gitQuickstart(t)
 	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics, "--webhook-url-file", urlFile}
 
-	_, errOut, code := run(t, args...)
+	_, errOut, code := cli(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	require.Len(t, bodies, 1)
 	require.Equal(t, "application/json", types[0])
@@ -194,7 +194,7 @@ func TestRunWebhook(t *testing.T) {
 	require.Contains(t, lines, "- opened inference/Deployment/chat file://"+repo+"/.git/gpu-rightsizing/pulls/0002.md")
 
 	fail = true
-	_, errOut, code = run(t, args...)
+	_, errOut, code = cli(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	require.Len(t, bodies, 2, "a 4xx is not tried again")
 	require.Contains(t, errOut, `"msg":"the run's webhook failed; the run's outcome stands","error":"webhook: 400 Bad Request: invalid_token (after 1 attempt(s))"`)
@@ -227,7 +227,7 @@ spec:
 `))
 	repo := gitQuickstart(t)
 	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics, "--event-cronjob", "gpu-rightsizing/recommender"}
-	_, errOut, code := run(t, append(args, "--kubeconfig", kube.Kubeconfig(t, kubeenv.Admin))...)
+	_, errOut, code := cli(t, append(args, "--kubeconfig", kube.Kubeconfig(t, kubeenv.Admin))...)
 	require.Equal(t, exitOK, code, errOut)
 	status, body := kube.Do(t, kubeenv.Admin, http.MethodGet, "/apis/events.k8s.io/v1/namespaces/gpu-rightsizing/events", nil, "")
 	require.Equal(t, http.StatusOK, status, "%s", body)
@@ -246,7 +246,7 @@ spec:
 	require.NotEmpty(t, ev.Regarding.UID)
 	require.Regexp(t, `^GPU rightsizing run changes proposed: pull requests 4 opened; `, ev.Note)
 
-	_, errOut, code = run(t, append(args, "--kubeconfig", kube.Kubeconfig(t, "nobody"))...)
+	_, errOut, code = cli(t, append(args, "--kubeconfig", kube.Kubeconfig(t, "nobody"))...)
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, errOut, `"msg":"the run's event failed; the run's outcome stands","error":"event: get cronjob gpu-rightsizing/recommender: cronjobs.batch \"recommender\" is forbidden`)
 }
@@ -281,7 +281,7 @@ func TestObserveFlagErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, code := run(t, append([]string{"run", "--repo", "/nonexistent", "--metrics-file", quickstartMetrics}, tt.args...)...)
+			out, errOut, code := cli(t, append([]string{"run", "--repo", "/nonexistent", "--metrics-file", quickstartMetrics}, tt.args...)...)
 			require.Equal(t, exitUsage, code, errOut)
 			require.Contains(t, errOut, tt.err)
 			require.NotContains(t, errOut, "secret-part")

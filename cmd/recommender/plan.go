@@ -118,7 +118,7 @@ func checkOutput(format string) error {
 	if slices.Contains(outputFormats(), format) {
 		return nil
 	}
-	return config.FlagErrorf("invalid `--output` %q: use %s", format, oneOf(outputFormats()))
+	return config.FlagErrorf("invalid `--output` %q: use %s", format, config.OneOf(outputFormats()))
 }
 
 func runPlan(ctx context.Context, opts *planOptions) error {

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
-	"github.com/gpu-rightsizing/recommender/internal/publish"
-	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
 // progress is a one-line counter on a terminal, redrawn in place with \r:
@@ -145,29 +143,4 @@ func (h progressHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h progressHandler) WithGroup(name string) slog.Handler {
 	return progressHandler{Handler: h.Handler.WithGroup(name), p: h.p}
-}
-
-// git counts the branches pushed through g.
-func (p *progress) git(g publish.Git) publish.Git {
-	if p == nil {
-		return g
-	}
-	p.Start("publishing: branches pushed", 0)
-	return progressGit{Git: g, p: p}
-}
-
-type progressGit struct {
-	publish.Git
-	p *progress
-}
-
-var _ publish.Git = progressGit{}
-
-// PushAll counts each branch of the push once it has gone through.
-func (g progressGit) PushAll(ctx context.Context, updates []scm.Update) []error {
-	errs := g.Git.PushAll(ctx, updates)
-	for range updates {
-		g.p.Step()
-	}
-	return errs
 }

@@ -15,8 +15,6 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
-	"github.com/gpu-rightsizing/recommender/internal/publish"
-	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
 const eraseLine = "\r\033[K"
@@ -129,30 +127,3 @@ func TestPlanNoProgressOffTerminal(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-type pushOnly struct {
-	publish.Git
-	pushed []string
-}
-
-func (g *pushOnly) PushAll(_ context.Context, updates []scm.Update) []error {
-	for _, u := range updates {
-		g.pushed = append(g.pushed, u.Branch)
-	}
-	return make([]error, len(updates))
-}
-
-// TestProgressCountsPushes: each branch pushed through the wrapped Git is
-// counted, and reaches the Git it wraps.
-func TestProgressCountsPushes(t *testing.T) {
-	var b bytes.Buffer
-	p := newProgress(&b, true)
-	inner := &pushOnly{}
-	g := p.git(inner)
-	require.Equal(t, []error{nil, nil}, g.PushAll(context.Background(), []scm.Update{{Branch: "a"}, {Branch: "b"}}))
-	p.Clear()
-	require.Equal(t, []string{"a", "b"}, inner.pushed)
-	require.Equal(t, eraseLine+"publishing: branches pushed"+eraseLine+"publishing: branches pushed 1"+
-		eraseLine+"publishing: branches pushed 2"+eraseLine, b.String())
-	require.Same(t, inner, newProgress(&b, false).git(inner))
-}

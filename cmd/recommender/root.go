@@ -81,7 +81,7 @@ func newLogger(io streams, level string) (*slog.Logger, error) {
 func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if !slices.Contains(logLevels(), strings.ToLower(level)) || l.UnmarshalText([]byte(strings.ToUpper(level))) != nil {
-		return nil, config.FlagErrorf("invalid `--log-level` %q: use %s", level, oneOf(logLevels()))
+		return nil, config.FlagErrorf("invalid `--log-level` %q: use %s", level, config.OneOf(logLevels()))
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
@@ -93,7 +93,7 @@ func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 			return slog.New(slog.NewJSONHandler(io.Err, opts)), nil
 		}
 	default:
-		return nil, config.FlagErrorf("invalid `--log-format` %q: use %s", format, oneOf(logFormats()))
+		return nil, config.FlagErrorf("invalid `--log-format` %q: use %s", format, config.OneOf(logFormats()))
 	}
 	return slog.New(slog.NewTextHandler(io.Err, opts)), nil
 }

@@ -50,7 +50,6 @@ var allowed = map[string][]string{
 	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/located", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/cluster", "internal/engine", "internal/kai", "internal/scm"},
-	"internal/fastpath": {"internal/cluster", "internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
 	"internal/report":   {"internal/cluster", "internal/consolidate", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"internal/dashboard": {"internal/consolidate", "internal/engine", "internal/plan",
@@ -60,9 +59,15 @@ var allowed = map[string][]string{
 	"internal/notify":     {"internal/summary"},
 	"internal/metrics/source": {"internal/config", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
 		"internal/neighbours", "internal/placement", "internal/plan", "internal/usage"},
-	"cmd/recommender": {"internal/backtest", "internal/cluster", "internal/config", "internal/dashboard", "internal/fastpath", "internal/live",
-		"internal/metrics/prometheus", "internal/metrics/source", "internal/notify", "internal/patcher", "internal/plan", "internal/publish",
+	// run is the use case: every step of a run, wired. It imports what
+	// the steps need and nothing imports it but the command.
+	"internal/run": {"internal/cluster", "internal/config", "internal/dashboard", "internal/engine", "internal/kai", "internal/live",
+		"internal/metrics/prometheus", "internal/metrics/source", "internal/notify", "internal/plan", "internal/publish",
 		"internal/report", "internal/runmetrics", "internal/scm", "internal/summary"},
+	// The command parses flags and a config file into each command's
+	// options, calls the use case and maps its outcome to an exit code.
+	"cmd/recommender": {"internal/backtest", "internal/config", "internal/dashboard", "internal/metrics/source", "internal/patcher",
+		"internal/plan", "internal/report", "internal/run"},
 }
 
 // packages lists the module's packages (not test files): every directory
