@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
-	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -145,7 +144,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	}
 	unwritten := 0
 	if opts.Write {
-		unwritten = writePlan(opts, p.Files)
+		unwritten = writePlan(opts, p)
 	}
 	if len(p.Problems) > 0 || unwritten > 0 {
 		return errProblems
@@ -158,13 +157,13 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 
 // writePlan writes the files of the printed plan, after printing it, so
 // that what is written is what was shown. Every file is checked before
-// any is replaced (patcher.WriteAll): if one changed on disk since the
-// plan read it, nothing is written, since an edit can span files (a
-// Kustomize patch and its kustomization) and half of one must never be
-// left on disk. It reports on stderr (stdout holds the plan, the same as
-// without --write) and returns how many files were not written.
-func writePlan(opts *planOptions, files []patcher.File) int {
-	errs, written := patcher.WriteAll(opts.Repo, files)
+// any is replaced (Plan.WriteFiles): if one changed on disk since the
+// plan read it, nothing is written. It reports on stderr (stdout holds
+// the plan, the same as without --write) and returns how many files were
+// not written.
+func writePlan(opts *planOptions, p *plan.Plan) int {
+	files := p.Files
+	errs, written := p.WriteFiles(opts.Repo)
 	if !written {
 		for _, err := range errs {
 			if err != nil {

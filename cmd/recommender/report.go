@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
-	"github.com/gpu-rightsizing/recommender/internal/dashboard"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/report"
@@ -128,13 +126,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	case "markdown":
 		// The dashboard's body, with the consolidation reports and without
 		// the pull requests: report does not read the forge.
-		body, err := dashboard.Render(dashboard.Input{Plan: ro.Plan, ReadCluster: true, Consolidation: res.Reports, Notes: res.Notes,
-			Findings: res.Findings()})
-		if err != nil {
-			return err
-		}
-		_, err = io.WriteString(opts.IO.Out, body)
-		return err
+		return res.WriteMarkdown(opts.IO.Out, ro.Plan)
 	}
 	return res.WriteText(opts.IO.Out)
 }

@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/located", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/cluster", "internal/engine", "internal/kai", "internal/scm"},
-	"internal/report":   {"internal/cluster", "internal/consolidate", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
+	"internal/report":   {"internal/cluster", "internal/consolidate", "internal/dashboard", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"internal/dashboard": {"internal/consolidate", "internal/engine", "internal/plan",
 		"internal/publish", "internal/scm", "internal/usage"},
@@ -66,8 +66,7 @@ var allowed = map[string][]string{
 		"internal/report", "internal/runmetrics", "internal/scm", "internal/summary"},
 	// The command parses flags and a config file into each command's
 	// options, calls the use case and maps its outcome to an exit code.
-	"cmd/recommender": {"internal/backtest", "internal/config", "internal/dashboard", "internal/metrics/source", "internal/patcher",
-		"internal/plan", "internal/report", "internal/run"},
+	"cmd/recommender": {"internal/backtest", "internal/config", "internal/metrics/source", "internal/plan", "internal/report", "internal/run"},
 }
 
 // packages lists the module's packages (not test files): every directory

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
+	"github.com/gpu-rightsizing/recommender/internal/dashboard"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/neighbours"
@@ -243,6 +244,19 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// WriteMarkdown writes the reports as the dashboard's body, for the plan
+// p they were made from: the consolidation reports and the findings,
+// without the pull requests, which a report does not read.
+func (r *Result) WriteMarkdown(w io.Writer, p *plan.Plan) error {
+	body, err := dashboard.Render(dashboard.Input{Plan: p, ReadCluster: true, Consolidation: r.Reports, Notes: r.Notes,
+		Findings: r.Findings()})
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, body)
+	return err
 }
 
 // WriteJSON writes the result as one indented JSON document.
