@@ -88,27 +88,3 @@ func TestPlanFilter(t *testing.T) {
 	require.Contains(t, out, `"name": "embed"`)
 	require.NotContains(t, out, `"name": "rerank"`)
 }
-
-// TestRunFilterLeavesOtherPullRequestsAlone: a run filtered to one
-// workload updates nothing and closes nothing of the others' pull
-// requests; an unfiltered run then finds them all as they were.
-func TestRunFilterLeavesOtherPullRequestsAlone(t *testing.T) {
-	repo := gitQuickstart(t)
-	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics, "--output", "table"}
-	_, errOut, code := cli(t, args...)
-	require.Equal(t, exitOK, code, errOut)
-	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["opened"])
-
-	for _, filter := range [][]string{{"--workload", "chat"}, {"--namespace", "elsewhere"}, {"--selector", "app.kubernetes.io/name=chat"}} {
-		out, errOut, code := cli(t, append(args, filter...)...)
-		require.Equal(t, exitOK, code, errOut)
-		prs := summary(t, errOut)["pullRequests"].(map[string]any)
-		require.Equal(t, 0.0, prs["closed"], "%v\n%s", filter, out)
-		require.Equal(t, 0.0, prs["updated"], "%v\n%s", filter, out)
-		require.Contains(t, out, "outside this run's filter", filter)
-	}
-
-	_, errOut, code = cli(t, args...)
-	require.Equal(t, exitOK, code, errOut)
-	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["unchanged"])
-}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
@@ -226,7 +224,10 @@ func fleetRecording(t *testing.T) string {
 // TestReportFleet is `recommender report` on the fleet pool: the rollout
 // room and the noisy neighbours worked by hand above, read from the API
 // server (whose user may only get and list) and, the same, from
-// kube-state-metrics' series. The golden holds the whole table.
+// kube-state-metrics' series. The golden holds the whole table; the
+// same findings in a run's pull requests are internal/run's
+// TestRunFleetFindings, from examples/fleet/cluster.om, which this test
+// writes.
 func TestReportFleet(t *testing.T) {
 	s := kubeenv.StartAPIServer(t, kubeenv.User{Name: "reader"})
 	if s == nil {
@@ -273,54 +274,6 @@ func TestReportFleet(t *testing.T) {
 		require.Equal(t, out, fromSeries)
 	})
 	require.Equal(t, before, treeHash(t, repo), "report must write nothing")
-
-	// run says the same findings in the pull request of the workload
-	// concerned, and in no other.
-	t.Run("in the pull requests", func(t *testing.T) {
-		gitRepo(t, repo)
-		args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", metricsFile,
-			"--fleet-findings", "cluster", "--kubeconfig", s.Kubeconfig(t, "reader")}
-		_, errOut, code := cli(t, args...)
-		require.Equal(t, exitOK, code, errOut)
-		bodies := map[string]string{}
-		mds, err := filepath.Glob(filepath.Join(repo, ".git", "gpu-rightsizing", "pulls", "*.md"))
-		require.NoError(t, err)
-		for _, md := range mds {
-			b, err := os.ReadFile(md)
-			require.NoError(t, err)
-			for _, w := range []string{"chat", "translate", "asr-whisper", "summarize"} {
-				if strings.Contains(string(b), "| `inference/Deployment/"+w+"` |") {
-					bodies[w] = string(b)
-				}
-			}
-		}
-		require.Len(t, bodies, 4)
-		// The sentences come from the cluster and the usage source, so
-		// publish escapes them: their backticks show as typed.
-		require.Contains(t, bodies["chat"], "\n### Fleet findings\n\n"+
-			"- `inference/Deployment/chat`: while GPU GPU-a1 on gpu-a was saturated for 42 minutes, \\`chat\\` used 0.61 of it against a share of 0.50, beside \\`ocr\\`; "+
-			"without HAMi-core neither its memory nor its compute is limited: a gpu-fraction is what KAI schedules by, not a limit.\n"+
-			"- `inference/Deployment/chat`: the rollout of chat to 0.72 stalls after 0 of 2 new pods: no GPU of the pool has 0.72 free while the old pods still hold theirs; maxSurge: 0, maxUnavailable: 1 fits.\n")
-		for _, w := range []string{"translate", "asr-whisper", "summarize"} {
-			require.NotContains(t, bodies[w], "Fleet findings", w)
-		}
-	})
-}
-
-// gitRepo makes dir a git repository of one commit on main.
-func gitRepo(t *testing.T, dir string) {
-	t.Helper()
-	gitBin := testenv.LookPath(t, "git")
-	if gitBin == "" {
-		t.Skip("no git")
-	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "gitops"}} {
-		cmd := exec.Command(gitBin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
 }
 
 // TestReportPlacementFlag: where the placement comes from is checked
