@@ -1,12 +1,12 @@
 // Package cluster is how the tool reaches a Kubernetes API server, and
 // what it reads there for more than one stage: KAI's queues.
 //
-// The connection is found as kubectl, Helm and KRR find it (clientcmd's
-// loading rules): the kubeconfig file a flag names, else the files
-// $KUBECONFIG lists, else ~/.kube/config, else the pod's service account.
-// A context name picks one of a kubeconfig's contexts, so that a map of
-// clusters can name each by its context. Nothing here writes to a
-// kubeconfig; reading one is all.
+// The connection is found as kubectl, Helm and KRR find it, by
+// clientcmd's loading rules. First the kubeconfig a flag names, then the
+// files $KUBECONFIG lists, then ~/.kube/config, then the pod's service
+// account. A context name picks one of a kubeconfig's contexts, so that
+// a map of clusters can name each by its context. Nothing here writes a
+// kubeconfig.
 package cluster
 
 import (

@@ -1,14 +1,18 @@
-// Package run is one run of the recommender, the use case behind
-// `recommender run`, as a Go API: Options in, Run, a Result out. Its
-// steps, in order: clone the base branch; plan on it with usage from the
-// source (package source); the fleet report's findings for the pull
-// requests; the live stage's queue check; the dashboard's ticked boxes;
-// publish the change sets (package publish); the live stage after
-// publishing (which urgent upsizes go live, the reconcile of earlier
-// ones); the dashboard written; then what the run tells when it ends —
-// the log's summary line, the summary on Out, the run's metrics, the
-// Kubernetes Event and the chat message. The command line parses flags
-// and a config file into Options and maps the Result to an exit code.
+// Package run is one run of the recommender as a Go API: Options in,
+// Run, a Result out. It is the use case behind `recommender run`. The
+// command parses flags and a config file into Options, and maps the
+// Result to an exit code.
+//
+// The steps, in order:
+//   - open the forge and clone the base branch (forge.go);
+//   - plan on it, with usage from package source;
+//   - the fleet report's findings for the pull requests (findings.go);
+//   - the live stage's queue check (live.go), the dashboard's ticked
+//     boxes (dashboard.go);
+//   - publish the change sets (package publish);
+//   - the live stage after publishing, then the dashboard written;
+//   - tell how it went (observe.go): the log's summary line, the summary
+//     on Out, the metrics, the Kubernetes Event, the chat message.
 package run
 
 import (

@@ -1,10 +1,10 @@
 // Package source is where a command reads usage from, as its flags name
-// it: a recording (--metrics-file) or a server with Prometheus' HTTP API
-// (--prometheus-url), through a preset of series, at an evaluation time.
-// plan, run and report share these flags; this package registers and
-// checks them, opens the source they name, and makes the plan of a
-// checkout with it (govern first, so that a recording keeps only the
-// series the queries read, then evaluate).
+// it. That is a recording (--metrics-file) or a server with Prometheus'
+// HTTP API (--prometheus-url), read through a preset of series, at an
+// evaluation time. plan, run and report share these flags. This package
+// registers and checks them, and opens the source they name. It also
+// makes the plan of a checkout with it: govern first, so that a
+// recording keeps only the series the queries read, then evaluate.
 package source
 
 import (
