@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/config"
 )
 
 // newCmdBacktest builds backtest: its flags, checked, become the
@@ -28,27 +29,27 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(opts.Traces) == 0 && opts.MetricsFile == "" {
-				return flagErrorf("`--traces` or `--metrics-file` is required")
+				return config.FlagErrorf("`--traces` or `--metrics-file` is required")
 			}
 			if (opts.MetricsFile == "") != (opts.Repo == "") {
-				return flagErrorf("`--metrics-file` and `--repo` go together: the repository names the workloads of the recording")
+				return config.FlagErrorf("`--metrics-file` and `--repo` go together: the repository names the workloads of the recording")
 			}
 			v, err := backtest.ParseStart(start)
 			if err != nil {
-				return flagErrorf("invalid `--start` %s", err.Error())
+				return config.FlagErrorf("invalid `--start` %s", err.Error())
 			}
 			opts.Start = v
 			if opts.Cadence < time.Minute {
-				return flagErrorf("`--cadence` must be at least 1m")
+				return config.FlagErrorf("`--cadence` must be at least 1m")
 			}
 			if opts.Restart < 0 {
-				return flagErrorf("`--restart-time` must not be negative")
+				return config.FlagErrorf("`--restart-time` must not be negative")
 			}
 			if opts.LiveMaxChanges < 0 {
-				return flagErrorf("`--live-max-changes` must be 0 or more, got %d", opts.LiveMaxChanges)
+				return config.FlagErrorf("`--live-max-changes` must be 0 or more, got %d", opts.LiveMaxChanges)
 			}
 			if opts.MergeDelay < 0 {
-				return flagErrorf("`--merge-delay` must not be negative")
+				return config.FlagErrorf("`--merge-delay` must not be negative")
 			}
 			log, err := logger()
 			if err != nil {

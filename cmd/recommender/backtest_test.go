@@ -72,7 +72,7 @@ func TestNewCmdBacktest(t *testing.T) {
 
 func TestBacktestRun(t *testing.T) {
 	out := t.TempDir()
-	stdout, stderr, code := run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "kubex-guide="+quickstartRepo+"/policies",
+	stdout, stderr, code := cli(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "kubex-guide="+quickstartRepo+"/policies",
 		"--start", "0.5", "--out", out, "--plot", "quiet")
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "2 workloads from testdata/trace.csv; start 0.50, a run every 1h0m0s, merged after 2h0m0s, at most 3 live changes per run; memory breaches kill the container, restarting in 2m0s\n\npull requests:\n")
@@ -113,7 +113,7 @@ func TestBacktestRun(t *testing.T) {
 		}
 	}
 
-	_, stderr, code = run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "nope.yaml")
+	_, stderr, code = cli(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "nope.yaml")
 	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "error: policies nope.yaml: stat nope.yaml: no such file or directory")
 }
@@ -123,7 +123,7 @@ func TestBacktestRun(t *testing.T) {
 func TestBacktestAgainst(t *testing.T) {
 	out := t.TempDir()
 	policies := quickstartRepo + "/policies"
-	stdout, stderr, code := run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "guide="+policies,
+	stdout, stderr, code := cli(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "guide="+policies,
 		"--policies", "recommended=../../examples/policies/recommended.yaml", "--against", "guide", "--start", "0.5", "--out", out)
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "*candidates − guide, pull requests, all half*")
@@ -134,7 +134,7 @@ func TestBacktestAgainst(t *testing.T) {
 	require.Contains(t, stdout, string(b))
 	require.NoFileExists(t, filepath.Join(out, "results.json"))
 
-	_, stderr, code = run(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "guide="+policies, "--against", "nope")
+	_, stderr, code = cli(t, "backtest", "--traces", "testdata/trace.csv", "--policies", "guide="+policies, "--against", "nope")
 	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, `error: against "nope": no such policies among --policies`)
 }
@@ -142,7 +142,7 @@ func TestBacktestAgainst(t *testing.T) {
 // TestBacktestRecording replays the quickstart's recording for its GPU
 // Deployments: the OpenMetrics input of the recorded source.
 func TestBacktestRecording(t *testing.T) {
-	stdout, stderr, code := run(t, "backtest", "--metrics-file", quickstartMetrics, "--repo", quickstartRepo,
+	stdout, stderr, code := cli(t, "backtest", "--metrics-file", quickstartMetrics, "--repo", quickstartRepo,
 		"--policies", "kubex-guide="+quickstartRepo+"/policies", "--start", "0.5", "--cadence", "10m", "--merge-delay", "20m")
 	require.Equal(t, exitOK, code, stderr)
 	// Seven GPU Deployments have samples (ocr too: scope is the policy's
@@ -164,7 +164,7 @@ func TestBacktestWritesOnlyUnderOut(t *testing.T) {
 	require.NoError(t, os.WriteFile(traces, []byte(csv), 0o644))
 	out := filepath.Join(tmp, "a", "b", "c", "out")
 
-	_, stderr, code := run(t, "backtest", "--traces", traces, "--policies", "kubex-guide="+quickstartRepo+"/policies",
+	_, stderr, code := cli(t, "backtest", "--traces", traces, "--policies", "kubex-guide="+quickstartRepo+"/policies",
 		"--start", "0.5", "--out", out, "--plot", evil, "--plot", alike)
 	require.Equal(t, exitOK, code, stderr)
 

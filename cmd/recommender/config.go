@@ -18,7 +18,7 @@ import (
 // value, with the config key that sets it. A mistake in the file or the
 // environment is told without run's usage, which is about flags.
 func explain(eff *config.Effective, err error) error {
-	var fe *flagError
+	var fe *config.FlagError
 	if eff == nil || !errors.As(err, &fe) {
 		return err
 	}
@@ -26,11 +26,11 @@ func explain(eff *config.Effective, err error) error {
 	if len(notes) == 0 {
 		return err
 	}
-	err = fmt.Errorf("%w\n  (%s)", fe.err, strings.Join(notes, ";\n   "))
+	err = fmt.Errorf("%w\n  (%s)", fe.Err, strings.Join(notes, ";\n   "))
 	if fromConfig {
 		return config.NewError(err)
 	}
-	return &flagError{err}
+	return &config.FlagError{Err: err}
 }
 
 // checkPlanKeys checks the keys of a config file that only plan reads
@@ -67,12 +67,12 @@ func checkFileSettings(o *runOptions) error {
 			continue
 		}
 		if err := readableFile(path); err != nil {
-			errs = append(errs, flagErrorf("`--%s` %s: %w", name, path, err))
+			errs = append(errs, config.FlagErrorf("`--%s` %s: %w", name, path, err))
 		}
 	}
 	if o.SCM == "local" {
 		if st, err := os.Stat(o.Repo); err != nil || !st.IsDir() {
-			errs = append(errs, flagErrorf("`--repo` %s: not a readable directory", o.Repo))
+			errs = append(errs, config.FlagErrorf("`--repo` %s: not a readable directory", o.Repo))
 		}
 	}
 	if len(errs) == 0 {
@@ -80,7 +80,7 @@ func checkFileSettings(o *runOptions) error {
 	}
 	// One error naming every flag, so that explain says where each got
 	// its value.
-	return &flagError{errors.Join(errs...)}
+	return &config.FlagError{Err: errors.Join(errs...)}
 }
 
 func readableFile(path string) error {
@@ -120,7 +120,7 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	var checkFiles bool
 	validate := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
 		if o.Config == "" {
-			return flagErrorf("`--config` is required")
+			return config.FlagErrorf("`--config` is required")
 		}
 		if err := checkPlanKeys(io, o.Config); err != nil {
 			return err

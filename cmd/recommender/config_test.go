@@ -15,6 +15,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/run"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
 
@@ -104,8 +105,8 @@ func TestRunConfigFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "github", o.SCM)
 	require.Equal(t, "release", o.Base)
-	require.Equal(t, githubFlags{Repo: "acme/gitops", URL: "https://ghe.example.com/api/v3/", TokenFile: "/var/run/secrets/github/token", TokenEnv: "GH_TOKEN"}, o.GitHub)
-	require.Equal(t, gitlabFlags{URL: "https://gitlab.example.com", Project: "platform/gitops", TokenFile: "/var/run/secrets/gitlab/token", TokenEnv: "GL_TOKEN"}, o.GitLab)
+	require.Equal(t, run.GitHub{Repo: "acme/gitops", URL: "https://ghe.example.com/api/v3/", TokenFile: "/var/run/secrets/github/token", TokenEnv: "GH_TOKEN"}, o.GitHub)
+	require.Equal(t, run.GitLab{URL: "https://gitlab.example.com", Project: "platform/gitops", TokenFile: "/var/run/secrets/gitlab/token", TokenEnv: "GL_TOKEN"}, o.GitLab)
 	require.Equal(t, []string{"policies", "more"}, o.PolicyPaths)
 	require.Equal(t, "ml", o.DefaultNamespace)
 	require.Equal(t, preset.HAMi, o.Usage.Preset)

@@ -7,43 +7,15 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
-	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
-	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
+	"github.com/gpu-rightsizing/recommender/internal/run"
 )
 
 // The values of the settings that take one of a few: the checks of run
 // and plan and the chart's schema (configRules) read these lists.
-func scmNames() []string      { return []string{"local", "github", "gitlab"} }
 func outputFormats() []string { return []string{"table", "json", "markdown"} }
 func logLevels() []string     { return []string{"debug", "info", "warn", "error"} }
 func logFormats() []string    { return []string{"auto", "text", "json"} }
-
-// groupings are --group-by's values; empty: each strategy's own.
-func groupings() []string {
-	return []string{"", string(plan.ByWorkload), string(plan.ByNamespace), string(plan.ByPolicy)}
-}
-
-func presetNames() []string {
-	var out []string
-	for _, p := range preset.All() {
-		out = append(out, string(p))
-	}
-	return out
-}
-
-// oneOf says a value is not among the ones allowed, for a check's message.
-func oneOf(values []string) string {
-	var quoted []string
-	for _, v := range values {
-		if v != "" {
-			quoted = append(quoted, v)
-		}
-	}
-	if len(quoted) < 2 {
-		return strings.Join(quoted, "")
-	}
-	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
-}
 
 // Patterns of the settings with a shape, in the syntax both Go's regexp and
 // JSON Schema read. The checks that parse these values come first; these
@@ -85,12 +57,12 @@ const (
 // them to what `config validate` refuses (TestChartSchemaAgrees).
 func configRules() map[string]config.Rule {
 	return map[string]config.Rule{
-		"scm":                    {Enum: scmNames()},
+		"scm":                    {Enum: run.SCMs()},
 		"output":                 {Enum: outputFormats()},
 		"log-level":              {Enum: logLevels()},
 		"log-format":             {Enum: logFormats()},
-		"group-by":               {Enum: groupings()},
-		"metrics-preset":         {Enum: presetNames()},
+		"group-by":               {Enum: run.Groupings()},
+		"metrics-preset":         {Enum: source.PresetNames()},
 		"prometheus-url":         {Patterns: []string{`^$|` + httpURLPattern}},
 		"github-url":             {Patterns: []string{`^$|` + httpURLPattern}},
 		"gitlab-url":             {Patterns: []string{`^$|` + httpURLPattern}},
@@ -125,7 +97,7 @@ func configNeeds() []config.Need {
 	github := config.Cond{Path: "scm", Value: "github"}
 	var promOnly []string
 	for _, k := range config.Keys() {
-		if slices.Contains(prometheusFlags, k.Flag) {
+		if slices.Contains(source.PrometheusFlags(), k.Flag) {
 			promOnly = append(promOnly, k.Path)
 		}
 	}

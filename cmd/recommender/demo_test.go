@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func run(t *testing.T, args ...string) (stdout, stderr string, code exitCode) {
+// cli runs the command line args as Main does, and returns its output
+// and exit code.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code exitCode) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = Main(args, &out, &errOut)
@@ -40,7 +42,7 @@ func treeHash(t *testing.T, root string) map[string][32]byte {
 // a golden file. It must show every case the quickstart exists to show.
 func TestQuickstartPlan(t *testing.T) {
 	before := treeHash(t, quickstartRepo)
-	out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
+	out, errOut, code := cli(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
 	require.Equal(t, exitOK, code, errOut)
 	require.Empty(t, errOut)
 	golden(t, "quickstart-plan.txt", []byte(out))
@@ -61,9 +63,9 @@ func TestQuickstartPlan(t *testing.T) {
 
 func TestQuickstartPlanJSON(t *testing.T) {
 	args := []string{"plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--at", "2026-11-30T12:00:00Z", "-o", "json"}
-	first, errOut, code := run(t, args...)
+	first, errOut, code := cli(t, args...)
 	require.Equal(t, exitOK, code, errOut)
-	second, _, _ := run(t, args...)
+	second, _, _ := cli(t, args...)
 	require.Equal(t, first, second, "same inputs and --at must give byte-identical output")
 	golden(t, "quickstart-plan.json", []byte(first))
 
@@ -110,7 +112,7 @@ func TestPlanRefusesBadPolicy(t *testing.T) {
 	broken := strings.Replace(string(b), "metricsWindow: 2m", "metricsWindow: 2 minutes", 1)
 	require.NoError(t, os.WriteFile(policyFile, []byte(broken), 0o644))
 
-	out, errOut, code := run(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
+	out, errOut, code := cli(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
 	require.Equal(t, exitProblems, code)
 	require.Empty(t, errOut)
 	require.Contains(t, out, "1 problem(s); whatever they touch is left alone:\n"+
@@ -136,13 +138,13 @@ func TestPlanBadInputs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, code := run(t, append([]string{"plan"}, tt.args...)...)
+			out, errOut, code := cli(t, append([]string{"plan"}, tt.args...)...)
 			require.Equal(t, exitError, code)
 			require.Empty(t, out)
 			require.Equal(t, tt.err, errOut)
 		})
 	}
-	out, errOut, code := run(t, "plan", "--repo", quickstartRepo)
+	out, errOut, code := cli(t, "plan", "--repo", quickstartRepo)
 	require.Equal(t, exitUsage, code)
 	require.Empty(t, out)
 	require.True(t, strings.HasPrefix(errOut, "`--metrics-file` or `--prometheus-url` is required"), errOut)
@@ -175,7 +177,7 @@ func TestPlanRefusesAnUnreadableFraction(t *testing.T) {
 			require.NotEqual(t, string(b), broken)
 			require.NoError(t, os.WriteFile(file, []byte(broken), 0o644))
 
-			out, errOut, code := run(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
+			out, errOut, code := cli(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
 			require.Equal(t, exitProblems, code, out)
 			require.Empty(t, errOut)
 			require.Contains(t, out, "\n  "+tt.problem+"\n")
@@ -210,7 +212,7 @@ func TestMainExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, code := run(t, tt.args...)
+			out, errOut, code := cli(t, tt.args...)
 			require.Equal(t, tt.code, code, errOut)
 			if tt.code == exitOK {
 				require.Contains(t, out, "Available Commands:")
@@ -246,7 +248,7 @@ func TestPlanEvaluationTime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--at", tt.at)
+			out, errOut, code := cli(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--at", tt.at)
 			require.Equal(t, tt.code, code, errOut)
 			if tt.code == exitOK {
 				require.Empty(t, errOut)
@@ -267,7 +269,7 @@ func TestPlanEvaluationTime(t *testing.T) {
 		stray := `kube_pod_start_time{namespace="staging",pod="summarize-6b8f9c7d5-t4hxm"} 1795968000.00 1827576000` + "\n"
 		require.NoError(t, os.WriteFile(file, []byte(body+stray+"# EOF\n"), 0o644))
 
-		out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", file)
+		out, errOut, code := cli(t, "plan", "--repo", quickstartRepo, "--metrics-file", file)
 		require.Equal(t, exitOK, code, errOut)
 		want, err := os.ReadFile(filepath.Join("testdata", "quickstart-plan.txt"))
 		require.NoError(t, err)

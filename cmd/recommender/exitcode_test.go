@@ -17,12 +17,12 @@ import (
 // exit code that says it proposes changes.
 func TestQuickstartPlanMarkdown(t *testing.T) {
 	args := []string{"plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--output", "markdown"}
-	out, errOut, code := run(t, args...)
+	out, errOut, code := cli(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	golden(t, "quickstart-plan.md", []byte(out))
 	require.Contains(t, out, "| inference/Deployment/chat | 0.50 | 0.72 | upsize (urgent) |")
 
-	_, errOut, code = run(t, append(args, "--detailed-exit-code")...)
+	_, errOut, code = cli(t, append(args, "--detailed-exit-code")...)
 	require.Equal(t, exitChanges, code, errOut)
 	require.Empty(t, errOut, "proposing changes is no error")
 }
@@ -67,34 +67,34 @@ func TestRunExitCodesAndSummary(t *testing.T) {
 	repo := gitQuickstart(t)
 	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics, "--detailed-exit-code"}
 
-	_, errOut, code := run(t, args...)
+	_, errOut, code := cli(t, args...)
 	require.Equal(t, exitChanges, code, errOut)
 	require.Equal(t, map[string]any{"level": "INFO", "msg": "run finished", "outcome": "changes proposed", "dryRun": false,
 		"decisions": map[string]any{"upsize": 2.0, "scaleBack": 2.0, "none": 2.0, "skipped": 1.0}, "problems": 0.0,
 		"pullRequests": map[string]any{"opened": 4.0, "updated": 0.0, "unchanged": 0.0, "closed": 0.0, "declined": 0.0, "capped": 0.0, "kept": 0.0, "failed": 0.0},
 	}, summary(t, errOut))
 
-	_, errOut, code = run(t, args...)
+	_, errOut, code = cli(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	got := summary(t, errOut)
 	require.Equal(t, "nothing to do", got["outcome"])
 	require.Equal(t, 4.0, got["pullRequests"].(map[string]any)["unchanged"])
 
-	_, errOut, code = run(t, "run", "--repo", filepath.Join(repo, "nope"), "--metrics-file", quickstartMetrics)
+	_, errOut, code = cli(t, "run", "--repo", filepath.Join(repo, "nope"), "--metrics-file", quickstartMetrics)
 	require.Equal(t, exitError, code, errOut)
 	got = summary(t, errOut)
 	require.Equal(t, "ERROR", got["level"])
 	require.Equal(t, "failed", got["outcome"])
 	require.Contains(t, got["error"], "not a git repository")
 
-	_, errOut, code = run(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--log-format", "text", "--log-level", "warn")
+	_, errOut, code = cli(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--log-format", "text", "--log-level", "warn")
 	require.Equal(t, exitOK, code, errOut)
 	require.Empty(t, errOut, "the summary is an info line")
-	_, errOut, code = run(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--log-format", "text")
+	_, errOut, code = cli(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--log-format", "text")
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, errOut, `level=INFO msg="run finished" outcome="nothing to do" dryRun=false`)
 
-	_, errOut, code = run(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--log-format", "xml")
+	_, errOut, code = cli(t, "run", "--repo", repo, "--metrics-file", quickstartMetrics, "--log-format", "xml")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "invalid `--log-format` \"xml\": use auto, text or json")
 }

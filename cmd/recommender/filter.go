@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -24,14 +25,14 @@ func (ff *filterFlags) register(f *pflag.FlagSet) {
 // names its flag.
 func (ff *filterFlags) filter() (plan.Filter, error) {
 	if err := plan.CheckNamespaces(ff.Namespaces); err != nil {
-		return plan.Filter{}, flagErrorf("invalid `--namespace`: %w", err)
+		return plan.Filter{}, config.FlagErrorf("invalid `--namespace`: %w", err)
 	}
 	if err := plan.CheckWorkloads(ff.Workloads); err != nil {
-		return plan.Filter{}, flagErrorf("invalid `--workload`: %w", err)
+		return plan.Filter{}, config.FlagErrorf("invalid `--workload`: %w", err)
 	}
 	sel, err := plan.ParseSelector(ff.Selector)
 	if err != nil {
-		return plan.Filter{}, flagErrorf("invalid `--selector`: %w", err)
+		return plan.Filter{}, config.FlagErrorf("invalid `--selector`: %w", err)
 	}
 	return plan.Filter{Namespaces: ff.Namespaces, Selector: sel, Workloads: ff.Workloads}, nil
 }

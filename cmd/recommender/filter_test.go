@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -54,7 +55,7 @@ func TestFilterFlags(t *testing.T) {
 			err := root.Execute()
 			if tt.err != "" {
 				require.ErrorContains(t, err, tt.err)
-				var fe *flagError
+				var fe *config.FlagError
 				require.ErrorAs(t, err, &fe, "a usage error, exit 2")
 				return
 			}
@@ -68,46 +69,22 @@ func TestFilterFlags(t *testing.T) {
 // naming the flag, or the config key it came from.
 func TestFilterUsageErrors(t *testing.T) {
 	for _, cmd := range []string{"plan", "run"} {
-		_, errOut, code := run(t, cmd, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--selector", "app=(x)")
+		_, errOut, code := cli(t, cmd, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--selector", "app=(x)")
 		require.Equal(t, exitUsage, code, errOut)
 		require.Contains(t, errOut, "invalid `--selector`: label selector \"app=(x)\"")
 	}
 	cfg := filepath.Join(t.TempDir(), "recommender.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte("filter:\n  selector: 'app=(x)'\n"), 0o644))
-	_, errOut, code := run(t, "plan", "--config", cfg, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
+	_, errOut, code := cli(t, "plan", "--config", cfg, "--repo", quickstartRepo, "--metrics-file", quickstartMetrics)
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "`--selector` is filter.selector at "+cfg+":2:13")
 }
 
 // TestPlanFilter: plan shows only the workloads the filter keeps.
 func TestPlanFilter(t *testing.T) {
-	out, errOut, code := run(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--workload", "chat", "--workload", "inference/embed", "-o", "json")
+	out, errOut, code := cli(t, "plan", "--repo", quickstartRepo, "--metrics-file", quickstartMetrics, "--workload", "chat", "--workload", "inference/embed", "-o", "json")
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, out, `"name": "chat"`)
 	require.Contains(t, out, `"name": "embed"`)
 	require.NotContains(t, out, `"name": "rerank"`)
-}
-
-// TestRunFilterLeavesOtherPullRequestsAlone: a run filtered to one
-// workload updates nothing and closes nothing of the others' pull
-// requests; an unfiltered run then finds them all as they were.
-func TestRunFilterLeavesOtherPullRequestsAlone(t *testing.T) {
-	repo := gitQuickstart(t)
-	args := []string{"run", "--repo", repo, "--metrics-file", quickstartMetrics, "--output", "table"}
-	_, errOut, code := run(t, args...)
-	require.Equal(t, exitOK, code, errOut)
-	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["opened"])
-
-	for _, filter := range [][]string{{"--workload", "chat"}, {"--namespace", "elsewhere"}, {"--selector", "app.kubernetes.io/name=chat"}} {
-		out, errOut, code := run(t, append(args, filter...)...)
-		require.Equal(t, exitOK, code, errOut)
-		prs := summary(t, errOut)["pullRequests"].(map[string]any)
-		require.Equal(t, 0.0, prs["closed"], "%v\n%s", filter, out)
-		require.Equal(t, 0.0, prs["updated"], "%v\n%s", filter, out)
-		require.Contains(t, out, "outside this run's filter", filter)
-	}
-
-	_, errOut, code = run(t, args...)
-	require.Equal(t, exitOK, code, errOut)
-	require.Equal(t, 4.0, summary(t, errOut)["pullRequests"].(map[string]any)["unchanged"])
 }

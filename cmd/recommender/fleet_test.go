@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
@@ -226,7 +224,10 @@ func fleetRecording(t *testing.T) string {
 // TestReportFleet is `recommender report` on the fleet pool: the rollout
 // room and the noisy neighbours worked by hand above, read from the API
 // server (whose user may only get and list) and, the same, from
-// kube-state-metrics' series. The golden holds the whole table.
+// kube-state-metrics' series. The golden holds the whole table; the
+// same findings in a run's pull requests are internal/run's
+// TestRunFleetFindings, from examples/fleet/cluster.om, which this test
+// writes.
 func TestReportFleet(t *testing.T) {
 	s := kubeenv.StartAPIServer(t, kubeenv.User{Name: "reader"})
 	if s == nil {
@@ -237,7 +238,7 @@ func TestReportFleet(t *testing.T) {
 	before := treeHash(t, repo)
 	metricsFile := fleetRecording(t)
 
-	out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"))
+	out, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"))
 	require.Equal(t, exitOK, code, errOut)
 	golden(t, "fleet-report.txt", []byte(out))
 	for _, want := range []string{
@@ -250,14 +251,14 @@ func TestReportFleet(t *testing.T) {
 	require.NotContains(t, out, "GPU-b1", "GPU-b1 was never saturated")
 
 	t.Run("json", func(t *testing.T) {
-		out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "json")
+		out, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "json")
 		require.Equal(t, exitOK, code, errOut)
 		golden(t, "fleet-report.json", []byte(out))
 	})
 
 	// The dashboard's body lists the same findings, by workload.
 	t.Run("markdown", func(t *testing.T) {
-		out, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "markdown")
+		out, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--kubeconfig", s.Kubeconfig(t, "reader"), "-o", "markdown")
 		require.Equal(t, exitOK, code, errOut)
 		_, findings, ok := strings.Cut(out, "\n## Fleet findings\n\n")
 		require.True(t, ok, out)
@@ -268,59 +269,11 @@ func TestReportFleet(t *testing.T) {
 	})
 
 	t.Run("from kube-state-metrics", func(t *testing.T) {
-		fromSeries, errOut, code := run(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--placement", "metrics")
+		fromSeries, errOut, code := cli(t, "report", "--repo", repo, "--metrics-file", metricsFile, "--placement", "metrics")
 		require.Equal(t, exitOK, code, errOut)
 		require.Equal(t, out, fromSeries)
 	})
 	require.Equal(t, before, treeHash(t, repo), "report must write nothing")
-
-	// run says the same findings in the pull request of the workload
-	// concerned, and in no other.
-	t.Run("in the pull requests", func(t *testing.T) {
-		gitRepo(t, repo)
-		args := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", metricsFile,
-			"--fleet-findings", "cluster", "--kubeconfig", s.Kubeconfig(t, "reader")}
-		_, errOut, code := run(t, args...)
-		require.Equal(t, exitOK, code, errOut)
-		bodies := map[string]string{}
-		mds, err := filepath.Glob(filepath.Join(repo, ".git", "gpu-rightsizing", "pulls", "*.md"))
-		require.NoError(t, err)
-		for _, md := range mds {
-			b, err := os.ReadFile(md)
-			require.NoError(t, err)
-			for _, w := range []string{"chat", "translate", "asr-whisper", "summarize"} {
-				if strings.Contains(string(b), "| `inference/Deployment/"+w+"` |") {
-					bodies[w] = string(b)
-				}
-			}
-		}
-		require.Len(t, bodies, 4)
-		// The sentences come from the cluster and the usage source, so
-		// publish escapes them: their backticks show as typed.
-		require.Contains(t, bodies["chat"], "\n### Fleet findings\n\n"+
-			"- `inference/Deployment/chat`: while GPU GPU-a1 on gpu-a was saturated for 42 minutes, \\`chat\\` used 0.61 of it against a share of 0.50, beside \\`ocr\\`; "+
-			"without HAMi-core neither its memory nor its compute is limited: a gpu-fraction is what KAI schedules by, not a limit.\n"+
-			"- `inference/Deployment/chat`: the rollout of chat to 0.72 stalls after 0 of 2 new pods: no GPU of the pool has 0.72 free while the old pods still hold theirs; maxSurge: 0, maxUnavailable: 1 fits.\n")
-		for _, w := range []string{"translate", "asr-whisper", "summarize"} {
-			require.NotContains(t, bodies[w], "Fleet findings", w)
-		}
-	})
-}
-
-// gitRepo makes dir a git repository of one commit on main.
-func gitRepo(t *testing.T, dir string) {
-	t.Helper()
-	gitBin := testenv.LookPath(t, "git")
-	if gitBin == "" {
-		t.Skip("no git")
-	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "gitops"}} {
-		cmd := exec.Command(gitBin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
 }
 
 // TestReportPlacementFlag: where the placement comes from is checked
@@ -338,7 +291,7 @@ func TestReportPlacementFlag(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"report", "--repo", t.TempDir(), "--metrics-file", quickstartMetrics}, tt.args...)
-			_, errOut, code := run(t, args...)
+			_, errOut, code := cli(t, args...)
 			require.Equal(t, exitUsage, code)
 			require.Contains(t, errOut, tt.want)
 		})
@@ -355,7 +308,7 @@ func TestRunFleetFindingsFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, code := run(t, "run", "--scm", "local", "--repo", t.TempDir(), "--metrics-file", quickstartMetrics, "--fleet-findings", tt.value)
+			_, errOut, code := cli(t, "run", "--scm", "local", "--repo", t.TempDir(), "--metrics-file", quickstartMetrics, "--fleet-findings", tt.value)
 			require.Equal(t, exitUsage, code)
 			require.Contains(t, errOut, tt.want)
 		})

@@ -1,19 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/crypto/ssh"
 
-	"github.com/gpu-rightsizing/recommender/internal/scm"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
-	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
+	"github.com/gpu-rightsizing/recommender/internal/run"
 )
 
 func TestRunGitFlags(t *testing.T) {
@@ -21,21 +13,21 @@ func TestRunGitFlags(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want gitFlags
+		want run.Git
 		err  string
 	}{
-		{name: "none", want: gitFlags{}},
+		{name: "none", want: run.Git{}},
 		{
 			name: "SSH",
 			args: []string{"--git-url", "ssh://git@github.com/acme/gitops.git", "--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
-			want: gitFlags{URL: "ssh://git@github.com/acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
+			want: run.Git{URL: "ssh://git@github.com/acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
 		},
 		{
 			name: "scp-like SSH",
 			args: []string{"--git-url", "git@github.com:acme/gitops.git", "--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
-			want: gitFlags{URL: "git@github.com:acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
+			want: run.Git{URL: "git@github.com:acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
 		},
-		{name: "another HTTPS URL", args: []string{"--git-url", "https://mirror.example/acme/gitops.git"}, want: gitFlags{URL: "https://mirror.example/acme/gitops.git"}},
+		{name: "another HTTPS URL", args: []string{"--git-url", "https://mirror.example/acme/gitops.git"}, want: run.Git{URL: "https://mirror.example/acme/gitops.git"}},
 		{name: "a key without a URL", args: []string{"--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
 			err: "`--git-ssh-key-file` needs `--git-url`, the repository's SSH URL (ssh://git@host/owner/name.git)"},
 		{name: "a key with an HTTPS URL", args: []string{"--git-url", "https://u:secret@github.com/acme/gitops.git", "--git-ssh-key-file", "/k", "--git-known-hosts-file", "/kh"},
@@ -58,66 +50,4 @@ func TestRunGitFlags(t *testing.T) {
 			require.Equal(t, tt.want, o.Git)
 		})
 	}
-}
-
-func TestGitFlagsRemote(t *testing.T) {
-	token := scm.Auth{Token: "t", TokenUser: "x-access-token"}
-	tests := []struct {
-		name     string
-		flags    gitFlags
-		wantURL  string
-		wantAuth scm.Auth
-	}{
-		{name: "the forge's", flags: gitFlags{}, wantURL: "https://github.com/acme/gitops.git", wantAuth: token},
-		{name: "another HTTPS URL keeps the token", flags: gitFlags{URL: "https://mirror/acme.git"}, wantURL: "https://mirror/acme.git", wantAuth: token},
-		{name: "SSH replaces the token", flags: gitFlags{URL: "git@github.com:acme/gitops.git", SSHKeyFile: "/k", KnownHostsFile: "/kh"},
-			wantURL: "git@github.com:acme/gitops.git", wantAuth: scm.Auth{SSHKeyFile: "/k", KnownHostsFile: "/kh"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			url, auth := tt.flags.remote("https://github.com/acme/gitops.git", token)
-			require.Equal(t, tt.wantURL, url)
-			require.Equal(t, tt.wantAuth, auth)
-		})
-	}
-}
-
-// TestRunGitHubOverSSH is `run --scm github` with the pull requests on the
-// fake GitHub and the clone and pushes over SSH to the real sshd, the
-// deploy key and known_hosts from the config file.
-func TestRunGitHubOverSSH(t *testing.T) {
-	git := testenv.NewGitServer(t)
-	sshd := testenv.NewSSHServer(t, git)
-	git.NewRepo(t, "acme/gitops", quickstartFiles(t))
-	fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
-	t.Setenv("GITHUB_TOKEN", fake.Token)
-	config := writeConfig(t, strings.Join([]string{
-		"scm: github",
-		"github: {repo: acme/gitops, url: '" + fake.BaseURL() + "'}",
-		"git:",
-		"  url: " + sshd.RepoURL("acme/gitops"),
-		"  sshKeyFile: " + sshd.KeyFile,
-		"  knownHostsFile: " + sshd.KnownHostsFile,
-		"metrics: {file: ../../examples/quickstart/metrics.om}",
-		"output: table",
-		"",
-	}, "\n"))
-	var out, errOut bytes.Buffer
-	require.Equal(t, exitOK, Main([]string{"run", "--config", config}, &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
-	require.Len(t, fake.Pulls(), 4)
-	branches := git.Git(t, "acme/gitops", "for-each-ref", "--format=%(refname:short)", "refs/heads/gpu-rightsizing/")
-	require.Len(t, strings.Fields(branches), 4, "the branches were pushed over SSH")
-	all, _ := git.Requests()
-	require.Zero(t, all, "nothing went over HTTPS to the git server")
-
-	// A server whose host key is not the known one gets nothing.
-	other := filepath.Join(t.TempDir(), "known_hosts")
-	pub := testenv.WriteSSHKey(t, filepath.Join(t.TempDir(), "k"))
-	require.NoError(t, os.WriteFile(other, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", sshd.Port, ssh.MarshalAuthorizedKey(pub))), 0o600))
-	out.Reset()
-	errOut.Reset()
-	t.Setenv("RECOMMENDER_GIT_KNOWN_HOSTS_FILE", other)
-	require.Equal(t, exitError, Main([]string{"run", "--config", config}, &out, &errOut))
-	require.Contains(t, errOut.String(), "knownhosts: key mismatch")
 }

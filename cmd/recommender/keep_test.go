@@ -48,7 +48,7 @@ func TestPlanReadsOnlyWhatItNeeds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "metrics.om")
 			require.NoError(t, os.WriteFile(path, []byte(body+tt.extra+"# EOF\n"), 0o644))
-			out, errOut, code := run(t, append([]string{"plan", "--repo", quickstartRepo, "--metrics-file", path}, tt.args...)...)
+			out, errOut, code := cli(t, append([]string{"plan", "--repo", quickstartRepo, "--metrics-file", path}, tt.args...)...)
 			if tt.wantErr != "" {
 				require.NotEqual(t, exitOK, code)
 				require.Contains(t, errOut, tt.wantErr)

@@ -14,7 +14,7 @@ import (
 func TestGitOpsLayouts(t *testing.T) {
 	const repo = "../../examples/gitops-layouts"
 	before := treeHash(t, repo)
-	out, errOut, code := run(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
+	out, errOut, code := cli(t, "plan", "--repo", repo, "--metrics-file", quickstartMetrics)
 	require.Equal(t, exitOK, code, errOut)
 	golden(t, "gitops-layouts-plan.txt", []byte(out))
 	for _, want := range []string{

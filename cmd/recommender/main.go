@@ -49,7 +49,7 @@ func Main(args []string, stdout, stderr io.Writer) exitCode {
 	root := newCmdRoot(streams{Out: stdout, Err: stderr}, nil)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	var flagErr *flagError
+	var flagErr *config.FlagError
 	var cfgErr *config.Error
 	switch {
 	case err == nil:
@@ -80,16 +80,6 @@ func Main(args []string, stdout, stderr io.Writer) exitCode {
 // streams are where a command writes.
 type streams struct {
 	Out, Err io.Writer
-}
-
-// flagError is a mistake on the command line.
-type flagError struct{ err error }
-
-func (e *flagError) Error() string { return e.err.Error() }
-func (e *flagError) Unwrap() error { return e.err }
-
-func flagErrorf(format string, args ...any) error {
-	return &flagError{fmt.Errorf(format, args...)}
 }
 
 // errChanges says the run went well and proposed changes, for

@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
-	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -28,7 +26,7 @@ type planOptions struct {
 	effective *config.Effective
 
 	Repo             string
-	Usage            usageFlags
+	Usage            source.Options
 	Output           string
 	PolicyPaths      []string
 	DefaultNamespace string
@@ -78,8 +76,8 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 			if err != nil {
 				return err
 			}
-			opts.Usage.Progress = terminalProgress(io, cmd)
-			opts.Logger = opts.Usage.Progress.logger(log)
+			pr := terminalProgress(io, cmd)
+			opts.Logger = pr.watch(&opts.Usage, log)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -95,7 +93,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	opts.Filter.register(f)
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when the plan proposes changes, 0 when there is nothing to do")
 	f.BoolVar(&opts.Write, "write", false, "apply the planned edits to the working tree (no commit, no push)")
-	parseUsage = addUsageFlags(cmd, &opts.Usage)
+	parseUsage = source.AddFlags(cmd.Flags(), &opts.Usage)
 	return cmd
 }
 
@@ -103,7 +101,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 // read; parseUsage parses and checks the usage flags.
 func (o *planOptions) check(parseUsage func() error) error {
 	if o.Repo == "" {
-		return flagErrorf("`--repo` is required")
+		return config.FlagErrorf("`--repo` is required")
 	}
 	if err := parseUsage(); err != nil {
 		return err
@@ -119,14 +117,14 @@ func checkOutput(format string) error {
 	if slices.Contains(outputFormats(), format) {
 		return nil
 	}
-	return flagErrorf("invalid `--output` %q: use %s", format, oneOf(outputFormats()))
+	return config.FlagErrorf("invalid `--output` %q: use %s", format, config.OneOf(outputFormats()))
 }
 
 func runPlan(ctx context.Context, opts *planOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	p, _, err := opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
+	p, _, err := opts.Usage.Plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
 		Filter: opts.filter},
 		opts.Logger, opts.Now)
 	if err != nil {
@@ -146,7 +144,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	}
 	unwritten := 0
 	if opts.Write {
-		unwritten = writePlan(opts, p.Files)
+		unwritten = writePlan(opts, p)
 	}
 	if len(p.Problems) > 0 || unwritten > 0 {
 		return errProblems
@@ -159,13 +157,13 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 
 // writePlan writes the files of the printed plan, after printing it, so
 // that what is written is what was shown. Every file is checked before
-// any is replaced (patcher.WriteAll): if one changed on disk since the
-// plan read it, nothing is written, since an edit can span files (a
-// Kustomize patch and its kustomization) and half of one must never be
-// left on disk. It reports on stderr (stdout holds the plan, the same as
-// without --write) and returns how many files were not written.
-func writePlan(opts *planOptions, files []patcher.File) int {
-	errs, written := patcher.WriteAll(opts.Repo, files)
+// any is replaced (Plan.WriteFiles): if one changed on disk since the
+// plan read it, nothing is written. It reports on stderr (stdout holds
+// the plan, the same as without --write) and returns how many files were
+// not written.
+func writePlan(opts *planOptions, p *plan.Plan) int {
+	files := p.Files
+	errs, written := p.WriteFiles(opts.Repo)
 	if !written {
 		for _, err := range errs {
 			if err != nil {
@@ -186,33 +184,4 @@ func writePlan(opts *planOptions, files []patcher.File) int {
 	}
 	fmt.Fprintf(opts.IO.Err, "%d of %d files written\n", len(files)-failed, len(files))
 	return failed
-}
-
-// Evaluation times a plan can plausibly be made at: anything else is a
-// typo (0, a time in milliseconds, 1e20).
-var (
-	earliestAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	latestAt   = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
-)
-
-// parseTime reads an evaluation time: RFC 3339, or Unix seconds, between
-// the years 2000 and 3000.
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		secs, perr := strconv.ParseFloat(s, 64)
-		if perr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
-			return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2026-11-30T12:00:00Z) nor Unix seconds", s)
-		}
-		// Checked before the conversion, which overflows beyond int64.
-		if secs < float64(earliestAt.Unix()) || secs >= float64(latestAt.Unix()) {
-			return time.Time{}, fmt.Errorf("%q is not a plausible time: Unix seconds from %d (2000) to %d (3000)", s, earliestAt.Unix(), latestAt.Unix())
-		}
-		whole, frac := math.Modf(secs)
-		t = time.Unix(int64(whole), int64(frac*1e9))
-	}
-	if t.Before(earliestAt) || !t.Before(latestAt) {
-		return time.Time{}, fmt.Errorf("%q is not a plausible time: use one from the year 2000 to 3000", s)
-	}
-	return t.UTC(), nil
 }

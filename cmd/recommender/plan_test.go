@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 )
 
 func TestNewCmdPlan(t *testing.T) {
@@ -23,19 +24,19 @@ func TestNewCmdPlan(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"--repo", "r", "--metrics-file", "m.om"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om"}, Output: "table", DefaultNamespace: "default"},
+			want: planOptions{Repo: "r", Usage: source.Options{MetricsFile: "m.om"}, Output: "table", DefaultNamespace: "default"},
 		},
 		{
 			name: "everything",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--at", "2026-11-30T12:00:00Z", "-o", "json",
 				"--policies", "policies", "--policies", "more", "--default-namespace", "ml"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Output: "json",
+			want: planOptions{Repo: "r", Usage: source.Options{MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Output: "json",
 				PolicyPaths: []string{"policies", "more"}, DefaultNamespace: "ml"},
 		},
 		{
 			name: "unix seconds",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--at", "1796040000"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Output: "table", DefaultNamespace: "default"},
+			want: planOptions{Repo: "r", Usage: source.Options{MetricsFile: "m.om", At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Output: "table", DefaultNamespace: "default"},
 		},
 		{name: "no repo", args: []string{"--metrics-file", "m.om"}, err: "`--repo` is required"},
 		{name: "no metrics", args: []string{"--repo", "r"}, err: "`--metrics-file` or `--prometheus-url` is required"},
@@ -46,7 +47,7 @@ func TestNewCmdPlan(t *testing.T) {
 				"--prometheus-header", "X-Scope-OrgID: tenant-1", "--prometheus-header", "X-Extra:a: b",
 				"--prometheus-ca-file", "/ca", "--prometheus-cert-file", "/c", "--prometheus-key-file", "/k",
 				"--prometheus-insecure-skip-verify", "--prometheus-timeout", "30s", "--cluster-label", "cluster=prod-eu"},
-			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Usage: usageFlags{Prometheus: prometheus.Config{
+			want: planOptions{Repo: "r", Output: "table", DefaultNamespace: "default", Usage: source.Options{Prometheus: prometheus.Config{
 				URL: "https://mimir.example/prometheus", BearerTokenFile: "/t", BearerTokenEnv: "TOKEN", BasicAuthUser: "u", BasicAuthPasswordFile: "/p",
 				Headers: http.Header{"X-Scope-Orgid": {"tenant-1"}, "X-Extra": {"a: b"}},
 				CAFile:  "/ca", CertFile: "/c", KeyFile: "/k", InsecureSkipVerify: true, Timeout: 30 * time.Second,
@@ -56,7 +57,7 @@ func TestNewCmdPlan(t *testing.T) {
 		{
 			name: "a metrics preset",
 			args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "hami"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om", Preset: preset.HAMi}, Output: "table", DefaultNamespace: "default"},
+			want: planOptions{Repo: "r", Usage: source.Options{MetricsFile: "m.om", Preset: preset.HAMi}, Output: "table", DefaultNamespace: "default"},
 		},
 		{name: "an unknown metrics preset", args: []string{"--repo", "r", "--metrics-file", "m.om", "--metrics-preset", "nvidia"},
 			err: "invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm"},

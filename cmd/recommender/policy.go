@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
@@ -74,7 +75,7 @@ func checkValidateOutput(format string) error {
 	case "table", "json":
 		return nil
 	}
-	return flagErrorf("invalid `--output` %q: use table or json", format)
+	return config.FlagErrorf("invalid `--output` %q: use table or json", format)
 }
 
 func runPolicyValidate(ctx context.Context, opts *policyValidateOptions) error {

@@ -178,7 +178,7 @@ func TestPolicyValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := brokenQuickstart(t, tt.edit)
-			out, errOut, code := run(t, "policy", "validate", "--repo", repo)
+			out, errOut, code := cli(t, "policy", "validate", "--repo", repo)
 			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			require.Empty(t, errOut)
 			require.Equal(t, tt.problems, problemLines(out), out)
@@ -198,7 +198,7 @@ func TestPolicyValidateGolden(t *testing.T) {
 		{name: "json", output: "json", golden: "quickstart-policy-validate.json"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, code := run(t, "policy", "validate", "--repo", quickstartRepo, "--output", tt.output)
+			out, errOut, code := cli(t, "policy", "validate", "--repo", quickstartRepo, "--output", tt.output)
 			require.Equal(t, exitOK, code, errOut)
 			golden(t, tt.golden, []byte(out))
 		})

@@ -9,10 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpu-rightsizing/recommender/internal/plan"
-	"github.com/gpu-rightsizing/recommender/internal/publish"
-	"github.com/gpu-rightsizing/recommender/internal/scm"
-	"github.com/gpu-rightsizing/recommender/internal/usage"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 )
 
 // progress is a one-line counter on a terminal, redrawn in place with \r:
@@ -47,8 +44,8 @@ func terminalProgress(io streams, cmd *cobra.Command) *progress {
 	return newProgress(io.Err, isTerminal(io.Err) && format != "json")
 }
 
-// start begins a stage: label, and how many steps it has (0: unknown).
-func (p *progress) start(label string, total int) {
+// Start begins a stage: label, and how many steps it has (0: unknown).
+func (p *progress) Start(label string, total int) {
 	if p == nil {
 		return
 	}
@@ -58,8 +55,8 @@ func (p *progress) start(label string, total int) {
 	p.draw()
 }
 
-// step counts one step of the stage.
-func (p *progress) step() {
+// Step counts one step of the stage.
+func (p *progress) Step() {
 	if p == nil {
 		return
 	}
@@ -69,9 +66,9 @@ func (p *progress) step() {
 	p.draw()
 }
 
-// clear erases the line, at the end of a stage, so that what is printed
+// Clear erases the line, at the end of a stage, so that what is printed
 // next starts on a clean line.
-func (p *progress) clear() {
+func (p *progress) Clear() {
 	if p == nil {
 		return
 	}
@@ -100,6 +97,17 @@ func (p *progress) erase() {
 		io.WriteString(p.w, "\r\033[K")
 		p.shown = false
 	}
+}
+
+var _ source.Progress = (*progress)(nil)
+
+// watch has p draw the queries of the usage source u, when p is on, and
+// returns log kept out of its way.
+func (p *progress) watch(u *source.Options, log *slog.Logger) *slog.Logger {
+	if p != nil {
+		u.Progress = p
+	}
+	return p.logger(log)
 }
 
 // logger is log with the progress line kept out of its way: a record
@@ -135,50 +143,4 @@ func (h progressHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h progressHandler) WithGroup(name string) slog.Handler {
 	return progressHandler{Handler: h.Handler.WithGroup(name), p: h.p}
-}
-
-// source counts the usage queries src answers, total of them in all.
-func (p *progress) source(src plan.UsageSource, total int) plan.UsageSource {
-	if p == nil {
-		return src
-	}
-	p.start("querying usage", total)
-	return progressSource{p: p, src: src}
-}
-
-type progressSource struct {
-	p   *progress
-	src plan.UsageSource
-}
-
-var _ plan.UsageSource = progressSource{}
-
-func (s progressSource) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
-	defer s.p.step()
-	return s.src.Usage(ctx, q)
-}
-
-// git counts the branches pushed through g.
-func (p *progress) git(g publish.Git) publish.Git {
-	if p == nil {
-		return g
-	}
-	p.start("publishing: branches pushed", 0)
-	return progressGit{Git: g, p: p}
-}
-
-type progressGit struct {
-	publish.Git
-	p *progress
-}
-
-var _ publish.Git = progressGit{}
-
-// PushAll counts each branch of the push once it has gone through.
-func (g progressGit) PushAll(ctx context.Context, updates []scm.Update) []error {
-	errs := g.Git.PushAll(ctx, updates)
-	for range updates {
-		g.p.step()
-	}
-	return errs
 }

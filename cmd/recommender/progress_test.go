@@ -13,10 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
-	"github.com/gpu-rightsizing/recommender/internal/publish"
-	"github.com/gpu-rightsizing/recommender/internal/scm"
-	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 const eraseLine = "\r\033[K"
@@ -29,20 +27,20 @@ func TestProgressDraws(t *testing.T) {
 	}{
 		{
 			name: "a counter with a total",
-			do:   func(p *progress) { p.start("querying usage", 2); p.step(); p.step(); p.clear() },
+			do:   func(p *progress) { p.Start("querying usage", 2); p.Step(); p.Step(); p.Clear() },
 			want: eraseLine + "querying usage 0/2" + eraseLine + "querying usage 1/2" + eraseLine + "querying usage 2/2" + eraseLine,
 		},
 		{
 			name: "a counter without a total",
-			do:   func(p *progress) { p.start("pushed", 0); p.step(); p.clear() },
+			do:   func(p *progress) { p.Start("pushed", 0); p.Step(); p.Clear() },
 			want: eraseLine + "pushed" + eraseLine + "pushed 1" + eraseLine,
 		},
 		{
 			name: "clear twice erases once",
-			do:   func(p *progress) { p.start("reading", 0); p.clear(); p.clear() },
+			do:   func(p *progress) { p.Start("reading", 0); p.Clear(); p.Clear() },
 			want: eraseLine + "reading" + eraseLine,
 		},
-		{name: "nothing drawn, nothing erased", do: func(p *progress) { p.clear() }, want: ""},
+		{name: "nothing drawn, nothing erased", do: func(p *progress) { p.Clear() }, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,14 +57,12 @@ func TestProgressOff(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, false)
 	require.Nil(t, p)
-	p.start("querying usage", 3)
-	p.step()
-	p.clear()
+	p.Start("querying usage", 3)
+	p.Step()
+	p.Clear()
 	require.Empty(t, b.String())
 	log := slog.New(slog.DiscardHandler)
 	require.Same(t, log, p.logger(log))
-	var src plan.UsageSource = fixedSource{name: "the source"}
-	require.Equal(t, src, p.source(src, 1))
 
 	// /dev/null is a character device and no terminal.
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
@@ -89,11 +85,11 @@ func TestProgressKeepsLogsApart(t *testing.T) {
 			return a
 		},
 	})).With("run", 1))
-	p.start("querying usage", 2)
-	p.step()
+	p.Start("querying usage", 2)
+	p.Step()
 	log.Warn("retrying", "query", 2)
-	p.step()
-	p.clear()
+	p.Step()
+	p.Clear()
 	log.Info("plan ready")
 	require.Equal(t, eraseLine+"querying usage 0/2"+eraseLine+"querying usage 1/2"+
 		eraseLine+"level=WARN msg=retrying run=1 query=2\n"+eraseLine+"querying usage 1/2"+
@@ -101,18 +97,12 @@ func TestProgressKeepsLogsApart(t *testing.T) {
 		"level=INFO msg=\"plan ready\" run=1\n", b.String())
 }
 
-type fixedSource struct{ name string }
-
-func (fixedSource) Usage(context.Context, usage.Query) (usage.Result, error) {
-	return usage.Result{}, nil
-}
-
 // TestProgressCountsQueries: a plan of the quickstart counts every query
 // it makes against the number it planned, and leaves a clean line.
 func TestProgressCountsQueries(t *testing.T) {
 	var b bytes.Buffer
-	u := usageFlags{MetricsFile: "../../examples/quickstart/metrics.om", Progress: newProgress(&b, true)}
-	p, _, err := u.plan(context.Background(), plan.Options{Repo: "../../examples/quickstart"}, slog.New(slog.DiscardHandler),
+	u := source.Options{MetricsFile: "../../examples/quickstart/metrics.om", Progress: newProgress(&b, true)}
+	p, _, err := u.Plan(context.Background(), plan.Options{Repo: "../../examples/quickstart"}, slog.New(slog.DiscardHandler),
 		func() time.Time { return time.Now() })
 	require.NoError(t, err)
 	n := len(p.Queries)
@@ -137,30 +127,3 @@ func TestPlanNoProgressOffTerminal(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-type pushOnly struct {
-	publish.Git
-	pushed []string
-}
-
-func (g *pushOnly) PushAll(_ context.Context, updates []scm.Update) []error {
-	for _, u := range updates {
-		g.pushed = append(g.pushed, u.Branch)
-	}
-	return make([]error, len(updates))
-}
-
-// TestProgressCountsPushes: each branch pushed through the wrapped Git is
-// counted, and reaches the Git it wraps.
-func TestProgressCountsPushes(t *testing.T) {
-	var b bytes.Buffer
-	p := newProgress(&b, true)
-	inner := &pushOnly{}
-	g := p.git(inner)
-	require.Equal(t, []error{nil, nil}, g.PushAll(context.Background(), []scm.Update{{Branch: "a"}, {Branch: "b"}}))
-	p.clear()
-	require.Equal(t, []string{"a", "b"}, inner.pushed)
-	require.Equal(t, eraseLine+"publishing: branches pushed"+eraseLine+"publishing: branches pushed 1"+
-		eraseLine+"publishing: branches pushed 2"+eraseLine, b.String())
-	require.Same(t, inner, newProgress(&b, false).git(inner))
-}

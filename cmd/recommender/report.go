@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/gpu-rightsizing/recommender/internal/dashboard"
-	"github.com/gpu-rightsizing/recommender/internal/placement"
+	"github.com/gpu-rightsizing/recommender/internal/config"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/report"
 )
@@ -23,7 +20,7 @@ type reportOptions struct {
 	Logger *slog.Logger
 
 	Repo             string
-	Usage            usageFlags
+	Usage            source.Options
 	Output           string
 	PolicyPaths      []string
 	DefaultNamespace string
@@ -55,7 +52,7 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Repo == "" {
-				return flagErrorf("`--repo` is required")
+				return config.FlagErrorf("`--repo` is required")
 			}
 			if err := parseUsage(); err != nil {
 				return err
@@ -67,20 +64,20 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			switch opts.Output {
 			case "table", "json", "markdown":
 			default:
-				return flagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
+				return config.FlagErrorf("invalid `--output` %q: use table, json or markdown", opts.Output)
 			}
 			switch {
 			case opts.Placement != "cluster" && opts.Placement != "metrics":
-				return flagErrorf("invalid `--placement` %q: use cluster or metrics", opts.Placement)
+				return config.FlagErrorf("invalid `--placement` %q: use cluster or metrics", opts.Placement)
 			case opts.Placement == "metrics" && opts.Kubeconfig != "":
-				return flagErrorf("`--kubeconfig` reads the cluster: it does not go with `--placement metrics`")
+				return config.FlagErrorf("`--kubeconfig` reads the cluster: it does not go with `--placement metrics`")
 			}
 			log, err := logger()
 			if err != nil {
 				return err
 			}
-			opts.Usage.Progress = terminalProgress(io, cmd)
-			opts.Logger = opts.Usage.Progress.logger(log)
+			pr := terminalProgress(io, cmd)
+			opts.Logger = pr.watch(&opts.Usage, log)
 			return runReport(cmd.Context(), opts)
 		},
 	}
@@ -89,10 +86,10 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	f.StringVarP(&opts.Output, "output", "o", "table", "output `format`: table, json, or markdown (the dashboard's body, as `run` keeps it in an issue)")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
-	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: the pod's service account)")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `file` of the cluster to read (default: $KUBECONFIG, else ~/.kube/config, else the pod's service account)")
 	f.StringVar(&opts.Placement, "placement", "cluster", "where the nodes and pods are read `from`: cluster (the API server) or metrics (kube-state-metrics series of the usage source)")
 	opts.Filter.register(f)
-	parseUsage = addUsageFlags(cmd, &opts.Usage)
+	parseUsage = source.AddFlags(cmd.Flags(), &opts.Usage)
 	return cmd
 }
 
@@ -101,17 +98,20 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
 	ro := report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths}
-	series, err := opts.Usage.series(opts.Logger)
+	series, err := opts.Usage.Series(opts.Logger)
 	if err != nil {
 		return err
 	}
 	ro.Devices = series
 	if opts.Placement == "metrics" {
 		ro.Series = series
-	} else if ro.Kube, ro.Dyn, err = clients(opts.Kubeconfig); err != nil {
-		return err
+	} else {
+		ro.Cluster.Kubeconfig = opts.Kubeconfig
+		if err := ro.Connect(); err != nil {
+			return err
+		}
 	}
-	ro.Plan, _, err = opts.Usage.plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
+	ro.Plan, _, err = opts.Usage.Plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
 		Filter: opts.filter}, opts.Logger, opts.Now)
 	if err != nil {
 		return err
@@ -126,53 +126,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	case "markdown":
 		// The dashboard's body, with the consolidation reports and without
 		// the pull requests: report does not read the forge.
-		body, err := dashboard.Render(dashboard.Input{Plan: ro.Plan, ReadCluster: true, Consolidation: res.Reports, Notes: res.Notes,
-			Findings: res.Findings()})
-		if err != nil {
-			return err
-		}
-		_, err = io.WriteString(opts.IO.Out, body)
-		return err
+		return res.WriteMarkdown(opts.IO.Out, ro.Plan)
 	}
 	return res.WriteText(opts.IO.Out)
-}
-
-// fleetFindings are the fleet report's findings by workload, for the pull
-// requests of a run with `--fleet-findings`: nil when off. A report that
-// cannot be made is logged and the run goes on without it: the pull
-// requests are the run's job, the findings a help for their reviewers.
-func (o *runOptions) fleetFindings(ctx context.Context, repo string, p *plan.Plan) map[string][]string {
-	if o.FleetFindings == "" || o.FleetFindings == "off" {
-		return nil
-	}
-	ro := report.Options{Repo: repo, PolicyPaths: o.PolicyPaths, Plan: p}
-	series, err := o.Usage.series(o.Logger)
-	if err == nil {
-		ro.Devices = series
-		if o.FleetFindings == "metrics" {
-			ro.Series = series
-		} else {
-			ro.Kube, ro.Dyn, err = clients(o.Live.Kubeconfig)
-		}
-	}
-	var res *report.Result
-	if err == nil {
-		res, err = report.Make(ctx, ro)
-	}
-	if err != nil {
-		o.Logger.Warn("no fleet findings in the pull requests", "error", err)
-		return nil
-	}
-	return res.Findings()
-}
-
-// clients reach the cluster a report reads: its core objects, and KAI's
-// queues.
-func clients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
-	kube, err := placement.Client(kubeconfig)
-	if err != nil {
-		return nil, nil, err
-	}
-	dyn, err := placement.DynamicClient(kubeconfig)
-	return kube, dyn, err
 }

@@ -141,7 +141,7 @@ func TestReport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"report", "--repo", repo, "--metrics-file", quickstartMetrics, "--kubeconfig", kubeconfig}, tc.args...)
-			out, errOut, code := run(t, args...)
+			out, errOut, code := cli(t, args...)
 			require.Equal(t, exitOK, code, errOut)
 			golden(t, tc.golden, []byte(out))
 		})

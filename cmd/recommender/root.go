@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/gpu-rightsizing/recommender/internal/config"
 )
 
 // newCmdRoot builds the command tree. planRunF, when not nil, replaces what
@@ -38,7 +40,7 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
 			}
-			return &flagError{errors.New(msg)}
+			return &config.FlagError{Err: errors.New(msg)}
 		},
 		// A runnable root, so that the Args above are checked; with no
 		// command it prints its help, as before.
@@ -48,7 +50,7 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	cmd.SetErr(io.Err)
 	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 	cmd.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log `format` on stderr: text, json, or auto (json unless stderr is a terminal)")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &config.FlagError{Err: err} })
 	logger := func() (*slog.Logger, error) { return newFormatLogger(io, logLevel, logFormat) }
 	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger, nil), newCmdBacktest(io, logger, nil), newCmdConfig(io, logger),
 		newCmdPolicy(io, logger, nil), newCmdReport(io, logger),
@@ -62,7 +64,7 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 // takes no arguments was given one.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if err := cobra.NoArgs(cmd, args); err != nil {
-		return &flagError{err}
+		return &config.FlagError{Err: err}
 	}
 	return nil
 }
@@ -79,7 +81,7 @@ func newLogger(io streams, level string) (*slog.Logger, error) {
 func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if !slices.Contains(logLevels(), strings.ToLower(level)) || l.UnmarshalText([]byte(strings.ToUpper(level))) != nil {
-		return nil, flagErrorf("invalid `--log-level` %q: use %s", level, oneOf(logLevels()))
+		return nil, config.FlagErrorf("invalid `--log-level` %q: use %s", level, config.OneOf(logLevels()))
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
@@ -91,7 +93,7 @@ func newFormatLogger(io streams, level, format string) (*slog.Logger, error) {
 			return slog.New(slog.NewJSONHandler(io.Err, opts)), nil
 		}
 	default:
-		return nil, flagErrorf("invalid `--log-format` %q: use %s", format, oneOf(logFormats()))
+		return nil, config.FlagErrorf("invalid `--log-format` %q: use %s", format, config.OneOf(logFormats()))
 	}
 	return slog.New(slog.NewTextHandler(io.Err, opts)), nil
 }

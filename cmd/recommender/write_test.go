@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
@@ -28,9 +29,9 @@ func TestNewCmdPlanWrite(t *testing.T) {
 		want planOptions
 	}{
 		{name: "without", args: []string{"--repo", "r", "--metrics-file", "m.om"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om"}, Output: "table", DefaultNamespace: "default"}},
+			want: planOptions{Repo: "r", Usage: source.Options{MetricsFile: "m.om"}, Output: "table", DefaultNamespace: "default"}},
 		{name: "with", args: []string{"--repo", "r", "--metrics-file", "m.om", "--write"},
-			want: planOptions{Repo: "r", Usage: usageFlags{MetricsFile: "m.om"}, Output: "table", DefaultNamespace: "default", Write: true}},
+			want: planOptions{Repo: "r", Usage: source.Options{MetricsFile: "m.om"}, Output: "table", DefaultNamespace: "default", Write: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

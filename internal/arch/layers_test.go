@@ -21,6 +21,7 @@ var allowed = map[string][]string{
 	"internal/usage":               {},
 	"internal/located":             {},
 	"internal/kai":                 {},
+	"internal/cluster":             {},
 	"internal/checkout":            {"internal/located"},
 	"internal/scm":                 {},
 	"internal/testenv":             {},
@@ -32,7 +33,7 @@ var allowed = map[string][]string{
 	"internal/engine":              {"internal/kai", "internal/usage"},
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/consolidate":         {"internal/engine", "internal/kai", "internal/usage"},
-	"internal/placement":           {"internal/consolidate", "internal/kai", "internal/metrics", "internal/usage"},
+	"internal/placement":           {"internal/cluster", "internal/consolidate", "internal/kai", "internal/metrics", "internal/usage"},
 	"internal/metrics":             {"internal/usage"},
 	"internal/neighbours":          {"internal/kai", "internal/metrics", "internal/usage"},
 	"internal/metrics/openmetrics": {"internal/located", "internal/metrics", "internal/usage"},
@@ -50,19 +51,24 @@ var allowed = map[string][]string{
 	"internal/backtest": {"internal/engine", "internal/kai", "internal/metrics/openmetrics", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/located", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
-	"internal/live":     {"internal/engine", "internal/kai", "internal/scm"},
-	"internal/fastpath": {"internal/engine", "internal/kai", "internal/live", "internal/plan", "internal/publish"},
-	"internal/report":   {"internal/consolidate", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
+	"internal/live":     {"internal/cluster", "internal/engine", "internal/kai", "internal/scm"},
+	"internal/report":   {"internal/cluster", "internal/consolidate", "internal/dashboard", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"internal/dashboard": {"internal/consolidate", "internal/engine", "internal/plan",
 		"internal/publish", "internal/scm", "internal/usage"},
 	"internal/summary":    {"internal/engine", "internal/live", "internal/plan", "internal/publish"},
 	"internal/runmetrics": {"internal/summary"},
 	"internal/notify":     {"internal/summary"},
-	"cmd/recommender": {"internal/backtest", "internal/config", "internal/fastpath", "internal/live",
-		"internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
-		"internal/neighbours", "internal/notify", "internal/patcher", "internal/placement", "internal/plan", "internal/publish", "internal/report",
-		"internal/runmetrics", "internal/scm", "internal/summary", "internal/usage", "internal/dashboard"},
+	"internal/metrics/source": {"internal/config", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
+		"internal/neighbours", "internal/placement", "internal/plan", "internal/usage"},
+	// run is the use case: every step of a run, wired. It imports what
+	// the steps need and nothing imports it but the command.
+	"internal/run": {"internal/cluster", "internal/config", "internal/dashboard", "internal/engine", "internal/kai", "internal/live",
+		"internal/metrics/prometheus", "internal/metrics/source", "internal/notify", "internal/plan", "internal/publish",
+		"internal/report", "internal/runmetrics", "internal/scm", "internal/summary"},
+	// The command parses flags and a config file into each command's
+	// options, calls the use case and maps its outcome to an exit code.
+	"cmd/recommender": {"internal/backtest", "internal/config", "internal/metrics/source", "internal/plan", "internal/report", "internal/run"},
 }
 
 // packages lists the module's packages (not test files): every directory

@@ -197,7 +197,7 @@ func TestOpenDirSymlinkedRoot(t *testing.T) {
 }
 
 // readSoon runs Read and fails the test, instead of hanging it, when Read
-// does not return within a few seconds.
+// does not return within hang.
 func readSoon(t *testing.T, fsys fs.FS) *checkout.Files {
 	t.Helper()
 	type result struct {
@@ -213,7 +213,7 @@ func readSoon(t *testing.T, fsys fs.FS) *checkout.Files {
 	case r := <-done:
 		require.NoError(t, r.err)
 		return r.files
-	case <-time.After(5 * time.Second):
+	case <-time.After(hang):
 		t.Fatal("Read hangs")
 		return nil
 	}

@@ -3,6 +3,7 @@
 // one definition of a setting, and the file and the environment only
 // supply values that go through the flag's own parsing. A command's flags
 // are filled in flag > environment > file > default.
+// FlagError is a mistake in one of these settings, named by its flag.
 package config
 
 import (

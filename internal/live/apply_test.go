@@ -250,7 +250,7 @@ func TestApply(t *testing.T) {
 
 // unchanged checks that the Deployment still holds fraction and no
 // marker of a change made by this case.
-func unchanged(c cluster, fraction string) func(t *testing.T, w workload, _ live.Result, gen int64) {
+func unchanged(c testCluster, fraction string) func(t *testing.T, w workload, _ live.Result, gen int64) {
 	return func(t *testing.T, w workload, _ live.Result, gen int64) {
 		d := c.get(t, w.ns, w.name)
 		require.Equal(t, gen, d.Generation, "nothing changed")

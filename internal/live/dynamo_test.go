@@ -32,7 +32,7 @@ func withPrefill(m map[string]any) {
 
 // createGraph creates the graph as a GitOps controller would: server-side
 // apply by argocd-controller, under strict field validation.
-func createGraph(t *testing.T, c cluster, edit func(map[string]any)) {
+func createGraph(t *testing.T, c testCluster, edit func(map[string]any)) {
 	t.Helper()
 	c.s.InstallDynamoGraphDeploymentCRD(t)
 	code, body := c.s.Do(t, kubeenv.Admin, http.MethodPatch, dgd.collection+"/"+dgd.name+"?fieldManager=argocd-controller&fieldValidation=Strict",

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
-// cluster is a real API server with a client of the tool on it.
-type cluster struct {
+// testCluster is a real API server with a client of the tool on it.
+type testCluster struct {
 	s *kubeenv.APIServer
 	c *live.Client
 }
@@ -23,27 +24,27 @@ type cluster struct {
 // startCluster starts a real kube-apiserver with the KAI Queue CRD and
 // the namespaces the tests use; the tool's client is user as named (admin
 // unless said otherwise).
-func startCluster(t *testing.T, user string, users ...kubeenv.User) cluster {
+func startCluster(t *testing.T, user string, users ...kubeenv.User) testCluster {
 	t.Helper()
 	return startClusterTB(t, user, users...)
 }
 
-func startClusterB(b *testing.B) cluster {
+func startClusterB(b *testing.B) testCluster {
 	b.Helper()
 	return startClusterTB(b, kubeenv.Admin)
 }
 
-func startClusterTB(t testing.TB, user string, users ...kubeenv.User) cluster {
+func startClusterTB(t testing.TB, user string, users ...kubeenv.User) testCluster {
 	t.Helper()
 	s := kubeenv.StartAPIServer(t, users...)
 	s.InstallKAIQueueCRD(t)
 	s.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: staging}\n"))
-	return cluster{s: s, c: client(t, s, user)}
+	return testCluster{s: s, c: client(t, s, user)}
 }
 
 func client(t testing.TB, s *kubeenv.APIServer, user string) *live.Client {
 	t.Helper()
-	cfg, err := live.RESTConfig(s.Kubeconfig(t, user))
+	cfg, err := cluster.Config(cluster.Options{Kubeconfig: s.Kubeconfig(t, user)})
 	require.NoError(t, err)
 	c, err := live.NewClient(cfg)
 	require.NoError(t, err)
@@ -97,22 +98,22 @@ func (w workload) manifest() []byte {
 
 // create creates w by server-side apply under manager, as a GitOps
 // controller would.
-func (c cluster) create(t *testing.T, w workload, manager string) {
+func (c testCluster) create(t *testing.T, w workload, manager string) {
 	t.Helper()
 	c.applyAs(t, w, manager, false)
 }
 
-func (c cluster) applyAs(t *testing.T, w workload, manager string, force bool) {
+func (c testCluster) applyAs(t *testing.T, w workload, manager string, force bool) {
 	t.Helper()
 	c.applyAsTB(t, w, manager, force)
 }
 
-func (c cluster) applyAsB(b *testing.B, w workload) {
+func (c testCluster) applyAsB(b *testing.B, w workload) {
 	b.Helper()
 	c.applyAsTB(b, w, "argocd-controller", false)
 }
 
-func (c cluster) applyAsTB(t testing.TB, w workload, manager string, force bool) {
+func (c testCluster) applyAsTB(t testing.TB, w workload, manager string, force bool) {
 	t.Helper()
 	path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s?fieldManager=%s&force=%t", w.ns, w.name, manager, force)
 	code, body := c.s.Do(t, kubeenv.Admin, http.MethodPatch, path, w.manifest(), "application/apply-patch+yaml")
@@ -120,7 +121,7 @@ func (c cluster) applyAsTB(t testing.TB, w workload, manager string, force bool)
 }
 
 // get reads a Deployment as the admin.
-func (c cluster) get(t *testing.T, ns, name string) *appsv1.Deployment {
+func (c testCluster) get(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	code, body := c.s.Do(t, kubeenv.Admin, http.MethodGet, fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s", ns, name), nil, "")
 	require.Equal(t, http.StatusOK, code, "%s", body)

@@ -23,7 +23,7 @@ var isvc = kindCase{kind: "InferenceService", file: "inferenceservice.yaml",
 
 // installInferenceServiceCRD installs KServe v0.20.0's CRD, the one the
 // editor's schema test reads, so both hold to the same copy.
-func installInferenceServiceCRD(t *testing.T, c cluster) {
+func installInferenceServiceCRD(t *testing.T, c testCluster) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "patcher", "testdata", "kinds", "serving.kserve.io_inferenceservices.yaml"))
 	require.NoError(t, err)

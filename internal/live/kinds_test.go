@@ -54,7 +54,7 @@ func fixture(t *testing.T, file string, edit func(map[string]any)) []byte {
 }
 
 // object reads a workload as the admin, with its managedFields.
-func (c cluster) object(t *testing.T, k kindCase) (map[string]any, []metav1.ManagedFieldsEntry) {
+func (c testCluster) object(t *testing.T, k kindCase) (map[string]any, []metav1.ManagedFieldsEntry) {
 	t.Helper()
 	code, body := c.s.Do(t, kubeenv.Admin, http.MethodGet, k.collection+"/"+k.name, nil, "")
 	require.Equal(t, http.StatusOK, code, "%s", body)

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Names the tool writes into the cluster.
@@ -75,23 +74,6 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return &Client{kube: kube, dyn: dyn}, nil
-}
-
-// RESTConfig is the cluster to talk to: the kubeconfig file when one is
-// named, else the pod's service account (in-cluster).
-func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no kubeconfig given and not in a cluster (%w): set `--kubeconfig`", err)
-	}
-	return cfg, nil
 }
 
 // apiError names the request a server refused: "patch deployments in

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,18 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 )
-
-// QueueResource is KAI's Queue (cluster-scoped): a function, so that no
-// caller can change which resource the quota check reads.
-func QueueResource() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v2", Resource: "queues"}
-}
 
 // QueueCheck is what a workload's KAI queue says about an upsize.
 type QueueCheck struct {
@@ -104,18 +97,20 @@ func (c *Client) CheckQueue(ctx context.Context, kind, namespace, name string, n
 	if q.Queue = all[i].queue; q.Queue == "" {
 		return QueueCheck{}, nil
 	}
-	obj, err := c.dyn.Resource(QueueResource()).Get(ctx, q.Queue, metav1.GetOptions{})
+	cq, err := cluster.ReadQueue(ctx, c.dyn, q.Queue)
+	var fe *cluster.FieldError
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		q.Note = fmt.Sprintf("KAI queue %s could not be read (%s): its quota was not checked", q.Queue, serverMessage(err))
 		return q, nil
+	case errors.As(err, &fe):
+		q.Note = fmt.Sprintf("KAI queue %s: %v: its quota was not checked", q.Queue, err)
+		return q, nil
 	case err != nil:
 		return q, apiError("get", "queues.scheduling.run.ai", "", err)
 	}
-	if q.Quota, err = quota(obj); err != nil {
-		q.Note = fmt.Sprintf("KAI queue %s: %v: its quota was not checked", q.Queue, err)
-		return q, nil
-	}
+	// No quota is read as unlimited, as -1 is.
+	q.Quota = cq.GPU.Quota.Or(-1)
 	for j, ch := range all {
 		if ch.queue != q.Queue {
 			continue
@@ -132,22 +127,6 @@ func (c *Client) CheckQueue(ctx context.Context, kind, namespace, name string, n
 		}
 	}
 	return q, nil
-}
-
-// quota is spec.resources.gpu.quota; KAI reads -1 (or no quota) as
-// unlimited.
-func quota(obj *unstructured.Unstructured) (float64, error) {
-	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "resources", "gpu", "quota")
-	if err != nil || !found {
-		return -1, nil //nolint:nilerr // no quota: unlimited
-	}
-	switch x := v.(type) {
-	case int64:
-		return float64(x), nil
-	case float64:
-		return x, nil
-	}
-	return 0, fmt.Errorf("spec.resources.gpu.quota is %T, not a number", v)
 }
 
 // podGPUs is one pod's GPU request as KAI counts it: the fraction times

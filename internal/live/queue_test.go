@@ -120,15 +120,9 @@ func TestQueueNumDevices(t *testing.T) {
 	require.Contains(t, res.Detail, "from 0.6 to 0.9 GPUs, over its GPU quota of 0.8")
 }
 
-// TestQueueResource: the Queue resource is a value each caller gets
-// afresh; changing one copy changes nothing for the quota check, which
-// still finds the real API server's queues.
-func TestQueueResource(t *testing.T) {
-	gvr := live.QueueResource()
-	require.Equal(t, "scheduling.run.ai/v2, Resource=queues", gvr.String())
-	gvr.Resource = "elsewhere"
-	require.Equal(t, "queues", live.QueueResource().Resource)
-
+// TestQueueFound: the quota check finds the real API server's queue and
+// reads its quota.
+func TestQueueFound(t *testing.T) {
 	c := startCluster(t, "admin")
 	c.s.Apply(t, queueManifest("found", 2))
 	w := workload{ns: "inference", name: "queued", fraction: "0.30", queue: "found"}

@@ -269,7 +269,7 @@ var withFlag036 = []string{"--model", "Qwen/Qwen2.5-7B", "--gpu-memory-utilizati
 // halfRevert does what the revert's first patch does, under the tool's
 // manager: the live values set to fraction and args, the marker kept; a
 // run that died then never let go of them.
-func (c cluster) halfRevert(t *testing.T, w workload, fraction string, args []string) {
+func (c testCluster) halfRevert(t *testing.T, w workload, fraction string, args []string) {
 	t.Helper()
 	d := c.get(t, w.ns, w.name)
 	body, err := json.Marshal(map[string]any{

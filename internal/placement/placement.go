@@ -14,10 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
@@ -151,46 +148,4 @@ func (o *owners) workload(ctx context.Context, p *corev1.Pod) (usage.Ref, error)
 	}
 	o.top[ref] = top
 	return top, nil
-}
-
-// Client reaches the cluster of the kubeconfig file, or the pod's service
-// account when none is named (the report run as a job in the cluster).
-func Client(kubeconfig string) (kubernetes.Interface, error) {
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return kube, nil
-}
-
-// DynamicClient reaches the same cluster as Client, for KAI's Queues.
-func DynamicClient(kubeconfig string) (dynamic.Interface, error) {
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return dyn, nil
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no kubeconfig given and not in a cluster (%w): set `--kubeconfig`", err)
-	}
-	return cfg, nil
 }

@@ -539,6 +539,16 @@ func (p *Plan) Preview(ctx context.Context) error {
 	return nil
 }
 
+// WriteFiles writes the changed files of the plan (Files) into repo, the
+// checkout it read, all or nothing: every file is checked before any is
+// replaced, since an edit can span files (a Kustomize patch and its
+// kustomization) and half of one must never be left on disk. errs holds
+// one entry per file; written says whether any was replaced
+// (patcher.WriteAll).
+func (p *Plan) WriteFiles(repo string) (errs []error, written bool) {
+	return patcher.WriteAll(repo, p.Files)
+}
+
 // sortProblems orders the problems by where they are, so that equal
 // inputs print equal plans.
 func (p *Plan) sortProblems() {

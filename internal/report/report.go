@@ -19,7 +19,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
+	"github.com/gpu-rightsizing/recommender/internal/dashboard"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/neighbours"
@@ -37,7 +39,9 @@ type Options struct {
 	Repo        string
 	PolicyPaths []string
 	Plan        *plan.Plan
-	Kube        kubernetes.Interface
+	// Cluster is the cluster Connect reaches for Kube and Dyn.
+	Cluster cluster.Options
+	Kube    kubernetes.Interface
 	// Dyn, with Kube, reads the KAI queues' quotas for the rollout room.
 	Dyn    dynamic.Interface
 	Series placement.Series
@@ -46,6 +50,13 @@ type Options struct {
 	// (DefaultWindow when 0); nil reads none.
 	Devices placement.Series
 	Window  time.Duration
+}
+
+// Connect sets Kube and Dyn to the clients of o.Cluster.
+func (o *Options) Connect() error {
+	var err error
+	o.Kube, o.Dyn, err = cluster.Connect(o.Cluster)
+	return err
 }
 
 // DefaultWindow is how far back the noisy neighbours are looked for: a
@@ -233,6 +244,19 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// WriteMarkdown writes the reports as the dashboard's body, for the plan
+// p they were made from: the consolidation reports and the findings,
+// without the pull requests, which a report does not read.
+func (r *Result) WriteMarkdown(w io.Writer, p *plan.Plan) error {
+	body, err := dashboard.Render(dashboard.Input{Plan: p, ReadCluster: true, Consolidation: r.Reports, Notes: r.Notes,
+		Findings: r.Findings()})
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, body)
+	return err
 }
 
 // WriteJSON writes the result as one indented JSON document.

@@ -1,4 +1,4 @@
-package fastpath_test
+package run
 
 import (
 	"testing"
@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
-	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -32,7 +31,7 @@ func TestLiveBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, p := fastpath.Bounds(tt.rules)
+			c, p := liveBounds(tt.rules)
 			require.Equal(t, tt.ceiling, c)
 			require.Equal(t, tt.percent, p)
 		})
@@ -87,7 +86,7 @@ func TestLiveUpsize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			apply, refused := fastpath.LiveUpsize(tt.d, namespaces)
+			apply, refused := liveUpsize(tt.d, namespaces)
 			require.Equal(t, tt.apply, apply)
 			require.Equal(t, tt.refused, refused)
 		})

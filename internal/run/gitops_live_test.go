@@ -1,4 +1,4 @@
-package main
+package run_test
 
 import (
 	"encoding/json"
@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
+	"github.com/gpu-rightsizing/recommender/internal/run"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
@@ -96,12 +98,19 @@ func (g *gitops) pullFor(t *testing.T, branch string) int {
 // is pruned. Without the set-up, Flux's next reconciliation reverts the
 // live change, and the next run reports it.
 func TestLiveOnFlux(t *testing.T) {
-	liveFlags := func(g *gitops) []string {
-		return []string{"--live", "--live-namespaces", "inference", "--live-force-conflicts", "--kubeconfig", g.kube.Kubeconfig(t, kubeenv.Admin)}
+	liveOn := func(g *gitops) func(*run.Options) {
+		return func(o *run.Options) {
+			o.Live = run.Live{Enabled: true, Namespaces: []string{"inference"}, Force: true, MaxChanges: 3, Kubeconfig: g.kube.Kubeconfig(t, kubeenv.Admin)}
+		}
 	}
 	// Later runs evaluate the recording before its last minutes' spike:
 	// the urgency is over, so they only reconcile earlier live changes.
-	later := func(g *gitops) []string { return append(liveFlags(g), "--at", "2026-11-30T11:50:00Z") }
+	later := func(g *gitops) func(*run.Options) {
+		return func(o *run.Options) {
+			liveOn(g)(o)
+			o.Usage.At = time.Date(2026, 11, 30, 11, 50, 0, 0, time.UTC)
+		}
+	}
 	fraction := func(g *gitops, name string) string {
 		return deployment(t, g.kube, name).Spec.Template.Annotations["gpu-fraction"]
 	}
@@ -115,7 +124,7 @@ func TestLiveOnFlux(t *testing.T) {
 		ks := g.kustomization(t, "apps", "./apps", exampleIgnore(t))
 		require.Equal(t, []string{"kustomize-controller/Apply"}, owners(t, deployment(t, g.kube, "chat"), fractionPath...))
 
-		out, _ := g.recommend(t, liveFlags(g))
+		out, _ := g.recommend(t, liveOn(g))
 		require.Contains(t, out, "inference/chat       applied")
 		chat := deployment(t, g.kube, "chat")
 		require.Equal(t, "0.72", chat.Spec.Template.Annotations["gpu-fraction"])
@@ -182,12 +191,12 @@ func TestLiveOnFlux(t *testing.T) {
 	t.Run("without it", func(t *testing.T) {
 		g := newGitOps(t, liveFiles(t))
 		ks := g.kustomization(t, "apps", "./apps", "")
-		out, _ := g.recommend(t, liveFlags(g))
+		out, _ := g.recommend(t, liveOn(g))
 		require.Contains(t, out, "inference/chat       applied")
 		require.Equal(t, "0.72", fraction(g, "chat"))
 		g.sync(t, ks)
 		require.Equal(t, "0.5", fraction(g, "chat"), "Flux's drift correction reverted the live change")
-		out, _ = g.recommend(t, liveFlags(g))
+		out, _ = g.recommend(t, liveOn(g))
 		require.Contains(t, out, "inference/chat       left")
 	})
 }

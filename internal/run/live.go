@@ -1,10 +1,4 @@
-// Package fastpath is the live stage of a run (docs/design.md §2 and §7,
-// docs/live.md): which urgent upsizes of a plan go live, with which
-// bounds and pull request, after publishing; the reconcile of earlier
-// live changes against Git's values; and what a run prints of it. The
-// cluster work is package live's; this package joins it to the plan and
-// the published pull requests, so that the command only wires.
-package fastpath
+package run
 
 import (
 	"context"
@@ -16,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/cluster"
+	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/live"
@@ -23,25 +19,50 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/publish"
 )
 
-// Options are a run's settings of the live stage.
-type Options struct {
-	// Namespaces are the only namespaces changed live (checked by
-	// live.CheckNamespaces).
-	Namespaces   []string
-	MaxChanges   int
-	Force        bool
+// Live are a run's settings of the live fast path (docs/design.md §7,
+// docs/live.md).
+type Live struct {
+	Enabled bool
+	// MaxChanges caps the live changes of a run.
+	MaxChanges int
+	// Namespaces are the only namespaces changed live.
+	Namespaces []string
+	// Force takes a field another field manager owns.
+	Force bool
+	// RevertClosed reverts a live change when its pull request is
+	// closed unmerged.
 	RevertClosed bool
-	// Kubeconfig is the cluster's kubeconfig file; "" is the pod's
-	// service account.
+	// Kubeconfig is the cluster's kubeconfig file; "" is found as
+	// kubectl finds one (cluster.Config). The run's Event goes there too.
 	Kubeconfig string
-	DryRun     bool
-	Now        func() time.Time
 }
 
-// Stage is one run's live fast path: nil when live mode is off, and then
-// every method does nothing.
-type Stage struct {
-	o       Options
+// Check checks the settings, each mistake a *config.FlagError.
+func (l *Live) Check() error {
+	if l.MaxChanges < 0 {
+		return config.FlagErrorf("`--live-max-changes` must be 0 or more, got %d", l.MaxChanges)
+	}
+	if len(l.Namespaces) > 0 {
+		if err := live.CheckNamespaces(l.Namespaces); err != nil {
+			return config.FlagErrorf("`--live-namespaces`: %v", err)
+		}
+	}
+	if !l.Enabled {
+		return nil
+	}
+	if len(l.Namespaces) == 0 {
+		return config.FlagErrorf("`--live` needs `--live-namespaces`: the namespaces whose workloads may be changed live")
+	}
+	return nil
+}
+
+// liveStage is one run's live fast path (the step after publishing):
+// which urgent upsizes of the plan go live, with which bounds and pull
+// request; the reconcile of earlier live changes against Git's values;
+// and what a run prints of it. The cluster work is package live's. It is
+// nil when live mode is off, and then every method does nothing.
+type liveStage struct {
+	o       Live
 	client  *live.Client
 	applier *live.Applier
 	p       *plan.Plan
@@ -61,11 +82,15 @@ type target struct {
 	refused string
 }
 
-// Prepare connects to the cluster and reads, for every upsize of the
-// plan, its KAI queue, before anything is published, so that a warning
-// reaches the pull request's body.
-func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
-	cfg, err := live.RESTConfig(o.Kubeconfig)
+// prepareLive starts the live stage: it connects to the cluster and
+// reads, for every upsize of the plan, its KAI queue, before anything is
+// published, so that a warning reaches the pull request's body. It is nil
+// when live mode is off.
+func prepareLive(ctx context.Context, p *plan.Plan, o Live, dryRun bool, now func() time.Time) (*liveStage, error) {
+	if !o.Enabled {
+		return nil, nil
+	}
+	cfg, err := cluster.Config(cluster.Options{Kubeconfig: o.Kubeconfig})
 	if err != nil {
 		return nil, err
 	}
@@ -73,11 +98,11 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	lr := &Stage{o: o, client: c, p: p, warnings: map[string][]string{},
+	lr := &liveStage{o: o, client: c, p: p, warnings: map[string][]string{},
 		applier: live.NewApplier(c, live.Options{Namespaces: o.Namespaces, MaxChanges: o.MaxChanges, Force: o.Force,
-			RevertClosed: o.RevertClosed, DryRun: o.DryRun, Now: o.Now})}
+			RevertClosed: o.RevertClosed, DryRun: dryRun, Now: now})}
 	for _, d := range p.Decisions {
-		apply, refused := LiveUpsize(d, o.Namespaces)
+		apply, refused := liveUpsize(d, o.Namespaces)
 		if refused != "" {
 			lr.targets = append(lr.targets, target{d: d, refused: refused})
 			continue
@@ -101,7 +126,7 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 	return lr, nil
 }
 
-// LiveUpsize says what the live stage does with one decision: apply when
+// liveUpsize says what the live stage does with one decision: apply when
 // it applies it (an urgent upsize of a kind whose pod templates the fast
 // path owns by server-side apply, in one of namespaces, whose strategy
 // sets liveUpsize); refused, when the rules would send it live but the
@@ -111,7 +136,7 @@ func Prepare(ctx context.Context, p *plan.Plan, o Options) (*Stage, error) {
 // controller would roll the pods (a StatefulSet under OnDelete would
 // not, nor KServe a stopped InferenceService) is read from the live
 // object by package live, which refuses it by name too.
-func LiveUpsize(d plan.Decision, namespaces []string) (apply bool, refused string) {
+func liveUpsize(d plan.Decision, namespaces []string) (apply bool, refused string) {
 	ref := d.Workload.Ref
 	if d.Action != engine.Upsize || !d.Urgent || d.Rules.Strategy == nil || !d.Rules.Strategy.LiveUpsize ||
 		!slices.Contains(namespaces, ref.Namespace) {
@@ -139,7 +164,7 @@ func liveKind(kind string) bool {
 }
 
 // Warnings are the warnings for the pull requests' bodies, by workload.
-func (lr *Stage) Warnings() map[string][]string {
+func (lr *liveStage) Warnings() map[string][]string {
 	if lr == nil {
 		return nil
 	}
@@ -157,7 +182,7 @@ func targetOf(d plan.Decision) live.Target {
 	if d.Recommended.Form == engine.Fraction {
 		t.Fraction.New = kai.FormatFraction(d.Recommended.GPUs)
 	}
-	t.Ceiling, t.MaxPercent = Bounds(d.Rules)
+	t.Ceiling, t.MaxPercent = liveBounds(d.Rules)
 
 	if v, ok := plan.VLLMUtilization(d); ok {
 		for _, c := range d.Workload.Containers {
@@ -169,12 +194,12 @@ func targetOf(d plan.Decision) live.Target {
 	return t
 }
 
-// Bounds are the bounds the live path checks again, as the engine
+// liveBounds are the bounds the live path checks again, as the engine
 // applied them: the strategy's ceiling (the policy default when unset),
 // and the step limit, the tightest maxPercent of the reactive metrics that
 // have one (the engine's default when none does). The largest would let
 // a live change past the rule that limits the step.
-func Bounds(r engine.Rules) (ceiling float64, maxPercent int) {
+func liveBounds(r engine.Rules) (ceiling float64, maxPercent int) {
 	ceiling = engine.DefaultCeiling
 	if r.Strategy != nil && r.Strategy.Ceiling > 0 {
 		ceiling = r.Strategy.Ceiling
@@ -198,7 +223,7 @@ func Bounds(r engine.Rules) (ceiling float64, maxPercent int) {
 // (failed, capped, declined) makes no live change: every live change has
 // a pull request that brings Git to it. It prints what it did, and
 // reports whether anything failed.
-func (lr *Stage) Finish(ctx context.Context, forge live.PullRequests, rep *publish.Report, grouping plan.Grouping, w io.Writer) (failed bool, err error) {
+func (lr *liveStage) Finish(ctx context.Context, forge live.PullRequests, rep *publish.Report, grouping plan.Grouping, w io.Writer) (failed bool, err error) {
 	if lr == nil {
 		return false, nil
 	}
@@ -265,7 +290,7 @@ func (lr *Stage) Finish(ctx context.Context, forge live.PullRequests, rep *publi
 
 // Summary counts what Finish did by outcome, for the run's summary line;
 // nil when live mode is off.
-func (lr *Stage) Summary() []any {
+func (lr *liveStage) Summary() []any {
 	if lr == nil {
 		return nil
 	}
@@ -282,7 +307,7 @@ func (lr *Stage) Summary() []any {
 
 // Results are what Finish did, for the run's summary; nil when live mode
 // is off.
-func (lr *Stage) Results() []live.Result {
+func (lr *liveStage) Results() []live.Result {
 	if lr == nil {
 		return nil
 	}
@@ -304,7 +329,7 @@ func detail(s string) string {
 }
 
 // write prints one row per live change or marker, then the warnings.
-func (lr *Stage) write(w io.Writer, results []live.Result) error {
+func (lr *liveStage) write(w io.Writer, results []live.Result) error {
 	fmt.Fprintln(w)
 	if len(results) == 0 {
 		fmt.Fprintln(w, "live: no urgent upsize to apply and no live change to reconcile")

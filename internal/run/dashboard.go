@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 )
 
 // readDashboard finds the dashboard and what its ticked boxes ask, when
-// --dashboard is on. A dashboard that cannot be read must not stop the
+// Dashboard is on. A dashboard that cannot be read must not stop the
 // pull requests: the run goes on without it, and says so.
-func (o *runOptions) readDashboard(ctx context.Context, forge publish.Forge) *dashboard.Dashboard {
+func (o *Options) readDashboard(ctx context.Context, forge publish.Forge) *dashboard.Dashboard {
 	is, ok := forge.(dashboard.Issues)
 	if !o.Dashboard || !ok {
 		return nil
@@ -27,7 +27,7 @@ func (o *runOptions) readDashboard(ctx context.Context, forge publish.Forge) *da
 
 // writeDashboard brings the dashboard up to date and prints one line
 // about it; it reports whether that failed.
-func (o *runOptions) writeDashboard(ctx context.Context, d *dashboard.Dashboard, p *plan.Plan, rep *publish.Report, findings map[string][]string) bool {
+func (o *Options) writeDashboard(ctx context.Context, d *dashboard.Dashboard, p *plan.Plan, rep *publish.Report, findings map[string][]string) bool {
 	if d == nil {
 		return false
 	}
@@ -45,6 +45,6 @@ func (o *runOptions) writeDashboard(ctx context.Context, d *dashboard.Dashboard,
 	}
 	// With the run's tables: a JSON or Markdown summary on stdout stays
 	// whole.
-	fmt.Fprintln(o.Observe.table(o.IO), plan.Printable(line))
+	fmt.Fprintln(o.tables(), plan.Printable(line))
 	return false
 }

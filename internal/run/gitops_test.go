@@ -1,7 +1,6 @@
-package main
+package run_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpu-rightsizing/recommender/internal/run"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/forge"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
@@ -34,9 +34,9 @@ type gitops struct {
 	flux  *kubeenv.Flux
 	git   *testenv.GitServer
 	forge *forge.FakeGitHub
-	// run is `recommender run` against the forge, on the quickstart's
+	// opts are a run's against the forge, on the quickstart's
 	// recording.
-	run []string
+	opts run.Options
 }
 
 const gitopsRepo = "acme/gitops"
@@ -54,8 +54,9 @@ func newGitOps(t *testing.T, files map[string]string) *gitops {
 	g.forge = forge.NewFakeGitHub(t, g.git, "acme", "gitops")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(g.forge.Token+"\n"), 0o600))
-	g.run = []string{"run", "--scm", "github", "--github-repo", gitopsRepo, "--github-url", g.forge.BaseURL(),
-		"--github-token-file", tokenFile, "--metrics-file", "../../examples/quickstart/metrics.om", "--output", "table"}
+	g.opts = options("")
+	g.opts.SCM, g.opts.GitHub.Repo, g.opts.GitHub.URL, g.opts.GitHub.TokenFile = "github", gitopsRepo, g.forge.BaseURL(), tokenFile
+	g.opts.Observe.Output = "table"
 	g.kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n"))
 	g.flux.GitRepositorySource(t, "gitops", g.git.RepoURL(gitopsRepo), g.git.Token, "main")
 	return g
@@ -98,18 +99,20 @@ func (g *gitops) sync(t *testing.T, ks kubeenv.FluxObject) string {
 	return rev
 }
 
-// recommend runs `recommender run` with extra flags and returns its
-// output; it must exit with one of codes (exitOK when none is given).
-func (g *gitops) recommend(t *testing.T, extra []string, codes ...exitCode) (stdout, stderr string) {
+// recommend runs with the options edit changes, when not nil, and
+// returns its output; the run must go well (nothing to do, or changes
+// proposed).
+func (g *gitops) recommend(t *testing.T, edit func(*run.Options)) (stdout, stderr string) {
 	t.Helper()
-	if len(codes) == 0 {
-		codes = []exitCode{exitOK}
+	o := g.opts
+	if edit != nil {
+		edit(&o)
 	}
-	var out, errOut bytes.Buffer
-	code := Main(append(slices.Clone(g.run), extra...), &out, &errOut)
-	t.Logf("recommender run %s → %d\n%s", strings.Join(extra, " "), code, out.String())
-	require.Contains(t, codes, code, "%s\n%s", out.String(), errOut.String())
-	return out.String(), errOut.String()
+	stdout, stderr, res, err := runOnce(t, o)
+	t.Logf("recommender run → %s\n%s", res.Outcome, stdout)
+	require.NoError(t, err, "%s\n%s", stdout, stderr)
+	require.Contains(t, []run.Outcome{run.NothingToDo, run.ChangesProposed}, res.Outcome, "%s\n%s", stdout, stderr)
+	return stdout, stderr
 }
 
 // mergeOpen merges every open pull request, as a reviewer would, and
@@ -192,8 +195,8 @@ func flagValue(args []string) string {
 	return args[i+1]
 }
 
-// TestGitOpsLoop is the GitOps promise on real Flux: `recommender run`
-// opens pull requests, a person merges them, and Flux's next
+// TestGitOpsLoop is the GitOps promise on real Flux: a run opens pull
+// requests, a person merges them, and Flux's next
 // reconciliation puts the new values on the live Deployments — a
 // fraction raised with its vLLM flag, one scaled back, and a whole-GPU
 // Deployment moved onto KAI (fraction, queue label, scheduler; the

@@ -1,4 +1,4 @@
-package fastpath_test
+package run
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
-	"github.com/gpu-rightsizing/recommender/internal/fastpath"
 	"github.com/gpu-rightsizing/recommender/internal/live"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
@@ -23,14 +22,14 @@ type noPullRequests struct{}
 
 func (noPullRequests) Find(context.Context, string) ([]scm.PullRequest, error) { return nil, nil }
 
-// TestStageKinds runs the live stage's dry run on a real API server: a
+// TestLiveStageKinds runs the live stage's dry run on a real API server: a
 // kind the fast path does not own is refused by name by the stage, a
 // StatefulSet whose pods would not roll (OnDelete) and a Dynamo graph's
 // multinode service are refused by name from their live objects, each in
 // the row where the Deployment's would-apply is, a Dynamo graph's other
 // service would go live by its workload's name, and the Deployment's row
 // reads as before.
-func TestStageKinds(t *testing.T) {
+func TestLiveStageKinds(t *testing.T) {
 	kube := kubeenv.StartAPIServer(t)
 	kube.InstallKAIQueueCRD(t)
 	kube.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: serving}\n---\n"+kubeenv.Deployment("llm")+
@@ -62,8 +61,8 @@ func TestStageKinds(t *testing.T) {
 		upsize("DynamoGraphDeployment", "llama-wide", true),
 		upsize("StatefulSet", "calm", false),
 	}}
-	stage, err := fastpath.Prepare(t.Context(), p, fastpath.Options{Namespaces: []string{"serving"}, MaxChanges: 3, DryRun: true,
-		Kubeconfig: kube.Kubeconfig(t, kubeenv.Admin), Now: func() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) }})
+	stage, err := prepareLive(t.Context(), p, Live{Enabled: true, Namespaces: []string{"serving"}, MaxChanges: 3,
+		Kubeconfig: kube.Kubeconfig(t, kubeenv.Admin)}, true, func() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) })
 	require.NoError(t, err)
 	rep := &publish.Report{DryRun: true}
 	for _, d := range p.Decisions {

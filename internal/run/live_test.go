@@ -1,11 +1,9 @@
-package main
+package run_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/gpu-rightsizing/recommender/internal/live"
+	"github.com/gpu-rightsizing/recommender/internal/run"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
-	"github.com/gpu-rightsizing/recommender/internal/testenv"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
@@ -28,7 +26,7 @@ func liveQuickstart(t *testing.T) (repo string, kube *kubeenv.APIServer) {
 	kube.InstallKAIQueueCRD(t)
 	var manifests []string
 	manifests = append(manifests, "apiVersion: v1\nkind: Namespace\nmetadata: {name: inference}\n")
-	files, err := filepath.Glob("../../examples/quickstart/apps/*/*.yaml")
+	files, err := filepath.Glob(quickstartRepo + "/apps/*/*.yaml")
 	require.NoError(t, err)
 	files = append(files, "../../examples/kai-queues/queues.yaml")
 	for _, f := range files {
@@ -38,9 +36,8 @@ func liveQuickstart(t *testing.T) (repo string, kube *kubeenv.APIServer) {
 	}
 	kube.Apply(t, []byte(strings.Join(manifests, "\n---\n")))
 
-	gitBin := testenv.LookPath(t, "git")
 	repo = t.TempDir()
-	require.NoError(t, os.CopyFS(repo, os.DirFS("../../examples/quickstart")))
+	require.NoError(t, os.CopyFS(repo, os.DirFS(quickstartRepo)))
 	require.NoError(t, os.Remove(filepath.Join(repo, "metrics.om")))
 	policy := filepath.Join(repo, "policies", "kai-gpu-sharing.yaml")
 	b, err := os.ReadFile(policy)
@@ -49,13 +46,7 @@ func liveQuickstart(t *testing.T) (repo string, kube *kubeenv.APIServer) {
 	s = strings.Replace(s, "  podEviction:\n    enabled: true\n---", "  podEviction:\n    enabled: true\n  gitops:\n    liveUpsize: true\n---", 1)
 	require.Contains(t, s, "liveUpsize: true")
 	require.NoError(t, os.WriteFile(policy, []byte(s), 0o644))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "quickstart"}} {
-		cmd := exec.Command(gitBin, args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	gitRepo(t, repo)
 	return repo, kube
 }
 
@@ -68,20 +59,22 @@ func deployment(t *testing.T, kube *kubeenv.APIServer, name string) *appsv1.Depl
 	return &d
 }
 
-// TestRunLive is `run --live` on the quickstart against a real API
+// TestRunLive is a run with Live on the quickstart against a real API
 // server: a dry run says what it would apply and changes nothing; a run
-// without --live-force-conflicts reports whoever owns the fields; with
-// it, the urgent upsizes go live, each marked with its pull request.
+// without Force reports whoever owns the fields; with it, the urgent
+// upsizes go live, each marked with its pull request.
 func TestRunLive(t *testing.T) {
 	repo, kube := liveQuickstart(t)
-	base := []string{"run", "--scm", "local", "--repo", repo, "--metrics-file", "../../examples/quickstart/metrics.om",
-		"--live", "--live-namespaces", "inference", "--kubeconfig", kube.Kubeconfig(t, kubeenv.Admin), "--output", "table"}
+	base := options(repo)
+	base.Live = run.Live{Enabled: true, Namespaces: []string{"inference"}, MaxChanges: 3, Kubeconfig: kube.Kubeconfig(t, kubeenv.Admin)}
+	base.Observe.Output = "table"
 	gen := deployment(t, kube, "chat").Generation
 
-	var out, errOut bytes.Buffer
-	require.Equal(t, exitOK, Main(append(base, "--dry-run"), &out, &errOut), "%s\n%s", out.String(), errOut.String())
-	t.Logf("dry run:\n%s", out.String())
-	require.Contains(t, out.String(), `
+	dry := base
+	dry.DryRun = true
+	out, _ := runOK(t, dry, run.ChangesProposed)
+	t.Logf("dry run:\n%s", out)
+	require.Contains(t, out, `
 LIVE WORKLOAD        OUTCOME      CHANGE                                                                         DETAIL
 inference/chat       would apply  gpu-fraction 0.5 → 0.72, container vllm --gpu-memory-utilization 0.45 → 0.64   would apply by server-side apply as gpu-rightsizing-recommender
 inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --gpu-memory-utilization 0.22 → 0.28  would apply by server-side apply as gpu-rightsizing-recommender
@@ -90,19 +83,17 @@ inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --g
 	require.Equal(t, gen, d.Generation, "a dry run changes nothing")
 	require.NotContains(t, d.Annotations, live.MarkerAnnotation)
 
-	out.Reset()
-	errOut.Reset()
-	Main(base, &out, &errOut)
-	t.Logf("without force:\n%s\n%s", out.String(), errOut.String())
-	require.Contains(t, out.String(), "inference/chat       conflict")
+	out, errOut, _, _ := runOnce(t, base)
+	t.Logf("without force:\n%s\n%s", out, errOut)
+	require.Contains(t, out, "inference/chat       conflict")
 	require.Equal(t, gen, deployment(t, kube, "chat").Generation, "a conflict changes nothing")
 
-	out.Reset()
-	errOut.Reset()
-	Main(append(base, "--live-force-conflicts"), &out, &errOut)
-	t.Logf("forced:\n%s\n%s", out.String(), errOut.String())
-	require.Contains(t, out.String(), "inference/chat       applied")
-	require.Equal(t, 2.0, summary(t, errOut.String())["live"].(map[string]any)["applied"], "the summary line counts live changes: chat and translate")
+	forced := base
+	forced.Live.Force = true
+	out, errOut, _, _ = runOnce(t, forced)
+	t.Logf("forced:\n%s\n%s", out, errOut)
+	require.Contains(t, out, "inference/chat       applied")
+	require.Equal(t, 2.0, summary(t, errOut)["live"].(map[string]any)["applied"], "the summary line counts live changes: chat and translate")
 	d = deployment(t, kube, "chat")
 	require.Equal(t, gen+1, d.Generation, "the Deployment rolls")
 	require.Equal(t, "0.72", d.Spec.Template.Annotations["gpu-fraction"])
@@ -115,14 +106,7 @@ inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --g
 	// A person merges chat's pull request and closes translate's: the next
 	// run lets go of chat's live change, Git holding it now, and reverts
 	// translate's.
-	git := func(args ...string) {
-		cmd := exec.Command(testenv.LookPath(t, "git"), args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
-	git("merge", "-q", "--no-ff", "-m", "merge chat", "gpu-rightsizing/inference/chat")
+	gitIn(t, repo, "merge", "-q", "--no-ff", "-m", "merge chat", "gpu-rightsizing/inference/chat")
 	forge, err := scm.NewLocal(filepath.Join(repo, ".git", "gpu-rightsizing", "pulls"))
 	require.NoError(t, err)
 	require.NoError(t, forge.SetState(mk.Number, scm.Merged, ""))
@@ -130,32 +114,15 @@ inference/translate  would apply  gpu-fraction 0.25 → 0.32, container vllm --g
 	require.NoError(t, json.Unmarshal([]byte(deployment(t, kube, "translate").Annotations[live.MarkerAnnotation]), &tr))
 	require.NoError(t, forge.SetState(tr.Number, scm.Closed, ""))
 
-	out.Reset()
-	errOut.Reset()
-	Main(append(base, "--live-force-conflicts", "--live-revert-closed"), &out, &errOut)
-	t.Logf("after merge and close:\n%s\n%s", out.String(), errOut.String())
-	require.Contains(t, out.String(), "inference/chat       released")
-	require.Contains(t, out.String(), "inference/translate  reverted")
-	require.Contains(t, out.String(), "inference/translate  refused   ", "a declined pull request carries no live change")
+	revert := forced
+	revert.Live.RevertClosed = true
+	out, errOut, _, _ = runOnce(t, revert)
+	t.Logf("after merge and close:\n%s\n%s", out, errOut)
+	require.Contains(t, out, "inference/chat       released")
+	require.Contains(t, out, "inference/translate  reverted")
+	require.Contains(t, out, "inference/translate  refused   ", "a declined pull request carries no live change")
 	d = deployment(t, kube, "translate")
 	require.Equal(t, "0.25", d.Spec.Template.Annotations["gpu-fraction"])
 	require.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--gpu_memory_utilization=0.22", "the flag as it was spelt")
 	require.NotContains(t, d.Annotations, live.MarkerAnnotation)
-}
-
-// TestLiveFlagsNamespaces: `--live-namespaces ""` would let the live path
-// list every namespace; it and a repeated name are flag errors.
-func TestLiveFlagsNamespaces(t *testing.T) {
-	for _, tt := range []struct {
-		ns   []string
-		want string
-	}{
-		{[]string{""}, "namespace 1 is empty"},
-		{[]string{"inference", "inference"}, "named twice"},
-		{nil, "`--live` needs `--live-namespaces`"},
-	} {
-		err := (&liveFlags{Enabled: true, Namespaces: tt.ns, MaxChanges: 1}).check()
-		require.ErrorContains(t, err, tt.want, "%q", tt.ns)
-	}
-	require.NoError(t, (&liveFlags{Enabled: true, Namespaces: []string{"inference", "staging"}}).check())
 }
