@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
@@ -658,7 +659,16 @@ func cmpOr(a, b string) string {
 // checkout and renders them. readTree reads a chart directory (all of its
 // files: the checkout's reader skips templates).
 func NewIndex(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error), included func(file string) bool) *Index {
-	hx := &Index{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: newRenderer(defaultRenderLimits()), included: included}
+	return newIndex(ctx, files, readTree, included, newRenderer(defaultRenderLimits()))
+}
+
+// newIndex is NewIndex rendering with rd. The charts' files and what the
+// releases render are held for the whole run, and what they render is
+// parsed: like the checkout's YAML they are bounded together, by
+// checkout.TotalBound (the renders) and four times that (the charts'
+// files, held as they are).
+func newIndex(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error), included func(file string) bool, rd *renderer) *Index {
+	hx := &Index{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: rd, included: included}
 	dirs := chartDirs(files)
 	if len(dirs) == 0 {
 		return hx
@@ -681,14 +691,28 @@ func NewIndex(ctx context.Context, files map[string][]byte, readTree func(dir st
 		}
 	}
 	named := map[string]bool{}
+	budget := checkout.TotalBound()
+	var charts, renders int64
 	for _, r := range hx.releases {
 		named[r.chart] = true
 		if _, ok := hx.charts[r.chart]; !ok {
 			c := &helmChart{dir: r.chart}
 			c.files, c.err = readTree(r.chart)
+			if c.err == nil {
+				for _, b := range c.files {
+					charts += int64(len(b))
+				}
+				if charts > 4*budget {
+					c.files, c.err = nil, fmt.Errorf("%w: with the charts read before it, more than %d MiB", checkout.ErrTooLarge, 4*budget>>20)
+				}
+			}
 			hx.charts[r.chart] = c
 		}
 		r.render(ctx, hx)
+		if renders += int64(len(r.out)); r.err == nil && renders > budget {
+			r.err = fmt.Errorf("%w: %s: with the releases rendered before it, more than %d MiB rendered (the bound follows the memory limit): not read", ErrHelm, r.via, budget>>20)
+			r.out, r.objs = nil, nil
+		}
 		if r.err == nil && included(r.file) {
 			// What is deployed is what the including kustomization makes
 			// of the chart's output, which is not traced.
