@@ -419,6 +419,11 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 	var out []*helmRelease
 	for i, s := range srcs {
 		dir := path.Clean(s.Path)
+		if s.Chart == "" && s.Path != "" && leaves(dir) {
+			// Not a directory of this repository, nor of any: said, so
+			// that what it deploys is not silently missing.
+			return nil, fmt.Errorf("line %d: path %q leaves the repository: not rendered", nodes[i].Line, s.Path)
+		}
 		if s.Chart != "" || s.Path == "" || !isChart(dir) {
 			continue
 		}
@@ -522,6 +527,9 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 	}
 	cs := spec.Chart.Spec
 	dir := path.Clean(strings.TrimPrefix(cs.Chart, "/"))
+	if cs.Chart != "" && (cs.SourceRef.Kind == "GitRepository" || cs.SourceRef.Kind == "Bucket") && leaves(dir) {
+		return nil, fmt.Errorf("spec.chart.spec.chart %q leaves the source: not rendered", cs.Chart)
+	}
 	if cs.Chart == "" || cs.SourceRef.Kind != "GitRepository" && cs.SourceRef.Kind != "Bucket" || !isChart(dir) {
 		return nil, nil
 	}
@@ -873,6 +881,11 @@ func (hx *Index) Edit(ctx context.Context, fsys fs.FS, edits []workload.Edit, re
 // Owns reports whether the workloads of file are rendered by a release.
 func (hx *Index) Owns(file string) bool {
 	return slices.ContainsFunc(hx.releases, func(r *helmRelease) bool { return r.file == file })
+}
+
+// leaves reports whether a clean slash path climbs above the root.
+func leaves(p string) bool {
+	return p == ".." || strings.HasPrefix(p, "../")
 }
 
 // inDir reports whether path p is in directory dir, or below it.

@@ -587,6 +587,37 @@ func TestHelmRunBudget(t *testing.T) {
 	}
 }
 
+// TestReleasePathLeaves: a release whose chart path climbs out of the
+// repository is a problem naming it, not a source silently skipped.
+func TestReleasePathLeaves(t *testing.T) {
+	tests := []struct {
+		name, file, yaml, want string
+	}{
+		{"Argo CD", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  source: {repoURL: https://git.example.com/gitops.git, path: ../charts/chat}
+`, `argocd/app.yaml:2: helm: Application x: line 6: path "../charts/chat" leaves the repository: not rendered`},
+		{"Flux", "flux/hr.yaml", `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: ./../../chat, sourceRef: {kind: GitRepository, name: repo}}}
+`, `flux/hr.yaml:2: helm: HelmRelease chat: spec.chart.spec.chart "./../../chat" leaves the source: not rendered`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rels, probs, _ := releasesIn(tc.file, []byte(tc.yaml), func(string) bool { return true })
+			if len(rels) != 0 || len(probs) != 1 || probs[0].Error() != tc.want {
+				t.Fatalf("got %d releases, problems %v; want %q", len(rels), probs, tc.want)
+			}
+		})
+	}
+}
+
 // nested defines a1 … an, each including the one below twice: 2^n calls.
 func nested(n int) string {
 	var b strings.Builder
