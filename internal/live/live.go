@@ -20,7 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpu-rightsizing/recommender/internal/localfile"
 )
 
 // Names the tool writes into the cluster.
@@ -77,7 +78,7 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 // named, else the pod's service account (in-cluster).
 func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err := localfile.Kubeconfig(kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 		}

@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/localfile"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -182,7 +182,7 @@ func DynamicClient(kubeconfig string) (dynamic.Interface, error) {
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err := localfile.Kubeconfig(kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 		}
