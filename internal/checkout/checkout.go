@@ -14,6 +14,7 @@
 //   - only regular files are read, checked again on the opened file, and
 //     none larger than MaxFileSize; all of them together no more than
 //     TotalBound, since a run parses and holds them;
+//   - a name with a control character is not read, and is a Problem;
 //   - anything that cannot be read is a Problem, never a reason to stop.
 //
 // It works on any fs.FS that can tell symlinks apart (fs.ReadLinkFS): a
@@ -78,6 +79,9 @@ var (
 	// ErrTooLarge: a file larger than the size bound, or a checkout
 	// whose files together pass theirs.
 	ErrTooLarge = errors.New("file too large")
+	// ErrControlName: a name with a control character, which would
+	// reach messages, pull requests and terminals: not read.
+	ErrControlName = errors.New("a control character in the name: not read")
 	// ErrSkipped: a path inside a directory the reader skips.
 	ErrSkipped = errors.New("inside a directory that is not read (a dot directory or a Helm chart's templates)")
 )
@@ -156,9 +160,17 @@ func Read(ctx context.Context, fsys fs.FS, opts Options) (*Files, error) {
 			if p != "." && skipDir(fsys, p) {
 				return fs.SkipDir
 			}
+			if hasControl(d.Name()) {
+				r.problem(p, ErrControlName)
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if !isYAML(d.Name()) {
+			return nil
+		}
+		if hasControl(d.Name()) {
+			r.problem(p, ErrControlName)
 			return nil
 		}
 		switch t := d.Type(); {
@@ -309,6 +321,11 @@ func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 		return nil, tooLarge
 	}
 	return buf.Bytes(), nil
+}
+
+// hasControl reports whether a name holds a control character.
+func hasControl(name string) bool {
+	return strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // isYAML reports whether a file is read: *.yaml and *.yml in any case,

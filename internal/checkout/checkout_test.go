@@ -333,6 +333,27 @@ func TestReadSizeCap(t *testing.T) {
 	require.Equal(t, "a: 1\n", string(b))
 }
 
+// TestReadControlNames: a file or directory whose name holds a control
+// character is not read, and is a problem naming it; the rest is read.
+func TestReadControlNames(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"apps/chat.yaml":        "a: 1\n",
+		"apps/bad\x01name.yaml": "a: 2\n",
+		"apps/d\x02ir/x.yaml":   "a: 3\n",
+		"apps/del\x7f.yml":      "a: 4\n",
+	})
+	got, err := checkout.Read(context.Background(), openDir(t, root), checkout.Options{})
+	require.NoError(t, err)
+	files, problems := summary(got)
+	require.Equal(t, []string{"apps/chat.yaml"}, files)
+	require.Equal(t, []string{
+		"apps/bad\x01name.yaml: a control character in the name: not read",
+		"apps/d\x02ir: a control character in the name: not read",
+		"apps/del\x7f.yml: a control character in the name: not read",
+	}, problems)
+}
+
 // TestReadTotalCap: YAML files past their bound together are an error
 // that names the file where they passed it, and nothing is read: a
 // repository read in part could lose the policy that governs a workload.
