@@ -194,6 +194,7 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 		SingleBranch:  true,
 		Depth:         1,
 		Tags:          git.NoTags,
+		NoCheckout:    true, // writeWorktree writes it
 	})
 	if err != nil {
 		return nil, r.errorf("clone %s (branch %s): %w", url, base, err)
@@ -201,6 +202,9 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 	head, err := repo.Head()
 	if err != nil {
 		return nil, r.errorf("clone %s: %w", url, err)
+	}
+	if err := writeWorktree(repo.Storer, head.Hash(), dir); err != nil {
+		return nil, r.errorf("clone %s (branch %s): %w", url, base, err)
 	}
 	r.repo, r.head = repo, head.Hash()
 	if path, ok := localPath(url); ok {
