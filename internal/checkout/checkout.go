@@ -142,71 +142,21 @@ func Read(ctx context.Context, fsys fs.FS, opts Options) (*Files, error) {
 	if r.total <= 0 {
 		r.total = TotalBound()
 	}
-	var links []string
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if err != nil {
-			// The root or a directory that cannot be listed, or an entry
-			// gone since: whatever it holds is not read, and says so.
-			r.problem(p, err)
-			if d != nil && d.IsDir() && p != "." {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if p != "." && skipDir(fsys, p) {
-				return fs.SkipDir
-			}
-			if hasControl(d.Name()) {
-				r.problem(p, ErrControlName)
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !isYAML(d.Name()) {
-			return nil
-		}
-		if hasControl(d.Name()) {
-			r.problem(p, ErrControlName)
-			return nil
-		}
-		switch t := d.Type(); {
-		case t.IsRegular():
-			if err := r.read(p, p); err != nil {
-				return err
-			}
-		case t&fs.ModeSymlink != 0:
-			// Resolved once the walk is done, so that a link to a file
-			// found directly adds a name to it instead of a second read.
-			links = append(links, p)
-		default:
-			r.problem(p, ErrNotRegular)
-		}
-		return nil
+		return r.visit(p, d, err)
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range links {
+	for _, l := range r.links {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		target, fi, err := resolve(fsys, l)
-		switch {
-		case err != nil:
-			r.problem(l, err)
-		case fi.IsDir():
-			// Links to directories are not followed: the walk would
-			// otherwise meet the same files twice, or loop.
-		case !fi.Mode().IsRegular():
-			r.problem(l, ErrNotRegular)
-		default:
-			if err := r.read(target, l); err != nil {
-				return nil, err
-			}
+		if err := r.follow(l); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(r.out.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
@@ -221,11 +171,73 @@ func Read(ctx context.Context, fsys fs.FS, opts Options) (*Files, error) {
 type reader struct {
 	fsys fs.FS
 	max  int64
+	// links are the symlinks the walk met, resolved once it is done, so
+	// that a link to a file found directly adds a name to it instead of
+	// a second read.
+	links []string
 	// total bounds the bytes of all files, and size counts them.
 	total, size int64
 	out         Files
 	byPath      map[string]int  // index in out.Files
 	failed      map[string]bool // paths already reported
+}
+
+// visit is the walk's step at p: a directory skipped or entered, a YAML
+// file read, a symlink kept for later, anything else a problem. The error
+// ends the walk.
+func (r *reader) visit(p string, d fs.DirEntry, err error) error {
+	if err != nil {
+		// The root or a directory that cannot be listed, or an entry
+		// gone since: whatever it holds is not read, and says so.
+		r.problem(p, err)
+		if d != nil && d.IsDir() && p != "." {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if d.IsDir() {
+		if p != "." && skipDir(r.fsys, p) {
+			return fs.SkipDir
+		}
+		if hasControl(d.Name()) {
+			r.problem(p, ErrControlName)
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if !isYAML(d.Name()) {
+		return nil
+	}
+	if hasControl(d.Name()) {
+		r.problem(p, ErrControlName)
+		return nil
+	}
+	switch t := d.Type(); {
+	case t.IsRegular():
+		return r.read(p, p)
+	case t&fs.ModeSymlink != 0:
+		r.links = append(r.links, p)
+	default:
+		r.problem(p, ErrNotRegular)
+	}
+	return nil
+}
+
+// follow reads the file symlink l leads to.
+func (r *reader) follow(l string) error {
+	target, fi, err := resolve(r.fsys, l)
+	switch {
+	case err != nil:
+		r.problem(l, err)
+	case fi.IsDir():
+		// Links to directories are not followed: the walk would
+		// otherwise meet the same files twice, or loop.
+	case !fi.Mode().IsRegular():
+		r.problem(l, ErrNotRegular)
+	default:
+		return r.read(target, l)
+	}
+	return nil
 }
 
 // read reads name, reached as via (name itself or a symlink to it), unless
