@@ -138,7 +138,7 @@ func TestJobSurvivesHostileInput(t *testing.T) {
 			"spec:\n  destination: {namespace: inference}\n  source: {path: charts/" + name + "}\n"
 	}
 	hostile["slow/kustomization.yaml"] = "resources: [cms.yaml]\n"
-	hostile["slow/cms.yaml"] = configMaps("slow", 4000, 0)
+	hostile["slow/cms.yaml"] = configMaps("slow", 12000, 0) // minutes to build, on any machine
 	used := 0
 	for _, b := range hostile {
 		used += len(b)
