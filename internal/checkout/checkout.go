@@ -12,7 +12,9 @@
 //     through one is read once, under the path it leads to; links to
 //     directories are not followed;
 //   - only regular files are read, checked again on the opened file, and
-//     none larger than MaxFileSize;
+//     none larger than MaxFileSize; all of them together no more than
+//     TotalBound, since a run parses and holds them;
+//   - a name with a control character is not read, and is a Problem;
 //   - anything that cannot be read is a Problem, never a reason to stop.
 //
 // It works on any fs.FS that can tell symlinks apart (fs.ReadLinkFS): a
@@ -26,8 +28,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -37,6 +41,30 @@ import (
 // MaxFileSize bounds every file read; manifests and policies are far
 // smaller, and a bound keeps a huge or endless file from exhausting memory.
 const MaxFileSize = 8 << 20
+
+// MaxTotalSize bounds the YAML files Read reads together when the process
+// has no memory limit (GOMEMLIMIT): see TotalBound.
+const MaxTotalSize = 64 << 20
+
+// parsedFactor is the memory YAML takes once parsed, against its size:
+// kyaml's nodes are about forty times the text (15.6 MB of small
+// ConfigMaps took 539 MiB of heap in discovery, 646 MB resident).
+const parsedFactor = 40
+
+// TotalBound is how much YAML a run may read of a repository, all files
+// together: a run parses what it reads, and holds much of it, so the
+// bound follows the memory the process may use. Under a memory limit
+// (GOMEMLIMIT, which the chart sets from the container's) it is that
+// limit over parsedFactor, and never below MaxFileSize: 8 MiB under the
+// chart's default 320 MiB. Without one it is MaxTotalSize. Kustomize's
+// builds and Helm's renders are held to it too.
+func TotalBound() int64 {
+	lim := debug.SetMemoryLimit(-1)
+	if lim <= 0 || lim == math.MaxInt64 {
+		return MaxTotalSize
+	}
+	return min(MaxTotalSize, max(lim/parsedFactor, MaxFileSize))
+}
 
 // maxLinks bounds the symlinks followed to resolve one path, as the
 // operating systems do (ELOOP).
@@ -48,8 +76,12 @@ var (
 	ErrOutsideRoot = errors.New("symlink leads outside the checkout")
 	// ErrNotRegular: a FIFO, device or socket, which is never read.
 	ErrNotRegular = errors.New("not a regular file")
-	// ErrTooLarge: a file larger than the size bound.
+	// ErrTooLarge: a file larger than the size bound, or a checkout
+	// whose files together pass theirs.
 	ErrTooLarge = errors.New("file too large")
+	// ErrControlName: a name with a control character, which would
+	// reach messages, pull requests and terminals: not read.
+	ErrControlName = errors.New("a control character in the name: not read")
 	// ErrSkipped: a path inside a directory the reader skips.
 	ErrSkipped = errors.New("inside a directory that is not read (a dot directory or a Helm chart's templates)")
 )
@@ -93,68 +125,38 @@ func (p Problem) asLocated() *located.Error { return &located.Error{File: p.Path
 type Options struct {
 	// MaxFileSize bounds each file; 0 means MaxFileSize.
 	MaxFileSize int64
+	// MaxTotalSize bounds all files together; 0 means TotalBound().
+	MaxTotalSize int64
 }
 
 // Read reads every YAML file of fsys once, by the rules of the package.
-// The error is only for a cancelled ctx: what cannot be read is a Problem.
+// What cannot be read is a Problem. The error is for a cancelled ctx, or
+// for YAML files that pass MaxTotalSize together (ErrTooLarge): reading
+// only part of a repository could leave out the policy that governs a
+// workload, so nothing is read.
 func Read(ctx context.Context, fsys fs.FS, opts Options) (*Files, error) {
-	r := &reader{fsys: fsys, max: opts.MaxFileSize, byPath: map[string]int{}, failed: map[string]bool{}}
+	r := &reader{fsys: fsys, max: opts.MaxFileSize, total: opts.MaxTotalSize, byPath: map[string]int{}, failed: map[string]bool{}}
 	if r.max <= 0 {
 		r.max = MaxFileSize
 	}
-	var links []string
+	if r.total <= 0 {
+		r.total = TotalBound()
+	}
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if err != nil {
-			// The root or a directory that cannot be listed, or an entry
-			// gone since: whatever it holds is not read, and says so.
-			r.problem(p, err)
-			if d != nil && d.IsDir() && p != "." {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if p != "." && skipDir(fsys, p) {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !isYAML(d.Name()) {
-			return nil
-		}
-		switch t := d.Type(); {
-		case t.IsRegular():
-			r.read(p, p)
-		case t&fs.ModeSymlink != 0:
-			// Resolved once the walk is done, so that a link to a file
-			// found directly adds a name to it instead of a second read.
-			links = append(links, p)
-		default:
-			r.problem(p, ErrNotRegular)
-		}
-		return nil
+		return r.visit(p, d, err)
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range links {
+	for _, l := range r.links {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		target, fi, err := resolve(fsys, l)
-		switch {
-		case err != nil:
-			r.problem(l, err)
-		case fi.IsDir():
-			// Links to directories are not followed: the walk would
-			// otherwise meet the same files twice, or loop.
-		case !fi.Mode().IsRegular():
-			r.problem(l, ErrNotRegular)
-		default:
-			r.read(target, l)
+		if err := r.follow(l); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(r.out.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
@@ -167,30 +169,99 @@ func Read(ctx context.Context, fsys fs.FS, opts Options) (*Files, error) {
 }
 
 type reader struct {
-	fsys   fs.FS
-	max    int64
-	out    Files
-	byPath map[string]int  // index in out.Files
-	failed map[string]bool // paths already reported
+	fsys fs.FS
+	max  int64
+	// links are the symlinks the walk met, resolved once it is done, so
+	// that a link to a file found directly adds a name to it instead of
+	// a second read.
+	links []string
+	// total bounds the bytes of all files, and size counts them.
+	total, size int64
+	out         Files
+	byPath      map[string]int  // index in out.Files
+	failed      map[string]bool // paths already reported
+}
+
+// visit is the walk's step at p: a directory skipped or entered, a YAML
+// file read, a symlink kept for later, anything else a problem. The error
+// ends the walk.
+func (r *reader) visit(p string, d fs.DirEntry, err error) error {
+	if err != nil {
+		// The root or a directory that cannot be listed, or an entry
+		// gone since: whatever it holds is not read, and says so.
+		r.problem(p, err)
+		if d != nil && d.IsDir() && p != "." {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if d.IsDir() {
+		if p != "." && skipDir(r.fsys, p) {
+			return fs.SkipDir
+		}
+		if hasControl(d.Name()) {
+			r.problem(p, ErrControlName)
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if !isYAML(d.Name()) {
+		return nil
+	}
+	if hasControl(d.Name()) {
+		r.problem(p, ErrControlName)
+		return nil
+	}
+	switch t := d.Type(); {
+	case t.IsRegular():
+		return r.read(p, p)
+	case t&fs.ModeSymlink != 0:
+		r.links = append(r.links, p)
+	default:
+		r.problem(p, ErrNotRegular)
+	}
+	return nil
+}
+
+// follow reads the file symlink l leads to.
+func (r *reader) follow(l string) error {
+	target, fi, err := resolve(r.fsys, l)
+	switch {
+	case err != nil:
+		r.problem(l, err)
+	case fi.IsDir():
+		// Links to directories are not followed: the walk would
+		// otherwise meet the same files twice, or loop.
+	case !fi.Mode().IsRegular():
+		r.problem(l, ErrNotRegular)
+	default:
+		return r.read(target, l)
+	}
+	return nil
 }
 
 // read reads name, reached as via (name itself or a symlink to it), unless
-// it was read or refused already.
-func (r *reader) read(name, via string) {
+// it was read or refused already. The error is for the files passing
+// their total bound with this one.
+func (r *reader) read(name, via string) error {
 	if i, ok := r.byPath[name]; ok {
 		if via != name {
 			r.out.Files[i].Links = append(r.out.Files[i].Links, via)
 		}
-		return
+		return nil
 	}
 	if r.failed[name] {
-		return
+		return nil
 	}
 	b, err := readFile(r.fsys, name, r.max)
 	if err != nil {
 		r.failed[name] = true
 		r.problem(name, err)
-		return
+		return nil
+	}
+	if r.size += int64(len(b)); r.size > r.total {
+		return &located.Error{File: name, Err: fmt.Errorf("%w: the checkout's YAML files pass %d MiB together here (a run parses and holds them: %s)",
+			ErrTooLarge, r.total>>20, totalHint(r.total))}
 	}
 	f := File{Path: name, Data: b}
 	if via != name {
@@ -198,6 +269,16 @@ func (r *reader) read(name, via string) {
 	}
 	r.byPath[name] = len(r.out.Files)
 	r.out.Files = append(r.out.Files, f)
+	return nil
+}
+
+// totalHint says how to raise a total bound: through the memory limit it
+// follows, when it does.
+func totalHint(total int64) string {
+	if total == TotalBound() && total < MaxTotalSize {
+		return "the bound is a fortieth of the memory limit, GOMEMLIMIT; raise the job's memory limit to raise it"
+	}
+	return "the bound keeps the run within memory"
 }
 
 func (r *reader) problem(p string, err error) {
@@ -252,6 +333,11 @@ func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 		return nil, tooLarge
 	}
 	return buf.Bytes(), nil
+}
+
+// hasControl reports whether a name holds a control character.
+func hasControl(name string) bool {
+	return strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // isYAML reports whether a file is read: *.yaml and *.yml in any case,

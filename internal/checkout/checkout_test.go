@@ -3,8 +3,10 @@ package checkout_test
 import (
 	"context"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -329,6 +331,87 @@ func TestReadSizeCap(t *testing.T) {
 	b, err := checkout.ReadFile(openDir(t, root), "small.yml")
 	require.NoError(t, err)
 	require.Equal(t, "a: 1\n", string(b))
+}
+
+// TestReadControlNames: a file or directory whose name holds a control
+// character is not read, and is a problem naming it; the rest is read.
+func TestReadControlNames(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"apps/chat.yaml":        "a: 1\n",
+		"apps/bad\x01name.yaml": "a: 2\n",
+		"apps/d\x02ir/x.yaml":   "a: 3\n",
+		"apps/del\x7f.yml":      "a: 4\n",
+	})
+	got, err := checkout.Read(context.Background(), openDir(t, root), checkout.Options{})
+	require.NoError(t, err)
+	files, problems := summary(got)
+	require.Equal(t, []string{"apps/chat.yaml"}, files)
+	require.Equal(t, []string{
+		"apps/bad\x01name.yaml: a control character in the name: not read",
+		"apps/d\x02ir: a control character in the name: not read",
+		"apps/del\x7f.yml: a control character in the name: not read",
+	}, problems)
+}
+
+// TestReadTotalCap: YAML files past their bound together are an error
+// that names the file where they passed it, and nothing is read: a
+// repository read in part could lose the policy that governs a workload.
+func TestReadTotalCap(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"a.yaml":   strings.Repeat("#", 40),
+		"b/c.yaml": strings.Repeat("#", 40),
+		"d.yml":    strings.Repeat("#", 40),
+		"e.txt":    strings.Repeat("#", 400), // not YAML: not counted
+	})
+	tests := []struct {
+		name, err string
+		total     int64
+		files     []string
+	}{
+		{name: "within", total: 120, files: []string{"a.yaml", "b/c.yaml", "d.yml"}},
+		{name: "past it", total: 100, err: "d.yml: file too large: the checkout's YAML files pass 0 MiB together here"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := checkout.Read(context.Background(), openDir(t, root), checkout.Options{MaxTotalSize: tt.total})
+			if tt.err != "" {
+				require.ErrorIs(t, err, checkout.ErrTooLarge)
+				require.ErrorContains(t, err, tt.err)
+				require.Nil(t, got)
+				return
+			}
+			require.NoError(t, err)
+			files, _ := summary(got)
+			require.Equal(t, tt.files, files)
+		})
+	}
+}
+
+// TestTotalBound: the bound on a checkout's YAML follows the memory
+// limit, a fortieth of it (kyaml's nodes take about forty times the
+// text), within MaxFileSize and MaxTotalSize.
+func TestTotalBound(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	tests := []struct {
+		name  string
+		limit int64
+		want  int64
+	}{
+		{"no limit", math.MaxInt64, checkout.MaxTotalSize},
+		{"the chart's default GOMEMLIMIT", 320 << 20, 8 << 20},
+		{"1.25 GiB", 1280 << 20, 32 << 20},
+		{"a small limit", 64 << 20, checkout.MaxFileSize},
+		{"a large limit", 64 << 30, checkout.MaxTotalSize},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			debug.SetMemoryLimit(tt.limit)
+			require.Equal(t, tt.want, checkout.TotalBound())
+		})
+	}
 }
 
 // TestReadUnreadable: a directory or file that cannot be read is a

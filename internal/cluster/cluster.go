@@ -12,6 +12,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/homedir"
+
+	"github.com/gpu-rightsizing/recommender/internal/localfile"
 )
 
 // Options say which cluster to reach.
@@ -48,6 +51,17 @@ func Config(o Options) (*rest.Config, error) {
 	// A $KUBECONFIG naming no file is told by the error below, not by
 	// a klog line on stderr.
 	rules.WarnIfAllMissing = false
+	// clientcmd reads a kubeconfig whole, whatever it is: each one it
+	// would read is first held to localfile's bounds (a regular file of
+	// at most MaxConfig), so /dev/zero or a FIFO never reaches it.
+	for _, path := range append([]string{rules.ExplicitPath}, rules.Precedence...) {
+		if path == "" {
+			continue
+		}
+		if _, err := localfile.Read(path, localfile.MaxConfig); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
 	cfg, err := cc.ClientConfig()
 	switch {

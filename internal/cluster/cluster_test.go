@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -123,6 +124,20 @@ func TestConfigErrors(t *testing.T) {
 	_, err = cluster.Config(cluster.Options{})
 	require.ErrorContains(t, err, "kubeconfig: ")
 	require.ErrorContains(t, err, broken)
+
+	// What clientcmd would read whole is held to localfile's bounds first.
+	huge := filepath.Join(t.TempDir(), "huge")
+	require.NoError(t, os.WriteFile(huge, bytes.Repeat([]byte("# padding\n"), 500<<10), 0o600))
+	for path, want := range map[string]string{
+		"/dev/zero": "kubeconfig: read /dev/zero: not a regular file",
+		huge:        "kubeconfig: read " + huge + ": too large: more than 4 MiB",
+	} {
+		_, err := cluster.Config(cluster.Options{Kubeconfig: path})
+		require.EqualError(t, err, want)
+		t.Setenv("KUBECONFIG", path)
+		_, err = cluster.Config(cluster.Options{})
+		require.EqualError(t, err, want)
+	}
 }
 
 // TestConnect: each way of finding the kubeconfig reaches a real API

@@ -402,6 +402,22 @@ func TestChartRBAC(t *testing.T) {
 			want:  liveGrants(withEvents(" scheduling.run.ai queues get", " scheduling.run.ai queues list")...),
 			token: true,
 		},
+		{
+			// Patch only where the config's live namespaces are; the
+			// other namespaces of rbac.namespaces stay read-only.
+			name: "live mode in some of the namespaces", set: "charts/recommender/ci/live-values.yaml",
+			overrides: map[string]any{"rbac": map[string]any{"create": true, "kaiQueues": true, "namespaces": []any{"batch", "inference", "staging"}},
+				"config": liveConfig(t, "inference")},
+			want: withEvents(" scheduling.run.ai queues get", " scheduling.run.ai queues list", "batch apps deployments get", "batch apps deployments list",
+				"inference apps deployments get", "inference apps deployments list", "inference apps deployments patch",
+				"inference apps statefulsets get", "inference apps statefulsets list", "inference apps statefulsets patch",
+				"inference argoproj.io rollouts get", "inference argoproj.io rollouts list", "inference argoproj.io rollouts patch",
+				"inference leaderworkerset.x-k8s.io leaderworkersets get", "inference leaderworkerset.x-k8s.io leaderworkersets list", "inference leaderworkerset.x-k8s.io leaderworkersets patch",
+				"inference serving.kserve.io inferenceservices get", "inference serving.kserve.io inferenceservices list", "inference serving.kserve.io inferenceservices patch",
+				"inference nvidia.com dynamographdeployments get", "inference nvidia.com dynamographdeployments list", "inference nvidia.com dynamographdeployments patch",
+				"staging apps deployments get", "staging apps deployments list"),
+			token: true,
+		},
 		{name: "no Event", set: minimalSet, overrides: map[string]any{"events": map[string]any{"enabled": false}},
 			want: []string{" scheduling.run.ai queues get", " scheduling.run.ai queues list"}, token: true},
 		{name: "no RBAC", set: minimalSet, overrides: map[string]any{"rbac": map[string]any{"create": false}}, want: nil, token: false},
@@ -424,6 +440,34 @@ func TestChartRBAC(t *testing.T) {
 				"a token only where the job has permissions to use it for")
 		})
 	}
+}
+
+// liveConfig is the live option set's config with live mode in ns.
+func liveConfig(t *testing.T, ns ...string) map[string]any {
+	t.Helper()
+	config := readValues(t, "charts/recommender/ci/live-values.yaml")["config"].(map[string]any)
+	live := maps.Clone(config["live"].(map[string]any))
+	var list []any
+	for _, n := range ns {
+		list = append(list, n)
+	}
+	live["namespaces"] = list
+	config = maps.Clone(config)
+	config["live"] = live
+	return config
+}
+
+// TestChartLiveNamespacesReadable: live mode in a namespace the job may
+// not read is refused before anything renders, naming it.
+func TestChartLiveNamespacesReadable(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	vals := readValues(t, "charts/recommender/ci/live-values.yaml")
+	vals["config"] = liveConfig(t, "inference", "batch")
+	top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	require.NoError(t, err)
+	_, err = engine.Render(ch, top)
+	require.ErrorContains(t, err, "config.live.namespaces names batch, which rbac.namespaces does not")
 }
 
 // TestChartSchemaRejects: values.schema.json refuses a value of the wrong

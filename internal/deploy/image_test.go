@@ -96,7 +96,7 @@ func TestDockerfile(t *testing.T) {
 	ins := readDockerfile(t)
 	stages := map[string]bool{}
 	var last string // the final stage's base image
-	var built, copied, entry, user string
+	var built, copied, entry, user, goImage string
 	var goBuild instruction
 	for _, in := range ins {
 		f := strings.Fields(in.Args)
@@ -107,6 +107,10 @@ func TestDockerfile(t *testing.T) {
 				last = f[i-1]
 			} else {
 				last = f[len(f)-1]
+			}
+			require.Regexp(t, `@sha256:[0-9a-f]{64}$`, last, "Dockerfile:%d: the base image is pinned by digest", in.Line)
+			if strings.HasPrefix(last, "golang:") {
+				goImage = last
 			}
 		case "COPY":
 			if from, ok := strings.CutPrefix(f[0], "--from="); ok {
@@ -136,7 +140,14 @@ func TestDockerfile(t *testing.T) {
 	}
 	require.Equal(t, built, copied, "the final stage copies the binary the build stage builds")
 	require.True(t, strings.HasPrefix(last, "gcr.io/distroless/static"), "the final stage is distroless static, not %s", last)
-	require.True(t, strings.HasSuffix(last, ":nonroot"), last)
+	require.True(t, strings.HasSuffix(strings.Split(last, "@")[0], ":nonroot"), last)
+	// The Go of the build stage is the one go.mod names, at least: the
+	// official image builds with its own (GOTOOLCHAIN=local).
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	want := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	require.NotNil(t, want)
+	require.True(t, strings.HasPrefix(goImage, "golang:"+string(want[1])+"."), "the build stage's Go, %s, is go.mod's go %s", goImage, want[1])
 	require.Equal(t, "65532:65532", user, "the chart's runAsUser")
 	require.Contains(t, goBuild.Args, "CGO_ENABLED=0")
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 
 // Webhook posts a run's summary to a chat's incoming webhook. Its URL is
 // a secret (whoever holds it may post to the channel): it never appears
-// in an error.
+// in an error, nor in what the chat answered, and goes nowhere a redirect
+// points.
 type Webhook struct {
 	URL    string
 	Client *http.Client
@@ -55,10 +57,14 @@ func (w Webhook) Send(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
-	client := w.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if w.Client != nil {
+		c := *w.Client
+		client = &c
 	}
+	// A redirect is an answer, not followed: following it would send the
+	// message elsewhere, and the secret URL with it as Referer.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	attempts, wait := w.Attempts, w.Backoff
 	if attempts <= 0 {
 		attempts = 3
@@ -106,8 +112,33 @@ func (w Webhook) post(ctx context.Context, client *http.Client, body []byte) (re
 	if resp.StatusCode/100 == 2 {
 		return false, nil
 	}
-	err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(printable(string(answer))))
+	err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(printable(redact(string(answer), w.URL))))
 	return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500, err
+}
+
+// redact takes out of an answer what could be the URL's secret: the URL,
+// its path and query, escaped or not, and each part of them long enough
+// to be a token (Slack's is the path's last part).
+func redact(answer, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[an answer, left out]"
+	}
+	secrets := []string{raw, u.Path, u.EscapedPath(), u.RawQuery}
+	for _, part := range strings.FieldsFunc(u.Path+"/"+u.RawQuery, func(r rune) bool { return strings.ContainsRune("/?&=", r) }) {
+		if len(part) >= 6 {
+			secrets = append(secrets, part, url.PathEscape(part), url.QueryEscape(part))
+		}
+	}
+	// Longest first, so that a part of a secret already taken out does
+	// not leave the rest.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range secrets {
+		if len(s) > 1 {
+			answer = strings.ReplaceAll(answer, s, "[redacted]")
+		}
+	}
+	return answer
 }
 
 // printable keeps an answer's printable ASCII, for a log line.

@@ -84,4 +84,29 @@ func TestWebhookSend(t *testing.T) {
 		require.ErrorContains(t, err, "(after 2 attempt(s))")
 		require.NotContains(t, err.Error(), "secret-part")
 	})
+	t.Run("a redirect is not followed", func(t *testing.T) {
+		// Following it sent the message to the other server, with the
+		// secret URL as the Referer.
+		other := &chat{}
+		elsewhere := httptest.NewServer(other)
+		defer elsewhere.Close()
+		srv := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/collect", http.StatusTemporaryRedirect))
+		defer srv.Close()
+		err := notify.Webhook{URL: srv.URL + "/services/T000/B000/secret-part", Client: srv.Client(), Backoff: time.Millisecond}.Send(t.Context(), notify.NewMessage(s))
+		require.ErrorContains(t, err, "webhook: 307 Temporary Redirect")
+		require.NotContains(t, err.Error(), "secret-part")
+		require.Empty(t, other.bodies, "nothing reached where the redirect pointed")
+	})
+	t.Run("an answer that echoes the URL is not logged as is", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "no_service: "+r.URL.String()+" "+r.URL.EscapedPath()+" token=S3cretTok3n")
+		}))
+		defer srv.Close()
+		err := notify.Webhook{URL: srv.URL + "/services/T000/B000/secret-part?token=S3cretTok3n", Client: srv.Client()}.Send(t.Context(), notify.NewMessage(s))
+		require.ErrorContains(t, err, "webhook: 404 Not Found: no_service: [redacted]")
+		for _, secret := range []string{"secret-part", "S3cretTok3n", "/services/T000"} {
+			require.NotContains(t, err.Error(), secret)
+		}
+	})
 }

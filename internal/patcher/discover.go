@@ -45,7 +45,13 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	streams := make([]*splice.Stream, len(files.Files))
 	if err := workload.EachFile(ctx, len(files.Files), func(i int) {
 		f := files.Files[i]
-		out[i].Workloads, out[i].Unsupported, out[i].Problems, streams[i] = discoverFile(f.Path, f.Data)
+		var s *splice.Stream
+		out[i].Workloads, out[i].Unsupported, out[i].Problems, s = discoverFile(f.Path, f.Data)
+		// Only a file with workloads keeps its parse: the nodes take about
+		// forty times the text, and the rest would be held until the end.
+		if len(out[i].Workloads) > 0 {
+			streams[i] = s
+		}
 	}); err != nil {
 		return nil, err
 	}

@@ -7,13 +7,12 @@
 package runmetrics
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
+	"github.com/gpu-rightsizing/recommender/internal/localfile"
 	"github.com/gpu-rightsizing/recommender/internal/summary"
 )
 
@@ -158,19 +158,18 @@ func WriteTextfile(path string, s summary.Summary, end time.Time) error {
 const maxTextfile = 1 << 20
 
 // readLastSuccess reads the last success time from an earlier textfile;
-// zero when there is none.
+// zero when there is none. The file is opened without blocking and must
+// be a regular file: a FIFO at the path would hang the run's end.
 func readLastSuccess(path string) (time.Time, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := localfile.Read(path, maxTextfile)
+	if errors.Is(err, fs.ErrNotExist) {
 		return time.Time{}, nil
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read metrics textfile: %w", err)
+		return time.Time{}, fmt.Errorf("metrics textfile: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(&limitedReader{f, maxTextfile})
-	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), LastSuccess+" ")
+	for line := range strings.Lines(string(b)) {
+		v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), LastSuccess+" ")
 		if !ok {
 			continue
 		}
@@ -180,27 +179,5 @@ func readLastSuccess(path string) (time.Time, error) {
 		}
 		return time.UnixMilli(int64(sec * 1000)).UTC(), nil
 	}
-	if err := sc.Err(); err != nil {
-		return time.Time{}, fmt.Errorf("read metrics textfile %s: %w", path, err)
-	}
 	return time.Time{}, nil
-}
-
-// limitedReader is io.LimitReader that fails instead of stopping short,
-// so that a huge file is an error rather than a silent truncation.
-type limitedReader struct {
-	f interface{ Read([]byte) (int, error) }
-	n int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, errors.New("larger than 1 MiB")
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.f.Read(p)
-	l.n -= int64(n)
-	return n, err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,6 +81,22 @@ func TestWriteTextfile(t *testing.T) {
 		got, _ := os.ReadFile(p)
 		require.Equal(t, runmetrics.LastSuccess+" yesterday\n", string(got), "nothing written")
 	})
+}
+
+// TestWriteTextfileFIFO: a FIFO at the textfile's path is refused at once
+// by a failed run, which reads the file it replaces: opening it waited
+// for a writer for ever, and the run never ended.
+func TestWriteTextfileFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo.prom")
+	require.NoError(t, syscall.Mkfifo(p, 0o600))
+	done := make(chan error, 1)
+	go func() { done <- runmetrics.WriteTextfile(p, aSummary(summary.Failed), end) }()
+	select {
+	case err := <-done:
+		require.EqualError(t, err, "metrics textfile: read "+p+": not a regular file")
+	case <-time.After(10 * time.Second):
+		t.Fatal("writing the textfile hangs on a FIFO")
+	}
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -12,6 +12,7 @@
 package scm
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -44,6 +45,8 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/gpu-rightsizing/recommender/internal/localfile"
 )
 
 // Auth says how to reach a remote. At most one of Token and SSHKeyFile is
@@ -96,13 +99,17 @@ func (a Auth) sshMethod(url string) (transport.AuthMethod, error) {
 	if err != nil || ep.Protocol != "ssh" {
 		return nil, fmt.Errorf("an SSH key needs an SSH URL (ssh://user@host/path or user@host:path), got %q", url)
 	}
-	keys, err := gitssh.NewPublicKeysFromFile(cmp.Or(ep.User, "git"), a.SSHKeyFile, "")
+	pem, err := localfile.Read(a.SSHKeyFile, localfile.MaxKey)
+	if err != nil {
+		return nil, fmt.Errorf("SSH key: %w", err)
+	}
+	keys, err := gitssh.NewPublicKeys(cmp.Or(ep.User, "git"), pem, "")
 	if err != nil {
 		return nil, fmt.Errorf("read SSH key %s: %w", a.SSHKeyFile, err)
 	}
 	// go-git skips a missing known_hosts file; one that was named must be
-	// there.
-	if _, err := os.Stat(a.KnownHostsFile); err != nil {
+	// there, and be a file of a sane size, which go-git then reads again.
+	if _, err := localfile.Read(a.KnownHostsFile, localfile.MaxKey); err != nil {
 		return nil, fmt.Errorf("known_hosts: %w", err)
 	}
 	db, err := gitssh.NewKnownHostsDb(a.KnownHostsFile)
@@ -136,12 +143,12 @@ type Signature struct {
 // ReadSigningKey reads an armored OpenPGP private key, unencrypted (a key
 // mounted from a secret: a passphrase would need a secret of its own).
 func ReadSigningKey(path string) (*openpgp.Entity, error) {
-	f, err := os.Open(path)
+	// Read whole first: the armor reader given a device spins for ever.
+	b, err := localfile.Read(path, localfile.MaxKey)
 	if err != nil {
 		return nil, fmt.Errorf("signing key: %w", err)
 	}
-	defer f.Close()
-	keys, err := openpgp.ReadArmoredKeyRing(f)
+	keys, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("signing key %s: %w", path, err)
 	}
@@ -193,6 +200,7 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 		SingleBranch:  true,
 		Depth:         1,
 		Tags:          git.NoTags,
+		NoCheckout:    true, // writeWorktree writes it
 	})
 	if err != nil {
 		return nil, r.errorf("clone %s (branch %s): %w", url, base, err)
@@ -200,6 +208,9 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 	head, err := repo.Head()
 	if err != nil {
 		return nil, r.errorf("clone %s: %w", url, err)
+	}
+	if err := writeWorktree(repo.Storer, head.Hash(), dir); err != nil {
+		return nil, r.errorf("clone %s (branch %s): %w", url, base, err)
 	}
 	r.repo, r.head = repo, head.Hash()
 	if path, ok := localPath(url); ok {

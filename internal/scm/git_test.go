@@ -289,7 +289,17 @@ func TestSSHRefuses(t *testing.T) {
 		{
 			name: "a known_hosts file that is not there",
 			auth: scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: filepath.Join(dir, "absent")},
-			err:  "known_hosts: stat " + filepath.Join(dir, "absent") + ": no such file or directory",
+			err:  "known_hosts: read " + filepath.Join(dir, "absent") + ": no such file or directory",
+		},
+		{
+			name: "a known_hosts that is a device",
+			auth: scm.Auth{SSHKeyFile: sshd.KeyFile, KnownHostsFile: "/dev/zero"},
+			err:  "known_hosts: read /dev/zero: not a regular file",
+		},
+		{
+			name: "a key file that is a device",
+			auth: scm.Auth{SSHKeyFile: "/dev/zero", KnownHostsFile: sshd.KnownHostsFile},
+			err:  "SSH key: read /dev/zero: not a regular file",
 		},
 		{
 			name: "a key file that is not a key",

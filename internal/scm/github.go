@@ -14,6 +14,8 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
+
+	"github.com/gpu-rightsizing/recommender/internal/localfile"
 )
 
 // GitHubConfig says which repository to publish to and how to
@@ -106,7 +108,11 @@ func NewGitHub(ctx context.Context, cfg GitHubConfig) (*GitHub, error) {
 	var itr *ghinstallation.Transport
 	if cfg.AppID != 0 {
 		var err error
-		itr, err = ghinstallation.NewKeyFromFile(bounded, cfg.AppID, cfg.InstallationID, cfg.PrivateKeyFile)
+		key, err := localfile.Read(cfg.PrivateKeyFile, localfile.MaxKey)
+		if err != nil {
+			return nil, fmt.Errorf("github: GitHub App %d: private key: %w", cfg.AppID, err)
+		}
+		itr, err = ghinstallation.New(bounded, cfg.AppID, cfg.InstallationID, key)
 		if err != nil {
 			return nil, fmt.Errorf("github: GitHub App %d: %w", cfg.AppID, err)
 		}

@@ -64,3 +64,29 @@ prometheusToken: {volume: prometheus-token, dir: /var/run/secrets/recommender/pr
 prometheusPassword: {volume: prometheus-password, dir: /var/run/secrets/recommender/prometheus-password, env: RECOMMENDER_PROMETHEUS_PASSWORD_FILE}
 signingKey: {volume: signing-key, dir: /var/run/secrets/recommender/signing-key, env: RECOMMENDER_SIGNING_KEY_FILE}
 {{- end -}}
+
+{{/*
+GOMEMLIMIT, Go's soft memory limit, from the container's memory limit:
+what is left beside the Helm render child (its 128 MiB, which the kernel
+holds it to) and 64 MiB for what Go does not count (the program's code,
+the page cache). A run's bounds on what it reads follow it
+(docs/security.md). Empty without a memory limit. internal/deploy checks
+the sum against the tool's own constants.
+*/}}
+{{- define "recommender.gomemlimit" -}}
+{{- $mem := toString (dig "limits" "memory" "" (.Values.resources | default dict)) -}}
+{{- if $mem -}}
+{{- $num := regexFind "^[0-9]+([.][0-9]+)?" $mem -}}
+{{- $unit := trimPrefix $num $mem -}}
+{{- $units := dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "k" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0 -}}
+{{- if or (not $num) (not (hasKey $units $unit)) -}}
+{{- fail (printf "resources.limits.memory %q: write it as bytes, or with Ki, Mi, Gi, Ti, k, M, G or T, so that the chart can set GOMEMLIMIT from it" $mem) -}}
+{{- end -}}
+{{- $mib := floor (divf (mulf (float64 $num) (get $units $unit)) 1048576.0) | int64 -}}
+{{- $left := sub $mib 192 -}}
+{{- if lt $left 128 -}}
+{{- fail (printf "resources.limits.memory %s is too small: a run needs 320Mi at least (the Helm renderer's 128 MiB, 64 MiB of headroom, 128 MiB for the run)" $mem) -}}
+{{- end -}}
+{{- printf "%dMiB" $left -}}
+{{- end -}}
+{{- end -}}

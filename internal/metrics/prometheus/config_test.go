@@ -338,6 +338,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 func TestNewPrometheusRefuses(t *testing.T) {
 	token := writeFile(t, "token", "s3cret-token")
 	empty := writeFile(t, "empty", "\n")
+	huge := writeFile(t, "huge", strings.Repeat("-----BEGIN CERTIFICATE-----\n", 40000))
 	t.Setenv("TEST_PROM_EMPTY", "")
 	tests := []struct {
 		name    string
@@ -368,6 +369,16 @@ func TestNewPrometheusRefuses(t *testing.T) {
 			wantErr: "prometheus client certificate " + token + " and key " + token + ": cannot be loaded as a pair"},
 		{name: "a CA file without certificates", cfg: prometheus.Config{URL: "http://p", CAFile: token},
 			wantErr: "prometheus CA file " + token + ": no PEM certificate in it"},
+		// Certificates and keys are read whole: a device, a FIFO or a huge
+		// file is refused at once, not read until memory runs out.
+		{name: "a CA file that is a device", cfg: prometheus.Config{URL: "http://p", CAFile: "/dev/zero"},
+			wantErr: "prometheus CA file: read /dev/zero: not a regular file"},
+		{name: "a certificate file that is a device", cfg: prometheus.Config{URL: "http://p", CertFile: "/dev/zero", KeyFile: token},
+			wantErr: "prometheus client certificate: read /dev/zero: not a regular file"},
+		{name: "a key file that is a device", cfg: prometheus.Config{URL: "http://p", CertFile: token, KeyFile: "/dev/zero"},
+			wantErr: "prometheus client key: read /dev/zero: not a regular file"},
+		{name: "a huge CA file", cfg: prometheus.Config{URL: "http://p", CAFile: huge},
+			wantErr: "prometheus CA file: read " + huge + ": too large: more than 1 MiB"},
 		{name: "a matcher that is no label", cfg: prometheus.Config{URL: "http://p", Matcher: &prometheus.LabelMatcher{Name: "0x", Value: "v"}},
 			wantErr: `label matcher: "0x" is not a label name`},
 	}

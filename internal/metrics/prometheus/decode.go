@@ -68,8 +68,19 @@ type decoder struct {
 	tbl *seriesTable
 }
 
-// decodeBufferSize is the decoder's read buffer; a longer token grows it.
+// decodeBufferSize is the decoder's read buffer; a longer token grows it,
+// up to maxTokenBytes.
 const decodeBufferSize = 64 << 10
+
+// maxTokenBytes bounds one string or number of an answer, and so the
+// decoder's buffer: whatever an answer holds, decoding it takes its
+// samples and this. Prometheus writes no token near it; a gzip bomb of
+// one label value would otherwise grow the buffer to the answer's bound,
+// four answers at a time.
+const maxTokenBytes = 4 << 20
+
+// errTokenTooLong is a string or number longer than maxTokenBytes.
+var errTokenTooLong = fmt.Errorf("%w: a string or number longer than %d MiB", errSyntax, maxTokenBytes>>20)
 
 // maxDepth bounds the nesting of a value skipped, as encoding/json's.
 const maxDepth = 10000
@@ -144,6 +155,10 @@ func (d *decoder) more() bool {
 		d.pos = 0
 	}
 	if d.end == len(d.buf) {
+		if len(d.buf) >= maxTokenBytes {
+			d.err = errTokenTooLong
+			return false
+		}
 		d.buf = append(d.buf, make([]byte, len(d.buf))...)
 	}
 	for {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,40 @@ func oracleMatrix(raw json.RawMessage) ([]metrics.Series, bool) {
 		out = append(out, s)
 	}
 	return out, true
+}
+
+// TestDecodeAnswerTokenBound: an answer whose one label value is as long
+// as an answer may be (a gzip bomb expands to it in a moment) fails as
+// bad JSON once the value passes 4 MiB, and decoding it allocates about
+// that much: the decoder's buffer grew to the answer's bound before, four
+// answers at a time.
+func TestDecodeAnswerTokenBound(t *testing.T) {
+	tests := []struct{ name, head, tail string }{
+		{"a label value", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"`, `"},"values":[]}]}}`},
+		{"a number", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1`, `,"1"]]}]}}`},
+		{"an error message", `{"status":"error","errorType":"bad_data","error":"`, `"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := io.MultiReader(strings.NewReader(tt.head), io.LimitReader(zeros{'1'}, 128<<20), strings.NewReader(tt.tail))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := prometheus.DecodeAnswer(body, until)
+			runtime.ReadMemStats(&after)
+			require.ErrorContains(t, err, "invalid JSON: a string or number longer than 4 MiB")
+			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "bytes allocated decoding it")
+		})
+	}
+}
+
+// zeros reads its byte for ever.
+type zeros struct{ b byte }
+
+func (z zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = z.b
+	}
+	return len(p), nil
 }
 
 // FuzzDecodeAnswer holds the streaming decoder to encoding/json's decoding

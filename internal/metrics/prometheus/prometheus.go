@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/localfile"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -275,45 +276,17 @@ func parseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// maxSecretBytes bounds a token or password file: far more than any
-// token, and a device (/dev/zero) or a huge file never fills memory.
-const maxSecretBytes = 64 << 10
-
 // ReadSecret reads a token or password file, trimmed: a regular file (a
-// Kubernetes secret's mounted link leads to one) of at most 64 KiB. The
-// error names the file, never its content. Every secret the tool reads
-// from a file goes through it.
-func ReadSecret(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("read %s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
-	}
-	if len(b) > maxSecretBytes {
-		return "", fmt.Errorf("read %s: more than %d KiB, not a token or password", path, maxSecretBytes>>10)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return s, nil
-}
+// Kubernetes secret's mounted link leads to one) of at most 64 KiB,
+// opened without blocking. The error names the file, never its content.
+// Every secret the tool reads from a file goes through it
+// (localfile.ReadSecret).
+func ReadSecret(path string) (string, error) { return localfile.ReadSecret(path) }
 
 func tlsConfig(cfg Config) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in, and logged
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+		pem, err := localfile.Read(cfg.CAFile, localfile.MaxKey)
 		if err != nil {
 			return nil, fmt.Errorf("prometheus CA file: %w", err)
 		}
@@ -325,7 +298,15 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 	}
 	switch {
 	case cfg.CertFile != "" && cfg.KeyFile != "":
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		certPEM, err := localfile.Read(cfg.CertFile, localfile.MaxKey)
+		if err != nil {
+			return nil, fmt.Errorf("prometheus client certificate: %w", err)
+		}
+		keyPEM, err := localfile.Read(cfg.KeyFile, localfile.MaxKey)
+		if err != nil {
+			return nil, fmt.Errorf("prometheus client key: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			// The error of a bad key could quote it: name the files only.
 			return nil, fmt.Errorf("prometheus client certificate %s and key %s: cannot be loaded as a pair", cfg.CertFile, cfg.KeyFile)

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,13 +24,16 @@ import (
 // run for as long and take as much memory as they like, and Go can stop
 // neither a goroutine nor its allocations. So releases are rendered in a
 // child process — this same executable, started with renderChildEnv —
-// with a time limit and a memory bound that hold while it renders: the
-// child watches its own heap and exits past the bound, and the parent
-// kills it past the time limit (and, on Linux, past a resident-size
-// backstop). A release that hits a bound is a problem of its own; the run
-// goes on, with a new child. One child serves a run's renders one after
-// another (a trace renders a release once per candidate value), and exits
-// once idle.
+// with a time limit and a memory bound that hold while it renders: on
+// Linux the kernel refuses the child memory past RenderMemory
+// (RLIMIT_DATA, which counts every private writable mapping, so Go's
+// heap), the child watches its own heap below that, and the parent
+// kills it past the time limit (and past a resident-size backstop). A
+// release that hits a bound is a problem of its own; the run goes on,
+// with a new child. One child serves a run's renders one after another
+// (a trace renders a release once per candidate value), and exits once
+// idle. All renders of a run share a time budget too, so that many slow
+// charts cannot outlast the job.
 
 // renderChildEnv, set to "1", makes an executable that links this package
 // a render child: it serves requests on stdin and stdout, then exits,
@@ -39,14 +43,25 @@ const renderChildEnv = "GPU_RIGHTSIZING_RECOMMENDER_RENDER_CHILD"
 // renderIdle is how long a child waits for its next request.
 const renderIdle = 2 * time.Second
 
-// renderLimits bound one render.
+// RenderMemory is the memory a render child may take beyond what it has
+// when it starts, a few megabytes: the chart's memory limit keeps room for
+// it beside the tool's own (GOMEMLIMIT), and internal/deploy checks that
+// the two add up within the container's limit.
+const RenderMemory = 128 << 20
+
+// renderLimits bound renders.
 type renderLimits struct {
-	// Time is the wall time a render may take.
-	Time time.Duration
-	// Heap bounds the child's Go heap.
+	// Time is the wall time one render may take, and Total what all the
+	// renders of a renderer (a run's) may take together.
+	Time, Total time.Duration
+	// Heap bounds the child's Go heap, which the child watches.
 	Heap int64
+	// Data bounds the child's private writable memory beyond what it has
+	// at its start, which the kernel enforces (Linux): the heap cannot
+	// outgrow it between two looks of the watcher.
+	Data int64
 	// RSS bounds the child's resident size where the parent can read it
-	// (Linux): a backstop for memory the heap does not count.
+	// (Linux): a backstop, as it counts the program's shared text too.
 	RSS int64
 }
 
@@ -54,7 +69,12 @@ type renderLimits struct {
 // the parent beside the child; a chart that renders legitimately takes a
 // few megabytes and well under a second.
 func defaultRenderLimits() renderLimits {
-	return renderLimits{Time: 20 * time.Second, Heap: 192 << 20, RSS: 1 << 30}
+	return renderLimits{Time: 20 * time.Second, Total: 2 * time.Minute, Heap: RenderMemory * 3 / 4, Data: RenderMemory, RSS: RenderMemory + 128<<20}
+}
+
+// childLimits is the first thing the parent sends a child.
+type childLimits struct {
+	Heap, Data int64
 }
 
 // renderRequest is what the parent sends the child.
@@ -81,22 +101,28 @@ func init() {
 
 // Exit statuses of a child.
 const (
-	exitIdle = 0 // no request for renderIdle, or stdin closed
-	exitHeap = 3 // past the heap bound
+	exitIdle  = 0 // no request for renderIdle, or stdin closed
+	exitFatal = 2 // the Go runtime's, for a fatal error: out of memory past Data
+	exitHeap  = 3 // past the heap bound
+	exitLimit = 4 // the memory bound could not be set
 )
 
 // serveRenders is the child: requests until stdin closes or none comes
-// for renderIdle. The heap bound is its first line.
+// for renderIdle. The bounds are its first message, and are set before
+// any template runs.
 func serveRenders(in io.Reader, out io.Writer) int {
-	var heap int64
+	var lim childLimits
 	dec, enc := gob.NewDecoder(bufio.NewReader(in)), gob.NewEncoder(out)
-	if err := dec.Decode(&heap); err != nil {
+	if err := dec.Decode(&lim); err != nil {
 		return exitIdle
+	}
+	if err := limitData(lim.Data); err != nil {
+		return exitLimit
 	}
 	// The collector works harder below the bound, so that garbage does
 	// not reach it; live data past it ends the child.
-	debug.SetMemoryLimit(heap * 3 / 4)
-	go watchHeap(heap)
+	debug.SetMemoryLimit(lim.Heap * 3 / 4)
+	go watchHeap(lim.Heap)
 	idle := time.AfterFunc(renderIdle, func() { os.Exit(exitIdle) })
 	for {
 		var req renderRequest
@@ -143,6 +169,11 @@ type renderer struct {
 	lim   renderLimits
 	mu    sync.Mutex
 	child *renderChild
+	// spent is the wall time the renders took, against lim.Total.
+	spent time.Duration
+	// peak is the largest resident size a child that ended reached, as
+	// the kernel counted it (Linux), for tests.
+	peak int64
 }
 
 func newRenderer(lim renderLimits) *renderer { return &renderer{lim: lim} }
@@ -157,6 +188,9 @@ type renderChild struct {
 	exited chan struct{}
 	// over carries the resident size that made the parent kill it.
 	over chan int64
+	// stderr is the start of what it wrote there: the Go runtime's
+	// message when the kernel refused it memory.
+	stderr *headWriter
 }
 
 // render renders the chart of files as release r with user values vals,
@@ -167,6 +201,16 @@ func (rd *renderer) render(ctx context.Context, files map[string][]byte, r *helm
 	}
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
+	left := rd.lim.Total - rd.spent
+	if left <= 0 {
+		return nil, fmt.Errorf("chart %s: %w: the run's %v of rendering is spent", r.chart, errRenderBound, rd.lim.Total)
+	}
+	limit, why := rd.lim.Time, fmt.Sprintf("not done within %v", rd.lim.Time)
+	if left < limit {
+		limit, why = left, fmt.Sprintf("the run's %v of rendering was spent", rd.lim.Total)
+	}
+	start := time.Now()
+	defer func() { rd.spent += time.Since(start) }()
 	req := renderRequest{Files: files, Name: r.name, Namespace: r.namespace, Chart: r.chart, Vals: vals}
 	// A child that went idle just as the request was sent is replaced
 	// once.
@@ -175,7 +219,7 @@ func (rd *renderer) render(ctx context.Context, files map[string][]byte, r *helm
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: starting the renderer: %w", r.chart, err)
 		}
-		out, idle, err := rd.ask(ctx, c, req)
+		out, idle, err := rd.ask(ctx, c, req, start.Add(limit), why)
 		if idle && try == 0 {
 			continue
 		}
@@ -200,7 +244,11 @@ func (rd *renderer) running() (*renderChild, error) {
 	// -test.run=^$ makes a test binary that somehow lacks the hook run no
 	// test rather than every test; the tool's own binary never sees it.
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = []string{renderChildEnv + "=1"}
+	// Nothing of the tool's environment: no secret reaches a template.
+	// Without tracebacks, a fatal error is one line.
+	cmd.Env = []string{renderChildEnv + "=1", "GOTRACEBACK=none"}
+	stderr := &headWriter{max: 4096}
+	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -213,14 +261,14 @@ func (rd *renderer) running() (*renderChild, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &renderChild{cmd: cmd, stdin: stdin, exited: make(chan struct{}), over: make(chan int64, 1),
+	c := &renderChild{cmd: cmd, stdin: stdin, exited: make(chan struct{}), over: make(chan int64, 1), stderr: stderr,
 		enc: gob.NewEncoder(stdin), dec: gob.NewDecoder(bufio.NewReader(stdout))}
 	go func() {
 		cmd.Wait() //nolint:errcheck // the exit status is read from ProcessState
 		close(c.exited)
 	}()
 	go watchRSS(cmd.Process.Pid, rd.lim.RSS, c.exited, c.over, func() { cmd.Process.Kill() }) //nolint:errcheck // it may have exited
-	if err := c.enc.Encode(rd.lim.Heap); err != nil {
+	if err := c.enc.Encode(childLimits{Heap: rd.lim.Heap, Data: rd.lim.Data}); err != nil {
 		rd.kill(c)
 		return nil, err
 	}
@@ -228,9 +276,10 @@ func (rd *renderer) running() (*renderChild, error) {
 	return c, nil
 }
 
-// ask sends one request and waits for its reply within the limits. idle
-// says the child was ending for want of requests when it was sent.
-func (rd *renderer) ask(ctx context.Context, c *renderChild, req renderRequest) (out []byte, idle bool, err error) {
+// ask sends one request and waits for its reply until deadline, past
+// which the error says why. idle says the child was ending for want of
+// requests when it was sent.
+func (rd *renderer) ask(ctx context.Context, c *renderChild, req renderRequest, deadline time.Time, why string) (out []byte, idle bool, err error) {
 	type answer struct {
 		reply renderReply
 		err   error
@@ -243,7 +292,7 @@ func (rd *renderer) ask(ctx context.Context, c *renderChild, req renderRequest) 
 		}
 		got <- a
 	}()
-	timer := time.NewTimer(rd.lim.Time)
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
 	case a := <-got:
@@ -251,7 +300,7 @@ func (rd *renderer) ask(ctx context.Context, c *renderChild, req renderRequest) 
 			if a.reply.Err != "" {
 				return nil, false, errors.New(a.reply.Err)
 			}
-			if len(a.reply.Out) > checkout.MaxTreeSize {
+			if len(a.reply.Out) > checkout.MaxFileSize {
 				return nil, false, fmt.Errorf("chart %s: the renderer answered more than a release may render", req.Chart)
 			}
 			return a.reply.Out, false, nil
@@ -259,18 +308,23 @@ func (rd *renderer) ask(ctx context.Context, c *renderChild, req renderRequest) 
 		// The child ended without answering: why?
 		<-c.exited
 		rd.child = nil
+		rd.peak = max(rd.peak, maxRSS(c.cmd.ProcessState))
 		switch {
 		case len(c.over) > 0:
 			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB resident", req.Chart, errRenderBound, (<-c.over)>>20)
 		case c.cmd.ProcessState.ExitCode() == exitHeap:
 			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB of memory", req.Chart, errRenderBound, rd.lim.Heap>>20)
+		case c.cmd.ProcessState.ExitCode() == exitFatal && strings.Contains(c.stderr.String(), "out of memory"):
+			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB of memory", req.Chart, errRenderBound, rd.lim.Data>>20)
+		case c.cmd.ProcessState.ExitCode() == exitLimit:
+			return nil, false, fmt.Errorf("chart %s: the renderer could not bound its memory, so it renders nothing", req.Chart)
 		case c.cmd.ProcessState.ExitCode() == exitIdle:
 			return nil, true, fmt.Errorf("chart %s: the renderer ended: %w", req.Chart, a.err)
 		}
 		return nil, false, fmt.Errorf("chart %s: the renderer failed: %s", req.Chart, c.cmd.ProcessState)
 	case <-timer.C:
 		rd.kill(c)
-		return nil, false, fmt.Errorf("chart %s: %w: not done within %v", req.Chart, errRenderBound, rd.lim.Time)
+		return nil, false, fmt.Errorf("chart %s: %w: %s", req.Chart, errRenderBound, why)
 	case <-ctx.Done():
 		rd.kill(c)
 		return nil, false, ctx.Err()
@@ -282,7 +336,31 @@ func (rd *renderer) kill(c *renderChild) {
 	c.cmd.Process.Kill() //nolint:errcheck // it may have exited already
 	c.stdin.Close()
 	<-c.exited
+	rd.peak = max(rd.peak, maxRSS(c.cmd.ProcessState))
 	if rd.child == c {
 		rd.child = nil
 	}
+}
+
+// headWriter keeps the first max bytes written to it, and takes the rest
+// without keeping it.
+type headWriter struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := w.max - len(w.b); n > 0 {
+		w.b = append(w.b, p[:min(n, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (w *headWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }

@@ -494,10 +494,11 @@ func (hx *Index) reread(ctx context.Context, fsys fs.FS) *Index {
 	if same {
 		return hx
 	}
-	return NewIndex(ctx, now, func(dir string) (map[string][]byte, error) {
+	// The same renderer: the run's renders share its time budget.
+	return newIndex(ctx, now, func(dir string) (map[string][]byte, error) {
 		if t, ok := trees[dir]; ok && t != nil {
 			return t, nil
 		}
 		return checkout.ReadTree(fsys, dir)
-	}, hx.included)
+	}, hx.included, hx.rd)
 }

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
@@ -418,6 +419,11 @@ func argoReleases(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, e
 	var out []*helmRelease
 	for i, s := range srcs {
 		dir := path.Clean(s.Path)
+		if s.Chart == "" && s.Path != "" && leaves(dir) {
+			// Not a directory of this repository, nor of any: said, so
+			// that what it deploys is not silently missing.
+			return nil, fmt.Errorf("line %d: path %q leaves the repository: not rendered", nodes[i].Line, s.Path)
+		}
 		if s.Chart != "" || s.Path == "" || !isChart(dir) {
 			continue
 		}
@@ -521,6 +527,9 @@ func fluxRelease(root *yaml.Node, isChart func(string) bool) ([]*helmRelease, er
 	}
 	cs := spec.Chart.Spec
 	dir := path.Clean(strings.TrimPrefix(cs.Chart, "/"))
+	if cs.Chart != "" && (cs.SourceRef.Kind == "GitRepository" || cs.SourceRef.Kind == "Bucket") && leaves(dir) {
+		return nil, fmt.Errorf("spec.chart.spec.chart %q leaves the source: not rendered", cs.Chart)
+	}
 	if cs.Chart == "" || cs.SourceRef.Kind != "GitRepository" && cs.SourceRef.Kind != "Bucket" || !isChart(dir) {
 		return nil, nil
 	}
@@ -658,7 +667,16 @@ func cmpOr(a, b string) string {
 // checkout and renders them. readTree reads a chart directory (all of its
 // files: the checkout's reader skips templates).
 func NewIndex(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error), included func(file string) bool) *Index {
-	hx := &Index{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: newRenderer(defaultRenderLimits()), included: included}
+	return newIndex(ctx, files, readTree, included, newRenderer(defaultRenderLimits()))
+}
+
+// newIndex is NewIndex rendering with rd. The charts' files and what the
+// releases render are held for the whole run, and what they render is
+// parsed: like the checkout's YAML they are bounded together, by
+// checkout.TotalBound (the renders) and four times that (the charts'
+// files, held as they are).
+func newIndex(ctx context.Context, files map[string][]byte, readTree func(dir string) (map[string][]byte, error), included func(file string) bool, rd *renderer) *Index {
+	hx := &Index{files: files, charts: map[string]*helmChart{}, kusts: map[string]bool{}, rd: rd, included: included}
 	dirs := chartDirs(files)
 	if len(dirs) == 0 {
 		return hx
@@ -681,14 +699,28 @@ func NewIndex(ctx context.Context, files map[string][]byte, readTree func(dir st
 		}
 	}
 	named := map[string]bool{}
+	budget := checkout.TotalBound()
+	var charts, renders int64
 	for _, r := range hx.releases {
 		named[r.chart] = true
 		if _, ok := hx.charts[r.chart]; !ok {
 			c := &helmChart{dir: r.chart}
 			c.files, c.err = readTree(r.chart)
+			if c.err == nil {
+				for _, b := range c.files {
+					charts += int64(len(b))
+				}
+				if charts > 4*budget {
+					c.files, c.err = nil, fmt.Errorf("%w: with the charts read before it, more than %d MiB", checkout.ErrTooLarge, 4*budget>>20)
+				}
+			}
 			hx.charts[r.chart] = c
 		}
 		r.render(ctx, hx)
+		if renders += int64(len(r.out)); r.err == nil && renders > budget {
+			r.err = fmt.Errorf("%w: %s: with the releases rendered before it, more than %d MiB rendered (the bound follows the memory limit): not read", ErrHelm, r.via, budget>>20)
+			r.out, r.objs = nil, nil
+		}
 		if r.err == nil && included(r.file) {
 			// What is deployed is what the including kustomization makes
 			// of the chart's output, which is not traced.
@@ -849,6 +881,11 @@ func (hx *Index) Edit(ctx context.Context, fsys fs.FS, edits []workload.Edit, re
 // Owns reports whether the workloads of file are rendered by a release.
 func (hx *Index) Owns(file string) bool {
 	return slices.ContainsFunc(hx.releases, func(r *helmRelease) bool { return r.file == file })
+}
+
+// leaves reports whether a clean slash path climbs above the root.
+func leaves(p string) bool {
+	return p == ".." || strings.HasPrefix(p, "../")
 }
 
 // inDir reports whether path p is in directory dir, or below it.

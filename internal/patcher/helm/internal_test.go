@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -385,9 +386,26 @@ func TestHelmRenderBounds(t *testing.T) {
 		}
 	})
 	t.Run("size", func(t *testing.T) {
-		_, err := newRenderer(defaultRenderLimits()).render(context.Background(), chartOf(`{{ repeat 34000000 "x" }}`), r, map[string]any{})
-		if err == nil || !strings.Contains(err.Error(), "release slow renders 34000000 bytes") {
+		_, err := newRenderer(defaultRenderLimits()).render(context.Background(), chartOf(`{{ repeat 9000000 "x" }}`), r, map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "release slow renders 9000000 bytes, more than the 8388608 a file may hold") {
 			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("the run's time", func(t *testing.T) {
+		// Each render stops at its own limit, and all of them at the
+		// run's: the third is refused without starting.
+		rd := newRenderer(renderLimits{Time: time.Second, Total: 1500 * time.Millisecond, Heap: 48 << 20, Data: 64 << 20, RSS: 1 << 30})
+		slow := chartOf(`{{ range until 300 }}{{ genPrivateKey "rsa" }}{{ end }}`)
+		for _, want := range []string{"rendering stopped: not done within 1s", "rendering stopped: the run's 1.5s of rendering was spent", "rendering stopped: the run's 1.5s of rendering is spent"} {
+			start := time.Now()
+			_, err := rd.render(context.Background(), slow, r, map[string]any{})
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want %q", err, want)
+			}
+			t.Logf("%v in %v", err, time.Since(start).Round(time.Millisecond))
+		}
+		if d := rd.spent; d < 1500*time.Millisecond || d > 5*time.Second {
+			t.Fatalf("spent %v", d)
 		}
 	})
 }
@@ -463,7 +481,7 @@ func TestHelmRenderHostile(t *testing.T) {
 			"templates/_lib.tpl": []byte(`{{ define "a0" }}x{{ end }}` + nested(40)),
 		}
 	}
-	lim := renderLimits{Time: 1500 * time.Millisecond, Heap: 64 << 20, RSS: 1 << 30}
+	lim := renderLimits{Time: 1500 * time.Millisecond, Total: time.Minute, Heap: 48 << 20, Data: 64 << 20, RSS: 1 << 30}
 	r := &helmRelease{via: "test", name: "hostile", chart: "charts/c"}
 	// One renderer for all: after a render stopped at a bound, the next
 	// gets a new child.
@@ -500,6 +518,118 @@ func TestHelmRenderHostile(t *testing.T) {
 			t.Fatalf("got %s", out)
 		}
 	})
+}
+
+// TestHelmChildMemory: a template that allocates at once far more than
+// the child may have is stopped by the kernel before the memory is
+// taken, with the defaults the chart's memory limit makes room for: the
+// child never holds more than RenderMemory beyond what it starts with
+// (its resident size counts the program's code too, shared with the
+// tool's). The resident-size backstop would let it reach a gigabyte.
+func TestHelmChildMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel's bound on a child's memory is Linux's")
+	}
+	if raceDetector {
+		t.Skip("the race detector's shadow memory counts against the kernel's bound, which is then not set")
+	}
+	chartOf := func(tpl string) map[string][]byte {
+		return map[string][]byte{
+			"Chart.yaml":        []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+			"templates/cm.yaml": []byte(tpl),
+		}
+	}
+	r := &helmRelease{via: "test", name: "hostile", chart: "charts/c"}
+	rd := newRenderer(defaultRenderLimits())
+	for _, tpl := range []string{`{{ repeat 600000000 "x" }}`, `{{ repeat 2000000000 "x" }}`, `{{ $s := list }}{{ range until 10000000 }}{{ $s = append $s "xxxxxxxx" }}{{ end }}`} {
+		t.Run(tpl, func(t *testing.T) {
+			_, err := rd.render(context.Background(), chartOf(tpl), r, map[string]any{})
+			if err == nil || !strings.Contains(err.Error(), "rendering stopped: more than") {
+				t.Fatalf("got %v, want a memory bound", err)
+			}
+			t.Logf("%v; peak resident %d MiB", err, rd.peak>>20)
+		})
+	}
+	if max := int64(RenderMemory + 64<<20); rd.peak > max {
+		t.Fatalf("a child reached %d MiB resident, more than %d MiB", rd.peak>>20, max>>20)
+	}
+	out, err := rd.render(context.Background(), chartOf("a: {{ repeat 1000 \"x\" }}\n"), r, map[string]any{})
+	if err != nil || len(out) < 1000 {
+		t.Fatalf("after the bound, a chart that renders: %v", err)
+	}
+}
+
+// TestHelmRunBudget: slow releases that each render within their own
+// limit cannot outlast the job together: past the run's budget each is a
+// problem naming it, and the renders after are not started.
+func TestHelmRunBudget(t *testing.T) {
+	files := map[string][]byte{
+		"charts/slow/Chart.yaml":        []byte("apiVersion: v2\nname: slow\nversion: 0.1.0\n"),
+		"charts/slow/templates/cm.yaml": []byte(`{{ range until 300 }}{{ genPrivateKey "rsa" }}{{ end }}`),
+	}
+	for i := range 5 {
+		files[fmt.Sprintf("argocd/app%d.yaml", i)] = []byte(fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: app%d}\nspec:\n  source: {path: charts/slow}\n", i))
+	}
+	tree := func(dir string) (map[string][]byte, error) {
+		out := map[string][]byte{}
+		for p, b := range files {
+			if rel, ok := strings.CutPrefix(p, dir+"/"); ok {
+				out[rel] = b
+			}
+		}
+		return out, nil
+	}
+	start := time.Now()
+	rd := newRenderer(renderLimits{Time: time.Second, Total: 2500 * time.Millisecond, Heap: 48 << 20, Data: 64 << 20, RSS: 1 << 30})
+	hx := newIndex(context.Background(), files, tree, func(string) bool { return false }, rd)
+	var got []string
+	for _, p := range hx.problems {
+		got = append(got, p.Error())
+	}
+	want := []string{
+		"argocd/app0.yaml:1: helm: Application app0: chart charts/slow: rendering stopped: not done within 1s",
+		"argocd/app1.yaml:1: helm: Application app1: chart charts/slow: rendering stopped: not done within 1s",
+		"argocd/app2.yaml:1: helm: Application app2: chart charts/slow: rendering stopped: the run's 2.5s of rendering was spent",
+		"argocd/app3.yaml:1: helm: Application app3: chart charts/slow: rendering stopped: the run's 2.5s of rendering is spent",
+		"argocd/app4.yaml:1: helm: Application app4: chart charts/slow: rendering stopped: the run's 2.5s of rendering is spent",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+// TestReleasePathLeaves: a release whose chart path climbs out of the
+// repository is a problem naming it, not a source silently skipped.
+func TestReleasePathLeaves(t *testing.T) {
+	tests := []struct {
+		name, file, yaml, want string
+	}{
+		{"Argo CD", "argocd/app.yaml", `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  source: {repoURL: https://git.example.com/gitops.git, path: ../charts/chat}
+`, `argocd/app.yaml:2: helm: Application x: line 6: path "../charts/chat" leaves the repository: not rendered`},
+		{"Flux", "flux/hr.yaml", `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: chat}
+spec:
+  chart: {spec: {chart: ./../../chat, sourceRef: {kind: GitRepository, name: repo}}}
+`, `flux/hr.yaml:2: helm: HelmRelease chat: spec.chart.spec.chart "./../../chat" leaves the source: not rendered`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rels, probs, _ := releasesIn(tc.file, []byte(tc.yaml), func(string) bool { return true })
+			if len(rels) != 0 || len(probs) != 1 || probs[0].Error() != tc.want {
+				t.Fatalf("got %d releases, problems %v; want %q", len(rels), probs, tc.want)
+			}
+		})
+	}
 }
 
 // nested defines a1 … an, each including the one below twice: 2^n calls.

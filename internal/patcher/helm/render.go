@@ -200,13 +200,13 @@ func renderSync(ctx context.Context, files map[string][]byte, r *helmRelease, va
 	}
 	sort.Strings(names)
 	// What a release renders is held, parsed and rendered again per
-	// candidate value: bounded like a chart's files.
+	// candidate value: bounded like a file of the checkout.
 	size := 0
 	for _, n := range names {
 		size += len(rendered[n])
 	}
-	if size > checkout.MaxTreeSize {
-		return nil, fmt.Errorf("release %s renders %d bytes, more than the %d read of a chart", r.name, size, checkout.MaxTreeSize)
+	if size > checkout.MaxFileSize {
+		return nil, fmt.Errorf("release %s renders %d bytes, more than the %d a file may hold", r.name, size, checkout.MaxFileSize)
 	}
 	var b bytes.Buffer
 	for _, n := range names {

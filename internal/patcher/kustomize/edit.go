@@ -832,7 +832,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 // edits mine, those for k, intend: exactly what their ops make of its old
 // output (found through ws), or, with none, the same bytes.
 func (st *kstate) proveRoot(k *kust, mine []kedit, ws wants) error {
-	rm, err := run(st.fs, k.dir, k.loose)
+	rm, err := st.ix.clock.run(st.fs, k.dir, k.loose)
 	if err != nil {
 		return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
 	}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"time"
+
+	"github.com/gpu-rightsizing/recommender/internal/checkout"
 )
 
 // The include graph of a repository's kustomizations, walked in linear
@@ -22,12 +25,20 @@ type buildLimits struct {
 	// per include path.
 	Includes int64
 	// RunBytes bounds Bytes' count over all the roots of a repository:
-	// their outputs are held together.
+	// their outputs are held together, parsed.
 	RunBytes int64
+	// Time bounds one build, Total all the builds of a run (discovery,
+	// proofs, builds again after edits): kustomize's own work grows
+	// faster than its input (each object it adds is compared with every
+	// one before), so a few hundred kilobytes can take minutes.
+	Time, Total time.Duration
 }
 
+// defaultBuildLimits: builds of a run hold their outputs together, as the
+// checkout's YAML, so they share its bound; a build of thousands of
+// objects takes seconds.
 func defaultBuildLimits() buildLimits {
-	return buildLimits{Bytes: 32 << 20, Includes: 10_000, RunBytes: 256 << 20}
+	return buildLimits{Bytes: 32 << 20, Includes: 10_000, RunBytes: min(256<<20, checkout.TotalBound()), Time: 30 * time.Second, Total: 10 * time.Minute}
 }
 
 // cyclic returns the kustomizations on an include cycle, which kustomize

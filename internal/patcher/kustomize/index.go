@@ -52,6 +52,10 @@ type Index struct {
 	// one that does not parse: overlays of one base all find their
 	// objects in its files.
 	parsed map[string]*splice.Stream
+	// lim bounds the builds, and clock times them: an index built again
+	// after edits shares its clock.
+	lim   buildLimits
+	clock *buildClock
 }
 
 // kust is one kustomization and its build.
@@ -158,8 +162,8 @@ func run(fs filesys.FileSystem, dir string, loose bool) (rm resmap.ResMap, err e
 // with the origin of each object: the file its document is in, slash path
 // from the root. keep says the kustomization asks for origin annotations
 // itself, so they stay in the build.
-func buildTraced(fs filesys.FileSystem, dir string, loose, keep bool) (rm resmap.ResMap, origins map[usage.Ref]string, err error) {
-	rm, err = run(fs, dir, loose)
+func buildTraced(clk *buildClock, fs filesys.FileSystem, dir string, loose, keep bool) (rm resmap.ResMap, origins map[usage.Ref]string, err error) {
+	rm, err = clk.run(fs, dir, loose)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -238,12 +242,16 @@ func traced(files map[string][]byte, kusts []*kust) (map[string][]byte, map[stri
 // read reads a file the YAML files do not hold (a generator's source);
 // nil reads none.
 func NewIndex(files map[string][]byte, read func(string) ([]byte, error)) *Index {
-	return indexKustomizeWithin(files, read, defaultBuildLimits())
+	return indexKustomizeWithin(files, read, defaultBuildLimits(), nil)
 }
 
-// indexKustomizeWithin is indexKustomize within lim.
-func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, error), lim buildLimits) *Index {
-	ix := &Index{files: maps.Clone(files), used: map[string]bool{}, byDir: map[string]*kust{}, byFile: map[string]*kust{}}
+// indexKustomizeWithin is NewIndex within lim, timed by clk (a new clock
+// for lim when nil).
+func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, error), lim buildLimits, clk *buildClock) *Index {
+	if clk == nil {
+		clk = newBuildClock(lim)
+	}
+	ix := &Index{files: maps.Clone(files), used: map[string]bool{}, byDir: map[string]*kust{}, byFile: map[string]*kust{}, lim: lim, clock: clk}
 	byDir := ix.byDir
 	for p, b := range files {
 		if !IsKustomization(p) {
@@ -343,7 +351,7 @@ func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, er
 			continue
 		}
 		var origins map[usage.Ref]string
-		k.rm, origins, k.err = buildTraced(fs, k.dir, k.loose, asked[k.file])
+		k.rm, origins, k.err = buildTraced(ix.clock, fs, k.dir, k.loose, asked[k.file])
 		if k.err != nil {
 			k.err = fmt.Errorf("%w: build %s: %w", ErrKustomize, k.dir, k.err)
 			continue
@@ -603,7 +611,7 @@ func (ix *Index) reread(ctx context.Context, fsys fs.FS) (*Index, error) {
 	if same {
 		return ix, nil
 	}
-	return NewIndex(now, func(p string) ([]byte, error) { return checkout.ReadFile(fsys, p) }), nil
+	return indexKustomizeWithin(now, func(p string) ([]byte, error) { return checkout.ReadFile(fsys, p) }, ix.lim, ix.clock), nil
 }
 
 // withComponents puts after each kustomization of chain the components

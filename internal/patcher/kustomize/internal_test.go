@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -93,7 +94,7 @@ func TestKustomizeBuildLimits(t *testing.T) {
 	}
 	files["huge/kustomization.yaml"] = []byte("resources:\n  - ../base\n  - more.yaml\n")
 	files["huge/more.yaml"] = []byte(strings.Replace(big, "name: big", "name: more", 1))
-	ix := indexKustomizeWithin(files, nil, buildLimits{Bytes: 6000, Includes: 100, RunBytes: 3 * 4200})
+	ix := indexKustomizeWithin(files, nil, buildLimits{Bytes: 6000, Includes: 100, RunBytes: 3 * 4200, Time: time.Minute, Total: time.Minute}, nil)
 	var built, refused []string
 	for _, k := range ix.kusts {
 		switch {
@@ -110,4 +111,63 @@ func TestKustomizeBuildLimits(t *testing.T) {
 	require.Contains(t, refused[0], "bytes through its includes")
 	require.Contains(t, refused[1], "o3/kustomization.yaml not built: with the kustomizations built before it")
 	require.Contains(t, refused[2], "o4/kustomization.yaml not built")
+}
+
+// TestKustomizeBuildTime: a build past its time is given up on, and
+// while it still runs no other build starts; once it ends, builds go on.
+// All builds of a run share a budget: past it, a build stops, and the
+// ones after are not started. kustomize compares each object it adds
+// with every one before it, so a few thousand objects take seconds.
+func TestKustomizeBuildTime(t *testing.T) {
+	var cms strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&cms, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {a: b}\n", i)
+	}
+	files := map[string][]byte{
+		"a-slow/kustomization.yaml": []byte("resources: [cms.yaml]\n"),
+		"a-slow/cms.yaml":           []byte(cms.String()),
+		"b-fast/kustomization.yaml": []byte("resources: [cm.yaml]\n"),
+		"b-fast/cm.yaml":            []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"),
+	}
+	errs := func(ix *Index) []string {
+		var out []string
+		for _, k := range ix.kusts {
+			if k.err == nil {
+				out = append(out, k.file+": built")
+				continue
+			}
+			out = append(out, k.err.Error())
+		}
+		return out
+	}
+	lim := defaultBuildLimits()
+	t.Run("a build", func(t *testing.T) {
+		lim.Time, lim.Total = 50*time.Millisecond, time.Minute
+		ix := indexKustomizeWithin(files, nil, lim, nil)
+		require.Equal(t, []string{
+			"kustomize: build a-slow: build stopped: not done within 50ms",
+			"kustomize: build b-fast: build stopped: the build of a-slow, past its time, is still running",
+		}, errs(ix))
+		require.Eventually(t, func() bool {
+			ix.clock.mu.Lock()
+			defer ix.clock.mu.Unlock()
+			return ix.clock.stuck == ""
+		}, 5*time.Minute, 50*time.Millisecond, "the build given up on ends")
+		fast := map[string][]byte{"b-fast/kustomization.yaml": files["b-fast/kustomization.yaml"], "b-fast/cm.yaml": files["b-fast/cm.yaml"]}
+		again := indexKustomizeWithin(fast, nil, lim, ix.clock)
+		require.Equal(t, []string{"b-fast/kustomization.yaml: built"}, errs(again))
+	})
+	t.Run("a run", func(t *testing.T) {
+		lim.Time, lim.Total = time.Minute, 50*time.Millisecond
+		ix := indexKustomizeWithin(files, nil, lim, nil)
+		require.Equal(t, []string{
+			"kustomize: build a-slow: build stopped: the run's 50ms of builds was spent",
+			"kustomize: build b-fast: build stopped: the run's 50ms of builds is spent",
+		}, errs(ix))
+		require.Eventually(t, func() bool {
+			ix.clock.mu.Lock()
+			defer ix.clock.mu.Unlock()
+			return ix.clock.stuck == ""
+		}, 5*time.Minute, 50*time.Millisecond)
+	})
 }
