@@ -300,6 +300,9 @@ func Render(res usage.Result) string {
 	for _, ref := range refs {
 		w := res.Workloads[ref]
 		fmt.Fprintf(&b, "%s step=%s liveKnown=%t\n", ref, w.Step, w.LiveKnown)
+		if w.Mixed != "" {
+			fmt.Fprintf(&b, "  mixed: %s\n", w.Mixed)
+		}
 		for _, p := range w.Pods {
 			start := "-"
 			if p.Start != 0 {
@@ -315,7 +318,11 @@ func Render(res usage.Result) string {
 				for i, x := range s {
 					xs[i] = FormatValue(x.V) + "@" + offset(x.T)
 				}
-				fmt.Fprintf(&b, "    %s: %s\n", m, strings.Join(xs, " "))
+				by := ""
+				if p.ByDevice[m] {
+					by = " (busiest device)"
+				}
+				fmt.Fprintf(&b, "    %s%s: %s\n", m, by, strings.Join(xs, " "))
 			}
 			if len(p.Series) > 2 {
 				fmt.Fprintf(&b, "    unexpected series: %v\n", p.Series)
