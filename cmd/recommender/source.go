@@ -155,7 +155,7 @@ func (u *usageFlags) open(log *slog.Logger, now func() time.Time, queries []usag
 		}
 		src, name = rec, "the recording "+filepath.Base(u.MetricsFile)
 	}
-	if u.Preset != "" && u.Preset != preset.Kubex {
+	if u.Preset != "" {
 		src = preset.Wrap(src, u.Preset)
 	}
 	return src, at, name, nil
