@@ -15,6 +15,11 @@ const (
 	podOwnerMetric        = "kube_pod_owner"
 	replicaSetOwnerMetric = "kube_replicaset_owner"
 	podStartMetric        = "kube_pod_start_time"
+	// PodPhaseMetric says a pod's phase: one series per phase, 1 for the
+	// current one (kube-state-metrics v2.20.0, internal/store/pod.go).
+	// kube_pod_owner stays while the Pod object does, Failed and evicted
+	// pods included: only the phase says a pod no longer runs.
+	PodPhaseMetric = "kube_pod_status_phase"
 	// podAnnotationsMetric carries the pod annotations kube-state-metrics
 	// is allowed to export (--metric-annotations-allowlist), as
 	// annotation_<name> labels.
@@ -27,8 +32,13 @@ const (
 // reads, all labelled by "namespace": a source must read them, whatever
 // the metrics asked for, to attribute pods to workloads.
 func KubeStateMetrics() []string {
-	return []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric}
+	return []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric, PodPhaseMetric}
 }
+
+// EndedPhases are the phases of a pod that runs no more, as
+// kube_pod_status_phase's phase label writes them: a source that cannot
+// read every phase over the whole window may read these near its end.
+var EndedPhases = []string{"Failed", "Succeeded"}
 
 // noOwner is what kube-state-metrics writes as the owner of an orphan.
 const noOwner = "<none>"
@@ -51,6 +61,9 @@ type ksm struct {
 	pods        map[objKey][]ownerSeries
 	replicaSets map[objKey][]ownerSeries
 	starts      map[objKey][][]usage.Sample
+	// ended holds, per pod, its kube_pod_status_phase series of the
+	// phases that end it.
+	ended map[objKey][][]usage.Sample
 	// fractions holds, per pod, its gpu-fraction annotations and when
 	// they were reported.
 	fractions map[objKey][]fractionSeries
@@ -68,6 +81,7 @@ func (set *Set) buildKSM() *ksm {
 		pods:             make(map[objKey][]ownerSeries),
 		replicaSets:      make(map[objKey][]ownerSeries),
 		starts:           make(map[objKey][][]usage.Sample),
+		ended:            make(map[objKey][][]usage.Sample),
 		fractions:        make(map[objKey][]fractionSeries),
 		podNames:         make(map[string][]string),
 		replicaSetOwners: make(map[string][]ownerSeries),
@@ -88,8 +102,48 @@ func (set *Set) buildKSM() *ksm {
 		}
 	}
 	k.readStarts(set)
+	k.readPhases(set)
 	k.readFractions(set)
 	return k
+}
+
+// readPhases indexes the kube_pod_status_phase series of the phases that
+// end a pod.
+func (k *ksm) readPhases(set *Set) {
+	exported := false
+	for _, i := range set.byName[PodPhaseMetric] {
+		s := set.series[i]
+		ns, e1, ok1 := label(s.Labels, "namespace")
+		pod, e2, ok2 := label(s.Labels, "pod")
+		phase, _, _ := label(s.Labels, "phase")
+		if !ok1 || !ok2 || !slices.Contains(EndedPhases, phase) {
+			continue
+		}
+		exported = exported || e1 || e2
+		key := objKey{ns, pod}
+		k.ended[key] = append(k.ended[key], s.Samples)
+	}
+	if exported {
+		k.exported = append(k.exported, PodPhaseMetric)
+	}
+}
+
+// hasEnded reports whether kube-state-metrics said, in its newest sample
+// at or before at, that the pod's phase is Failed or Succeeded: an evicted
+// or finished pod, whose owner series stays until the Pod is deleted.
+//
+// The newest sample of all its series decides: a StatefulSet's pod keeps
+// its name when it is made again, and the new pod's series (another uid)
+// say 0 where the evicted one's last said 1.
+func (k *ksm) hasEnded(key objKey, at int64) bool {
+	var newest usage.Sample
+	found := false
+	for _, s := range k.ended[key] {
+		if x, ok := newestAt(s, at); ok && (!found || x.T > newest.T || x.T == newest.T && x.V == 1) {
+			newest, found = x, true
+		}
+	}
+	return found && newest.V == 1
 }
 
 // readOwners indexes the kube_*_owner series of one metric by the object
