@@ -14,6 +14,10 @@ import (
 const (
 	podOwnerMetric        = "kube_pod_owner"
 	replicaSetOwnerMetric = "kube_replicaset_owner"
+	// deploymentOwnerMetric names a Deployment's owner, with owner_kind
+	// and owner_name empty when it has none (kube-state-metrics v2.18.0
+	// and later, internal/store/deployment.go).
+	deploymentOwnerMetric = "kube_deployment_owner"
 	podStartMetric        = "kube_pod_start_time"
 	// PodPhaseMetric says a pod's phase: one series per phase, 1 for the
 	// current one (kube-state-metrics v2.20.0, internal/store/pod.go).
@@ -32,7 +36,7 @@ const (
 // reads, all labelled by "namespace": a source must read them, whatever
 // the metrics asked for, to attribute pods to workloads.
 func KubeStateMetrics() []string {
-	return []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric, PodPhaseMetric}
+	return []string{podOwnerMetric, replicaSetOwnerMetric, deploymentOwnerMetric, podStartMetric, podAnnotationsMetric, PodPhaseMetric}
 }
 
 // EndedPhases are the phases of a pod that runs no more, as
@@ -60,6 +64,7 @@ type ownerSeries struct {
 type ksm struct {
 	pods        map[objKey][]ownerSeries
 	replicaSets map[objKey][]ownerSeries
+	deployments map[objKey][]ownerSeries
 	starts      map[objKey][][]usage.Sample
 	// ended holds, per pod, its kube_pod_status_phase series of the
 	// phases that end it.
@@ -80,6 +85,7 @@ func (set *Set) buildKSM() *ksm {
 	k := &ksm{
 		pods:             make(map[objKey][]ownerSeries),
 		replicaSets:      make(map[objKey][]ownerSeries),
+		deployments:      make(map[objKey][]ownerSeries),
 		starts:           make(map[objKey][][]usage.Sample),
 		ended:            make(map[objKey][][]usage.Sample),
 		fractions:        make(map[objKey][]fractionSeries),
@@ -88,6 +94,7 @@ func (set *Set) buildKSM() *ksm {
 	}
 	k.readOwners(set, podOwnerMetric, "pod", k.pods)
 	k.readOwners(set, replicaSetOwnerMetric, "replicaset", k.replicaSets)
+	k.readOwners(set, deploymentOwnerMetric, "deployment", k.deployments)
 	for key := range k.pods {
 		k.podNames[key.namespace] = append(k.podNames[key.namespace], key.name)
 	}
@@ -352,7 +359,7 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates *refInd
 	kind, name, found := ownerAt(k.replicaSets[objKey{namespace, rs}], at)
 	switch {
 	case found && kind == kindDeployment:
-		return deploymentOwner(usage.Ref{Namespace: namespace, Kind: kind, Name: name}, candidates)
+		return k.deploymentOwner(namespace, name, at, candidates)
 	case found && kind != "" && kind != noOwner:
 		return attribution{ref: usage.Ref{Namespace: namespace, Kind: kind, Name: name}, ok: true}
 	case found:
@@ -360,7 +367,7 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates *refInd
 	}
 	var matches []usage.Ref
 	for _, c := range candidates.near(rs) {
-		if generated(c.Kind) && matchReplicaSet(c.Name, rs) || c.Kind == kindISVC && matchISVCReplicaSet(c.Name, rs) {
+		if generated(c.Kind) && matchReplicaSet(c.Name, rs) || c.Kind == kindISVC && matchPredictorReplicaSet(candidates.service(c), rs) {
 			matches = append(matches, c)
 		}
 	}
@@ -373,15 +380,50 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates *refInd
 	return attribution{rivals: matches, via: self}
 }
 
-// deploymentOwner attributes the pods of Deployment d to the queried
-// InferenceService whose predictor it can be. kube-state-metrics reports
-// no owner of a Deployment, so a queried Deployment of that name is a
-// rival: both cannot exist, and nothing says which does.
-func deploymentOwner(d usage.Ref, candidates *refIndex) attribution {
+// deploymentOwner attributes the pods of Deployment name. Its owner, in
+// kube_deployment_owner, says whose they are: the Deployment's own when
+// it has none; an InferenceService's, whose predictor it runs in
+// Standard mode; in Knative mode a Revision's, and so the queried
+// InferenceService's whose predictor that revision is of. Without the
+// series (kube-state-metrics before v2.18), or with another owner, the
+// names decide (byName).
+func (k *ksm) deploymentOwner(namespace, name string, at int64, candidates *refIndex) attribution {
+	d := usage.Ref{Namespace: namespace, Kind: kindDeployment, Name: name}
+	kind, owner, found := ownerAt(k.deployments[objKey{namespace, name}], at)
+	switch {
+	case !found:
+		return byName(d, candidates)
+	case kind == "" || kind == noOwner:
+		return attribution{ref: d, ok: true}
+	case kind == kindISVC:
+		return attribution{ref: usage.Ref{Namespace: namespace, Kind: kindISVC, Name: owner}, ok: true}
+	case kind == knativeRevision:
+		var of []usage.Ref
+		for _, c := range candidates.refs {
+			if c.Kind == kindISVC && matchPredictorRevision(candidates.service(c), owner) && matchRevisionDeployment(owner, name) {
+				of = append(of, c)
+			}
+		}
+		if len(of) == 1 {
+			return attribution{ref: of[0], ok: true}
+		}
+		return attribution{ref: usage.Ref{Namespace: namespace, Kind: knativeRevision, Name: owner}, ok: true}
+	}
+	return byName(d, candidates)
+}
+
+// knativeRevision is the kind of a Knative Deployment's owner.
+const knativeRevision = "Revision"
+
+// byName attributes the pods of Deployment d by its name, to the queried
+// InferenceService whose predictor it can be, or the Dynamo service it
+// runs. Without its owner, a queried Deployment of that name is a rival:
+// both cannot exist, and nothing says which does.
+func byName(d usage.Ref, candidates *refIndex) attribution {
 	var matches []usage.Ref
 	rival := false
 	for _, c := range candidates.near(d.Name) {
-		if c.Kind == kindISVC && matchISVCDeployment(c.Name, d.Name) || c.Kind == kindDGD && c.Name == d.Name {
+		if c.Kind == kindISVC && matchPredictorDeployment(candidates.service(c), d.Name) || c.Kind == kindDGD && c.Name == d.Name {
 			matches = append(matches, c)
 		}
 		rival = rival || c == d

@@ -404,7 +404,7 @@ func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) 
 		}
 	}
 	for _, ns := range slices.Sorted(maps.Keys(refs)) {
-		v := set.namespaceAt(ns, refs[ns], metrics, w, tolerance)
+		v := set.namespaceAt(ns, refs[ns], q.Components, metrics, w, tolerance)
 		res.Warnings = append(res.Warnings, v.warnings...)
 		for _, ref := range refs[ns] {
 			if u := v.unattributed[ref]; len(u) > 0 {
@@ -463,7 +463,7 @@ type namespaceView struct {
 
 // namespaceAt attributes the pods of a namespace, those with usage series
 // and the live ones kube-state-metrics knows, to workloads.
-func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
+func (set *Set) namespaceAt(ns string, refs []usage.Ref, components map[usage.Ref]string, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
 	at := w.To
 	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string), unattributed: make(map[usage.Ref][]string)}
 
@@ -473,7 +473,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	// queried Dynamo service, runs as is that workload, no rival unless
 	// asked for itself.
 	var candidates []usage.Ref
-	queried := newRefIndex(refs)
+	queried := newRefIndex(refs, components)
 	for _, ref := range set.ksm.replicaSetOwnersAt(ns, at) {
 		if !predictorOfAny(queried, ref) {
 			candidates = append(candidates, ref)
@@ -485,7 +485,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 		}
 	}
 	slices.SortFunc(candidates, compareRefs)
-	index := newRefIndex(slices.Compact(candidates))
+	index := newRefIndex(slices.Compact(candidates), components)
 
 	pods := make(map[string]bool)
 	for _, m := range metrics {
@@ -504,7 +504,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
 		a := set.ksm.owner(ns, pod, at, index)
 		if len(a.rivals) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
-			warning := a.warning(ns, pod)
+			warning := a.warning(index, ns, pod)
 			v.warnings = append(v.warnings, warning)
 			if !a.ok {
 				for _, r := range a.rivals {
@@ -523,7 +523,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 // InferenceService among refs.
 func predictorOfAny(refs *refIndex, d usage.Ref) bool {
 	for _, r := range refs.near(d.Name) {
-		if d.Kind == kindDeployment && (r.Kind == kindISVC && matchISVCDeployment(r.Name, d.Name) || r.Kind == kindDGD && r.Name == d.Name) {
+		if d.Kind == kindDeployment && (r.Kind == kindISVC && matchPredictorDeployment(refs.service(r), d.Name) || r.Kind == kindDGD && r.Name == d.Name) {
 			return true
 		}
 	}

@@ -61,6 +61,10 @@ type Query struct {
 	// LeaderWorkerSet); a pod whose workload cannot be told counts for
 	// none, and a warning says so.
 	Workloads []Ref
+	// Components holds, for an InferenceService of Workloads whose
+	// spec.predictor.name is set, that name: KServe names its predictor
+	// <isvc>-<name>-predictor rather than <isvc>-predictor.
+	Components map[Ref]string
 }
 
 // Result is a source's answer to a Query.

@@ -446,6 +446,6 @@ names/InferenceService/chat-2: chat-2-predictor-00002-deployment-6d4b9c8f7-z2x4w
 owners/Deployment/chat-2: chat-2-6d4b9c8f7-q7v2n
 owners/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9f8c6b5d-x2b4z
 owners/InferenceService/chat-2: chat-2-predictor-00002-deployment-6d4b9c8f7-z2x4w chat-2-predictor-00003-deployment-5f6d7b8c9-bcdfg
-warning: pod names/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its name fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
-warning: pod owners/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its Deployment embed-predictor fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
+warning: pod names/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its name fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either; record kube_deployment_owner (kube-state-metrics v2.18 or later) to tell them apart)
+warning: pod owners/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its Deployment embed-predictor fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either; record kube_deployment_owner (kube-state-metrics v2.18 or later) to tell them apart)
 `

@@ -226,7 +226,14 @@ func (s *APIServer) createDeployment(t testing.TB, w Workload, p workloadPlan) C
 	tmpl := w.Template
 	tmpl.Labels = rsLabels
 	for i, state := range w.Pods {
-		name := rsName + "-" + safeHash(rsName+"/"+strconv.Itoa(i), 5)
+		// The ReplicaSet's pods are made from generateName "<rs>-", which
+		// the name generator cuts to 58 bytes before its 5 random
+		// characters (k8s.io/apiserver/pkg/storage/names).
+		prefix := rsName + "-"
+		if len(prefix) > 58 {
+			prefix = prefix[:58]
+		}
+		name := prefix + safeHash(rsName+"/"+strconv.Itoa(i), 5)
 		out.Pods = append(out.Pods, s.CreatePod(t, w.Namespace, name, tmpl, state, &out.ReplicaSet))
 	}
 	return out
