@@ -50,7 +50,7 @@ demo-gitops:
 demo-prometheus:
 	./scripts/demo-prometheus.sh $(ARGS)
 
-## lint: gofmt, go vet, staticcheck and errorlint must be clean, and the shape tests (layering, layout, function size) pass
+## lint: gofmt, go vet, staticcheck and errorlint must be clean, the shape tests (layering, layout, function and package size) pass, and commit messages follow CONTRIBUTING.md
 # errorlint's -errorf: an error formatted into another is wrapped (%w), so
 # that errors.Is and errors.As still find it.
 lint:
@@ -59,6 +59,7 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 	$(GO) run codeberg.org/polyfloyd/go-errorlint@v1.9.1 -errorf $(PKGS)
 	$(GO) test -count=1 ./internal/arch/
+	$(GO) run ./hack/commitcheck
 
 ## bench: the benchmarks behind BENCHMARKS.md
 bench:
@@ -72,7 +73,7 @@ bench-scale:
 bench-prometheus:
 	RECOMMENDER_BENCH_PROMETHEUS=1 $(GO) test -run '^$$' -bench BenchmarkPrometheusUsage -benchmem -benchtime 5x -count=1 ./internal/metrics/prometheus
 
-## bench-e2e: issue 23's stages, each against its limit in the same run, in processes of their own (tens of minutes, gigabytes in $TMPDIR); fails when a ratio is a third above the committed one; BENCH_E2E_WRITE=1 writes the new figures (testdata/bench-e2e.json) and BENCHMARKS.md's tables
+## bench-e2e: the end-to-end stages (plan, recordings, Prometheus, overlays, publishing), each against its limit in the same run, in processes of their own (tens of minutes, gigabytes in $TMPDIR); fails when a ratio is a third above the committed one; BENCH_E2E_WRITE=1 writes the new figures (testdata/bench-e2e.json) and BENCHMARKS.md's tables
 # One package at a time (-p 1): each rewrites its own section of
 # BENCHMARKS.md, and each stage wants the machine's memory to itself.
 BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus ./internal/patcher/kustomize ./cmd/recommender

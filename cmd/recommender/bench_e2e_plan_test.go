@@ -25,7 +25,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
-// The plan rows of issue 23's table: `recommender plan` (and `plan
+// The plan rows of the end-to-end table: `recommender plan` (and `plan
 // --write`) on a generated repository of Deployments, against the limit
 // for the same files, a walk, a read and a yaml.v3 decode of every one.
 // Each side runs in a process of its own: the tool as the built binary,
@@ -171,7 +171,7 @@ func (c e2ePlanCase) key() string {
 	return fmt.Sprintf("%sper%d", w, c.perFile)
 }
 
-// BenchmarkE2EPlan is the plan rows of issue 23's table: `plan --write` of
+// BenchmarkE2EPlan is the plan rows of the end-to-end table: `plan --write` of
 // 10,000 Deployments one a file, and `plan` of the same ten a file, each
 // with a recording that makes every Deployment an edit (an urgent upsize
 // of its gpu-fraction and vLLM flag); the same at 1,000 for the exponent

@@ -249,7 +249,7 @@ type e2eSize struct {
 	ratios                   []float64
 }
 
-// BenchmarkE2ERunLocal is the publishing row of issue 23's table:
+// BenchmarkE2ERunLocal is the publishing row of the end-to-end table:
 // `recommender run --scm local` on a generated repository whose 50 and
 // 500 Deployments all change (RECOMMENDER_BENCH_E2E_WORKLOADS sets the
 // larger size), one pull request each, against the limit of git's

@@ -2,6 +2,10 @@
 // strategies — the project's own decision engine and the baselines people
 // use — at a GitOps cadence, and scores each on slack, breaches and churn,
 // the way Autopilot (EuroSys'20) judged its recommenders.
+//
+// It is one job in about 3,200 lines: a replay and what it is judged by.
+// The baselines, scores, split and Pareto view all read the one
+// simulation, so they stay beside it.
 package backtest
 
 import (

@@ -9,6 +9,10 @@
 // reports another manager's field instead of taking it unless told to,
 // and marks every change on the object so that a later run can let go
 // of it once Git holds it, or revert it when its pull request was closed.
+//
+// It is one job in about 2,600 lines: one live change, from its apply to
+// its release. Every kind it applies to shares the safety rules, the
+// marker and the reconcile.
 package live
 
 import (

@@ -1,90 +1,41 @@
 package patcher
 
 import (
-	"github.com/gpu-rightsizing/recommender/internal/patcher/helm"
-	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
-	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
-// The types callers use, defined where the editor's parts share them
-// (package workload); aliases, so a value is the same on both sides.
+// The types callers outside the editor name, defined where the editor's
+// parts share them (packages workload and changes); aliases, so a value
+// is the same on both sides. The editor's own parts and tests use those
+// packages directly, its sentinel errors among them.
 type (
-	Workload    = workload.Workload
-	GPU         = workload.GPU
-	Container   = workload.Container
-	Edit        = workload.Edit
-	Op          = workload.Op
-	Result      = workload.Result
-	File        = workload.File
-	Change      = workload.Change
-	Refusal     = workload.Refusal
-	Note        = workload.Note
-	Problem     = workload.Problem
-	Unsupported = workload.Unsupported
-	Splice      = splice.Splice
+	Workload  = workload.Workload
+	GPU       = workload.GPU
+	Container = workload.Container
+	Edit      = workload.Edit
+	Result    = workload.Result
+	Refusal   = workload.Refusal
+	Note      = workload.Note
+	Problem   = workload.Problem
+	File      = changes.File
 )
 
 // The Ops, by constructor (workload documents each).
 
-func SetGPUFraction(v string) Op           { return workload.SetGPUFraction(v) }
-func SetVLLMMemoryUtilization(v string) Op { return workload.SetVLLMMemoryUtilization(v) }
-func SetGPUMemory(mib int64) Op            { return workload.SetGPUMemory(mib) }
-func SetSchedulerName(name string) Op      { return workload.SetSchedulerName(name) }
-func SetPodLabel(k, v string) Op           { return workload.SetPodLabel(k, v) }
-func SetWorkloadLabel(k, v string) Op      { return workload.SetWorkloadLabel(k, v) }
-func RemoveWholeGPUs() Op                  { return workload.RemoveWholeGPUs() }
-func RemovePodAnnotation(k string) Op      { return workload.RemovePodAnnotation(k) }
-func SetWholeGPUs(n int64) Op              { return workload.SetWholeGPUs(n) }
+func SetGPUFraction(v string) workload.Op           { return workload.SetGPUFraction(v) }
+func SetVLLMMemoryUtilization(v string) workload.Op { return workload.SetVLLMMemoryUtilization(v) }
+func SetGPUMemory(mib int64) workload.Op            { return workload.SetGPUMemory(mib) }
+func SetSchedulerName(name string) workload.Op      { return workload.SetSchedulerName(name) }
+func SetPodLabel(k, v string) workload.Op           { return workload.SetPodLabel(k, v) }
+func SetWorkloadLabel(k, v string) workload.Op      { return workload.SetWorkloadLabel(k, v) }
+func RemoveWholeGPUs() workload.Op                  { return workload.RemoveWholeGPUs() }
+func RemovePodAnnotation(k string) workload.Op      { return workload.RemovePodAnnotation(k) }
+func SetWholeGPUs(n int64) workload.Op              { return workload.SetWholeGPUs(n) }
 
 // Kinds are the workload kinds the editor sizes.
 func Kinds() []string { return workload.Kinds() }
 
-// WriteFile writes one changed file under root (see workload.WriteFile).
-func WriteFile(root string, f File) error { return workload.WriteFile(root, f) }
-
-// CheckFile checks that f can be written under root (see workload.CheckFile).
-func CheckFile(root string, f File) error { return workload.CheckFile(root, f) }
-
-// WriteFiles writes changed files under root (see workload.WriteFiles).
-func WriteFiles(root string, files []File) []error { return workload.WriteFiles(root, files) }
-
 // WriteAll writes changed files under root, all or nothing (see
-// workload.WriteAll).
-func WriteAll(root string, files []File) ([]error, bool) { return workload.WriteAll(root, files) }
-
-// CheckFiles checks that files can be written under root (see
-// workload.CheckFiles).
-func CheckFiles(root string, files []File) []error { return workload.CheckFiles(root, files) }
-
-// Sentinel errors. Refusals and problems wrap one of them, so callers can
-// classify with errors.Is; each part of the editor defines its own.
-var (
-	ErrInvalidYAML     = splice.ErrInvalidYAML
-	ErrConflictMarkers = splice.ErrConflictMarkers
-	ErrDuplicateKey    = splice.ErrDuplicateKey
-	ErrAlias           = splice.ErrAlias
-	ErrTemplate        = splice.ErrTemplate
-	ErrUnsupported     = splice.ErrUnsupported
-	ErrVerify          = splice.ErrVerify
-
-	ErrUnsupportedKind      = workload.ErrUnsupportedKind
-	ErrNotFound             = workload.ErrNotFound
-	ErrAmbiguous            = workload.ErrAmbiguous
-	ErrInvalidValue         = workload.ErrInvalidValue
-	ErrKVCacheBytes         = workload.ErrKVCacheBytes
-	ErrNoVLLMCommand        = workload.ErrNoVLLMCommand
-	ErrSeveralGPUContainers = workload.ErrSeveralGPUContainers
-	ErrNotGPUContainer      = workload.ErrNotGPUContainer
-	ErrOutsideRoot          = workload.ErrOutsideRoot
-	ErrChangedOnDisk        = workload.ErrChangedOnDisk
-	ErrInvalidName          = workload.ErrInvalidName
-	ErrGroupMismatch        = workload.ErrGroupMismatch
-	ErrUnsizedPods          = workload.ErrUnsizedPods
-	ErrObjectAnnotation     = workload.ErrObjectAnnotation
-	ErrServiceAnnotation    = workload.ErrServiceAnnotation
-	ErrTemplateElsewhere    = workload.ErrTemplateElsewhere
-
-	ErrKustomize = kustomize.ErrKustomize
-	ErrHelm      = helm.ErrHelm
-)
+// changes.WriteAll).
+func WriteAll(root string, files []File) ([]error, bool) { return changes.WriteAll(root, files) }

@@ -126,17 +126,17 @@ func (inv *Inventory) route(edits []Edit, res *Result) routes {
 		}
 		switch _, ok := workload.SpecFor(e.Workload.Kind); {
 		case !ok:
-			refuse(e, "", fmt.Errorf("%w: %s", ErrUnsupportedKind, e.Workload.Kind))
+			refuse(e, "", fmt.Errorf("%w: %s", workload.ErrUnsupportedKind, e.Workload.Kind))
 			continue
 		case len(ws) == 0:
-			refuse(e, "", fmt.Errorf("%w: %s", ErrNotFound, e.Workload))
+			refuse(e, "", fmt.Errorf("%w: %s", workload.ErrNotFound, e.Workload))
 			continue
 		case len(ws) > 1:
 			where := make([]string, len(ws))
 			for i, w := range ws {
 				where[i] = w.Where()
 			}
-			refuse(e, ws[0].File, fmt.Errorf("%w: %s in %s", ErrAmbiguous, e.Workload, strings.Join(where, ", ")))
+			refuse(e, ws[0].File, fmt.Errorf("%w: %s in %s", workload.ErrAmbiguous, e.Workload, strings.Join(where, ", ")))
 			continue
 		}
 		w := ws[0]
@@ -174,7 +174,7 @@ func templateElsewhere(e Edit, w Workload) error {
 		if workload.ObjectOp(op) {
 			return &located.Error{File: w.File, Field: "metadata.labels", Err: fmt.Errorf(
 				"%w: %s runs the pod template of %s (spec.workloadRef), where its edits go; %s would change the %s itself: change it by hand",
-				ErrTemplateElsewhere, e.Workload, w.Template, op, e.Workload.Kind)}
+				workload.ErrTemplateElsewhere, e.Workload, w.Template, op, e.Workload.Kind)}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package patcher_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 const applyDeployment = `apiVersion: apps/v1
@@ -35,7 +39,7 @@ spec:
 
 // applyOne writes files into a fresh root, discovers it and applies ops to
 // the Deployment named app.
-func applyOne(t *testing.T, files map[string]string, ops ...patcher.Op) (string, *patcher.Result) {
+func applyOne(t *testing.T, files map[string]string, ops ...workload.Op) (string, *patcher.Result) {
 	t.Helper()
 	root := t.TempDir()
 	writeFiles(t, root, files)
@@ -46,120 +50,126 @@ func applyOne(t *testing.T, files map[string]string, ops ...patcher.Op) (string,
 	return root, res
 }
 
+// writeResult writes the files res changes under root, each as
+// changes.WriteFiles writes it.
+func writeResult(root string, res *patcher.Result) error {
+	return errors.Join(changes.WriteFiles(root, res.Files)...)
+}
+
 func TestApplyRefusals(t *testing.T) {
 	tests := []struct {
 		name     string
 		manifest string
-		ops      []patcher.Op
+		ops      []workload.Op
 		wantErr  error
 		wantMsg  string
 	}{
 		{
-			name: "fraction of one", ops: []patcher.Op{patcher.SetGPUFraction("1")}, wantErr: patcher.ErrInvalidValue,
+			name: "fraction of one", ops: []workload.Op{patcher.SetGPUFraction("1")}, wantErr: workload.ErrInvalidValue,
 			wantMsg: `d.yaml:10: spec.template.metadata.annotations.gpu-fraction: invalid value: gpu-fraction "1" must be a decimal from 0.01 to 0.99 with at most two places`,
 		},
-		{name: "fraction with three places", ops: []patcher.Op{patcher.SetGPUFraction("0.125")}, wantErr: patcher.ErrInvalidValue},
-		{name: "fraction below 0.01", ops: []patcher.Op{patcher.SetGPUFraction("0.005")}, wantErr: patcher.ErrInvalidValue},
-		{name: "fraction 0.00", ops: []patcher.Op{patcher.SetGPUFraction("0.00")}, wantErr: patcher.ErrInvalidValue},
-		{name: "fraction in scientific notation", ops: []patcher.Op{patcher.SetGPUFraction("5e-1")}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction with three places", ops: []workload.Op{patcher.SetGPUFraction("0.125")}, wantErr: workload.ErrInvalidValue},
+		{name: "fraction below 0.01", ops: []workload.Op{patcher.SetGPUFraction("0.005")}, wantErr: workload.ErrInvalidValue},
+		{name: "fraction 0.00", ops: []workload.Op{patcher.SetGPUFraction("0.00")}, wantErr: workload.ErrInvalidValue},
+		{name: "fraction in scientific notation", ops: []workload.Op{patcher.SetGPUFraction("5e-1")}, wantErr: workload.ErrInvalidValue},
 		{
 			name:     "fraction next to gpu-memory",
 			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-memory: "2000"`, 1),
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
-			wantErr:  patcher.ErrInvalidValue,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  workload.ErrInvalidValue,
 			wantMsg:  `d.yaml:14: spec.template.metadata.annotations.gpu-fraction: invalid value: the pod asks for gpu-memory, which KAI does not take together with gpu-fraction (remove it first)`,
 		},
 		{
 			name:     "fraction next to a whole GPU",
 			manifest: applyDeployment + "        resources:\n          limits: {cpu: 1}\n          requests: {nvidia.com/gpu: 1}\n",
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
-			wantErr:  patcher.ErrInvalidValue,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  workload.ErrInvalidValue,
 			wantMsg:  `d.yaml:22: spec.template.spec.containers[vllm].resources.requests.nvidia.com/gpu: invalid value: next to the pod's gpu-fraction, which KAI refuses (RemoveWholeGPUs removes it)`,
 		},
 		{
 			name:     "fraction next to an init container's whole GPU",
 			manifest: applyDeployment + "      initContainers:\n      - name: warmup\n        image: x\n        resources: {limits: {nvidia.com/gpu: 1}}\n",
-			ops:      []patcher.Op{patcher.SetVLLMMemoryUtilization("0.3")},
-			wantErr:  patcher.ErrInvalidValue,
+			ops:      []workload.Op{patcher.SetVLLMMemoryUtilization("0.3")},
+			wantErr:  workload.ErrInvalidValue,
 			wantMsg:  `d.yaml:23: spec.template.spec.initContainers[warmup].resources.limits.nvidia.com/gpu: invalid value: next to the pod's gpu-fraction, which KAI refuses (RemoveWholeGPUs removes it)`,
 		},
 		{
 			name:     "whole GPUs next to gpu-memory",
 			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-memory: "2000"`, 1),
-			ops:      []patcher.Op{patcher.SetWholeGPUs(1)},
-			wantErr:  patcher.ErrInvalidValue,
+			ops:      []workload.Op{patcher.SetWholeGPUs(1)},
+			wantErr:  workload.ErrInvalidValue,
 		},
-		{name: "fraction not a number", ops: []patcher.Op{patcher.SetGPUFraction("half")}, wantErr: patcher.ErrInvalidValue},
-		{name: "fraction NaN", ops: []patcher.Op{patcher.SetGPUFraction("NaN")}, wantErr: patcher.ErrInvalidValue},
-		{name: "fraction zero", ops: []patcher.Op{patcher.SetGPUFraction("0.0")}, wantErr: patcher.ErrInvalidValue},
-		{name: "fraction negative", ops: []patcher.Op{patcher.SetGPUFraction("-0.5")}, wantErr: patcher.ErrInvalidValue},
-		{name: "utilization above one", ops: []patcher.Op{patcher.SetVLLMMemoryUtilization("1.5")}, wantErr: patcher.ErrInvalidValue},
-		{name: "scheduler name", ops: []patcher.Op{patcher.SetSchedulerName("KAI Scheduler")}, wantErr: patcher.ErrInvalidValue},
-		{name: "whole GPUs zero", ops: []patcher.Op{patcher.SetWholeGPUs(0)}, wantErr: patcher.ErrInvalidValue},
+		{name: "fraction not a number", ops: []workload.Op{patcher.SetGPUFraction("half")}, wantErr: workload.ErrInvalidValue},
+		{name: "fraction NaN", ops: []workload.Op{patcher.SetGPUFraction("NaN")}, wantErr: workload.ErrInvalidValue},
+		{name: "fraction zero", ops: []workload.Op{patcher.SetGPUFraction("0.0")}, wantErr: workload.ErrInvalidValue},
+		{name: "fraction negative", ops: []workload.Op{patcher.SetGPUFraction("-0.5")}, wantErr: workload.ErrInvalidValue},
+		{name: "utilization above one", ops: []workload.Op{patcher.SetVLLMMemoryUtilization("1.5")}, wantErr: workload.ErrInvalidValue},
+		{name: "scheduler name", ops: []workload.Op{patcher.SetSchedulerName("KAI Scheduler")}, wantErr: workload.ErrInvalidValue},
+		{name: "whole GPUs zero", ops: []workload.Op{patcher.SetWholeGPUs(0)}, wantErr: workload.ErrInvalidValue},
 		{
-			name: "label the selector matches on", ops: []patcher.Op{patcher.SetPodLabel("app", "other")}, wantErr: patcher.ErrInvalidValue,
+			name: "label the selector matches on", ops: []workload.Op{patcher.SetPodLabel("app", "other")}, wantErr: workload.ErrInvalidValue,
 			wantMsg: "d.yaml:8: spec.template.metadata.labels.app: invalid value: the selector matches on app=app; changing it would orphan the pods",
 		},
 		{
 			name:     "label a selector expression uses",
 			manifest: strings.Replace(applyDeployment, "    matchLabels:\n      app: app\n", "    matchExpressions:\n    - {key: tier, operator: In, values: [gpu]}\n", 1),
-			ops:      []patcher.Op{patcher.SetPodLabel("tier", "cpu")},
-			wantErr:  patcher.ErrInvalidValue,
+			ops:      []workload.Op{patcher.SetPodLabel("tier", "cpu")},
+			wantErr:  workload.ErrInvalidValue,
 			wantMsg:  "d.yaml:8: spec.template.metadata.labels.tier: invalid value: the selector's matchExpressions use the label tier; changing it could orphan the pods",
 		},
-		{name: "workload label value", ops: []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "no spaces please")}, wantErr: patcher.ErrInvalidValue},
-		{name: "workload label key", ops: []patcher.Op{patcher.SetWorkloadLabel("", "q")}, wantErr: patcher.ErrInvalidValue},
+		{name: "workload label value", ops: []workload.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "no spaces please")}, wantErr: workload.ErrInvalidValue},
+		{name: "workload label key", ops: []workload.Op{patcher.SetWorkloadLabel("", "q")}, wantErr: workload.ErrInvalidValue},
 		{
 			name:     "atomic: a bad op undoes the good ones",
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.2"), patcher.SetGPUFraction("7")},
-			wantErr:  patcher.ErrInvalidValue,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.2"), patcher.SetGPUFraction("7")},
+			wantErr:  workload.ErrInvalidValue,
 			manifest: applyDeployment,
 		},
 		{
 			name:     "anchor on the path names its line",
 			manifest: strings.Replace(applyDeployment, "      annotations:\n", "      annotations: &a\n", 1),
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
-			wantErr:  patcher.ErrAlias,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  splice.ErrAlias,
 			wantMsg:  "d.yaml:13: spec.template.metadata.annotations.gpu-fraction: anchor, alias or merge key on the edit path: anchor &a",
 		},
 		{
 			name:     "anchor on a container",
 			manifest: strings.Replace(applyDeployment, "      - name: vllm\n", "      - &c\n        name: vllm\n", 1),
-			ops:      []patcher.Op{patcher.SetVLLMMemoryUtilization("0.3")},
-			wantErr:  patcher.ErrAlias,
+			ops:      []workload.Op{patcher.SetVLLMMemoryUtilization("0.3")},
+			wantErr:  splice.ErrAlias,
 		},
 		{
 			name:     "duplicate key",
 			manifest: strings.Replace(applyDeployment, "        app: app\n      annotations", "        app: app\n        app: app\n      annotations", 1),
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
-			wantErr:  patcher.ErrDuplicateKey,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  splice.ErrDuplicateKey,
 			wantMsg:  "d.yaml:13: app: duplicate mapping key",
 		},
 		{
 			name:     "helm template",
 			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-fraction: "{{ .Values.fraction }}"`, 1),
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
-			wantErr:  patcher.ErrTemplate,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  splice.ErrTemplate,
 			wantMsg:  `d.yaml:14: spec.template.metadata.annotations.gpu-fraction: value is a template expression: "{{ .Values.fraction }}"`,
 		},
 		{
 			name:     "GPU container named but missing",
 			manifest: strings.Replace(applyDeployment, `gpu-fraction: "0.5"`, `gpu-fraction-container-name: model`, 1),
-			ops:      []patcher.Op{patcher.SetWholeGPUs(1)},
-			wantErr:  patcher.ErrNotFound,
+			ops:      []workload.Op{patcher.SetWholeGPUs(1)},
+			wantErr:  workload.ErrNotFound,
 		},
 		{
 			name:     "pod template is not a mapping",
 			manifest: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template: []\n",
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
-			wantErr:  patcher.ErrUnsupported,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  splice.ErrUnsupported,
 			wantMsg:  "d.yaml:6: spec.template: unsupported source layout: no pod template mapping",
 		},
 		{
 			name:     "lone CR line breaks",
 			manifest: strings.ReplaceAll(applyDeployment, "\n", "\r"),
-			ops:      []patcher.Op{patcher.SetGPUFraction("0.3")},
-			wantErr:  patcher.ErrUnsupported,
+			ops:      []workload.Op{patcher.SetGPUFraction("0.3")},
+			wantErr:  splice.ErrUnsupported,
 		},
 	}
 	for _, tc := range tests {
@@ -187,7 +197,7 @@ func TestApplyVerificationRefusesWhatTheSplicerGotWrong(t *testing.T) {
 	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.SetGPUFraction("0.3"))
 	require.Empty(t, res.Files)
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrVerify)
+	require.ErrorIs(t, res.Refused[0].Err, splice.ErrVerify)
 	require.Contains(t, res.Refused[0].Err.Error(), "d.yaml:16: edit verification failed: the result does not parse")
 }
 
@@ -221,13 +231,13 @@ func TestApplyMultibyteBeforeTheValue(t *testing.T) {
 
 // Invariant 4: the same inputs twice, and the second run writes nothing.
 func TestApplyIdempotent(t *testing.T) {
-	ops := []patcher.Op{
+	ops := []workload.Op{
 		patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"), patcher.SetSchedulerName("kai-scheduler"),
 		patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.RemoveWholeGPUs(),
 	}
 	root, res := applyOne(t, map[string]string{"d.yaml": applyDeployment}, ops...)
 	require.Len(t, res.Files, 1)
-	require.NoError(t, res.Write(root))
+	require.NoError(t, writeResult(root, res))
 
 	inv, err := patcher.Discover(context.Background(), root)
 	require.NoError(t, err)
@@ -251,10 +261,10 @@ func TestApplyFileChangedSinceDiscover(t *testing.T) {
 	inv, err := patcher.Discover(context.Background(), root)
 	require.NoError(t, err)
 	writeFiles(t, root, map[string]string{"d.yaml": strings.Replace(applyDeployment, "name: app", "name: renamed", 1)})
-	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}}})
+	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Ops: []workload.Op{patcher.SetGPUFraction("0.3")}}})
 	require.NoError(t, err)
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
+	require.ErrorIs(t, res.Refused[0].Err, workload.ErrNotFound)
 }
 
 // Discover leaves Namespace empty when metadata.namespace is absent and
@@ -267,8 +277,8 @@ func TestApplyDefaultedNamespace(t *testing.T) {
 	require.Len(t, inv.Workloads, 2)
 	inv.Workloads[0].Ref.Namespace = "default"
 	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{
-		{Workload: dep("default", "app"), Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}},
-		{Workload: dep("other", "app"), Ops: []patcher.Op{patcher.SetGPUFraction("0.2")}},
+		{Workload: dep("default", "app"), Ops: []workload.Op{patcher.SetGPUFraction("0.3")}},
+		{Workload: dep("other", "app"), Ops: []workload.Op{patcher.SetGPUFraction("0.2")}},
 	})
 	require.NoError(t, err)
 	require.Empty(t, res.Refused)
@@ -291,13 +301,13 @@ func TestApplyLinesOfTheOriginalFile(t *testing.T) {
 	inv, err := patcher.Discover(context.Background(), root)
 	require.NoError(t, err)
 	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{
-		{Workload: dep("", "a"), Ops: []patcher.Op{patcher.SetGPUFraction("0.5")}},
-		{Workload: dep("", "c"), Ops: []patcher.Op{patcher.SetGPUFraction("0.5")}},
+		{Workload: dep("", "a"), Ops: []workload.Op{patcher.SetGPUFraction("0.5")}},
+		{Workload: dep("", "c"), Ops: []workload.Op{patcher.SetGPUFraction("0.5")}},
 	})
 	require.NoError(t, err)
 	require.Len(t, res.Files, 1)
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrAlias)
+	require.ErrorIs(t, res.Refused[0].Err, splice.ErrAlias)
 	require.Contains(t, res.Refused[0].Err.Error(), "d.yaml:26: ")
 }
 
@@ -306,14 +316,14 @@ func TestApplySameRefInTwoFiles(t *testing.T) {
 	writeFiles(t, root, map[string]string{"base/d.yaml": applyDeployment, "overlay/d.yaml": applyDeployment})
 	inv, err := patcher.Discover(context.Background(), root)
 	require.NoError(t, err)
-	ops := []patcher.Op{patcher.SetGPUFraction("0.3")}
+	ops := []workload.Op{patcher.SetGPUFraction("0.3")}
 	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{
 		{Workload: dep("", "app"), Ops: ops},
 		{Workload: dep("", "app"), File: "overlay/d.yaml", Ops: ops},
 	})
 	require.NoError(t, err)
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrAmbiguous)
+	require.ErrorIs(t, res.Refused[0].Err, workload.ErrAmbiguous)
 	require.Contains(t, res.Refused[0].Err.Error(), "base/d.yaml:1, overlay/d.yaml:1")
 	require.Len(t, res.Files, 1)
 	require.Equal(t, "overlay/d.yaml", res.Files[0].Path)
@@ -324,7 +334,7 @@ func TestApplyChanges(t *testing.T) {
 		patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"), patcher.SetSchedulerName("kai-scheduler"))
 	require.Len(t, res.Files, 1)
 	ref := dep("", "app")
-	require.Equal(t, []patcher.Change{
+	require.Equal(t, []changes.Change{
 		{Workload: ref, Field: "spec.template.metadata.annotations.gpu-fraction", Old: "0.5", New: "0.3", Reason: "test"},
 		{Workload: ref, Field: "spec.template.spec.containers[vllm].args", Old: "0.45", New: "0.27", Reason: "test"},
 		{Workload: ref, Field: "spec.template.spec.schedulerName", Old: "", New: "kai-scheduler", Reason: "test"},
@@ -342,7 +352,7 @@ func TestWrite(t *testing.T) {
 			root, res := applyOne(t, map[string]string{tc.path: applyDeployment}, patcher.SetGPUFraction("0.3"))
 			p := filepath.Join(root, tc.path)
 			require.NoError(t, os.Chmod(p, tc.mode))
-			require.NoError(t, res.Write(root))
+			require.NoError(t, writeResult(root, res))
 
 			b, err := os.ReadFile(p)
 			require.NoError(t, err)
@@ -355,7 +365,7 @@ func TestWrite(t *testing.T) {
 			require.Len(t, es, 1, "no temporary file left behind")
 
 			// The file is now New, not Old: writing the same result again is refused.
-			require.ErrorContains(t, res.Write(root), "changed since it was read")
+			require.ErrorContains(t, writeResult(root, res), "changed since it was read")
 		})
 	}
 }
@@ -452,7 +462,7 @@ spec:
 	want := strings.Replace(strings.Replace(m, "nvidia.com/gpu: 1", "nvidia.com/gpu: 2", 1), `"0.9"`, `"0.8"`, 1)
 	require.Equal(t, want, string(res.Files[0].New))
 	require.Len(t, res.Notes, 1)
-	require.ErrorIs(t, res.Notes[0], patcher.ErrNotGPUContainer)
+	require.ErrorIs(t, res.Notes[0], workload.ErrNotGPUContainer)
 	require.Equal(t, "spec.template.spec.containers[proxy]", res.Notes[0].Field)
 }
 
@@ -475,43 +485,43 @@ func TestApplyEmptyValues(t *testing.T) {
 	pod := "    spec:\n      containers: [{name: c, image: x}]\n"
 	tests := []struct {
 		name, src, want string
-		ops             []patcher.Op
+		ops             []workload.Op
 	}{
 		{
 			name: "followed by a key",
 			src:  head + "    metadata:\n      annotations:\n        gpu-fraction:\n        other: x\n" + pod,
 			want: head + "    metadata:\n      annotations:\n        gpu-fraction: \"0.3\"\n        other: x\n" + pod,
-			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+			ops:  []workload.Op{patcher.SetGPUFraction("0.3")},
 		},
 		{
 			name: "with a comment",
 			src:  head + "    metadata:\n      annotations:\n        gpu-fraction:   # to be set\n" + pod,
 			want: head + "    metadata:\n      annotations:\n        gpu-fraction: \"0.3\"   # to be set\n" + pod,
-			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+			ops:  []workload.Op{patcher.SetGPUFraction("0.3")},
 		},
 		{
 			name: "scheduler name and label",
 			src:  head + "    metadata:\n      labels:\n        kai.scheduler/queue:\n    spec:\n      schedulerName:\n      containers: [{name: c, image: x}]\n",
 			want: head + "    metadata:\n      labels:\n        kai.scheduler/queue: q\n    spec:\n      schedulerName: kai-scheduler\n      containers: [{name: c, image: x}]\n",
-			ops:  []patcher.Op{patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "q")},
+			ops:  []workload.Op{patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "q")},
 		},
 		{
 			name: "tilde",
 			src:  head + pod + "      schedulerName: ~ # unset\n",
 			want: head + pod + "      schedulerName: kai-scheduler # unset\n",
-			ops:  []patcher.Op{patcher.SetSchedulerName("kai-scheduler")},
+			ops:  []workload.Op{patcher.SetSchedulerName("kai-scheduler")},
 		},
 		{
 			name: "in a flow mapping",
 			src:  head + "    metadata: {annotations: {gpu-fraction: , team: ml}}\n" + pod,
 			want: head + "    metadata: {annotations: {gpu-fraction: \"0.3\", team: ml}}\n" + pod,
-			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+			ops:  []workload.Op{patcher.SetGPUFraction("0.3")},
 		},
 		{
 			name: "last line without a line break",
 			src:  head + pod + "    metadata:\n      annotations:\n        gpu-fraction:",
 			want: head + pod + "    metadata:\n      annotations:\n        gpu-fraction: \"0.3\"",
-			ops:  []patcher.Op{patcher.SetGPUFraction("0.3")},
+			ops:  []workload.Op{patcher.SetGPUFraction("0.3")},
 		},
 	}
 	for _, tc := range tests {
@@ -556,11 +566,11 @@ func TestApplyRemoveWholeGPUsThroughAliases(t *testing.T) {
 		name, resources string
 		wantErr         error
 	}{
-		{name: "alias", resources: "*gpu", wantErr: patcher.ErrAlias},
-		{name: "anchor", resources: "&mine {limits: {nvidia.com/gpu: 1}}", wantErr: patcher.ErrAlias},
-		{name: "merge key", resources: "{<<: *gpu, requests: {cpu: 1}}", wantErr: patcher.ErrAlias},
-		{name: "merged limits", resources: "{limits: {<<: {nvidia.com/gpu: 1}, cpu: 1}}", wantErr: patcher.ErrAlias},
-		{name: "aliased limits", resources: "{limits: *gpulimits}", wantErr: patcher.ErrAlias},
+		{name: "alias", resources: "*gpu", wantErr: splice.ErrAlias},
+		{name: "anchor", resources: "&mine {limits: {nvidia.com/gpu: 1}}", wantErr: splice.ErrAlias},
+		{name: "merge key", resources: "{<<: *gpu, requests: {cpu: 1}}", wantErr: splice.ErrAlias},
+		{name: "merged limits", resources: "{limits: {<<: {nvidia.com/gpu: 1}, cpu: 1}}", wantErr: splice.ErrAlias},
+		{name: "aliased limits", resources: "{limits: *gpulimits}", wantErr: splice.ErrAlias},
 		{name: "plain, next to an alias without GPUs", resources: "{limits: {nvidia.com/gpu: 1}}"},
 	}
 	for _, tc := range tests {
@@ -586,7 +596,7 @@ func TestApplyRemoveWholeGPUsThroughAliases(t *testing.T) {
 	m = strings.Replace(m, "x-small: &small {limits: {cpu: 1}}\n", "x-side: &side {name: side, image: x, resources: {limits: {nvidia.com/gpu: 1}}}\n", 1)
 	_, res := applyOne(t, map[string]string{"d.yaml": m}, patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5"))
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrAlias)
+	require.ErrorIs(t, res.Refused[0].Err, splice.ErrAlias)
 }
 
 // SetWorkloadLabel sets the Deployment's own label, where KAI looks for the
@@ -597,25 +607,25 @@ func TestApplyLabels(t *testing.T) {
 	exprs := strings.Replace(applyDeployment, "    matchLabels:\n      app: app\n", "    matchExpressions:\n    - {key: app, operator: In, values: [app]}\n", 1)
 	tests := []struct {
 		name, src, want string
-		ops             []patcher.Op
+		ops             []workload.Op
 	}{
 		{
 			name: "workload label added",
 			src:  withLabels,
 			want: strings.Replace(withLabels, "    team: ml # owners\n", "    team: ml # owners\n    kai.scheduler/queue: research\n", 1),
-			ops:  []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "research")},
+			ops:  []workload.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "research")},
 		},
 		{
 			name: "workload labels created",
 			src:  applyDeployment,
 			want: strings.Replace(applyDeployment, "  name: app\n", "  name: app\n  labels:\n    kai.scheduler/queue: research\n", 1),
-			ops:  []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "research")},
+			ops:  []workload.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "research")},
 		},
 		{
 			name: "pod label the expressions do not use",
 			src:  exprs,
 			want: strings.Replace(exprs, "        app: app\n", "        app: app\n        kai.scheduler/queue: q\n", 1),
-			ops:  []patcher.Op{patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.SetPodLabel("app", "app")},
+			ops:  []workload.Op{patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.SetPodLabel("app", "app")},
 		},
 	}
 	for _, tc := range tests {
@@ -624,7 +634,7 @@ func TestApplyLabels(t *testing.T) {
 			require.Empty(t, res.Refused)
 			require.Len(t, res.Files, 1)
 			require.Equal(t, tc.want, string(res.Files[0].New))
-			require.NoError(t, res.Write(root))
+			require.NoError(t, writeResult(root, res))
 			inv, err := patcher.Discover(context.Background(), root)
 			require.NoError(t, err)
 			if strings.Contains(tc.name, "workload") {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
@@ -42,7 +43,7 @@ func BenchmarkApply(b *testing.B) {
 	inv, err := patcher.Discover(ctx, root)
 	require.NoError(b, err)
 	target := inv.Workloads[len(inv.Workloads)/2].Ref
-	edits := []patcher.Edit{{Workload: target, Ops: []patcher.Op{
+	edits := []patcher.Edit{{Workload: target, Ops: []workload.Op{
 		patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"),
 	}}}
 	b.SetBytes(int64(len(src)))
@@ -94,7 +95,7 @@ func BenchmarkApplyManyDocuments(b *testing.B) {
 			require.NoError(b, err)
 			var edits []patcher.Edit
 			for _, w := range inv.Workloads {
-				edits = append(edits, patcher.Edit{Workload: w.Ref, Ops: []patcher.Op{
+				edits = append(edits, patcher.Edit{Workload: w.Ref, Ops: []workload.Op{
 					patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33"),
 					patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue"),
 				}})

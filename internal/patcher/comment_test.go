@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -35,7 +36,7 @@ spec:
 	inv, err := patcher.Discover(ctx, root)
 	require.NoError(t, err)
 	ref := usage.Ref{Kind: "Deployment", Name: "app"}
-	res, err := patcher.Apply(ctx, root, inv, []patcher.Edit{{Workload: ref, Ops: []patcher.Op{patcher.RemovePodAnnotation("gpu-fraction")}}})
+	res, err := patcher.Apply(ctx, root, inv, []patcher.Edit{{Workload: ref, Ops: []workload.Op{patcher.RemovePodAnnotation("gpu-fraction")}}})
 	require.NoError(t, err)
 	require.Empty(t, res.Refused)
 	require.Len(t, res.Files, 1)

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 // corpusDir is the corpus of real public manifests in testdata/corpus
@@ -48,16 +50,16 @@ func TestCorpus(t *testing.T) {
 	for i, want := range []string{"gke-model-armor", "infw-gw", "k8s-sglang-distributed-sts"} {
 		require.Contains(t, bad[i], want)
 	}
-	require.ErrorIs(t, inv.Problems[0].Err, patcher.ErrInvalidYAML)
-	require.ErrorIs(t, inv.Problems[1].Err, patcher.ErrInvalidYAML)
-	require.ErrorIs(t, inv.Problems[2].Err, patcher.ErrConflictMarkers)
+	require.ErrorIs(t, inv.Problems[0].Err, splice.ErrInvalidYAML)
+	require.ErrorIs(t, inv.Problems[1].Err, splice.ErrInvalidYAML)
+	require.ErrorIs(t, inv.Problems[2].Err, splice.ErrConflictMarkers)
 
 	var edits []patcher.Edit
 	withWorkload := map[string]bool{}
 	vllm := map[string]bool{} // workload key → has vLLM
 	for _, w := range inv.Workloads {
 		withWorkload[w.File] = true
-		ops := []patcher.Op{patcher.SetGPUFraction("0.37")}
+		ops := []workload.Op{patcher.SetGPUFraction("0.37")}
 		if len(w.GPU.WholeContainers) > 0 {
 			// KAI refuses a fraction next to nvidia.com/gpu
 			ops = append(ops, patcher.RemoveWholeGPUs())
@@ -78,7 +80,7 @@ func TestCorpus(t *testing.T) {
 	// the template whose containers join it (ray workers) gets a note.
 	grouped := map[string]bool{}
 	for _, n := range res.Notes {
-		if errors.Is(n.Err, patcher.ErrNoVLLMCommand) {
+		if errors.Is(n.Err, workload.ErrNoVLLMCommand) {
 			grouped[n.File+" "+n.Workload.String()] = true
 		}
 	}
@@ -115,7 +117,7 @@ func TestCorpus(t *testing.T) {
 
 	reasons := map[string]int{}
 	for _, r := range res.Refused {
-		for _, s := range []error{patcher.ErrAmbiguous, patcher.ErrAlias, patcher.ErrTemplate, patcher.ErrUnsupported, patcher.ErrNoVLLMCommand, patcher.ErrVerify, patcher.ErrDuplicateKey} {
+		for _, s := range []error{workload.ErrAmbiguous, splice.ErrAlias, splice.ErrTemplate, splice.ErrUnsupported, workload.ErrNoVLLMCommand, splice.ErrVerify, splice.ErrDuplicateKey} {
 			if errors.Is(r.Err, s) {
 				reasons[s.Error()]++
 			}

@@ -14,6 +14,8 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -124,7 +126,7 @@ metadata:
 	require.Contains(t, problems[0], "apps/bad.yaml:2: invalid YAML")
 	require.Equal(t, "apps/noname.yaml:1: Deployment without metadata.name", problems[1])
 	require.Equal(t, "links/outside.yaml: symlink leads outside the checkout", problems[2])
-	require.ErrorIs(t, inv.Problems[2], patcher.ErrOutsideRoot)
+	require.ErrorIs(t, inv.Problems[2], checkout.ErrOutsideRoot)
 
 	want := []patcher.Workload{
 		{
@@ -389,7 +391,7 @@ spec:
 	g := inv.Workloads[0].GPU
 	require.Equal(t, int64(2), g.Whole)
 	require.Equal(t, "vllm", g.Container)
-	require.ErrorIs(t, g.Err, patcher.ErrAlias)
+	require.ErrorIs(t, g.Err, splice.ErrAlias)
 	require.EqualError(t, g.Err, "anchor, alias or merge key on the edit path: line 16: the nvidia.com/gpu of spec.template.spec.containers[vllm] is written through it, so it is read but not edited")
 }
 
@@ -414,37 +416,37 @@ func TestDiscoverGPUAnnotationsKAIRefuses(t *testing.T) {
 		{
 			name:    "null",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction:\n",
-			wantErr: patcher.ErrInvalidValue,
+			wantErr: workload.ErrInvalidValue,
 			wantMsg: "invalid value: line 9: gpu-fraction is null, not a string",
 		},
 		{
 			name:    "a sequence",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: [\"0.5\"]\n",
-			wantErr: patcher.ErrInvalidValue,
+			wantErr: workload.ErrInvalidValue,
 			wantMsg: "invalid value: line 9: gpu-fraction is a sequence, not a string",
 		},
 		{
 			name:    "a mapping",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: {v: \"0.5\"}\n",
-			wantErr: patcher.ErrInvalidValue,
+			wantErr: workload.ErrInvalidValue,
 			wantMsg: "invalid value: line 9: gpu-fraction is a mapping, not a string",
 		},
 		{
 			name:    "an alias",
 			body:    "x-f: &f \"0.5\"\nspec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: *f\n",
-			wantErr: patcher.ErrAlias,
+			wantErr: splice.ErrAlias,
 			wantMsg: "anchor, alias or merge key on the edit path: line 10: gpu-fraction is written through an alias",
 		},
 		{
 			name:    "annotations through an alias",
 			body:    "x-a: &a {gpu-fraction: \"0.5\"}\nspec:\n  template:\n    metadata:\n      annotations: *a\n",
-			wantErr: patcher.ErrAlias,
+			wantErr: splice.ErrAlias,
 			wantMsg: "anchor, alias or merge key on the edit path: line 9: gpu-fraction is written through an alias",
 		},
 		{
 			name:    "a merge key",
 			body:    "x-a: &a {gpu-fraction: \"0.5\"}\nspec:\n  template:\n    metadata:\n      annotations:\n        <<: *a\n",
-			wantErr: patcher.ErrAlias,
+			wantErr: splice.ErrAlias,
 			wantMsg: "anchor, alias or merge key on the edit path: line 10: gpu-fraction is written through a << merge key",
 		},
 		{
@@ -462,19 +464,19 @@ func TestDiscoverGPUAnnotationsKAIRefuses(t *testing.T) {
 		{
 			name:    "gpu-memory with a blank",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-memory: \"2000 \"\n",
-			wantErr: patcher.ErrInvalidValue,
+			wantErr: workload.ErrInvalidValue,
 			wantMsg: `invalid value: line 9: gpu-memory "2000 " is not a whole number of MiB above 0`,
 		},
 		{
 			name:    "gpu-memory a sequence",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-memory: [2000]\n",
-			wantErr: patcher.ErrInvalidValue,
+			wantErr: workload.ErrInvalidValue,
 			wantMsg: "invalid value: line 9: gpu-memory is a sequence, not a string",
 		},
 		{
 			name:    "num-devices with a sign",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"0.5\"\n        gpu-fraction-num-devices: \"+2\"\n",
-			wantErr: patcher.ErrInvalidValue,
+			wantErr: workload.ErrInvalidValue,
 			wantMsg: `invalid value: line 10: gpu-fraction-num-devices "+2" is not a whole number above 0`,
 		},
 	}
@@ -574,7 +576,7 @@ func TestDiscoverRefusesInvalidNames(t *testing.T) {
 				return
 			}
 			require.Len(t, inv.Problems, 1)
-			require.ErrorIs(t, inv.Problems[0], patcher.ErrInvalidName)
+			require.ErrorIs(t, inv.Problems[0], workload.ErrInvalidName)
 			require.Equal(t, tc.want, inv.Problems[0].Error())
 		})
 	}
@@ -596,7 +598,7 @@ func TestDiscoverRefusesUnboundedInput(t *testing.T) {
 		{
 			name: "an alias bomb", files: map[string]string{"bomb.yaml": bomb},
 			problem: "bomb.yaml:11: invalid YAML: aliases expand beyond the limit: with alias *a5, aliases add more than 1000000 nodes",
-			is:      patcher.ErrInvalidYAML,
+			is:      splice.ErrInvalidYAML,
 		},
 		{
 			name: "a file above the size cap", files: map[string]string{"huge.yaml": discoverDeployment + strings.Repeat("#", 8<<20)},
@@ -635,7 +637,7 @@ func TestDiscoverFiles(t *testing.T) {
 	require.Len(t, inv.Workloads, 1)
 	require.Equal(t, "apps/chat.YAML", inv.Workloads[0].File)
 	require.Len(t, inv.Problems, 1)
-	require.ErrorIs(t, inv.Problems[0], patcher.ErrOutsideRoot)
+	require.ErrorIs(t, inv.Problems[0], checkout.ErrOutsideRoot)
 }
 
 // TestDiscoverKinds: the kinds that are sized are read from their own pod
@@ -670,7 +672,7 @@ func TestDiscoverKinds(t *testing.T) {
 		require.Equal(t, tc.utilization, w.Containers[0].GPUMemoryUtilization, tc.key)
 	}
 	mis := got["LeaderWorkerSet/mismatched"]
-	require.ErrorIs(t, mis.GPU.Err, patcher.ErrGroupMismatch)
+	require.ErrorIs(t, mis.GPU.Err, workload.ErrGroupMismatch)
 	require.ErrorContains(t, mis.GPU.Err, "nvidia.com/gpu 1 against nvidia.com/gpu 2")
 	require.Len(t, inv.Unsupported, 1)
 	u := inv.Unsupported[0]
@@ -728,9 +730,9 @@ func TestDiscoverInferenceService(t *testing.T) {
 		require.Equal(t, tc.utilization, w.Containers[0].GPUMemoryUtilization, tc.name)
 	}
 	require.Equal(t, "true", got["chat"].PodAnnotations["prometheus.io/scrape"])
-	require.ErrorIs(t, got["shared"].GPU.FractionErr, patcher.ErrObjectAnnotation)
+	require.ErrorIs(t, got["shared"].GPU.FractionErr, workload.ErrObjectAnnotation)
 	require.ErrorContains(t, got["shared"].GPU.FractionErr, "spec.predictor.annotations")
-	require.ErrorIs(t, got["multinode"].GPU.Err, patcher.ErrUnsizedPods)
+	require.ErrorIs(t, got["multinode"].GPU.Err, workload.ErrUnsizedPods)
 	require.ErrorContains(t, got["multinode"].GPU.Err, "spec.predictor.workerSpec")
 	require.Equal(t, int64(2), got["multinode"].GPU.Whole)
 }
@@ -778,7 +780,7 @@ func TestDiscoverDynamo(t *testing.T) {
 
 	big := got["big-worker"]
 	require.Equal(t, int64(8), big.GPU.Whole)
-	require.ErrorIs(t, big.GPU.Err, patcher.ErrUnsizedPods)
+	require.ErrorIs(t, big.GPU.Err, workload.ErrUnsizedPods)
 	require.ErrorContains(t, big.GPU.Err, "spec.services.worker.multinode")
 }
 
@@ -801,7 +803,7 @@ spec:
 	require.NoError(t, err)
 	require.Len(t, inv.Workloads, 1)
 	require.Equal(t, "g-worker", inv.Workloads[0].Ref.Name)
-	require.ErrorIs(t, inv.Workloads[0].GPU.Err, patcher.ErrInvalidValue)
+	require.ErrorIs(t, inv.Workloads[0].GPU.Err, workload.ErrInvalidValue)
 }
 
 // TestDiscoverDynamoServiceAnnotations: KAI's annotations in a service's
@@ -838,7 +840,7 @@ spec:
 			require.Len(t, inv.Workloads, 1)
 			w := inv.Workloads[0]
 			require.Equal(t, "0.5", w.GPU.FractionText)
-			require.ErrorIs(t, w.GPU.Err, patcher.ErrServiceAnnotation)
+			require.ErrorIs(t, w.GPU.Err, workload.ErrServiceAnnotation)
 			require.ErrorContains(t, w.GPU.Err, fmt.Sprintf("line %d: ", tt.line))
 			require.ErrorContains(t, w.GPU.Err, "is in spec.services.Worker.annotations; it is read but not edited: write it in spec.services.Worker.extraPodMetadata.annotations")
 		})
@@ -903,11 +905,11 @@ spec:
 	require.NoError(t, err)
 	require.Len(t, inv.Workloads, 1)
 	res, err := patcher.Apply(ctx, dir, inv, []patcher.Edit{{Workload: inv.Workloads[0].Ref, File: "dgd.yaml", Reason: "test",
-		Ops: []patcher.Op{patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5")}}})
+		Ops: []workload.Op{patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5")}}})
 	require.NoError(t, err)
 	require.Empty(t, res.Files)
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrUnsupported)
+	require.ErrorIs(t, res.Refused[0].Err, splice.ErrUnsupported)
 	require.ErrorContains(t, res.Refused[0].Err, "dgd.yaml:9: spec.services.Worker.resources: ")
 	require.ErrorContains(t, res.Refused[0].Err, "it is the only field of its mapping, and removing it would leave an empty mapping, which is not written; edit it by hand")
 }

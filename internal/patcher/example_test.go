@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 // exampleRepo writes one manifest into a temporary checkout.
@@ -46,7 +47,7 @@ spec:
 	res, err := patcher.Apply(ctx, root, inv, []patcher.Edit{{
 		Workload: inv.Workloads[0].Ref,
 		Reason:   "peak 0.31 of a GPU over 7 days + 20% headroom",
-		Ops:      []patcher.Op{patcher.SetGPUFraction("0.38"), patcher.SetVLLMMemoryUtilization("0.34")},
+		Ops:      []workload.Op{patcher.SetGPUFraction("0.38"), patcher.SetVLLMMemoryUtilization("0.34")},
 	}})
 	if err != nil {
 		panic(err)
@@ -74,43 +75,4 @@ spec:
 	//         args: ["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu-memory-utilization", "0.34"]
 	// spec.template.metadata.annotations.gpu-fraction: "" -> "0.38"
 	// spec.template.spec.containers[vllm].args: "0.9" -> "0.34"
-}
-
-func ExampleFile_Diff() {
-	root, cleanup := exampleRepo("tgi.yaml", `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: tgi
-spec:
-  template:
-    metadata:
-      annotations:
-        gpu-fraction: "0.5"  # set by hand
-    spec:
-      containers:
-      - name: tgi
-        image: ghcr.io/huggingface/text-generation-inference:2.4`) // no final newline
-	defer cleanup()
-	ctx := context.Background()
-	inv, _ := patcher.Discover(ctx, root)
-	res, _ := patcher.Apply(ctx, root, inv, []patcher.Edit{{
-		Workload: inv.Workloads[0].Ref,
-		Ops:      []patcher.Op{patcher.SetGPUFraction("0.25"), patcher.SetSchedulerName("kai-scheduler")},
-	}})
-	fmt.Print(res.Files[0].Diff())
-	// Output:
-	// --- a/tgi.yaml
-	// +++ b/tgi.yaml
-	// @@ -6,8 +6,9 @@
-	//    template:
-	//      metadata:
-	//        annotations:
-	// -        gpu-fraction: "0.5"  # set by hand
-	// +        gpu-fraction: "0.25"  # set by hand
-	//      spec:
-	// +      schedulerName: kai-scheduler
-	//        containers:
-	//        - name: tgi
-	//          image: ghcr.io/huggingface/text-generation-inference:2.4
-	// \ No newline at end of file
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -56,7 +57,7 @@ func FuzzApply(f *testing.F) {
 		require.NoError(t, err)
 		var edits []patcher.Edit
 		for _, w := range inv.Workloads {
-			edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Ops: []patcher.Op{
+			edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Ops: []workload.Op{
 				patcher.RemoveWholeGPUs(), patcher.SetGPUFraction(frac), patcher.SetVLLMMemoryUtilization(frac),
 			}})
 		}
@@ -173,7 +174,7 @@ func FuzzKustomizeEdit(f *testing.F) {
 		var edits []patcher.Edit
 		for _, w := range inv.Workloads {
 			if w.File == "overlays/a/kustomization.yaml" {
-				edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "fuzz", Ops: []patcher.Op{patcher.SetGPUFraction(frac)}})
+				edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "fuzz", Ops: []workload.Op{patcher.SetGPUFraction(frac)}})
 			}
 		}
 		res, err := patcher.Apply(ctx, root, inv, edits)
@@ -189,7 +190,7 @@ func FuzzKustomizeEdit(f *testing.F) {
 		for _, file := range res.Files {
 			require.NoError(t, splicesCoverDiff(file))
 		}
-		require.NoError(t, res.Write(root))
+		require.NoError(t, writeResult(root, res))
 		require.Equal(t, string(before["b"]), string(fuzzBuild(t, root, "b")), "the other overlay's output changed")
 
 		// what the edits intend: the old output with the fraction set

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -38,7 +40,7 @@ func dgd(name string) usage.Ref {
 type goldenCase struct {
 	name string
 	// ops are applied to every workload Discover finds, unless edits is set.
-	ops   []patcher.Op
+	ops   []workload.Op
 	edits []patcher.Edit
 	// inventory replaces Discover: for files that Discover rejects but
 	// that an older inventory may still point at.
@@ -49,10 +51,10 @@ type goldenCase struct {
 }
 
 var (
-	fractionAndVLLM = []patcher.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}
+	fractionAndVLLM = []workload.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}
 	// wholeToFraction: KAI refuses a fraction next to nvidia.com/gpu.
-	wholeToFraction = append([]patcher.Op{patcher.RemoveWholeGPUs()}, fractionAndVLLM...)
-	toKAI           = []patcher.Op{
+	wholeToFraction = append([]workload.Op{patcher.RemoveWholeGPUs()}, fractionAndVLLM...)
+	toKAI           = []workload.Op{
 		patcher.RemoveWholeGPUs(),
 		patcher.SetGPUFraction("0.5"),
 		patcher.SetSchedulerName("kai-scheduler"),
@@ -78,45 +80,45 @@ func goldenCases() []goldenCase {
 		{name: "block-folded", ops: fractionAndVLLM},
 		{name: "sh-c-strings", ops: fractionAndVLLM},
 		{name: "kai-migration", ops: toKAI},
-		{name: "refuse-several-gpu-containers", ops: toKAI, refused: []error{patcher.ErrSeveralGPUContainers}},
+		{name: "refuse-several-gpu-containers", ops: toKAI, refused: []error{workload.ErrSeveralGPUContainers}},
 		// The fraction goes to the container that held the GPU, by name
 		// when it is not the first; the vLLM flag of that container only.
-		{name: "gpu-container-name", ops: toKAI, notes: []error{patcher.ErrNotGPUContainer}},
-		{name: "metadata-missing", ops: []patcher.Op{patcher.SetGPUFraction("0.2"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue")}},
-		{name: "annotations-shapes", ops: []patcher.Op{patcher.SetGPUFraction("0.2")}},
-		{name: "vllm-forms", ops: fractionAndVLLM, notes: []error{patcher.ErrKVCacheBytes}},
+		{name: "gpu-container-name", ops: toKAI, notes: []error{workload.ErrNotGPUContainer}},
+		{name: "metadata-missing", ops: []workload.Op{patcher.SetGPUFraction("0.2"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue")}},
+		{name: "annotations-shapes", ops: []workload.Op{patcher.SetGPUFraction("0.2")}},
+		{name: "vllm-forms", ops: fractionAndVLLM, notes: []error{workload.ErrKVCacheBytes}},
 		{name: "remove-and-whole", edits: []patcher.Edit{
-			{Workload: dep("", "to-fraction"), Reason: "gpu-memory to gpu-fraction", Ops: []patcher.Op{
+			{Workload: dep("", "to-fraction"), Reason: "gpu-memory to gpu-fraction", Ops: []workload.Op{
 				patcher.RemovePodAnnotation("gpu-memory"), patcher.SetGPUFraction("0.25"),
 			}},
-			{Workload: dep("", "to-whole"), Reason: "needs a whole GPU", Ops: []patcher.Op{
+			{Workload: dep("", "to-whole"), Reason: "needs a whole GPU", Ops: []workload.Op{
 				patcher.SetWholeGPUs(1), patcher.RemovePodAnnotation("gpu-fraction"), patcher.RemovePodAnnotation("gpu-fraction-container-name"),
 			}},
 		}},
 		{name: "flow-multi-line", ops: fractionAndVLLM},
-		{name: "flow-delete", ops: []patcher.Op{patcher.RemovePodAnnotation("gpu-memory"), patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5")}},
+		{name: "flow-delete", ops: []workload.Op{patcher.RemovePodAnnotation("gpu-memory"), patcher.RemoveWholeGPUs(), patcher.SetGPUFraction("0.5")}},
 		{name: "idempotent", ops: fractionAndVLLM},
-		{name: "partial", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
-		{name: "refuse-alias", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
-		{name: "gpu-memory", ops: []patcher.Op{patcher.SetGPUMemory(58983), patcher.SetVLLMMemoryUtilization("0.64")}},
-		{name: "refuse-gpu-memory-next-to-fraction", ops: []patcher.Op{patcher.SetGPUFraction("0.5"), patcher.SetGPUMemory(40960)}, refused: []error{patcher.ErrInvalidValue}},
-		{name: "refuse-merge-key", ops: fractionAndVLLM, refused: []error{patcher.ErrAlias}},
-		{name: "refuse-duplicate-key", ops: fractionAndVLLM, refused: []error{patcher.ErrDuplicateKey}},
-		{name: "refuse-template", ops: fractionAndVLLM, refused: []error{patcher.ErrTemplate}},
+		{name: "partial", ops: fractionAndVLLM, refused: []error{splice.ErrAlias}},
+		{name: "refuse-alias", ops: fractionAndVLLM, refused: []error{splice.ErrAlias}},
+		{name: "gpu-memory", ops: []workload.Op{patcher.SetGPUMemory(58983), patcher.SetVLLMMemoryUtilization("0.64")}},
+		{name: "refuse-gpu-memory-next-to-fraction", ops: []workload.Op{patcher.SetGPUFraction("0.5"), patcher.SetGPUMemory(40960)}, refused: []error{workload.ErrInvalidValue}},
+		{name: "refuse-merge-key", ops: fractionAndVLLM, refused: []error{splice.ErrAlias}},
+		{name: "refuse-duplicate-key", ops: fractionAndVLLM, refused: []error{splice.ErrDuplicateKey}},
+		{name: "refuse-template", ops: fractionAndVLLM, refused: []error{splice.ErrTemplate}},
 		{name: "refuse-vllm-template", ops: fractionAndVLLM, refused: []error{
-			patcher.ErrTemplate, patcher.ErrUnsupported, patcher.ErrNoVLLMCommand,
+			splice.ErrTemplate, splice.ErrUnsupported, workload.ErrNoVLLMCommand,
 		}},
 		{
 			name:      "refuse-conflict-markers",
 			inventory: &patcher.Inventory{Workloads: []patcher.Workload{{Ref: dep("", "conflicted"), File: "deploy.yaml"}}},
 			ops:       fractionAndVLLM,
-			refused:   []error{patcher.ErrConflictMarkers},
+			refused:   []error{splice.ErrConflictMarkers},
 		},
 		{
 			name:      "refuse-invalid-yaml",
 			inventory: &patcher.Inventory{Workloads: []patcher.Workload{{Ref: dep("", "broken"), File: "deploy.yaml"}}},
 			ops:       fractionAndVLLM,
-			refused:   []error{patcher.ErrInvalidYAML},
+			refused:   []error{splice.ErrInvalidYAML},
 		},
 		// Every kind that is sized, each edited in its own pod templates:
 		// a LeaderWorkerSet's leader and workers alike, the vLLM flag
@@ -125,7 +127,7 @@ func goldenCases() []goldenCase {
 			{Workload: usage.Ref{Kind: "StatefulSet", Namespace: "inference", Name: "embed"}, Reason: "golden", Ops: fractionAndVLLM},
 			{Workload: usage.Ref{Kind: "Rollout", Namespace: "inference", Name: "chat"}, Reason: "golden", Ops: fractionAndVLLM},
 			{Workload: usage.Ref{Kind: "LeaderWorkerSet", Namespace: "inference", Name: "llama"}, Reason: "golden", Ops: fractionAndVLLM},
-		}, notes: []error{patcher.ErrNoVLLMCommand}},
+		}, notes: []error{workload.ErrNoVLLMCommand}},
 		// KServe's InferenceService, sized in its predictor: the pods'
 		// annotations and labels are spec.predictor's own fields, and
 		// model is one more container, the pod's first (its args go
@@ -138,8 +140,8 @@ func goldenCases() []goldenCase {
 			{Workload: isvc("classifier"), Reason: "golden", Ops: toKAI},
 			{Workload: isvc("summarizer"), Reason: "golden", Ops: wholeToFraction},
 			// KServe gives the object's gpu-fraction to the pods too.
-			{Workload: isvc("shared"), Reason: "golden", Ops: []patcher.Op{patcher.SetGPUMemory(20480)}},
-		}, refused: []error{patcher.ErrNoVLLMCommand, patcher.ErrInvalidValue}},
+			{Workload: isvc("shared"), Reason: "golden", Ops: []workload.Op{patcher.SetGPUMemory(20480)}},
+		}, refused: []error{workload.ErrNoVLLMCommand, workload.ErrInvalidValue}},
 		// NVIDIA Dynamo's DynamoGraphDeployment, one workload per service,
 		// named as the operator names its Deployment: the prefill worker
 		// moves from its whole GPU (resources.limits.gpu) to KAI, the
@@ -148,10 +150,10 @@ func goldenCases() []goldenCase {
 		// and is not edited; neither is the multinode service.
 		{name: "dynamo", edits: []patcher.Edit{
 			{Workload: dgd("llama-disagg-vllmprefillworker"), Reason: "golden", Ops: toKAI},
-			{Workload: dgd("llama-disagg-vllmdecodeworker"), Reason: "golden", Ops: []patcher.Op{
+			{Workload: dgd("llama-disagg-vllmdecodeworker"), Reason: "golden", Ops: []workload.Op{
 				patcher.SetGPUFraction("0.25"), patcher.SetPodLabel("kai.scheduler/queue", "llm"), patcher.SetVLLMMemoryUtilization("0.22")}},
-			{Workload: dgd("llama-disagg-vllmdecodeworker"), Reason: "golden", Ops: []patcher.Op{patcher.SetWholeGPUs(1)}},
-		}, refused: []error{patcher.ErrInvalidValue}},
+			{Workload: dgd("llama-disagg-vllmdecodeworker"), Reason: "golden", Ops: []workload.Op{patcher.SetWholeGPUs(1)}},
+		}, refused: []error{workload.ErrInvalidValue}},
 		// An Argo Rollout that runs a Deployment's pod template
 		// (spec.workloadRef) is edited in that Deployment's document.
 		// An edit of the Rollout's own labels is refused, and the
@@ -159,14 +161,14 @@ func goldenCases() []goldenCase {
 		// whose Deployment is in another namespace.
 		{name: "workloadref", edits: []patcher.Edit{
 			{Workload: rollout("chat"), Reason: "golden", Ops: append(slices.Clone(fractionAndVLLM), patcher.SetPodLabel("kai.scheduler/queue", "team-b"))},
-			{Workload: rollout("chat"), Reason: "golden", Ops: []patcher.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "team-c")}},
+			{Workload: rollout("chat"), Reason: "golden", Ops: []workload.Op{patcher.SetWorkloadLabel("kai.scheduler/queue", "team-c")}},
 			{Workload: dep("inference", "chat-template"), Reason: "golden", Ops: fractionAndVLLM},
 			{Workload: rollout("embed"), Reason: "golden", Ops: fractionAndVLLM},
-		}, refused: []error{patcher.ErrTemplateElsewhere, patcher.ErrNotFound, patcher.ErrNotFound}},
+		}, refused: []error{workload.ErrTemplateElsewhere, workload.ErrNotFound, workload.ErrNotFound}},
 		{name: "refuse-kinds", edits: []patcher.Edit{
 			{Workload: usage.Ref{Kind: "DaemonSet", Name: "db"}, Ops: fractionAndVLLM},
 			{Workload: dep("", "db"), Ops: fractionAndVLLM},
-		}, refused: []error{patcher.ErrUnsupportedKind, patcher.ErrNotFound}},
+		}, refused: []error{workload.ErrUnsupportedKind, workload.ErrNotFound}},
 	}
 }
 
@@ -203,7 +205,7 @@ func TestGolden(t *testing.T) {
 
 			out := t.TempDir()
 			copyTree(t, orig, out)
-			require.NoError(t, res.Write(out))
+			require.NoError(t, writeResult(out, res))
 			for _, f := range res.Files {
 				require.NotEqual(t, f.Old, f.New, f.Path)
 				require.NotEmpty(t, f.Changes, f.Path)

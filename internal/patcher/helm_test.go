@@ -8,12 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/helm"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // helmEdit is an edit of a workload as the release defined in file
 // renders it.
-func helmEdit(file string, ref usage.Ref, ops ...patcher.Op) patcher.Edit {
+func helmEdit(file string, ref usage.Ref, ops ...workload.Op) patcher.Edit {
 	return patcher.Edit{Workload: ref, File: file, Reason: "golden", Ops: ops}
 }
 
@@ -111,7 +113,7 @@ func TestHelmGolden(t *testing.T) {
 				helmEdit("argocd/apps.yaml", dep("research", "chat"), patcher.SetGPUFraction("0.3")),
 				helmEdit("argocd/apps.yaml", dep("research", "rerank"), patcher.SetGPUFraction("0.3")),
 			},
-			refused: []error{patcher.ErrHelm, patcher.ErrHelm, patcher.ErrHelm},
+			refused: []error{helm.ErrHelm, helm.ErrHelm, helm.ErrHelm},
 			after:   map[string][2]string{"research/chat": {"0.6", "0.45"}, "research/embed": {"0.5", ""}, "research/rerank": {"0.5", ""}},
 		},
 		{
@@ -121,7 +123,7 @@ func TestHelmGolden(t *testing.T) {
 			name:      "proof",
 			workloads: []string{"dev/chat in argocd/chat-dev.yaml", "inference/chat in argocd/chat-prod.yaml"},
 			edits:     []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"), patcher.SetGPUFraction("0.37"))},
-			refused:   []error{patcher.ErrHelm},
+			refused:   []error{helm.ErrHelm},
 			after:     map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.5", "0.45"}},
 		},
 		{
@@ -137,7 +139,7 @@ func TestHelmGolden(t *testing.T) {
 				helmEdit("argocd/chat-dev.yaml", dep("dev", "chat"), patcher.SetGPUFraction("0.6")),
 				helmEdit("argocd/chat-staging.yaml", dep("staging", "chat"), patcher.SetGPUFraction("0.4")),
 			},
-			refused: []error{patcher.ErrHelm},
+			refused: []error{helm.ErrHelm},
 			after:   map[string][2]string{"dev/chat": {"0.6", "0.45"}, "prod/chat": {"0.37", "0.45"}, "staging/chat": {"0.5", "0.45"}},
 		},
 		{
@@ -148,7 +150,7 @@ func TestHelmGolden(t *testing.T) {
 			name:        "shared-unrendered",
 			workloads:   []string{"dev/chat in argocd/chat-dev.yaml", "inference/chat in argocd/chat-prod.yaml"},
 			edits:       []patcher.Edit{helmEdit("argocd/chat-prod.yaml", dep("inference", "chat"), patcher.SetGPUFraction("0.37"))},
-			refused:     []error{patcher.ErrHelm},
+			refused:     []error{helm.ErrHelm},
 			refusedText: []string{"chat-remote"},
 			after:       map[string][2]string{"dev/chat": {"0.3", "0.45"}, "inference/chat": {"0.5", "0.45"}},
 		},
@@ -243,7 +245,7 @@ func TestHelmGolden(t *testing.T) {
 
 			out := t.TempDir()
 			copyTree(t, orig, out)
-			require.NoError(t, res.Write(out))
+			require.NoError(t, writeResult(out, res))
 			expected := filepath.Join(dir, "expected")
 			if *update {
 				writeExpected(t, expected, res.Files)
@@ -341,7 +343,7 @@ spec:
 	require.Equal(t, []string{"good"}, names)
 	require.Len(t, inv.Problems, 1)
 	require.Equal(t, "apps/bomb.yaml", inv.Problems[0].File)
-	require.ErrorIs(t, inv.Problems[0], patcher.ErrHelm)
+	require.ErrorIs(t, inv.Problems[0], helm.ErrHelm)
 	// The heap bound (192 MiB) or the resident backstop stops it, by
 	// which the child reaches first (under the race detector, resident
 	// memory grows faster than the heap).

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -29,7 +30,7 @@ func TestKindsOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	edit := func(kind, name string) patcher.Edit {
 		return patcher.Edit{Workload: usage.Ref{Kind: kind, Namespace: "inference", Name: name}, Reason: "cluster",
-			Ops: []patcher.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}}
+			Ops: []workload.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}}
 	}
 	res, err := patcher.Apply(ctx, orig, inv, []patcher.Edit{
 		edit("StatefulSet", "embed"), edit("Rollout", "chat"), edit("LeaderWorkerSet", "llama"),
@@ -48,7 +49,7 @@ func TestKindsOnCluster(t *testing.T) {
 	kube.Apply(t, dgd)
 	out := t.TempDir()
 	copyTree(t, orig, out)
-	require.NoError(t, res.Write(out))
+	require.NoError(t, writeResult(out, res))
 	for _, f := range res.Files {
 		b, err := os.ReadFile(filepath.Join(out, f.Path))
 		require.NoError(t, err)

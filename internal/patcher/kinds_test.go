@@ -46,7 +46,7 @@ func TestInferenceServiceSchema(t *testing.T) {
 	require.True(t, ok)
 	require.Contains(t, patcher.Kinds(), "InferenceService")
 	var paths [][]string
-	for _, op := range []patcher.Op{
+	for _, op := range []workload.Op{
 		patcher.SetGPUFraction("0.5"), patcher.SetGPUMemory(1024), patcher.SetSchedulerName("kai-scheduler"),
 		patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.SetWorkloadLabel("kai.scheduler/queue", "q"),
 		patcher.RemovePodAnnotation("gpu-memory"), patcher.RemoveWholeGPUs(), patcher.SetWholeGPUs(1),
@@ -142,7 +142,7 @@ func TestDynamoSchema(t *testing.T) {
 	require.Contains(t, patcher.Kinds(), workload.DynamoKind)
 	pod := ids[0].Spec.Template
 	var paths [][]string
-	for _, op := range []patcher.Op{
+	for _, op := range []workload.Op{
 		patcher.SetGPUFraction("0.5"), patcher.SetGPUMemory(1024), patcher.SetSchedulerName("kai-scheduler"),
 		patcher.SetPodLabel("kai.scheduler/queue", "q"), patcher.SetWorkloadLabel("kai.scheduler/queue", "q"),
 		patcher.RemovePodAnnotation("gpu-memory"), patcher.RemoveWholeGPUs(), patcher.SetWholeGPUs(1),

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 // kustRun discovers files, applies edits and writes the result to a copy:
@@ -31,7 +33,7 @@ func kustRun(t *testing.T, files map[string]string, edits ...patcher.Edit) (stri
 	require.NoError(t, err)
 	out := t.TempDir()
 	copyTree(t, root, out)
-	require.NoError(t, res.Write(out))
+	require.NoError(t, writeResult(out, res))
 	return out, ws, res
 }
 
@@ -78,7 +80,7 @@ func TestKustomizeRootsOnly(t *testing.T) {
 		"clusters/all/kustomization.yaml": "resources:\n  - ../../overlays/a\n  - ../../overlays/b\n",
 	}
 	edit := patcher.Edit{Workload: dep("a", "app"), File: "clusters/all/kustomization.yaml", Reason: "test",
-		Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}}
+		Ops: []workload.Op{patcher.SetGPUFraction("0.3")}}
 	out, ws, res := kustRun(t, files, edit)
 	require.Equal(t, []string{"a/app in clusters/all/kustomization.yaml", "b/app in clusters/all/kustomization.yaml"}, ws)
 	require.Empty(t, res.Refused)
@@ -102,11 +104,11 @@ func TestKustomizeTwoRootsOneName(t *testing.T) {
 		"cluster-1/kustomization.yaml": "resources:\n  - ../base\n",
 		"cluster-2/kustomization.yaml": "resources:\n  - ../base\n",
 	}
-	_, ws, res := kustRun(t, files, patcher.Edit{Workload: dep("ml", "app"), Reason: "test", Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}})
+	_, ws, res := kustRun(t, files, patcher.Edit{Workload: dep("ml", "app"), Reason: "test", Ops: []workload.Op{patcher.SetGPUFraction("0.3")}})
 	require.Equal(t, []string{"ml/app in cluster-1/kustomization.yaml", "ml/app in cluster-2/kustomization.yaml"}, ws)
 	require.Empty(t, res.Files)
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0], patcher.ErrAmbiguous)
+	require.ErrorIs(t, res.Refused[0], workload.ErrAmbiguous)
 	require.Contains(t, res.Refused[0].Error(), "in cluster-1/kustomization.yaml, cluster-2/kustomization.yaml")
 }
 
@@ -123,8 +125,8 @@ func TestKustomizeOriginalName(t *testing.T) {
 		"overlay/kustomization.yaml": "namePrefix: my-\nresources:\n  - ../base\n",
 	}
 	edits := []patcher.Edit{
-		{Workload: dep("", "my-app"), Reason: "test", Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}},
-		{Workload: dep("", "my-my-app"), Reason: "test", Ops: []patcher.Op{patcher.SetGPUFraction("0.2")}},
+		{Workload: dep("", "my-app"), Reason: "test", Ops: []workload.Op{patcher.SetGPUFraction("0.3")}},
+		{Workload: dep("", "my-my-app"), Reason: "test", Ops: []workload.Op{patcher.SetGPUFraction("0.2")}},
 	}
 	out, _, res := kustRun(t, files, edits...)
 	require.Empty(t, res.Refused)
@@ -179,10 +181,10 @@ func TestKustomizePatchTargets(t *testing.T) {
 				"overlay/kustomization.yaml": "resources:\n  - ../base\npatches:\n  - path: patch.yaml\n    target:\n      " + tt.target + "\n",
 				"overlay/patch.yaml":         body,
 			}
-			out, _, res := kustRun(t, files, patcher.Edit{Workload: dep("", "app"), Reason: "test", Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}})
+			out, _, res := kustRun(t, files, patcher.Edit{Workload: dep("", "app"), Reason: "test", Ops: []workload.Op{patcher.SetGPUFraction("0.3")}})
 			if tt.refused {
 				require.Len(t, res.Refused, 1)
-				require.ErrorIs(t, res.Refused[0], patcher.ErrKustomize)
+				require.ErrorIs(t, res.Refused[0], kustomize.ErrKustomize)
 				require.Empty(t, res.Files)
 			} else {
 				require.Empty(t, res.Refused)
@@ -206,7 +208,7 @@ func TestKustomizeOutsideItsDirectory(t *testing.T) {
 		"overlays/a/kustomization.yaml": "namespace: a\nresources:\n  - ../../shared/deployment.yaml\n",
 		"overlays/b/kustomization.yaml": "namespace: b\nresources:\n  - ../../shared/deployment.yaml\n",
 	}
-	out, ws, res := kustRun(t, files, patcher.Edit{Workload: dep("a", "app"), Reason: "test", Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}})
+	out, ws, res := kustRun(t, files, patcher.Edit{Workload: dep("a", "app"), Reason: "test", Ops: []workload.Op{patcher.SetGPUFraction("0.3")}})
 	require.Equal(t, []string{"a/app in overlays/a/kustomization.yaml", "b/app in overlays/b/kustomization.yaml"}, ws)
 	require.Empty(t, res.Refused)
 	require.Equal(t, map[string]string{"a/app": "0.3"}, fractions(t, out, "overlays/a", true))
@@ -235,7 +237,7 @@ func TestKustomizeIncludeCycle(t *testing.T) {
 	require.Equal(t, "plain/deployment.yaml", inv.Workloads[0].File)
 	var files []string
 	for _, p := range inv.Problems {
-		require.ErrorIs(t, p, patcher.ErrKustomize)
+		require.ErrorIs(t, p, kustomize.ErrKustomize)
 		files = append(files, p.File)
 	}
 	require.Equal(t, []string{"a/kustomization.yaml", "b/kustomization.yaml", "self/kustomization.yaml", "top/kustomization.yaml"}, files)
@@ -289,14 +291,14 @@ func TestKustomizeSameEditManyOverlays(t *testing.T) {
 				if o == "c" {
 					name = "c-app"
 				}
-				edits = append(edits, patcher.Edit{Workload: dep(o, name), Reason: "test", Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}})
+				edits = append(edits, patcher.Edit{Workload: dep(o, name), Reason: "test", Ops: []workload.Op{patcher.SetGPUFraction("0.3")}})
 			}
 			out, _, res := kustRun(t, files, edits...)
 			if tt.refused {
 				require.Empty(t, res.Files)
 				require.Len(t, res.Refused, len(edits))
 				for _, r := range res.Refused {
-					require.ErrorIs(t, r, patcher.ErrKustomize)
+					require.ErrorIs(t, r, kustomize.ErrKustomize)
 				}
 				require.Contains(t, res.Refused[0].Error(), "overlays/d")
 			} else {

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -24,7 +26,7 @@ func dgdRef(ns, name string) usage.Ref {
 }
 
 // kustEdit is an edit of a workload as an overlay builds it.
-func kustEdit(overlay string, ref usage.Ref, ops ...patcher.Op) patcher.Edit {
+func kustEdit(overlay string, ref usage.Ref, ops ...workload.Op) patcher.Edit {
 	return patcher.Edit{Workload: ref, File: "overlays/" + overlay + "/kustomization.yaml", Reason: "golden", Ops: ops}
 }
 
@@ -85,7 +87,7 @@ func TestKustomizeGolden(t *testing.T) {
 			name:      "json6902",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
 			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
-			refused:   []error{patcher.ErrKustomize},
+			refused:   []error{kustomize.ErrKustomize},
 			fractions: map[string]string{"prod": "0.7"},
 		},
 		{
@@ -227,7 +229,7 @@ func TestKustomizeGolden(t *testing.T) {
 			name:      "common-annotations",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
 			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.3"))},
-			refused:   []error{patcher.ErrKustomize},
+			refused:   []error{kustomize.ErrKustomize},
 			fractions: map[string]string{"prod": "0.5"},
 		},
 	}
@@ -250,7 +252,7 @@ func TestKustomizeGolden(t *testing.T) {
 
 			out := t.TempDir()
 			copyTree(t, orig, out)
-			require.NoError(t, res.Write(out))
+			require.NoError(t, writeResult(out, res))
 			for _, f := range res.Files {
 				require.NotEmpty(t, f.Changes, f.Path)
 				requireSplicesMake(t, f)
@@ -330,7 +332,7 @@ func TestKustomizeDiscoverNames(t *testing.T) {
 	}
 	require.Equal(t, []string{"x-app in overlay/kustomization.yml", "app in plain/deployment.yaml"}, got)
 	require.Len(t, inv.Problems, 1)
-	require.ErrorIs(t, inv.Problems[0], patcher.ErrKustomize)
+	require.ErrorIs(t, inv.Problems[0], kustomize.ErrKustomize)
 	require.Equal(t, "broken/kustomization.yaml", inv.Problems[0].File)
 }
 
@@ -346,7 +348,7 @@ func TestKustomizeGoneSinceDiscovery(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Files)
 	require.Len(t, res.Refused, 1)
-	require.ErrorIs(t, res.Refused[0].Err, patcher.ErrNotFound)
+	require.ErrorIs(t, res.Refused[0].Err, workload.ErrNotFound)
 }
 
 // TestKustomizeNeverRunsGit: every form kustomize's loader reads as a
@@ -388,7 +390,7 @@ func TestKustomizeNeverRunsGit(t *testing.T) {
 			require.NoError(t, err)
 			var named bool
 			for _, p := range inv.Problems {
-				require.ErrorIs(t, p, patcher.ErrKustomize)
+				require.ErrorIs(t, p, kustomize.ErrKustomize)
 				named = named || strings.Contains(p.Error(), "overlay/kustomization.yaml") && strings.Contains(p.Error(), "remote repository")
 			}
 			require.True(t, named, "the refusal names the kustomization and why: %v", inv.Problems)
@@ -433,7 +435,7 @@ func TestKustomizeNeverFetches(t *testing.T) {
 			}
 			require.Len(t, inv.Problems, 2, "%v", inv.Problems)
 			for _, p := range inv.Problems {
-				require.ErrorIs(t, p, patcher.ErrKustomize)
+				require.ErrorIs(t, p, kustomize.ErrKustomize)
 			}
 			require.Zero(t, hits, "nothing was fetched")
 		})
@@ -480,7 +482,7 @@ func TestKustomizeLargeGraphs(t *testing.T) {
 		size := 0
 		for _, p := range inv.Problems {
 			size += len(p.Error())
-			require.ErrorIs(t, p, patcher.ErrKustomize)
+			require.ErrorIs(t, p, kustomize.ErrKustomize)
 		}
 		require.Less(t, size, 300<<10, "each error is said once")
 		require.Contains(t, inv.Problems[1].Error(), "k1/kustomization.yaml includes k0/kustomization.yaml, which is not built")
@@ -530,7 +532,7 @@ func TestKustomizeGenerators(t *testing.T) {
 	require.ErrorContains(t, inv.Problems[0], `broken/kustomization.yaml names "missing.properties", which is not a file or directory of the checkout: not built`)
 
 	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: inv.Workloads[0].Ref, File: "prod/kustomization.yaml", Reason: "t",
-		Ops: []patcher.Op{patcher.SetGPUFraction("0.4")}}})
+		Ops: []workload.Op{patcher.SetGPUFraction("0.4")}}})
 	require.NoError(t, err)
 	require.Empty(t, res.Refused)
 	require.NotEmpty(t, res.Files, "edited, and proven by building the overlay with its generators")

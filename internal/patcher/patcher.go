@@ -10,7 +10,9 @@
 //     (docs/design.md §10, invariant 2). Nothing is ever re-serialised.
 //   - workload: what a workload is (kinds, pod template, GPU request,
 //     containers, vLLM flags), the Ops that edit one, and the types every
-//     part shares (Edit, Change, File, Refusal, Note, Problem).
+//     part shares (Edit, Result, Refusal, Note, Problem).
+//   - changes: the files an edit changed, their diffs, and writing them
+//     over a checkout safely.
 //   - kustomize: workloads kustomizations build, edited in the patch,
 //     base or overlay that defines the value, proven by building again.
 //   - helm: workloads chart releases render (Argo CD, Flux, helmCharts),
@@ -21,7 +23,7 @@
 // fixed order and Apply is a loop over them.
 //
 // The package takes a directory and returns values: it never talks to git,
-// the network or a cluster, and it writes only when Result.Write is called.
+// the network or a cluster, and it writes only when WriteAll is called.
 package patcher
 
 import (

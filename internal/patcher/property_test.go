@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
 
 // manifestGen writes a Deployment in a random combination of the styles
@@ -316,7 +317,7 @@ func TestApplyProperties(t *testing.T) {
 
 		frac := fmt.Sprintf("0.%02d", rapid.IntRange(1, 99).Draw(rt, "fraction"))
 		util := fmt.Sprintf("0.%02d", rapid.IntRange(1, 99).Draw(rt, "util"))
-		ops := []patcher.Op{patcher.SetGPUFraction(frac), patcher.SetVLLMMemoryUtilization(util)}
+		ops := []workload.Op{patcher.SetGPUFraction(frac), patcher.SetVLLMMemoryUtilization(util)}
 		if extra {
 			ops = append(ops, patcher.RemoveWholeGPUs(), patcher.SetSchedulerName("kai-scheduler"), patcher.SetPodLabel("kai.scheduler/queue", "default-queue"))
 		}
@@ -342,7 +343,7 @@ func TestApplyProperties(t *testing.T) {
 		}
 		require.Equal(rt, strings.HasPrefix(src, "\ufeff"), strings.HasPrefix(string(f.New), "\ufeff"))
 
-		require.NoError(rt, res.Write(root))
+		require.NoError(rt, writeResult(root, res))
 		after, err := patcher.Discover(ctx, root)
 		require.NoError(rt, err)
 		require.Empty(rt, after.Problems)

@@ -17,10 +17,11 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
-// The scale benchmarks of issue 9: a generated repository of 10,000
+// The scale benchmarks of the editor: a generated repository of 10,000
 // Deployments, as plain files and as 100 overlays of 100 bases, through
 // discovery and edits, next to a bare kyaml parse of the same files.
 //
@@ -129,7 +130,7 @@ func BenchmarkScalePlain(b *testing.B) {
 		require.Len(b, inv.Workloads, scaleN)
 		edits := make([]patcher.Edit, len(inv.Workloads))
 		for i, w := range inv.Workloads {
-			edits[i] = patcher.Edit{Workload: w.Ref, File: w.File, Reason: "bench", Ops: []patcher.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}}
+			edits[i] = patcher.Edit{Workload: w.Ref, File: w.File, Reason: "bench", Ops: []workload.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}}
 		}
 		res, err := patcher.Apply(ctx, root, inv, edits)
 		require.NoError(b, err)
@@ -200,7 +201,7 @@ func BenchmarkScaleOverlays(b *testing.B) {
 		var edits []patcher.Edit
 		for i, w := range inv.Workloads {
 			if i%100 == 0 {
-				edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "bench", Ops: []patcher.Op{patcher.SetGPUFraction("0.37")}})
+				edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "bench", Ops: []workload.Op{patcher.SetGPUFraction("0.37")}})
 			}
 		}
 		res, err := patcher.Apply(ctx, root, inv, edits)

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -64,7 +66,7 @@ func TestApplyWorkloadRef(t *testing.T) {
 	inv, err := patcher.Discover(ctx, orig)
 	require.NoError(t, err)
 	res, err := patcher.Apply(ctx, orig, inv, []patcher.Edit{
-		{Workload: rollout("chat"), File: "deployment.yaml", Reason: "sized", Ops: []patcher.Op{patcher.SetGPUFraction("0.3"), patcher.SetWholeGPUs(1)}},
+		{Workload: rollout("chat"), File: "deployment.yaml", Reason: "sized", Ops: []workload.Op{patcher.SetGPUFraction("0.3"), patcher.SetWholeGPUs(1)}},
 	})
 	require.NoError(t, err)
 	require.Empty(t, res.Files, "KAI refuses a fraction next to nvidia.com/gpu: nothing is written")
@@ -73,13 +75,13 @@ func TestApplyWorkloadRef(t *testing.T) {
 	require.Equal(t, "deployment.yaml", res.Refused[0].File)
 
 	res, err = patcher.Apply(ctx, orig, inv, []patcher.Edit{
-		{Workload: rollout("chat"), File: "deployment.yaml", Reason: "sized", Ops: []patcher.Op{patcher.SetGPUFraction("0.3")}},
+		{Workload: rollout("chat"), File: "deployment.yaml", Reason: "sized", Ops: []workload.Op{patcher.SetGPUFraction("0.3")}},
 	})
 	require.NoError(t, err)
 	require.Empty(t, res.Refused)
 	require.Len(t, res.Files, 1)
 	require.Equal(t, "deployment.yaml", res.Files[0].Path)
-	require.Equal(t, []patcher.Change{{Workload: rollout("chat"), Field: "spec.template.metadata.annotations.gpu-fraction", Old: "0.5", New: "0.3", Reason: "sized"}},
+	require.Equal(t, []changes.Change{{Workload: rollout("chat"), Field: "spec.template.metadata.annotations.gpu-fraction", Old: "0.5", New: "0.3", Reason: "sized"}},
 		res.Files[0].Changes)
 }
 

@@ -264,7 +264,7 @@ func (p *Plan) read(ctx context.Context, opts Options) (*policy.Set, *patcher.In
 		if reported(pr, set) {
 			continue
 		}
-		p.problem(engine.CauseManifestInvalid, pr)
+		p.problem(engine.CauseManifestInvalid, nearest(pr))
 	}
 	p.log.Info("workloads discovered", "count", len(inv.Workloads), "unreadable", len(inv.Problems))
 	if len(inv.Unreleased) > 0 {
@@ -509,7 +509,7 @@ func Union(a, b []string) []string {
 
 // Apply applies the change set's edits to the checkout at root, which must
 // hold the same files the plan read (e.g. a fresh copy of the base
-// branch). It writes nothing; Result.Write does.
+// branch). It writes nothing: its caller writes or commits the files.
 func (cs ChangeSet) Apply(ctx context.Context, root string, inv *patcher.Inventory) (*patcher.Result, error) {
 	return patcher.Apply(ctx, root, inv, cs.Edits)
 }
@@ -648,15 +648,22 @@ func (p *Plan) note(n patcher.Note) {
 // problem records err as a problem of kind c, at the place it names.
 func (p *Plan) problem(c engine.Cause, err error) {
 	var le *located.Error
-	var pr patcher.Problem
-	switch {
-	case errors.As(err, &le) && le.Err != nil:
+	if errors.As(err, &le) && le.Err != nil {
 		p.Problems = append(p.Problems, Problem{File: le.File, Line: le.Line, Column: le.Column, Field: le.Field, Message: le.Err.Error(), Cause: c})
-	case errors.As(err, &pr):
-		p.Problems = append(p.Problems, Problem{File: pr.File, Line: pr.Line, Message: pr.Err.Error(), Cause: c})
-	default:
-		p.Problems = append(p.Problems, Problem{Message: err.Error(), Cause: c})
+		return
 	}
+	p.Problems = append(p.Problems, Problem{Message: err.Error(), Cause: c})
+}
+
+// nearest is where a discovery problem is, as precisely as known: the
+// place its cause names, when it names one (a chart's file a release
+// could not read), else the problem's own file and line.
+func nearest(pr patcher.Problem) error {
+	var le *located.Error
+	if errors.As(pr.Err, &le) && le.Err != nil {
+		return le
+	}
+	return pr
 }
 
 // allocation reads a workload's GPU request the way KAI does. bad says why

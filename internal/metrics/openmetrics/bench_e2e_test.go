@@ -126,7 +126,7 @@ func podNames(pods []usage.Pod) []string {
 	return names
 }
 
-// BenchmarkE2ERecorded is the recorded row of issue 23's table: a week at
+// BenchmarkE2ERecorded is the recorded row of the end-to-end table: a week at
 // 30 s of 1,000 pods (RECOMMENDER_BENCH_E2E_PODS), 12.7 GB, opened keeping
 // everything, against the bare scan of the same file, each in a process of
 // its own, one round an iteration (-benchtime 3x: three). It reports the

@@ -230,7 +230,7 @@ func TestE2EPrometheusChild(t *testing.T) {
 	}
 }
 
-// BenchmarkE2EPrometheus is the Prometheus row of issue 23's table: a day
+// BenchmarkE2EPrometheus is the Prometheus row of the end-to-end table: a day
 // at 30 s of 2,000 pods (RECOMMENDER_BENCH_E2E_PODS) answered by a server
 // that replays Prometheus' answer (the client's cost, not the server's),
 // against curl asking the same queries, each in a process of its own, one

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/located"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 )
@@ -46,7 +47,7 @@ type hstate struct {
 	hx      *Index
 	cur     map[string][]byte // changed files, from the root
 	renders map[*helmRelease][]byte
-	changes map[string][]workload.Change
+	changes map[string][]changes.Change
 }
 
 func (st *hstate) file(p string) ([]byte, bool) {
@@ -123,7 +124,7 @@ func (st *hstate) current(r *helmRelease) []byte {
 // apply applies edits of workloads releases render, and adds the results
 // to res.
 func (hx *Index) apply(ctx context.Context, edits []workload.Edit, res *workload.Result) {
-	st := &hstate{hx: hx, cur: map[string][]byte{}, renders: map[*helmRelease][]byte{}, changes: map[string][]workload.Change{}}
+	st := &hstate{hx: hx, cur: map[string][]byte{}, renders: map[*helmRelease][]byte{}, changes: map[string][]changes.Change{}}
 	for _, e := range edits {
 		notes, err := st.try(ctx, e)
 		if err != nil {
@@ -142,7 +143,7 @@ func (hx *Index) apply(ctx context.Context, edits []workload.Edit, res *workload
 		if bytes.Equal(old, st.cur[p]) {
 			continue
 		}
-		res.Files = append(res.Files, workload.File{Path: p, Old: old, New: st.cur[p], Changes: st.changes[p],
+		res.Files = append(res.Files, changes.File{Path: p, Old: old, New: st.cur[p], Changes: st.changes[p],
 			Splices: []splice.Splice{splice.Whole(old, st.cur[p])}})
 	}
 }
@@ -254,9 +255,9 @@ func (st *hstate) try(ctx context.Context, e workload.Edit) ([]workload.Note, er
 	}
 
 	next := map[string][]byte{}
-	changes := map[string][]workload.Change{}
+	changed := map[string][]changes.Change{}
 	for _, ve := range ves {
-		if err := st.writeValue(ve, next, changes); err != nil {
+		if err := st.writeValue(ve, next, changed); err != nil {
 			return nil, fail(err)
 		}
 	}
@@ -270,7 +271,7 @@ func (st *hstate) try(ctx context.Context, e workload.Edit) ([]workload.Note, er
 	for x, b := range renders {
 		st.renders[x] = b
 	}
-	for p, cs := range changes {
+	for p, cs := range changed {
 		for _, c := range cs {
 			c.Workload, c.Reason = e.Workload, e.Reason
 			st.changes[p] = append(st.changes[p], c)
@@ -306,7 +307,7 @@ func (hx *Index) unrenderedReaders(p string) []string {
 }
 
 // place says which file the value at p goes to (see the top of the file).
-func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c workload.Change) (valueEdit, error) {
+func (st *hstate) place(r *helmRelease, ls []valuesLayer, p valuePath, c changes.Change) (valueEdit, error) {
 	ve := valueEdit{path: p, old: c.Old, new: c.New, field: c.Field, doc: -1}
 	if v, ok := getValue(userValuesWithDefaults(ls), p); ok {
 		_, isStr := v.(string)
@@ -373,7 +374,7 @@ func userValuesWithDefaults(ls []valuesLayer) map[string]any {
 }
 
 // writeValue splices one value into its values file.
-func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[string][]workload.Change) error {
+func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changed map[string][]changes.Change) error {
 	b, ok := next[ve.file]
 	if !ok {
 		if b, ok = st.file(ve.file); !ok {
@@ -404,7 +405,7 @@ func (st *hstate) writeValue(ve valueEdit, next map[string][]byte, changes map[s
 	}
 	next[ve.file] = cur
 	for _, c := range cs {
-		changes[ve.file] = append(changes[ve.file], workload.Change{Field: fmt.Sprintf("%s (%s)", c.Field, ve.field), Old: c.Old, New: c.New})
+		changed[ve.file] = append(changed[ve.file], changes.Change{Field: fmt.Sprintf("%s (%s)", c.Field, ve.field), Old: c.Old, New: c.New})
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
-// The overlays row of issue 23's table: `recommender plan --write` on a
+// The overlays row of the end-to-end table: `recommender plan --write` on a
 // repository of bases and overlays, each overlay including one base in a
 // namespace of its own, and a recording in which every overlay's
 // Deployment asks for the same upsize. The limit is what kustomize itself
@@ -30,7 +30,7 @@ import (
 // rounds, when set, caps the rounds of a shape below -benchtime.
 type e2eShape struct{ bases, overlays, rounds int }
 
-// e2eShapes are the repositories measured: issue 23's row, then the
+// e2eShapes are the repositories measured: the end-to-end row, then the
 // same shape (60 overlays a base, as near as a whole number of bases
 // makes it) at 1,000 and 10,000 overlays for the CPU exponent. A round
 // of 10,000 takes minutes of CPU on 2 cores (its three processes build
@@ -254,7 +254,7 @@ func TestE2EOverlaysChild(t *testing.T) {
 	fmt.Println(n)
 }
 
-// BenchmarkE2EOverlays is the overlays row of issue 23's table: `plan
+// BenchmarkE2EOverlays is the overlays row of the end-to-end table: `plan
 // --write` of 300 overlays over 5 bases, every overlay asking for the
 // same edit of its base, run as users run the binary, against 300 krusty
 // builds of the overlays (the limit) and the design's floor, each in a

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -81,7 +82,7 @@ func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 	// build per overlay rather than one per edit. Should any placement
 	// fail or the proof disprove the lot, each group is placed and
 	// proven alone, in order, so that one bad edit refuses only itself.
-	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]workload.Change{}, deferProof: true}
+	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]changes.Change{}, deferProof: true}
 	for _, g := range groups {
 		if _, err := st.place(g, nil); err != nil {
 			st = nil
@@ -94,7 +95,7 @@ func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 		}
 	}
 	if st == nil {
-		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]workload.Change{}}
+		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]changes.Change{}}
 		for _, g := range groups {
 			if err := st.try(g); err != nil {
 				for _, ke := range g {
@@ -113,7 +114,7 @@ func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 		if had && bytes.Equal(old, st.cur[p]) {
 			continue
 		}
-		res.Files = append(res.Files, workload.File{Path: p, Old: old, New: st.cur[p], Created: !had,
+		res.Files = append(res.Files, changes.File{Path: p, Old: old, New: st.cur[p], Created: !had,
 			Changes: st.changes[p], Splices: []splice.Splice{splice.Whole(old, st.cur[p])}})
 	}
 }
@@ -190,7 +191,7 @@ type kstate struct {
 	fs       filesys.FileSystem
 	cur      map[string][]byte // changed and created files
 	accepted []kedit
-	changes  map[string][]workload.Change
+	changes  map[string][]changes.Change
 	// deferProof: place keeps edits unproven; the caller proves them
 	// all at once.
 	deferProof bool
@@ -301,21 +302,21 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	}
 
 	next := map[string][]byte{}
-	changes := map[string][]workload.Change{}
+	changed := map[string][]changes.Change{}
 	for _, t := range targets {
 		var err error
 		switch {
 		case t.file == "":
-			err = st.newPatch(ke, cmp.Or(in, ke.k), t.ops, next, changes)
+			err = st.newPatch(ke, cmp.Or(in, ke.k), t.ops, next, changed)
 		case strings.HasPrefix(t.file, inlinePrefix):
 			// The index follows the last '#': a directory may hold one.
 			ref := strings.TrimPrefix(t.file, inlinePrefix)
 			cut := strings.LastIndex(ref, "#")
 			kf, i := ref[:max(cut, 0)], ref[cut+1:]
 			n, _ := strconv.Atoi(i)
-			err = st.editInline(ke, kf, n, t.ops, names, next, changes)
+			err = st.editInline(ke, kf, n, t.ops, names, next, changed)
 		default:
-			err = st.editDoc(ke, t.file, t.ops, names, next, changes)
+			err = st.editDoc(ke, t.file, t.ops, names, next, changed)
 		}
 		if err != nil {
 			return elsewhere, err
@@ -329,7 +330,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	for p, b := range next {
 		st.cur[p] = b
 	}
-	for p, cs := range changes {
+	for p, cs := range changed {
 		for _, x := range g {
 			for _, c := range cs {
 				c.Workload, c.Reason = x.e.Workload, x.e.Reason
@@ -558,7 +559,7 @@ func json6902Touches(ops *yaml.Node, fields [][]string) string {
 
 // editDoc applies ops to the document of file that defines the object
 // (a resource file or a strategic-merge patch).
-func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []string, next map[string][]byte, changes map[string][]workload.Change) error {
+func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []string, next map[string][]byte, changed map[string][]changes.Change) error {
 	b, ok := next[file]
 	if !ok {
 		b, ok = st.file(file)
@@ -600,14 +601,14 @@ func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []stri
 	}
 	if f, ok := fe.Changed(); ok {
 		next[file] = f.New
-		changes[file] = append(changes[file], f.Changes...)
+		changed[file] = append(changed[file], f.Changes...)
 	}
 	return nil
 }
 
 // newPatch writes ops as a new strategic-merge patch file in the overlay
 // and adds it to the overlay's patches.
-func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string][]byte, changes map[string][]workload.Change) error {
+func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string][]byte, changed map[string][]changes.Change) error {
 	// What the ops make of the built object is what the patch must make.
 	out, err := ke.k.output()
 	if err != nil {
@@ -681,7 +682,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string
 	next[newFile] = []byte("# Written by the GPU rightsizing recommender: " + strings.Join(strings.Fields(ke.e.Reason), " ") + "\n" + text)
 	for _, c := range fe.Changes {
 		c.Workload = ke.e.Workload
-		changes[newFile] = append(changes[newFile], c)
+		changed[newFile] = append(changed[newFile], c)
 	}
 
 	kb, ok := next[k.file]
@@ -701,7 +702,7 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string
 		return err
 	}
 	next[k.file], _ = kf.Result()
-	changes[k.file] = append(changes[k.file], workload.Change{Field: "patches", New: "path: " + rel})
+	changed[k.file] = append(changed[k.file], changes.Change{Field: "patches", New: "path: " + rel})
 	return nil
 }
 
@@ -908,7 +909,7 @@ func builtAsIntended(rm resmap.ResMap, want []*yaml.Node) bool {
 // patches of kustomization file kf: the patch text is edited like a file
 // of its own, and the block scalar that holds it is replaced line by
 // line, with its indentation. Only a literal block (|) is edited.
-func (st *kstate) editInline(ke kedit, kf string, index int, ops []workload.Op, names []string, next map[string][]byte, changes map[string][]workload.Change) error {
+func (st *kstate) editInline(ke kedit, kf string, index int, ops []workload.Op, names []string, next map[string][]byte, changed map[string][]changes.Change) error {
 	b, ok := next[kf]
 	if !ok {
 		b, _ = st.file(kf)
@@ -921,7 +922,7 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []workload.Op, 
 		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, kf, len(fe.Expected))
 	}
 	name := fmt.Sprintf("patches[%d].patch", index)
-	var inner []workload.Change
+	var inner []changes.Change
 	step := splice.Step{Name: "edit " + name, Run: func(d *splice.Doc) error {
 		_, seq := splice.Field(d.Root, "patches")
 		if seq == nil || seq.Kind != yaml.SequenceNode || index >= len(seq.Content) {
@@ -967,7 +968,7 @@ func (st *kstate) editInline(ke kedit, kf string, index int, ops []workload.Op, 
 		next[kf] = cur
 		for _, c := range inner {
 			c.Field = name + ": " + c.Field
-			changes[kf] = append(changes[kf], c)
+			changed[kf] = append(changed[kf], c)
 		}
 	}
 	return nil

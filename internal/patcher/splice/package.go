@@ -15,4 +15,8 @@
 //
 // The editors of workloads, kustomizations and values files are built on
 // it, and say what the changes are for.
+//
+// It is one job in about 3,000 lines: a splice and its proof. Finding
+// spans, rendering scalars, keeping comments and parsing the result again
+// serve every primitive, so they stay with them.
 package splice

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/located"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -35,7 +36,7 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 			}})
 		}
 	}
-	changes, undo, err := f.EditDoc(idx, steps)
+	fields, undo, err := f.EditDoc(idx, steps)
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +49,8 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 		undo()
 		return nil, err
 	}
-	for _, c := range changes {
-		f.Changes = append(f.Changes, Change{Workload: e.Workload, Field: c.Field, Old: c.Old, New: c.New, Reason: e.Reason})
+	for _, c := range fields {
+		f.Changes = append(f.Changes, changes.Change{Workload: e.Workload, Field: c.Field, Old: c.Old, New: c.New, Reason: e.Reason})
 	}
 	return notes, nil
 }
@@ -58,7 +59,7 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 // and the changes of the edits kept so far, said for which workload.
 type FileEdit struct {
 	*splice.File
-	Changes []Change
+	Changes []changes.Change
 	kai     []kaiCheck // a batch's checks of its result
 	ids     [][]Identified
 }
@@ -137,12 +138,12 @@ func NewFileEdit(path string, b []byte, whole bool) (*FileEdit, error) {
 }
 
 // Changed returns the Changed when its bytes changed.
-func (f *FileEdit) Changed() (File, bool) {
+func (f *FileEdit) Changed() (changes.File, bool) {
 	cur, ok := f.Result()
 	if !ok {
-		return File{}, false
+		return changes.File{}, false
 	}
-	return File{Path: f.Path, Old: f.Orig, New: cur, Changes: f.Changes, Splices: f.Splices()}, true
+	return changes.File{Path: f.Path, Old: f.Orig, New: cur, Changes: f.Changes, Splices: f.Splices()}, true
 }
 
 // podEdit is one workload Op at work: the engine's docEdit of the

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gpu-rightsizing/recommender/internal/checkout"
-	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
+	"github.com/gpu-rightsizing/recommender/internal/located"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -37,11 +37,6 @@ var (
 	// ErrNotGPUContainer: a vLLM container that does not get the pod's
 	// GPU; its --gpu-memory-utilization is left alone.
 	ErrNotGPUContainer = errors.New("not the container that gets the pod's GPU")
-	// ErrOutsideRoot: a symlink leads outside the checkout.
-	ErrOutsideRoot = checkout.ErrOutsideRoot
-	// ErrChangedOnDisk: a file to write is no longer what the edit was
-	// made from; it is not overwritten.
-	ErrChangedOnDisk = errors.New("the file changed since it was read")
 	// ErrGroupMismatch: the pod templates of a group (a LeaderWorkerSet's
 	// leader and workers) ask for different GPUs, so one size does not
 	// fit them; the workload is left alone.
@@ -68,21 +63,21 @@ var (
 	ErrInvalidName = errors.New("not a valid Kubernetes name")
 )
 
-// Problem is a file or document that was skipped.
+// Problem is a file or document that was skipped. As an error it is the
+// located.Error at its file and line, which errors.As finds like any
+// other located problem.
 type Problem struct {
 	File string // slash-separated, relative to the root
 	Line int    // 0 when unknown
 	Err  error
 }
 
-func (p Problem) Error() string {
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %v", p.File, p.Line, p.Err)
-	}
-	return fmt.Sprintf("%s: %v", p.File, p.Err)
-}
+func (p Problem) Error() string { return p.asLocated().Error() }
+func (p Problem) Unwrap() error { return p.asLocated() }
 
-func (p Problem) Unwrap() error { return p.Err }
+func (p Problem) asLocated() *located.Error {
+	return &located.Error{File: p.File, Line: p.Line, Err: p.Err}
+}
 
 // Workload is one workload found in a file.
 type Workload struct {
@@ -180,9 +175,9 @@ type Edit struct {
 // Result is what Apply would change. It is never nil on success; a result
 // with no Files means nothing to change.
 type Result struct {
-	Files   []File    // only files whose bytes changed, sorted by Path
-	Refused []Refusal // edits refused, with why; a refused edit changes nothing
-	Notes   []Note    // things left alone on purpose, without a Change
+	Files   []changes.File // only files whose bytes changed, sorted by Path
+	Refused []Refusal      // edits refused, with why; a refused edit changes nothing
+	Notes   []Note         // things left alone on purpose, without a changes.Change
 }
 
 // Changed reports whether any file would change.
@@ -199,7 +194,8 @@ func (r Refusal) Error() string { return r.Workload.String() + ": " + r.Err.Erro
 func (r Refusal) Unwrap() error { return r.Err }
 
 // Note is something an Op deliberately left alone, e.g. a vLLM container
-// whose --kv-cache-memory-bytes makes --gpu-memory-utilization moot.
+// whose --kv-cache-memory-bytes makes --gpu-memory-utilization moot. As
+// an error it is the located.Error at its file, line and field.
 type Note struct {
 	Workload usage.Ref
 	File     string
@@ -208,32 +204,11 @@ type Note struct {
 	Err      error
 }
 
-func (n Note) Error() string { return fmt.Sprintf("%s:%d: %s: %v", n.File, n.Line, n.Field, n.Err) }
-func (n Note) Unwrap() error { return n.Err }
+func (n Note) Error() string { return n.asLocated().Error() }
+func (n Note) Unwrap() error { return n.asLocated() }
 
-// File is one changed file.
-type File struct {
-	Path     string // slash-separated, relative to the root
-	Old, New []byte
-	// Created: the file is new (Old is nil), e.g. a strategic-merge patch
-	// added to a kustomization.
-	Created bool
-	Changes []Change
-	// Splices turn Old into New: each replaces Old[Off:Off+Len] with Text.
-	// They are sorted and do not overlap.
-	Splices []splice.Splice
-}
-
-// Change is one field changed on one workload.
-type Change struct {
-	Workload usage.Ref
-	// Field is a YAML path, e.g. spec.template.metadata.annotations.gpu-fraction
-	// or spec.template.spec.containers[vllm].args.
-	Field string
-	// Old and New are the values; Old is "" for an addition, New for a
-	// removal.
-	Old, New string
-	Reason   string
+func (n Note) asLocated() *located.Error {
+	return &located.Error{File: n.File, Line: n.Line, Field: n.Field, Err: n.Err}
 }
 
 // Found is what one origin, or the plain files, make of the checkout.

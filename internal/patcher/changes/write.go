@@ -1,4 +1,4 @@
-package workload
+package changes
 
 import (
 	"bytes"
@@ -12,62 +12,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 )
-
-// Diff renders the change as a unified diff with a/Path and b/Path headers
-// and 3 lines of context. Line endings are kept as they are (a CRLF file
-// shows CRLF lines), and a last line without a line break is followed by
-// git's "\ No newline at end of file".
-func (f File) Diff() string {
-	from := diffName("a/" + f.Path)
-	if f.Created {
-		from = "/dev/null"
-	}
-	return unifiedDiff(diffLines(f.Old), diffLines(f.New), from, diffName("b/"+f.Path))
-}
-
-// diffName writes a file name for a diff header the way git does with
-// core.quotePath: quoted with escapes when it holds a control or other
-// unprintable character, a quote, a backslash or a space. A line break
-// in a raw name would end the header and start a forged line of the
-// diff; quoted, the name stays one line and reads back exactly.
-func diffName(name string) string {
-	q := strconv.Quote(name)
-	if q[1:len(q)-1] != name || strings.ContainsRune(name, ' ') {
-		return q
-	}
-	return name
-}
-
-// diffLines splits b after each LF, keeping the line endings. A last line
-// without one gets git's marker, so that it compares unequal to the same
-// line with a line break. The lines share one copy of b.
-func diffLines(b []byte) []string {
-	s := string(b)
-	lines := make([]string, 0, strings.Count(s, "\n")+1)
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			lines = append(lines, s+"\n\\ No newline at end of file\n")
-			break
-		}
-		lines = append(lines, s[:i+1])
-		s = s[i+1:]
-	}
-	return lines
-}
-
-// Write writes every changed file under root, as WriteFiles does. A file
-// that cannot be written does not stop the others: the error joins one
-// error per file that was not written.
-func (r *Result) Write(root string) error {
-	return errors.Join(WriteFiles(root, r.Files)...)
-}
 
 // WriteFile writes f.New over f.Path under root, unless the file on disk
 // is no longer f.Old: then it is left as it is and the error wraps
@@ -101,7 +50,7 @@ func WriteFiles(root string, files []File) []error {
 // removed, no file is replaced and written is false; errs[i] is then what
 // kept files[i] from being written, nil for a file that could have been.
 // It checks each file as it writes its temporary file, so that each is
-// read once, where CheckFiles then WriteFiles read it twice.
+// read once.
 func WriteAll(root string, files []File) (errs []error, written bool) {
 	return writeFiles(root, files, true)
 }
@@ -233,33 +182,6 @@ func parallel(n int, do func(i int)) {
 	wg.Wait()
 }
 
-// CheckFile reports whether WriteFile would write f: the file on disk is
-// still the one the plan read (or, for a new file, still absent). Writing
-// a plan checks every file first, so that one changed file leaves the
-// whole plan unwritten rather than half of an edit on disk.
-func CheckFile(root string, f File) error {
-	return CheckFiles(root, []File{f})[0]
-}
-
-// CheckFiles is CheckFile for each of files, with the root opened once.
-func CheckFiles(root string, files []File) []error {
-	errs := make([]error, len(files))
-	rt, err := os.OpenRoot(root)
-	if err != nil {
-		for i := range errs {
-			errs[i] = fmt.Errorf("open checkout: %w", err)
-		}
-		return errs
-	}
-	defer rt.Close()
-	parallel(len(files), func(i int) {
-		if _, err := check(rt, files[i]); err != nil {
-			errs[i] = fmt.Errorf("write %s: %w", files[i].Path, err)
-		}
-	})
-	return errs
-}
-
 // openDir opens the directory that holds p, a slash path under rt, so that
 // every step on the file after is one system call on its name, not one
 // more walk of the path through rt for each. done releases it.
@@ -274,18 +196,8 @@ func openDir(rt *os.Root, p string) (d *os.Root, name string, done func(), err e
 	return d, name, func() { d.Close() }, nil
 }
 
-// check compares the file on disk with what f was made from, and returns
-// the mode a replacement gets.
-func check(rt *os.Root, f File) (os.FileMode, error) {
-	d, name, done, err := openDir(rt, f.Path)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	return checkIn(d, name, f)
-}
-
-// checkIn is check of the file name in its directory d.
+// checkIn compares the file name in its directory d with what f was
+// made from, and returns the mode a replacement gets.
 func checkIn(d *os.Root, name string, f File) (os.FileMode, error) {
 	if f.Created {
 		if _, err := d.Lstat(name); err == nil {

@@ -1,10 +1,53 @@
-package workload
+package changes
 
 import (
 	"slices"
 	"strconv"
 	"strings"
 )
+
+// Diff renders the change as a unified diff with a/Path and b/Path headers
+// and 3 lines of context. Line endings are kept as they are (a CRLF file
+// shows CRLF lines), and a last line without a line break is followed by
+// git's "\ No newline at end of file".
+func (f File) Diff() string {
+	from := diffName("a/" + f.Path)
+	if f.Created {
+		from = "/dev/null"
+	}
+	return unifiedDiff(diffLines(f.Old), diffLines(f.New), from, diffName("b/"+f.Path))
+}
+
+// diffName writes a file name for a diff header the way git does with
+// core.quotePath: quoted with escapes when it holds a control or other
+// unprintable character, a quote, a backslash or a space. A line break
+// in a raw name would end the header and start a forged line of the
+// diff; quoted, the name stays one line and reads back exactly.
+func diffName(name string) string {
+	q := strconv.Quote(name)
+	if q[1:len(q)-1] != name || strings.ContainsRune(name, ' ') {
+		return q
+	}
+	return name
+}
+
+// diffLines splits b after each LF, keeping the line endings. A last line
+// without one gets git's marker, so that it compares unequal to the same
+// line with a line break. The lines share one copy of b.
+func diffLines(b []byte) []string {
+	s := string(b)
+	lines := make([]string, 0, strings.Count(s, "\n")+1)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			lines = append(lines, s+"\n\\ No newline at end of file\n")
+			break
+		}
+		lines = append(lines, s[:i+1])
+		s = s[i+1:]
+	}
+	return lines
+}
 
 // The unified diff of File.Diff, computed as github.com/pmezard/go-difflib
 // computes it (a port of Python's difflib.SequenceMatcher, Ratcliff and

@@ -1,4 +1,4 @@
-package workload_test
+package changes_test
 
 import (
 	"bytes"
@@ -13,18 +13,18 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 )
 
 // difflibDiff is the diff File.Diff wrote with go-difflib before it had a
 // matcher of its own: the text every diff in the goldens is.
-func difflibDiff(t testing.TB, f workload.File) string {
+func difflibDiff(t testing.TB, f changes.File) string {
 	from := "a/" + f.Path
 	if f.Created {
 		from = "/dev/null"
 	}
 	s, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: workload.DiffLines(f.Old), B: workload.DiffLines(f.New),
+		A: changes.DiffLines(f.Old), B: changes.DiffLines(f.New),
 		FromFile: from, ToFile: "b/" + f.Path, Context: 3,
 	})
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestDiffAgreesWithDifflib(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := workload.File{Path: "deploy.yaml", Old: tt.old, New: tt.new, Created: tt.created}
+			f := changes.File{Path: "deploy.yaml", Old: tt.old, New: tt.new, Created: tt.created}
 			require.Equal(t, difflibDiff(t, f), f.Diff())
 		})
 	}
@@ -143,7 +143,7 @@ func FuzzDiffAgreesWithDifflib(f *testing.F) {
 		if alphabet > 0 {
 			old, new = numbered(old, alphabet), numbered(new, alphabet)
 		}
-		file := workload.File{Path: "deploy.yaml", Old: old, New: new}
+		file := changes.File{Path: "deploy.yaml", Old: old, New: new}
 		if got, want := file.Diff(), difflibDiff(t, file); got != want {
 			t.Fatalf("File.Diff:\n%s\ngo-difflib:\n%s", got, want)
 		}

@@ -1,4 +1,4 @@
-package patcher_test
+package changes_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpu-rightsizing/recommender/internal/patcher"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 )
 
 // BenchmarkWriteFiles is plan --write on 1,000 changed files in 50
@@ -14,12 +14,12 @@ import (
 // (WriteFile, each with its own fsync), as plan --write did before.
 func BenchmarkWriteFiles(b *testing.B) {
 	const n = 1000
-	setup := func(b *testing.B) (string, []patcher.File) {
+	setup := func(b *testing.B) (string, []changes.File) {
 		root := b.TempDir()
-		files := make([]patcher.File, n)
+		files := make([]changes.File, n)
 		for i := range files {
 			p := fmt.Sprintf("team-%02d/app-%04d.yaml", i%50, i)
-			files[i] = patcher.File{Path: p, Old: []byte("gpu: 0.5\n"), New: []byte("gpu: 0.25\n")}
+			files[i] = changes.File{Path: p, Old: []byte("gpu: 0.5\n"), New: []byte("gpu: 0.25\n")}
 			if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
 				b.Fatal(err)
 			}
@@ -34,7 +34,7 @@ func BenchmarkWriteFiles(b *testing.B) {
 			b.StopTimer()
 			root, files := setup(b)
 			b.StartTimer()
-			for _, err := range patcher.WriteFiles(root, files) {
+			for _, err := range changes.WriteFiles(root, files) {
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -47,7 +47,7 @@ func BenchmarkWriteFiles(b *testing.B) {
 			root, files := setup(b)
 			b.StartTimer()
 			for _, f := range files {
-				if err := patcher.WriteFile(root, f); err != nil {
+				if err := changes.WriteFile(root, f); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package workload
+package changes
 
 import "os"
 

@@ -1,4 +1,4 @@
-package workload
+package changes
 
 // DiffLines exposes diffLines to the external tests, which hand its lines
 // to go-difflib to compare its diff with File.Diff.

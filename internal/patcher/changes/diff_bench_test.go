@@ -1,11 +1,11 @@
-package workload_test
+package changes_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
@@ -34,7 +34,7 @@ func BenchmarkDiff(b *testing.B) {
 
 // editedDeployments is one file of n Deployments before and after the
 // edits a plan makes to each.
-func editedDeployments(n int) workload.File {
+func editedDeployments(n int) changes.File {
 	var old, new strings.Builder
 	for i := range n {
 		d := kubeenv.Deployment(fmt.Sprintf("llm-%d", i))
@@ -42,5 +42,5 @@ func editedDeployments(n int) workload.File {
 		d = strings.Replace(d, `gpu-fraction: "0.5"`, `gpu-fraction: "0.72"`, 1)
 		new.WriteString("---\n" + strings.Replace(d, `- "0.45"`, `- "0.64"`, 1))
 	}
-	return workload.File{Path: "deployments.yaml", Old: []byte(old.String()), New: []byte(new.String())}
+	return changes.File{Path: "deployments.yaml", Old: []byte(old.String()), New: []byte(new.String())}
 }
