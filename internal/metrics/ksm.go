@@ -3,9 +3,9 @@ package metrics
 import (
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -204,10 +204,10 @@ func (k *ksm) readFractions(set *Set) {
 		if !ok1 || !ok2 || !ok3 {
 			continue
 		}
-		// KAI's admission accepts 0 < f < 1 only; anything else is not a
-		// share the pod can have been created with.
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f < 1) {
+		// Only what KAI's admission accepts is a share the pod can have
+		// been created with.
+		f, err := kai.ParseFraction(v)
+		if err != nil {
 			continue
 		}
 		exported = exported || e1 || e2

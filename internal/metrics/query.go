@@ -404,33 +404,8 @@ func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) 
 		}
 	}
 	for _, ns := range slices.Sorted(maps.Keys(refs)) {
-		v := set.namespaceAt(ns, refs[ns], q.Components, metrics, w, tolerance)
-		res.Warnings = append(res.Warnings, v.warnings...)
-		for _, ref := range refs[ns] {
-			if u := v.unattributed[ref]; len(u) > 0 {
-				if res.Unattributed == nil {
-					res.Unattributed = make(map[usage.Ref][]string)
-				}
-				res.Unattributed[ref] = u
-			}
-			if err := ctx.Err(); err != nil {
-				return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
-			}
-			var pods []usage.Pod
-			mixed := ""
-			for _, name := range v.owned[ref] {
-				p, ok, why := set.pod(ns, name, v.live[name], metrics, w, q.Containers)
-				if ok {
-					pods = append(pods, p)
-				}
-				if why != "" && mixed == "" {
-					mixed = why
-					res.Warnings = append(res.Warnings, ref.String()+": "+why)
-				}
-			}
-			if len(pods) > 0 {
-				res.Workloads[ref] = usage.Workload{LiveKnown: v.liveKnown, Pods: pods, Mixed: mixed}
-			}
+		if err := set.answerNamespace(ctx, &res, ns, refs[ns], q, metrics, w, tolerance); err != nil {
+			return usage.Result{}, err
 		}
 	}
 
@@ -444,6 +419,40 @@ func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) 
 		res.Warnings = append(res.Warnings, warning)
 	}
 	return res, nil
+}
+
+// answerNamespace adds to res the usage of the queried workloads of one
+// namespace, refs.
+func (set *Set) answerNamespace(ctx context.Context, res *usage.Result, ns string, refs []usage.Ref, q usage.Query, metrics []*queried, w usage.Window, tolerance int64) error {
+	v := set.namespaceAt(ns, refs, q.Components, metrics, w, tolerance)
+	res.Warnings = append(res.Warnings, v.warnings...)
+	for _, ref := range refs {
+		if u := v.unattributed[ref]; len(u) > 0 {
+			if res.Unattributed == nil {
+				res.Unattributed = make(map[usage.Ref][]string)
+			}
+			res.Unattributed[ref] = u
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("usage from %s: %w", set.name, err)
+		}
+		var pods []usage.Pod
+		mixed := ""
+		for _, name := range v.owned[ref] {
+			p, ok, why := set.pod(ns, name, v.live[name], metrics, w, q.Containers)
+			if ok {
+				pods = append(pods, p)
+			}
+			if why != "" && mixed == "" {
+				mixed = why
+				res.Warnings = append(res.Warnings, ref.String()+": "+why)
+			}
+		}
+		if len(pods) > 0 {
+			res.Workloads[ref] = usage.Workload{LiveKnown: v.liveKnown, Pods: pods, Mixed: mixed}
+		}
+	}
+	return nil
 }
 
 // namespaceView is what a query sees of one namespace at its evaluation
