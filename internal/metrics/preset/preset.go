@@ -131,6 +131,17 @@ func (p Preset) Mappings() map[usage.Metric]usage.Mapping {
 	return out
 }
 
+// Fallbacks returns where the preset's exporter may store metric m
+// instead, when the series of Mappings is not in the store: in the order
+// they are tried.
+func (p Preset) Fallbacks(m usage.Metric) []usage.Mapping {
+	var out []usage.Mapping
+	for _, a := range p.alternatives()[m][1:] {
+		out = append(out, a.mapping)
+	}
+	return out
+}
+
 // alternative is one way an exporter's release may store a metric, and
 // what to say when it is the one read.
 type alternative struct {

@@ -178,3 +178,30 @@ func haveTools(names ...string) bool {
 	}
 	return true
 }
+
+// TestHAMiBeforeV29: HAMi v2.8 and earlier wrote other names, with the
+// labels podnamespace, podname and ctrname (HAMi v2.8.3,
+// cmd/vGPUmonitor/metrics.go); where only those are in the store the hami
+// preset reads them, and says so.
+func TestHAMiBeforeV29(t *testing.T) {
+	legacy := func(metric string) string {
+		return metricstest.Series(metric, "podnamespace", "team-h", "podname", hamiPod, "ctrname", "server",
+			"vdeviceid", "0", "deviceuuid", "GPU-1")
+	}
+	const min = time.Minute
+	r := new(metricstest.Recording).
+		Add(legacy("Device_utilization_desc_of_container"), 0, min, 30, 35, 40).
+		Add(legacy("vGPU_device_memory_usage_in_bytes"), 0, min, 4*gib, 5*gib, 6*gib).
+		Add(legacy("vGPU_device_memory_limit_in_bytes"), 0, min, 8*gib, 8*gib, 8*gib)
+	q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: preset.Kubex.Mappings(),
+		Workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")}}
+	res, err := preset.Wrap(r.Parse(t), preset.HAMi).Usage(context.Background(), q)
+	require.NoError(t, err)
+	require.Equal(t, `team-h/Deployment/chat step=1m0s liveKnown=false
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 30@0 35@60 40@120
+    memory (busiest device): 50@0 62.5@60 75@120
+warning: compute read from Device_utilization_desc_of_container: HAMi before v2.9 (or --legacy-metrics): its current series are not in the store
+warning: memory read from vGPU_device_memory_usage_in_bytes: HAMi before v2.9 (or --legacy-metrics): its current series are not in the store
+`, metricstest.Render(res))
+}
