@@ -102,11 +102,11 @@ func ParseFraction(s string) (float64, error) {
 		return 0, fmt.Errorf("%w: it is empty", ErrFraction)
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(f > 0 && f < 1) {
-		return 0, fmt.Errorf("%w %q: KAI wants a number strictly between 0 and 1", ErrFraction, s)
+	if err != nil || !quantity(s) {
+		return 0, fmt.Errorf("%w %q: KAI reads a decimal number, or one in scientific notation, without blanks", ErrFraction, s)
 	}
-	if !quantity(s) {
-		return 0, fmt.Errorf("%w %q: KAI wants a number written with a decimal point or in scientific notation, without blanks", ErrFraction, s)
+	if !(f > 0 && f < 1) {
+		return 0, fmt.Errorf("%w %q: KAI wants a fraction strictly between 0 and 1", ErrFraction, s)
 	}
 	return f, nil
 }

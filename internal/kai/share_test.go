@@ -36,7 +36,7 @@ func TestPodShare(t *testing.T) {
 		{name: "gpu-memory and a fraction", annotations: map[string]string{"gpu-fraction": "0.5", "gpu-memory": "10"}, err: "gpu-memory next to gpu-fraction or nvidia.com/gpu, which KAI refuses"},
 		{name: "devices alone", annotations: map[string]string{"gpu-fraction-num-devices": "2"}, whole: 2, err: "gpu-fraction-num-devices without gpu-fraction or gpu-memory, which KAI refuses"},
 		{name: "devices spelt out", annotations: map[string]string{"gpu-fraction": "0.5", "gpu-fraction-num-devices": "two"}, err: `invalid gpu-fraction-num-devices "two": KAI wants a whole number above 0`},
-		{name: "a fraction of one", annotations: map[string]string{"gpu-fraction": "1"}, err: `invalid gpu-fraction "1": KAI wants a number strictly between 0 and 1`},
+		{name: "a fraction of one", annotations: map[string]string{"gpu-fraction": "1"}, err: `invalid gpu-fraction "1": KAI wants a fraction strictly between 0 and 1`},
 		{name: "memory of none", annotations: map[string]string{"gpu-memory": "0"}, err: `invalid gpu-memory "0": KAI wants a whole number of MiB above 0`},
 	}
 	for _, tt := range tests {

@@ -276,7 +276,7 @@ type Source struct {
 	// source holds: has, nil when the source cannot tell.
 	once sync.Once
 	has  map[string]bool
-	err  error
+	note string
 }
 
 // Wrap wraps src so that it reads the preset's series.
@@ -285,35 +285,41 @@ func Wrap(src usageSource, p Preset) *Source {
 }
 
 // holds reports which of the preset's series the source holds, asking it
-// once; nil when the source cannot say.
-func (s *Source) holds(ctx context.Context, q usage.Query) (func(string) bool, error) {
+// once; nil when the source cannot say. A source that fails to answer
+// (a store without the label values API, a server down) is read as if it
+// held the preferred series, and note says so: the usage query that
+// follows fails on its own if the server is down.
+func (s *Source) holds(ctx context.Context, q usage.Query) (has func(string) bool, note string) {
 	n, ok := s.src.(namer)
 	if !ok {
-		return nil, nil
+		return nil, ""
 	}
 	s.once.Do(func() {
-		var names []string
-		names, s.err = n.MetricNames(ctx, s.preset.candidates(), q.At, q.Lookback)
+		names, err := n.MetricNames(ctx, s.preset.candidates(), q.At, q.Lookback)
+		if err != nil {
+			s.note = fmt.Sprintf("the %s preset could not ask which of its series the source holds, and reads its current ones: %v", s.preset, err)
+			return
+		}
 		s.has = make(map[string]bool, len(names))
 		for _, name := range names {
 			s.has[name] = true
 		}
 	})
-	if s.err != nil {
-		return nil, fmt.Errorf("which series of the %s preset the source holds: %w", s.preset, s.err)
+	if s.has == nil {
+		return nil, s.note
 	}
-	return func(name string) bool { return s.has[name] }, nil
+	return func(name string) bool { return s.has[name] }, ""
 }
 
 // Usage answers q from the wrapped source, with the preset's mappings in
 // place of the defaults.
 func (s *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
-	has, err := s.holds(ctx, q)
-	if err != nil {
-		return usage.Result{}, err
-	}
+	has, note := s.holds(ctx, q)
 	var notes []string
 	q.Metrics, notes = s.preset.mappings(q.Metrics, has)
+	if note != "" {
+		notes = append(notes, note)
+	}
 	res, err := s.src.Usage(ctx, q)
 	if err != nil {
 		return res, err
