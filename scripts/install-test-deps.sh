@@ -3,8 +3,9 @@
 # Prometheus's promtool and server (Debian's prometheus package), its
 # Pushgateway (prometheus-pushgateway), git,
 # OpenSSH's server, etcd (Debian's etcd-server package), kube-apiserver
-# (hack/kube-apiserver) and Flux's source-, kustomize- and helm-controller
-# (hack/flux), each built once into a cache outside the work tree.
+# (hack/kube-apiserver), Flux's source-, kustomize- and helm-controller
+# (hack/flux) and kube-state-metrics (hack/kube-state-metrics), each built
+# once into a cache outside the work tree.
 # Idempotent; needs root or sudo only when a Debian package is missing.
 set -euo pipefail
 
@@ -84,3 +85,12 @@ for name in source-controller kustomize-controller helm-controller; do
 		mv "$tmpd" "$crds"
 	fi
 done
+
+# kube-state-metrics, whose output the usage tests read (hack/kube-state-metrics).
+# The version stamps are the ones its own Makefile sets, so that
+# kube_state_metrics_build_info says what it is.
+dir=$root/hack/kube-state-metrics
+v=$(cd "$dir" && go list -m -f '{{.Version}}' k8s.io/kube-state-metrics/v2)
+cgo=$(cd "$dir" && go list -m -f '{{.Version}}' k8s.io/client-go)
+build kube-state-metrics "$v" "$dir" k8s.io/kube-state-metrics/v2 \
+	"-s -w -X github.com/prometheus/common/version.Version=$v -X k8s.io/kube-state-metrics/v2/pkg/app.ClientGoVersion=$cgo"

@@ -164,7 +164,7 @@ func TestPlanRefusesAnUnreadableFraction(t *testing.T) {
 		{name: "a sequence", value: `['0.25']`,
 			problem: `apps/translate/deployment.yaml:12: invalid value: line 30: gpu-fraction is a sequence, not a string`},
 		{name: "a leading blank", value: `' 0.25'`,
-			problem: `apps/translate/deployment.yaml:12: line 30: invalid gpu-fraction " 0.25": KAI reads a plain decimal, without blanks, signs, exponents or hex`},
+			problem: `apps/translate/deployment.yaml:12: line 30: invalid gpu-fraction " 0.25": KAI reads a decimal number, or one in scientific notation, without blanks`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/consolidate":         {"internal/engine", "internal/kai", "internal/usage"},
 	"internal/placement":           {"internal/cluster", "internal/consolidate", "internal/kai", "internal/metrics", "internal/usage"},
-	"internal/metrics":             {"internal/usage"},
+	"internal/metrics":             {"internal/kai", "internal/usage"},
 	"internal/neighbours":          {"internal/kai", "internal/metrics", "internal/usage"},
 	"internal/metrics/openmetrics": {"internal/located", "internal/metrics", "internal/usage"},
 	"internal/metrics/metricstest": {"internal/metrics", "internal/metrics/openmetrics", "internal/usage"},

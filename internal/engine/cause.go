@@ -23,6 +23,10 @@ const (
 	// CauseDataInvalid: NaN, infinite, negative or out-of-range samples lie in a window
 	// a scale-back relies on.
 	CauseDataInvalid Cause = "data-invalid"
+	// CauseDataMixed: a pod's series mix readings the query cannot tell
+	// apart (two clusters or Prometheus replicas in one store), so no
+	// number is trusted either way.
+	CauseDataMixed Cause = "data-mixed"
 	// CauseDataStale: no running pod reports now.
 	CauseDataStale Cause = "data-stale"
 	// CauseTooYoung: the pods that run now are too young to judge.
@@ -63,7 +67,7 @@ func (c Cause) Conclusive() bool {
 // aboutData reports whether the cause says the usage data is in doubt.
 func (c Cause) aboutData() bool {
 	switch c {
-	case CauseDataIncomplete, CauseDataInvalid, CauseDataStale, CauseTooYoung:
+	case CauseDataIncomplete, CauseDataInvalid, CauseDataMixed, CauseDataStale, CauseTooYoung:
 		return true
 	}
 	return false

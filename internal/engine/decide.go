@@ -38,6 +38,11 @@ func decide(in Input) Decision {
 			return LeftAlone(in.Current, CauseUnsupported, "requests GPU memory (gpu-memory) but the GPU's memory is unknown: set spec.kai.gpuMemoryMiB in its strategy")
 		}
 	}
+	if why := in.Usage.Mixed; why != "" {
+		// Two readings of one thing were found where one was expected:
+		// which is the workload's is not known, so no number is trusted.
+		return d.none(CauseDataMixed, &Shortfall{Kind: ShortMixed, Why: why})
+	}
 	e := newEvaluation(in)
 	if c, s := e.pods(); c != "" {
 		return d.none(c, s)
@@ -171,7 +176,6 @@ func (e *evaluation) pct(gpus float64) float64 { return gpus / e.a * 100 }
 // median. Values are converted pod by pod: a metric relative to the
 // allocation is relative to the share that pod was created with.
 func (e *evaluation) read(m usage.Metric, w usage.Window, q int) (Reading, bool) {
-	relative := e.sources[m].Interpretation == CurrentAllocation
 	var best Reading
 	var hottest []usage.Sample
 	var hottestScale float64
@@ -182,10 +186,7 @@ func (e *evaluation) read(m usage.Metric, w usage.Window, q int) (Reading, bool)
 		if len(vals) == 0 {
 			continue
 		}
-		scale := 1.0 / 100
-		if relative {
-			scale *= e.podShare(p)
-		}
+		scale := e.scale(m, p)
 		v := rank(vals, q) * scale
 		if hottest == nil || v > best.Value {
 			best = Reading{Metric: m, Window: Span(w.Duration()), Percentile: q, Value: v, Pod: p.Name}
@@ -266,6 +267,30 @@ func nth(values []float64, k int) float64 {
 		}
 	}
 	return values[k]
+}
+
+// scale turns a pod's value of metric m, a percent, into GPUs. A percent
+// of the allocation is of the share that pod was created with. A percent
+// of one GPU read by device is the busiest device's, and the pod's other
+// devices are taken to be as busy, so that a pod of two GPUs at 95 % on
+// one reads 1.9 GPUs, never 1.0 from adding 95 and 5.
+func (e *evaluation) scale(m usage.Metric, p usage.Pod) float64 {
+	switch {
+	case e.sources[m].Interpretation == CurrentAllocation:
+		return e.podShare(p) / 100
+	case p.ByDevice[m]:
+		return e.devices(p) / 100
+	}
+	return 1.0 / 100
+}
+
+// devices is how many GPUs a pod's share spans: its whole GPUs, or one
+// device for a fraction or an amount of memory.
+func (e *evaluation) devices(p usage.Pod) float64 {
+	if e.in.Current.Form == WholeGPUs {
+		return max(1, kai.CeilGPUs(e.podShare(p)))
+	}
+	return 1
 }
 
 // podShare is the GPU share a pod was created with, or the workload's
@@ -485,14 +510,10 @@ func (e *evaluation) dailyPeak(m usage.Metric, w usage.Window, q int) (Reading, 
 // peak is m's largest valid sample in w over the eligible pods, in GPUs,
 // as read reads it.
 func (e *evaluation) peak(m usage.Metric, w usage.Window) (float64, bool) {
-	relative := e.sources[m].Interpretation == CurrentAllocation
 	var best float64
 	found := false
 	for _, p := range e.eligible {
-		scale := 1.0 / 100
-		if relative {
-			scale *= e.podShare(p)
-		}
+		scale := e.scale(m, p)
 		for _, x := range usage.In(p.Series[m], w) {
 			if v := x.V * scale; x.Valid() && (!found || v > best) {
 				best, found = v, true

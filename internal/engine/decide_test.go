@@ -84,6 +84,14 @@ func unattributed(w usage.Workload, why ...string) usage.Workload {
 	return w
 }
 
+// byDevice marks every pod's series of w as its busiest device's.
+func byDevice(w usage.Workload) usage.Workload {
+	for i := range w.Pods {
+		w.Pods[i].ByDevice = map[usage.Metric]bool{usage.Compute: true, usage.Memory: true}
+	}
+	return w
+}
+
 // partial marks w as a source's partial answer.
 func partial(w usage.Workload, why string) usage.Workload {
 	w.Partial = why
@@ -549,6 +557,32 @@ func TestDecide(t *testing.T) {
 				pod("chat-a", 2*day, flat(20), flat(50)),
 				pod("chat-b", 2*day, recent(2*time.Minute, 60, 20), flat(50))),
 			action: engine.Upsize, recommended: fraction(0.72), urgent: true,
+		},
+		{
+			name:       "a pod of two GPUs read by device: the busiest device decides for both",
+			governance: with(func(g *engine.Rules) { g.Strategy.MoveToKAI, g.Strategy.Ceiling = false, 8 }),
+			current:    whole(2),
+			usage:      byDevice(workload(false, pod("tp-1", 2*day, recent(2*time.Minute, 100, 40), flat(30)))),
+			action:     engine.Upsize, recommended: whole(3), urgent: true,
+			contains: "compute peaked at 100% of its 2.00 allocation over 2m (≥ 100%) → 2.00 × 1.2 = 2.40",
+		},
+		{
+			name:       "a pod of two GPUs whose devices were added up: 100 % of one GPU is half of two",
+			governance: with(func(g *engine.Rules) { g.Strategy.MoveToKAI, g.Strategy.Ceiling = false, 8 }),
+			current:    whole(2),
+			usage:      workload(false, pod("tp-1", 2*day, recent(2*time.Minute, 100, 40), flat(30))),
+			action:     engine.NoChange, recommended: whole(2), cause: engine.CauseBelowMinChange,
+		},
+		{
+			name:    "mixed data changes nothing, whichever way it points",
+			current: fraction(0.5),
+			usage: func() usage.Workload {
+				w := workload(false, pod("chat-1", 2*day, recent(2*time.Minute, 90, 20), flat(50)))
+				w.Mixed = "pod chat-1 has series in two clusters"
+				return w
+			}(),
+			action: engine.NoChange, recommended: fraction(0.5), cause: engine.CauseDataMixed,
+			reason: "no change: mixed data: pod chat-1 has series in two clusters",
 		},
 		{
 			name:    "a running pod without samples blocks a scale-back",

@@ -175,6 +175,9 @@ const (
 	ShortNotFresh    ShortfallKind = "not-fresh"
 	ShortFewSamples  ShortfallKind = "few-samples"
 	ShortInvalidData ShortfallKind = "invalid-samples"
+	// ShortMixed is a pod whose series mix readings of one thing that the
+	// query cannot tell apart.
+	ShortMixed ShortfallKind = "mixed"
 	// ShortPartial is an answer the source itself says may lack data.
 	ShortPartial ShortfallKind = "partial"
 	// ShortUnattributed is a pod that may be the workload's and counts

@@ -245,6 +245,8 @@ func shortfall(s *Shortfall) string {
 		return fmt.Sprintf(incomplete+"running pod %s has no recent %s sample", s.Pod, s.Metric)
 	case ShortFewSamples:
 		return fmt.Sprintf(incomplete+"pod %s has %d of %d %s samples in the last %s", s.Pod, s.Samples, s.Expected, s.Metric, s.Window)
+	case ShortMixed:
+		return "mixed data: " + s.Why
 	case ShortPartial:
 		return "incomplete data: the usage source's answer may be partial (" + s.Why + "), and a scale-back needs all of it"
 	case ShortUnattributed:

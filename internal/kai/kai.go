@@ -1,9 +1,12 @@
 // Package kai holds what the NVIDIA KAI scheduler reads from a workload
 // and what it accepts there (KAI-Scheduler v0.17, pkg/common/constants and
 // its admission webhook): the names of the scheduler, the queue label and
-// the GPU-sharing annotations, the 0.01 grid a fraction lives on, and which
-// GPU request forms exclude each other. The decision engine, the plan and
-// the editor all import it, so that these rules are written once.
+// the GPU-sharing annotations, the 0.01 grid a fraction lives on, which
+// GPU request forms exclude each other, a pod's share as KAI counts it
+// (PodShare) and a queue's capacity as its scheduler checks it (Queues).
+// The decision engine, the plan, the editor, the usage sources, the live
+// path and the fleet report all import it, so that these rules are
+// written once.
 package kai
 
 import (
@@ -11,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Names KAI reads from a workload.
@@ -85,36 +89,51 @@ func FormatFraction(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64
 // ErrFraction is wrapped by every error of ParseFraction.
 var ErrFraction = errors.New("invalid gpu-fraction")
 
-// ParseFraction reads a gpu-fraction annotation the way KAI's webhook
-// does: a plain decimal strictly between 0 and 1. It refuses what Go's
-// ParseFloat would take and KAI would not: blanks, signs, exponents, hex
-// floats, infinities and underscores.
+// ParseFraction reads a gpu-fraction annotation as KAI's admission webhook
+// does: strconv.ParseFloat must read it as a number strictly between 0
+// and 1, and resource.ParseQuantity must read it too, so a decimal with
+// an optional sign and exponent (0.5, .25, +0.5, 5e-1), never a blank, a
+// hex float, an underscore, an infinity or a NaN (KAI v0.17.0,
+// pkg/binder/plugins/gpusharing/gpu-request/gpu_request_validator.go,
+// validateGpuFractionAnnotation). The value is ParseFloat's; the
+// scheduler then counts it rounded to two places (Share).
 func ParseFraction(s string) (float64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("%w: it is empty", ErrFraction)
 	}
-	dot := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-		case c == '.' && !dot:
-			dot = true
-		default:
-			return 0, fmt.Errorf("%w %q: KAI reads a plain decimal, without blanks, signs, exponents or hex", ErrFraction, s)
-		}
-	}
-	if s == "." {
-		return 0, fmt.Errorf("%w %q: KAI reads a plain decimal, without blanks, signs, exponents or hex", ErrFraction, s)
-	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w %q: KAI reads a plain decimal, without blanks, signs, exponents or hex", ErrFraction, s)
+	if err != nil || !quantity(s) {
+		return 0, fmt.Errorf("%w %q: KAI reads a decimal number, or one in scientific notation, without blanks", ErrFraction, s)
 	}
-	if f <= 0 || f >= 1 {
+	if !(f > 0 && f < 1) {
 		return 0, fmt.Errorf("%w %q: KAI wants a fraction strictly between 0 and 1", ErrFraction, s)
 	}
 	return f, nil
 }
+
+// quantity reports whether s, which strconv.ParseFloat reads, is also a
+// Kubernetes quantity: an optional sign, digits with at most one point,
+// then optionally e or E and a signed integer. ParseFloat takes more
+// (hex floats, underscores in them, infinities, NaN); the quantity
+// grammar's other suffixes (Ki, m, k, …) are nothing ParseFloat takes.
+func quantity(s string) bool {
+	mantissa, exp, hasExp := strings.Cut(strings.Replace(s, "E", "e", 1), "e")
+	mantissa = strings.TrimLeft(mantissa, "+-")
+	if len(s)-len(strings.TrimLeft(s, "+-")) > 1 || mantissa == "" || strings.Count(mantissa, ".") > 1 ||
+		strings.Trim(mantissa, "0123456789.") != "" || strings.Trim(mantissa, ".") == "" {
+		return false
+	}
+	if !hasExp {
+		return true
+	}
+	exp = strings.TrimPrefix(strings.TrimPrefix(exp, "+"), "-")
+	return exp != "" && strings.Trim(exp, "0123456789") == ""
+}
+
+// CanonicalFraction is how the tool writes a fraction it read: on KAI's
+// grid with two places, as KAI counts it (0.333 is counted 0.33, 5e-1 is
+// 0.50). It is only written where the tool changes the value.
+func CanonicalFraction(f float64) string { return FormatFraction(math.Round(f*perGPU) / perGPU) }
 
 // Request is the GPU request of a pod template as KAI sees it: which of
 // the exclusive forms are present.

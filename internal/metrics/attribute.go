@@ -41,7 +41,7 @@ func named(kind string) bool {
 
 // fits reports whether pod can be a pod of workload c by its name, under
 // the naming rule of c's kind.
-func fits(c usage.Ref, pod string) bool {
+func (x *refIndex) fits(c usage.Ref, pod string) bool {
 	switch c.Kind {
 	case kindDeployment, kindRollout, kindDGD:
 		_, ok := matchDeploymentPod(c.Name, pod)
@@ -51,7 +51,7 @@ func fits(c usage.Ref, pod string) bool {
 	case kindLWS:
 		return matchLWSPod(c.Name, pod)
 	case kindISVC:
-		return matchISVCPod(c.Name, pod)
+		return matchPredictorPod(x.service(c), pod)
 	}
 	return false
 }
@@ -75,11 +75,15 @@ type refIndex struct {
 	// byKey lists, per key, the refs (their positions) named so, or
 	// whose names are longer than 58 bytes and start so.
 	byKey map[string][]int
+	// components are the predictor names of InferenceServices that set
+	// one (usage.Query.Components).
+	components map[usage.Ref]string
 }
 
-// newRefIndex indexes refs, whose order near keeps.
-func newRefIndex(refs []usage.Ref) *refIndex {
-	x := &refIndex{refs: refs, byKey: make(map[string][]int, len(refs))}
+// newRefIndex indexes refs, whose order near keeps; components are the
+// predictor names of InferenceServices among them.
+func newRefIndex(refs []usage.Ref, components map[usage.Ref]string) *refIndex {
+	x := &refIndex{refs: refs, byKey: make(map[string][]int, len(refs)), components: components}
 	for i, r := range refs {
 		x.byKey[r.Name] = append(x.byKey[r.Name], i)
 		if len(r.Name) > maxGeneratedPrefix {
@@ -88,6 +92,11 @@ func newRefIndex(refs []usage.Ref) *refIndex {
 		}
 	}
 	return x
+}
+
+// service is the name KServe gives InferenceService r's predictor.
+func (x *refIndex) service(r usage.Ref) string {
+	return predictorService(r.Name, x.components[r])
 }
 
 // near returns, in the index's order, the workloads that a naming rule
@@ -143,7 +152,7 @@ type attribution struct {
 func claim(candidates *refIndex, pod string) attribution {
 	var matches []usage.Ref
 	for _, c := range candidates.near(pod) {
-		if fits(c, pod) {
+		if candidates.fits(c, pod) {
 			matches = append(matches, c)
 		}
 	}
@@ -175,12 +184,13 @@ func claim(candidates *refIndex, pod string) attribution {
 	return attribution{ref: best, ok: true, rivals: others}
 }
 
-// warning says why a pod with rivals counts for its workload, or for none.
-func (a attribution) warning(ns, pod string) string {
+// warning says why a pod with rivals counts for its workload, or for none;
+// x names their predictors.
+func (a attribution) warning(x *refIndex, ns, pod string) string {
 	if a.via.Kind != "" {
 		why := "kube-state-metrics reports no owner of a StatefulSet, and its pods do not tell"
 		switch {
-		case twins(a.rivals):
+		case x.twins(a.rivals):
 			why = predictorTwins
 		case a.via.Kind == "ReplicaSet":
 			why = "no kube_replicaset_owner series names its owner; record it to attribute the pod"
@@ -197,7 +207,7 @@ func (a attribution) warning(ns, pod string) string {
 		why = "Kubernetes cut it at 58 characters"
 	}
 	switch {
-	case !a.ok && twins(a.rivals):
+	case !a.ok && x.twins(a.rivals):
 		return fmt.Sprintf("pod %s/%s counts for no workload: its name fits %s alike (%s)",
 			ns, pod, listRefs(a.rivals, ""), predictorTwins)
 	case !a.ok:
@@ -209,16 +219,16 @@ func (a attribution) warning(ns, pod string) string {
 }
 
 // predictorTwins says why an InferenceService and a Deployment named as
-// its predictor tie whatever kube-state-metrics records.
-const predictorTwins = "a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment"
+// its predictor tie without kube_deployment_owner.
+const predictorTwins = "a Deployment of its predictor's name is either; record kube_deployment_owner (kube-state-metrics v2.18 or later) to tell them apart"
 
 // twins reports whether refs hold an InferenceService and a Deployment
-// that can be its predictor's: owner series, which stop at the
-// Deployment, cannot tell them apart.
-func twins(refs []usage.Ref) bool {
+// that can be its predictor's: pod and ReplicaSet owner series, which
+// stop at the Deployment, cannot tell them apart.
+func (x *refIndex) twins(refs []usage.Ref) bool {
 	for _, i := range refs {
 		for _, d := range refs {
-			if i.Kind == kindISVC && d.Kind == kindDeployment && matchISVCDeployment(i.Name, d.Name) {
+			if i.Kind == kindISVC && d.Kind == kindDeployment && matchPredictorDeployment(x.service(i), d.Name) {
 				return true
 			}
 		}

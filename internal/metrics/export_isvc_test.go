@@ -6,4 +6,6 @@ var (
 	MatchISVCPod        = matchISVCPod
 	MatchISVCReplicaSet = matchISVCReplicaSet
 	MatchISVCDeployment = matchISVCDeployment
+
+	MatchPredictorRevision = matchPredictorRevision
 )

@@ -15,6 +15,6 @@ var (
 
 // Claim is claim, its answer spelled out.
 func Claim(candidates []usage.Ref, pod string) (ref usage.Ref, ok bool, rivals []usage.Ref) {
-	a := claim(newRefIndex(candidates), pod)
+	a := claim(newRefIndex(candidates, nil), pod)
 	return a.ref, a.ok, a.rivals
 }

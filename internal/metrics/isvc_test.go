@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +64,12 @@ func TestMatchISVCDeploymentAndReplicaSet(t *testing.T) {
 		{"chat", "chat-predictor-worker", false},
 		{"chat", "chat", false},
 		{"", "-predictor", false},
+		// Knative cut and hashed the revision's Deployment name
+		// (kmeta.ChildName): it shows the revision's first 20
+		// characters, then 32 hex digits.
+		{"gpu-rightsizing-llama-3-1-70b-instruct-awq", "gpu-rightsizing-llamedad34378e5406393a3df33ea5df81c6-deployment", true},
+		{"gpu-rightsizing-llama-3-1-70b-instruct-awq", "gpu-rightsizing-llamedad34378e5406393a3df33ea5df81cX-deployment", false},
+		{"gpu-rightsizing-mistral", "gpu-rightsizing-llamedad34378e5406393a3df33ea5df81c6-deployment", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.isvc+"/"+tt.deployment, func(t *testing.T) {
@@ -71,6 +79,46 @@ func TestMatchISVCDeploymentAndReplicaSet(t *testing.T) {
 			require.False(t, metrics.MatchISVCReplicaSet(tt.isvc, tt.deployment), "no hash")
 		})
 	}
+}
+
+// TestNamedPredictor: with spec.predictor.name set, KServe names the
+// predictor <isvc>-<name>-predictor; its pods are the InferenceService's
+// by their names, and a pod of the unnamed pattern is not.
+func TestNamedPredictor(t *testing.T) {
+	embed := metricstest.InferenceService("ml", "embed")
+	rec := new(metricstest.Recording).
+		Add(metricstest.UsageOf(metricstest.SM, "ml", "embed-main-predictor-7d9f8c6b5d-x2b4z", "server"), 0, time.Minute, 7).
+		Add(metricstest.UsageOf(metricstest.SM, "ml", "embed-main-predictor-00002-deployment-6d4b9c8f7-q7v2n", "server"), 0, time.Minute, 7).
+		Add(metricstest.UsageOf(metricstest.SM, "ml", "embed-predictor-7d9f8c6b5d-k8s9q", "server"), 0, time.Minute, 7)
+	q := usage.Query{At: metricstest.T0, Lookback: time.Hour, Metrics: metricstest.KubexMetrics(), Workloads: []usage.Ref{embed},
+		Components: map[usage.Ref]string{embed: "main"}}
+	res, err := rec.Parse(t).Usage(context.Background(), q)
+	require.NoError(t, err)
+	require.Equal(t, "ml/InferenceService/embed: embed-main-predictor-00002-deployment-6d4b9c8f7-q7v2n embed-main-predictor-7d9f8c6b5d-x2b4z\n",
+		metricstest.Pods(withoutMissing(res)))
+}
+
+// withoutMissing drops the warnings about metrics a recording lacks.
+func withoutMissing(res usage.Result) usage.Result {
+	var kept []string
+	for _, w := range res.Warnings {
+		if !strings.Contains(w, "is not in") {
+			kept = append(kept, w)
+		}
+	}
+	res.Warnings = kept
+	return res
+}
+
+func TestMatchPredictorRevision(t *testing.T) {
+	require.True(t, metrics.MatchPredictorRevision("chat-predictor", "chat-predictor-00001"))
+	require.False(t, metrics.MatchPredictorRevision("chat-predictor", "chat-predictor-0001"))
+	// A service of 58 characters: its revision is cut and hashed too.
+	service := strings.Repeat("s", 48) + "-predictor"
+	sum := md5.Sum([]byte(service))
+	rev := service[:25] + hex.EncodeToString(sum[:]) + "-00003"
+	require.True(t, metrics.MatchPredictorRevision(service, rev))
+	require.False(t, metrics.MatchPredictorRevision(service, service+"-00003"))
 }
 
 func TestClaimInferenceService(t *testing.T) {
@@ -138,8 +186,8 @@ func TestAttributionInferenceService(t *testing.T) {
 		{
 			name: "unless asked for", rec: unknown,
 			workloads: []usage.Ref{chat, metricstest.Deployment("ml", "chat-predictor")},
-			want: `warning: pod ml/chat-predictor-7d9f8c6b5d-k8s9q counts for no workload: its name fits Deployment chat-predictor, InferenceService chat alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
-warning: pod ml/chat-predictor-7d9f8c6b5d-x2b4z counts for no workload: its Deployment chat-predictor fits Deployment chat-predictor, InferenceService chat alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
+			want: `warning: pod ml/chat-predictor-7d9f8c6b5d-k8s9q counts for no workload: its name fits Deployment chat-predictor, InferenceService chat alike (a Deployment of its predictor's name is either; record kube_deployment_owner (kube-state-metrics v2.18 or later) to tell them apart)
+warning: pod ml/chat-predictor-7d9f8c6b5d-x2b4z counts for no workload: its Deployment chat-predictor fits Deployment chat-predictor, InferenceService chat alike (a Deployment of its predictor's name is either; record kube_deployment_owner (kube-state-metrics v2.18 or later) to tell them apart)
 `,
 		},
 	}

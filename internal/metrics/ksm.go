@@ -3,9 +3,9 @@ package metrics
 import (
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -14,7 +14,16 @@ import (
 const (
 	podOwnerMetric        = "kube_pod_owner"
 	replicaSetOwnerMetric = "kube_replicaset_owner"
+	// deploymentOwnerMetric names a Deployment's owner, with owner_kind
+	// and owner_name empty when it has none (kube-state-metrics v2.18.0
+	// and later, internal/store/deployment.go).
+	deploymentOwnerMetric = "kube_deployment_owner"
 	podStartMetric        = "kube_pod_start_time"
+	// PodPhaseMetric says a pod's phase: one series per phase, 1 for the
+	// current one (kube-state-metrics v2.20.0, internal/store/pod.go).
+	// kube_pod_owner stays while the Pod object does, Failed and evicted
+	// pods included: only the phase says a pod no longer runs.
+	PodPhaseMetric = "kube_pod_status_phase"
 	// podAnnotationsMetric carries the pod annotations kube-state-metrics
 	// is allowed to export (--metric-annotations-allowlist), as
 	// annotation_<name> labels.
@@ -27,8 +36,13 @@ const (
 // reads, all labelled by "namespace": a source must read them, whatever
 // the metrics asked for, to attribute pods to workloads.
 func KubeStateMetrics() []string {
-	return []string{podOwnerMetric, replicaSetOwnerMetric, podStartMetric, podAnnotationsMetric}
+	return []string{podOwnerMetric, replicaSetOwnerMetric, deploymentOwnerMetric, podStartMetric, podAnnotationsMetric, PodPhaseMetric}
 }
+
+// EndedPhases are the phases of a pod that runs no more, as
+// kube_pod_status_phase's phase label writes them: a source that cannot
+// read every phase over the whole window may read these near its end.
+var EndedPhases = []string{"Failed", "Succeeded"}
 
 // noOwner is what kube-state-metrics writes as the owner of an orphan.
 const noOwner = "<none>"
@@ -50,7 +64,11 @@ type ownerSeries struct {
 type ksm struct {
 	pods        map[objKey][]ownerSeries
 	replicaSets map[objKey][]ownerSeries
+	deployments map[objKey][]ownerSeries
 	starts      map[objKey][][]usage.Sample
+	// ended holds, per pod, its kube_pod_status_phase series of the
+	// phases that end it.
+	ended map[objKey][][]usage.Sample
 	// fractions holds, per pod, its gpu-fraction annotations and when
 	// they were reported.
 	fractions map[objKey][]fractionSeries
@@ -67,13 +85,16 @@ func (set *Set) buildKSM() *ksm {
 	k := &ksm{
 		pods:             make(map[objKey][]ownerSeries),
 		replicaSets:      make(map[objKey][]ownerSeries),
+		deployments:      make(map[objKey][]ownerSeries),
 		starts:           make(map[objKey][][]usage.Sample),
+		ended:            make(map[objKey][][]usage.Sample),
 		fractions:        make(map[objKey][]fractionSeries),
 		podNames:         make(map[string][]string),
 		replicaSetOwners: make(map[string][]ownerSeries),
 	}
 	k.readOwners(set, podOwnerMetric, "pod", k.pods)
 	k.readOwners(set, replicaSetOwnerMetric, "replicaset", k.replicaSets)
+	k.readOwners(set, deploymentOwnerMetric, "deployment", k.deployments)
 	for key := range k.pods {
 		k.podNames[key.namespace] = append(k.podNames[key.namespace], key.name)
 	}
@@ -88,8 +109,48 @@ func (set *Set) buildKSM() *ksm {
 		}
 	}
 	k.readStarts(set)
+	k.readPhases(set)
 	k.readFractions(set)
 	return k
+}
+
+// readPhases indexes the kube_pod_status_phase series of the phases that
+// end a pod.
+func (k *ksm) readPhases(set *Set) {
+	exported := false
+	for _, i := range set.byName[PodPhaseMetric] {
+		s := set.series[i]
+		ns, e1, ok1 := label(s.Labels, "namespace")
+		pod, e2, ok2 := label(s.Labels, "pod")
+		phase, _, _ := label(s.Labels, "phase")
+		if !ok1 || !ok2 || !slices.Contains(EndedPhases, phase) {
+			continue
+		}
+		exported = exported || e1 || e2
+		key := objKey{ns, pod}
+		k.ended[key] = append(k.ended[key], s.Samples)
+	}
+	if exported {
+		k.exported = append(k.exported, PodPhaseMetric)
+	}
+}
+
+// hasEnded reports whether kube-state-metrics said, in its newest sample
+// at or before at, that the pod's phase is Failed or Succeeded: an evicted
+// or finished pod, whose owner series stays until the Pod is deleted.
+//
+// The newest sample of all its series decides: a StatefulSet's pod keeps
+// its name when it is made again, and the new pod's series (another uid)
+// say 0 where the evicted one's last said 1.
+func (k *ksm) hasEnded(key objKey, at int64) bool {
+	var newest usage.Sample
+	found := false
+	for _, s := range k.ended[key] {
+		if x, ok := newestAt(s, at); ok && (!found || x.T > newest.T || x.T == newest.T && x.V == 1) {
+			newest, found = x, true
+		}
+	}
+	return found && newest.V == 1
 }
 
 // readOwners indexes the kube_*_owner series of one metric by the object
@@ -143,10 +204,10 @@ func (k *ksm) readFractions(set *Set) {
 		if !ok1 || !ok2 || !ok3 {
 			continue
 		}
-		// KAI's admission accepts 0 < f < 1 only; anything else is not a
-		// share the pod can have been created with.
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f < 1) {
+		// Only what KAI's admission accepts is a share the pod can have
+		// been created with.
+		f, err := kai.ParseFraction(v)
+		if err != nil {
 			continue
 		}
 		exported = exported || e1 || e2
@@ -298,7 +359,7 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates *refInd
 	kind, name, found := ownerAt(k.replicaSets[objKey{namespace, rs}], at)
 	switch {
 	case found && kind == kindDeployment:
-		return deploymentOwner(usage.Ref{Namespace: namespace, Kind: kind, Name: name}, candidates)
+		return k.deploymentOwner(namespace, name, at, candidates)
 	case found && kind != "" && kind != noOwner:
 		return attribution{ref: usage.Ref{Namespace: namespace, Kind: kind, Name: name}, ok: true}
 	case found:
@@ -306,7 +367,7 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates *refInd
 	}
 	var matches []usage.Ref
 	for _, c := range candidates.near(rs) {
-		if generated(c.Kind) && matchReplicaSet(c.Name, rs) || c.Kind == kindISVC && matchISVCReplicaSet(c.Name, rs) {
+		if generated(c.Kind) && matchReplicaSet(c.Name, rs) || c.Kind == kindISVC && matchPredictorReplicaSet(candidates.service(c), rs) {
 			matches = append(matches, c)
 		}
 	}
@@ -319,15 +380,50 @@ func (k *ksm) replicaSetOwner(namespace, rs string, at int64, candidates *refInd
 	return attribution{rivals: matches, via: self}
 }
 
-// deploymentOwner attributes the pods of Deployment d to the queried
-// InferenceService whose predictor it can be. kube-state-metrics reports
-// no owner of a Deployment, so a queried Deployment of that name is a
-// rival: both cannot exist, and nothing says which does.
-func deploymentOwner(d usage.Ref, candidates *refIndex) attribution {
+// deploymentOwner attributes the pods of Deployment name. Its owner, in
+// kube_deployment_owner, says whose they are: the Deployment's own when
+// it has none; an InferenceService's, whose predictor it runs in
+// Standard mode; in Knative mode a Revision's, and so the queried
+// InferenceService's whose predictor that revision is of. Without the
+// series (kube-state-metrics before v2.18), or with another owner, the
+// names decide (byName).
+func (k *ksm) deploymentOwner(namespace, name string, at int64, candidates *refIndex) attribution {
+	d := usage.Ref{Namespace: namespace, Kind: kindDeployment, Name: name}
+	kind, owner, found := ownerAt(k.deployments[objKey{namespace, name}], at)
+	switch {
+	case !found:
+		return byName(d, candidates)
+	case kind == "" || kind == noOwner:
+		return attribution{ref: d, ok: true}
+	case kind == kindISVC:
+		return attribution{ref: usage.Ref{Namespace: namespace, Kind: kindISVC, Name: owner}, ok: true}
+	case kind == knativeRevision:
+		var of []usage.Ref
+		for _, c := range candidates.refs {
+			if c.Kind == kindISVC && matchPredictorRevision(candidates.service(c), owner) && matchRevisionDeployment(owner, name) {
+				of = append(of, c)
+			}
+		}
+		if len(of) == 1 {
+			return attribution{ref: of[0], ok: true}
+		}
+		return attribution{ref: usage.Ref{Namespace: namespace, Kind: knativeRevision, Name: owner}, ok: true}
+	}
+	return byName(d, candidates)
+}
+
+// knativeRevision is the kind of a Knative Deployment's owner.
+const knativeRevision = "Revision"
+
+// byName attributes the pods of Deployment d by its name, to the queried
+// InferenceService whose predictor it can be, or the Dynamo service it
+// runs. Without its owner, a queried Deployment of that name is a rival:
+// both cannot exist, and nothing says which does.
+func byName(d usage.Ref, candidates *refIndex) attribution {
 	var matches []usage.Ref
 	rival := false
 	for _, c := range candidates.near(d.Name) {
-		if c.Kind == kindISVC && matchISVCDeployment(c.Name, d.Name) || c.Kind == kindDGD && c.Name == d.Name {
+		if c.Kind == kindISVC && matchPredictorDeployment(candidates.service(c), d.Name) || c.Kind == kindDGD && c.Name == d.Name {
 			matches = append(matches, c)
 		}
 		rival = rival || c == d

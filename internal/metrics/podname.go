@@ -1,6 +1,10 @@
 package metrics
 
-import "strings"
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"strings"
+)
 
 // How Kubernetes names the pods of a Deployment: the ReplicaSet is named
 // <deployment>-<pod-template-hash>, and its pods <replicaset>-<random>,
@@ -123,17 +127,48 @@ func matchLWSStatefulSet(lws, sts string) bool {
 }
 
 // How KServe names an InferenceService's predictor: constants.
-// PredictorServiceName writes <isvc>-predictor, the name of its Deployment
-// in RawDeployment (Standard) mode and of its Knative Service in Serverless
-// (Knative) mode (kserve v0.20.0, pkg/constants/constants.go). Knative
-// names a revision <service>-<generation as %05d> and its Deployment
-// <revision>-deployment (knative/serving, pkg/reconciler/configuration/
-// resources/revision.go, pkg/reconciler/revision/resources/names).
+// PredictorServiceName writes <isvc>-predictor, or <isvc>-<name>-predictor
+// when spec.predictor.name is set: the name of its Deployment in Standard
+// (RawDeployment) mode and of its Knative Service in Knative (Serverless)
+// mode (kserve v0.20.0, pkg/constants/constants.go). Knative names a
+// revision kmeta.ChildName(<service>, "-%05d" of the generation) and its
+// Deployment kmeta.ChildName(<revision>, "-deployment")
+// (knative/serving, pkg/reconciler/configuration/resources/revision.go,
+// pkg/reconciler/revision/resources/names; knative/pkg kmeta/names.go).
 const (
 	predictorSuffix    = "-predictor"
 	revisionDeployment = "-deployment"
 	minRevisionDigits  = 5
 )
+
+// predictorService is the name KServe gives InferenceService isvc's
+// predictor, whose spec.predictor.name is component ("" when unset).
+func predictorService(isvc, component string) string {
+	if component == "" {
+		return isvc + predictorSuffix
+	}
+	return isvc + "-" + component + predictorSuffix
+}
+
+// The bounds of kmeta.ChildName: a Kubernetes name's 63 characters, and
+// the 32 hex digits of an MD5 sum that stand for a parent cut short.
+const (
+	longestName = 63
+	md5Hex      = 32
+	childHead   = longestName - md5Hex
+)
+
+// childName is the name Knative gives a child of parent: parent+suffix,
+// or, past 63 characters, parent cut to leave room for the MD5 sum of the
+// whole parent in hex, then suffix (kmeta.ChildName for suffixes shorter
+// than 31 characters, as Knative's revision and Deployment suffixes are).
+func childName(parent, suffix string) string {
+	if len(parent) <= longestName-len(suffix) || childHead-len(suffix) <= 0 {
+		return parent + suffix
+	}
+	sum := md5.Sum([]byte(parent))
+	return parent[:childHead-len(suffix)] + hex.EncodeToString(sum[:]) + suffix
+}
 
 // isRevision reports whether s is a generation as Knative writes it into a
 // revision name: %05d of a positive number, so at least 5 digits, padded
@@ -150,51 +185,114 @@ func isRevision(s string) bool {
 	return true
 }
 
-// matchISVCDeployment reports whether Deployment d can run InferenceService
-// isvc's predictor: <isvc>-predictor in RawDeployment mode, a revision's
-// <isvc>-predictor-<generation>-deployment in Serverless mode.
+// matchPredictorRevision reports whether rev can be a revision of the
+// predictor named service in Knative mode.
+func matchPredictorRevision(service, rev string) bool {
+	i := strings.LastIndexByte(rev, '-')
+	return i >= 0 && isRevision(rev[i+1:]) && childName(service, rev[i:]) == rev
+}
+
+// matchPredictorDeployment reports whether Deployment d can run the
+// predictor named service: d itself in Standard mode; in Knative mode a
+// revision's Deployment, <service>-<generation>-deployment, or past 63
+// characters one that childName cut and hashed. A hashed name shows the
+// first 20 characters of its revision, which start as service does, and
+// the hash of a revision it cannot be checked against without the
+// revision's name (matchRevisionDeployment checks that).
+func matchPredictorDeployment(service, d string) bool {
+	if service == "" || d == service {
+		return service != ""
+	}
+	if rest, ok := strings.CutPrefix(d, service+"-"); ok {
+		if generation, ok := strings.CutSuffix(rest, revisionDeployment); ok && isRevision(generation) {
+			return true
+		}
+	}
+	head := childHead - len(revisionDeployment)
+	prefix := service + "-"
+	if len(prefix) > head {
+		prefix = prefix[:head]
+	}
+	return len(d) == longestName && strings.HasPrefix(d, prefix) && strings.HasSuffix(d, revisionDeployment) &&
+		isHex(d[head:head+md5Hex]) && (len(prefix) == head || isRevision(d[len(prefix):head]))
+}
+
+// matchRevisionDeployment reports whether Deployment d is revision rev's.
+func matchRevisionDeployment(rev, d string) bool {
+	return childName(rev, revisionDeployment) == d
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// matchISVCDeployment is matchPredictorDeployment for an InferenceService
+// whose predictor has no name of its own.
 func matchISVCDeployment(isvc, d string) bool {
-	service := isvc + predictorSuffix
-	if isvc == "" || d == service {
-		return isvc != ""
-	}
-	rest, ok := strings.CutPrefix(d, service+"-")
-	if !ok {
-		return false
-	}
-	generation, ok := strings.CutSuffix(rest, revisionDeployment)
-	return ok && isRevision(generation)
+	return isvc != "" && matchPredictorDeployment(predictorService(isvc, ""), d)
 }
 
-// matchISVCReplicaSet reports whether ReplicaSet rs can be one of
-// InferenceService isvc's predictor Deployments': <deployment>-<hash>.
-func matchISVCReplicaSet(isvc, rs string) bool {
+// matchPredictorReplicaSet reports whether ReplicaSet rs can be one of
+// the predictor Deployments' of service: <deployment>-<hash>.
+func matchPredictorReplicaSet(service, rs string) bool {
 	i := strings.LastIndexByte(rs, '-')
-	return i > 0 && matchISVCDeployment(isvc, rs[:i]) && matchReplicaSet(rs[:i], rs)
+	return i > 0 && matchPredictorDeployment(service, rs[:i]) && matchReplicaSet(rs[:i], rs)
 }
 
-// matchISVCPod reports whether pod can be a pod of InferenceService isvc's
-// predictor by its name: a pod of its Deployment, under the Deployment
-// pattern, in either mode. A name cut at 58 bytes inside the revision
-// still fits: the revision shown stands for the whole.
-func matchISVCPod(isvc, pod string) bool {
-	if isvc == "" || len(pod) <= randomSuffixLen {
+// matchISVCReplicaSet is matchPredictorReplicaSet for an unnamed predictor.
+func matchISVCReplicaSet(isvc, rs string) bool {
+	return isvc != "" && matchPredictorReplicaSet(predictorService(isvc, ""), rs)
+}
+
+// matchPredictorPod reports whether pod can be a pod of the predictor
+// named service by its name: a pod of its Deployment, under the
+// Deployment pattern, in either mode. A name cut at 58 bytes inside the
+// revision still fits: the revision shown stands for the whole.
+func matchPredictorPod(service, pod string) bool {
+	if service == "" || len(pod) <= randomSuffixLen {
 		return false
 	}
-	service := isvc + predictorSuffix
 	if _, ok := matchDeploymentPod(service, pod); ok {
 		return true
 	}
 	prefix := pod[:len(pod)-randomSuffixLen]
+	if len(prefix) == maxGeneratedPrefix && !isSafe(pod[len(prefix):]) {
+		return false
+	}
 	rest, ok := strings.CutPrefix(prefix, service+"-")
 	if !ok {
-		return false
+		// A Deployment name Knative hashed, cut at 58 bytes.
+		return hashedPredictorPod(service, prefix)
 	}
 	generation := rest[:len(rest)-len(strings.TrimLeft(rest, "0123456789"))]
 	cutInside := generation == rest && len(prefix) == maxGeneratedPrefix
 	if !isRevision(generation) && !cutInside {
-		return false
+		return hashedPredictorPod(service, prefix)
 	}
 	_, ok = matchDeploymentPod(service+"-"+generation+revisionDeployment, pod)
 	return ok
+}
+
+// hashedPredictorPod reports whether prefix, a pod name without its
+// random suffix, is a pod of a Knative Deployment whose 63-character
+// name childName hashed: always cut to its first 58 bytes.
+func hashedPredictorPod(service, prefix string) bool {
+	head := childHead - len(revisionDeployment)
+	want := service + "-"
+	if len(want) > head {
+		want = want[:head]
+	}
+	return len(prefix) == maxGeneratedPrefix && strings.HasPrefix(prefix, want) && isHex(prefix[head:head+md5Hex]) &&
+		prefix[head+md5Hex:] == revisionDeployment[:maxGeneratedPrefix-head-md5Hex] &&
+		(len(want) == head || isRevision(prefix[len(want):head]))
+}
+
+// matchISVCPod is matchPredictorPod for an unnamed predictor.
+func matchISVCPod(isvc, pod string) bool {
+	return isvc != "" && matchPredictorPod(predictorService(isvc, ""), pod)
 }

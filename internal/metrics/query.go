@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -25,25 +26,36 @@ type podIndex struct {
 	pods map[objKey][]podSeries
 	// byNS lists the pods of each namespace, sorted.
 	byNS map[string][]string
+	// tolerance is how long two series of one pod, container and device
+	// may overlap before they count as two readings of the same thing (a
+	// restarted container's old series ends with a scrape or two beside
+	// the new one's), in ms.
+	tolerance int64
 }
 
 // podSeries is one series of a pod.
 type podSeries struct {
 	container    string
 	hasContainer bool
-	exported     uint8
-	samples      []usage.Sample
+	// device is the value of the mapping's device label, "" without one.
+	device    string
+	hasDevice bool
+	exported  uint8
+	// series is the index of the series in its set, for its labels.
+	series  int
+	samples []usage.Sample
 }
 
 // podIndex returns the index of a mapping's metric, building it on first
-// use.
+// use. A counter's samples are its rate (Mapping.Counter).
 func (set *Set) podIndex(m usage.Mapping) *podIndex {
+	tolerance := usage.GapTolerance(set.step(m.Metric)).Milliseconds()
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	if x, ok := set.indexes[m]; ok {
 		return x
 	}
-	x := &podIndex{pods: make(map[objKey][]podSeries), byNS: make(map[string][]string)}
+	x := &podIndex{pods: make(map[objKey][]podSeries), byNS: make(map[string][]string), tolerance: tolerance}
 	for _, i := range set.byName[m.Metric] {
 		s := set.series[i]
 		ns, e1, ok1 := label(s.Labels, m.NamespaceLabel)
@@ -52,7 +64,11 @@ func (set *Set) podIndex(m usage.Mapping) *podIndex {
 			continue
 		}
 		c, e3, hasC := label(s.Labels, m.ContainerLabel)
-		ps := podSeries{container: c, hasContainer: hasC, samples: s.Samples}
+		d, _, hasD := label(s.Labels, m.DeviceLabel)
+		ps := podSeries{container: c, hasContainer: hasC, device: d, hasDevice: hasD, series: i, samples: s.Samples}
+		if m.Counter() {
+			ps.samples = rate(s.Samples)
+		}
 		for _, e := range []struct {
 			used bool
 			bit  uint8
@@ -74,13 +90,64 @@ func (set *Set) podIndex(m usage.Mapping) *podIndex {
 	return x
 }
 
-// usageOf returns a pod's samples in w, summed over its series of the
-// selected containers (all when containers is empty), and which labels of
-// the series it used came from exported_*.
-func (x *podIndex) usageOf(key objKey, w usage.Window, containers []string) ([]usage.Sample, uint8) {
-	var parts [][]usage.Sample
-	var exported uint8
-	for _, s := range x.pods[key] {
+// rate turns a counter's samples into its rate per second, each at the
+// later sample of the pair it comes from. A drop is a reset, counted from
+// zero as Prometheus' rate() counts it. A pair with an invalid value
+// (NaN, a staleness marker; negative; infinite) gives no rate, so that a
+// broken counter reads as missing data, never as low usage.
+func rate(s []usage.Sample) []usage.Sample {
+	if len(s) < 2 {
+		return nil
+	}
+	out := make([]usage.Sample, 0, len(s)-1)
+	for i := 1; i < len(s); i++ {
+		a, b := s[i-1], s[i]
+		if !a.Finite() || !b.Finite() {
+			continue
+		}
+		d := b.V - a.V
+		if d < 0 {
+			d = b.V
+		}
+		out = append(out, usage.Sample{T: b.T, V: d * 1000 / float64(b.T-a.T)})
+	}
+	return out
+}
+
+// reading is what one pod's series say of one metric over a window.
+type reading struct {
+	// devices holds each device's samples, its containers summed; a
+	// mapping without a device label has one, "".
+	devices []deviceSamples
+	// byDevice is true when the series named their device.
+	byDevice bool
+	exported uint8
+	// mixed says why two series were not added up, "" when none were.
+	mixed string
+}
+
+// deviceSamples is the usage of one device.
+type deviceSamples struct {
+	device  string
+	samples []usage.Sample
+}
+
+// read returns what a pod's series of the selected containers (all when
+// containers is empty) say in w, per device. Series of one container on
+// one device that overlap in time are two readings of the same thing (a
+// second cluster or Prometheus replica in one store, a device label the
+// mapping does not know): they are not added up, the larger counts, and
+// mixed says which labels tell them apart.
+func (x *podIndex) read(set *Set, key objKey, w usage.Window, containers []string) reading {
+	type part struct {
+		s  *podSeries
+		in []usage.Sample
+	}
+	var parts []part
+	var r reading
+	all := x.pods[key]
+	for i := range all {
+		s := &all[i]
 		if len(containers) > 0 && (!s.hasContainer || !slices.Contains(containers, s.container)) {
 			continue
 		}
@@ -88,25 +155,99 @@ func (x *podIndex) usageOf(key objKey, w usage.Window, containers []string) ([]u
 		if len(in) == 0 {
 			continue
 		}
-		parts = append(parts, in)
-		exported |= s.exported
+		parts = append(parts, part{s, in})
+		r.exported |= s.exported
+		r.byDevice = r.byDevice || s.hasDevice
 	}
 	if len(containers) == 0 {
-		exported &^= exportedContainer
+		r.exported &^= exportedContainer
 	}
-	return sum(parts), exported
+	slices.SortStableFunc(parts, func(a, b part) int {
+		return cmp.Or(strings.Compare(a.s.device, b.s.device), strings.Compare(a.s.container, b.s.container))
+	})
+	var mixed []string
+	for i := 0; i < len(parts); {
+		d := parts[i].s.device
+		var onDevice [][]usage.Sample
+		for i < len(parts) && parts[i].s.device == d {
+			c := parts[i].s.container
+			j := i
+			for j < len(parts) && parts[j].s.device == d && parts[j].s.container == c {
+				j++
+			}
+			same := make([][]usage.Sample, 0, j-i)
+			for k := i; k < j; k++ {
+				same = append(same, parts[k].in)
+				for l := i; l < k; l++ {
+					if overlap(parts[l].in, parts[k].in) > x.tolerance {
+						mixed = append(mixed, set.differ(parts[l].s.series, parts[k].s.series)...)
+					}
+				}
+			}
+			onDevice = append(onDevice, combine(same, math.Max))
+			i = j
+		}
+		r.devices = append(r.devices, deviceSamples{device: d, samples: sum(onDevice)})
+	}
+	if len(mixed) > 0 {
+		r.mixed = strings.Join(slices.Compact(slices.Sorted(slices.Values(mixed))), "; ")
+	}
+	return r
+}
+
+// busiest returns, at each time, the largest of the devices' values.
+func (r reading) busiest() []usage.Sample {
+	parts := make([][]usage.Sample, len(r.devices))
+	for i, d := range r.devices {
+		parts[i] = d.samples
+	}
+	return combine(parts, math.Max)
+}
+
+// overlap is how long two series both report, in ms; negative when one
+// ends before the other starts.
+func overlap(a, b []usage.Sample) int64 {
+	return min(a[len(a)-1].T, b[len(b)-1].T) - max(a[0].T, b[0].T)
+}
+
+// differ names the labels in which two series of the set differ, each as
+// name=value|value.
+func (set *Set) differ(a, b int) []string {
+	la, lb := set.series[a].Labels, set.series[b].Labels
+	var out []string
+	for _, l := range la {
+		if v := LabelValue(lb, l.Name); v != l.Value {
+			out = append(out, fmt.Sprintf("%s (%q, %q)", l.Name, l.Value, v))
+		}
+	}
+	for _, l := range lb {
+		if LabelValue(la, l.Name) == "" {
+			out = append(out, fmt.Sprintf("%s (%q, %q)", l.Name, "", l.Value))
+		}
+	}
+	return out
 }
 
 // sum adds up series sample by sample, aligned on identical timestamps: a
 // timestamp only some series have sums only those. An invalid value
 // anywhere (NaN, negative, infinite) makes that timestamp's sum NaN, so a
 // broken exporter reads as missing data and never as low usage.
-//
-// One part is its own sum, returned as is rather than copied (most pods
-// run one container): it is the set's memory, which no caller can reach
-// to change (NewSet), and its capacity is cut to its length, so that an
-// append to a result copies instead of writing into the set.
 func sum(parts [][]usage.Sample) []usage.Sample {
+	return combine(parts, func(a, b float64) float64 { return a + b })
+}
+
+// combine folds series sample by sample with op, aligned on identical
+// timestamps: a timestamp only some series have folds only those. An
+// invalid value anywhere (NaN, negative, infinite) makes that timestamp's
+// result NaN, so a broken exporter reads as missing data and never as low
+// usage.
+//
+// One part is its own result, returned as is rather than copied (most
+// pods run one container on one device): it is the set's memory, which no
+// caller can reach to change (NewSet), and its capacity is cut to its
+// length, so that an append to a result copies instead of writing into
+// the set.
+func combine(parts [][]usage.Sample, op func(a, b float64) float64) []usage.Sample {
 	switch len(parts) {
 	case 0:
 		return nil
@@ -131,15 +272,20 @@ func sum(parts [][]usage.Sample) []usage.Sample {
 			return out
 		}
 		var v float64
+		first := true
 		for i, p := range parts {
 			if next[i] < len(p) && p[next[i]].T == t {
-				if x := p[next[i]]; x.Finite() {
-					v += x.V
-				} else {
+				switch x := p[next[i]]; {
+				case !x.Finite():
 					// A part a broken exporter sent (NaN, negative,
 					// infinite) must not read as lower usage.
 					v = math.NaN()
+				case first:
+					v = x.V
+				default:
+					v = op(v, x.V)
 				}
+				first = false
 				next[i]++
 			}
 		}
@@ -157,21 +303,35 @@ type queried struct {
 	exported uint8
 }
 
-// usageOf returns a pod's value of the metric in w, and which of its
-// labels came from exported_*.
-func (m *queried) usageOf(key objKey, w usage.Window, containers []string) ([]usage.Sample, uint8) {
-	s, exported := m.index.usageOf(key, w, containers)
-	if len(m.divisors) == 0 || len(s) == 0 {
-		return s, exported
+// usageOf returns a pod's value of the metric in w: its busiest device's
+// (the only one's without a device label), with the device's ratio to its
+// divisors first when the mapping has some; whether it was read by device;
+// which of its labels came from exported_*; and why series were not added
+// up, if any were not.
+func (m *queried) usageOf(set *Set, key objKey, w usage.Window, containers []string) ([]usage.Sample, bool, uint8, string) {
+	r := m.index.read(set, key, w, containers)
+	if len(m.divisors) == 0 || len(r.devices) == 0 {
+		return r.busiest(), r.byDevice, r.exported, r.mixed
 	}
-	var parts [][]usage.Sample
+	var ds []reading
+	mixed := []string{r.mixed}
 	for _, x := range m.divisors {
-		d, _ := x.usageOf(key, w, containers)
-		if len(d) > 0 {
-			parts = append(parts, d)
-		}
+		d := x.read(set, key, w, containers)
+		ds = append(ds, d)
+		mixed = append(mixed, d.mixed)
 	}
-	return ratio(s, sum(parts)), exported
+	for i, dev := range r.devices {
+		var parts [][]usage.Sample
+		for _, d := range ds {
+			for _, dd := range d.devices {
+				if dd.device == dev.device {
+					parts = append(parts, dd.samples)
+				}
+			}
+		}
+		r.devices[i].samples = ratio(dev.samples, sum(parts))
+	}
+	return r.busiest(), r.byDevice, r.exported, strings.Join(slices.DeleteFunc(mixed, func(s string) bool { return s == "" }), "; ")
 }
 
 // ratio divides n by d in percent, sample by sample, on identical
@@ -244,27 +404,8 @@ func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) 
 		}
 	}
 	for _, ns := range slices.Sorted(maps.Keys(refs)) {
-		v := set.namespaceAt(ns, refs[ns], metrics, w, tolerance)
-		res.Warnings = append(res.Warnings, v.warnings...)
-		for _, ref := range refs[ns] {
-			if u := v.unattributed[ref]; len(u) > 0 {
-				if res.Unattributed == nil {
-					res.Unattributed = make(map[usage.Ref][]string)
-				}
-				res.Unattributed[ref] = u
-			}
-			if err := ctx.Err(); err != nil {
-				return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
-			}
-			var pods []usage.Pod
-			for _, name := range v.owned[ref] {
-				if p, ok := set.pod(ns, name, v.live[name], metrics, w, q.Containers); ok {
-					pods = append(pods, p)
-				}
-			}
-			if len(pods) > 0 {
-				res.Workloads[ref] = usage.Workload{LiveKnown: v.liveKnown, Pods: pods}
-			}
+		if err := set.answerNamespace(ctx, &res, ns, refs[ns], q, metrics, w, tolerance); err != nil {
+			return usage.Result{}, err
 		}
 	}
 
@@ -278,6 +419,40 @@ func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) 
 		res.Warnings = append(res.Warnings, warning)
 	}
 	return res, nil
+}
+
+// answerNamespace adds to res the usage of the queried workloads of one
+// namespace, refs.
+func (set *Set) answerNamespace(ctx context.Context, res *usage.Result, ns string, refs []usage.Ref, q usage.Query, metrics []*queried, w usage.Window, tolerance int64) error {
+	v := set.namespaceAt(ns, refs, q.Components, metrics, w, tolerance)
+	res.Warnings = append(res.Warnings, v.warnings...)
+	for _, ref := range refs {
+		if u := v.unattributed[ref]; len(u) > 0 {
+			if res.Unattributed == nil {
+				res.Unattributed = make(map[usage.Ref][]string)
+			}
+			res.Unattributed[ref] = u
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("usage from %s: %w", set.name, err)
+		}
+		var pods []usage.Pod
+		mixed := ""
+		for _, name := range v.owned[ref] {
+			p, ok, why := set.pod(ns, name, v.live[name], metrics, w, q.Containers)
+			if ok {
+				pods = append(pods, p)
+			}
+			if why != "" && mixed == "" {
+				mixed = why
+				res.Warnings = append(res.Warnings, ref.String()+": "+why)
+			}
+		}
+		if len(pods) > 0 {
+			res.Workloads[ref] = usage.Workload{LiveKnown: v.liveKnown, Pods: pods, Mixed: mixed}
+		}
+	}
+	return nil
 }
 
 // namespaceView is what a query sees of one namespace at its evaluation
@@ -297,7 +472,7 @@ type namespaceView struct {
 
 // namespaceAt attributes the pods of a namespace, those with usage series
 // and the live ones kube-state-metrics knows, to workloads.
-func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
+func (set *Set) namespaceAt(ns string, refs []usage.Ref, components map[usage.Ref]string, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
 	at := w.To
 	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string), unattributed: make(map[usage.Ref][]string)}
 
@@ -307,7 +482,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	// queried Dynamo service, runs as is that workload, no rival unless
 	// asked for itself.
 	var candidates []usage.Ref
-	queried := newRefIndex(refs)
+	queried := newRefIndex(refs, components)
 	for _, ref := range set.ksm.replicaSetOwnersAt(ns, at) {
 		if !predictorOfAny(queried, ref) {
 			candidates = append(candidates, ref)
@@ -319,7 +494,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 		}
 	}
 	slices.SortFunc(candidates, compareRefs)
-	index := newRefIndex(slices.Compact(candidates))
+	index := newRefIndex(slices.Compact(candidates), components)
 
 	pods := make(map[string]bool)
 	for _, m := range metrics {
@@ -328,7 +503,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 		}
 	}
 	for _, pod := range set.ksm.podNames[ns] {
-		if live(set.ksm.pods[objKey{ns, pod}], at, tolerance) {
+		if key := (objKey{ns, pod}); live(set.ksm.pods[key], at, tolerance) && !set.ksm.hasEnded(key, at) {
 			v.live[pod] = true
 			v.liveKnown = true
 			pods[pod] = true
@@ -338,7 +513,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 	for _, pod := range slices.Sorted(maps.Keys(pods)) {
 		a := set.ksm.owner(ns, pod, at, index)
 		if len(a.rivals) > 0 && (v.live[pod] || hasData(metrics, objKey{ns, pod}, w)) {
-			warning := a.warning(ns, pod)
+			warning := a.warning(index, ns, pod)
 			v.warnings = append(v.warnings, warning)
 			if !a.ok {
 				for _, r := range a.rivals {
@@ -357,7 +532,7 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, metrics []*queried, w u
 // InferenceService among refs.
 func predictorOfAny(refs *refIndex, d usage.Ref) bool {
 	for _, r := range refs.near(d.Name) {
-		if d.Kind == kindDeployment && (r.Kind == kindISVC && matchISVCDeployment(r.Name, d.Name) || r.Kind == kindDGD && r.Name == d.Name) {
+		if d.Kind == kindDeployment && (r.Kind == kindISVC && matchPredictorDeployment(refs.service(r), d.Name) || r.Kind == kindDGD && r.Name == d.Name) {
 			return true
 		}
 	}
@@ -365,19 +540,30 @@ func predictorOfAny(refs *refIndex, d usage.Ref) bool {
 }
 
 // pod returns the usage of one pod in w, and false when the pod has none
-// and is not live either.
-func (set *Set) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (usage.Pod, bool) {
+// and is not live either; mixed says, as a sentence, which of its series
+// were not added up and why ("" when none).
+func (set *Set) pod(ns, name string, live bool, metrics []*queried, w usage.Window, containers []string) (p usage.Pod, ok bool, mixed string) {
 	key := objKey{ns, name}
-	p := usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Allocation: set.ksm.fraction(key, w.To),
+	p = usage.Pod{Name: name, Live: live, Start: set.ksm.start(key, w.To), Allocation: set.ksm.fraction(key, w.To),
 		Series: make(map[usage.Metric][]usage.Sample)}
 	for _, m := range metrics {
-		s, exported := m.usageOf(key, w, containers)
+		s, byDevice, exported, why := m.usageOf(set, key, w, containers)
 		if len(s) > 0 {
 			p.Series[m.metric] = s
 			m.exported |= exported
+			if byDevice {
+				if p.ByDevice == nil {
+					p.ByDevice = make(map[usage.Metric]bool)
+				}
+				p.ByDevice[m.metric] = true
+			}
+		}
+		if why != "" && mixed == "" {
+			mixed = fmt.Sprintf("pod %s/%s has series of %s (%s) at the same time that differ in %s, which the query does not tell apart: they are not added up, and nothing changes on them (narrow the query to one of them, e.g. with --cluster-label)",
+				ns, name, m.mapping.Metric, m.metric, why)
 		}
 	}
-	return p, len(p.Series) > 0 || live
+	return p, len(p.Series) > 0 || live, mixed
 }
 
 // hasData reports whether a pod has a sample of any metric in w.

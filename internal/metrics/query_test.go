@@ -333,6 +333,71 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 `,
 		},
 		{
+			name: "devices: each device's containers summed, the busiest device deciding, never the devices added up",
+			rec: new(metricstest.Recording).
+				Add(metricstest.Series(metricstest.SM, "namespace", "team-a", "pod", a1, "container", "server", "gpu_uuid", "GPU-0"), 0, min, 50, 90, 10).
+				Add(metricstest.Series(metricstest.SM, "namespace", "team-a", "pod", a1, "container", "sidecar", "gpu_uuid", "GPU-0"), 0, min, 5, 5, 5).
+				Add(metricstest.Series(metricstest.SM, "namespace", "team-a", "pod", a1, "container", "server", "gpu_uuid", "GPU-1"), 0, min, 60, 10, 80),
+			metrics:   devices(),
+			at:        2 * min,
+			lookback:  time.Hour,
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
+			want: `team-a/Deployment/chat step=1m0s liveKnown=false
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 60@0 95@60 80@120
+warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.om
+`,
+		},
+		{
+			name: "devices: series of one pod that differ in a label the query does not know are not added up",
+			rec: new(metricstest.Recording).
+				Add(metricstest.Series(metricstest.SM, "cluster", "eu-1", "namespace", "team-a", "pod", a1, "container", "server", "gpu_uuid", "GPU-0"), 0, min, 10, 10, 10, 10).
+				Add(metricstest.Series(metricstest.SM, "cluster", "us-1", "namespace", "team-a", "pod", a1, "container", "server", "gpu_uuid", "GPU-0"), 0, min, 70, 70, 70, 70),
+			metrics:   devices(),
+			at:        3 * min,
+			lookback:  time.Hour,
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
+			want: `team-a/Deployment/chat step=1m0s liveKnown=false
+  mixed: pod team-a/chat-7d9f8c6b5d-x2b4z has series of kubex_gpu_container_sm_utilization_percent (compute) at the same time that differ in cluster ("eu-1", "us-1"), which the query does not tell apart: they are not added up, and nothing changes on them (narrow the query to one of them, e.g. with --cluster-label)
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 70@0 70@60 70@120 70@180
+warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.om
+warning: team-a/Deployment/chat: pod team-a/chat-7d9f8c6b5d-x2b4z has series of kubex_gpu_container_sm_utilization_percent (compute) at the same time that differ in cluster ("eu-1", "us-1"), which the query does not tell apart: they are not added up, and nothing changes on them (narrow the query to one of them, e.g. with --cluster-label)
+`,
+		},
+		{
+			name: "devices: a restarted container's series follow each other, a scrape of overlap apart",
+			rec: new(metricstest.Recording).
+				Add(metricstest.Series(metricstest.SM, "namespace", "team-a", "pod", a1, "container", "server", "container_id", "containerd://a", "gpu_uuid", "GPU-0"), 0, min, 40, 40, 0).
+				Add(metricstest.Series(metricstest.SM, "namespace", "team-a", "pod", a1, "container", "server", "container_id", "containerd://b", "gpu_uuid", "GPU-0"), 2*min, min, 30, 35, 45, 50),
+			metrics:   devices(),
+			at:        5 * min,
+			lookback:  time.Hour,
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
+			want: `team-a/Deployment/chat step=1m0s liveKnown=false
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 40@0 40@60 30@120 35@180 45@240 50@300
+warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.om
+`,
+		},
+		{
+			name: "counters: read as their rate per second, a reset counted from zero",
+			rec: new(metricstest.Recording).
+				Add(metricstest.Series(metricstest.SM+"_seconds_total", "namespace", "team-a", "pod", a1, "container", "server", "gpu_uuid", "GPU-0"), 0, min,
+					600, 3000, 6000, 1200, math.NaN(), 2400, 4800),
+			metrics: map[usage.Metric]usage.Mapping{usage.Compute: {Metric: metricstest.SM + "_seconds_total",
+				NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container", DeviceLabel: "gpu_uuid"}},
+			at:        6 * min,
+			lookback:  time.Hour,
+			workloads: []usage.Ref{metricstest.Deployment("team-a", "chat")},
+			// (3000-600)/60 = 40, (6000-3000)/60 = 50, a reset: 1200/60
+			// = 20, nothing across the NaN, then (4800-2400)/60 = 40.
+			want: `team-a/Deployment/chat step=1m0s liveKnown=false
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 40@60 50@120 20@180 40@360
+`,
+		},
+		{
 			name: "exported labels: a ServiceMonitor without honorLabels",
 			rec: new(metricstest.Recording).
 				Add(metricstest.Series(metricstest.SM, "container", "exporter", "exported_container", "server", "exported_namespace", "team-a", "exported_pod", a1,
@@ -455,6 +520,17 @@ warning: metric kubex_gpu_container_memory_used_percent (memory) is not in test.
 			require.Equal(t, tt.want, metricstest.Render(again))
 		})
 	}
+}
+
+// devices maps compute and memory as KubexMetrics does, telling a pod's
+// GPUs apart by gpu_uuid as Kubex's exporter does.
+func devices() map[usage.Metric]usage.Mapping {
+	ms := metricstest.KubexMetrics()
+	for m, mp := range ms {
+		mp.DeviceLabel = "gpu_uuid"
+		ms[m] = mp
+	}
+	return ms
 }
 
 func TestRecordedUsageBadQuery(t *testing.T) {

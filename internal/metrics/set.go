@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -83,4 +85,21 @@ func NewSet(name string, ss []Series, intervals map[string]map[int64]int) *Set {
 		set.steps[metric] = h
 	}
 	return set
+}
+
+// MetricNames returns which of names have a sample in (at−lookback, at]:
+// what a preset asks to know which of an exporter's series the set holds.
+func (set *Set) MetricNames(_ context.Context, names []string, at time.Time, lookback time.Duration) ([]string, error) {
+	w := usage.WindowEnding(at, lookback)
+	var out []string
+	for _, name := range names {
+		for _, i := range set.byName[name] {
+			if len(usage.In(set.series[i].Samples, w)) > 0 {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

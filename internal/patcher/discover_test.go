@@ -458,13 +458,13 @@ func TestDiscoverGPUAnnotationsKAIRefuses(t *testing.T) {
 			name:    "a leading blank",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \" 0.5\"\n",
 			wantErr: kai.ErrFraction,
-			wantMsg: `line 9: invalid gpu-fraction " 0.5": KAI reads a plain decimal, without blanks, signs, exponents or hex`,
+			wantMsg: `line 9: invalid gpu-fraction " 0.5": KAI reads a decimal number, or one in scientific notation, without blanks`,
 		},
 		{
 			name:    "a hex float",
 			body:    "spec:\n  template:\n    metadata:\n      annotations:\n        gpu-fraction: \"0x1p-1\"\n",
 			wantErr: kai.ErrFraction,
-			wantMsg: `line 9: invalid gpu-fraction "0x1p-1": KAI reads a plain decimal, without blanks, signs, exponents or hex`,
+			wantMsg: `line 9: invalid gpu-fraction "0x1p-1": KAI reads a decimal number, or one in scientific notation, without blanks`,
 		},
 		{
 			name:    "gpu-memory with a blank",

@@ -146,10 +146,10 @@ func fill(t *testing.T, s *kubeenv.APIServer) {
 	t.Helper()
 	s.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n---\n"+readerRBAC))
 	p := pool{t: t, kube: client(t, s, kubeenv.Admin)}
-	a100 := map[string]string{"pool": "a", placement.ProductLabel: "NVIDIA-A100-SXM4-80GB"}
+	a100 := map[string]string{"nodePool": "a", placement.ProductLabel: "NVIDIA-A100-SXM4-80GB"}
 	p.node("gpu-1", 4, a100)
 	p.node("gpu-2", 2, a100)
-	p.node("cpu-1", 0, map[string]string{"pool": "b"})
+	p.node("cpu-1", 0, map[string]string{"nodePool": "b"})
 
 	dep, err := p.kube.AppsV1().Deployments("ml").Create(t.Context(), &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "llm"},
@@ -194,7 +194,7 @@ func TestRead(t *testing.T) {
 	}
 
 	t.Run("nodes", func(t *testing.T) {
-		a100 := map[string]string{"pool": "a", placement.ProductLabel: "NVIDIA-A100-SXM4-80GB"}
+		a100 := map[string]string{"nodePool": "a", placement.ProductLabel: "NVIDIA-A100-SXM4-80GB"}
 		want := []consolidate.Node{
 			{Name: "gpu-1", Labels: a100, GPUs: 4, Model: "NVIDIA-A100-SXM4-80GB"},
 			{Name: "gpu-2", Labels: a100, GPUs: 2, Model: "NVIDIA-A100-SXM4-80GB"},

@@ -19,11 +19,11 @@ import (
 
 // The kube-state-metrics series a placement is read from where the job
 // has no access to the cluster. Labels, annotations and resource names
-// reach them sanitized: every character that may not be in a Prometheus
-// label name becomes "_" (nvidia.com/gpu is resource="nvidia_com_gpu";
-// the node label nvidia.com/gpu.product is label_nvidia_com_gpu_product),
-// and only the labels and annotations kube-state-metrics is allowed to
-// export (--metric-labels-allowlist, --metric-annotations-allowlist).
+// reach them renamed (metrics.KSMLabelName, metrics.KSMResourceName:
+// nvidia.com/gpu is resource="nvidia_com_gpu", the node label nodePool
+// is label_node_pool), and only the labels and annotations
+// kube-state-metrics is allowed to export (--metric-labels-allowlist,
+// --metric-annotations-allowlist).
 const (
 	nodeCapacityMetric    = "kube_node_status_capacity"          // {node, resource, unit}
 	nodeLabelsMetric      = "kube_node_labels"                   // {node, label_<key>}
@@ -44,7 +44,7 @@ const (
 )
 
 // gpuResource is nvidia.com/gpu as kube-state-metrics names it.
-var gpuResource = sanitize(string(GPUResource))
+var gpuResource = metrics.KSMResourceName(string(GPUResource))
 
 // Lookback is how old the newest sample of a series may be for it to
 // still describe the cluster at the evaluation time: Prometheus' own
@@ -85,9 +85,9 @@ func ReadSeries(ctx context.Context, src Series, at time.Time, labelKeys []strin
 // the Deployments' and StatefulSets' rollouts. A series counts when its
 // newest sample in (at−Lookback, at] is not 0.
 //
-// Node labels come sanitized, so only the keys asked for are given back
+// Node labels come renamed, so only the keys asked for are given back
 // under their own names (the policies' selector keys; the GPU product
-// label always), each from label_<key sanitized>. A pod's gpu-fraction,
+// label always), each from the label kube-state-metrics names it. A pod's gpu-fraction,
 // gpu-fraction-num-devices and gpu-memory come from kube_pod_annotations
 // and its queue from kube_pod_labels, when kube-state-metrics exports
 // them; without the annotations a fractional pod is not seen at all, and
@@ -125,18 +125,6 @@ func FromSeries(ss []metrics.Series, at time.Time, labelKeys []string) (consolid
 	}
 	out.Rollouts = v.rollouts()
 	return out, notes
-}
-
-// sanitize is a label or resource name as kube-state-metrics writes it in
-// a label name.
-func sanitize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 type podKey struct{ ns, name string }
@@ -214,9 +202,9 @@ func (v *view) add(s *metrics.Series) {
 		v.annotated = v.annotated || slices.ContainsFunc(s.Labels, func(l metrics.Label) bool {
 			return strings.HasPrefix(l.Name, "annotation_") || strings.HasPrefix(l.Name, metrics.ExportedPrefix+"annotation_")
 		})
-		v.annotations[pod] = prefixed(s.Labels, "annotation_", kai.FractionAnnotation, kai.NumDevicesAnnotation, kai.MemoryAnnotation)
+		v.annotations[pod] = prefixed(s.Labels, "annotation", kai.FractionAnnotation, kai.NumDevicesAnnotation, kai.MemoryAnnotation)
 	case podLabelsMetric:
-		v.labels[pod] = prefixed(s.Labels, "label_", kai.QueueLabel)
+		v.labels[pod] = prefixed(s.Labels, "label", kai.QueueLabel)
 	case containerLimitsMetric:
 		if l("resource") == gpuResource {
 			v.limits[pod] += int64(x)
@@ -252,12 +240,12 @@ func (v *view) deployment(key podKey, metric string, n int) {
 	}
 }
 
-// prefixed gives back the labels of keys, read from prefix + their
-// sanitized names.
+// prefixed gives back the labels of keys, read from the label names
+// kube-state-metrics gives them under prefix ("label", "annotation").
 func prefixed(ls []metrics.Label, prefix string, keys ...string) map[string]string {
 	out := map[string]string{}
 	for _, k := range keys {
-		if val := metrics.LabelValue(ls, prefix+sanitize(k)); val != "" {
+		if val := metrics.LabelValue(ls, metrics.KSMLabelName(prefix, k)); val != "" {
 			out[k] = val
 		}
 	}
@@ -271,7 +259,7 @@ func (v *view) nodes(keys []string) []consolidate.Node {
 		if gpus < 1 {
 			continue
 		}
-		labels := prefixed(v.nodeLabels[name], "label_", keys...)
+		labels := prefixed(v.nodeLabels[name], "label", keys...)
 		out = append(out, consolidate.Node{Name: name, Labels: labels, GPUs: int(gpus), Model: labels[ProductLabel]})
 	}
 	return out

@@ -1,6 +1,7 @@
 package placement_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,7 +39,7 @@ func recorded(t *testing.T) *openmetrics.Recorded {
 
 // wantPool is the pool of fill, as both sources must read it.
 func wantPool() consolidate.Placement {
-	a100 := map[string]string{"pool": "a", placement.ProductLabel: "NVIDIA-A100-SXM4-80GB"}
+	a100 := map[string]string{"nodePool": "a", placement.ProductLabel: "NVIDIA-A100-SXM4-80GB"}
 	ml := func(kind, name string) usage.Ref { return usage.Ref{Namespace: "ml", Kind: kind, Name: name} }
 	return consolidate.Placement{
 		Nodes: []consolidate.Node{
@@ -85,18 +87,18 @@ func TestFromSeries(t *testing.T) {
 		want  consolidate.Placement
 		notes []string
 	}{
-		{name: "the pool at the end of the recording", at: at, keys: []string{"pool"}, want: wantPool(), notes: wantLeftOut},
+		{name: "the pool at the end of the recording", at: at, keys: []string{"nodePool"}, want: wantPool(), notes: wantLeftOut},
 		{
 			// Ten minutes on, every series is older than the lookback:
 			// nothing is there any more.
-			name: "nothing after the lookback", at: at.Add(10 * time.Minute), keys: []string{"pool"},
+			name: "nothing after the lookback", at: at.Add(10 * time.Minute), keys: []string{"nodePool"},
 			want: consolidate.Placement{Rollouts: []consolidate.Rollout{}},
 		},
 		{
 			// 340 s before the end, before the pool's first samples: the
 			// pod last seen 330 s before the end is there, and so is the
 			// node last seen 460 s before it.
-			name: "what was there before", at: at.Add(-340 * time.Second), keys: []string{"pool"},
+			name: "what was there before", at: at.Add(-340 * time.Second), keys: []string{"nodePool"},
 			want: consolidate.Placement{
 				Nodes: []consolidate.Node{{Name: "gpu-old", Labels: map[string]string{}, GPUs: 8}},
 				Pods: []consolidate.Pod{{Namespace: "ml", Name: "gone", Workload: usage.Ref{Namespace: "ml", Kind: "Pod", Name: "gone"},
@@ -105,8 +107,8 @@ func TestFromSeries(t *testing.T) {
 			},
 		},
 		{
-			// Without the key "pool" asked for, the nodes carry their
-			// product label only: a selector on pool would match none.
+			// Without the key "nodePool" asked for, the nodes carry their
+			// product label only: a selector on nodePool would match none.
 			name: "only the keys asked for", at: at,
 			want: func() consolidate.Placement {
 				p := wantPool()
@@ -131,7 +133,7 @@ func TestFromSeries(t *testing.T) {
 // pod annotations cannot show fractions; the note says how to allow them.
 func TestFromSeriesWithoutAnnotations(t *testing.T) {
 	ss := slices.DeleteFunc(recorded(t).Series(), func(s metrics.Series) bool { return s.Metric == "kube_pod_annotations" })
-	got, notes := placement.FromSeries(ss, at, []string{"pool"})
+	got, notes := placement.FromSeries(ss, at, []string{"nodePool"})
 	require.Len(t, got.Pods, 1, "only db-0's whole GPUs are seen")
 	require.Contains(t, notes[len(notes)-1], "--metric-annotations-allowlist=pods=[gpu-fraction,gpu-fraction-num-devices,gpu-memory]")
 }
@@ -148,7 +150,7 @@ func TestSeriesMatchesAPIServer(t *testing.T) {
 	reader, methods := recordingClient(t, s, "reader")
 	fromAPI, apiNotes, err := placement.Read(context.WithoutCancel(t.Context()), reader)
 	require.NoError(t, err)
-	fromSeries, seriesNotes := placement.FromSeries(recorded(t).Series(), at, []string{"pool"})
+	fromSeries, seriesNotes := placement.FromSeries(recorded(t).Series(), at, []string{"nodePool"})
 	sortPods(&fromAPI)
 	require.Equal(t, fromAPI, fromSeries)
 	require.Equal(t, wantPool(), fromSeries)
@@ -165,7 +167,7 @@ func TestReadSeriesFromPrometheus(t *testing.T) {
 	}
 	prom, err := prometheus.New(prometheus.Config{URL: srv.URL, Timeout: 5 * time.Second})
 	require.NoError(t, err)
-	got, notes, err := placement.ReadSeries(context.WithoutCancel(t.Context()), prom, at, []string{"pool"})
+	got, notes, err := placement.ReadSeries(context.WithoutCancel(t.Context()), prom, at, []string{"nodePool"})
 	require.NoError(t, err, srv.Log())
 	require.Equal(t, wantPool(), got)
 	require.Equal(t, wantLeftOut, notes)
@@ -204,3 +206,49 @@ func recordingClient(t *testing.T, s *kubeenv.APIServer, user string) (kubernete
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestKubeStateMetricsMatchesAPIServer: the pool fill makes, read through
+// the real kube-state-metrics (v2.20.0, built from its module) with the
+// allowlists docs/fleet.md gives, reads as the API server does: node
+// labels under kube-state-metrics' own names (nodePool arrives as
+// label_node_pool), fractions from its annotations, queues from its pod
+// labels. From one scrape recorded, and from a real Prometheus scraping
+// it.
+func TestKubeStateMetricsMatchesAPIServer(t *testing.T) {
+	s := kubeenv.StartAPIServer(t, kubeenv.User{Name: "reader"})
+	if s == nil {
+		return
+	}
+	fill(t, s)
+	ksm := kubeenv.StartKubeStateMetrics(t, s, kubeenv.KubeStateMetricsOptions{
+		LabelsAllowlist:      "nodes=[*],pods=[kai.scheduler/queue],deployments=[kai.scheduler/queue]",
+		AnnotationsAllowlist: "pods=[gpu-fraction,gpu-fraction-num-devices,gpu-memory]",
+	})
+	if ksm == nil {
+		return
+	}
+	ksm.Sync(t)
+	fromAPI, apiNotes, err := placement.Read(context.WithoutCancel(t.Context()), client(t, s, "reader"))
+	require.NoError(t, err)
+	sortPods(&fromAPI)
+	require.Equal(t, wantPool(), fromAPI)
+
+	now := time.Now()
+	rec, err := openmetrics.ParseRecorded(bytes.NewReader(ksm.Recording(t, now.Add(-30*time.Second), now)), "ksm.om")
+	require.NoError(t, err)
+	fromSeries, notes := placement.FromSeries(rec.Series(), now, []string{"nodePool"})
+	require.Equal(t, fromAPI, fromSeries, "kube-state-metrics' own output")
+	require.Equal(t, leftOut(apiNotes), leftOut(notes))
+
+	srv := testenv.StartScrapingPrometheus(t, ksm.Addr)
+	if srv == nil {
+		return
+	}
+	prom, err := prometheus.New(prometheus.Config{URL: srv.URL, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, _, err := placement.ReadSeries(context.WithoutCancel(t.Context()), prom, time.Now(), []string{"nodePool"})
+		require.NoError(c, err)
+		require.Equal(c, fromAPI, got, "a real Prometheus scraping kube-state-metrics")
+	}, 30*time.Second, time.Second, srv.Log())
+}

@@ -329,6 +329,12 @@ func (p *Plan) batch(at time.Time, pw pending, groups map[string]int) {
 		p.Queries = append(p.Queries, q)
 	}
 	p.Queries[i].Workloads = append(p.Queries[i].Workloads, pw.w.Ref)
+	if c := pw.w.Component; c != "" {
+		if p.Queries[i].Components == nil {
+			p.Queries[i].Components = make(map[usage.Ref]string)
+		}
+		p.Queries[i].Components[pw.w.Ref] = c
+	}
 	if t := pw.w.Template; t.Kind != "" && !slices.Contains(p.Queries[i].Workloads, t) {
 		// A Rollout's referenced Deployment may still run pods of its own
 		// (Argo scales it down as workloadRef.scaleDown says, by default

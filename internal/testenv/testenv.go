@@ -2,10 +2,12 @@
 // prometheus, git, sshd) find them, and runs real servers for tests: a
 // Prometheus server, with a fault-injecting proxy in front of it, for tests
 // of the metrics client; a smart-HTTP git server (GitServer) and an SSH
-// server in front of its bare repositories (SSHServer). Its sub-packages
-// hold the rest and share its helpers (Missing, FreePort, TailBuffer):
+// server in front of its bare repositories (SSHServer); an exporter's
+// scrape read (ParseText) or made into a recording (OpenMetricsRecording).
+// Its sub-packages hold the rest and share its helpers (Missing, FreePort,
+// TailBuffer):
 // forge the fake GitHub and GitLab APIs over the git server, kubeenv a real
-// kube-apiserver and etcd with Flux's controllers.
+// kube-apiserver and etcd with Flux's controllers and kube-state-metrics.
 //
 // A developer without a tool gets a skip that says how to install it; CI and
 // `make test` set RECOMMENDER_TEST_STRICT, which turns the skip into a

@@ -15,12 +15,24 @@ type Mapping struct {
 	NamespaceLabel string
 	PodLabel       string
 	ContainerLabel string
+	// DeviceLabel, when set, names the label that tells a pod's GPUs
+	// apart (Kubex's gpu_uuid, DCGM's UUID, HAMi's device_uuid). A pod's
+	// series are then read per device: summed over its containers on
+	// each device, and the busiest device decides. Devices are never
+	// summed into "percent of one GPU".
+	DeviceLabel string
 	// Divisor, when set, makes the value a ratio in percent: 100 × Metric
 	// ÷ the Divisor series, both summed over a pod's selected series first
 	// (HAMi's used ÷ limit bytes). It names one metric, or several joined
 	// by "+" whose sum divides (DCGM's FB_USED ÷ (FB_USED + FB_FREE)).
 	Divisor string
 }
+
+// Counter reports whether Metric is a counter, read as its rate per
+// second between consecutive samples. OpenMetrics names every counter
+// <name>_total, and only counters so (Kubex's open-source exporter:
+// kubex_gpu_container_sm_utilization_percent_seconds_total).
+func (m Mapping) Counter() bool { return strings.HasSuffix(m.Metric, "_total") }
 
 // Divisors returns the metrics of m.Divisor.
 func (m Mapping) Divisors() []string {
@@ -49,6 +61,10 @@ type Query struct {
 	// LeaderWorkerSet); a pod whose workload cannot be told counts for
 	// none, and a warning says so.
 	Workloads []Ref
+	// Components holds, for an InferenceService of Workloads whose
+	// spec.predictor.name is set, that name: KServe names its predictor
+	// <isvc>-<name>-predictor rather than <isvc>-predictor.
+	Components map[Ref]string
 }
 
 // Result is a source's answer to a Query.

@@ -86,6 +86,11 @@ type Pod struct {
 	// containers, oldest first, in the unit of the metric's source (percent
 	// of one GPU, or percent of the current allocation).
 	Series map[Metric][]Sample
+	// ByDevice marks the metrics whose Series is the pod's busiest
+	// device's, at each time, rather than a sum over devices: a percent of
+	// one GPU then stands for each of the pod's devices, and a percent of
+	// the allocation for the share on each device.
+	ByDevice map[Metric]bool
 }
 
 // Workload is the usage of all pods of one workload over a lookback.
@@ -109,6 +114,12 @@ type Workload struct {
 	// for no workload, so the data may lack them, and what is there may
 	// justify an upsize, never a scale-back.
 	Unattributed []string
+	// Mixed, when set, says why the data mixes series that should not be
+	// combined: two series of one pod, container and device at the same
+	// time that differ in a label the query does not tell apart (a second
+	// cluster, a Prometheus replica, a device label the preset does not
+	// know). Nothing may change on such data.
+	Mixed string
 }
 
 // StepOf is the sampling interval of metric m.

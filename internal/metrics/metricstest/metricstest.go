@@ -300,6 +300,9 @@ func Render(res usage.Result) string {
 	for _, ref := range refs {
 		w := res.Workloads[ref]
 		fmt.Fprintf(&b, "%s step=%s liveKnown=%t\n", ref, w.Step, w.LiveKnown)
+		if w.Mixed != "" {
+			fmt.Fprintf(&b, "  mixed: %s\n", w.Mixed)
+		}
 		for _, p := range w.Pods {
 			start := "-"
 			if p.Start != 0 {
@@ -315,7 +318,11 @@ func Render(res usage.Result) string {
 				for i, x := range s {
 					xs[i] = FormatValue(x.V) + "@" + offset(x.T)
 				}
-				fmt.Fprintf(&b, "    %s: %s\n", m, strings.Join(xs, " "))
+				by := ""
+				if p.ByDevice[m] {
+					by = " (busiest device)"
+				}
+				fmt.Fprintf(&b, "    %s%s: %s\n", m, by, strings.Join(xs, " "))
 			}
 			if len(p.Series) > 2 {
 				fmt.Fprintf(&b, "    unexpected series: %v\n", p.Series)
@@ -439,6 +446,6 @@ names/InferenceService/chat-2: chat-2-predictor-00002-deployment-6d4b9c8f7-z2x4w
 owners/Deployment/chat-2: chat-2-6d4b9c8f7-q7v2n
 owners/InferenceService/chat: chat-predictor-7d9f8c6b5d-k8s9q chat-predictor-7d9f8c6b5d-x2b4z
 owners/InferenceService/chat-2: chat-2-predictor-00002-deployment-6d4b9c8f7-z2x4w chat-2-predictor-00003-deployment-5f6d7b8c9-bcdfg
-warning: pod names/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its name fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
-warning: pod owners/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its Deployment embed-predictor fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either, and kube-state-metrics reports no owner of a Deployment)
+warning: pod names/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its name fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either; record kube_deployment_owner (kube-state-metrics v2.18 or later) to tell them apart)
+warning: pod owners/embed-predictor-5f6d7b8c9-m4n5p counts for no workload: its Deployment embed-predictor fits Deployment embed-predictor, InferenceService embed alike (a Deployment of its predictor's name is either; record kube_deployment_owner (kube-state-metrics v2.18 or later) to tell them apart)
 `

@@ -182,3 +182,9 @@ func (r *Recorded) Series() []metrics.Series {
 func (r *Recorded) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
 	return r.set.Usage(ctx, q)
 }
+
+// MetricNames returns which of names the recording has samples of in
+// (at−lookback, at], of those it kept.
+func (r *Recorded) MetricNames(ctx context.Context, names []string, at time.Time, lookback time.Duration) ([]string, error) {
+	return r.set.MetricNames(ctx, names, at, lookback)
+}

@@ -22,9 +22,10 @@ const (
 	presetDocEnd   = "<!-- end of presets -->\n"
 )
 
-// presetTable renders, for each preset and metric, the series read, how
-// the value is formed and read, and the labels that attribute it, from
-// the presets' own mappings and the engine's default interpretations.
+// presetTable renders, for each preset and metric, the series read (and
+// the older ones read when those are absent), how the value is formed
+// and read, and the labels that attribute it, from the presets' own
+// mappings and the engine's default interpretations.
 func presetTable() string {
 	interp := map[string]string{
 		engine.FullGPU:           "percent of one whole GPU (`" + engine.FullGPU + "`)",
@@ -32,32 +33,52 @@ func presetTable() string {
 	}
 	defaults := engine.Rules{}.Sources()
 	var b strings.Builder
-	b.WriteString("| preset | metric | series | value | read as | labels (namespace, pod, container) |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| preset | metric | series | value | read as | labels (namespace, pod, container, device) |\n|---|---|---|---|---|---|\n")
 	for _, p := range preset.All() {
 		ms := p.Mappings()
 		for _, m := range usage.Metrics {
-			mp := ms[m]
-			series := "`" + mp.Metric + "`"
-			value := "the series' value"
-			if ds := mp.Divisors(); len(ds) > 0 {
-				quoted := make([]string, len(ds))
-				for i, d := range ds {
-					quoted[i] = "`" + d + "`"
-					if d != mp.Metric {
-						series += ", " + quoted[i]
-					}
+			for i, mp := range append([]usage.Mapping{ms[m]}, p.Fallbacks(m)...) {
+				name := fmt.Sprintf("`%s`", p)
+				if i > 0 {
+					name = "or, without it,"
 				}
-				div := strings.Join(quoted, " + ")
-				if len(ds) > 1 {
-					div = "(" + div + ")"
-				}
-				value = fmt.Sprintf("100 × `%s` ÷ %s, each summed over the pod's series first", mp.Metric, div)
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | `%s`, `%s`, `%s`, `%s` |\n", name, m, series(mp), value(mp),
+					interp[defaults[m].Interpretation], mp.NamespaceLabel, mp.PodLabel, mp.ContainerLabel, mp.DeviceLabel)
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | `%s`, `%s`, `%s` |\n", p, m, series, value,
-				interp[defaults[m].Interpretation], mp.NamespaceLabel, mp.PodLabel, mp.ContainerLabel)
 		}
 	}
 	return b.String()
+}
+
+// series names what a mapping reads.
+func series(mp usage.Mapping) string {
+	out := "`" + mp.Metric + "`"
+	for _, d := range mp.Divisors() {
+		if d != mp.Metric {
+			out += ", `" + d + "`"
+		}
+	}
+	return out
+}
+
+// value says how a mapping's value is formed from its series.
+func value(mp usage.Mapping) string {
+	v := "the series' value"
+	if mp.Counter() {
+		v = "the counter's rate per second"
+	}
+	if ds := mp.Divisors(); len(ds) > 0 {
+		quoted := make([]string, len(ds))
+		for i, d := range ds {
+			quoted[i] = "`" + d + "`"
+		}
+		div := strings.Join(quoted, " + ")
+		if len(ds) > 1 {
+			div = "(" + div + ")"
+		}
+		v = fmt.Sprintf("100 × `%s` ÷ %s", mp.Metric, div)
+	}
+	return v + ", per device; the busiest device counts"
 }
 
 // TestPresetDoc: the table of docs/presets.md is what the presets read

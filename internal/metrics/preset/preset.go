@@ -1,8 +1,13 @@
 // Package preset says which exporter's series usage is read from when a
 // policy names none: Kubex's, HAMi's or DCGM's, ratios included (HAMi's
-// memory used of the limit). A preset wraps any usage source, a recording
-// or a live server alike, and says which metrics a recording must keep to
-// answer a run's queries.
+// memory used of the limit), and how each exporter writes them — which
+// label names a pod's GPU, and which older names a release may still use
+// (Kubex's counter beside the gauge its stack records; HAMi before v2.9).
+// A preset wraps any usage source, a recording or a live server alike, and
+// says which metrics a recording must keep to answer a run's queries.
+//
+// What each preset reads was checked against the exporters' own source:
+// docs/presets.md names the releases.
 package preset
 
 import (
@@ -11,6 +16,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
@@ -57,58 +64,191 @@ func Parse(s string) (Preset, error) {
 	return "", fmt.Errorf("unknown metrics preset %q: use %s", s, strings.Join(names, ", "))
 }
 
+// The series the presets read, as their exporters write them.
+const (
+	// Kubex's exporter (densify-dev/gpu-process-exporter) accumulates SM
+	// use per container and device in percent-seconds; Kubex's Prometheus
+	// stack records its one-minute rate as the gauge the Kubex guide's
+	// policies name.
+	kubexSMGauge   = "kubex_gpu_container_sm_utilization_percent"
+	kubexSMCounter = "kubex_gpu_container_sm_utilization_percent_seconds_total"
+	// kubexMemory is memory used in percent of the container's share of
+	// each device: the device's memory, or that times its gpu-fraction.
+	kubexMemory = "kubex_gpu_container_memory_footprint_percent"
+
+	hamiUtil  = "hami_container_device_utilization_ratio"
+	hamiUsed  = "hami_vgpu_memory_used_bytes"
+	hamiLimit = "hami_vgpu_memory_limit_bytes"
+	// HAMi before v2.9.0 wrote these names, with the labels podnamespace,
+	// podname and ctrname (HAMi v2.8.3, cmd/vGPUmonitor/metrics.go); v2.9
+	// and later write them only with --legacy-metrics.
+	hamiLegacyUtil  = "Device_utilization_desc_of_container"
+	hamiLegacyUsed  = "vGPU_device_memory_usage_in_bytes"
+	hamiLegacyLimit = "vGPU_device_memory_limit_in_bytes"
+
+	dcgmUtil   = "DCGM_FI_DEV_GPU_UTIL"
+	dcgmFBUsed = "DCGM_FI_DEV_FB_USED"
+	dcgmFBFree = "DCGM_FI_DEV_FB_FREE"
+)
+
+// DeviceLabel names the label by which an exporter's series tell a pod's
+// GPUs apart, from the metric's name; "" for a series of no exporter the
+// presets know. Each of these exporters writes one series per container
+// and device, so a pod of two GPUs has two of each.
+func DeviceLabel(metric string) string {
+	switch {
+	case strings.HasPrefix(metric, "kubex_gpu_container_"):
+		return "gpu_uuid"
+	case strings.HasPrefix(metric, "DCGM_FI_"):
+		return "UUID"
+	case strings.HasPrefix(metric, "hami_"):
+		return "device_uuid"
+	case metric == hamiLegacyUtil || metric == hamiLegacyUsed || metric == hamiLegacyLimit:
+		return "deviceuuid"
+	}
+	return ""
+}
+
 func podMapping(metric, divisor string) usage.Mapping {
 	return usage.Mapping{Metric: metric, Divisor: divisor, NamespaceLabel: usage.DefaultNamespaceLabel,
-		PodLabel: usage.DefaultPodLabel, ContainerLabel: usage.DefaultContainerLabel}
+		PodLabel: usage.DefaultPodLabel, ContainerLabel: usage.DefaultContainerLabel, DeviceLabel: DeviceLabel(metric)}
 }
 
-// Mappings returns where the preset's exporter stores each metric. The
-// units match the interpretations policies default to: compute in
-// percent of one GPU, memory in percent of the allocation.
+func hamiLegacyMapping(metric, divisor string) usage.Mapping {
+	return usage.Mapping{Metric: metric, Divisor: divisor, NamespaceLabel: "podnamespace", PodLabel: "podname",
+		ContainerLabel: "ctrname", DeviceLabel: DeviceLabel(metric)}
+}
+
+// Mappings returns where the preset's exporter stores each metric, in the
+// names of its current release. The units match the interpretations
+// policies default to: compute in percent of one GPU, memory in percent
+// of the allocation.
 func (p Preset) Mappings() map[usage.Metric]usage.Mapping {
-	switch p {
-	case HAMi:
-		return map[usage.Metric]usage.Mapping{
-			usage.Compute: podMapping("hami_container_device_utilization_ratio", ""),
-			usage.Memory:  podMapping("hami_vgpu_memory_used_bytes", "hami_vgpu_memory_limit_bytes"),
-		}
-	case DCGM:
-		return map[usage.Metric]usage.Mapping{
-			usage.Compute: podMapping("DCGM_FI_DEV_GPU_UTIL", ""),
-			// Summed over a pod's devices before dividing: the share of
-			// its own memory, whatever the number of GPUs.
-			usage.Memory: podMapping("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED+DCGM_FI_DEV_FB_FREE"),
-		}
-	}
-	return map[usage.Metric]usage.Mapping{
-		usage.Compute: podMapping(usage.DefaultComputeMetric, ""),
-		usage.Memory:  podMapping(usage.DefaultMemoryMetric, ""),
-	}
-}
-
-// mappings returns ms with the preset's mappings in place of the
-// defaults.
-func (p Preset) mappings(ms map[usage.Metric]usage.Mapping) map[usage.Metric]usage.Mapping {
-	defaults, preset := Kubex.Mappings(), p.Mappings()
-	out := make(map[usage.Metric]usage.Mapping, len(ms))
-	for m, mp := range ms {
-		if mp == defaults[m] {
-			mp = preset[m]
-		}
-		out[m] = mp
+	out := make(map[usage.Metric]usage.Mapping)
+	for m, alts := range p.alternatives() {
+		out[m] = alts[0].mapping
 	}
 	return out
 }
 
+// Fallbacks returns where the preset's exporter may store metric m
+// instead, when the series of Mappings is not in the store: in the order
+// they are tried.
+func (p Preset) Fallbacks(m usage.Metric) []usage.Mapping {
+	var out []usage.Mapping
+	for _, a := range p.alternatives()[m][1:] {
+		out = append(out, a.mapping)
+	}
+	return out
+}
+
+// alternative is one way an exporter's release may store a metric, and
+// what to say when it is the one read.
+type alternative struct {
+	mapping usage.Mapping
+	note    string
+}
+
+// alternatives returns, per metric, the ways the preset's exporter may
+// store it, the preferred first.
+func (p Preset) alternatives() map[usage.Metric][]alternative {
+	switch p {
+	case HAMi:
+		const legacy = "HAMi before v2.9 (or --legacy-metrics): its current series are not in the store"
+		return map[usage.Metric][]alternative{
+			usage.Compute: {{mapping: podMapping(hamiUtil, "")}, {mapping: hamiLegacyMapping(hamiLegacyUtil, ""), note: legacy}},
+			usage.Memory: {{mapping: podMapping(hamiUsed, hamiLimit)},
+				{mapping: hamiLegacyMapping(hamiLegacyUsed, hamiLegacyLimit), note: legacy}},
+		}
+	case DCGM:
+		return map[usage.Metric][]alternative{
+			usage.Compute: {{mapping: podMapping(dcgmUtil, "")}},
+			// Each device's own memory: used of used + free on that
+			// device, the busiest device deciding.
+			usage.Memory: {{mapping: podMapping(dcgmFBUsed, dcgmFBUsed+"+"+dcgmFBFree)}},
+		}
+	}
+	return map[usage.Metric][]alternative{
+		usage.Compute: {{mapping: podMapping(kubexSMGauge, "")},
+			{mapping: podMapping(kubexSMCounter, ""), note: "its rate: the exporter's counter, without the gauge " + kubexSMGauge + " that Kubex's stack records from it"}},
+		usage.Memory: {{mapping: podMapping(kubexMemory, "")}},
+	}
+}
+
+// mappings returns ms with the preset's mappings in place of the
+// defaults, each the first alternative has reports present (all of them
+// when has is nil), and the notes on those that are not the preferred
+// one. Every mapping learns its exporter's device label.
+func (p Preset) mappings(ms map[usage.Metric]usage.Mapping, has func(string) bool) (map[usage.Metric]usage.Mapping, []string) {
+	defaults, alts := Kubex.Mappings(), p.alternatives()
+	out := make(map[usage.Metric]usage.Mapping, len(ms))
+	var notes []string
+	for _, m := range slices.Sorted(maps.Keys(ms)) {
+		mp := ms[m]
+		if mp == defaults[m] || mp == withoutDevice(defaults[m]) {
+			a := pick(alts[m], has)
+			mp = a.mapping
+			if a.note != "" {
+				notes = append(notes, fmt.Sprintf("%s read from %s: %s", m, mp.Metric, a.note))
+			}
+		}
+		if mp.DeviceLabel == "" {
+			mp.DeviceLabel = DeviceLabel(mp.Metric)
+		}
+		out[m] = mp
+	}
+	return out, notes
+}
+
+func withoutDevice(m usage.Mapping) usage.Mapping {
+	m.DeviceLabel = ""
+	return m
+}
+
+// pick returns the first alternative whose series has reports present,
+// or the preferred one when none is: its absence is then what a warning
+// names.
+func pick(alts []alternative, has func(string) bool) alternative {
+	if has != nil {
+		for _, a := range alts {
+			if has(a.mapping.Metric) {
+				return a
+			}
+		}
+	}
+	return alts[0]
+}
+
 // MetricsOf returns the metrics a source wrapped in the preset reads to
-// answer qs (divisors included), sorted: what KeepMetrics needs to open a
-// recording for them.
+// answer qs (divisors included, and every alternative a release may
+// write), sorted: what KeepMetrics needs to open a recording for them.
 func (p Preset) MetricsOf(qs []usage.Query) []string {
 	names := []string{}
+	alts := p.alternatives()
+	defaults := Kubex.Mappings()
 	for _, q := range qs {
-		for _, mp := range p.mappings(q.Metrics) {
+		for m, mp := range q.Metrics {
+			if mp == defaults[m] || mp == withoutDevice(defaults[m]) {
+				for _, a := range alts[m] {
+					names = append(names, a.mapping.Metric)
+					names = append(names, a.mapping.Divisors()...)
+				}
+				continue
+			}
 			names = append(names, mp.Metric)
 			names = append(names, mp.Divisors()...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// candidates returns every metric the preset's alternatives name.
+func (p Preset) candidates() []string {
+	var names []string
+	for _, alts := range p.alternatives() {
+		for _, a := range alts {
+			names = append(names, a.mapping.Metric)
 		}
 	}
 	slices.Sort(names)
@@ -120,11 +260,23 @@ type usageSource interface {
 	Usage(ctx context.Context, q usage.Query) (usage.Result, error)
 }
 
+// namer is a source that can say which metrics it holds series of, in one
+// cheap request: a Prometheus server's label values, a recording's index.
+type namer interface {
+	MetricNames(ctx context.Context, names []string, at time.Time, lookback time.Duration) ([]string, error)
+}
+
 // Source reads a preset's series wherever a query asks for the
 // default ones; a policy that names its own series keeps them.
 type Source struct {
 	src    usageSource
 	preset Preset
+
+	// once finds, at the first query, which of the preset's series the
+	// source holds: has, nil when the source cannot tell.
+	once sync.Once
+	has  map[string]bool
+	note string
 }
 
 // Wrap wraps src so that it reads the preset's series.
@@ -132,13 +284,49 @@ func Wrap(src usageSource, p Preset) *Source {
 	return &Source{src: src, preset: p}
 }
 
+// holds reports which of the preset's series the source holds, asking it
+// once; nil when the source cannot say. A source that fails to answer
+// (a store without the label values API, a server down) is read as if it
+// held the preferred series, and note says so: the usage query that
+// follows fails on its own if the server is down.
+func (s *Source) holds(ctx context.Context, q usage.Query) (has func(string) bool, note string) {
+	n, ok := s.src.(namer)
+	if !ok {
+		return nil, ""
+	}
+	s.once.Do(func() {
+		names, err := n.MetricNames(ctx, s.preset.candidates(), q.At, q.Lookback)
+		if err != nil {
+			s.note = fmt.Sprintf("the %s preset could not ask which of its series the source holds, and reads its current ones: %v", s.preset, err)
+			return
+		}
+		s.has = make(map[string]bool, len(names))
+		for _, name := range names {
+			s.has[name] = true
+		}
+	})
+	if s.has == nil {
+		return nil, s.note
+	}
+	return func(name string) bool { return s.has[name] }, ""
+}
+
 // Usage answers q from the wrapped source, with the preset's mappings in
 // place of the defaults.
 func (s *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
-	q.Metrics = s.preset.mappings(q.Metrics)
+	has, note := s.holds(ctx, q)
+	var notes []string
+	q.Metrics, notes = s.preset.mappings(q.Metrics, has)
+	if note != "" {
+		notes = append(notes, note)
+	}
 	res, err := s.src.Usage(ctx, q)
-	if err != nil || s.preset != DCGM {
+	if err != nil {
 		return res, err
+	}
+	res.Warnings = append(notes, res.Warnings...)
+	if s.preset != DCGM {
+		return res, nil
 	}
 	for _, ref := range slices.SortedFunc(maps.Keys(res.Workloads), func(a, b usage.Ref) int { return strings.Compare(a.String(), b.String()) }) {
 		w := res.Workloads[ref]

@@ -78,8 +78,8 @@ func TestPresets(t *testing.T) {
 			// before dividing.
 			want: `team-h/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
-    compute: 31@0 36@60 41@120
-    memory: 50@0 60@60 87.5@120
+    compute (busiest device): 31@0 36@60 41@120
+    memory (busiest device): 50@0 60@60 87.5@120
 warning: metric hami_container_device_utilization_ratio (compute): took exported_namespace, exported_pod for namespace, pod (the scrape renamed the exporter's labels: a ServiceMonitor without honorLabels: true)
 warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, exported_pod for namespace, pod (the scrape renamed the exporter's labels: a ServiceMonitor without honorLabels: true)
 `,
@@ -89,8 +89,8 @@ warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, e
 			workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")},
 			want: `team-h/Deployment/chat step=1m0s liveKnown=false
   chat-7d9f8c6b5d-x2b4z live=false start=-
-    compute: 30@0 35@60 40@120
-    memory: 50@0 62.5@60 75@120
+    compute (busiest device): 30@0 35@60 40@120
+    memory (busiest device): 50@0 62.5@60 75@120
 warning: metric hami_container_device_utilization_ratio (compute): took exported_namespace, exported_pod, exported_container for namespace, pod, container (the scrape renamed the exporter's labels: a ServiceMonitor without honorLabels: true)
 warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, exported_pod, exported_container for namespace, pod, container (the scrape renamed the exporter's labels: a ServiceMonitor without honorLabels: true)
 `,
@@ -98,11 +98,14 @@ warning: metric hami_vgpu_memory_used_bytes (memory): took exported_namespace, e
 		{
 			name: "dcgm: two GPUs of one pod; a pod holding a gpu-fraction is not read", preset: preset.DCGM,
 			workloads: []usage.Ref{metricstest.Deployment("team-d", "train"), metricstest.Deployment("team-d", "embed")},
-			// Memory: (20000+0)/(80000+80000) = 12.5%, 25%, 37.5%.
+			// Each device on its own, the busiest deciding, never the two
+			// added up: compute 50, 70, 90 (GPU 0; GPU 1 reads 0, 0,
+			// 10); memory 20000/(20000+60000) = 25%, 50%, 75% on GPU 0,
+			// of which GPU 1 uses none.
 			want: `team-d/Deployment/train step=1m0s liveKnown=false
   train-5f6d7b8c9-bcdfg live=false start=-
-    compute: 50@0 70@60 100@120
-    memory: 12.5@0 25@60 37.5@120
+    compute (busiest device): 50@0 70@60 90@120
+    memory (busiest device): 25@0 50@60 75@120
 warning: team-d/Deployment/embed: pod embed-6c8f9d7b5-m4n5p holds a gpu-fraction of 0.5, and DCGM cannot tell a shared GPU's pods apart: its usage is not read (use the hami or kubex preset)
 `,
 		},
@@ -118,7 +121,7 @@ warning: metric kubex_gpu_container_memory_footprint_percent (memory) is not in 
 			workloads: []usage.Ref{metricstest.Deployment("team-d", "train")},
 			want: `team-d/Deployment/train step=1m0s liveKnown=false
   train-5f6d7b8c9-bcdfg live=false start=-
-    compute: 50@0 70@60 100@120
+    compute (busiest device): 50@0 70@60 90@120
 `,
 		},
 	}
@@ -174,4 +177,31 @@ func haveTools(names ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestHAMiBeforeV29: HAMi v2.8 and earlier wrote other names, with the
+// labels podnamespace, podname and ctrname (HAMi v2.8.3,
+// cmd/vGPUmonitor/metrics.go); where only those are in the store the hami
+// preset reads them, and says so.
+func TestHAMiBeforeV29(t *testing.T) {
+	legacy := func(metric string) string {
+		return metricstest.Series(metric, "podnamespace", "team-h", "podname", hamiPod, "ctrname", "server",
+			"vdeviceid", "0", "deviceuuid", "GPU-1")
+	}
+	const min = time.Minute
+	r := new(metricstest.Recording).
+		Add(legacy("Device_utilization_desc_of_container"), 0, min, 30, 35, 40).
+		Add(legacy("vGPU_device_memory_usage_in_bytes"), 0, min, 4*gib, 5*gib, 6*gib).
+		Add(legacy("vGPU_device_memory_limit_in_bytes"), 0, min, 8*gib, 8*gib, 8*gib)
+	q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: preset.Kubex.Mappings(),
+		Workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")}}
+	res, err := preset.Wrap(r.Parse(t), preset.HAMi).Usage(context.Background(), q)
+	require.NoError(t, err)
+	require.Equal(t, `team-h/Deployment/chat step=1m0s liveKnown=false
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 30@0 35@60 40@120
+    memory (busiest device): 50@0 62.5@60 75@120
+warning: compute read from Device_utilization_desc_of_container: HAMi before v2.9 (or --legacy-metrics): its current series are not in the store
+warning: memory read from vGPU_device_memory_usage_in_bytes: HAMi before v2.9 (or --legacy-metrics): its current series are not in the store
+`, metricstest.Render(res))
 }

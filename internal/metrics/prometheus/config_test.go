@@ -196,11 +196,12 @@ func TestPrometheusRequestShape(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, got.Workloads, "the recording has no cluster label")
 		_, queries := g.seen()
-		require.Len(t, queries, 2)
+		require.Len(t, queries, 4, "two selectors over the hour, and the pods' ending phases over their last 15 minutes")
 		for _, q := range queries {
 			require.Contains(t, q, `cluster="prod-eu"`)
 			require.Regexp(t, `namespace=~"team-a\|team-b"`, q)
-			require.Regexp(t, regexp.MustCompile(`^\{__name__=~"[^"]+", (exported_)?namespace=~"[^"]+", cluster="prod-eu"\}\[1h\]$`), q)
+			require.Regexp(t, regexp.MustCompile(`^\{__name__=~"[^"]+", (exported_)?namespace=~"[^"]+", cluster="prod-eu"\}\[1h\]$|`+
+				`^\{__name__="kube_pod_status_phase", phase=~"Failed\|Succeeded", (exported_)?namespace=~"[^"]+", cluster="prod-eu"\}\[15m\]$`), q)
 		}
 	})
 
@@ -235,7 +236,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 		_, queries := g.seen()
-		require.Len(t, queries, 6, "two selectors: the hour refused, then its two halves")
+		require.Len(t, queries, 8, "two selectors: the hour refused, then its two halves; and the two of the pods' ending phases")
 	})
 
 	t.Run("an answer too long is asked for in halves, then refused", func(t *testing.T) {

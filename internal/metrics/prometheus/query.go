@@ -63,6 +63,15 @@ func (p *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error)
 		if err != nil {
 			return usage.Result{}, fmt.Errorf("usage from %s: %w", p.name, err)
 		}
+		// Whether a pod still runs is judged at the evaluation time
+		// alone: its phase is read over the last minutes only, and only
+		// the phases that end it, which keeps a series a pod and a week
+		// of samples out of the answer.
+		phases, more, err := p.fetch(ctx, p.phaseSelectors(namespaces), q.At, min(q.Lookback, phaseLookback))
+		if err != nil {
+			return usage.Result{}, fmt.Errorf("usage from %s: %w", p.name, err)
+		}
+		ss, warnings = append(ss, phases...), append(warnings, more...)
 	}
 	res, err := metrics.NewSet(p.name, ss, nil).Usage(ctx, q)
 	if err != nil {
@@ -81,16 +90,40 @@ func (p *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error)
 	return res, nil
 }
 
-// selectors returns the series selectors of a query, without a range.
-func (p *Source) selectors(q usage.Query, namespaces []string) []string {
-	byLabel := map[string][]string{"namespace": metrics.KubeStateMetrics()}
-	for _, mp := range q.Metrics {
-		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Metric)
-		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Divisors()...)
+// phaseLookback is how far back a pod's phase is read: well beyond the
+// liveness tolerance of kube-state-metrics' usual scrape intervals.
+const phaseLookback = 15 * time.Minute
+
+// phaseSelectors returns the selectors of the phases that end a pod, in
+// the namespaces, by the label and by its exported_ form.
+func (p *Source) phaseSelectors(namespaces []string) []string {
+	var sels []string
+	for _, nsLabel := range []string{"namespace", metrics.ExportedPrefix + "namespace"} {
+		ms := []string{"__name__=" + quote(metrics.PodPhaseMetric), "phase=~" + quote(strings.Join(metrics.EndedPhases, "|")), nsLabel + "=~" + quote(namespaceRE(namespaces))}
+		if p.matcher != nil {
+			ms = append(ms, p.matcher.String())
+		}
+		sels = append(sels, "{"+strings.Join(ms, ", ")+"}")
 	}
+	return sels
+}
+
+// namespaceRE matches exactly the namespaces.
+func namespaceRE(namespaces []string) string {
 	nsRE := make([]string, len(namespaces))
 	for i, ns := range namespaces {
 		nsRE[i] = regexp.QuoteMeta(ns)
+	}
+	return strings.Join(nsRE, "|")
+}
+
+// selectors returns the series selectors of a query, without a range.
+func (p *Source) selectors(q usage.Query, namespaces []string) []string {
+	ksm := slices.DeleteFunc(metrics.KubeStateMetrics(), func(n string) bool { return n == metrics.PodPhaseMetric })
+	byLabel := map[string][]string{"namespace": ksm}
+	for _, mp := range q.Metrics {
+		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Metric)
+		byLabel[mp.NamespaceLabel] = append(byLabel[mp.NamespaceLabel], mp.Divisors()...)
 	}
 	var sels []string
 	for _, l := range slices.Sorted(maps.Keys(byLabel)) {
@@ -101,7 +134,7 @@ func (p *Source) selectors(q usage.Query, namespaces []string) []string {
 			names[i] = regexp.QuoteMeta(n)
 		}
 		for _, nsLabel := range []string{l, metrics.ExportedPrefix + l} {
-			ms := []string{"__name__=~" + quote(strings.Join(names, "|")), nsLabel + "=~" + quote(strings.Join(nsRE, "|"))}
+			ms := []string{"__name__=~" + quote(strings.Join(names, "|")), nsLabel + "=~" + quote(namespaceRE(namespaces))}
 			if p.matcher != nil {
 				ms = append(ms, p.matcher.String())
 			}

@@ -82,7 +82,7 @@ func (o *Options) open(log *slog.Logger, now func() time.Time, queries []usage.Q
 		}
 		src, name = rec, "the recording "+filepath.Base(o.MetricsFile)
 	}
-	if o.Preset != "" && o.Preset != preset.Kubex {
+	if o.Preset != "" {
 		src = preset.Wrap(src, o.Preset)
 	}
 	return src, at, name, nil

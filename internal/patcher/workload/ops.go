@@ -769,13 +769,15 @@ func (d *podEdit) addUtil(c *yaml.Node, v *vllmScan, base, value string) error {
 	return d.Fail(c, base, fmt.Errorf("%w: the command does not run vllm", ErrNoVLLMCommand))
 }
 
-// validFraction accepts what KAI accepts for gpu-fraction and keeps
-// exactly: a decimal strictly between 0 and 1 with at most two places,
-// 0.01 to 0.99.
+// validFraction accepts what the tool writes for gpu-fraction: what KAI
+// accepts and keeps exactly, in its plainest form, a decimal strictly
+// between 0 and 1 with at most two places, 0.01 to 0.99 (KAI's webhook
+// also takes 5e-1 or +0.5, which the tool reads but never writes).
 func validFraction(v string) error {
 	f, err := kai.ParseFraction(v)
-	_, places, _ := strings.Cut(v, ".")
-	if err != nil || len(places) > 2 || !kai.OnGrid(f) {
+	whole, places, _ := strings.Cut(v, ".")
+	plain := strings.Trim(whole, "0123456789") == "" && strings.Trim(places, "0123456789") == ""
+	if err != nil || !plain || len(places) > 2 || !kai.OnGrid(f) {
 		return fmt.Errorf("%w: %s %q must be a decimal from %s to %s with at most two places",
 			ErrInvalidValue, kai.FractionAnnotation, v, kai.FormatFraction(kai.MinFraction), kai.FormatFraction(kai.MaxFraction))
 	}

@@ -249,6 +249,9 @@ func Read(root *yaml.Node, ref usage.Ref, spec Spec) Workload {
 		w.Queue = w.PodLabels[kai.QueueLabel]
 	}
 	w.GPU = readAnnotations(root, spec)
+	if ref.Kind == "InferenceService" {
+		w.Component = splice.Str(splice.Lookup(root, "spec", "predictor"), "name")
+	}
 
 	var sum, initMax int64
 	for _, r := range allContainers(pod, p.Serving) {

@@ -103,6 +103,10 @@ type Workload struct {
 	Queue      string
 	GPU        GPU
 	Containers []Container // <template>.spec.containers, not initContainers
+	// Component is an InferenceService's spec.predictor.name, which KServe
+	// puts in its predictor's name (<isvc>-<name>-predictor); "" when
+	// unset or of another kind.
+	Component string
 }
 
 // GPU is the GPU request of a workload as KAI reads it.
