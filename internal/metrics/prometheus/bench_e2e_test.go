@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
@@ -175,7 +176,9 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out = z
 	}
 	pods := rp.pods
-	if !strings.Contains(q, ", namespace=~") {
+	if !strings.Contains(q, ", namespace=~") || strings.Contains(q, metrics.PodPhaseMetric) {
+		// The fleet's series carry the plain labels, and none of its
+		// pods has ended.
 		pods = 0
 	}
 	to := int64(at)
