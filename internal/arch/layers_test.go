@@ -2,6 +2,8 @@ package arch_test
 
 import (
 	"go/build"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,14 +130,27 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// layoutWords is the most words docs/project-layout.md may hold outside
+// its code blocks: a map people scan, the detail in each package's doc.
+const layoutWords = 1000
+
 // TestLayoutNamesEveryPackage: docs/project-layout.md has a row for every
-// package, and none for a package that is gone.
+// package, and none for a package that is gone; it stays a page people
+// scan, and every package it names has a doc comment to read on.
 func TestLayoutNamesEveryPackage(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "project-layout.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
+	if n := proseWords(doc); n > layoutWords {
+		t.Errorf("docs/project-layout.md has %d words outside code blocks, more than %d: move detail into the package's doc comment", n, layoutWords)
+	}
+	for _, p := range packages(t) {
+		if !hasPackageDoc(t, p) {
+			t.Errorf("%s has no package doc comment", p)
+		}
+	}
 	for _, p := range packages(t) {
 		if !strings.Contains(doc, "| `"+p+"`") {
 			t.Errorf("docs/project-layout.md has no row for %s", p)
@@ -151,4 +166,49 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// proseWords counts the words of a Markdown text outside fenced code
+// blocks, table punctuation left out.
+func proseWords(doc string) int {
+	n, fenced := 0, false
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, w := range strings.Fields(line) {
+			if strings.Trim(w, "|-:") != "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// hasPackageDoc reports whether any non-test file of the package at the
+// module-relative path p carries a package doc comment.
+func hasPackageDoc(t *testing.T, p string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", p, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if af.Doc != nil && strings.TrimSpace(af.Doc.Text()) != "" {
+			return true
+		}
+	}
+	return false
 }
