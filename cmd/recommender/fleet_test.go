@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
 
@@ -120,7 +121,7 @@ const quickstartEnd = 1796040000
 
 // fleetRecording is the quickstart recording with what kube-state-metrics
 // says of the fleet pool, and an hour of HAMi's per-device series, each
-// a sample a minute up to the recording's end. GPU-a1 (gpu-a's device 1)
+// a sample a minute up to the recording's end. GPU-d96e6aec-dbd1-146c-c9db-1836fe5d375c (gpu-a's device 1)
 // is saturated (95%) in minutes 10 to 51 of the hour, 42 minutes; then
 // chat's pod there uses 0.61 of it (two containers, 0.41 and 0.20)
 // against its share of 0.50, at 3 of its 4 GiB, and ocr 0.15 of its
@@ -162,14 +163,16 @@ func fleetRecording(t *testing.T) string {
 	family("kube_node_labels", labels...)
 	var info, annotations, limits []string
 	for _, p := range fleetPods {
-		info = append(info, last(fmt.Sprintf(`kube_pod_info{namespace="inference",node="%s",pod="%s"}`, p.node, p.pod), 1))
+		uid := metricstest.PodUID("inference", p.pod)
+		info = append(info, last(fmt.Sprintf(`kube_pod_info{namespace="inference",pod="%s",uid="%s",host_ip="",pod_ip="",node="%s",created_by_kind="ReplicaSet",created_by_name="%s",priority_class="",host_network="false"}`,
+			p.pod, uid, p.node, p.pod[:strings.LastIndexByte(p.pod, '-')]), 1))
 		ann := ""
 		if p.fraction != "" {
 			ann = fmt.Sprintf(`annotation_gpu_fraction="%s",`, p.fraction)
 		} else {
-			limits = append(limits, last(fmt.Sprintf(`kube_pod_container_resource_limits{container="c",namespace="inference",node="%s",pod="%s",resource="nvidia_com_gpu",unit="integer"}`, p.node, p.pod), float64(p.whole)))
+			limits = append(limits, last(fmt.Sprintf(`kube_pod_container_resource_limits{namespace="inference",pod="%s",uid="%s",container="c",node="%s",resource="nvidia_com_gpu",unit="integer"}`, p.pod, uid, p.node), float64(p.whole)))
 		}
-		annotations = append(annotations, last(fmt.Sprintf(`kube_pod_annotations{%snamespace="inference",pod="%s"}`, ann, p.pod), 1))
+		annotations = append(annotations, last(fmt.Sprintf(`kube_pod_annotations{namespace="inference",pod="%s",uid="%s"%s}`, p.pod, uid, strings.TrimSuffix(","+ann, ",")), 1))
 	}
 	family("kube_pod_info", info...)
 	family("kube_pod_annotations", annotations...)
@@ -188,24 +191,41 @@ func fleetRecording(t *testing.T) string {
 	family("kube_deployment_spec_strategy_rollingupdate_max_surge", surge...)
 	family("kube_deployment_spec_strategy_rollingupdate_max_unavailable", unavailable...)
 
+	// HAMi v2.10's series (cmd/vGPUmonitor/metrics.go) as its chart's
+	// ServiceMonitor, without honorLabels, hands them to Prometheus: the
+	// container's own namespace, pod and container arrive as exported_*,
+	// beside the device plugin pod's (prometheus-operator's target
+	// labels); a host series names its node and device.
+	uuidA, uuidB := metricstest.GPUUUID("gpu-a", 0), metricstest.GPUUUID("gpu-b", 0)
+	target := func(node string) string {
+		return fmt.Sprintf(`container="vgpu-monitor",endpoint="monitorport",instance="%s:9394",job="hami-device-plugin-monitor",namespace="kube-system",pod="hami-device-plugin-%s",service="hami-device-plugin-monitor"`,
+			map[string]string{"gpu-a": "10.0.1.11", "gpu-b": "10.0.1.12"}[node], map[string]string{"gpu-a": "8x7kq", "gpu-b": "m2p4z"}[node])
+	}
+	host := func(node, uuid string) string {
+		return fmt.Sprintf(`hami_host_gpu_utilization_ratio{%s,device_index="0",device_type="NVIDIA-L4",device_uuid="%s",node="%s"}`, target(node), uuid, node)
+	}
 	family("hami_host_gpu_utilization_ratio",
-		hour(`hami_host_gpu_utilization_ratio{device_index="1",device_uuid="GPU-a1",node="gpu-a"}`, 50, 95, 60),
-		hour(`hami_host_gpu_utilization_ratio{device_index="1",device_uuid="GPU-b1",node="gpu-b"}`, 50, 80, 60))
+		hour(host("gpu-a", uuidA), 50, 95, 60),
+		hour(host("gpu-b", uuidB), 50, 80, 60))
 	ctr := func(pod, c, uuid string) string {
-		return fmt.Sprintf(`{container="%s",device_uuid="%s",namespace="inference",pod="%s",vdevice_index="0"}`, c, uuid, pod)
+		node := "gpu-a"
+		if uuid == uuidB {
+			node = "gpu-b"
+		}
+		return fmt.Sprintf(`{%s,device_uuid="%s",exported_container="%s",exported_namespace="inference",exported_pod="%s",vdevice_index="0"}`, target(node), uuid, c, pod)
 	}
 	family("hami_container_device_utilization_ratio",
-		hour("hami_container_device_utilization_ratio"+ctr("chat-7c9d8b5f6d-x2k4q", "vllm", "GPU-a1"), 20, 41, 20),
-		hour("hami_container_device_utilization_ratio"+ctr("chat-7c9d8b5f6d-x2k4q", "sidecar", "GPU-a1"), 5, 20, 5),
-		hour("hami_container_device_utilization_ratio"+ctr("ocr-7b5d6c8f9-kq9xd", "main", "GPU-a1"), 10, 15, 10),
-		hour("hami_container_device_utilization_ratio"+ctr("chat-7c9d8b5f6d-p7w9z", "vllm", "GPU-b1"), 40, 60, 40))
+		hour("hami_container_device_utilization_ratio"+ctr("chat-7c9d8b5f6d-x2k4q", "vllm", uuidA), 20, 41, 20),
+		hour("hami_container_device_utilization_ratio"+ctr("chat-7c9d8b5f6d-x2k4q", "sidecar", uuidA), 5, 20, 5),
+		hour("hami_container_device_utilization_ratio"+ctr("ocr-7b5d6c8f9-kq9xd", "main", uuidA), 10, 15, 10),
+		hour("hami_container_device_utilization_ratio"+ctr("chat-7c9d8b5f6d-p7w9z", "vllm", uuidB), 40, 60, 40))
 	gib := float64(1 << 30)
 	family("hami_vgpu_memory_used_bytes",
-		hour("hami_vgpu_memory_used_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "vllm", "GPU-a1"), 2*gib, 2.5*gib, 2*gib),
-		hour("hami_vgpu_memory_used_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "sidecar", "GPU-a1"), 0.5*gib, 0.5*gib, 0.5*gib))
+		hour("hami_vgpu_memory_used_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "vllm", uuidA), 2*gib, 2.5*gib, 2*gib),
+		hour("hami_vgpu_memory_used_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "sidecar", uuidA), 0.5*gib, 0.5*gib, 0.5*gib))
 	family("hami_vgpu_memory_limit_bytes",
-		last("hami_vgpu_memory_limit_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "vllm", "GPU-a1"), 3*gib),
-		last("hami_vgpu_memory_limit_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "sidecar", "GPU-a1"), 1*gib))
+		last("hami_vgpu_memory_limit_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "vllm", uuidA), 3*gib),
+		last("hami_vgpu_memory_limit_bytes"+ctr("chat-7c9d8b5f6d-x2k4q", "sidecar", uuidA), 1*gib))
 	b.WriteString("# EOF\n")
 	// examples/fleet keeps the cluster's series for `make demo-fleet`,
 	// which appends them to the quickstart's recording as done here.
@@ -244,7 +264,7 @@ func TestReportFleet(t *testing.T) {
 	for _, want := range []string{
 		"rollout room: the rollout of chat to 0.72 stalls after 0 of 2 new pods: no GPU of the pool has 0.72 free while the old pods still hold theirs; maxSurge: 0, maxUnavailable: 1 fits\n",
 		"rollout room: the rollout of translate to 0.32 fits: with maxSurge 1 and maxUnavailable 0 every new pod finds room while the old ones still hold theirs\n",
-		"saturated: GPU GPU-a1 on gpu-a for 42 minutes: inference/chat-7c9d8b5f6d-x2k4q 0.61 of 0.50 (0.11 over), inference/ocr-7b5d6c8f9-kq9xd 0.15 of 0.20\n",
+		"saturated: GPU GPU-d96e6aec-dbd1-146c-c9db-1836fe5d375c on gpu-a for 42 minutes: inference/chat-7c9d8b5f6d-x2k4q 0.61 of 0.50 (0.11 over), inference/ocr-7b5d6c8f9-kq9xd 0.15 of 0.20\n",
 	} {
 		require.Contains(t, out, want)
 	}
@@ -264,7 +284,7 @@ func TestReportFleet(t *testing.T) {
 		require.True(t, ok, out)
 		require.Contains(t, findings, "- inference/Deployment/chat: the rollout of chat to 0.72 stalls after 0 of 2 new pods")
 		require.Contains(t, findings, "maxSurge: 0, maxUnavailable: 1")
-		require.Contains(t, findings, "- inference/Deployment/chat: while GPU GPU-a1 on gpu-a was saturated for 42 minutes")
+		require.Contains(t, findings, "- inference/Deployment/chat: while GPU GPU-d96e6aec-dbd1-146c-c9db-1836fe5d375c on gpu-a was saturated for 42 minutes")
 		require.NotContains(t, findings, "translate", "translate's rollout fits: nothing to say")
 	})
 

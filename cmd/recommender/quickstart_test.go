@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files and the quickstart's recorded metrics")
@@ -152,20 +154,33 @@ func quickstartMetricsFile() []byte {
 		}
 	}
 	pods := quickstartPods()
-	var compute, memory, owner, start []series
+	var compute, memory, owner, start, phase []series
 	rsOwner := map[string]series{}
 	for i, p := range pods {
-		l := fmt.Sprintf(`namespace="%s",pod="%s",container="%s"`, p.namespace, p.name(), p.container)
+		// As Kubex's gpu-process-exporter labels a container's series on
+		// its device (metricstest.KubexLabels), and as kube-state-metrics
+		// v2.20.0 labels a pod's (a uid on each).
+		l := metricstest.KubexLabels(metricstest.KubexContainer{Node: fmt.Sprintf("gpu-node-%d", i%3+1), Namespace: p.namespace,
+			Pod: p.name(), Container: p.container, KAI: p.deployment != "asr-whisper"}, 0)
 		compute = append(compute, series{labels: l, values: p.compute, from: p.history, seed: uint64(2 * i)})
 		memory = append(memory, series{labels: l, values: p.memory, from: p.history, seed: uint64(2*i + 1)})
 		rs := p.deployment + "-" + p.hash
 		ksm := min(ksmHistory, p.age)
 		one := func(time.Duration, *rand.Rand) float64 { return 1 }
-		owner = append(owner, series{labels: fmt.Sprintf(`namespace="%s",pod="%s",owner_kind="ReplicaSet",owner_name="%s",owner_is_controller="true"`,
-			p.namespace, p.name(), rs), values: one, from: ksm})
+		zero := func(time.Duration, *rand.Rand) float64 { return 0 }
+		uid := metricstest.PodUID(p.namespace, p.name())
+		owner = append(owner, series{labels: fmt.Sprintf(`namespace="%s",pod="%s",uid="%s",owner_kind="ReplicaSet",owner_name="%s",owner_is_controller="true"`,
+			p.namespace, p.name(), uid, rs), values: one, from: ksm})
 		started := float64(quickstartAt.Add(-p.age).Unix())
-		start = append(start, series{labels: fmt.Sprintf(`namespace="%s",pod="%s"`, p.namespace, p.name()),
+		start = append(start, series{labels: fmt.Sprintf(`namespace="%s",pod="%s",uid="%s"`, p.namespace, p.name(), uid),
 			values: func(time.Duration, *rand.Rand) float64 { return started }, from: ksm})
+		for _, ph := range []string{"Pending", "Succeeded", "Failed", "Unknown", "Running"} {
+			v := zero
+			if ph == "Running" {
+				v = one
+			}
+			phase = append(phase, series{labels: fmt.Sprintf(`namespace="%s",pod="%s",uid="%s",phase="%s"`, p.namespace, p.name(), uid, ph), values: v, from: ksm})
+		}
 		rsOwner[p.namespace+"/"+rs] = series{labels: fmt.Sprintf(`namespace="%s",replicaset="%s",owner_kind="Deployment",owner_name="%s",owner_is_controller="true"`,
 			p.namespace, rs, p.deployment), values: one, from: ksm}
 	}
@@ -178,11 +193,15 @@ func quickstartMetricsFile() []byte {
 	for _, k := range keys {
 		replicasets = append(replicasets, rsOwner[k])
 	}
-	family("kubex_gpu_container_sm_utilization_percent", "GPU compute used by the container, percent of one whole GPU.", compute)
-	family("kubex_gpu_container_memory_footprint_percent", "GPU memory used by the container, percent of its allocation.", memory)
-	family("kube_pod_owner", "Information about the pod's owner.", owner)
-	family("kube_replicaset_owner", "Information about the ReplicaSet's owner.", replicasets)
-	family("kube_pod_start_time", "Start time in Unix seconds for a pod.", start)
+	// The help texts are the exporters' own: Kubex's stack records the
+	// SM gauge without one (a recording rule), the exporter's memory
+	// gauge says "Percent", kube-state-metrics' are v2.20.0's.
+	family("kubex_gpu_container_sm_utilization_percent", "SM utilization, the rate over 1m of kubex_gpu_container_sm_utilization_percent_seconds_total.", compute)
+	family("kubex_gpu_container_memory_footprint_percent", "Percent", memory)
+	family("kube_pod_owner", "[STABLE] Information about the Pod's owner.", owner)
+	family("kube_replicaset_owner", "[STABLE] Information about the ReplicaSet's owner.", replicasets)
+	family("kube_pod_start_time", "[STABLE] Start time in unix timestamp for a pod.", start)
+	family("kube_pod_status_phase", "[STABLE] The pods current phase.", phase)
 	b.WriteString("# EOF\n")
 	return []byte(b.String())
 }

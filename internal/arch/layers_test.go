@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"internal/usage":               {},
 	"internal/located":             {},
 	"internal/kai":                 {},
-	"internal/cluster":             {"internal/localfile"},
+	"internal/cluster":             {"internal/kai", "internal/localfile"},
 	"internal/checkout":            {"internal/located"},
 	"internal/localfile":           {},
 	"internal/scm":                 {"internal/localfile"},

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 )
 
 // QueueResource is KAI's Queue (scheduling.run.ai/v2, cluster-scoped):
@@ -17,9 +19,9 @@ func QueueResource() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v2", Resource: "queues"}
 }
 
-// Queue is a KAI Queue as its spec writes it, read by nothing else: what
-// its numbers mean (which is unlimited, what a pod is charged) is
-// package kai's to say.
+// Queue is a KAI Queue as its spec writes it: what its numbers mean
+// (which is unlimited, what a pod is charged) is package kai's to say
+// (Capacity).
 type Queue struct {
 	Name string
 	// Parent is spec.parentQueue; "" for a top queue.
@@ -77,6 +79,40 @@ func ReadQueue(ctx context.Context, dyn dynamic.Interface, name string) (Queue, 
 		return Queue{}, err
 	}
 	return queueOf(obj)
+}
+
+// ReadQueues lists every queue: the parents a queue's capacity depends on
+// and the siblings whose pods its parents hold. A list that fails returns
+// client-go's error as it is, as ReadQueue does.
+func ReadQueues(ctx context.Context, dyn dynamic.Interface) ([]Queue, error) {
+	list, err := dyn.Resource(QueueResource()).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Queue, 0, len(list.Items))
+	for i := range list.Items {
+		q, err := queueOf(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// Capacity is the queue as KAI's scheduler bounds it: a quota or limit
+// the spec leaves out is 0, as the scheduler reads it (package kai).
+func (q Queue) Capacity() kai.Queue {
+	return kai.Queue{Name: q.Name, Parent: q.Parent, Quota: q.GPU.Quota.Or(kai.Absent), Limit: q.GPU.Limit.Or(kai.Absent)}
+}
+
+// Capacities are the queues as KAI's scheduler bounds them, by name.
+func Capacities(qs []Queue) kai.Queues {
+	out := make(kai.Queues, len(qs))
+	for _, q := range qs {
+		out[q.Name] = q.Capacity()
+	}
+	return out
 }
 
 // queueOf reads a Queue object.

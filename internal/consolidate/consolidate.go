@@ -112,8 +112,9 @@ type Placement struct {
 	// the rollout room of an upsize; a workload without one is not
 	// checked, and its upsize says so.
 	Rollouts []Rollout
-	// Queues are the KAI queues' GPU quotas, by name.
-	Queues []Queue
+	// Queues are the KAI queues' GPU quotas and limits, by name, parents
+	// included.
+	Queues kai.Queues
 }
 
 // Selector picks a pool's nodes by their labels. A policy's node selector

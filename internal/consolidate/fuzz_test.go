@@ -58,7 +58,7 @@ func randomCluster(b *bytes) (consolidate.Placement, map[usage.Ref]engine.Alloca
 
 // randomRollouts are rollouts of any shape, valid or not, for some of the
 // workloads w0 to w5, and quotas of the queues q0 and q1.
-func randomRollouts(b *bytes) ([]consolidate.Rollout, []consolidate.Queue) {
+func randomRollouts(b *bytes) ([]consolidate.Rollout, kai.Queues) {
 	var rs []consolidate.Rollout
 	amount := func() consolidate.Amount {
 		if b.next(2) == 0 {
@@ -73,10 +73,15 @@ func randomRollouts(b *bytes) ([]consolidate.Rollout, []consolidate.Queue) {
 		rs = append(rs, consolidate.Rollout{Workload: ref(fmt.Sprintf("ns/w%d", w)), Replicas: b.next(7) - 1,
 			GroupSize: b.next(4), MaxSurge: amount(), MaxUnavailable: amount()})
 	}
-	var qs []consolidate.Queue
+	qs := kai.Queues{}
 	for q := range 2 {
 		if b.next(3) > 0 {
-			qs = append(qs, consolidate.Queue{Name: fmt.Sprintf("q%d", q), Quota: float64(b.next(400)-100) / 100})
+			name := fmt.Sprintf("q%d", q)
+			parent := ""
+			if q == 1 && b.next(2) == 0 {
+				parent = "q0"
+			}
+			qs[name] = kai.Queue{Name: name, Parent: parent, Quota: float64(b.next(400)-100) / 100, Limit: float64(b.next(400)-100) / 100}
 		}
 	}
 	return rs, qs

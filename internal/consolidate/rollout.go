@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -86,13 +87,6 @@ func (r Rollout) resolved() (surge, unavailable int) {
 
 func (r Rollout) groupSize() int { return max(1, r.GroupSize) }
 
-// Queue is a KAI queue's GPU quota.
-type Queue struct {
-	Name string `json:"name"`
-	// Quota is spec.resources.gpu.quota in GPUs; negative when unlimited.
-	Quota float64 `json:"quota"`
-}
-
 // Room says whether an upsize's rollout finds room in its pool: the new
 // pods, at the recommended share, placed while the old ones still hold
 // theirs, as the workload's controller replaces them.
@@ -117,7 +111,8 @@ type Room struct {
 	// holds now, in GPUs: the surge the pool and the queue must give.
 	Extra float64 `json:"extra"`
 	// Queue is the pods' KAI queue and Quota its GPU quota (negative when
-	// unlimited or unknown); OverQuota when a new pod is held back by it.
+	// unlimited or unknown); OverQuota when a new pod is held back by a
+	// bound of the queue or of a parent (kai.Queues.Room).
 	Queue     string  `json:"queue,omitempty"`
 	Quota     float64 `json:"quota"`
 	OverQuota bool    `json:"overQuota"`
@@ -139,7 +134,7 @@ func (r Room) Sentence() string {
 	case r.Suggestion != "":
 		return s + "; " + r.Suggestion + " fits"
 	case r.OverQuota:
-		return s + "; no rollout setting fits: the queue's quota does not hold the upsize"
+		return s + "; no rollout setting fits: the queue's quota or limit does not hold the upsize"
 	}
 	return s + "; no rollout setting fits: free room in the pool first"
 }
@@ -149,7 +144,7 @@ func (r Room) Sentence() string {
 // change): another pull request's rollout is its own business. all is
 // the whole cluster's pods, for the queues' use. Without rollouts (a
 // placement source that reads none) nothing is checked.
-func (pl *pool) rolloutRoom(s state, all []Pod, rollouts []Rollout, queues []Queue) []Room {
+func (pl *pool) rolloutRoom(s state, all []Pod, rollouts []Rollout, queues kai.Queues) []Room {
 	if rollouts == nil {
 		return nil
 	}
@@ -157,14 +152,10 @@ func (pl *pool) rolloutRoom(s state, all []Pod, rollouts []Rollout, queues []Que
 	for _, r := range rollouts {
 		byRef[r.Workload] = r
 	}
-	quota := map[string]float64{}
-	for _, q := range queues {
-		quota[q.Name] = q.Quota
-	}
-	used := map[string]int{}
+	held := map[string]float64{}
 	for _, p := range all {
 		if p.Queue != "" {
-			used[p.Queue] += p.Share.steps() * p.Share.devices()
+			held[p.Queue] += p.Share.GPUs()
 		}
 	}
 	var refs []usage.Ref
@@ -188,12 +179,16 @@ func (pl *pool) rolloutRoom(s state, all []Pod, rollouts []Rollout, queues []Que
 		}
 		idx := pods[ref]
 		first := pl.pods[idx[0]]
-		q := queueOf(first.Queue, quota)
+		quota := float64(kai.Unlimited)
+		if q, ok := queues[first.Queue]; ok {
+			quota = q.Quota
+		}
+		budget := steps(queues.Room(first.Queue, held, kai.NonPreemptible(ref.Kind, "")))
 		room := Room{Workload: ref, From: first.Share, To: pl.after[idx[0]], Pods: len(idx), GroupSize: ro.groupSize(),
-			Queue: first.Queue, Quota: q.quota}
+			Queue: first.Queue, Quota: quota}
 		room.MaxSurge, room.MaxUnavailable = ro.resolved()
 		units := groups(idx, ro.groupSize())
-		sim := pl.roll(s.clone(), units, room.MaxSurge, room.MaxUnavailable, q.budget(used[first.Queue]))
+		sim := pl.roll(s.clone(), units, room.MaxSurge, room.MaxUnavailable, budget)
 		room.Fits, room.Extra = sim.done, float64(sim.peak)/full
 		for _, u := range units[:sim.placed] {
 			room.Placed += len(u)
@@ -201,7 +196,7 @@ func (pl *pool) rolloutRoom(s state, all []Pod, rollouts []Rollout, queues []Que
 		room.OverQuota = sim.quota
 		if !room.Fits {
 			room.Why = sim.why(pl, units)
-			room.Suggestion = pl.suggest(s, units, ro, q.budget(used[first.Queue]))
+			room.Suggestion = pl.suggest(s, units, ro, budget)
 		}
 		out = append(out, room)
 	}
@@ -228,27 +223,13 @@ func groups(idx []int, size int) [][]int {
 	return out
 }
 
-type queueQuota struct {
-	known bool
-	quota float64
-}
-
-func queueOf(name string, quotas map[string]float64) queueQuota {
-	q, ok := quotas[name]
-	if name == "" || !ok {
-		return queueQuota{quota: -1}
-	}
-	return queueQuota{known: true, quota: q}
-}
-
-// budget is how many steps the workload may add to the queue's use before
-// a new pod waits for quota; MaxInt when the quota is unlimited or
-// unknown.
-func (q queueQuota) budget(used int) int {
-	if !q.known || q.quota < 0 {
+// steps is a queue's room in the grid's steps, rounded down; MaxInt when
+// nothing bounds it.
+func steps(room float64) int {
+	if math.IsInf(room, 1) {
 		return math.MaxInt
 	}
-	return int(math.Round(q.quota*full)) - used
+	return int(math.Floor(room*full + 1e-9))
 }
 
 // simulation is how a rollout went.
@@ -266,7 +247,7 @@ type simulation struct {
 func (sim simulation) why(pl *pool, units [][]int) string {
 	i := units[sim.placed][0]
 	if sim.quota {
-		return fmt.Sprintf("its KAI queue %s has no quota left for another pod of %s while the old pods still hold theirs",
+		return fmt.Sprintf("its KAI queue %s, or a parent, has no quota or limit left for another pod of %s while the old pods still hold theirs",
 			pl.pods[i].Queue, pl.after[i])
 	}
 	return fmt.Sprintf("no GPU of the pool has %s free while the old pods still hold theirs", pl.after[i])

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -42,7 +43,7 @@ func TestRolloutRoom(t *testing.T) {
 		nodes    []consolidate.Node
 		pods     []consolidate.Pod
 		rollouts []consolidate.Rollout
-		queues   []consolidate.Queue
+		queues   kai.Queues
 		recs     map[usage.Ref]engine.Allocation
 		want     []consolidate.Room
 		notes    []string
@@ -86,11 +87,28 @@ func TestRolloutRoom(t *testing.T) {
 			pods: []consolidate.Pod{queued(twoFull[0], "team"), twoFull[1], queued(twoFull[2], "team"), twoFull[3],
 				queued(pod("ns/z-0", "c", frac(0.3), 0), "team")},
 			rollouts: []consolidate.Rollout{consolidate.DeploymentDefault(chat, 2)},
-			queues:   []consolidate.Queue{{Name: "team", Quota: 1}},
+			queues:   kai.Queues{"team": {Name: "team", Quota: 1, Limit: kai.Unlimited}},
 			recs:     up(chat, 0.4),
 			want: []consolidate.Room{{Workload: chat, From: frac(0.3), To: frac(0.4), Pods: 2, GroupSize: 1, MaxSurge: 1,
 				Queue: "team", Quota: 1, Extra: 0, OverQuota: true,
-				Why: "its KAI queue team has no quota left for another pod of 0.40 while the old pods still hold theirs"}},
+				Why: "its KAI queue team, or a parent, has no quota or limit left for another pod of 0.40 while the old pods still hold theirs"}},
+		},
+		{
+			// The same pool, the queue unbounded but its parent's limit
+			// 1.0 (KAI checks every parent, against what its children
+			// hold): the parent holds chat's 0.6 and z's 0.3, so the
+			// surge pod's 0.4 waits as it did for the quota.
+			name:  "a parent queue's limit holds back the surge pod",
+			nodes: []consolidate.Node{node("a", 1, "a"), node("b", 1, "a"), node("c", 1, "a")},
+			pods: []consolidate.Pod{queued(twoFull[0], "team"), twoFull[1], queued(twoFull[2], "team"), twoFull[3],
+				queued(pod("ns/z-0", "c", frac(0.3), 0), "team")},
+			rollouts: []consolidate.Rollout{consolidate.DeploymentDefault(chat, 2)},
+			queues: kai.Queues{"team": {Name: "team", Parent: "org", Quota: kai.Unlimited, Limit: kai.Unlimited},
+				"org": {Name: "org", Quota: kai.Unlimited, Limit: 1}},
+			recs: up(chat, 0.4),
+			want: []consolidate.Room{{Workload: chat, From: frac(0.3), To: frac(0.4), Pods: 2, GroupSize: 1, MaxSurge: 1,
+				Queue: "team", Quota: -1, Extra: 0, OverQuota: true,
+				Why: "its KAI queue team, or a parent, has no quota or limit left for another pod of 0.40 while the old pods still hold theirs"}},
 		},
 		{
 			// maxSurge 25% of 10 is 2.5, rounded up to 3; maxUnavailable
@@ -213,7 +231,7 @@ func TestRoomSentence(t *testing.T) {
 		{
 			name: "stalls on quota, nothing fits",
 			room: consolidate.Room{Workload: chat, To: frac(0.4), Pods: 2, OverQuota: true, Why: "x"},
-			want: "the rollout of chat to 0.40 stalls after 0 of 2 new pods: x; no rollout setting fits: the queue's quota does not hold the upsize",
+			want: "the rollout of chat to 0.40 stalls after 0 of 2 new pods: x; no rollout setting fits: the queue's quota or limit does not hold the upsize",
 		},
 		{
 			name: "fits",

@@ -9,6 +9,12 @@ import (
 // Unlimited is the quota or limit of a queue that bounds nothing.
 const Unlimited = -1
 
+// Absent is what the scheduler reads for a quota or limit a queue's spec
+// leaves out: no GPUs (KAI v0.17.0, queue_info.go getQueueQuota and
+// proportion.go createQueueResourceAttrs copy the zero value; the CRD
+// sets no default).
+const Absent = 0
+
 // Queue is one KAI queue's GPU resources (scheduling.run.ai/v2 Queue,
 // spec.resources.gpu), in GPUs. An absent quota or limit is 0, as the
 // scheduler reads it (KAI v0.17.0, queue_info.go getQueueQuota, no CRD
@@ -92,4 +98,42 @@ func (qs Queues) children(name string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Room is how many more GPUs queue leaf can be given before it or a
+// parent breaks a bound Over checks: the least of each bound less what
+// its queue holds (held as Over reads it); +Inf when no bound applies or
+// the queue is unknown.
+func (qs Queues) Room(leaf string, held map[string]float64, nonPreemptible bool) float64 {
+	room := math.Inf(1)
+	seen := map[string]bool{}
+	for q, ok := qs[leaf]; ok && !seen[q.Name]; q, ok = qs[q.Parent] {
+		seen[q.Name] = true
+		holds := qs.holds(q.Name, held, map[string]bool{})
+		if q.Limit != Unlimited {
+			room = math.Min(room, q.Limit-holds)
+		}
+		if nonPreemptible && q.Quota != Unlimited {
+			room = math.Min(room, q.Quota-holds)
+		}
+	}
+	return room
+}
+
+// NonPreemptible reports whether KAI takes the pods of a workload of
+// kind, whose pod template names priorityClass ("" when it names none),
+// for non-preemptible: a priority of 100 or more. KAI's pod grouper gives
+// a Deployment's pods the class inference (125) and any other's train
+// (50), unless the pod names its own; of KAI's classes, build (100) and
+// inference are non-preemptible (KAI v0.17.0, pkg/common/podgroup/
+// preemptible.go, podgrouper deployment_grouper.go). A class KAI does not
+// ship is taken as non-preemptible, so that its quota is checked.
+func NonPreemptible(kind, priorityClass string) bool {
+	switch priorityClass {
+	case "":
+		return kind == "Deployment"
+	case "train":
+		return false
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package kai_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,6 +98,13 @@ func TestQueuesOver(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+	require.InDelta(t, 1.5, qs.Room("team-a", held, false), 1e-9, "the parent's limit: 6 - 4.5")
+	require.InDelta(t, -0.5, qs.Room("team-a", held, true), 1e-9, "the parent's quota is already held past")
+	require.True(t, math.IsInf(qs.Room("nowhere", held, true), 1))
+	require.True(t, kai.NonPreemptible("Deployment", ""))
+	require.False(t, kai.NonPreemptible("StatefulSet", ""))
+	require.False(t, kai.NonPreemptible("Deployment", "train"))
+	require.True(t, kai.NonPreemptible("StatefulSet", "inference"))
 	cycle := kai.Queues{"a": {Name: "a", Parent: "b", Limit: 1}, "b": {Name: "b", Parent: "a", Limit: kai.Unlimited}}
 	require.Len(t, cycle.Over("a", map[string]float64{"a": 1}, 1, false), 1, "a cycle ends")
 }

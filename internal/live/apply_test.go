@@ -283,7 +283,7 @@ subjects: [{kind: User, name: reader, apiGroup: rbac.authorization.k8s.io}]
 	require.NoError(t, err)
 	require.Equal(t, live.Failed, res.Outcome, res.Detail)
 	require.Contains(t, res.Detail, "patch deployments in namespace inference: forbidden: ")
-	require.Contains(t, res.Warnings, `KAI queue inference could not be read (queues.scheduling.run.ai "inference" is forbidden: User "reader" cannot get resource "queues" in API group "scheduling.run.ai" at the cluster scope): its quota was not checked`,
+	require.Contains(t, res.Warnings, `KAI queue inference could not be read (queues.scheduling.run.ai "inference" is forbidden: User "reader" cannot get resource "queues" in API group "scheduling.run.ai" at the cluster scope): its quota and limit were not checked`,
 		"an unreadable queue is a note, not fatal")
 	require.Equal(t, "0.30", c.get(t, w.ns, w.name).Spec.Template.Annotations["gpu-fraction"])
 

@@ -53,7 +53,7 @@ func TestLiveInferenceService(t *testing.T) {
 	res, err := live.NewApplier(c.c, o).Apply(ctx(t), tg)
 	require.NoError(t, err)
 	require.Equal(t, live.Applied, res.Outcome, res.Detail)
-	require.Equal(t, []string{`KAI queue inference could not be read (queues.scheduling.run.ai "inference" not found): its quota was not checked`}, res.Warnings)
+	require.Equal(t, []string{`KAI queue inference could not be read (queues.scheduling.run.ai "inference" not found): its quota and limit were not checked`}, res.Warnings)
 	obj, mfs := c.object(t, k)
 	fraction := []string{"f:spec", "f:predictor", "f:annotations", "f:gpu-fraction"}
 	args := []string{"f:spec", "f:predictor", "f:model", "f:args"}

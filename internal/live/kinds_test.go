@@ -139,7 +139,7 @@ func TestLiveKinds(t *testing.T) {
 			require.Equal(t, live.Applied, res.Outcome, res.Detail)
 			// The quota check reads every sized kind: this one's queue is
 			// found on it, and no Queue of that name exists here.
-			require.Equal(t, []string{`KAI queue inference could not be read (queues.scheduling.run.ai "inference" not found): its quota was not checked`}, res.Warnings)
+			require.Equal(t, []string{`KAI queue inference could not be read (queues.scheduling.run.ai "inference" not found): its quota and limit were not checked`}, res.Warnings)
 			obj, mfs := c.object(t, k)
 			for _, p := range k.templates {
 				require.Equal(t, "0.75", at(obj, append(p, "metadata", "annotations", "gpu-fraction")...), "%v", p)

@@ -16,16 +16,19 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/kai"
 )
 
-// QueueCheck is what a workload's KAI queue says about an upsize.
+// QueueCheck is what a workload's KAI queue, and its parents, say about
+// an upsize.
 type QueueCheck struct {
 	Queue string
-	// Quota is the queue's GPU quota; negative when unlimited.
-	Quota float64
 	// Requested is what the queue's workloads ask for now, and After
 	// what they would ask for with the upsize, in GPUs: pods × the pod's
-	// request, from the workloads' specs, of every kind sized
-	// (queueKinds).
+	// request as KAI counts it (kai.PodShare), from the workloads' specs,
+	// of every kind sized (queueKinds).
 	Requested, After float64
+	// Over are the bounds of the queue and of its parents that the
+	// upsize would break, as KAI's scheduler checks them
+	// (kai.Queues.Over): each parent holds its children's workloads too.
+	Over []kai.Breach
 	// Namespaces are where the workloads were counted: the ones the tool
 	// may read, so a lower bound when the queue spans others.
 	Namespaces []string
@@ -38,11 +41,12 @@ type QueueCheck struct {
 	Note string
 }
 
-// Exceeds reports whether the upsize would take the queue over its
-// quota: KAI places non-preemptible pods (inference) only within quota,
-// so the new pods could stay Pending.
+// Exceeds reports whether the upsize would take the queue, or a parent,
+// past its GPU quota or limit: KAI places a job only within every limit,
+// and a non-preemptible one (inference) only within every quota, so the
+// new pods could stay Pending.
 func (q QueueCheck) Exceeds() bool {
-	return q.Note == "" && q.Quota >= 0 && kai.Above(q.After, q.Quota)
+	return q.Note == "" && len(q.Over) > 0
 }
 
 // Warning is the sentence for the decision and the pull request, "" when
@@ -56,8 +60,16 @@ func (q QueueCheck) Warning() string {
 		if len(q.Uncounted) > 0 {
 			uncounted = " (not counted, as they may not be listed: " + strings.Join(q.Uncounted, ", ") + ")"
 		}
-		return fmt.Sprintf("KAI queue %s: the upsize takes its workloads (in %s) from %s to %s GPUs%s, over its GPU quota of %s: non-preemptible pods run only within quota, so new pods could stay Pending",
-			q.Queue, strings.Join(q.Namespaces, ", "), gpus(q.Requested), gpus(q.After), uncounted, gpus(q.Quota))
+		var over []string
+		for _, b := range q.Over {
+			if b.Queue == q.Queue {
+				over = append(over, fmt.Sprintf("its GPU %s of %s", b.Bound, gpus(b.Of)))
+			} else {
+				over = append(over, fmt.Sprintf("the GPU %s of %s of its parent queue %s (%s GPUs with its children)", b.Bound, gpus(b.Of), b.Queue, gpus(b.After)))
+			}
+		}
+		return fmt.Sprintf("KAI queue %s: the upsize takes its workloads (in %s) from %s to %s GPUs%s, over %s: KAI runs pods only within every limit, and non-preemptible ones within every quota, so new pods could stay Pending",
+			q.Queue, strings.Join(q.Namespaces, ", "), gpus(q.Requested), gpus(q.After), uncounted, strings.Join(over, " and "))
 	}
 	return ""
 }
@@ -67,9 +79,9 @@ func gpus(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 
 
 // CheckQueue reads the KAI queue of the workload kind namespace/name (a
 // kind the editor sizes; a DynamoGraphDeployment's service by its
-// workload name) and what the workloads charged to it in namespaces
-// request, and works out what they would request with the workload's
-// sized pods at a gpu-fraction of newGPUs (times the pod's
+// workload name), its parents, and what the workloads charged to each in
+// namespaces request, and works out what they would request with the
+// workload's sized pods at a gpu-fraction of newGPUs (times the pod's
 // gpu-fraction-num-devices). No pods are read: a workload's spec (pods ×
 // request) is what the queue will have to hold once it has rolled, and
 // needs no RBAC on pods.
@@ -97,26 +109,20 @@ func (c *Client) CheckQueue(ctx context.Context, kind, namespace, name string, n
 	if q.Queue = all[i].queue; q.Queue == "" {
 		return QueueCheck{}, nil
 	}
-	cq, err := cluster.ReadQueue(ctx, c.dyn, q.Queue)
-	var fe *cluster.FieldError
-	switch {
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-		q.Note = fmt.Sprintf("KAI queue %s could not be read (%s): its quota was not checked", q.Queue, serverMessage(err))
-		return q, nil
-	case errors.As(err, &fe):
-		q.Note = fmt.Sprintf("KAI queue %s: %v: its quota was not checked", q.Queue, err)
-		return q, nil
-	case err != nil:
-		return q, apiError("get", "queues.scheduling.run.ai", "", err)
+	queues, note, err := c.queues(ctx, q.Queue)
+	if note != "" || err != nil {
+		q.Note = note
+		return q, err
 	}
-	// No quota is read as unlimited, as -1 is.
-	q.Quota = cq.GPU.Quota.Or(-1)
+	held := map[string]float64{}
 	for j, ch := range all {
-		if ch.queue != q.Queue {
-			continue
-		}
 		for _, p := range ch.pods {
-			q.Requested += p.count * p.gpus
+			now := p.count * p.gpus
+			held[ch.queue] += now
+			if ch.queue != q.Queue {
+				continue
+			}
+			q.Requested += now
 			per := p.gpus
 			if j == i && p.sized {
 				// newGPUs is the fraction of each device: KAI charges it
@@ -126,28 +132,73 @@ func (c *Client) CheckQueue(ctx context.Context, kind, namespace, name string, n
 			q.After += p.count * per
 		}
 	}
+	q.Over = queues.Over(q.Queue, held, q.After-q.Requested, kai.NonPreemptible(kind, ""))
 	return q, nil
 }
 
-// podGPUs is one pod's GPU request as KAI counts it: the fraction times
-// its devices, or the whole GPUs of its containers' limits.
-func podGPUs(t *corev1.PodTemplateSpec) float64 {
-	if f, err := kai.ParseFraction(t.Annotations[kai.FractionAnnotation]); err == nil {
-		return f * float64(devices(t))
+// queues reads every KAI queue, as the scheduler bounds them (a parent's
+// holding counts its children's). Where the tool may list none, or the
+// list lacks leaf, it gets leaf and its parents one by one, so that a
+// missing or forbidden queue is said in the server's words. note says
+// why the queue could not be checked.
+func (c *Client) queues(ctx context.Context, leaf string) (kai.Queues, string, error) {
+	list, err := cluster.ReadQueues(ctx, c.dyn)
+	var fe *cluster.FieldError
+	switch {
+	case err == nil:
+		if qs := cluster.Capacities(list); qs[leaf].Name == leaf {
+			return qs, "", nil
+		}
+	case errors.As(err, &fe):
+		return nil, fmt.Sprintf("KAI queues: %v: the quotas and limits were not checked", err), nil
+	case !apierrors.IsForbidden(err):
+		return nil, "", apiError("list", "queues.scheduling.run.ai", "", err)
 	}
+	qs := kai.Queues{}
+	for name := leaf; name != "" && qs[name].Name == ""; {
+		cq, err := cluster.ReadQueue(ctx, c.dyn, name)
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+			return nil, fmt.Sprintf("KAI queue %s could not be read (%s): its quota and limit were not checked", name, serverMessage(err)), nil
+		case errors.As(err, &fe):
+			return nil, fmt.Sprintf("KAI queue %s: %v: its quota and limit were not checked", name, err), nil
+		case err != nil:
+			return nil, "", apiError("get", "queues.scheduling.run.ai", "", err)
+		}
+		qs[name] = cq.Capacity()
+		name = cq.Parent
+	}
+	return qs, "", nil
+}
+
+// podGPUs is one pod's GPU request as KAI counts it (kai.PodShare): the
+// fraction in two places times its devices, or the whole GPUs of its
+// containers' limits; 0 for a request KAI would refuse, or gpu-memory,
+// whose share of a card the check does not know.
+func podGPUs(t *corev1.PodTemplateSpec) float64 {
+	s, ok, err := kai.PodShare(t.Annotations, wholeGPUs(t))
+	if err != nil || !ok {
+		return 0
+	}
+	return s.GPUs()
+}
+
+// devices is how many devices a pod's fraction is charged on:
+// gpu-fraction-num-devices, 1 when unset or not what KAI accepts.
+func devices(t *corev1.PodTemplateSpec) int {
+	s, ok, err := kai.PodShare(t.Annotations, wholeGPUs(t))
+	if err != nil || !ok || s.Devices < 1 {
+		return 1
+	}
+	return s.Devices
+}
+
+// wholeGPUs is the nvidia.com/gpu the pod's containers ask for.
+func wholeGPUs(t *corev1.PodTemplateSpec) int64 {
 	var whole int64
 	for _, c := range t.Spec.Containers {
 		q := c.Resources.Limits[corev1.ResourceName(kai.GPUResource)]
 		whole += q.Value()
 	}
-	return float64(whole)
-}
-
-// devices is how many devices a fractional pod takes the fraction of:
-// gpu-fraction-num-devices, 1 when unset or not a positive number.
-func devices(t *corev1.PodTemplateSpec) int {
-	if v, err := strconv.Atoi(t.Annotations[kai.NumDevicesAnnotation]); err == nil && v > 0 {
-		return v
-	}
-	return 1
+	return whole
 }

@@ -6,19 +6,30 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/live"
 )
 
 func queueManifest(name string, quota float64) []byte {
+	return limitedQueue(name, "", quota, -1)
+}
+
+// limitedQueue is a queue under parent ("" for none) with a GPU quota
+// and limit.
+func limitedQueue(name, parent string, quota, limit float64) []byte {
+	p := ""
+	if parent != "" {
+		p = "\n  parentQueue: " + parent
+	}
 	return fmt.Appendf(nil, `apiVersion: scheduling.run.ai/v2
 kind: Queue
 metadata: {name: %s}
-spec:
+spec:%s
   resources:
-    gpu: {quota: %g, limit: -1, overQuotaWeight: 1}
+    gpu: {quota: %g, limit: %g, overQuotaWeight: 1}
     cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
     memory: {quota: -1, limit: -1, overQuotaWeight: 1}
-`, name, quota)
+`, name, p, quota, limit)
 }
 
 // TestQueueQuota: an upsize that would take its KAI queue over its GPU
@@ -44,7 +55,7 @@ func TestQueueQuota(t *testing.T) {
 			name: "over quota: warned and refused",
 			w:    workload{ns: "inference", name: "chat", fraction: "0.30", queue: "tight"},
 			want: live.Refused, detail: "not applied live: KAI queue tight",
-			warning: "KAI queue tight: the upsize takes its workloads (in inference, staging) from 0.9 to 1.05 GPUs, over its GPU quota of 1: non-preemptible pods run only within quota, so new pods could stay Pending",
+			warning: "KAI queue tight: the upsize takes its workloads (in inference, staging) from 0.9 to 1.05 GPUs, over its GPU quota of 1: KAI runs pods only within every limit, and non-preemptible ones within every quota, so new pods could stay Pending",
 		},
 		{
 			name: "within quota: applied",
@@ -55,7 +66,7 @@ func TestQueueQuota(t *testing.T) {
 			name:    "a queue that does not exist: noted, applied",
 			w:       workload{ns: "inference", name: "lost", fraction: "0.30", queue: "missing"},
 			want:    live.Applied,
-			warning: `KAI queue missing could not be read (queues.scheduling.run.ai "missing" not found): its quota was not checked`,
+			warning: `KAI queue missing could not be read (queues.scheduling.run.ai "missing" not found): its quota and limit were not checked`,
 		},
 	}
 	for _, tt := range tests {
@@ -77,14 +88,39 @@ func TestQueueQuota(t *testing.T) {
 
 	q, err := c.c.CheckQueue(ctx(t), "Deployment", "inference", "chat", 0.45, []string{"inference", "staging"})
 	require.NoError(t, err)
-	require.Equal(t, live.QueueCheck{Queue: "tight", Quota: 1, Requested: 0.9, After: 1.05, Namespaces: []string{"inference", "staging"}}, roundQueue(q))
+	require.Equal(t, live.QueueCheck{Queue: "tight", Requested: 0.9, After: 1.05, Namespaces: []string{"inference", "staging"},
+		Over: []kai.Breach{{Queue: "tight", Bound: "quota", Of: 1, After: 1.05}}}, roundQueue(q))
 	require.True(t, q.Exceeds())
+}
+
+// TestQueueParents: KAI checks a job against its queue and every parent,
+// each holding its children's workloads too (KAI v0.17.0,
+// capacity_policy); a StatefulSet's pods are preemptible (KAI's default
+// grouper gives them the class train), so only limits bind them.
+func TestQueueParents(t *testing.T) {
+	c := startCluster(t, "admin")
+	c.s.Apply(t, limitedQueue("org", "", 10, 1.5))
+	c.s.Apply(t, limitedQueue("team-a", "org", -1, -1))
+	c.s.Apply(t, limitedQueue("team-b", "org", -1, -1))
+	c.create(t, workload{ns: "inference", name: "a", fraction: "0.30", queue: "team-a", replicas: 2}, "argocd-controller")
+	c.create(t, workload{ns: "inference", name: "b", fraction: "0.40", queue: "team-b", replicas: 2}, "argocd-controller")
+	q, err := c.c.CheckQueue(ctx(t), "Deployment", "inference", "a", 0.45, []string{"inference"})
+	require.NoError(t, err)
+	require.Equal(t, live.QueueCheck{Queue: "team-a", Requested: 0.6, After: 0.9, Namespaces: []string{"inference"},
+		Over: []kai.Breach{{Queue: "org", Bound: "limit", Of: 1.5, After: 1.7}}}, roundQueue(q))
+	require.Equal(t, "KAI queue team-a: the upsize takes its workloads (in inference) from 0.6 to 0.9 GPUs, over the GPU limit of 1.5 of its parent queue org (1.7 GPUs with its children): KAI runs pods only within every limit, and non-preemptible ones within every quota, so new pods could stay Pending", q.Warning())
+	q, err = c.c.CheckQueue(ctx(t), "Deployment", "inference", "a", 0.35, []string{"inference"})
+	require.NoError(t, err)
+	require.False(t, q.Exceeds(), "0.7 + 0.8 is the limit: equal fits")
 }
 
 // roundQueue rounds the sums to the grid, away from binary error.
 func roundQueue(q live.QueueCheck) live.QueueCheck {
 	r := func(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 	q.Requested, q.After = r(q.Requested), r(q.After)
+	for i := range q.Over {
+		q.Over[i].After = r(q.Over[i].After)
+	}
 	return q
 }
 
@@ -109,7 +145,8 @@ func TestQueueNumDevices(t *testing.T) {
 	c.create(t, w, "argocd-controller")
 	q, err := c.c.CheckQueue(ctx(t), "Deployment", w.ns, w.name, 0.45, []string{"inference"})
 	require.NoError(t, err)
-	require.Equal(t, live.QueueCheck{Queue: "pair", Quota: 0.8, Requested: 0.6, After: 0.9, Namespaces: []string{"inference"}}, roundQueue(q))
+	require.Equal(t, live.QueueCheck{Queue: "pair", Requested: 0.6, After: 0.9, Namespaces: []string{"inference"},
+		Over: []kai.Breach{{Queue: "pair", Bound: "quota", Of: 0.8, After: 0.9}}}, roundQueue(q))
 	require.True(t, q.Exceeds())
 
 	tg := target(w)
@@ -130,7 +167,8 @@ func TestQueueFound(t *testing.T) {
 	q, err := c.c.CheckQueue(ctx(t), "Deployment", w.ns, w.name, 0.45, []string{"inference"})
 	require.NoError(t, err)
 	require.Empty(t, q.Note)
-	require.Equal(t, 2.0, q.Quota)
+	require.Equal(t, 0.45, q.After)
+	require.Empty(t, q.Over)
 }
 
 // TestQueueEveryKind: the queue's sum counts every kind the editor sizes,
@@ -164,23 +202,32 @@ func TestQueueEveryKind(t *testing.T) {
 	}{
 		{name: "a Deployment", kind: "Deployment", workload: "dep", after: 7.4},
 		{name: "a StatefulSet", kind: "StatefulSet", workload: "embed", after: 7.6},
-		{name: "a Rollout over quota", kind: "Rollout", workload: "chat", after: 8.1},
-		{name: "a LeaderWorkerSet's leaders and workers over quota", kind: "LeaderWorkerSet", workload: "llama", after: 8.1},
+		// Past the quota, but KAI's default grouper gives a Rollout's and
+		// a LeaderWorkerSet's pods the class train: preemptible, so only
+		// limits bind them.
+		{name: "a Rollout past quota, preemptible", kind: "Rollout", workload: "chat", after: 8.1},
+		{name: "a LeaderWorkerSet's leaders and workers past quota, preemptible", kind: "LeaderWorkerSet", workload: "llama", after: 8.1},
 		{name: "an InferenceService", kind: "InferenceService", workload: "qwen", after: 7.35},
 		{name: "a Dynamo service", kind: "DynamoGraphDeployment", workload: "llama-vllmdecodeworker", after: 7.6},
+		{name: "a Deployment over quota", kind: "Deployment", workload: "dep", after: 8.2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			newGPUs := 0.75
 			if tt.kind == "Deployment" {
-				newGPUs = 0.45
+				newGPUs = (tt.after - 6.5) / 2 // the other workloads hold 6.5
 			}
 			q, err := c.c.CheckQueue(ctx(t), tt.kind, "inference", tt.workload, newGPUs, []string{"inference"})
 			require.NoError(t, err)
-			require.Equal(t, live.QueueCheck{Queue: "inference", Quota: 8, Requested: 7.1, After: tt.after, Namespaces: []string{"inference"}}, roundQueue(q))
-			require.Equal(t, tt.after > 8, q.Exceeds())
+			over := tt.after > 8 && tt.kind == "Deployment"
+			want := live.QueueCheck{Queue: "inference", Requested: 7.1, After: tt.after, Namespaces: []string{"inference"}}
+			if over {
+				want.Over = []kai.Breach{{Queue: "inference", Bound: "quota", Of: 8, After: tt.after}}
+			}
+			require.Equal(t, want, roundQueue(q))
+			require.Equal(t, over, q.Exceeds())
 			if q.Exceeds() {
-				require.Equal(t, fmt.Sprintf("KAI queue inference: the upsize takes its workloads (in inference) from 7.1 to %g GPUs, over its GPU quota of 8: non-preemptible pods run only within quota, so new pods could stay Pending", tt.after), q.Warning())
+				require.Equal(t, fmt.Sprintf("KAI queue inference: the upsize takes its workloads (in inference) from 7.1 to %g GPUs, over its GPU quota of 8: KAI runs pods only within every limit, and non-preemptible ones within every quota, so new pods could stay Pending", tt.after), q.Warning())
 			}
 		})
 	}
@@ -210,11 +257,12 @@ subjects: [{kind: User, name: counter, apiGroup: rbac.authorization.k8s.io}]
 `))
 		q, err := client(t, c.s, "counter").CheckQueue(ctx(t), "Rollout", "inference", "chat", 0.75, []string{"inference"})
 		require.NoError(t, err)
-		// 0.6 + 1 + 2 GPUs of the kinds it may list
-		require.Equal(t, live.QueueCheck{Queue: "inference", Quota: 8, Requested: 3.6, After: 4.6, Namespaces: []string{"inference"},
+		// 0.6 + 1 + 2 GPUs of the kinds it may list; queues it may only
+		// get, one by one.
+		require.Equal(t, live.QueueCheck{Queue: "inference", Requested: 3.6, After: 4.6, Namespaces: []string{"inference"},
 			Uncounted: []string{"leaderworkersets.leaderworkerset.x-k8s.io", "inferenceservices.serving.kserve.io", "dynamographdeployments.nvidia.com"}}, roundQueue(q))
-		q.Quota = 4
-		require.Equal(t, "KAI queue inference: the upsize takes its workloads (in inference) from 3.6 to 4.6 GPUs (not counted, as they may not be listed: leaderworkersets.leaderworkerset.x-k8s.io, inferenceservices.serving.kserve.io, dynamographdeployments.nvidia.com), over its GPU quota of 4: non-preemptible pods run only within quota, so new pods could stay Pending", q.Warning())
+		q.Over = []kai.Breach{{Queue: "inference", Bound: "quota", Of: 4, After: 4.6}}
+		require.Equal(t, "KAI queue inference: the upsize takes its workloads (in inference) from 3.6 to 4.6 GPUs (not counted, as they may not be listed: leaderworkersets.leaderworkerset.x-k8s.io, inferenceservices.serving.kserve.io, dynamographdeployments.nvidia.com), over its GPU quota of 4: KAI runs pods only within every limit, and non-preemptible ones within every quota, so new pods could stay Pending", q.Warning())
 	})
 
 	// A Rollout that runs the pod template of Deployment dep (Argo's
@@ -230,6 +278,6 @@ subjects: [{kind: User, name: counter, apiGroup: rbac.authorization.k8s.io}]
 		}))
 		q, err := c.c.CheckQueue(ctx(t), "StatefulSet", "inference", "embed", 0.75, []string{"inference"})
 		require.NoError(t, err)
-		require.Equal(t, live.QueueCheck{Queue: "inference", Quota: 8, Requested: 8, After: 8.5, Namespaces: []string{"inference"}}, roundQueue(q))
+		require.Equal(t, live.QueueCheck{Queue: "inference", Requested: 8, After: 8.5, Namespaces: []string{"inference"}}, roundQueue(q))
 	})
 }

@@ -74,8 +74,13 @@ func Read(ctx context.Context, kube kubernetes.Interface) (consolidate.Placement
 		out.Pods = append(out.Pods, consolidate.Pod{Namespace: p.Namespace, Name: p.Name, Workload: w,
 			Node: p.Spec.NodeName, Share: sh, Queue: p.Labels[kai.QueueLabel]})
 	}
-	rollouts, more, err := readRollouts(ctx, kube, out.Pods)
+	rollouts, queues, more, err := readRollouts(ctx, kube, out.Pods)
 	out.Rollouts = rollouts
+	for i, p := range out.Pods {
+		if q := queues[p.Workload]; q != "" {
+			out.Pods[i].Queue = q
+		}
+	}
 	return out, append(notes, more...), err
 }
 

@@ -152,7 +152,8 @@ func fill(t *testing.T, s *kubeenv.APIServer) {
 	p.node("cpu-1", 0, map[string]string{"nodePool": "b"})
 
 	dep, err := p.kube.AppsV1().Deployments("ml").Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "llm"},
+		// KAI reads the Deployment's own queue label before its pods'.
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "llm", Labels: map[string]string{"kai.scheduler/queue": "serving"}},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "llm"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "llm"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}, metav1.CreateOptions{})
@@ -213,8 +214,8 @@ func TestRead(t *testing.T) {
 		pod  string
 		want *consolidate.Pod // nil: left out
 	}{
-		{"ml/llm-6d4f-a", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-1", Share: consolidate.Fraction(0.5, 1), Queue: "inference"}},
-		{"ml/llm-6d4f-b", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-2", Share: consolidate.Fraction(0.3, 2), Queue: "inference"}},
+		{"ml/llm-6d4f-a", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-1", Share: consolidate.Fraction(0.5, 1), Queue: "serving"}},
+		{"ml/llm-6d4f-b", &consolidate.Pod{Workload: ref("Deployment", "llm"), Node: "gpu-2", Share: consolidate.Fraction(0.3, 2), Queue: "serving"}},
 		{"ml/db-0", &consolidate.Pod{Workload: ref("StatefulSet", "db"), Node: "gpu-1", Share: consolidate.Whole(2)}},
 		{"ml/batch-7c9b-x", &consolidate.Pod{Workload: ref("ReplicaSet", "batch-7c9b"), Node: "gpu-2", Share: consolidate.Fraction(0.25, 1)}},
 		{"default/solo", &consolidate.Pod{Workload: usage.Ref{Namespace: "default", Kind: "Pod", Name: "solo"}, Node: "gpu-2", Share: consolidate.Fraction(0.1, 1)}},

@@ -11,14 +11,16 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 )
 
-// ReadQueues gets the KAI Queue of every queue the pods name, once each,
-// for its GPU quota (spec.resources.gpu.quota; -1 or none is unlimited):
-// KAI runs non-preemptible pods, as inference is, only within quota, so a
-// rollout's surge pods wait for it. A queue the reader may not get, or
-// that does not exist, is noted and left unlimited.
-func ReadQueues(ctx context.Context, dyn dynamic.Interface, pods []consolidate.Pod) ([]consolidate.Queue, []string, error) {
+// ReadQueues gets the KAI Queue of every queue the pods name, and of
+// each one's parents, once each, as KAI's scheduler bounds them
+// (cluster.Queue.Capacity): KAI checks a job against its queue and every
+// parent, what each holds with its children's pods (kai.Queues.Over). A
+// queue the reader may not get, or that does not exist, is noted and
+// left out, so that nothing it would bound is checked.
+func ReadQueues(ctx context.Context, dyn dynamic.Interface, pods []consolidate.Pod) (kai.Queues, []string, error) {
 	var names []string
 	for _, p := range pods {
 		if p.Queue != "" {
@@ -26,23 +28,33 @@ func ReadQueues(ctx context.Context, dyn dynamic.Interface, pods []consolidate.P
 		}
 	}
 	slices.Sort(names)
-	var out []consolidate.Queue
+	names = slices.Compact(names)
+	out := kai.Queues{}
 	var notes []string
-	for _, name := range slices.Compact(names) {
+	tried := map[string]bool{}
+	for len(names) > 0 {
+		name := names[0]
+		names = names[1:]
+		if tried[name] {
+			continue
+		}
+		tried[name] = true
 		q, err := cluster.ReadQueue(ctx, dyn, name)
 		var fe *cluster.FieldError
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-			notes = append(notes, fmt.Sprintf("KAI queue %s could not be read (%v): its quota is not checked", name, err))
+			notes = append(notes, fmt.Sprintf("KAI queue %s could not be read (%v): its quota and limit are not checked", name, err))
 			continue
 		case errors.As(err, &fe):
-			notes = append(notes, fmt.Sprintf("KAI queue %s: %v: its quota is not checked", name, err))
+			notes = append(notes, fmt.Sprintf("KAI queue %s: %v: its quota and limit are not checked", name, err))
 			continue
 		case err != nil:
 			return out, notes, fmt.Errorf("get queue %s: %w", name, err)
 		}
-		// No quota is read as unlimited, as -1 is.
-		out = append(out, consolidate.Queue{Name: name, Quota: q.GPU.Quota.Or(-1)})
+		out[name] = q.Capacity()
+		if q.Parent != "" {
+			names = append(names, q.Parent)
+		}
 	}
 	return out, notes, nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
@@ -47,6 +48,20 @@ spec:
 `, name, quota)
 }
 
+// childQueue is a queue under parent whose GPU spec names only a quota:
+// its limit is absent, which KAI reads as 0.
+func childQueue(name, parent, quota string) string {
+	return fmt.Sprintf(`apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: %s}
+spec:
+  parentQueue: %s
+  resources:
+    gpu: {quota: %s}
+---
+`, name, parent, quota)
+}
+
 // TestReadQueues: the quotas of the queues the pods name, from KAI's
 // Queue objects on a real API server (its upstream CRD), each read once.
 func TestReadQueues(t *testing.T) {
@@ -55,7 +70,8 @@ func TestReadQueues(t *testing.T) {
 		return
 	}
 	s.InstallKAIQueueCRD(t)
-	s.Apply(t, []byte(queueReader+"---\n"+queue("inference", "1.5")+queue("batch", "2")+queue("free", "-1")))
+	s.Apply(t, []byte(queueReader+"---\n"+queue("inference", "1.5")+queue("batch", "2")+queue("free", "-1")+
+		queue("org", "4")+childQueue("team", "org", "1")))
 	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig(t, "reader"))
 	require.NoError(t, err)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -67,20 +83,25 @@ func TestReadQueues(t *testing.T) {
 	tests := []struct {
 		name  string
 		pods  []consolidate.Pod
-		want  []consolidate.Queue
+		want  kai.Queues
 		notes []string
 	}{
-		{name: "no queue named, none read", pods: []consolidate.Pod{pod("a", "")}},
+		{name: "no queue named, none read", pods: []consolidate.Pod{pod("a", "")}, want: kai.Queues{}},
 		{
 			name: "each queue once, by name",
 			pods: []consolidate.Pod{pod("a", "inference"), pod("b", "inference"), pod("c", "free")},
-			want: []consolidate.Queue{{Name: "free", Quota: -1}, {Name: "inference", Quota: 1.5}},
+			want: kai.Queues{"free": {Name: "free", Quota: -1, Limit: -1}, "inference": {Name: "inference", Quota: 1.5, Limit: -1}},
+		},
+		{
+			name: "a queue's parents too; an absent limit is 0, as KAI reads it",
+			pods: []consolidate.Pod{pod("a", "team")},
+			want: kai.Queues{"team": {Name: "team", Parent: "org", Quota: 1, Limit: 0}, "org": {Name: "org", Quota: 4, Limit: -1}},
 		},
 		{
 			name:  "a queue that does not exist is noted",
 			pods:  []consolidate.Pod{pod("a", "batch"), pod("b", "gone")},
-			want:  []consolidate.Queue{{Name: "batch", Quota: 2}},
-			notes: []string{`KAI queue gone could not be read (queues.scheduling.run.ai "gone" not found): its quota is not checked`},
+			want:  kai.Queues{"batch": {Name: "batch", Quota: 2, Limit: -1}},
+			notes: []string{`KAI queue gone could not be read (queues.scheduling.run.ai "gone" not found): its quota and limit are not checked`},
 		},
 	}
 	for _, tt := range tests {

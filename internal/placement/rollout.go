@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpu-rightsizing/recommender/internal/consolidate"
+	"github.com/gpu-rightsizing/recommender/internal/kai"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -20,9 +21,12 @@ import (
 // scales them (and kube-state-metrics reports them), Recreate as every
 // pod down at once, a StatefulSet one pod at a time. A workload the
 // reader may not get, or that is gone, is noted and left unchecked.
-func readRollouts(ctx context.Context, kube kubernetes.Interface, pods []consolidate.Pod) ([]consolidate.Rollout, []string, error) {
+// queues holds each workload's own kai.scheduler/queue label, which KAI
+// reads before its pods' (KAI v0.17.0, podgrouper default_grouper.go
+// CalcPodGroupQueue: the top owner's label, then the pod's).
+func readRollouts(ctx context.Context, kube kubernetes.Interface, pods []consolidate.Pod) (rollouts []consolidate.Rollout, queues map[usage.Ref]string, notes []string, err error) {
 	out := []consolidate.Rollout{}
-	var notes []string
+	queues = map[usage.Ref]string{}
 	seen := map[usage.Ref]bool{}
 	for _, p := range pods {
 		w := p.Workload
@@ -30,12 +34,15 @@ func readRollouts(ctx context.Context, kube kubernetes.Interface, pods []consoli
 			continue
 		}
 		seen[w] = true
-		ro, bad, err := rolloutOf(ctx, kube, w)
+		ro, queue, bad, err := rolloutOf(ctx, kube, w)
+		if queue != "" {
+			queues[w] = queue
+		}
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 			notes = append(notes, fmt.Sprintf("%s %s/%s could not be read (%v): the room its rollout needs is not checked", w.Kind, w.Namespace, w.Name, err))
 		case err != nil:
-			return out, notes, err
+			return out, queues, notes, err
 		case bad != "":
 			notes = append(notes, bad)
 		default:
@@ -43,28 +50,29 @@ func readRollouts(ctx context.Context, kube kubernetes.Interface, pods []consoli
 		}
 	}
 	sortRollouts(out)
-	return out, notes, nil
+	return out, queues, notes, nil
 }
 
-// rolloutOf reads one workload's rollout; bad says why its spec could
-// not be read as one (the API server validates it, so only a server that
-// does not could send one).
-func rolloutOf(ctx context.Context, kube kubernetes.Interface, w usage.Ref) (ro consolidate.Rollout, bad string, err error) {
+// rolloutOf reads one workload's rollout and its own queue label; bad
+// says why its spec could not be read as one (the API server validates
+// it, so only a server that does not could send one).
+func rolloutOf(ctx context.Context, kube kubernetes.Interface, w usage.Ref) (ro consolidate.Rollout, queue, bad string, err error) {
 	if w.Kind == "StatefulSet" {
 		sts, err := kube.AppsV1().StatefulSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
 		if err != nil {
-			return ro, "", fmt.Errorf("get statefulset %s/%s: %w", w.Namespace, w.Name, err)
+			return ro, "", "", fmt.Errorf("get statefulset %s/%s: %w", w.Namespace, w.Name, err)
 		}
-		return consolidate.OnePodAtATime(w, int(replicas(sts.Spec.Replicas))), "", nil
+		return consolidate.OnePodAtATime(w, int(replicas(sts.Spec.Replicas))), sts.Labels[kai.QueueLabel], "", nil
 	}
 	d, err := kube.AppsV1().Deployments(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
 	if err != nil {
-		return ro, "", fmt.Errorf("get deployment %s/%s: %w", w.Namespace, w.Name, err)
+		return ro, "", "", fmt.Errorf("get deployment %s/%s: %w", w.Namespace, w.Name, err)
 	}
+	queue = d.Labels[kai.QueueLabel]
 	n := int(replicas(d.Spec.Replicas))
 	ro = consolidate.Rollout{Workload: w, Replicas: n, MaxSurge: consolidate.Count(0), MaxUnavailable: consolidate.Percent(100)}
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		return ro, "", nil
+		return ro, queue, "", nil
 	}
 	surge, unavailable := intstr.FromString("25%"), intstr.FromString("25%")
 	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
@@ -77,14 +85,14 @@ func rolloutOf(ctx context.Context, kube kubernetes.Interface, w usage.Ref) (ro 
 	}
 	s, err := intstr.GetScaledValueFromIntOrPercent(&surge, n, true)
 	if err != nil {
-		return ro, fmt.Sprintf("deployment %s/%s: maxSurge: %v: the room its rollout needs is not checked", w.Namespace, w.Name, err), nil
+		return ro, queue, fmt.Sprintf("deployment %s/%s: maxSurge: %v: the room its rollout needs is not checked", w.Namespace, w.Name, err), nil
 	}
 	u, err := intstr.GetScaledValueFromIntOrPercent(&unavailable, n, false)
 	if err != nil {
-		return ro, fmt.Sprintf("deployment %s/%s: maxUnavailable: %v: the room its rollout needs is not checked", w.Namespace, w.Name, err), nil
+		return ro, queue, fmt.Sprintf("deployment %s/%s: maxUnavailable: %v: the room its rollout needs is not checked", w.Namespace, w.Name, err), nil
 	}
 	ro.MaxSurge, ro.MaxUnavailable = consolidate.Count(s), consolidate.Count(u)
-	return ro, "", nil
+	return ro, queue, "", nil
 }
 
 // replicas is spec.replicas, 1 when unset as the API server defaults it.

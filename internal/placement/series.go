@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +40,11 @@ const (
 	deploymentSurgeMetric       = "kube_deployment_spec_strategy_rollingupdate_max_surge"
 	deploymentUnavailableMetric = "kube_deployment_spec_strategy_rollingupdate_max_unavailable"
 	statefulSetReplicasMetric   = "kube_statefulset_replicas"
+	// A workload's own labels, for its KAI queue, which KAI reads before
+	// its pods' (with --metric-labels-allowlist=deployments=[...],
+	// statefulsets=[...]).
+	deploymentLabelsMetric  = "kube_deployment_labels"  // {namespace, deployment, label_<key>}
+	statefulSetLabelsMetric = "kube_statefulset_labels" // {namespace, statefulset, label_<key>}
 )
 
 // gpuResource is nvidia.com/gpu as kube-state-metrics names it.
@@ -55,7 +59,7 @@ const Lookback = 5 * time.Minute
 func SeriesMetrics() []string {
 	return []string{nodeCapacityMetric, nodeLabelsMetric, podInfoMetric, podPhaseMetric, podAnnotationsMetric,
 		podLabelsMetric, containerLimitsMetric, podOwnerMetric, rsOwnerMetric, deploymentReplicasMetric,
-		deploymentSurgeMetric, deploymentUnavailableMetric, statefulSetReplicasMetric}
+		deploymentSurgeMetric, deploymentUnavailableMetric, statefulSetReplicasMetric, deploymentLabelsMetric, statefulSetLabelsMetric}
 }
 
 // Series is what answers FromSeries' questions: a Prometheus server's
@@ -117,8 +121,13 @@ func FromSeries(ss []metrics.Series, at time.Time, labelKeys []string) (consolid
 		if !ok {
 			continue
 		}
-		out.Pods = append(out.Pods, consolidate.Pod{Namespace: key.ns, Name: key.name, Workload: v.workload(key),
-			Node: pod.node, Share: sh, Queue: v.labels[key][kai.QueueLabel]})
+		w := v.workload(key)
+		queue := v.labels[key][kai.QueueLabel]
+		if q := v.queues[w]; q != "" {
+			queue = q
+		}
+		out.Pods = append(out.Pods, consolidate.Pod{Namespace: key.ns, Name: key.name, Workload: w,
+			Node: pod.node, Share: sh, Queue: queue})
 	}
 	if !v.annotated && len(out.Nodes) > 0 {
 		notes = append(notes, "kube-state-metrics exports no pod annotations: pods holding a gpu-fraction are not seen (allow them with --metric-annotations-allowlist=pods=[gpu-fraction,gpu-fraction-num-devices,gpu-memory])")
@@ -148,6 +157,8 @@ type view struct {
 	annotated   bool
 	deployments map[podKey]*deploymentSpec
 	statefuls   map[podKey]int
+	// queues are the workloads' own queue labels.
+	queues map[usage.Ref]string
 }
 
 type deploymentSpec struct {
@@ -160,7 +171,7 @@ func newView(ss []metrics.Series, at int64) *view {
 	v := &view{at: at, capacity: map[string]float64{}, nodeLabels: map[string][]metrics.Label{},
 		info: map[podKey]podInfo{}, ended: map[podKey]bool{}, annotations: map[podKey]map[string]string{},
 		labels: map[podKey]map[string]string{}, limits: map[podKey]int64{}, podOwners: map[podKey]owner{},
-		rsOwners: map[podKey]owner{}, deployments: map[podKey]*deploymentSpec{}, statefuls: map[podKey]int{}}
+		rsOwners: map[podKey]owner{}, deployments: map[podKey]*deploymentSpec{}, statefuls: map[podKey]int{}, queues: map[usage.Ref]string{}}
 	for i := range ss {
 		v.add(&ss[i])
 	}
@@ -221,6 +232,10 @@ func (v *view) add(s *metrics.Series) {
 		v.deployment(podKey{pod.ns, l("deployment")}, s.Metric, int(x))
 	case statefulSetReplicasMetric:
 		v.statefuls[podKey{pod.ns, l("statefulset")}] = int(x)
+	case deploymentLabelsMetric:
+		v.queues[usage.Ref{Namespace: pod.ns, Kind: "Deployment", Name: l("deployment")}] = prefixed(s.Labels, "label", kai.QueueLabel)[kai.QueueLabel]
+	case statefulSetLabelsMetric:
+		v.queues[usage.Ref{Namespace: pod.ns, Kind: "StatefulSet", Name: l("statefulset")}] = prefixed(s.Labels, "label", kai.QueueLabel)[kai.QueueLabel]
 	}
 }
 
@@ -305,30 +320,19 @@ func sortRollouts(rs []consolidate.Rollout) {
 	})
 }
 
-// shareOf is a pod's GPU request as KAI places it, from its annotations
-// and the sum of its containers' nvidia.com/gpu limits; ok is false for a
-// pod asking for no GPU.
+// shareOf is a pod's GPU request, as KAI admits and counts it
+// (kai.PodShare), in the shape a pool is packed in. A gpu-memory pod is
+// left out with an error: its share of a card depends on the node's
+// memory, which a report does not read yet.
 func shareOf(annotations map[string]string, whole int64) (sh consolidate.Share, ok bool, err error) {
-	if v, has := annotations[kai.FractionAnnotation]; has {
-		f, err := kai.ParseFraction(v)
-		if err != nil {
-			return sh, false, err
-		}
-		n := 1
-		if v, has := annotations[kai.NumDevicesAnnotation]; has {
-			if n, err = strconv.Atoi(v); err != nil || n < 1 {
-				return sh, false, fmt.Errorf("invalid %s %q: want a positive integer", kai.NumDevicesAnnotation, v)
-			}
-		}
-		return consolidate.Fraction(f, n), true, nil
-	}
-	if _, has := annotations[kai.MemoryAnnotation]; has {
+	s, ok, err := kai.PodShare(annotations, whole)
+	switch {
+	case err != nil || !ok:
+		return sh, false, err
+	case s.MemoryMiB > 0:
 		return sh, false, fmt.Errorf("it asks for %s, which a report does not count yet", kai.MemoryAnnotation)
 	}
-	if whole < 1 {
-		return sh, false, nil
-	}
-	return consolidate.Whole(int(whole)), true, nil
+	return consolidate.Share{Per: s.Portion, Devices: s.Devices}, true, nil
 }
 
 // Fixed is series already read, a recording's: it answers every request

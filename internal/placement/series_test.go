@@ -25,7 +25,10 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// at is the evaluation time of testdata/pool.om, whose samples are at
+// at is the evaluation time of testdata/pool.om (written by hand in the
+// shape of kube-state-metrics v2.20.0's output, which
+// TestKubeStateMetricsMatchesAPIServer reads from the real one for the
+// same pool), whose samples are at
 // T0, T0+30s and T0+60s: what kube-state-metrics would say of the pool
 // fill makes on the API server, a stale node and a stale pod besides.
 var at = time.Unix(1700000060, 0)
@@ -50,8 +53,8 @@ func wantPool() consolidate.Placement {
 			{Namespace: "default", Name: "solo", Workload: usage.Ref{Namespace: "default", Kind: "Pod", Name: "solo"}, Node: "gpu-2", Share: consolidate.Fraction(0.1, 1)},
 			{Namespace: "ml", Name: "batch-7c9b-x", Workload: ml("ReplicaSet", "batch-7c9b"), Node: "gpu-2", Share: consolidate.Fraction(0.25, 1)},
 			{Namespace: "ml", Name: "db-0", Workload: ml("StatefulSet", "db"), Node: "gpu-1", Share: consolidate.Whole(2)},
-			{Namespace: "ml", Name: "llm-6d4f-a", Workload: ml("Deployment", "llm"), Node: "gpu-1", Share: consolidate.Fraction(0.5, 1), Queue: "inference"},
-			{Namespace: "ml", Name: "llm-6d4f-b", Workload: ml("Deployment", "llm"), Node: "gpu-2", Share: consolidate.Fraction(0.3, 2), Queue: "inference"},
+			{Namespace: "ml", Name: "llm-6d4f-a", Workload: ml("Deployment", "llm"), Node: "gpu-1", Share: consolidate.Fraction(0.5, 1), Queue: "serving"},
+			{Namespace: "ml", Name: "llm-6d4f-b", Workload: ml("Deployment", "llm"), Node: "gpu-2", Share: consolidate.Fraction(0.3, 2), Queue: "serving"},
 		},
 		Rollouts: []consolidate.Rollout{{Workload: ml("Deployment", "llm"), Replicas: 1, MaxSurge: consolidate.Count(1), MaxUnavailable: consolidate.Count(0)}},
 	}

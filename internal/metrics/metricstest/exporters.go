@@ -37,13 +37,29 @@ const (
 // gpu_uuid and gpu_model for a per-device metric (pkg/prometheus/
 // prometheus.go @5cd0362: the container labels and the device labels).
 func KubexSeries(metric string, c KubexContainer, device int) string {
+	return metric + "{" + KubexLabels(c, device) + "}"
+}
+
+// KubexLabels are the labels of KubexSeries, as a file writes them
+// between braces.
+func KubexLabels(c KubexContainer, device int) string {
 	alloc := "K8sResource"
 	if c.KAI {
 		alloc = "KaiScheduler"
 	}
-	return Series(metric, "node", c.Node, "namespace", c.Namespace, "pod", c.Pod, "container", c.Container,
+	s := Series("", "node", c.Node, "namespace", c.Namespace, "pod", c.Pod, "container", c.Container,
 		"container_id", ContainerID(c.Pod+"/"+c.Container), "gpu_allocation_type", alloc,
 		"gpu_uuid", GPUUUID(c.Node, device), "gpu_model", "NVIDIA A100-SXM4-80GB")
+	return s[1 : len(s)-1]
+}
+
+// PodUID is a pod's uid as the API server writes it (a UUID), made from
+// its name, for the uid label kube-state-metrics puts on every pod series.
+func PodUID(namespace, pod string) string {
+	h := sha256.Sum256([]byte(namespace + "/" + pod))
+	h[6] = h[6]&0x0f | 0x40 // version 4, as the API server's are
+	h[8] = h[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
 // GPUUUID is a GPU's UUID as NVML writes it (GPU-8-4-4-4-12 hex digits),
