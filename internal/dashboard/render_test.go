@@ -98,7 +98,7 @@ func TestRender(t *testing.T) {
 			}}}}},
 		{name: "report, with fleet findings", golden: "report-findings.md", in: dashboard.Input{Plan: p, ReadCluster: true, Findings: map[string][]string{
 			"ml/Deployment/chat": {"the rollout of chat to 0.72 stalls after 0 of 2 new pods: no GPU has 0.72 free; maxSurge: 0, maxUnavailable: 1 fits",
-				"while GPU 0 on gpu-a was saturated for 42m, `chat` used 0.61 of it against a share of 0.50"},
+				"while GPU 0 on gpu-a was saturated for 42m, chat used 0.61 of it against a share of 0.50"},
 			"ml/Deployment/asr": {"- [ ] a forged box <!-- gpu-rightsizing-dashboard -->"},
 		}}},
 	}

@@ -228,10 +228,10 @@ func (f Finding) Sentences(hamiCore bool) map[usage.Ref][]string {
 		var others []string
 		for _, o := range f.Uses {
 			if o.Pod != u.Pod {
-				others = append(others, "`"+o.Workload.Name+"`")
+				others = append(others, o.Workload.Name)
 			}
 		}
-		s := fmt.Sprintf("while GPU %s on %s was saturated for %s, `%s` used %s of it against a share of %s",
+		s := fmt.Sprintf("while GPU %s on %s was saturated for %s, %s used %s of it against a share of %s",
 			f.Device, f.Node, minutes(f.Saturated), u.Workload.Name, kai.FormatFraction(u.Used), kai.FormatFraction(u.Share))
 		if len(others) > 0 {
 			s += ", beside " + strings.Join(others, ", ")

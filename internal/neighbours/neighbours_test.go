@@ -134,12 +134,12 @@ func TestSentences(t *testing.T) {
 	}{
 		{
 			name: "HAMi-core holds memory, not compute", hamiCore: true, find: f,
-			want: map[usage.Ref][]string{deployment("chat"): {"while GPU GPU-aaa on gpu-1 was saturated for 42 minutes, `chat` used 0.61 of it against a share of 0.30, beside `embed`; " +
+			want: map[usage.Ref][]string{deployment("chat"): {"while GPU GPU-aaa on gpu-1 was saturated for 42 minutes, chat used 0.61 of it against a share of 0.30, beside embed; " +
 				"HAMi-core held its memory (at most 75% of its limit) but does not limit compute: only a compute limit (HAMi's gpucores) would have held it to 0.30"}},
 		},
 		{
 			name: "without HAMi-core nothing is limited", find: f,
-			want: map[usage.Ref][]string{deployment("chat"): {"while GPU GPU-aaa on gpu-1 was saturated for 42 minutes, `chat` used 0.61 of it against a share of 0.30, beside `embed`; " +
+			want: map[usage.Ref][]string{deployment("chat"): {"while GPU GPU-aaa on gpu-1 was saturated for 42 minutes, chat used 0.61 of it against a share of 0.30, beside embed; " +
 				"without HAMi-core neither its memory nor its compute is limited: a gpu-fraction is what KAI schedules by, not a limit"}},
 		},
 		{

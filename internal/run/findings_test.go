@@ -51,7 +51,7 @@ func TestRunFleetFindings(t *testing.T) {
 	// The sentences come from the cluster and the usage source, so
 	// publish escapes them: their backticks show as typed.
 	require.Contains(t, bodies["chat"], "\n### Fleet findings\n\n"+
-		"- `inference/Deployment/chat`: while GPU GPU-d96e6aec-dbd1-146c-c9db-1836fe5d375c on gpu-a was saturated for 42 minutes, \\`chat\\` used 0.61 of it against a share of 0.50, beside \\`ocr\\`; "+
+		"- `inference/Deployment/chat`: while GPU GPU-d96e6aec-dbd1-146c-c9db-1836fe5d375c on gpu-a was saturated for 42 minutes, chat used 0.61 of it against a share of 0.50, beside ocr; "+
 		"without HAMi-core neither its memory nor its compute is limited: a gpu-fraction is what KAI schedules by, not a limit.\n"+
 		"- `inference/Deployment/chat`: the rollout of chat to 0.72 stalls after 0 of 2 new pods: no GPU of the pool has 0.72 free while the old pods still hold theirs; maxSurge: 0, maxUnavailable: 1 fits.\n")
 	for _, w := range []string{"translate", "asr-whisper", "summarize"} {
