@@ -50,7 +50,7 @@ demo-gitops:
 demo-prometheus:
 	./scripts/demo-prometheus.sh $(ARGS)
 
-## lint: gofmt, go vet, staticcheck and errorlint must be clean, the shape tests (layering, layout, function and package size) pass, and commit messages follow CONTRIBUTING.md
+## lint: gofmt, go vet, staticcheck and errorlint must be clean, the shape tests (layering, layout, function and package size, the docs' sentence budget) pass, and commit messages follow CONTRIBUTING.md
 # errorlint's -errorf: an error formatted into another is wrapped (%w), so
 # that errors.Is and errors.As still find it.
 lint:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -51,6 +52,9 @@ func configKeysTable(t *testing.T) string {
 		}
 		require.NotNil(t, f, "config key %s names no flag of run or plan: --%s", k.Path, k.Flag)
 		def := f.DefValue
+		if f.Value.Type() == "duration" {
+			def = shortDuration(def)
+		}
 		switch {
 		case def == "" || def == "[]":
 			def = ""
@@ -61,6 +65,18 @@ func configKeysTable(t *testing.T) string {
 		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s | %s |\n", k.Path, k.Flag, config.EnvName(k.Flag), def, strings.Join(users, ", "), usage)
 	}
 	return b.String()
+}
+
+// shortDuration writes a Go duration as people do, and as the config
+// file takes it: 2m, not 2m0s; 24h, not 24h0m0s.
+func shortDuration(d string) string {
+	if strings.HasSuffix(d, "m0s") {
+		d = strings.TrimSuffix(d, "0s")
+	}
+	if strings.HasSuffix(d, "h0m") {
+		d = strings.TrimSuffix(d, "0m")
+	}
+	return d
 }
 
 // TestConfigDoc: the table of config keys in docs/configure.md is the one
@@ -108,4 +124,27 @@ func TestConfigDocExample(t *testing.T) {
 	var out, errOut bytes.Buffer
 	file := writeConfig(t, example)
 	require.Equal(t, exitOK, Main([]string{"config", "validate", "--config", file}, &out, &errOut), errOut.String())
+}
+
+// TestShortDuration: the table's defaults read as people write them, and
+// still parse as the same duration.
+func TestShortDuration(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{name: "minutes", in: "2m0s", want: "2m"},
+		{name: "hours", in: "24h0m0s", want: "24h"},
+		{name: "hours and minutes", in: "1h30m0s", want: "1h30m"},
+		{name: "seconds kept", in: "1m30s", want: "1m30s"},
+		{name: "zero kept", in: "0s", want: "0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := shortDuration(tt.in)
+			require.Equal(t, tt.want, got)
+			a, err := time.ParseDuration(tt.in)
+			require.NoError(t, err)
+			b, err := time.ParseDuration(got)
+			require.NoError(t, err)
+			require.Equal(t, a, b)
+		})
+	}
 }

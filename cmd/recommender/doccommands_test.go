@@ -19,8 +19,9 @@ import (
 const repoRoot = "../.."
 
 // commandDocs are the documents whose commands a reader runs first, in
-// the order they are read.
-var commandDocs = []string{"README.md", "docs/install.md"}
+// the order they are read: the README, then the guides its commands
+// moved to.
+var commandDocs = []string{"README.md", "docs/install.md", "docs/usage.md", "docs/pull-requests.md"}
 
 // skippedPrograms are the programs of the documents' shell blocks that
 // TestDocCommands cannot try offline, each with the reason. Their paths
@@ -58,9 +59,9 @@ func (c docCommand) String() string {
 	return fmt.Sprintf("%s:%d: %s", c.doc, c.line, strings.Join(c.words, " "))
 }
 
-// TestDocCommands: every command of the README's and docs/install.md's
-// shell blocks that can be tried without a network or a cluster works as
-// written — each `make` target is one of the Makefile's; each
+// TestDocCommands: every command of the shell blocks of the README and
+// the guides of commandDocs that can be tried without a network or a
+// cluster works as written — each `make` target is one of the Makefile's; each
 // `recommender`, `bin/recommender` and `go run ./cmd/recommender` command
 // line is one the CLI parses (the command exists, each flag is one of that
 // command's, each value has the flag's type, the positional arguments are

@@ -48,7 +48,7 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	}
 	cmd.SetOut(io.Out)
 	cmd.SetErr(io.Err)
-	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
+	cmd.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error; run's default is info")
 	cmd.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log `format` on stderr: text, json, or auto (json unless stderr is a terminal)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &config.FlagError{Err: err} })
 	logger := func() (*slog.Logger, error) { return newFormatLogger(io, logLevel, logFormat) }

@@ -184,10 +184,9 @@ type ProactiveSpec struct {
 	// pod down; memory beyond it fails, so memory stays on the peak.
 	ComputePercentile *int `yaml:"computePercentile" group:"project"`
 	// MemoryConfidenceHeadroomPercent widens memory's headroom while its
-	// history is shorter than the window: this percent is added with no
-	// history, shrinking in proportion to the history there is. A young
-	// workload's peak says less about its next one (VPA widens its bounds
-	// likewise), and memory beyond the share is an out-of-memory kill.
+	// history is shorter than the window. This percent is added with no
+	// history, shrinking in proportion to the history. A young workload's
+	// peak says less, and memory beyond the share is an OOM kill.
 	MemoryConfidenceHeadroomPercent *int `yaml:"memoryConfidenceHeadroomPercent" group:"project"`
 	// MemoryConfidenceWindow is the history over which that added headroom
 	// shrinks to nothing, when shorter than the window: pods that live
@@ -198,9 +197,9 @@ type ProactiveSpec struct {
 	// contention, so a memory peak is remembered longer.
 	MemoryWindow *Duration `yaml:"memoryWindow" group:"project"`
 	// MemoryDailyPeakPercentile sizes memory on a forecast of the next
-	// day's peak: this percentile of the daily peaks in memory's window
-	// (each day counted back from the run), instead of the window's peak.
-	// A spike then counts as one day among the days. 100 is the peak.
+	// day's peak: this percentile of the daily peaks in memory's window,
+	// days counted back from the run. A spike counts as one day; 100 is
+	// the window's peak.
 	MemoryDailyPeakPercentile *int `yaml:"memoryDailyPeakPercentile" group:"project"`
 }
 
