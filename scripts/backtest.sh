@@ -15,7 +15,7 @@ for f in usage.csv usage_derived_llm.csv.gz; do
 	got=$(sha256sum "$traces/$f" | cut -d' ' -f1)
 	[ "$got" = "${want[$f]}" ] || echo "backtest: warning: $traces/$f is not the copy BENCHMARKS.md was made from (sha256 $got): the figures will differ" >&2
 done
-policies=(--policies kubex-guide=examples/quickstart/policies --policies recommended=examples/policies/recommended.yaml)
+policies=(--protocol docs/backtest/protocol.md --policies kubex-guide=examples/quickstart/policies --policies recommended=examples/policies/recommended.yaml)
 
 run() {
 	local name=$1

@@ -42,10 +42,21 @@ type Options struct {
 	// replayed, and each other one is paired with it per workload on each
 	// half of the split (Candidates), in place of the baselines.
 	Against string
+	// Protocol is the file that freezes the policy files a run may score
+	// (docs/backtest/protocol.md): when set, a policy file it does not
+	// freeze in the history of HEAD is refused before anything is
+	// replayed, and results.json records the commit that froze each.
+	Protocol string
+	// History answers the protocol's questions; nil asks git in the
+	// protocol's directory.
+	History History
 
 	// Out gets the tables; Logger says what the backtest is at.
 	Out    io.Writer
 	Logger *slog.Logger
+
+	// protocol is what the check of Protocol found.
+	protocol *ProtocolRecord
 }
 
 // ParseStart reads the allocation every strategy starts from: a KAI
@@ -73,6 +84,13 @@ func (o *Options) inputs() []string {
 // and with the live fast path, prints the tables, and writes the result
 // files when OutDir is set.
 func Replay(ctx context.Context, opts Options) error {
+	if opts.Protocol != "" {
+		rec, err := checkProtocol(ctx, &opts)
+		if err != nil {
+			return err
+		}
+		opts.protocol = rec
+	}
 	engines, err := loadEngines(ctx, opts.Policies)
 	if err != nil {
 		return err
@@ -130,6 +148,20 @@ func Replay(ctx context.Context, opts Options) error {
 		return err
 	}
 	return writeFiles(&opts, traces, cfg, deliveries, policies, sw)
+}
+
+// checkProtocol refuses a run that would score a policy file the
+// protocol does not freeze (CheckFrozen).
+func checkProtocol(ctx context.Context, opts *Options) (*ProtocolRecord, error) {
+	files, err := sortedFiles(opts.Policies)
+	if err != nil {
+		return nil, err
+	}
+	h := opts.History
+	if h == nil {
+		h = Git{Dir: filepath.Dir(opts.Protocol)}
+	}
+	return CheckFrozen(ctx, h, opts.Protocol, files)
 }
 
 func loadEngines(ctx context.Context, specs []string) ([]*Engine, error) {

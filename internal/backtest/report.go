@@ -131,13 +131,15 @@ type jsonDelivery struct {
 	Strategies []jsonStrategy `json:"strategies"`
 }
 
-// WriteJSON renders the results for machines, with every workload's score.
-func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) error {
+// WriteJSON renders the results for machines, with every workload's score
+// and, when the run followed one, the protocol that froze its policies.
+func WriteJSON(w io.Writer, inputs []string, config any, protocol *ProtocolRecord, deliveries []Delivery) error {
 	doc := struct {
-		Inputs     []string       `json:"inputs"`
-		Config     any            `json:"config"`
-		Deliveries []jsonDelivery `json:"deliveries"`
-	}{Inputs: inputs, Config: config}
+		Inputs     []string        `json:"inputs"`
+		Config     any             `json:"config"`
+		Protocol   *ProtocolRecord `json:"protocol,omitempty"`
+		Deliveries []jsonDelivery  `json:"deliveries"`
+	}{Inputs: inputs, Config: config, Protocol: protocol}
 	for _, d := range deliveries {
 		jd := jsonDelivery{Name: d.Name, Live: d.Live}
 		oracle, _ := slackOf(d.Results, DailyOracle)
@@ -161,7 +163,8 @@ func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) 
 // Results is results.json read back: what BENCHMARKS.md's tables are
 // rendered from, so that they cannot drift from the run.
 type Results struct {
-	Inputs     []string `json:"inputs"`
+	Inputs     []string        `json:"inputs"`
+	Protocol   *ProtocolRecord `json:"protocol"`
 	Deliveries []struct {
 		Name       string `json:"name"`
 		Strategies []struct {
