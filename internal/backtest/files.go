@@ -58,11 +58,11 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
 		return err
 	}
-	if err := writeSplit(write, traces, deliveries, policies); err != nil {
+	if err := writeSplit(write, traces, deliveries, policies, opts.Fresh); err != nil {
 		return err
 	}
 	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true, "split.md": true, "verdicts.md": true}
-	if err := writePareto(write, used, traces, deliveries, policies, sw); err != nil {
+	if err := writePareto(write, used, traces, deliveries, policies, sw, opts.Fresh); err != nil {
 		return err
 	}
 	for i, d := range deliveries {
@@ -111,8 +111,8 @@ func writeExamples(write func(string, func(*os.File) error) error, used map[stri
 // every baseline, paired per workload, on each half of the split
 // (split.md); the verdicts of the last policy, the one proposed, in one
 // table (verdicts.md).
-func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace, deliveries []Delivery, policies []string) error {
-	comparisons := Compare(traces, deliveries, policies)
+func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace, deliveries []Delivery, policies []string, fresh bool) error {
+	comparisons := Compare(traces, deliveries, policies, fresh)
 	if err := write("split.md", func(f *os.File) error { return WriteSplit(f, comparisons) }); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace,
 // half, with dominance per baseline) and, on the half held by name, the
 // plots of slack against memory and against compute breach-minutes.
 func writePareto(write func(string, func(*os.File) error) error, used map[string]bool, traces []*Trace, deliveries []Delivery,
-	policies []string, sw *sweepRun) error {
+	policies []string, sw *sweepRun, fresh bool) error {
 	ours := func(n string) bool {
 		return slices.ContainsFunc(policies, func(p string) bool { return n == p || strings.HasPrefix(n, p+", ") })
 	}
@@ -137,8 +137,8 @@ func writePareto(write func(string, func(*os.File) error) error, used map[string
 		if i < len(sw.Deliveries) {
 			results = append(results, sw.Deliveries[i].Results...)
 		}
-		for _, half := range []string{HalfScore, HalfSecondWeek} {
-			pts := PointsOn(traces, results, half, ours, shipped)
+		for _, half := range []string{HalfHeld} {
+			pts := PointsOn(traces, results, half, fresh, ours, shipped)
 			if pts[0].Score.Workloads == 0 {
 				continue
 			}
@@ -147,9 +147,6 @@ func writePareto(write func(string, func(*os.File) error) error, used map[string
 			}
 			if err := WritePareto(&md, fmt.Sprintf("%s, %s half (%d workloads)", d.Name, half, pts[0].Score.Workloads), pts); err != nil {
 				return err
-			}
-			if half != HalfScore {
-				continue
 			}
 			for _, compute := range []bool{false, true} {
 				name := "pareto-memory"

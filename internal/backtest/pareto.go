@@ -51,13 +51,13 @@ type Point struct {
 }
 
 // PointsOn totals each result over the workloads (or weeks) of half.
-func PointsOn(traces []*Trace, results []Result, half string, ours, shipped func(string) bool) []Point {
+func PointsOn(traces []*Trace, results []Result, half string, fresh bool, ours, shipped func(string) bool) []Point {
 	var out []Point
 	for _, r := range results {
 		// In the order of the traces: sums in any other order could differ
 		// in the last digit from run to run.
 		var t Score
-		scores := halfScores(traces, r)[half]
+		scores := halfScores(traces, r, fresh)[half]
 		for _, i := range slices.Sorted(maps.Keys(scores)) {
 			t.Add(scores[i])
 		}
@@ -66,11 +66,12 @@ func PointsOn(traces []*Trace, results []Result, half string, ours, shipped func
 	return out
 }
 
-// Dominates: a has no more memory breach-minutes, no more compute
-// breach-minutes, and less slack than b (GPU-hours; the same demand).
+// Dominates: a has no more memory breach-minutes, compute breach-minutes
+// or kills and evictions, and less slack than b (GPU-hours; the same
+// demand): the protocol's dominance on totals.
 func Dominates(a, b Score) bool {
 	return a.MemoryBreachMinutes <= b.MemoryBreachMinutes && a.ComputeBreachMinutes <= b.ComputeBreachMinutes &&
-		a.SlackGPUHours < b.SlackGPUHours
+		a.OOMKills+a.Evictions <= b.OOMKills+b.Evictions && a.SlackGPUHours < b.SlackGPUHours
 }
 
 // WritePareto renders the points of one half as a table, then, for each

@@ -14,6 +14,8 @@ import (
 
 func TestDominates(t *testing.T) {
 	base := backtest.Score{SlackGPUHours: 10, MemoryBreachMinutes: 5, ComputeBreachMinutes: 100}
+	withKills := backtest.Score{SlackGPUHours: 10, OOMKills: 1, Evictions: 1}
+	require.True(t, backtest.Dominates(backtest.Score{SlackGPUHours: 9, OOMKills: 2}, withKills), "kills and evictions count together")
 	tests := []struct {
 		name string
 		s    backtest.Score
@@ -24,6 +26,8 @@ func TestDominates(t *testing.T) {
 		{name: "the same slack is not less", s: backtest.Score{SlackGPUHours: 10}},
 		{name: "one more memory breach-minute", s: backtest.Score{SlackGPUHours: 1, MemoryBreachMinutes: 6}},
 		{name: "more compute breach-minutes", s: backtest.Score{SlackGPUHours: 1, ComputeBreachMinutes: 101}},
+		{name: "a kill more", s: backtest.Score{SlackGPUHours: 1, OOMKills: 1}},
+		{name: "an eviction more", s: backtest.Score{SlackGPUHours: 1, Evictions: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,6 +42,9 @@ type Options struct {
 	// replayed, and each other one is paired with it per workload on each
 	// half of the split (Candidates), in place of the baselines.
 	Against string
+	// Fresh marks data no setting was tuned on: every workload is held,
+	// whole (docs/backtest/protocol.md).
+	Fresh bool
 	// Protocol is the file that freezes the policy files a run may score
 	// (docs/backtest/protocol.md): when set, a policy file it does not
 	// freeze in the history of HEAD is refused before anything is
