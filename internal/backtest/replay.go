@@ -224,12 +224,13 @@ func strategiesOf(engines []*Engine, cadence time.Duration) []Strategy {
 			bounds = Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
 		}
 	}
-	// Each baseline as its source reads, then the readings of round two,
-	// kinder to it, as labelled sensitivity rows.
-	larger := VPAReading{LargerBound: true, Label: "eviction on the larger bound"}
+	// Each baseline as its source reads for a share, then labelled
+	// sensitivity rows: VPA testing the share against each resource's
+	// range (harsher on it), round two's readings (kinder).
+	perResource := VPAReading{PerResource: true, Label: "each resource's bounds"}
 	roundTwo := VPAReading{Kind: true, Label: "round-two reading"}
-	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Reading: larger},
-		VPA{Bounds: bounds, Auto: true}, VPA{Bounds: bounds, Auto: true, Reading: larger}, VPA{Bounds: bounds, Auto: true, Reading: roundTwo},
+	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Reading: perResource},
+		VPA{Bounds: bounds, Auto: true}, VPA{Bounds: bounds, Auto: true, Reading: perResource}, VPA{Bounds: bounds, Auto: true, Reading: roundTwo},
 		KRRSimple{Bounds: bounds}, KRRSimple{Bounds: bounds, Pooled: true}, PeakPlus15{Bounds: bounds},
 		CadenceOracle{Bounds: bounds, Period: 7 * 24 * time.Hour}, CadenceOracle{Bounds: bounds, Period: 24 * time.Hour},
 		Oracle{Bounds: bounds, Cadence: cadence})
