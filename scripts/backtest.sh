@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # Replays the shared traces through the guide's policies, the recommended
-# ones and the baselines, in the scenarios BENCHMARKS.md reports.
-# Usage: scripts/backtest.sh TRACES_DIR OUT_DIR
+# ones and the baselines, in the scenarios BENCHMARKS.md reports, under the
+# protocol (docs/backtest/protocol.md).
+# Usage: scripts/backtest.sh TRACES_DIR OUT_DIR [FRESH_DIR]
+#   FRESH_DIR holds usage_fresh_servegen.csv (scripts/fresh-traces.sh);
+#   TRACES_DIR by default.
 set -euo pipefail
 traces=${1:?traces directory}
 out=${2:?output directory}
+fresh=${3:-$traces}
 # The copies BENCHMARKS.md was made from (docs/backtest/traces.md).
 declare -A want=(
 	[usage.csv]=fa4a68bd805b3d3ef87db6d129e3259c6625270729b8653dc819bd4e7e3dab70
 	[usage_derived_llm.csv.gz]=09a4824df1a07efb4bd73abf1a9cf99c3ef14732f0a857a2e6051f3af7357dad
+	[usage_fresh_servegen.csv]=e4e76dd1bfb9649454a135ef1934efe589705f483f37233e9b57935dcfd4d114
 )
-for f in usage.csv usage_derived_llm.csv.gz; do
-	[ -f "$traces/$f" ] || { echo "backtest: $traces/$f not found (set TRACES=dir; docs/backtest/traces.md)" >&2; exit 1; }
-	got=$(sha256sum "$traces/$f" | cut -d' ' -f1)
-	[ "$got" = "${want[$f]}" ] || echo "backtest: warning: $traces/$f is not the copy BENCHMARKS.md was made from (sha256 $got): the figures will differ" >&2
+for f in usage.csv usage_derived_llm.csv.gz usage_fresh_servegen.csv; do
+	dir=$traces
+	[ "$f" = usage_fresh_servegen.csv ] && dir=$fresh
+	[ -f "$dir/$f" ] || { echo "backtest: $dir/$f not found (set TRACES=dir FRESH=dir; docs/backtest/traces.md)" >&2; exit 1; }
+	got=$(sha256sum "$dir/$f" | cut -d' ' -f1)
+	if [ "$got" != "${want[$f]}" ]; then
+		# The fresh data is scored once, on the file the protocol froze.
+		[ "$f" = usage_fresh_servegen.csv ] && { echo "backtest: $dir/$f is not the file the protocol froze (sha256 $got)" >&2; exit 1; }
+		echo "backtest: warning: $dir/$f is not the copy BENCHMARKS.md was made from (sha256 $got): the figures will differ" >&2
+	fi
 done
 policies=(--protocol docs/backtest/protocol.md --policies kubex-guide=examples/quickstart/policies --policies recommended=examples/policies/recommended.yaml)
 
@@ -34,6 +45,10 @@ run gentd26-from-half-gpu-every-15m --traces "$traces/usage.csv" --start 0.5 --c
 run llm-fitting-one-gpu --traces "$traces/usage_derived_llm.csv.gz" --max-peak 100 --start 1
 run llm-fitting-one-gpu-every-15m --traces "$traces/usage_derived_llm.csv.gz" --max-peak 100 --start 1 --cadence 15m
 run llm-all --traces "$traces/usage_derived_llm.csv.gz" --start 1 --plot servegen-m-small-c002
+# Fresh: ServeGen clients no setting has seen, every one held
+# (docs/backtest/protocol.md).
+run fresh-fitting-one-gpu --fresh --traces "$fresh/usage_fresh_servegen.csv" --max-peak 100 --start 1
+run fresh-all --fresh --traces "$fresh/usage_fresh_servegen.csv" --start 1
 
 # BENCHMARKS.md shows each scenario's results.md between
 # "<!-- backtest-results NAME -->" and "<!-- /backtest-results -->", and

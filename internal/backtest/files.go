@@ -11,7 +11,7 @@ import (
 // writeFiles writes results.txt, results.json, results.md, the split's
 // paired comparisons (split.md, verdicts.md), the trade-off plots and the
 // plots of a few workloads under OutDir.
-func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery, policies []string, sw *sweepRun) error {
+func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery, policies []string) error {
 	results := deliveries[0].Results
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
@@ -62,7 +62,7 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		return err
 	}
 	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true, "split.md": true, "verdicts.md": true}
-	if err := writePareto(write, used, traces, deliveries, policies, sw, opts.Fresh); err != nil {
+	if err := writePareto(write, used, traces, deliveries, policies, opts.Fresh); err != nil {
 		return err
 	}
 	for i, d := range deliveries {
@@ -122,21 +122,18 @@ func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace,
 	return write("verdicts.md", func(f *os.File) error { return WriteVerdicts(f, comparisons, policies[len(policies)-1]) })
 }
 
-// writePareto writes pareto.md (every strategy and the sweep on each held
-// half, with dominance per baseline) and, on the half held by name, the
-// plots of slack against memory and against compute breach-minutes.
+// writePareto writes pareto.md (every strategy on the held half, with
+// dominance per baseline) and the plots of slack against memory and
+// against compute breach-minutes there.
 func writePareto(write func(string, func(*os.File) error) error, used map[string]bool, traces []*Trace, deliveries []Delivery,
-	policies []string, sw *sweepRun, fresh bool) error {
+	policies []string, fresh bool) error {
 	ours := func(n string) bool {
 		return slices.ContainsFunc(policies, func(p string) bool { return n == p || strings.HasPrefix(n, p+", ") })
 	}
 	shipped := func(n string) bool { return slices.Contains(policies, n) }
 	var md bytes.Buffer
-	for i, d := range deliveries {
-		results := slices.Clone(d.Results)
-		if i < len(sw.Deliveries) {
-			results = append(results, sw.Deliveries[i].Results...)
-		}
+	for _, d := range deliveries {
+		results := d.Results
 		for _, half := range []string{HalfHeld} {
 			pts := PointsOn(traces, results, half, fresh, ours, shipped)
 			if pts[0].Score.Workloads == 0 {
@@ -159,7 +156,7 @@ func writePareto(write func(string, func(*os.File) error) error, used map[string
 				name += ".svg"
 				used[name] = true
 				title := fmt.Sprintf("%s, %s half (%d workloads)", d.Name, half, pts[0].Score.Workloads)
-				if err := write(name, func(f *os.File) error { return PlotPareto(f, title, compute, pts, sw.Curves) }); err != nil {
+				if err := write(name, func(f *os.File) error { return PlotPareto(f, title, compute, pts, nil) }); err != nil {
 					return err
 				}
 			}

@@ -2,14 +2,11 @@ package backtest_test
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
-	"github.com/gpu-rightsizing/recommender/internal/policy"
-	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 func TestDominates(t *testing.T) {
@@ -34,31 +31,6 @@ func TestDominates(t *testing.T) {
 			require.Equal(t, tt.want, backtest.Dominates(tt.s, base))
 		})
 	}
-}
-
-// TestSweepOf: the recommended policies sized compute on its peak (100)
-// with 20 % headroom; the sweep moves each alone, and each curve passes
-// through the policy itself at its own value. The policy is not changed.
-func TestSweepOf(t *testing.T) {
-	set, err := policy.Load(context.Background(), "../../examples/policies", "recommended.yaml")
-	require.NoError(t, err)
-	g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
-	require.Empty(t, g.Skip)
-	e := &backtest.Engine{Label: "rec", Governance: g}
-	engines, curves := backtest.SweepOf(e)
-	var labels []string
-	for _, s := range engines {
-		labels = append(labels, s.Name())
-	}
-	require.Equal(t, []string{"rec, computePercentile 90", "rec, computePercentile 95", "rec, computePercentile 99",
-		"rec, headroomPercent 0", "rec, headroomPercent 10", "rec, headroomPercent 40"}, labels)
-	require.Equal(t, map[string][]string{
-		"computePercentile": {"rec, computePercentile 90", "rec, computePercentile 95", "rec, computePercentile 99", "rec"},
-		"headroomPercent":   {"rec, headroomPercent 0", "rec, headroomPercent 10", "rec", "rec, headroomPercent 40"},
-	}, curves)
-	require.Equal(t, 90, engines[0].Governance.Rules.Proactive.ComputePercentile)
-	require.Equal(t, 100, e.Governance.Rules.Proactive.ComputePercentile)
-	require.Equal(t, 20, e.Governance.Rules.Proactive.HeadroomPercent)
 }
 
 // TestWritePareto: a baseline a shipped setting dominates is said so; one

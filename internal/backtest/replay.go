@@ -146,11 +146,7 @@ func Replay(ctx context.Context, opts Options) error {
 	for _, e := range engines {
 		policies = append(policies, e.Label)
 	}
-	sw, err := sweep(ctx, traces, engines, cfg)
-	if err != nil {
-		return err
-	}
-	return writeFiles(&opts, traces, cfg, deliveries, policies, sw)
+	return writeFiles(&opts, traces, cfg, deliveries, policies)
 }
 
 // checkProtocol refuses a run that would score a policy file the
@@ -250,31 +246,6 @@ func deliver(ctx context.Context, traces []*Trace, strategies []Strategy, cfg Co
 		deliveries[i].Results = results
 	}
 	return deliveries, nil
-}
-
-// sweepRun is the sweep of the last policy under each delivery, for the
-// Pareto view.
-type sweepRun struct {
-	Curves     map[string][]string
-	Deliveries []Delivery
-}
-
-// sweep replays the last policy with one setting moved at a time
-// (SweepOf), under both deliveries.
-func sweep(ctx context.Context, traces []*Trace, engines []*Engine, cfg Config) (*sweepRun, error) {
-	if len(engines) == 0 {
-		return &sweepRun{}, nil
-	}
-	es, curves := SweepOf(engines[len(engines)-1])
-	var strategies []Strategy
-	for _, e := range es {
-		strategies = append(strategies, e)
-	}
-	ds, err := deliver(ctx, traces, strategies, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &sweepRun{Curves: curves, Deliveries: ds}, nil
 }
 
 // recordedTraces replays a recording for the GPU Deployments of a
