@@ -202,6 +202,13 @@ type ProactiveSpec struct {
 	// (each day counted back from the run), instead of the window's peak.
 	// A spike then counts as one day among the days. 100 is the peak.
 	MemoryDailyPeakPercentile *int `yaml:"memoryDailyPeakPercentile" group:"project"`
+	// BreachRiskPercent is the risk knob: the chance, in percent, that
+	// the next hour's demand exceeds the baseline, judged from the
+	// workload's own hours. Each metric is sized on the peak of the hour
+	// whose rank gives that chance, without headroom; until the window
+	// holds 100/breachRiskPercent − 1 hours, the fixed margins above size
+	// it. Lower is safer and leaves more slack.
+	BreachRiskPercent *int `yaml:"breachRiskPercent" group:"project"`
 }
 
 // ReactivePolicy is a GpuReactivePolicy or ClusterGpuReactivePolicy: it
