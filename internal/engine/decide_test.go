@@ -349,7 +349,7 @@ func TestDecide(t *testing.T) {
 			// itself. Memory: 0.20 × 0.6 = 0.12 in each of 336 hours. The
 			// last half hour is quiet, so the scale-back's own target
 			// (0.10 × 1.2) is lower.
-			usage: workload(false, pod("sum-1", 15*day, between(2*day, 2*day+time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
+			usage:  workload(false, pod("sum-1", 15*day, between(2*day, 2*day+time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
 			action: engine.ScaleBack, recommended: fraction(0.2), rule: "scale-back to baseline",
 			contains: "7d baseline compute's hourly peak ranked 161 of 168 (a breach risk of 5% an hour) was 0.20 GPU over 7d → 0.20 × 1 = 0.20 " +
 				"(compute hourly peak (rank 161 of 168) 0.20, memory hourly peak (rank 321 of 336) 0.12)",
@@ -359,7 +359,7 @@ func TestDecide(t *testing.T) {
 			governance: risk(5),
 			current:    fraction(0.6),
 			// Ten burst hours: the 161st of 168 hourly peaks is one of them.
-			usage: workload(false, pod("sum-1", 15*day, between(2*day, 2*day+10*time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
+			usage:  workload(false, pod("sum-1", 15*day, between(2*day, 2*day+10*time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
 			action: engine.ScaleBack, recommended: fraction(0.5),
 			contains: "compute's hourly peak ranked 161 of 168 (a breach risk of 5% an hour) was 0.50 GPU",
 		},
@@ -368,7 +368,7 @@ func TestDecide(t *testing.T) {
 			governance: risk(10),
 			current:    fraction(0.6),
 			// ⌈0.90 × 169⌉ = 153: below the ten.
-			usage: workload(false, pod("sum-1", 15*day, between(2*day, 2*day+10*time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
+			usage:  workload(false, pod("sum-1", 15*day, between(2*day, 2*day+10*time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
 			action: engine.ScaleBack, recommended: fraction(0.2),
 			contains: "compute's hourly peak ranked 153 of 168 (a breach risk of 10% an hour) was 0.20 GPU",
 		},
