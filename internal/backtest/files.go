@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // writeFiles writes results.txt, results.json, results.md, the split's
@@ -58,11 +58,15 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
 		return err
 	}
-	if err := writeSplit(write, traces, deliveries, policies, opts.Fresh); err != nil {
+	shipped := slices.DeleteFunc(slices.Clone(policies), func(p string) bool { return slices.Contains(opts.Frontier, p) })
+	if err := writeSplit(write, traces, deliveries, shipped, opts.Fresh); err != nil {
 		return err
 	}
 	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true, "split.md": true, "verdicts.md": true}
-	if err := writePareto(write, used, traces, deliveries, policies, opts.Fresh); err != nil {
+	if err := writeFrontier(write, used, opts, traces, deliveries, shipped); err != nil {
+		return err
+	}
+	if err := writePareto(write, used, opts, traces, deliveries, policies, shipped); err != nil {
 		return err
 	}
 	for i, d := range deliveries {
@@ -81,6 +85,64 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		return err
 	}
 	opts.Logger.Info("results written", "dir", opts.OutDir)
+	return nil
+}
+
+// writeFrontier chooses the frontier's settings on the tune half
+// (frontier.json), or reads the choices for fresh data, and judges them on
+// the held half: frontier.md under the live delivery, the shipped one,
+// frontier-pull-requests.md without it.
+func writeFrontier(write func(string, func(*os.File) error) error, used map[string]bool, opts *Options, traces []*Trace,
+	deliveries []Delivery, shipped []string) error {
+	if len(opts.Frontier) == 0 {
+		return nil
+	}
+	var choices []Choice
+	if opts.FrontierFrom != "" {
+		f, err := os.Open(opts.FrontierFrom)
+		if err != nil {
+			return err
+		}
+		choices, err = ReadChoices(f, opts.FrontierFrom)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	} else {
+		choices = Choose(traces, deliveries, opts.Frontier, shipped)
+		used["frontier.json"] = true
+		if err := write("frontier.json", func(f *os.File) error { return WriteChoices(f, choices) }); err != nil {
+			return err
+		}
+	}
+	cells, err := Judge(traces, deliveries, choices, opts.Fresh)
+	if err != nil {
+		return err
+	}
+	from := "chosen on the tune half"
+	if opts.FrontierFrom != "" {
+		from = "chosen on the tune half of " + filepath.Base(filepath.Dir(opts.FrontierFrom))
+	}
+	for _, d := range deliveries {
+		name := "frontier-pull-requests.md"
+		if d.Live {
+			name = "frontier.md"
+		}
+		var mine []FrontierCell
+		for _, c := range cells {
+			if c.Delivery == d.Name {
+				mine = append(mine, c)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		title := fmt.Sprintf("%s: settings %s, judged on the held half (%d workloads)", d.Name, from, mine[0].Workloads)
+		used[name] = true
+		if err := write(name, func(f *os.File) error { return WriteFrontier(f, title, mine) }); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -125,12 +187,11 @@ func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace,
 // writePareto writes pareto.md (every strategy on the held half, with
 // dominance per baseline) and the plots of slack against memory and
 // against compute breach-minutes there.
-func writePareto(write func(string, func(*os.File) error) error, used map[string]bool, traces []*Trace, deliveries []Delivery,
-	policies []string, fresh bool) error {
-	ours := func(n string) bool {
-		return slices.ContainsFunc(policies, func(p string) bool { return n == p || strings.HasPrefix(n, p+", ") })
-	}
-	shipped := func(n string) bool { return slices.Contains(policies, n) }
+func writePareto(write func(string, func(*os.File) error) error, used map[string]bool, opts *Options, traces []*Trace, deliveries []Delivery,
+	policies, shippedPolicies []string) error {
+	fresh := opts.Fresh
+	ours := func(n string) bool { return slices.Contains(policies, n) }
+	shipped := func(n string) bool { return slices.Contains(shippedPolicies, n) }
 	var md bytes.Buffer
 	for _, d := range deliveries {
 		results := d.Results
@@ -156,7 +217,8 @@ func writePareto(write func(string, func(*os.File) error) error, used map[string
 				name += ".svg"
 				used[name] = true
 				title := fmt.Sprintf("%s, %s half (%d workloads)", d.Name, half, pts[0].Score.Workloads)
-				if err := write(name, func(f *os.File) error { return PlotPareto(f, title, compute, pts, nil) }); err != nil {
+				curves := map[string][]string{"the frontier": opts.Frontier}
+				if err := write(name, func(f *os.File) error { return PlotPareto(f, title, compute, pts, curves) }); err != nil {
 					return err
 				}
 			}

@@ -42,6 +42,14 @@ type Options struct {
 	// replayed, and each other one is paired with it per workload on each
 	// half of the split (Candidates), in place of the baselines.
 	Against string
+	// Frontier names the policies that are one knob's settings, from the
+	// most cautious to the boldest: against each baseline, one is chosen
+	// on the tune half and judged on the held half (frontier.md). The
+	// other policies are the shipped ones.
+	Frontier []string
+	// FrontierFrom is the frontier.json of the run whose tune half chose
+	// the settings, for fresh data, which has none.
+	FrontierFrom string
 	// Fresh marks data no setting was tuned on: every workload is held,
 	// whole (docs/backtest/protocol.md).
 	Fresh bool
@@ -100,6 +108,14 @@ func Replay(ctx context.Context, opts Options) error {
 	}
 	if opts.Against != "" && !slices.ContainsFunc(engines, func(e *Engine) bool { return e.Label == opts.Against }) {
 		return fmt.Errorf("against %q: no such policies among --policies", opts.Against)
+	}
+	for _, f := range opts.Frontier {
+		if !slices.ContainsFunc(engines, func(e *Engine) bool { return e.Label == f }) {
+			return fmt.Errorf("frontier %q: no such policies among --policies", f)
+		}
+	}
+	if opts.Fresh && len(opts.Frontier) > 0 && opts.FrontierFrom == "" {
+		return fmt.Errorf("fresh data has no tune half: the frontier's choices must come from another run's frontier.json (`--frontier-from`)")
 	}
 	traces, err := loadTraces(ctx, &opts, engines)
 	if err != nil {
