@@ -43,7 +43,7 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		return err
 	}
 	var js bytes.Buffer
-	if err := WriteJSON(&js, opts.inputs(), config, opts.protocol, deliveries); err != nil {
+	if err := WriteJSON(&js, opts.inputs(), config, opts.protocol, opts.Frontier, deliveries); err != nil {
 		return err
 	}
 	if err := write("results.json", func(f *os.File) error { _, err := f.Write(js.Bytes()); return err }); err != nil {
