@@ -161,8 +161,9 @@ func CheckFrozen(ctx context.Context, h History, protocol string, policies []str
 // CheckResultsFollow checks a committed results file against the protocol
 // record it holds: every policy it judged was frozen by a commit that is
 // an ancestor of the commit that last wrote the results (HEAD when they
-// are not committed yet), and that commit's protocol holds its hash.
-func CheckResultsFollow(ctx context.Context, h History, results string, rec *ProtocolRecord) error {
+// are not committed yet), and that commit's protocol holds its hash. The
+// record's protocol path is relative to root, where the run ran.
+func CheckResultsFollow(ctx context.Context, h History, root, results string, rec *ProtocolRecord) error {
 	if rec == nil || len(rec.Policies) == 0 {
 		return fmt.Errorf("%s names no protocol: run the backtest with --protocol", results)
 	}
@@ -182,7 +183,11 @@ func CheckResultsFollow(ctx context.Context, h History, results string, rec *Pro
 		if !ok {
 			return fmt.Errorf("%s: policy %s was frozen in %s, which is not an ancestor of the results (%s): %w", results, p.Path, p.Commit, at, ErrNotFrozen)
 		}
-		first, err := h.FirstCommitWith(ctx, rec.File, p.SHA256)
+		file := filepath.FromSlash(rec.File)
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(root, file)
+		}
+		first, err := h.FirstCommitWith(ctx, file, p.SHA256)
 		if err != nil {
 			return err
 		}

@@ -166,17 +166,19 @@ func TestCheckResultsFollow(t *testing.T) {
 	late := r.write("late/results.json", "{}")
 	r.commit("results after the protocol")
 	h := backtest.Git{Dir: r.dir}
-	rec := &backtest.ProtocolRecord{File: proto, Policies: []backtest.Frozen{{Path: a, SHA256: sum(policyA), Commit: frozenBy}}}
+	rel, err := filepath.Rel(r.dir, proto)
+	require.NoError(t, err)
+	rec := &backtest.ProtocolRecord{File: rel, Policies: []backtest.Frozen{{Path: a, SHA256: sum(policyA), Commit: frozenBy}}}
 
-	require.NoError(t, backtest.CheckResultsFollow(ctx, h, late, rec))
-	err := backtest.CheckResultsFollow(ctx, h, early, rec)
+	require.NoError(t, backtest.CheckResultsFollow(ctx, h, r.dir, late, rec))
+	err = backtest.CheckResultsFollow(ctx, h, r.dir, early, rec)
 	require.ErrorIs(t, err, backtest.ErrNotFrozen)
 	require.ErrorContains(t, err, "which is not an ancestor of the results")
-	require.ErrorContains(t, backtest.CheckResultsFollow(ctx, h, late, nil), "names no protocol: run the backtest with --protocol")
+	require.ErrorContains(t, backtest.CheckResultsFollow(ctx, h, r.dir, late, nil), "names no protocol: run the backtest with --protocol")
 	// A record that names a commit other than the one that froze the hash.
 	forged := *rec
 	forged.Policies = []backtest.Frozen{{Path: a, SHA256: sum(policyA), Commit: r.git("rev-parse", "HEAD~2")}}
-	require.ErrorContains(t, backtest.CheckResultsFollow(ctx, h, late, &forged), "the protocol froze sha256")
+	require.ErrorContains(t, backtest.CheckResultsFollow(ctx, h, r.dir, late, &forged), "the protocol froze sha256")
 }
 
 // TestReplayRefusesUnfrozen: with --protocol, a run that would score a
