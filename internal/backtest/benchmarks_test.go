@@ -2,7 +2,9 @@ package backtest_test
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
 // TestBenchmarksMatchResults: every table of BENCHMARKS.md between
@@ -49,6 +52,32 @@ func TestBenchmarksMatchResults(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join(root, "docs", "backtest", name, "verdicts.md"))
 			require.NoError(t, err)
 			require.Equal(t, string(want), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
+		})
+	}
+}
+
+// TestResultsFollowProtocol: every scenario's results.json names the
+// protocol, and each policy file it judged was frozen by a commit that is
+// an ancestor of the commit that last wrote the results
+// (docs/backtest/protocol.md). Git history is the protocol's record, so
+// the test needs the work tree's.
+func TestResultsFollowProtocol(t *testing.T) {
+	testenv.LookPath(t, "git")
+	root := filepath.Join("..", "..")
+	if err := exec.Command("git", "-C", root, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
+		t.Skipf("not in a git work tree (%v): the protocol's record is its history", err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "docs", "backtest", "*", "results.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			r, err := os.Open(f)
+			require.NoError(t, err)
+			defer r.Close()
+			doc, err := backtest.ReadResults(r)
+			require.NoError(t, err)
+			require.NoError(t, backtest.CheckResultsFollow(context.Background(), backtest.Git{Dir: root}, root, f, doc.Protocol))
 		})
 	}
 }
