@@ -133,7 +133,7 @@ func Resample(d [][]float64) Resamples {
 			}
 		}
 		for m := range d {
-			r.sorted[m] = append(r.sorted[m], sums[m]/float64(n))
+			r.sorted[m] = append(r.sorted[m], snap(sums[m]/float64(n)))
 		}
 	}
 	for m := range d {
@@ -141,10 +141,19 @@ func Resample(d [][]float64) Resamples {
 		for _, v := range d[m] {
 			sum += v
 		}
-		r.Mean[m] = sum / float64(n)
+		r.Mean[m] = snap(sum / float64(n))
 		slices.Sort(r.sorted[m])
 	}
 	return r
+}
+
+// snap sets a mean within float noise of 0 to 0: differences that cancel
+// sum to ±1e-16, and a bound there must not read as excluding 0.
+func snap(v float64) float64 {
+	if math.Abs(v) < 1e-9 {
+		return 0
+	}
+	return v
 }
 
 // Interval is row m's mean with its percentile interval at level (0.95
@@ -390,7 +399,7 @@ func WriteSplit(w io.Writer, cs []Comparison) error {
 
 // num prints a difference with three significant digits and no "-0".
 func num(v float64) string {
-	s := fmt.Sprintf("%.3g", v)
+	s := fmt.Sprintf("%.3g", snap(v))
 	if s == "-0" {
 		return "0"
 	}

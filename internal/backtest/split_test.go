@@ -223,3 +223,21 @@ func TestHolm(t *testing.T) {
 	require.False(t, mixed[0].Significant)
 	require.False(t, mixed[2].Significant)
 }
+
+// TestResampleSnapsNoise: a workload that differs by float noise alone
+// (two sums of the same values in another order differ by 1e-16) is no
+// difference. One workload 1 GPU-h better and twenty at −5.6e-17: a third
+// of the resamples miss the one, so the upper bound is the noise; it is 0,
+// and the interval does not exclude it.
+func TestResampleSnapsNoise(t *testing.T) {
+	a, b, c := 0.1, 0.2, 0.3
+	noise := c - (a + b) // −5.55e-17 in float64
+	require.Less(t, noise, 0.0)
+	d := []float64{-1}
+	for range 20 {
+		d = append(d, noise)
+	}
+	iv := backtest.Resample([][]float64{d}).Interval(0, 0.95)
+	require.Zero(t, iv.Hi)
+	require.Equal(t, "no difference", iv.Verdict())
+}
