@@ -19,7 +19,8 @@ import (
 // "<!-- backtest-results NAME -->" and "<!-- /backtest-results -->" is the
 // one rendered from docs/backtest/NAME/results.json, and every scenario
 // there has one; every block between "<!-- backtest-verdicts NAME -->"
-// and "<!-- /backtest-verdicts -->" is docs/backtest/NAME/verdicts.md.
+// and "<!-- /backtest-verdicts -->" is docs/backtest/NAME/verdicts.md,
+// and every "backtest-frontier" block its frontier.md.
 // `make backtest` writes them all.
 func TestBenchmarksMatchResults(t *testing.T) {
 	root := filepath.Join("..", "..")
@@ -29,7 +30,7 @@ func TestBenchmarksMatchResults(t *testing.T) {
 	scenarios, err := filepath.Glob(filepath.Join(root, "docs", "backtest", "*", "results.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, scenarios)
-	require.Len(t, blocks, len(scenarios), "one table block per scenario of docs/backtest")
+	require.Equal(t, len(scenarios), len(blocks), "one table block per scenario of docs/backtest")
 	for _, b := range blocks {
 		name := string(b[1])
 		t.Run(name, func(t *testing.T) {
@@ -43,16 +44,19 @@ func TestBenchmarksMatchResults(t *testing.T) {
 			require.Equal(t, want.String(), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
 		})
 	}
-	// The verdicts of the split, where BENCHMARKS.md shows them, are the
-	// scenario's verdicts.md as written.
-	verdicts := regexp.MustCompile(`(?ms)^<!-- backtest-verdicts (\S+) -->\n(.*?)^<!-- /backtest-verdicts -->$`).FindAllSubmatch(md, -1)
-	for _, b := range verdicts {
-		name := string(b[1])
-		t.Run(name+"/verdicts", func(t *testing.T) {
-			want, err := os.ReadFile(filepath.Join(root, "docs", "backtest", name, "verdicts.md"))
-			require.NoError(t, err)
-			require.Equal(t, string(want), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
-		})
+	// The verdicts of the split and the frontier, where BENCHMARKS.md
+	// shows them, are the scenario's verdicts.md and frontier.md as
+	// written.
+	for _, kind := range []string{"verdicts", "frontier"} {
+		blocks := regexp.MustCompile(`(?ms)^<!-- backtest-`+kind+` (\S+) -->\n(.*?)^<!-- /backtest-`+kind+` -->$`).FindAllSubmatch(md, -1)
+		for _, b := range blocks {
+			name := string(b[1])
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				want, err := os.ReadFile(filepath.Join(root, "docs", "backtest", name, kind+".md"))
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
+			})
+		}
 	}
 }
 

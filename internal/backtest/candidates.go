@@ -14,7 +14,7 @@ import (
 // baselines (Compare), so the same bootstrap gives its intervals.
 func Candidates(traces []*Trace, deliveries []Delivery, policies []string, against string, fresh bool) []Comparison {
 	cands := slices.DeleteFunc(slices.Clone(policies), func(p string) bool { return p == against })
-	return Compare(traces, deliveries, cands, fresh)
+	return Compare(traces, deliveries, cands, nil, fresh)
 }
 
 // WriteCandidates renders, per delivery and half, the totals of against

@@ -59,7 +59,7 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		return err
 	}
 	shipped := slices.DeleteFunc(slices.Clone(policies), func(p string) bool { return slices.Contains(opts.Frontier, p) })
-	if err := writeSplit(write, traces, deliveries, shipped, opts.Fresh); err != nil {
+	if err := writeSplit(write, traces, deliveries, shipped, opts.Frontier, opts.Fresh); err != nil {
 		return err
 	}
 	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true, "split.md": true, "verdicts.md": true}
@@ -170,11 +170,11 @@ func writeExamples(write func(string, func(*os.File) error) error, used map[stri
 }
 
 // writeSplit writes the comparisons out of sample: every policy against
-// every baseline, paired per workload, on each half of the split
+// every baseline (others, the frontier's settings, are neither), paired per workload, on each half of the split
 // (split.md); the verdicts of the last policy, the one proposed, in one
 // table (verdicts.md).
-func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace, deliveries []Delivery, policies []string, fresh bool) error {
-	comparisons := Compare(traces, deliveries, policies, fresh)
+func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace, deliveries []Delivery, policies, others []string, fresh bool) error {
+	comparisons := Compare(traces, deliveries, policies, others, fresh)
 	if err := write("split.md", func(f *os.File) error { return WriteSplit(f, comparisons) }); err != nil {
 		return err
 	}

@@ -301,8 +301,9 @@ func halfScores(traces []*Trace, r Result, fresh bool) map[string]map[int]Score 
 }
 
 // Compare pairs every policy with every baseline, per delivery and half.
-// Baselines are the strategies that are neither a policy nor an oracle.
-func Compare(traces []*Trace, deliveries []Delivery, policies []string, fresh bool) []Comparison {
+// Baselines are the strategies that are neither a policy, nor one of
+// others (the frontier's settings), nor an oracle.
+func Compare(traces []*Trace, deliveries []Delivery, policies, others []string, fresh bool) []Comparison {
 	var out []Comparison
 	for _, d := range deliveries {
 		scores := map[string]map[string]map[int]Score{}
@@ -311,7 +312,7 @@ func Compare(traces []*Trace, deliveries []Delivery, policies []string, fresh bo
 		}
 		for _, p := range policies {
 			for _, b := range d.Results {
-				if slices.Contains(policies, b.Strategy) || strings.HasPrefix(b.Strategy, "oracle") {
+				if slices.Contains(policies, b.Strategy) || slices.Contains(others, b.Strategy) || strings.HasPrefix(b.Strategy, "oracle") {
 					continue
 				}
 				for _, half := range Halves {

@@ -114,7 +114,7 @@ func TestCompare(t *testing.T) {
 	one, err := backtest.Run(context.Background(), traces, []backtest.Strategy{backtest.Static{}}, cfg)
 	require.NoError(t, err)
 	deliveries := []backtest.Delivery{{Name: backtest.PullRequests, Results: []backtest.Result{one[0], results[1]}}}
-	cs := backtest.Compare(traces, deliveries, []string{"half"}, false)
+	cs := backtest.Compare(traces, deliveries, []string{"half"}, nil, false)
 	halves := map[string]int{}
 	for _, c := range cs {
 		require.Equal(t, "static", c.Baseline)
@@ -144,12 +144,15 @@ func TestCompare(t *testing.T) {
 			require.InDelta(t, -0.5*(24*60-1)/60, c.Diffs[0].Mean, 1e-6)
 		}
 	}
+	// A setting of the frontier is neither a policy compared nor a
+	// baseline.
+	require.Empty(t, backtest.Compare(traces, deliveries, []string{"half"}, []string{"static"}, false))
 	var buf bytes.Buffer
 	require.NoError(t, backtest.WriteVerdicts(&buf, cs, "half"))
 	require.Contains(t, buf.String(), "| static | pull requests | + · · · |")
 
 	// Fresh data is held whole: no tune half.
-	fresh := backtest.Compare(traces, deliveries, []string{"half"}, true)
+	fresh := backtest.Compare(traces, deliveries, []string{"half"}, nil, true)
 	require.Len(t, fresh, 2)
 	require.Equal(t, backtest.HalfHeld, fresh[1].Half)
 	require.Equal(t, 4, fresh[1].Workloads)
