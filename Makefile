@@ -80,10 +80,10 @@ BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus .
 bench-e2e:
 	RECOMMENDER_BENCH_E2E=1 RECOMMENDER_BENCH_E2E_WRITE=$(BENCH_E2E_WRITE) $(GO) test -p 1 -run '^$$' -bench '^BenchmarkE2E' -benchtime 3x -count=1 -timeout 2h $(BENCH_E2E_PKGS)
 
-## backtest: replay the traces of docs/backtest/traces.md (TRACES=dir, not in the repository) through the policies and baselines into docs/backtest
+## backtest: replay the traces of docs/backtest/traces.md (TRACES=dir, FRESH=dir, not in the repository) through the policies and baselines into docs/backtest
 backtest:
-	@[ -n "$(TRACES)" ] || { echo "make backtest: set TRACES to the directory holding usage.csv and usage_derived_llm.csv.gz (docs/backtest/traces.md says where they come from)" >&2; exit 2; }
-	./scripts/backtest.sh $(TRACES) docs/backtest
+	@[ -n "$(TRACES)" ] || { echo "make backtest: set TRACES to the directory holding usage.csv and usage_derived_llm.csv.gz, and FRESH to the one holding usage_fresh_servegen.csv (docs/backtest/traces.md says where they come from)" >&2; exit 2; }
+	./scripts/backtest.sh $(TRACES) docs/backtest $(FRESH)
 
 ## backtest-variants: measure one-change variants of the guide policies (BENCHMARKS.md)
 backtest-variants:

@@ -32,7 +32,7 @@ proactive cw3d "memoryConfidenceWindow: 3d"
 
 all=(mc10 p99 md90 md75 md50 cw1d cw2d cw3d)
 names=("${@:-${all[@]}}")
-policies=(--policies recommended="$base")
+policies=(--protocol docs/backtest/protocol.md --policies recommended="$base")
 for v in "${names[@]}"; do
 	[ -f "$dir/$v.yaml" ] || { echo "no candidate $v (candidates: ${all[*]})" >&2; exit 2; }
 	if cmp -s "$base" "$dir/$v.yaml"; then

@@ -75,6 +75,10 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.DurationVar(&opts.Restart, "restart-time", 2*time.Minute, "how long a container killed for memory takes to restart, its usage held to its share")
 	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")
 	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
+	f.StringArrayVar(&opts.Frontier, "frontier", nil, "a policy of `--policies` that is one setting of a risk knob, in the knob's order, most cautious first (repeatable): against each baseline one is chosen on the tune half and judged on the held half (frontier.md)")
+	f.StringVar(&opts.FrontierFrom, "frontier-from", "", "the frontier.json `file` of the run whose tune half chose the settings, for --fresh data")
+	f.BoolVar(&opts.Fresh, "fresh", false, "the traces are data no setting was tuned on: every workload is held, whole, with no tune half (docs/backtest/protocol.md)")
+	f.StringVar(&opts.Protocol, "protocol", "", "refuse to score a policy file this protocol `file` does not freeze, by sha256, in a commit of HEAD's history; results.json records that commit (docs/backtest/protocol.md)")
 	f.StringVar(&opts.Against, "against", "", "replay only the policies, and pair each with the policies of this `name`, per workload, on each half of the split (candidates.md)")
 	f.StringArrayVar(&opts.Plot, "plot", nil, "workload to plot over time, besides those chosen from the results (repeatable)")
 	return cmd

@@ -33,9 +33,9 @@ func TestNewCmdBacktest(t *testing.T) {
 		{
 			name: "everything",
 			args: []string{"--traces", "a.csv", "--traces", "b.csv.gz", "--policies", "g=p", "--start", "0.5", "--cadence", "30m",
-				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100", "--live-max-changes", "0", "--against", "g"},
+				"--merge-delay", "0s", "--oom-kill=false", "--restart-time", "5m", "--out", "o", "--plot", "w", "--max-peak", "100", "--live-max-changes", "0", "--against", "g", "--protocol", "p.md", "--fresh"},
 			want: backtest.Options{Traces: []string{"a.csv", "b.csv.gz"}, Policies: []string{"g=p"}, Start: 0.5, Cadence: 30 * time.Minute,
-				Restart: 5 * time.Minute, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100, Against: "g"},
+				Restart: 5 * time.Minute, OutDir: "o", Plot: []string{"w"}, MaxPeak: 100, Against: "g", Protocol: "p.md", Fresh: true},
 		},
 		{name: "no traces", args: nil, err: "`--traces` or `--metrics-file` is required"},
 		{name: "recording without repo", args: []string{"--metrics-file", "m.om"}, err: "`--metrics-file` and `--repo` go together: the repository names the workloads of the recording"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 func whole(n float64) engine.Allocation { return engine.Allocation{Form: engine.WholeGPUs, GPUs: n} }
@@ -64,7 +65,7 @@ func TestVPA(t *testing.T) {
 	p := backtest.VPA{Bounds: bounds}.Decide(backtest.State{At: 24*60*minute - minute, Past: blank, Current: whole(1), Allocations: timeline(old)})
 	require.Equal(t, whole(1), p.Target)
 
-	// Each resource's, read literally (priority_processor.go):
+	// Each resource's (priority_processor.go):
 	//   compute: target 0.6232 × 1.15 = 0.7167, lower 0.2158 × 1.15 ×
 	//   0.9990 = 0.2479, upper 0.7167 × 1.5002 = 1.0752;
 	//   memory:  target 0.5213 × 1.15 = 0.5995, lower 0.5989, upper 0.8994.
@@ -76,7 +77,7 @@ func TestVPA(t *testing.T) {
 	require.InDelta(t, 0.8994, r.Memory.Upper, 1e-4)
 
 	young := int64(40*60) * minute // a pod started 8 h before
-	larger := backtest.VPAReading{LargerBound: true, Label: "eviction on the larger bound"}
+	perResource := backtest.VPAReading{PerResource: true, Label: "each resource's bounds"}
 	tests := []struct {
 		name     string
 		current  engine.Allocation
@@ -87,8 +88,10 @@ func TestVPA(t *testing.T) {
 		reading  backtest.VPAReading
 		want     backtest.Proposal
 	}{
-		{name: "above memory's upper bound: evicted", current: whole(1), want: backtest.Proposal{Target: fraction(0.72)}},
-		{name: "larger bound: inside, old enough, 28 % off: evicted", current: whole(1), reading: larger, want: backtest.Proposal{Target: fraction(0.72)}},
+		// The share is one resource: its range is the larger lower and
+		// upper bounds, [0.5989, 1.0752], its target the larger, 0.7167.
+		{name: "inside, old enough, 28 % off: evicted", current: whole(1), want: backtest.Proposal{Target: fraction(0.72)}},
+		{name: "each resource's: above memory's upper bound: evicted", current: whole(1), reading: perResource, want: backtest.Proposal{Target: fraction(0.72)}},
 		{name: "VPA Auto deletes the pod to apply it", current: whole(1), auto: true, want: backtest.Proposal{Target: fraction(0.72), Immediate: true, Evict: true}},
 		{name: "round two: Auto's eviction is free", current: whole(1), auto: true, reading: backtest.VPAReading{Kind: true},
 			want: backtest.Proposal{Target: fraction(0.72), Immediate: true}},
@@ -96,17 +99,17 @@ func TestVPA(t *testing.T) {
 			want: backtest.Proposal{Target: whole(1)}},
 		{name: "two replicas under min-replicas 2: evicted", current: whole(1), auto: true, replicas: 2,
 			want: backtest.Proposal{Target: fraction(0.72), Immediate: true, Evict: true}},
-		// 0.78 is inside both ranges; the change summed over both
-		// resources is 0.0633/0.78 + 0.1805/0.78 = 31.3 %; the larger
-		// target's alone, 8.1 %.
-		{name: "inside both ranges, old, both resources 31 % off: evicted", current: fraction(0.78), want: backtest.Proposal{Target: fraction(0.72)}},
-		{name: "larger bound: inside, the larger target 8 % off: kept", current: fraction(0.78), reading: larger, want: backtest.Proposal{Target: fraction(0.78)}},
-		// 0.90 is above memory's upper bound (0.8994), inside the larger one
-		// (1.0752).
-		{name: "above memory's upper bound, however young: evicted", current: fraction(0.9), started: young, want: backtest.Proposal{Target: fraction(0.72)}},
-		{name: "larger bound: inside, under 12 h old: kept", current: fraction(0.9), started: young, reading: larger, want: backtest.Proposal{Target: fraction(0.9)}},
-		{name: "inside both ranges, under 12 h old: kept", current: fraction(0.85), started: young, want: backtest.Proposal{Target: fraction(0.85)}},
-		{name: "below memory's lower bound, however young: evicted", current: fraction(0.5), started: young, want: backtest.Proposal{Target: fraction(0.72)}},
+		// 0.78 is inside both ranges; the target is 8.1 % off; the change
+		// summed over both resources is 0.0633/0.78 + 0.1805/0.78 = 31.3 %.
+		{name: "inside, the target 8 % off: kept", current: fraction(0.78), want: backtest.Proposal{Target: fraction(0.78)}},
+		{name: "each resource's: inside both, 31 % off summed: evicted", current: fraction(0.78), reading: perResource, want: backtest.Proposal{Target: fraction(0.72)}},
+		// 0.90 is inside the range (1.0752), above memory's upper bound
+		// (0.8994).
+		{name: "inside, under 12 h old: kept", current: fraction(0.9), started: young, want: backtest.Proposal{Target: fraction(0.9)}},
+		{name: "each resource's: above memory's upper bound, however young: evicted", current: fraction(0.9), started: young, reading: perResource,
+			want: backtest.Proposal{Target: fraction(0.72)}},
+		{name: "each resource's: inside both, under 12 h old: kept", current: fraction(0.85), started: young, reading: perResource, want: backtest.Proposal{Target: fraction(0.85)}},
+		{name: "below the range, however young: evicted", current: fraction(0.5), started: young, want: backtest.Proposal{Target: fraction(0.72)}},
 		// An OOM kill 5 minutes after the young pod started: a quick OOM
 		// evicts it, and its bumped peak, 0.9 × 1.2 = 1.08, weighs 2^(16/24)
 		// against 0.50's 1 and 0.30's ½ at p90: × 1.15, beyond the ceiling.
@@ -163,14 +166,21 @@ func TestVPAQuickOOM(t *testing.T) {
 }
 
 // TestVPAFrozenPeak: an interval whose first memory sample is 0 bytes keeps
-// 0 as its peak (container.go L169: a peak of 0 is never replaced). Two
-// days at 10 % compute; memory 0 at the first minute, 50 % for the rest of
-// the first day, 30 % on the second. Read literally, the daily peaks are 0
-// (weight ½ at 24 h) and 0.30 (weight 1 at 48 h): p90 falls in 0.30's
-// bucket, whose end is 0.3038, so memory's target is 0.3494. Unfrozen, the
-// first day's peak is 0.50: p90 is 0.5213, the target 0.5995.
+// 0 as its peak (container.go L169: a peak of 0 is never replaced), where
+// the pod has held GPU memory before; a pod's zeros before its model loads
+// are not fed, as a working set is never 0 bytes. Two days at 10 %
+// compute:
+//
+//   - loading: memory 0 at the first minute, 50 % for the rest of the first
+//     day, 30 % on the second. The first interval starts at minute 1; its
+//     peak 0.50 (weight ½) and the second's 0.30 (weight 1) put p90 in
+//     0.50's bucket, whose end is 0.5213: the target is 0.5995.
+//   - loaded, then 0: 30 % on the first day, 0 at the second day's first
+//     minute, 50 % after. The second interval is frozen at 0 (weight 1)
+//     beside 0.30 (weight ½): p90 is in 0.30's bucket, ending at 0.3038,
+//     and the target 0.3494. Never frozen (round two), 0.5995.
 func TestVPAFrozenPeak(t *testing.T) {
-	tr := trace("w", 48*60, constant(10), func(i int) float64 {
+	loading := trace("w", 48*60, constant(10), func(i int) float64 {
 		switch {
 		case i == 0:
 			return 0
@@ -179,17 +189,29 @@ func TestVPAFrozenPeak(t *testing.T) {
 		}
 		return 30
 	})
-	st := backtest.State{At: int64(48*60-1) * minute, Past: tr, Current: whole(1), Allocations: timeline(backtest.Change{T: 0, Alloc: whole(1)})}
+	dropped := trace("w", 48*60, constant(10), func(i int) float64 {
+		switch {
+		case i < 24*60:
+			return 30
+		case i == 24*60:
+			return 0
+		}
+		return 50
+	})
 	tests := []struct {
 		name    string
+		tr      *backtest.Trace
 		reading backtest.VPAReading
 		want    float64
 	}{
-		{name: "literal: frozen at 0", want: 0.3494},
-		{name: "round two: never frozen", reading: backtest.VPAReading{Kind: true}, want: 0.5995},
+		{name: "loading: not fed", tr: loading, want: 0.5995},
+		{name: "loading, round two", tr: loading, reading: backtest.VPAReading{Kind: true}, want: 0.5995},
+		{name: "loaded, then 0: frozen at 0", tr: dropped, want: 0.3494},
+		{name: "loaded, then 0, round two: never frozen", tr: dropped, reading: backtest.VPAReading{Kind: true}, want: 0.5995},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			st := backtest.State{At: int64(48*60-1) * minute, Past: tt.tr, Current: whole(1), Allocations: timeline(backtest.Change{T: 0, Alloc: whole(1)})}
 			require.InDelta(t, tt.want, backtest.VPA{Reading: tt.reading}.Recommend(st).Memory.Target, 1e-4)
 		})
 	}
@@ -219,10 +241,14 @@ func TestKRRSimple(t *testing.T) {
 			}
 			return 20
 		}, want: fraction(0.69)},
+		// Points are the steps of KRR's subquery, every 75 s: 99 samples a
+		// minute apart span 98 minutes, 79 steps.
 		{name: "fewer than 100 points: no recommendation", n: 99, compute: constant(10), memory: constant(10), want: fraction(0.5)},
-		// The history rule only warns (core/runner.py L384-402): compute
-		// p95 10 %, memory 10 % × 1.15 = 11.5 % → 0.12.
-		{name: "150 points over 2h29: under 3 hours, recommended anyway", n: 150, compute: constant(10), memory: constant(10), want: fraction(0.12)},
+		{name: "100 samples, 80 points: no recommendation", n: 100, compute: constant(10), memory: constant(10), want: fraction(0.5)},
+		// The history rule only warns (core/runner.py L384-402): 150
+		// samples over 2h29 are 120 points; compute p95 10 %, memory 10 %
+		// × 1.15 = 11.5 % → 0.12.
+		{name: "120 points over 2h29: under 3 hours, recommended anyway", n: 150, compute: constant(10), memory: constant(10), want: fraction(0.12)},
 		{name: "pooled, as round two read it: under 3 hours, no recommendation", n: 150, compute: constant(10), memory: constant(10), pooled: true,
 			want: fraction(0.5)},
 		// Two pods: 385 minutes at 10 %, then 15 minutes at 80 %. Each
@@ -251,6 +277,42 @@ func TestKRRSimple(t *testing.T) {
 			}
 			st := backtest.State{At: int64(tt.n-1) * minute, Past: tr, Current: fraction(0.5), Allocations: allocs}
 			require.Equal(t, tt.want, backtest.KRRSimple{Bounds: bounds, Pooled: tt.pooled}.Decide(st).Target)
+		})
+	}
+}
+
+// TestKRRPoints: KRR counts the steps of its subquery (every 75 s, on the
+// clock) that see a sample within the 5-minute lookback. A sample every
+// 10 minutes is seen by 4 steps: 25 samples over 4 hours are 100 points,
+// enough where 25 samples counted as points were not; run at the last
+// sample, that one is seen by one step so far: 97.
+func TestKRRPoints(t *testing.T) {
+	bounds := backtest.Bounds{Ceiling: 1, Floor: 0.05, MinChangePercent: 5}
+	tenMinutes := func(n int) *backtest.Trace {
+		tr := &backtest.Trace{Name: "w", Step: 10 * time.Minute}
+		for i := range n {
+			at := int64(i) * 10 * minute
+			tr.Compute = append(tr.Compute, usage.Sample{T: at, V: 10})
+			tr.Memory = append(tr.Memory, usage.Sample{T: at, V: 10})
+		}
+		return tr
+	}
+	tests := []struct {
+		name    string
+		samples int
+		// extra is how long after the last sample the run is.
+		extra int64
+		want  engine.Allocation
+	}{
+		{name: "26 samples, 104 points: recommended", samples: 26, extra: 5 * minute, want: fraction(0.12)},
+		{name: "25 samples, 100 points: recommended", samples: 25, extra: 5 * minute, want: fraction(0.12)},
+		{name: "25 samples, run at the last: 97 points", samples: 25, want: fraction(0.5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := tenMinutes(tt.samples)
+			st := backtest.State{At: tr.End() + tt.extra, Past: tr, Current: fraction(0.5), Allocations: timeline(backtest.Change{T: 0, Alloc: fraction(0.5)})}
+			require.Equal(t, tt.want, backtest.KRRSimple{Bounds: bounds}.Decide(st).Target)
 		})
 	}
 }

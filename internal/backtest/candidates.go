@@ -12,15 +12,15 @@ import (
 // on each half of the split: a candidate change is judged against the
 // policy it would replace, as the policies are judged against the
 // baselines (Compare), so the same bootstrap gives its intervals.
-func Candidates(traces []*Trace, deliveries []Delivery, policies []string, against string) []Comparison {
+func Candidates(traces []*Trace, deliveries []Delivery, policies []string, against string, fresh bool) []Comparison {
 	cands := slices.DeleteFunc(slices.Clone(policies), func(p string) bool { return p == against })
-	return Compare(traces, deliveries, cands)
+	return Compare(traces, deliveries, cands, nil, fresh)
 }
 
 // WriteCandidates renders, per delivery and half, the totals of against
 // and of each candidate, and each candidate's mean difference per
 // workload from against with its interval and verdict.
-func WriteCandidates(w io.Writer, traces []*Trace, deliveries []Delivery, cs []Comparison, against string) error {
+func WriteCandidates(w io.Writer, traces []*Trace, deliveries []Delivery, cs []Comparison, against string, fresh bool) error {
 	var b strings.Builder
 	type key struct{ delivery, half string }
 	diffs := map[key]map[string]Comparison{}
@@ -33,7 +33,7 @@ func WriteCandidates(w io.Writer, traces []*Trace, deliveries []Delivery, cs []C
 	}
 	no := func(string) bool { return false }
 	for _, d := range deliveries {
-		for _, half := range []string{HalfAll, HalfTune, HalfScore, HalfFirstWeek, HalfSecondWeek} {
+		for _, half := range Halves {
 			k := key{d.Name, half}
 			if len(diffs[k]) == 0 {
 				continue
@@ -48,7 +48,7 @@ func WriteCandidates(w io.Writer, traces []*Trace, deliveries []Delivery, cs []C
 				fmt.Fprint(&b, "---|")
 			}
 			fmt.Fprintln(&b)
-			for _, p := range PointsOn(traces, d.Results, half, no, no) {
+			for _, p := range PointsOn(traces, d.Results, half, fresh, no, no) {
 				s := p.Score
 				fmt.Fprintf(&b, "| %s | %.1f %% | %.1f | %.0f | %.0f | %d | %d |", p.Strategy, 100*s.RelativeSlack(), s.SlackGPUHours,
 					s.MemoryBreachMinutes, s.ComputeBreachMinutes, s.OOMKills+s.Evictions, s.Changes)
@@ -77,9 +77,9 @@ func writeCandidates(opts *Options, traces []*Trace, deliveries []Delivery) erro
 	for _, r := range deliveries[0].Results {
 		policies = append(policies, r.Strategy)
 	}
-	cs := Candidates(traces, deliveries, policies, opts.Against)
+	cs := Candidates(traces, deliveries, policies, opts.Against, opts.Fresh)
 	var b strings.Builder
-	if err := WriteCandidates(&b, traces, deliveries, cs, opts.Against); err != nil {
+	if err := WriteCandidates(&b, traces, deliveries, cs, opts.Against, opts.Fresh); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.Out, "\n%s", b.String())

@@ -30,7 +30,7 @@ func TestCandidates(t *testing.T) {
 		results[i].Strategy = names[i]
 	}
 	deliveries := []backtest.Delivery{{Name: backtest.PullRequests, Results: results}}
-	cs := backtest.Candidates(traces, deliveries, names, "control")
+	cs := backtest.Candidates(traces, deliveries, names, "control", false)
 
 	want := map[string]string{"lean": "better", "fat": "worse"}
 	halves := map[string]int{}
@@ -43,11 +43,11 @@ func TestCandidates(t *testing.T) {
 			require.Equal(t, backtest.Interval{}, iv, "%s, %s: no breach, no kill", c.Policy, c.Half)
 		}
 	}
-	// Two days: no week split; both candidates on every other half.
-	require.Equal(t, map[string]int{backtest.HalfAll: 2, backtest.HalfTune: 2, backtest.HalfScore: 2}, halves)
+	// Two days: no week split; both candidates on every half.
+	require.Equal(t, map[string]int{backtest.HalfAll: 2, backtest.HalfTune: 2, backtest.HalfHeld: 2}, halves)
 
 	var buf bytes.Buffer
-	require.NoError(t, backtest.WriteCandidates(&buf, traces, deliveries, cs, "control"))
+	require.NoError(t, backtest.WriteCandidates(&buf, traces, deliveries, cs, "control", false))
 	out := buf.String()
 	require.Contains(t, out, "*candidates − control, pull requests, all half*")
 	for _, line := range strings.Split(out, "\n") {

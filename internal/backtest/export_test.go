@@ -3,3 +3,9 @@ package backtest
 // PlotFile is plotFile, for the tests of the file names a trace's
 // workload can get.
 var PlotFile = plotFile
+
+// NewResamples builds a bootstrap distribution from given sorted resampled
+// means, for tests of the correction.
+func NewResamples(mean []float64, sorted [][]float64) Resamples {
+	return Resamples{Mean: mean, sorted: sorted}
+}

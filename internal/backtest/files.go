@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // writeFiles writes results.txt, results.json, results.md, the split's
 // paired comparisons (split.md, verdicts.md), the trade-off plots and the
 // plots of a few workloads under OutDir.
-func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery, policies []string, sw *sweepRun) error {
+func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Delivery, policies []string) error {
 	results := deliveries[0].Results
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
@@ -43,7 +43,7 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		return err
 	}
 	var js bytes.Buffer
-	if err := WriteJSON(&js, opts.inputs(), config, deliveries); err != nil {
+	if err := WriteJSON(&js, opts.inputs(), config, opts.protocol, opts.Frontier, deliveries); err != nil {
 		return err
 	}
 	if err := write("results.json", func(f *os.File) error { _, err := f.Write(js.Bytes()); return err }); err != nil {
@@ -58,11 +58,15 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 	if err := write("results.md", func(f *os.File) error { return doc.WriteMarkdown(f) }); err != nil {
 		return err
 	}
-	if err := writeSplit(write, traces, deliveries, policies); err != nil {
+	shipped := slices.DeleteFunc(slices.Clone(policies), func(p string) bool { return slices.Contains(opts.Frontier, p) })
+	if err := writeSplit(write, traces, deliveries, shipped, opts.Frontier, opts.Fresh); err != nil {
 		return err
 	}
 	used := map[string]bool{"results.txt": true, "results.json": true, "results.md": true, "split.md": true, "verdicts.md": true}
-	if err := writePareto(write, used, traces, deliveries, policies, sw); err != nil {
+	if err := writeFrontier(write, used, opts, traces, deliveries, shipped); err != nil {
+		return err
+	}
+	if err := writePareto(write, used, opts, traces, deliveries, policies, shipped); err != nil {
 		return err
 	}
 	for i, d := range deliveries {
@@ -81,6 +85,64 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		return err
 	}
 	opts.Logger.Info("results written", "dir", opts.OutDir)
+	return nil
+}
+
+// writeFrontier chooses the frontier's settings on the tune half
+// (frontier.json), or reads the choices for fresh data, and judges them on
+// the held half: frontier.md under the live delivery, the shipped one,
+// frontier-pull-requests.md without it.
+func writeFrontier(write func(string, func(*os.File) error) error, used map[string]bool, opts *Options, traces []*Trace,
+	deliveries []Delivery, shipped []string) error {
+	if len(opts.Frontier) == 0 {
+		return nil
+	}
+	var choices []Choice
+	if opts.FrontierFrom != "" {
+		f, err := os.Open(opts.FrontierFrom)
+		if err != nil {
+			return err
+		}
+		choices, err = ReadChoices(f, opts.FrontierFrom)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	} else {
+		choices = Choose(traces, deliveries, opts.Frontier, shipped)
+		used["frontier.json"] = true
+		if err := write("frontier.json", func(f *os.File) error { return WriteChoices(f, choices) }); err != nil {
+			return err
+		}
+	}
+	cells, err := Judge(traces, deliveries, choices, opts.Fresh)
+	if err != nil {
+		return err
+	}
+	from := "chosen on the tune half"
+	if opts.FrontierFrom != "" {
+		from = "chosen on the tune half of " + filepath.Base(filepath.Dir(opts.FrontierFrom))
+	}
+	for _, d := range deliveries {
+		name := "frontier-pull-requests.md"
+		if d.Live {
+			name = "frontier.md"
+		}
+		var mine []FrontierCell
+		for _, c := range cells {
+			if c.Delivery == d.Name {
+				mine = append(mine, c)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		title := fmt.Sprintf("%s: settings %s, judged on the held half (%d workloads)", d.Name, from, mine[0].Workloads)
+		used[name] = true
+		if err := write(name, func(f *os.File) error { return WriteFrontier(f, title, mine) }); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -108,11 +170,11 @@ func writeExamples(write func(string, func(*os.File) error) error, used map[stri
 }
 
 // writeSplit writes the comparisons out of sample: every policy against
-// every baseline, paired per workload, on each half of the split
+// every baseline (others, the frontier's settings, are neither), paired per workload, on each half of the split
 // (split.md); the verdicts of the last policy, the one proposed, in one
 // table (verdicts.md).
-func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace, deliveries []Delivery, policies []string) error {
-	comparisons := Compare(traces, deliveries, policies)
+func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace, deliveries []Delivery, policies, others []string, fresh bool) error {
+	comparisons := Compare(traces, deliveries, policies, others, fresh)
 	if err := write("split.md", func(f *os.File) error { return WriteSplit(f, comparisons) }); err != nil {
 		return err
 	}
@@ -122,23 +184,19 @@ func writeSplit(write func(string, func(*os.File) error) error, traces []*Trace,
 	return write("verdicts.md", func(f *os.File) error { return WriteVerdicts(f, comparisons, policies[len(policies)-1]) })
 }
 
-// writePareto writes pareto.md (every strategy and the sweep on each held
-// half, with dominance per baseline) and, on the half held by name, the
-// plots of slack against memory and against compute breach-minutes.
-func writePareto(write func(string, func(*os.File) error) error, used map[string]bool, traces []*Trace, deliveries []Delivery,
-	policies []string, sw *sweepRun) error {
-	ours := func(n string) bool {
-		return slices.ContainsFunc(policies, func(p string) bool { return n == p || strings.HasPrefix(n, p+", ") })
-	}
-	shipped := func(n string) bool { return slices.Contains(policies, n) }
+// writePareto writes pareto.md (every strategy on the held half, with
+// dominance per baseline) and the plots of slack against memory and
+// against compute breach-minutes there.
+func writePareto(write func(string, func(*os.File) error) error, used map[string]bool, opts *Options, traces []*Trace, deliveries []Delivery,
+	policies, shippedPolicies []string) error {
+	fresh := opts.Fresh
+	ours := func(n string) bool { return slices.Contains(policies, n) }
+	shipped := func(n string) bool { return slices.Contains(shippedPolicies, n) }
 	var md bytes.Buffer
-	for i, d := range deliveries {
-		results := slices.Clone(d.Results)
-		if i < len(sw.Deliveries) {
-			results = append(results, sw.Deliveries[i].Results...)
-		}
-		for _, half := range []string{HalfScore, HalfSecondWeek} {
-			pts := PointsOn(traces, results, half, ours, shipped)
+	for _, d := range deliveries {
+		results := d.Results
+		for _, half := range []string{HalfHeld} {
+			pts := PointsOn(traces, results, half, fresh, ours, shipped)
 			if pts[0].Score.Workloads == 0 {
 				continue
 			}
@@ -147,9 +205,6 @@ func writePareto(write func(string, func(*os.File) error) error, used map[string
 			}
 			if err := WritePareto(&md, fmt.Sprintf("%s, %s half (%d workloads)", d.Name, half, pts[0].Score.Workloads), pts); err != nil {
 				return err
-			}
-			if half != HalfScore {
-				continue
 			}
 			for _, compute := range []bool{false, true} {
 				name := "pareto-memory"
@@ -162,7 +217,8 @@ func writePareto(write func(string, func(*os.File) error) error, used map[string
 				name += ".svg"
 				used[name] = true
 				title := fmt.Sprintf("%s, %s half (%d workloads)", d.Name, half, pts[0].Score.Workloads)
-				if err := write(name, func(f *os.File) error { return PlotPareto(f, title, compute, pts, sw.Curves) }); err != nil {
+				curves := map[string][]string{"the frontier": opts.Frontier}
+				if err := write(name, func(f *os.File) error { return PlotPareto(f, title, compute, pts, curves) }); err != nil {
 					return err
 				}
 			}

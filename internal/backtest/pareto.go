@@ -6,41 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/gpu-rightsizing/recommender/internal/engine"
 )
-
-// SweepOf returns the engine under e's policies with the proactive
-// baseline's compute percentile and headroom each moved one at a time:
-// compute's percentile trades slack for compute breach-minutes, the
-// headroom slack for memory breaches. The policy's own values are left
-// out (e itself is that point). curves names each curve's strategies in
-// the order of the value, e's among them.
-func SweepOf(e *Engine) (engines []*Engine, curves map[string][]string) {
-	p := e.Governance.Rules.Proactive
-	if p == nil {
-		return nil, nil
-	}
-	curves = map[string][]string{}
-	vary := func(param string, values []int, own int, set func(*engine.ProactiveRules, int)) {
-		for _, v := range values {
-			if v == own {
-				curves[param] = append(curves[param], e.Label)
-				continue
-			}
-			g := e.Governance
-			r := *p
-			set(&r, v)
-			g.Rules.Proactive = &r
-			label := fmt.Sprintf("%s, %s %d", e.Label, param, v)
-			engines = append(engines, &Engine{Label: label, Governance: g})
-			curves[param] = append(curves[param], label)
-		}
-	}
-	vary("computePercentile", []int{90, 95, 99, 100}, p.ComputePercentile, func(r *engine.ProactiveRules, v int) { r.ComputePercentile = v })
-	vary("headroomPercent", []int{0, 10, 20, 40}, p.HeadroomPercent, func(r *engine.ProactiveRules, v int) { r.HeadroomPercent = v })
-	return engines, curves
-}
 
 // Point is one strategy's totals on one half of the split.
 type Point struct {
@@ -51,13 +17,13 @@ type Point struct {
 }
 
 // PointsOn totals each result over the workloads (or weeks) of half.
-func PointsOn(traces []*Trace, results []Result, half string, ours, shipped func(string) bool) []Point {
+func PointsOn(traces []*Trace, results []Result, half string, fresh bool, ours, shipped func(string) bool) []Point {
 	var out []Point
 	for _, r := range results {
 		// In the order of the traces: sums in any other order could differ
 		// in the last digit from run to run.
 		var t Score
-		scores := halfScores(traces, r)[half]
+		scores := halfScores(traces, r, fresh)[half]
 		for _, i := range slices.Sorted(maps.Keys(scores)) {
 			t.Add(scores[i])
 		}
@@ -66,11 +32,12 @@ func PointsOn(traces []*Trace, results []Result, half string, ours, shipped func
 	return out
 }
 
-// Dominates: a has no more memory breach-minutes, no more compute
-// breach-minutes, and less slack than b (GPU-hours; the same demand).
+// Dominates: a has no more memory breach-minutes, compute breach-minutes
+// or kills and evictions, and less slack than b (GPU-hours; the same
+// demand): the protocol's dominance on totals.
 func Dominates(a, b Score) bool {
 	return a.MemoryBreachMinutes <= b.MemoryBreachMinutes && a.ComputeBreachMinutes <= b.ComputeBreachMinutes &&
-		a.SlackGPUHours < b.SlackGPUHours
+		a.OOMKills+a.Evictions <= b.OOMKills+b.Evictions && a.SlackGPUHours < b.SlackGPUHours
 }
 
 // WritePareto renders the points of one half as a table, then, for each

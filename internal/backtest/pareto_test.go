@@ -2,18 +2,17 @@ package backtest_test
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-rightsizing/recommender/internal/backtest"
-	"github.com/gpu-rightsizing/recommender/internal/policy"
-	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 func TestDominates(t *testing.T) {
 	base := backtest.Score{SlackGPUHours: 10, MemoryBreachMinutes: 5, ComputeBreachMinutes: 100}
+	withKills := backtest.Score{SlackGPUHours: 10, OOMKills: 1, Evictions: 1}
+	require.True(t, backtest.Dominates(backtest.Score{SlackGPUHours: 9, OOMKills: 2}, withKills), "kills and evictions count together")
 	tests := []struct {
 		name string
 		s    backtest.Score
@@ -24,37 +23,14 @@ func TestDominates(t *testing.T) {
 		{name: "the same slack is not less", s: backtest.Score{SlackGPUHours: 10}},
 		{name: "one more memory breach-minute", s: backtest.Score{SlackGPUHours: 1, MemoryBreachMinutes: 6}},
 		{name: "more compute breach-minutes", s: backtest.Score{SlackGPUHours: 1, ComputeBreachMinutes: 101}},
+		{name: "a kill more", s: backtest.Score{SlackGPUHours: 1, OOMKills: 1}},
+		{name: "an eviction more", s: backtest.Score{SlackGPUHours: 1, Evictions: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.Equal(t, tt.want, backtest.Dominates(tt.s, base))
 		})
 	}
-}
-
-// TestSweepOf: the recommended policies sized compute on its peak (100)
-// with 20 % headroom; the sweep moves each alone, and each curve passes
-// through the policy itself at its own value. The policy is not changed.
-func TestSweepOf(t *testing.T) {
-	set, err := policy.Load(context.Background(), "../../examples/policies", "recommended.yaml")
-	require.NoError(t, err)
-	g := set.Govern(policy.Target{Ref: usage.Ref{Namespace: "b", Kind: "Deployment", Name: "w"}, Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
-	require.Empty(t, g.Skip)
-	e := &backtest.Engine{Label: "rec", Governance: g}
-	engines, curves := backtest.SweepOf(e)
-	var labels []string
-	for _, s := range engines {
-		labels = append(labels, s.Name())
-	}
-	require.Equal(t, []string{"rec, computePercentile 90", "rec, computePercentile 95", "rec, computePercentile 99",
-		"rec, headroomPercent 0", "rec, headroomPercent 10", "rec, headroomPercent 40"}, labels)
-	require.Equal(t, map[string][]string{
-		"computePercentile": {"rec, computePercentile 90", "rec, computePercentile 95", "rec, computePercentile 99", "rec"},
-		"headroomPercent":   {"rec, headroomPercent 0", "rec, headroomPercent 10", "rec", "rec, headroomPercent 40"},
-	}, curves)
-	require.Equal(t, 90, engines[0].Governance.Rules.Proactive.ComputePercentile)
-	require.Equal(t, 100, e.Governance.Rules.Proactive.ComputePercentile)
-	require.Equal(t, 20, e.Governance.Rules.Proactive.HeadroomPercent)
 }
 
 // TestWritePareto: a baseline a shipped setting dominates is said so; one

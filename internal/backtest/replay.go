@@ -42,10 +42,32 @@ type Options struct {
 	// replayed, and each other one is paired with it per workload on each
 	// half of the split (Candidates), in place of the baselines.
 	Against string
+	// Frontier names the policies that are one knob's settings, from the
+	// most cautious to the boldest: against each baseline, one is chosen
+	// on the tune half and judged on the held half (frontier.md). The
+	// other policies are the shipped ones.
+	Frontier []string
+	// FrontierFrom is the frontier.json of the run whose tune half chose
+	// the settings, for fresh data, which has none.
+	FrontierFrom string
+	// Fresh marks data no setting was tuned on: every workload is held,
+	// whole (docs/backtest/protocol.md).
+	Fresh bool
+	// Protocol is the file that freezes the policy files a run may score
+	// (docs/backtest/protocol.md): when set, a policy file it does not
+	// freeze in the history of HEAD is refused before anything is
+	// replayed, and results.json records the commit that froze each.
+	Protocol string
+	// History answers the protocol's questions; nil asks git in the
+	// protocol's directory.
+	History History
 
 	// Out gets the tables; Logger says what the backtest is at.
 	Out    io.Writer
 	Logger *slog.Logger
+
+	// protocol is what the check of Protocol found.
+	protocol *ProtocolRecord
 }
 
 // ParseStart reads the allocation every strategy starts from: a KAI
@@ -73,12 +95,27 @@ func (o *Options) inputs() []string {
 // and with the live fast path, prints the tables, and writes the result
 // files when OutDir is set.
 func Replay(ctx context.Context, opts Options) error {
+	if opts.Protocol != "" {
+		rec, err := checkProtocol(ctx, &opts)
+		if err != nil {
+			return err
+		}
+		opts.protocol = rec
+	}
 	engines, err := loadEngines(ctx, opts.Policies)
 	if err != nil {
 		return err
 	}
 	if opts.Against != "" && !slices.ContainsFunc(engines, func(e *Engine) bool { return e.Label == opts.Against }) {
 		return fmt.Errorf("against %q: no such policies among --policies", opts.Against)
+	}
+	for _, f := range opts.Frontier {
+		if !slices.ContainsFunc(engines, func(e *Engine) bool { return e.Label == f }) {
+			return fmt.Errorf("frontier %q: no such policies among --policies", f)
+		}
+	}
+	if opts.Fresh && len(opts.Frontier) > 0 && opts.FrontierFrom == "" {
+		return fmt.Errorf("fresh data has no tune half: the frontier's choices must come from another run's frontier.json (`--frontier-from`)")
 	}
 	traces, err := loadTraces(ctx, &opts, engines)
 	if err != nil {
@@ -125,11 +162,21 @@ func Replay(ctx context.Context, opts Options) error {
 	for _, e := range engines {
 		policies = append(policies, e.Label)
 	}
-	sw, err := sweep(ctx, traces, engines, cfg)
+	return writeFiles(&opts, traces, cfg, deliveries, policies)
+}
+
+// checkProtocol refuses a run that would score a policy file the
+// protocol does not freeze (CheckFrozen).
+func checkProtocol(ctx context.Context, opts *Options) (*ProtocolRecord, error) {
+	files, err := sortedFiles(opts.Policies)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writeFiles(&opts, traces, cfg, deliveries, policies, sw)
+	h := opts.History
+	if h == nil {
+		h = Git{Dir: filepath.Dir(opts.Protocol)}
+	}
+	return CheckFrozen(ctx, h, opts.Protocol, files)
 }
 
 func loadEngines(ctx context.Context, specs []string) ([]*Engine, error) {
@@ -189,12 +236,13 @@ func strategiesOf(engines []*Engine, cadence time.Duration) []Strategy {
 			bounds = Bounds{Ceiling: st.Ceiling, Floor: st.Floor, MinChangePercent: st.MinChangePercent}
 		}
 	}
-	// Each baseline as its source reads, then the readings of round two,
-	// kinder to it, as labelled sensitivity rows.
-	larger := VPAReading{LargerBound: true, Label: "eviction on the larger bound"}
+	// Each baseline as its source reads for a share, then labelled
+	// sensitivity rows: VPA testing the share against each resource's
+	// range (harsher on it), round two's readings (kinder).
+	perResource := VPAReading{PerResource: true, Label: "each resource's bounds"}
 	roundTwo := VPAReading{Kind: true, Label: "round-two reading"}
-	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Reading: larger},
-		VPA{Bounds: bounds, Auto: true}, VPA{Bounds: bounds, Auto: true, Reading: larger}, VPA{Bounds: bounds, Auto: true, Reading: roundTwo},
+	return append(strategies, VPA{Bounds: bounds}, VPA{Bounds: bounds, Reading: perResource},
+		VPA{Bounds: bounds, Auto: true}, VPA{Bounds: bounds, Auto: true, Reading: perResource}, VPA{Bounds: bounds, Auto: true, Reading: roundTwo},
 		KRRSimple{Bounds: bounds}, KRRSimple{Bounds: bounds, Pooled: true}, PeakPlus15{Bounds: bounds},
 		CadenceOracle{Bounds: bounds, Period: 7 * 24 * time.Hour}, CadenceOracle{Bounds: bounds, Period: 24 * time.Hour},
 		Oracle{Bounds: bounds, Cadence: cadence})
@@ -214,31 +262,6 @@ func deliver(ctx context.Context, traces []*Trace, strategies []Strategy, cfg Co
 		deliveries[i].Results = results
 	}
 	return deliveries, nil
-}
-
-// sweepRun is the sweep of the last policy under each delivery, for the
-// Pareto view.
-type sweepRun struct {
-	Curves     map[string][]string
-	Deliveries []Delivery
-}
-
-// sweep replays the last policy with one setting moved at a time
-// (SweepOf), under both deliveries.
-func sweep(ctx context.Context, traces []*Trace, engines []*Engine, cfg Config) (*sweepRun, error) {
-	if len(engines) == 0 {
-		return &sweepRun{}, nil
-	}
-	es, curves := SweepOf(engines[len(engines)-1])
-	var strategies []Strategy
-	for _, e := range es {
-		strategies = append(strategies, e)
-	}
-	ds, err := deliver(ctx, traces, strategies, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &sweepRun{Curves: curves, Deliveries: ds}, nil
 }
 
 // recordedTraces replays a recording for the GPU Deployments of a

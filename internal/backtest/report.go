@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -113,8 +114,10 @@ func round(v float64, digits int) float64 {
 }
 
 type jsonStrategy struct {
-	Name  string    `json:"name"`
-	Total jsonScore `json:"total"`
+	Name string `json:"name"`
+	// Frontier marks a setting of the frontier's knob (Options.Frontier).
+	Frontier bool      `json:"frontier,omitempty"`
+	Total    jsonScore `json:"total"`
 	// SlackRatio is the total slack over the daily oracle's.
 	SlackRatio float64        `json:"slackRatioToDailyOracle,omitempty"`
 	Workloads  []jsonWorkload `json:"workloads"`
@@ -131,18 +134,20 @@ type jsonDelivery struct {
 	Strategies []jsonStrategy `json:"strategies"`
 }
 
-// WriteJSON renders the results for machines, with every workload's score.
-func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) error {
+// WriteJSON renders the results for machines, with every workload's score
+// and, when the run followed one, the protocol that froze its policies.
+func WriteJSON(w io.Writer, inputs []string, config any, protocol *ProtocolRecord, frontier []string, deliveries []Delivery) error {
 	doc := struct {
-		Inputs     []string       `json:"inputs"`
-		Config     any            `json:"config"`
-		Deliveries []jsonDelivery `json:"deliveries"`
-	}{Inputs: inputs, Config: config}
+		Inputs     []string        `json:"inputs"`
+		Config     any             `json:"config"`
+		Protocol   *ProtocolRecord `json:"protocol,omitempty"`
+		Deliveries []jsonDelivery  `json:"deliveries"`
+	}{Inputs: inputs, Config: config, Protocol: protocol}
 	for _, d := range deliveries {
 		jd := jsonDelivery{Name: d.Name, Live: d.Live}
 		oracle, _ := slackOf(d.Results, DailyOracle)
 		for _, r := range d.Results {
-			js := jsonStrategy{Name: r.Strategy, Total: toJSON(r.Total)}
+			js := jsonStrategy{Name: r.Strategy, Frontier: slices.Contains(frontier, r.Strategy), Total: toJSON(r.Total)}
 			if oracle > 0 {
 				js.SlackRatio = round(r.Total.SlackGPUHours/oracle, 3)
 			}
@@ -161,11 +166,13 @@ func WriteJSON(w io.Writer, inputs []string, config any, deliveries []Delivery) 
 // Results is results.json read back: what BENCHMARKS.md's tables are
 // rendered from, so that they cannot drift from the run.
 type Results struct {
-	Inputs     []string `json:"inputs"`
+	Inputs     []string        `json:"inputs"`
+	Protocol   *ProtocolRecord `json:"protocol"`
 	Deliveries []struct {
 		Name       string `json:"name"`
 		Strategies []struct {
 			Name       string    `json:"name"`
+			Frontier   bool      `json:"frontier"`
 			Total      jsonScore `json:"total"`
 			SlackRatio float64   `json:"slackRatioToDailyOracle"`
 		} `json:"strategies"`
@@ -196,6 +203,10 @@ func (doc *Results) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintln(&b, "| strategy | relative slack | slack ÷ "+DailyOracle+" | memory breach min | OOM kills | evictions | overshoot mean / max | compute breach min | workloads w/ memory breach | changes /workload/day | PRs opened + updated /workload/day |")
 		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, s := range d.Strategies {
+			if s.Frontier {
+				// The frontier's settings are in frontier.md.
+				continue
+			}
 			t := s.Total
 			fmt.Fprintf(&b, "| %s | %.1f %% | %.2f | %.0f | %d | %d | %.0f %% / %.0f %% | %.0f | %d/%d | %.2f | %.2f + %.2f |\n",
 				s.Name, 100*t.RelativeSlack, s.SlackRatio, t.MemoryBreachMinutes, t.OOMKills, t.Evictions, t.MeanMemoryOvershoot, t.MaxMemoryOvershoot,

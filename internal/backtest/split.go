@@ -1,35 +1,37 @@
 package backtest
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
-// The halves of the split, fixed before any result was seen: workloads by
-// a stable hash of their name, and, for traces longer than a week, the
-// first week against the second. A policy is tuned on the tune half and
-// judged on the other.
+// The halves of the split (docs/backtest/protocol.md), fixed before the
+// results they judge: every workload has one role, by a stable hash of its
+// name, and on traces longer than a week the tune workloads are scored on
+// their first week and the held ones on their second, so that no
+// workload, and no week, is in both. A policy is tuned on the tune half
+// and judged, once, on the held one.
 const (
-	HalfAll        = "all"
-	HalfTune       = "tune (by name)"
-	HalfScore      = "score (by name)"
-	HalfFirstWeek  = "tune (week 1)"
-	HalfSecondWeek = "score (week 2)"
+	HalfAll  = "all"
+	HalfTune = "tune"
+	HalfHeld = "held"
 )
 
-// Week is the length of a week split's first half.
+// Week is where a long trace's tune week ends and its held week begins.
 const Week = 7 * 24 * time.Hour
 
-// HashHalf puts a workload in the tune or score half by the FNV-1a hash
-// of its name: even in tune, odd in score. It never changes with the
+// HashHalf puts a workload in the tune or held half by the FNV-1a hash
+// of its name: even in tune, odd held. It never changes with the
 // results, the order of the traces or the run.
 func HashHalf(name string) string {
 	h := fnv.New64a()
@@ -37,8 +39,31 @@ func HashHalf(name string) string {
 	if h.Sum64()%2 == 0 {
 		return HalfTune
 	}
-	return HalfScore
+	return HalfHeld
 }
+
+// Role is a trace's half and the part of it scored there: the whole trace,
+// or, past a week, the tune workloads' first week and the held ones'
+// second. Fresh data is held whole: no setting was tuned on it.
+func Role(tr *Trace, fresh bool) (half string, w usage.Window) {
+	whole := usage.Window{From: math.MinInt64, To: math.MaxInt64}
+	if fresh {
+		return HalfHeld, whole
+	}
+	half = HashHalf(tr.Name)
+	if time.Duration(tr.End()-tr.Start())*time.Millisecond <= Week {
+		return half, whole
+	}
+	cut := tr.Start() + Week.Milliseconds()
+	if half == HalfTune {
+		return half, usage.Window{From: math.MinInt64, To: cut}
+	}
+	return half, usage.Window{From: cut, To: math.MaxInt64}
+}
+
+// Halves are the halves every comparison is made on, in the order the
+// tables show them.
+var Halves = []string{HalfAll, HalfTune, HalfHeld}
 
 // Metrics compared per workload; for each, less is better.
 var pairedMetrics = []struct {
@@ -71,23 +96,36 @@ func (iv Interval) Verdict() string {
 // BootstrapRounds and BootstrapSeed fix the resampling, so that the same
 // results give the same intervals, byte for byte.
 const (
-	BootstrapRounds = 2000
+	BootstrapRounds = 10000
 	BootstrapSeed   = 22
 )
 
-// Bootstrap is the mean of each row of d (one a metric, each entry a
-// workload's paired difference) with a 95 % percentile interval. The
-// workloads are resampled together for every metric, from a fixed seed.
-func Bootstrap(d [][]float64) []Interval {
-	out := make([]Interval, len(d))
+// Alpha is the family-wise error rate of Holm's correction.
+const Alpha = 0.05
+
+// Resamples is the bootstrap distribution of the mean of each row of a
+// matrix of paired differences (one row a metric, each entry a
+// workload's): the workloads are resampled together for every metric,
+// from a fixed seed.
+type Resamples struct {
+	Mean   []float64
+	sorted [][]float64
+}
+
+// Resample draws BootstrapRounds resamples of the workloads of d.
+func Resample(d [][]float64) Resamples {
+	r := Resamples{Mean: make([]float64, len(d)), sorted: make([][]float64, len(d))}
 	if len(d) == 0 || len(d[0]) == 0 {
-		return out
+		return r
 	}
 	n := len(d[0])
 	rng := rand.New(rand.NewPCG(BootstrapSeed, BootstrapSeed))
-	means := make([][]float64, len(d))
+	for m := range d {
+		r.sorted[m] = make([]float64, 0, BootstrapRounds)
+	}
+	sums := make([]float64, len(d))
 	for range BootstrapRounds {
-		sums := make([]float64, len(d))
+		clear(sums)
 		for range n {
 			i := rng.IntN(n)
 			for m := range d {
@@ -95,7 +133,7 @@ func Bootstrap(d [][]float64) []Interval {
 			}
 		}
 		for m := range d {
-			means[m] = append(means[m], sums[m]/float64(n))
+			r.sorted[m] = append(r.sorted[m], snap(sums[m]/float64(n)))
 		}
 	}
 	for m := range d {
@@ -103,10 +141,105 @@ func Bootstrap(d [][]float64) []Interval {
 		for _, v := range d[m] {
 			sum += v
 		}
-		slices.Sort(means[m])
-		out[m] = Interval{Mean: sum / float64(n), Lo: percentileOf(means[m], 0.025), Hi: percentileOf(means[m], 0.975)}
+		r.Mean[m] = snap(sum / float64(n))
+		slices.Sort(r.sorted[m])
+	}
+	return r
+}
+
+// snap sets a mean within float noise of 0 to 0: differences that cancel
+// sum to ±1e-16, and a bound there must not read as excluding 0.
+func snap(v float64) float64 {
+	if math.Abs(v) < 1e-9 {
+		return 0
+	}
+	return v
+}
+
+// Interval is row m's mean with its percentile interval at level (0.95
+// for 95 %).
+func (r Resamples) Interval(m int, level float64) Interval {
+	s := r.sorted[m]
+	if len(s) == 0 {
+		return Interval{}
+	}
+	tail := (1 - level) / 2
+	return Interval{Mean: r.Mean[m], Lo: percentileOf(s, tail), Hi: percentileOf(s, 1-tail)}
+}
+
+// P is row m's two-sided bootstrap p-value: twice the smaller share of
+// resampled means at or below 0 and at or above 0, at least one
+// resample's share and at most 1.
+func (r Resamples) P(m int) float64 {
+	s := r.sorted[m]
+	if len(s) == 0 {
+		return 1
+	}
+	below, _ := slices.BinarySearch(s, math.Nextafter(0, 1))
+	above := len(s) - sort.SearchFloat64s(s, 0)
+	p := 2 * float64(min(below, above)) / float64(len(s))
+	return min(1, max(p, 1/float64(len(s))))
+}
+
+// Bootstrap is the mean of each row of d (one a metric, each entry a
+// workload's paired difference) with a 95 % percentile interval.
+func Bootstrap(d [][]float64) []Interval {
+	r := Resample(d)
+	out := make([]Interval, len(d))
+	for m := range d {
+		out[m] = r.Interval(m, 0.95)
 	}
 	return out
+}
+
+// Corrected is one difference judged in its family by Holm's step-down
+// correction: ranked i of m by its p-value, its interval is at level
+// 1 − Alpha/(m − i + 1), and it is significant when that interval excludes
+// 0 and every difference ranked before it is significant.
+type Corrected struct {
+	Interval
+	P, Level    float64
+	Significant bool
+}
+
+// Mark is the corrected verdict in one character: + better, − worse, ·
+// not significant.
+func (c Corrected) Mark() string {
+	if !c.Significant {
+		return "·"
+	}
+	return verdictMark(c.Interval)
+}
+
+// Holm corrects a family of differences: each entry of family is one
+// Resamples and a row of it.
+func Holm(family []HolmEntry) []Corrected {
+	type ranked struct {
+		i int
+		p float64
+	}
+	rs := make([]ranked, len(family))
+	for i, e := range family {
+		rs[i] = ranked{i, e.R.P(e.Row)}
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int { return cmp.Compare(a.p, b.p) })
+	out := make([]Corrected, len(family))
+	going := true
+	for k, r := range rs {
+		e := family[r.i]
+		level := 1 - Alpha/float64(len(family)-k)
+		iv := e.R.Interval(e.Row, level)
+		sig := going && (iv.Lo > 0 || iv.Hi < 0)
+		going = sig
+		out[r.i] = Corrected{Interval: iv, P: r.p, Level: level, Significant: sig}
+	}
+	return out
+}
+
+// HolmEntry is one difference of a family: row Row of R.
+type HolmEntry struct {
+	R   Resamples
+	Row int
 }
 
 // percentileOf reads a sorted sample at rank q·(n−1), interpolated.
@@ -119,52 +252,70 @@ func percentileOf(sorted []float64, q float64) float64 {
 }
 
 // Comparison is one policy against one baseline on one half: the mean
-// per-workload difference (policy − baseline) of each metric.
+// per-workload difference (policy − baseline) of each metric, with its
+// uncorrected 95 % interval (Diffs) and corrected in its family (Holm:
+// for Compare, one verdict table: every baseline of a policy, delivery and
+// half).
 type Comparison struct {
 	Delivery, Policy, Baseline, Half string
 	Workloads                        int
 	Diffs                            []Interval
+	Holm                             []Corrected
+	res                              Resamples
 }
 
-// halfScores scores every workload of one result on each half it belongs
-// to.
-func halfScores(traces []*Trace, r Result) map[string]map[int]Score {
-	out := map[string]map[int]Score{}
-	put := func(half string, i int, s Score) {
+// correct fills Holm for a family of comparisons, all their metrics
+// together, and lets their resamples go.
+func correct(family []*Comparison) {
+	var entries []HolmEntry
+	for _, c := range family {
+		for m := range c.Diffs {
+			entries = append(entries, HolmEntry{R: c.res, Row: m})
+		}
+	}
+	cs := Holm(entries)
+	for _, c := range family {
+		c.Holm, cs = cs[:len(c.Diffs)], cs[len(c.Diffs):]
+		c.res = Resamples{}
+	}
+}
+
+// halfScores scores every workload of one result on the whole trace and
+// on its half (Role).
+func halfScores(traces []*Trace, r Result, fresh bool) map[string]map[int]Score {
+	out := map[string]map[int]Score{HalfAll: {}}
+	for i, w := range r.Workloads {
+		tr := traces[i]
+		out[HalfAll][i] = w.Score
+		half, win := Role(tr, fresh)
 		if out[half] == nil {
 			out[half] = map[int]Score{}
 		}
-		out[half][i] = s
-	}
-	for i, w := range r.Workloads {
-		tr := traces[i]
-		put(HalfAll, i, w.Score)
-		put(HashHalf(tr.Name), i, w.Score)
-		if time.Duration(tr.End()-tr.Start())*time.Millisecond <= Week {
+		if win.From == math.MinInt64 && win.To == math.MaxInt64 {
+			out[half][i] = w.Score
 			continue
 		}
-		cut := tr.Start() + Week.Milliseconds()
-		put(HalfFirstWeek, i, EvaluateWindow(tr, w.Timeline, usage.Window{From: math.MinInt64, To: cut}))
-		put(HalfSecondWeek, i, EvaluateWindow(tr, w.Timeline, usage.Window{From: cut, To: math.MaxInt64}))
+		out[half][i] = EvaluateWindow(tr, w.Timeline, win)
 	}
 	return out
 }
 
 // Compare pairs every policy with every baseline, per delivery and half.
-// Baselines are the strategies that are neither a policy nor an oracle.
-func Compare(traces []*Trace, deliveries []Delivery, policies []string) []Comparison {
+// Baselines are the strategies that are neither a policy, nor one of
+// others (the frontier's settings), nor an oracle.
+func Compare(traces []*Trace, deliveries []Delivery, policies, others []string, fresh bool) []Comparison {
 	var out []Comparison
 	for _, d := range deliveries {
 		scores := map[string]map[string]map[int]Score{}
 		for _, r := range d.Results {
-			scores[r.Strategy] = halfScores(traces, r)
+			scores[r.Strategy] = halfScores(traces, r, fresh)
 		}
 		for _, p := range policies {
 			for _, b := range d.Results {
-				if slices.Contains(policies, b.Strategy) || strings.HasPrefix(b.Strategy, "oracle") {
+				if slices.Contains(policies, b.Strategy) || slices.Contains(others, b.Strategy) || strings.HasPrefix(b.Strategy, "oracle") {
 					continue
 				}
-				for _, half := range []string{HalfAll, HalfTune, HalfScore, HalfFirstWeek, HalfSecondWeek} {
+				for _, half := range Halves {
 					ours, theirs := scores[p][half], scores[b.Strategy][half]
 					if len(ours) == 0 {
 						continue
@@ -180,11 +331,29 @@ func Compare(traces []*Trace, deliveries []Delivery, policies []string) []Compar
 							diffs[m] = append(diffs[m], pm.Of(ours[i])-pm.Of(theirs[i]))
 						}
 					}
-					out = append(out, Comparison{Delivery: d.Name, Policy: p, Baseline: b.Strategy, Half: half,
-						Workloads: len(idx), Diffs: Bootstrap(diffs)})
+					r := Resample(diffs)
+					c := Comparison{Delivery: d.Name, Policy: p, Baseline: b.Strategy, Half: half, Workloads: len(idx), res: r}
+					for m := range diffs {
+						c.Diffs = append(c.Diffs, r.Interval(m, 0.95))
+					}
+					out = append(out, c)
 				}
 			}
 		}
+	}
+	// Holm's families: one verdict table each.
+	type key struct{ delivery, policy, half string }
+	families := map[key][]*Comparison{}
+	var order []key
+	for i := range out {
+		k := key{out[i].Delivery, out[i].Policy, out[i].Half}
+		if _, ok := families[k]; !ok {
+			order = append(order, k)
+		}
+		families[k] = append(families[k], &out[i])
+	}
+	for _, k := range order {
+		correct(families[k])
 	}
 	return out
 }
@@ -231,7 +400,7 @@ func WriteSplit(w io.Writer, cs []Comparison) error {
 
 // num prints a difference with three significant digits and no "-0".
 func num(v float64) string {
-	s := fmt.Sprintf("%.3g", v)
+	s := fmt.Sprintf("%.3g", snap(v))
 	if s == "-0" {
 		return "0"
 	}
@@ -251,7 +420,8 @@ func verdictMark(iv Interval) string {
 
 // WriteVerdicts renders, for one policy, a row per baseline and delivery
 // and a column per half: each cell the verdicts of the four metrics in
-// order (slack, memory breach, compute breach, kills + evictions).
+// order (slack, memory breach, compute breach, kills + evictions),
+// corrected by Holm in the family of the table's column and delivery.
 func WriteVerdicts(w io.Writer, cs []Comparison, policy string) error {
 	var b strings.Builder
 	var halves []string
@@ -272,9 +442,9 @@ func WriteVerdicts(w io.Writer, cs []Comparison, policy string) error {
 			keys = append(keys, k)
 			cells[k] = map[string]string{}
 		}
-		marks := make([]string, len(c.Diffs))
-		for i, iv := range c.Diffs {
-			marks[i] = verdictMark(iv)
+		marks := make([]string, len(c.Holm))
+		for i, h := range c.Holm {
+			marks[i] = h.Mark()
 		}
 		cells[k][c.Half] = strings.Join(marks, " ")
 	}

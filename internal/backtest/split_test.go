@@ -3,6 +3,7 @@ package backtest_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func TestHashHalf(t *testing.T) {
 	tests := []struct{ name, want string }{
 		{name: "a", want: backtest.HalfTune},
-		{name: "b", want: backtest.HalfScore},
+		{name: "b", want: backtest.HalfHeld},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,7 +113,8 @@ func TestCompare(t *testing.T) {
 	cfg.Start = whole(1)
 	one, err := backtest.Run(context.Background(), traces, []backtest.Strategy{backtest.Static{}}, cfg)
 	require.NoError(t, err)
-	cs := backtest.Compare(traces, []backtest.Delivery{{Name: backtest.PullRequests, Results: []backtest.Result{one[0], results[1]}}}, []string{"half"})
+	deliveries := []backtest.Delivery{{Name: backtest.PullRequests, Results: []backtest.Result{one[0], results[1]}}}
+	cs := backtest.Compare(traces, deliveries, []string{"half"}, nil, false)
 	halves := map[string]int{}
 	for _, c := range cs {
 		require.Equal(t, "static", c.Baseline)
@@ -122,24 +124,123 @@ func TestCompare(t *testing.T) {
 			require.Equal(t, backtest.Interval{}, iv, c.Half)
 		}
 	}
-	var tune, score int
+	var tune, held int
 	for _, tr := range traces {
 		if backtest.HashHalf(tr.Name) == backtest.HalfTune {
 			tune++
 		} else {
-			score++
+			held++
 		}
 	}
-	require.Equal(t, map[string]int{backtest.HalfAll: 4, backtest.HalfTune: tune, backtest.HalfScore: score,
-		backtest.HalfFirstWeek: 4, backtest.HalfSecondWeek: 4}, halves)
-	// The first week is the samples up to 7 days, the first included:
-	// 7 × 24 × 60 + 1 minutes of 0.5 GPU less.
+	require.Equal(t, map[string]int{backtest.HalfAll: 4, backtest.HalfTune: tune, backtest.HalfHeld: held}, halves)
+	// Tune workloads are scored on their first week: the samples up to 7
+	// days, the first included, 7 × 24 × 60 + 1 minutes of 0.5 GPU less;
+	// held ones on the rest, 24 × 60 − 1 minutes.
 	for _, c := range cs {
-		if c.Half == backtest.HalfFirstWeek {
+		switch c.Half {
+		case backtest.HalfTune:
 			require.InDelta(t, -0.5*(7*24*60+1)/60, c.Diffs[0].Mean, 1e-6)
+		case backtest.HalfHeld:
+			require.InDelta(t, -0.5*(24*60-1)/60, c.Diffs[0].Mean, 1e-6)
 		}
 	}
+	// A setting of the frontier is neither a policy compared nor a
+	// baseline.
+	require.Empty(t, backtest.Compare(traces, deliveries, []string{"half"}, []string{"static"}, false))
 	var buf bytes.Buffer
 	require.NoError(t, backtest.WriteVerdicts(&buf, cs, "half"))
 	require.Contains(t, buf.String(), "| static | pull requests | + · · · |")
+
+	// Fresh data is held whole: no tune half.
+	fresh := backtest.Compare(traces, deliveries, []string{"half"}, nil, true)
+	require.Len(t, fresh, 2)
+	require.Equal(t, backtest.HalfHeld, fresh[1].Half)
+	require.Equal(t, 4, fresh[1].Workloads)
+	require.Equal(t, fresh[0].Diffs, fresh[1].Diffs, "held whole, as the whole trace")
+}
+
+// TestRole: one role per workload; past a week, the tune workloads' first
+// week and the held ones' second.
+func TestRole(t *testing.T) {
+	day := 24 * 60
+	tests := []struct {
+		name     string
+		tr       *backtest.Trace
+		fresh    bool
+		half     string
+		from, to int64
+	}{
+		{name: "short, tune", tr: trace("a", day, constant(1), constant(1)), half: backtest.HalfTune, from: math.MinInt64, to: math.MaxInt64},
+		{name: "short, held", tr: trace("b", day, constant(1), constant(1)), half: backtest.HalfHeld, from: math.MinInt64, to: math.MaxInt64},
+		{name: "long, tune: its first week", tr: trace("a", 8*day, constant(1), constant(1)), half: backtest.HalfTune,
+			from: math.MinInt64, to: 7 * int64(day) * minute},
+		{name: "long, held: its second week", tr: trace("b", 8*day, constant(1), constant(1)), half: backtest.HalfHeld,
+			from: 7 * int64(day) * minute, to: math.MaxInt64},
+		{name: "fresh: held whole", tr: trace("a", 8*day, constant(1), constant(1)), fresh: true, half: backtest.HalfHeld,
+			from: math.MinInt64, to: math.MaxInt64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			half, w := backtest.Role(tt.tr, tt.fresh)
+			require.Equal(t, tt.half, half)
+			require.Equal(t, usage.Window{From: tt.from, To: tt.to}, w)
+		})
+	}
+}
+
+// TestHolm: three differences each significant alone at 95 % (2 resampled
+// means of 100 above 0: p = 0.04) are none significant as a family of
+// three: the first ranked needs 1 − 0.05/3, and the step-down stops there.
+// Alone, the same difference is significant; one with no resample at or
+// above 0 is significant in any family of three.
+func TestHolm(t *testing.T) {
+	mostly := make([]float64, 100)
+	for i := range mostly {
+		mostly[i] = -1
+	}
+	mostly[98], mostly[99] = 1, 1
+	all := make([]float64, 100)
+	for i := range all {
+		all[i] = -1
+	}
+	r := backtest.NewResamples([]float64{-0.96, -0.96, -0.96, -1}, [][]float64{mostly, mostly, mostly, all})
+	require.InDelta(t, 0.04, r.P(0), 1e-12)
+	require.InDelta(t, 0.01, r.P(3), 1e-12, "at least one resample's share")
+	require.Equal(t, "better", r.Interval(0, 0.95).Verdict())
+
+	three := backtest.Holm([]backtest.HolmEntry{{R: r, Row: 0}, {R: r, Row: 1}, {R: r, Row: 2}})
+	for _, c := range three {
+		require.False(t, c.Significant)
+		require.Equal(t, "·", c.Mark())
+	}
+	require.InDelta(t, 1-0.05/3, three[0].Level, 1e-12)
+	require.InDelta(t, 1-0.05/2, three[1].Level, 1e-12)
+	require.InDelta(t, 0.95, three[2].Level, 1e-12)
+
+	alone := backtest.Holm([]backtest.HolmEntry{{R: r, Row: 0}})
+	require.True(t, alone[0].Significant)
+	require.Equal(t, "+", alone[0].Mark())
+
+	mixed := backtest.Holm([]backtest.HolmEntry{{R: r, Row: 0}, {R: r, Row: 3}, {R: r, Row: 1}})
+	require.True(t, mixed[1].Significant, "ranked first: every resample below 0")
+	require.False(t, mixed[0].Significant)
+	require.False(t, mixed[2].Significant)
+}
+
+// TestResampleSnapsNoise: a workload that differs by float noise alone
+// (two sums of the same values in another order differ by 1e-16) is no
+// difference. One workload 1 GPU-h better and twenty at −5.6e-17: a third
+// of the resamples miss the one, so the upper bound is the noise; it is 0,
+// and the interval does not exclude it.
+func TestResampleSnapsNoise(t *testing.T) {
+	a, b, c := 0.1, 0.2, 0.3
+	noise := c - (a + b) // −5.55e-17 in float64
+	require.Less(t, noise, 0.0)
+	d := []float64{-1}
+	for range 20 {
+		d = append(d, noise)
+	}
+	iv := backtest.Resample([][]float64{d}).Interval(0, 0.95)
+	require.Zero(t, iv.Hi)
+	require.Equal(t, "no difference", iv.Verdict())
 }

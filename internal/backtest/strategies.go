@@ -128,20 +128,27 @@ func (b Bounds) Apply(cur engine.Allocation, target float64) engine.Allocation {
 //     (L47-55). Every change rolls the Deployment, so each allocation
 //     period is a pod, as for the engine and VPA.
 //   - no recommendation under 100 data points, summed over the pods
-//     (simple.py L124-128, L166-170);
+//     (simple.py L124-128, L166-170), counted in KRR's units: the steps of
+//     its subquery, every 1.25 minutes (core/abstract/strategies.py L50),
+//     at which the series has a sample within Prometheus's 5-minute
+//     lookback (CPUAmountLoader, MemoryAmountLoader: count_over_time over
+//     [14d:1.25m]). On 10-minute samples a point is half a sample's worth
+//     of steps: 100 points are about 4 hours, not 100 samples' 17;
 //   - the 3-hour history rule (simple.py L68-70) only warns: the runner
 //     logs it and recommends anyway (core/runner.py L384-402).
 //
 // A share holds both, so the target is the larger. KRR only reports; here
 // each change it reports is a pull request. Pooled is the reading of
-// earlier rounds, kinder to KRR: one percentile over the samples of every
-// pod, and nothing under 3 hours of history.
+// earlier rounds: one percentile over the samples of every pod, samples
+// counted as points, and nothing under 3 hours of history.
 type KRRSimple struct {
 	Bounds Bounds
 	Pooled bool
 }
 
 const (
+	krrStep           = 75 * time.Second // --timeframe_duration 1.25 (minutes)
+	krrLookback       = 5 * time.Minute  // Prometheus's lookback delta
 	krrHistory        = 14 * 24 * time.Hour
 	krrMinHistory     = 3 * time.Hour
 	krrPointsRequired = 100
@@ -163,7 +170,7 @@ func (k KRRSimple) Recommend(s State) (target float64, ok bool) {
 	// Each pod's valid compute samples; pooled, one pod.
 	var pods [][]float64
 	var first, last int64
-	points := 0
+	points, memPoints := 0, 0
 	changes := s.Allocations.Changes
 	for i, ch := range changes {
 		span := w
@@ -175,15 +182,22 @@ func (k KRRSimple) Recommend(s State) (target float64, ok bool) {
 			span = usage.Window{From: max(ch.T-1, w.From), To: min(end, s.At)}
 		}
 		var cpu []float64
+		samples := 0
 		for _, x := range usage.In(s.Past.Compute, span) {
 			if x.Valid() {
-				if points == 0 {
+				if samples == 0 && len(pods) == 0 {
 					first = x.T
 				}
 				last = x.T
-				points++
+				samples++
 				cpu = append(cpu, x.V/100)
 			}
+		}
+		if k.Pooled {
+			points, memPoints = samples, -1
+		} else {
+			points += krrPoints(s.Past.Compute, span)
+			memPoints += krrPoints(s.Past.Memory, span)
 		}
 		if len(cpu) > 0 {
 			pods = append(pods, cpu)
@@ -193,7 +207,10 @@ func (k KRRSimple) Recommend(s State) (target float64, ok bool) {
 		}
 	}
 	mem, n, okm := usage.Peak(usage.In(s.Past.Memory, w))
-	if points < krrPointsRequired || n < krrPointsRequired || !okm {
+	if memPoints < 0 {
+		memPoints = n
+	}
+	if points < krrPointsRequired || memPoints < krrPointsRequired || !okm {
 		return 0, false
 	}
 	if k.Pooled && last-first < krrMinHistory.Milliseconds() {
@@ -213,6 +230,33 @@ func (k KRRSimple) Decide(s State) Proposal {
 	}
 	return Proposal{Target: k.Bounds.Apply(s.Current, t)}
 }
+
+// krrPoints counts the points KRR's count_over_time(...[14d:1.25m]) finds
+// in s over span: the steps, on the clock every krrStep, at which a valid
+// sample lies within the lookback before them. The series ends with
+// span, as a replaced pod's does.
+func krrPoints(s []usage.Sample, span usage.Window) int {
+	step := krrStep.Milliseconds()
+	n := 0
+	// covered is the end of the steps counted so far (exclusive).
+	covered := int64(math.MinInt64)
+	for _, x := range usage.In(s, span) {
+		if !x.Valid() {
+			continue
+		}
+		// A sample at T is seen by the steps in [T, T+lookback).
+		from := max(x.T, covered)
+		to := min(x.T+krrLookback.Milliseconds(), span.To+1)
+		if to > from {
+			n += int(ceilDiv(to, step) - ceilDiv(from, step))
+			covered = to
+		}
+	}
+	return n
+}
+
+// ceilDiv is a/b rounded up, for b > 0.
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // promQuantile is PromQL's quantile_over_time, which KRR queries: linear
 // interpolation between the closest ranks, at rank q·(n−1).

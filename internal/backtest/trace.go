@@ -1,7 +1,10 @@
 // Package backtest replays recorded GPU usage through rightsizing
 // strategies — the project's own decision engine and the baselines people
 // use — at a GitOps cadence, and scores each on slack, breaches and churn,
-// the way Autopilot (EuroSys'20) judged its recommenders.
+// the way Autopilot (EuroSys'20) judged its recommenders. It judges them
+// out of sample under a protocol fixed before the results
+// (docs/backtest/protocol.md): one role per workload, Holm-corrected
+// paired verdicts, and a risk knob's frontier chosen on the tune half.
 //
 // It is one job in about 3,200 lines: a replay and what it is judged by.
 // The baselines, scores, split and Pareto view all read the one

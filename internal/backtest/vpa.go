@@ -31,13 +31,20 @@ import (
 //     its container was last killed for memory within 10 minutes of its
 //     start.
 //
-// The rules are read literally (kubernetes/autoscaler at commit
-// 55c37cd5eb550756c5ccc5a89e9068d77797e575, vertical-pod-autoscaler/pkg):
+// The rules are read as they apply to one resource (kubernetes/autoscaler
+// at commit 55c37cd5eb550756c5ccc5a89e9068d77797e575,
+// vertical-pod-autoscaler/pkg):
 //
-//   - updater/priority/priority_processor.go L65-78: the request is
-//     outside the range when it is outside either resource's bounds; the
-//     share is both requests, so it is compared with each resource's. L89-93:
-//     the change is the sum over resources of |request − target| ÷ request.
+//   - the share is one resource VPA does not know, which must hold both
+//     compute and memory: its recommendation is the larger of the two
+//     resources' target, lower bound and upper bound. The updater then
+//     tests the share against that one range and measures the change
+//     against that one target, as updater/priority/priority_processor.go
+//     L65-93 does for each resource it knows. Testing the one share
+//     against each resource's range (Reading.PerResource, a labelled
+//     sensitivity row) puts a share set by memory above compute's upper
+//     bound, and evicts whenever the target moves: a departure that
+//     favoured us.
 //   - updater/priority/update_priority_calculator.go L119-126: a quick OOM
 //     is the container's last termination (LastTerminationState), an
 //     OOMKilled whose run, from the container's start to the kill, was under
@@ -49,16 +56,17 @@ import (
 //   - recommender/model/container.go L158-201: each interval's peak is added
 //     at its first sample and replaced only by a larger one when the peak is
 //     not 0 (L169); a first sample of 0 bytes freezes the interval at 0,
-//     OOM samples included.
+//     OOM samples included. VPA reads a container's working set, which is
+//     never 0 bytes while it runs; GPU memory is, until the model loads. So
+//     a pod's samples before its first one above 0 bytes are not fed: the
+//     freeze applies only where the pod has held GPU memory and then reads
+//     0, where upstream's would.
 //   - an eviction deletes the pod: it restarts (Config.Restart) as after a
 //     kill, where a merged change rolls the Deployment without a gap.
 //
-// A GPU share is one number where VPA has two resources: the share VPA
-// sets is the larger of the two targets, since it must hold both. The
-// readings of earlier rounds, kinder to VPA, are kept as sensitivity rows
-// (Kind): the range of the larger bounds of the two, the change as the
-// larger target's, a quick OOM timed from the pod's start, the peak never
-// frozen, and evictions without a restart.
+// The reading of round two, kinder to VPA, is kept as a sensitivity row
+// (Kind): a quick OOM timed from the pod's start, the peak never frozen,
+// and evictions without a restart.
 type VPA struct {
 	Bounds Bounds
 	// Auto applies every eviction at once and decides at every sample, as
@@ -78,13 +86,14 @@ type VPA struct {
 	Reading VPAReading
 }
 
-// VPAReading names the departures from VPA's sources a sensitivity row
-// makes, each kinder to VPA than the source.
+// VPAReading names the departures from the headline reading a
+// sensitivity row makes.
 type VPAReading struct {
-	// LargerBound evicts only outside the larger lower and upper bound of
-	// the two resources, and measures the change against the larger target.
-	LargerBound bool
-	// Kind adds every reading of round two: the larger bound, a quick OOM
+	// PerResource tests the share against each resource's range and sums
+	// the change over both resources, as if the share were two requests:
+	// the literal reading of earlier rounds, harsher on VPA.
+	PerResource bool
+	// Kind adds every reading of round two, kinder to VPA: a quick OOM
 	// timed from the pod's start, no frozen peak, evictions free.
 	Kind bool
 	// Label names the row.
@@ -123,7 +132,8 @@ func (v VPA) Name() string {
 	return n
 }
 
-func (v VPA) largerBound() bool { return v.Reading.LargerBound || v.Reading.Kind }
+// oneResource tests the share as the one resource it is.
+func (v VPA) oneResource() bool { return !v.Reading.PerResource }
 
 // EveryStep makes VPA Auto decide at every sample.
 func (v VPA) EveryStep() bool { return v.Auto }
@@ -241,6 +251,7 @@ func (v VPA) Recommend(s State) VPARecommendation {
 		// which an OOM bump starts from (container.go RecordOOM).
 		// frozen: the interval began at 0 bytes (container.go L169).
 		peak, seen, have, frozen := 0.0, 0.0, false, false
+		loaded := loadedAt(s.Past.Memory, usage.Window{From: ch.T - 1, To: min(end, s.At)}, memBytes)
 		add := func(t int64, v float64, oom bool) {
 			if !have || t >= windowEnd {
 				if have {
@@ -275,6 +286,11 @@ func (v VPA) Recommend(s State) VPARecommendation {
 				}
 				kills = kills[1:]
 			}
+			if x.T < loaded {
+				// Loading: no GPU memory yet, where a working set would
+				// not be 0.
+				continue
+			}
 			add(x.T, x.V/100, false)
 		}
 		for _, k := range kills {
@@ -307,6 +323,17 @@ func (v VPA) Recommend(s State) VPARecommendation {
 	}
 }
 
+// loadedAt is the time of a pod's first memory sample above 0 bytes, in
+// w (the pod's life), or the end of w when it has none.
+func loadedAt(mem []usage.Sample, w usage.Window, memBytes float64) int64 {
+	for _, x := range usage.In(mem, w) {
+		if x.Valid() && x.V/100*memBytes >= 1 {
+			return x.T
+		}
+	}
+	return w.To + 1
+}
+
 func (v VPA) Decide(s State) Proposal {
 	r := v.Recommend(s)
 	if r.Samples == 0 {
@@ -321,7 +348,7 @@ func (v VPA) Decide(s State) Proposal {
 	podStart := s.Allocations.Changes[len(s.Allocations.Changes)-1].T
 	var outside bool
 	var diff float64
-	if v.largerBound() {
+	if v.oneResource() {
 		outside = cur < r.Lower || cur > r.Upper
 		diff = math.Abs(cur-r.Target) / cur
 	} else {

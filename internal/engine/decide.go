@@ -428,10 +428,16 @@ func (e *evaluation) baseline() *baseline {
 			q = p.ComputePercentile
 		}
 		var rd Reading
-		var found bool
-		if m == usage.Memory && p.MemoryDailyPeakPercentile > 0 {
+		var found, risk bool
+		if p.BreachRiskPercent > 0 {
+			rd, found = e.hourlyRisk(m, w, p.BreachRiskPercent)
+			risk = found
+		}
+		switch {
+		case risk:
+		case m == usage.Memory && p.MemoryDailyPeakPercentile > 0:
 			rd, found = e.dailyPeak(m, w, p.MemoryDailyPeakPercentile)
-		} else {
+		default:
 			rd, found = e.read(m, w, q)
 		}
 		if !found {
@@ -439,9 +445,13 @@ func (e *evaluation) baseline() *baseline {
 			b.cause, b.shortfall = CauseDataIncomplete, &Shortfall{Kind: ShortNoSamples, Metric: m, Window: Span(p.WindowOf(m))}
 			continue
 		}
-		rd.HeadroomPercent = p.HeadroomPercent
 		rd.History = e.history(m, w)
-		if m == usage.Memory && rd.History > 0 && p.MemoryConfidenceHeadroomPercent > 0 {
+		if !risk {
+			// The risk's quantile is the share itself; the fixed margins
+			// are for a history too short to give it.
+			rd.HeadroomPercent = p.HeadroomPercent
+		}
+		if !risk && m == usage.Memory && rd.History > 0 && p.MemoryConfidenceHeadroomPercent > 0 {
 			// The less history, the less its peak says about the next
 			// one; and memory beyond the share is fatal, where compute
 			// beyond it is contention. Confidence grows over the
@@ -475,6 +485,40 @@ func (e *evaluation) baseline() *baseline {
 		b.evidence = ev
 	}
 	return b
+}
+
+// hourlyRisk sizes m for a breach risk of r percent an hour: of the n
+// hours of w with samples (counted back from its end; the oldest may be
+// shorter), the peak of the one ranked k = ⌈(1 − r/100)(n + 1)⌉ from the
+// lowest. If the hours are exchangeable, the next hour's peak exceeds it
+// with probability at most r/100 (a conformal bound): it needs no
+// headroom. With fewer hours than that takes (k > n), false: the history
+// cannot give that risk, and the fixed margins size the baseline.
+func (e *evaluation) hourlyRisk(m usage.Metric, w usage.Window, r int) (Reading, bool) {
+	const hourMs = int64(time.Hour / time.Millisecond)
+	type hour struct {
+		w    usage.Window
+		peak float64
+	}
+	var hours []hour
+	for to := w.To; to > w.From; to -= hourMs {
+		h := hour{w: usage.Window{From: max(w.From, to-hourMs), To: to}}
+		var found bool
+		if h.peak, found = e.peak(m, h.w); found {
+			hours = append(hours, h)
+		}
+	}
+	n := len(hours)
+	k := ((100-r)*(n+1) + 99) / 100
+	if k > n || k < 1 {
+		return Reading{}, false
+	}
+	slices.SortStableFunc(hours, func(a, b hour) int { return cmp.Compare(a.peak, b.peak) })
+	// Only the chosen hour is read in full: its pod and median are the
+	// evidence.
+	rd, found := e.read(m, hours[k-1].w, 100)
+	rd.Window, rd.RiskPercent, rd.Hours, rd.Rank = Span(w.Duration()), r, n, k
+	return rd, found
 }
 
 // dailyPeak reads m's peak in each day of w, counted back from its end

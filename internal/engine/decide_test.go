@@ -173,6 +173,9 @@ func TestDecide(t *testing.T) {
 	dailyPeaks := func(q int) engine.Rules {
 		return recommendedWith(func(p *engine.ProactiveRules) { p.MemoryDailyPeakPercentile = q })
 	}
+	risk := func(r int) engine.Rules {
+		return recommendedWith(func(p *engine.ProactiveRules) { p.BreachRiskPercent = r })
+	}
 	confidenceOver := func(d time.Duration) engine.Rules {
 		return recommendedWith(func(p *engine.ProactiveRules) { p.MemoryConfidenceWindow = d })
 	}
@@ -343,6 +346,49 @@ func TestDecide(t *testing.T) {
 			usage:  workload(false, pod("sum-1", 12*time.Hour, flat(20), flat(20))),
 			action: engine.ScaleBack, recommended: fraction(0.43),
 			contains: "memory p50 of 1 daily peak was 0.20 GPU over 12h of history (its window is 14d) → 0.20 × 2.129 " +
+				"(headroom 20% + 92.9% while the history is shorter than 7d) = 0.426",
+		},
+		{
+			name:       "breach risk: the hour ranked for it, without headroom",
+			governance: risk(5),
+			current:    fraction(0.6),
+			// Compute: 168 hours, one of them at 0.50. The hour ranked
+			// ⌈0.95 × 169⌉ = 161 from the lowest peaks at 0.20: the share
+			// itself. Memory: 0.20 × 0.6 = 0.12 in each of 336 hours. The
+			// last half hour is quiet, so the scale-back's own target
+			// (0.10 × 1.2) is lower.
+			usage:  workload(false, pod("sum-1", 15*day, between(2*day, 2*day+time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
+			action: engine.ScaleBack, recommended: fraction(0.2), rule: "scale-back to baseline",
+			contains: "7d baseline compute's hourly peak ranked 161 of 168 (a breach risk of 5% an hour) was 0.20 GPU over 7d → 0.20 × 1 = 0.20 " +
+				"(compute hourly peak (rank 161 of 168) 0.20, memory hourly peak (rank 321 of 336) 0.12)",
+		},
+		{
+			name:       "breach risk: ten hours at 0.50 are more than 5 % can leave out",
+			governance: risk(5),
+			current:    fraction(0.6),
+			// Ten burst hours: the 161st of 168 hourly peaks is one of them.
+			usage:  workload(false, pod("sum-1", 15*day, between(2*day, 2*day+10*time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
+			action: engine.ScaleBack, recommended: fraction(0.5),
+			contains: "compute's hourly peak ranked 161 of 168 (a breach risk of 5% an hour) was 0.50 GPU",
+		},
+		{
+			name:       "breach risk: at 10 % they are left out",
+			governance: risk(10),
+			current:    fraction(0.6),
+			// ⌈0.90 × 169⌉ = 153: below the ten.
+			usage:  workload(false, pod("sum-1", 15*day, between(2*day, 2*day+10*time.Hour, 50, recent(30*time.Minute, 10, 20)), flat(20))),
+			action: engine.ScaleBack, recommended: fraction(0.2),
+			contains: "compute's hourly peak ranked 153 of 168 (a breach risk of 10% an hour) was 0.20 GPU",
+		},
+		{
+			name:       "breach risk: too few hours for it, the fixed margins",
+			governance: risk(5),
+			current:    whole(1),
+			// 12 hours cannot give 5 % (⌈0.95 × 13⌉ = 13 > 12): the
+			// recommended policy's margins size it, as without the knob.
+			usage:  workload(false, pod("sum-1", 12*time.Hour, flat(20), flat(20))),
+			action: engine.ScaleBack, recommended: fraction(0.43),
+			contains: "memory peaked at 0.20 GPU over 12h of history (its window is 14d) → 0.20 × 2.129 " +
 				"(headroom 20% + 92.9% while the history is shorter than 7d) = 0.426",
 		},
 		{

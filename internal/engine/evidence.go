@@ -52,6 +52,13 @@ type Reading struct {
 	// of (the proactive policy's memoryDailyPeakPercentile), in place of
 	// the window's samples; Pod and Typical are then those of that day.
 	DailyPeaks int `json:"dailyPeaks,omitempty"`
+	// RiskPercent, when set, is the breach risk an hour the value was
+	// read for (the proactive policy's breachRiskPercent): the peak of the
+	// hour ranked Rank from the lowest of the window's Hours hours; Pod
+	// and Typical are then those of that hour. No headroom is added.
+	RiskPercent int `json:"riskPercent,omitempty"`
+	Hours       int `json:"hours,omitempty"`
+	Rank        int `json:"rank,omitempty"`
 	// Value is the statistic of the hottest pod, and Percent the same as
 	// a percentage of the allocation.
 	Value   float64 `json:"value"`

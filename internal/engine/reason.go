@@ -139,6 +139,9 @@ func baselineText(b *Baseline) string {
 		}
 		what = fmt.Sprintf("%s p%d of %d %s was", r.Metric, r.Percentile, r.DailyPeaks, peaks)
 	}
+	if r.RiskPercent > 0 {
+		what = fmt.Sprintf("%s's hourly peak ranked %d of %d (a breach risk of %d%% an hour) was", r.Metric, r.Rank, r.Hours, r.RiskPercent)
+	}
 	over := r.Window.String()
 	if r.History > 0 {
 		over = r.History.String() + " of history"
@@ -165,6 +168,9 @@ func baselineText(b *Baseline) string {
 			}
 			if m.DailyPeaks > 0 {
 				stat = fmt.Sprintf("p%d of daily peaks", m.Percentile)
+			}
+			if m.RiskPercent > 0 {
+				stat = fmt.Sprintf("hourly peak (rank %d of %d)", m.Rank, m.Hours)
 			}
 			parts[i] = fmt.Sprintf("%s %s %s", m.Metric, stat, num(m.Value))
 		}

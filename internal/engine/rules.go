@@ -91,6 +91,13 @@ type ProactiveRules struct {
 	// the days, not as the whole window's peak; 100 is the window's peak.
 	// 0 turns it off.
 	MemoryDailyPeakPercentile int
+	// BreachRiskPercent, when set, sizes each metric for this chance, in
+	// percent, that the next hour's demand exceeds the baseline, judged
+	// from the workload's own hours (hourlyRisk): in place of the
+	// percentile, the headroom and the confidence headroom, once the
+	// window holds enough hours for it (100/BreachRiskPercent − 1); those
+	// size the baseline until then. 0 turns it off.
+	BreachRiskPercent int
 }
 
 // WindowOf is the window the baseline reads metric m over.

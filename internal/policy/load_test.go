@@ -100,6 +100,7 @@ spec:
   memoryConfidenceHeadroomPercent: 100
   memoryConfidenceWindow: 2d
   memoryDailyPeakPercentile: 90
+  breachRiskPercent: 5
   automationStrategyRef: {name: gpu}
 `))
 	require.Empty(t, set.Errors)
@@ -107,7 +108,7 @@ spec:
 	require.Empty(t, g.Skip)
 	require.Equal(t, &engine.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20, ComputePercentile: 100,
 		MemoryWindow: 14 * 24 * time.Hour, MemoryConfidenceHeadroomPercent: 100, MemoryConfidenceWindow: 48 * time.Hour,
-		MemoryDailyPeakPercentile: 90}, g.Proactive)
+		MemoryDailyPeakPercentile: 90, BreachRiskPercent: 5}, g.Proactive)
 }
 
 func TestLoadConsolidationPolicy(t *testing.T) {
@@ -368,6 +369,16 @@ spec:
 			name: "a daily peak percentile below 50",
 			doc:  withSpec("memoryDailyPeakPercentile: 20"),
 			err:  `p.yaml:13:30: spec.memoryDailyPeakPercentile: 20`,
+		},
+		{
+			name: "a breach risk above even odds",
+			doc:  withSpec("breachRiskPercent: 60"),
+			err:  `p.yaml:13:22: spec.breachRiskPercent: 60`,
+		},
+		{
+			name: "no breach risk at all",
+			doc:  withSpec("breachRiskPercent: 0"),
+			err:  `p.yaml:13:22: spec.breachRiskPercent: 0`,
 		},
 		{
 			name: "a GPU memory that is not one",

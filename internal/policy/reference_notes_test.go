@@ -88,6 +88,7 @@ var fieldNotes = map[string]fieldNote{
 	"spec.memoryConfidenceHeadroomPercent": {"`0` (no added headroom)", ""},
 	"spec.memoryConfidenceWindow":          {"`window`", ""},
 	"spec.memoryDailyPeakPercentile":       {"none: memory on its window's peak", ""},
+	"spec.breachRiskPercent":               {"none: the fixed margins", ""},
 
 	// Reactive policies.
 	"spec.minPodMetricsAge":                            {dur(policy.DefaultMinPodMetricsAge), "A pod younger than this is not acted on: its usage is not settled yet."},

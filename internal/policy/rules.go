@@ -115,6 +115,7 @@ func (p *ProactivePolicy) rules() *engine.ProactiveRules {
 		r.MemoryConfidenceWindow = p.Spec.MemoryConfidenceWindow.Duration
 	}
 	r.MemoryDailyPeakPercentile = deref(p.Spec.MemoryDailyPeakPercentile, 0)
+	r.BreachRiskPercent = deref(p.Spec.BreachRiskPercent, 0)
 	return r
 }
 

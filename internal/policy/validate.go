@@ -176,6 +176,8 @@ func (v validator) proactive(p *ProactivePolicy) {
 		v.fail("spec.memoryConfidenceWindow", "%s is longer than the window %s", cw, FormatDuration(durationOr(w, DefaultProactiveWindow)))
 	}
 	v.percent("spec.memoryDailyPeakPercentile", p.Spec.MemoryDailyPeakPercentile, 50, 100)
+	// Above even odds a breach is the rule, not the risk.
+	v.percent("spec.breachRiskPercent", p.Spec.BreachRiskPercent, 1, 50)
 	if w, mw := p.Spec.Window, p.Spec.MemoryWindow; mw != nil && mw.Duration < durationOr(w, DefaultProactiveWindow) {
 		v.fail("spec.memoryWindow", "%s is shorter than the window %s", mw, FormatDuration(durationOr(w, DefaultProactiveWindow)))
 	}
