@@ -64,7 +64,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&opts.Traces, "traces", nil, "usage traces, CSV `file` (workload,timestamp_s,sm_util_pct_of_gpu,mem_used_pct_of_gpu; .gz too) (repeatable)")
-	f.StringVar(&opts.MetricsFile, "metrics-file", "", "a recording (OpenMetrics with timestamps) to replay for the GPU Deployments of `--repo`")
+	f.StringVar(&opts.MetricsFile, "metrics-file", "", "a recording `file` (OpenMetrics with timestamps) to replay for the GPU Deployments of --repo")
 	f.StringVar(&opts.Repo, "repo", "", "repository whose GPU Deployments the recording is replayed for")
 	f.StringArrayVar(&opts.Policies, "policies", nil, "policy file or directory to backtest, as `name=path` or path (repeatable)")
 	f.StringVar(&start, "start", "1", "every workload's starting allocation, in GPUs (1 or more: whole GPUs)")
@@ -75,7 +75,7 @@ func newCmdBacktest(io streams, logger func() (*slog.Logger, error), runF func(c
 	f.DurationVar(&opts.Restart, "restart-time", 2*time.Minute, "how long a container killed for memory takes to restart, its usage held to its share")
 	f.StringVar(&opts.OutDir, "out", "", "write results.txt, results.json and SVG plots to this `directory`")
 	f.Float64Var(&opts.MaxPeak, "max-peak", 0, "keep only workloads whose peak usage is at most this `percent` of one GPU (0: all)")
-	f.StringArrayVar(&opts.Frontier, "frontier", nil, "a policy of `--policies` that is one setting of a risk knob, in the knob's order, most cautious first (repeatable): against each baseline one is chosen on the tune half and judged on the held half (frontier.md)")
+	f.StringArrayVar(&opts.Frontier, "frontier", nil, "a `name` of --policies that is one setting of a risk knob, in the knob's order, most cautious first (repeatable): against each baseline one is chosen on the tune half and judged on the held half (frontier.md)")
 	f.StringVar(&opts.FrontierFrom, "frontier-from", "", "the frontier.json `file` of the run whose tune half chose the settings, for --fresh data")
 	f.BoolVar(&opts.Fresh, "fresh", false, "the traces are data no setting was tuned on: every workload is held, whole, with no tune half (docs/backtest/protocol.md)")
 	f.StringVar(&opts.Protocol, "protocol", "", "refuse to score a policy file this protocol `file` does not freeze, by sha256, in a commit of HEAD's history; results.json records that commit (docs/backtest/protocol.md)")

@@ -201,11 +201,10 @@ type ProactiveSpec struct {
 	// days counted back from the run. A spike counts as one day; 100 is
 	// the window's peak.
 	MemoryDailyPeakPercentile *int `yaml:"memoryDailyPeakPercentile" group:"project"`
-	// BreachRiskPercent is the risk knob: the chance, in percent, that
-	// the next hour's demand exceeds the baseline. Each metric is sized,
-	// without headroom, on the hour whose rank gives that chance. Until
-	// the window holds 100/breachRiskPercent − 1 hours, the fixed margins
-	// size it.
+	// BreachRiskPercent is the risk knob: the percent chance the next
+	// hour's demand exceeds the baseline. Each metric is sized on the
+	// hour whose rank gives that chance, with no headroom. With fewer
+	// hours than 100/breachRiskPercent − 1, fixed margins size it.
 	BreachRiskPercent *int `yaml:"breachRiskPercent" group:"project"`
 }
 
