@@ -305,11 +305,11 @@ func (k *KubeStateMetrics) WaitFor(t testing.TB, what string, done func(testenv.
 	return k.poll(t, what, func(s testenv.Samples) (bool, string) { return done(s), "" })
 }
 
-// poll scrapes until done holds, for at most 30 seconds; done's second
+// poll scrapes until done holds, for at most settle; done's second
 // result says, when it does not hold, what is missing.
 func (k *KubeStateMetrics) poll(t testing.TB, what string, done func(testenv.Samples) (bool, string)) testenv.Samples {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(settle)
 	for {
 		s := k.Samples(t)
 		ok, missing := done(s)
@@ -317,7 +317,7 @@ func (k *KubeStateMetrics) poll(t testing.TB, what string, done func(testenv.Sam
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kube-state-metrics: not there after 30s: %s %s", what, missing)
+			t.Fatalf("kube-state-metrics: not there after %s: %s %s", settle, what, missing)
 			return s
 		}
 		select {

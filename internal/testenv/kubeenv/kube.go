@@ -548,11 +548,17 @@ func (s *APIServer) collection(ctx context.Context, o *kubeObject) (string, erro
 	}
 }
 
+// settle bounds each wait for the control plane to catch up: an
+// Established CRD, a granted role, an exporter's complete scrape. They
+// poll, so the bound costs nothing when the machine is quick; on two
+// cores at a load of 25 a CRD took over 30 seconds.
+const settle = 2 * time.Minute
+
 // waitEstablished waits until the CustomResourceDefinition name is
-// Established, or reports why it was not within 30 seconds.
+// Established, or reports why it was not within settle.
 func (s *APIServer) waitEstablished(ctx context.Context, name string) error {
 	path := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(settle)
 	var last string
 	for {
 		status, body, err := s.do(ctx, Admin, http.MethodGet, path, nil, "")
@@ -577,7 +583,7 @@ func (s *APIServer) waitEstablished(ctx context.Context, name string) error {
 			last += fmt.Sprintf("; %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("CustomResourceDefinition %s not established after 30s: %s", name, last)
+			return fmt.Errorf("CustomResourceDefinition %s not established after %s: %s", name, settle, last)
 		}
 		select {
 		case <-ctx.Done():

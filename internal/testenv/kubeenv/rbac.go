@@ -82,7 +82,7 @@ func grants(objs []*kubeObject) ([]access, error) {
 // RBAC authorizer reads roles and bindings through an informer, so a
 // request made right after they are created can still be refused.
 func (s *APIServer) waitGranted(ctx context.Context, a []access) error {
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(settle)
 	for _, g := range a {
 		review, err := json.Marshal(map[string]any{
 			"apiVersion": "authorization.k8s.io/v1",
@@ -116,7 +116,7 @@ func (s *APIServer) waitGranted(ctx context.Context, a []access) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("%s may still not %s %s (group %q) in %q after 30s: %d %s", g.user, g.verb, g.resource, g.group, g.namespace, status, statusMessage(body))
+				return fmt.Errorf("%s may still not %s %s (group %q) in %q after %s: %d %s", g.user, g.verb, g.resource, g.group, g.namespace, settle, status, statusMessage(body))
 			}
 			select {
 			case <-ctx.Done():
