@@ -63,6 +63,14 @@ var fieldNotes = map[string]fieldNote{
 	"spec.gitops.reviewers":                           {none, "Asked to review the pull request of every workload this strategy governs, with the run's `--reviewer`s (sorted, each once); a pull request of several strategies' workloads asks all of theirs. Applied when the pull request opens."},
 	"spec.gitops.liveUpsize":                          {"`false`", "Apply urgent upsizes to the live workload at once, before their pull request merges (needs live mode)."},
 
+	// The cluster map.
+	"spec.label":                 {"`" + policy.DefaultClusterLabel + "`", ""},
+	"spec.clusters":              {required, ""},
+	"spec.clusters[].name":       {required, ""},
+	"spec.clusters[].labelValue": {"its name", ""},
+	"spec.clusters[].paths":      {required, ""},
+	"spec.clusters[].policies":   {none, ""},
+
 	// Scope, of proactive and reactive policies.
 	"spec.scope":                                           {required, ""},
 	"spec.scope.namespaceSelector":                         {"the policy's own namespace (namespaced kinds); cluster kinds: every namespace", "Cluster kinds only: the namespaces governed."},
