@@ -19,6 +19,9 @@ const DefaultClusterLabel = "cluster"
 // clusters (usage.ClusterSep) nor the colon of a ref.
 var clusterNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
+// ValidClusterName reports whether name can name a cluster of a map.
+func ValidClusterName(name string) bool { return clusterNameRE.MatchString(name) }
+
 // clusterMap checks a ClusterMap and fills in its defaults.
 func (v validator) clusterMap(m *ClusterMap) {
 	v.meta(&m.Meta)

@@ -67,7 +67,7 @@ type Ref struct {
 	// cluster only (no map). A workload whose definition several
 	// clusters deploy alike is one Ref of all of them, their names
 	// joined by ClusterSep.
-	Cluster   string
+	Cluster   string `json:",omitempty"`
 	Namespace string
 	Kind      string
 	Name      string

@@ -1,0 +1,299 @@
+package plan_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// fleetRepo is Flux's fleet-infra layout: clusters/<name> applies the
+// overlay apps/<name>, and both overlays build apps/base, which holds a
+// Deployment summarize on 0.6 of a GPU and a StatefulSet llm on 0.5.
+// Its ClusterMap maps prod-eu and prod-us to the cluster label's values
+// eu-west-1 and us-east-1.
+const fleetRepo = "testdata/fleet-infra"
+
+// fleetAt is the evaluation time: the fleet recording's last sample.
+var fleetAt = metricstest.T0.Add((fleetSamples - 1) * time.Minute)
+
+// fleetSamples is 26 hours a minute apart: more than the day of history a
+// scale-back needs.
+const fleetSamples = 26 * 60
+
+// fleetRecording is one store holding both clusters under the label
+// cluster, as Thanos or Mimir would. In each, llm-0 (one pod name in both)
+// uses 30 % of a GPU's compute and 30 % of its share's memory. summarize
+// runs one pod per cluster from one ReplicaSet name (its template's hash):
+// quiet in eu-west-1 (15 % compute), hot in us-east-1 (50 %, then 75 % in
+// the last five minutes, over its 0.6).
+func fleetRecording() *metricstest.Recording {
+	r := new(metricstest.Recording)
+	flat := func(v float64) []any {
+		vs := make([]any, fleetSamples)
+		for i := range vs {
+			vs[i] = v
+		}
+		return vs
+	}
+	tail := func(before, after float64, last int) []any {
+		vs := flat(before)
+		for i := fleetSamples - last; i < fleetSamples; i++ {
+			vs[i] = after
+		}
+		return vs
+	}
+	for _, c := range []struct {
+		value, pod string
+		summarize  []any
+	}{
+		{"eu-west-1", "summarize-6b8f9c7d5-t4hxm", flat(15)},
+		{"us-east-1", "summarize-6b8f9c7d5-q9zrw", tail(50, 75, 5)},
+	} {
+		in := func(name string, pairs ...string) string {
+			return metricstest.Series(name, append(pairs, "cluster", c.value)...)
+		}
+		add := func(series string, vs []any) { r.Add(series, 0, time.Minute, vs...) }
+		started := flat(float64(metricstest.T0.Add(-time.Hour).Unix()))
+		add(in("kube_pod_owner", "namespace", "inference", "pod", "llm-0", "uid", c.value+"-llm-0",
+			"owner_kind", "StatefulSet", "owner_name", "llm", "owner_is_controller", "true"), flat(1))
+		add(in("kube_pod_start_time", "namespace", "inference", "pod", "llm-0", "uid", c.value+"-llm-0"), started)
+		add(in(metricstest.SM, "namespace", "inference", "pod", "llm-0", "container", "vllm"), flat(30))
+		add(in(metricstest.KubexMemory, "namespace", "inference", "pod", "llm-0", "container", "vllm"), flat(30))
+
+		add(in("kube_pod_owner", "namespace", "inference", "pod", c.pod, "uid", c.value+"-summarize",
+			"owner_kind", "ReplicaSet", "owner_name", "summarize-6b8f9c7d5", "owner_is_controller", "true"), flat(1))
+		add(in("kube_replicaset_owner", "namespace", "inference", "replicaset", "summarize-6b8f9c7d5",
+			"owner_kind", "Deployment", "owner_name", "summarize", "owner_is_controller", "true"), flat(1))
+		add(in("kube_pod_start_time", "namespace", "inference", "pod", c.pod, "uid", c.value+"-summarize"), started)
+		add(in(metricstest.SM, "namespace", "inference", "pod", c.pod, "container", "server"), c.summarize)
+		add(in(metricstest.KubexMemory, "namespace", "inference", "pod", c.pod, "container", "server"), flat(30))
+	}
+	return r
+}
+
+// fleetPlan plans dir over src, and returns the plan and its log.
+func fleetPlan(t *testing.T, dir string, src plan.UsageSource, opts plan.Options) (*plan.Plan, string) {
+	t.Helper()
+	var log bytes.Buffer
+	opts.Repo, opts.At, opts.Source = dir, fleetAt, src
+	opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	p, err := plan.Make(context.Background(), opts)
+	require.NoError(t, err)
+	return p, log.String()
+}
+
+// rows renders each decision a line: its ref, action, allocations and
+// the pods its evidence names.
+func rows(p *plan.Plan) string {
+	var b strings.Builder
+	for _, d := range p.Decisions {
+		var pods []string
+		for _, pod := range d.Usage.Pods {
+			pods = append(pods, pod.Name)
+		}
+		b.WriteString(d.Workload.Ref.String() + " (" + d.Workload.File + "): " + string(d.Action) + " " + d.Current.String() + " → " +
+			d.Recommended.String() + " urgent=" + boolString(d.Urgent) + " pods=" + strings.Join(pods, ",") + "\n")
+	}
+	return b.String()
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// TestFleetOfClusters: one store of two clusters and a repository that
+// maps them plan a row per (cluster, workload), each decided on its own
+// cluster's series: the busy cluster's summarize is upsized and the quiet
+// one's scaled back, llm-0 is never summed across clusters, each edit
+// lands where that cluster's value lives (a patch of its overlay when the
+// clusters disagree, the shared base when they agree), and every overlay
+// still builds. A recording and a real Prometheus fed the same series
+// agree. The plan's JSON is golden (-update rewrites it).
+func TestFleetOfClusters(t *testing.T) {
+	rec := fleetRecording()
+	p, log := fleetPlan(t, fleetRepo, rec.Parse(t), plan.Options{})
+	require.Empty(t, p.Problems)
+	require.NotContains(t, log, "unmapped")
+	require.Equal(t, `prod-eu:inference/Deployment/summarize (apps/prod-eu/kustomization.yaml): scaleBack 0.60 → 0.22 urgent=false pods=prod-eu/summarize-6b8f9c7d5-t4hxm
+prod-us:inference/Deployment/summarize (apps/prod-us/kustomization.yaml): upsize 0.60 → 0.90 urgent=true pods=prod-us/summarize-6b8f9c7d5-q9zrw
+prod-eu:inference/StatefulSet/llm (apps/prod-eu/kustomization.yaml): scaleBack 0.50 → 0.36 urgent=false pods=prod-eu/llm-0
+prod-us:inference/StatefulSet/llm (apps/prod-us/kustomization.yaml): scaleBack 0.50 → 0.36 urgent=false pods=prod-us/llm-0
+`, rows(p))
+
+	// One query for both clusters: the requests do not grow with them.
+	require.Len(t, p.Queries, 1)
+	require.Equal(t, "cluster", p.Queries[0].ClusterLabel)
+
+	var js bytes.Buffer
+	require.NoError(t, p.WriteJSON(&js))
+	golden(t, "testdata/fleet-infra.plan.json", js.Bytes())
+
+	files := map[string]string{}
+	for _, f := range p.Files {
+		files[f.Path] = f.Diff()
+	}
+	require.ElementsMatch(t, []string{"apps/base/llm.yaml",
+		"apps/prod-eu/kustomization.yaml", "apps/prod-eu/gpu-rightsizing-deployment-summarize.yaml",
+		"apps/prod-us/kustomization.yaml", "apps/prod-us/gpu-rightsizing-deployment-summarize.yaml"}, keys(files),
+		"llm's one value in the base, which both clusters agree on; summarize's in each overlay, which they do not")
+	require.NotContains(t, files, "apps/base/summarize.yaml", "the base both clusters build keeps what neither agrees on")
+
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(fleetRepo)))
+	errs, written := p.WriteFiles(dir)
+	require.NoError(t, errors.Join(errs...))
+	require.True(t, written)
+	for cluster, want := range map[string]string{"prod-eu": "0.22", "prod-us": "0.90"} {
+		built := build(t, filepath.Join(dir, "apps", cluster))
+		require.Contains(t, built, "gpu-fraction: \""+want+"\"", "%s's summarize: %s", cluster, built)
+		require.Contains(t, built, "gpu-fraction: \"0.36\"", "%s's llm", cluster)
+	}
+
+	sets, err := p.ChangeSets("")
+	require.NoError(t, err)
+	var keysOf []string
+	for _, cs := range sets {
+		keysOf = append(keysOf, string(cs.Grouping)+" "+cs.Key)
+	}
+	require.Equal(t, []string{
+		"workload prod-eu+prod-us:inference/StatefulSet/llm",
+		"workload prod-eu:inference/Deployment/summarize",
+		"workload prod-us:inference/Deployment/summarize",
+	}, keysOf, "one change set per (cluster, workload); the base edit both agree on is one")
+
+	t.Run("a real Prometheus holding both clusters agrees", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "fleet.om")
+		require.NoError(t, os.WriteFile(path, []byte(rec.String()), 0o644))
+		src, err := prometheus.New(prometheus.Config{URL: testenv.StartPrometheus(t, path).URL, Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		got, _ := fleetPlan(t, fleetRepo, src, plan.Options{})
+		require.Empty(t, got.Problems)
+		require.Equal(t, rows(p), rows(got))
+	})
+
+	t.Run("one cluster, by --cluster and by --workload", func(t *testing.T) {
+		for _, f := range []plan.Filter{{Clusters: []string{"prod-us"}}, {Workloads: []string{"prod-us:inference/*/*"}}} {
+			got, _ := fleetPlan(t, fleetRepo, rec.Parse(t), plan.Options{Filter: f})
+			require.Equal(t, `prod-us:inference/Deployment/summarize (apps/prod-us/kustomization.yaml): upsize 0.60 → 0.90 urgent=true pods=prod-us/summarize-6b8f9c7d5-q9zrw
+prod-us:inference/StatefulSet/llm (apps/prod-us/kustomization.yaml): scaleBack 0.50 → 0.36 urgent=false pods=prod-us/llm-0
+`, rows(got), "%+v", f)
+		}
+	})
+
+	t.Run("a cluster the map does not hold", func(t *testing.T) {
+		_, err := plan.Make(context.Background(), plan.Options{Repo: fleetRepo, At: fleetAt, Source: rec.Parse(t),
+			Filter: plan.Filter{Clusters: []string{"prod-ap"}}})
+		var oe *plan.OptionsError
+		require.ErrorAs(t, err, &oe)
+		require.ErrorContains(t, err, "`--cluster` \"prod-ap\": ClusterMap fleet (clusters.yaml) maps prod-eu, prod-us")
+	})
+
+	t.Run("one cluster per pull request", func(t *testing.T) {
+		sets, err := p.ChangeSets(plan.ByCluster)
+		require.NoError(t, err)
+		var keysOf []string
+		for _, cs := range sets {
+			keysOf = append(keysOf, string(cs.Grouping)+" "+cs.Key)
+		}
+		require.Equal(t, []string{"cluster prod-eu+prod-us"}, keysOf,
+			"the base edit both clusters agree on joins their change sets: two would conflict on it")
+	})
+}
+
+// TestFleetWithoutAMap: the same store read for a repository of one
+// cluster (prod-eu's overlay alone) without a ClusterMap mixes two
+// clusters' pods under one name. Each workload is then said to be
+// mixed, naming the label and its values, and nothing changes on it: no
+// scale-back, no urgent upsize.
+func TestFleetWithoutAMap(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(fleetRepo)))
+	for _, f := range []string{"clusters.yaml", "clusters/prod-us", "apps/prod-us"} {
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, f)))
+	}
+	rec := fleetRecording()
+	check := func(t *testing.T, p *plan.Plan, log string) {
+		t.Helper()
+		require.Empty(t, p.Files)
+		require.Len(t, p.Decisions, 2)
+		for _, d := range p.Decisions {
+			require.Equal(t, engine.NoChange, d.Action, d.Reason())
+			require.False(t, d.Urgent)
+			require.Equal(t, engine.CauseDataMixed, d.Cause, d.Reason())
+			require.Contains(t, d.Reason(), `differ in cluster ("eu-west-1", "us-east-1")`)
+		}
+		require.Contains(t, log, `level=WARN msg=usage warning=`)
+		require.Contains(t, log, `differ in cluster (\"eu-west-1\", \"us-east-1\")`)
+	}
+	t.Run("a recording", func(t *testing.T) {
+		p, log := fleetPlan(t, dir, rec.Parse(t), plan.Options{})
+		check(t, p, log)
+	})
+	t.Run("a real Prometheus", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "fleet.om")
+		require.NoError(t, os.WriteFile(path, []byte(rec.String()), 0o644))
+		src, err := prometheus.New(prometheus.Config{URL: testenv.StartPrometheus(t, path).URL, Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		p, log := fleetPlan(t, dir, src, plan.Options{})
+		check(t, p, log)
+	})
+	t.Run("--cluster-label reads one cluster of a recording", func(t *testing.T) {
+		p, _ := fleetPlan(t, dir, rec.Parse(t), plan.Options{ClusterLabel: plan.ClusterLabel{Name: "cluster", Value: "us-east-1"}})
+		for _, d := range p.Decisions {
+			require.NotEqual(t, engine.CauseDataMixed, d.Cause, d.Reason())
+			require.Empty(t, d.Workload.Ref.Cluster, "the map of one cluster names none")
+		}
+	})
+}
+
+// build builds the kustomization in dir with kustomize's Go API, as Flux
+// would, and returns the YAML.
+func build(t *testing.T, dir string) string {
+	t.Helper()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err, dir)
+	out, err := rm.AsYaml()
+	require.NoError(t, err)
+	return string(out)
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// golden compares got with the file, or rewrites it with -update.
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.WriteFile(file, got, 0o644))
+	}
+	want, err := os.ReadFile(file)
+	require.NoError(t, err, "run with -update to write it")
+	require.Equal(t, string(want), string(got))
+}
