@@ -26,6 +26,10 @@ func title(cs plan.ChangeSet) string {
 			verb = "Scale back"
 		}
 		t = fmt.Sprintf("%s the GPU of %s/%s: %s → %s", verb, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Current, d.Recommended)
+		if c := d.Workload.Ref.Cluster; c != "" {
+			t = fmt.Sprintf("%s the GPU of %s/%s in %s: %s → %s", verb, d.Workload.Ref.Namespace, d.Workload.Ref.Name,
+				strings.ReplaceAll(c, usage.ClusterSep, ", "), d.Current, d.Recommended)
+		}
 	}
 	if urgent(cs) {
 		t = "Urgent: " + strings.ToLower(t[:1]) + t[1:]
