@@ -30,65 +30,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // Deployment summarize on 0.6 of a GPU and a StatefulSet llm on 0.5.
 // Its ClusterMap maps prod-eu and prod-us to the cluster label's values
 // eu-west-1 and us-east-1.
-const fleetRepo = "testdata/fleet-infra"
+const fleetRepo = "../../examples/clusters"
 
 // fleetAt is the evaluation time: the fleet recording's last sample.
-var fleetAt = metricstest.T0.Add((fleetSamples - 1) * time.Minute)
-
-// fleetSamples is 26 hours a minute apart: more than the day of history a
-// scale-back needs.
-const fleetSamples = 26 * 60
-
-// fleetRecording is one store holding both clusters under the label
-// cluster, as Thanos or Mimir would. In each, llm-0 (one pod name in both)
-// uses 30 % of a GPU's compute and 30 % of its share's memory. summarize
-// runs one pod per cluster from one ReplicaSet name (its template's hash):
-// quiet in eu-west-1 (15 % compute), hot in us-east-1 (50 %, then 75 % in
-// the last five minutes, over its 0.6).
-func fleetRecording() *metricstest.Recording {
-	r := new(metricstest.Recording)
-	flat := func(v float64) []any {
-		vs := make([]any, fleetSamples)
-		for i := range vs {
-			vs[i] = v
-		}
-		return vs
-	}
-	tail := func(before, after float64, last int) []any {
-		vs := flat(before)
-		for i := fleetSamples - last; i < fleetSamples; i++ {
-			vs[i] = after
-		}
-		return vs
-	}
-	for _, c := range []struct {
-		value, pod string
-		summarize  []any
-	}{
-		{"eu-west-1", "summarize-6b8f9c7d5-t4hxm", flat(15)},
-		{"us-east-1", "summarize-6b8f9c7d5-q9zrw", tail(50, 75, 5)},
-	} {
-		in := func(name string, pairs ...string) string {
-			return metricstest.Series(name, append(pairs, "cluster", c.value)...)
-		}
-		add := func(series string, vs []any) { r.Add(series, 0, time.Minute, vs...) }
-		started := flat(float64(metricstest.T0.Add(-time.Hour).Unix()))
-		add(in("kube_pod_owner", "namespace", "inference", "pod", "llm-0", "uid", c.value+"-llm-0",
-			"owner_kind", "StatefulSet", "owner_name", "llm", "owner_is_controller", "true"), flat(1))
-		add(in("kube_pod_start_time", "namespace", "inference", "pod", "llm-0", "uid", c.value+"-llm-0"), started)
-		add(in(metricstest.SM, "namespace", "inference", "pod", "llm-0", "container", "vllm"), flat(30))
-		add(in(metricstest.KubexMemory, "namespace", "inference", "pod", "llm-0", "container", "vllm"), flat(30))
-
-		add(in("kube_pod_owner", "namespace", "inference", "pod", c.pod, "uid", c.value+"-summarize",
-			"owner_kind", "ReplicaSet", "owner_name", "summarize-6b8f9c7d5", "owner_is_controller", "true"), flat(1))
-		add(in("kube_replicaset_owner", "namespace", "inference", "replicaset", "summarize-6b8f9c7d5",
-			"owner_kind", "Deployment", "owner_name", "summarize", "owner_is_controller", "true"), flat(1))
-		add(in("kube_pod_start_time", "namespace", "inference", "pod", c.pod, "uid", c.value+"-summarize"), started)
-		add(in(metricstest.SM, "namespace", "inference", "pod", c.pod, "container", "server"), c.summarize)
-		add(in(metricstest.KubexMemory, "namespace", "inference", "pod", c.pod, "container", "server"), flat(30))
-	}
-	return r
-}
+var fleetAt = metricstest.FleetAt
 
 // fleetPlan plans dir over src, and returns the plan and its log.
 func fleetPlan(t *testing.T, dir string, src plan.UsageSource, opts plan.Options) (*plan.Plan, string) {
@@ -132,7 +77,7 @@ func boolString(b bool) string {
 // still builds. A recording and a real Prometheus fed the same series
 // agree. The plan's JSON is golden (-update rewrites it).
 func TestFleetOfClusters(t *testing.T) {
-	rec := fleetRecording()
+	rec := metricstest.Fleet()
 	p, log := fleetPlan(t, fleetRepo, rec.Parse(t), plan.Options{})
 	require.Empty(t, p.Problems)
 	require.NotContains(t, log, "unmapped")
@@ -148,7 +93,7 @@ prod-us:inference/StatefulSet/llm (apps/prod-us/kustomization.yaml): scaleBack 0
 
 	var js bytes.Buffer
 	require.NoError(t, p.WriteJSON(&js))
-	golden(t, "testdata/fleet-infra.plan.json", js.Bytes())
+	golden(t, "testdata/clusters.plan.json", js.Bytes())
 
 	files := map[string]string{}
 	for _, f := range p.Files {
@@ -233,7 +178,7 @@ func TestFleetWithoutAMap(t *testing.T) {
 	for _, f := range []string{"clusters.yaml", "clusters/prod-us", "apps/prod-us"} {
 		require.NoError(t, os.RemoveAll(filepath.Join(dir, f)))
 	}
-	rec := fleetRecording()
+	rec := metricstest.Fleet()
 	check := func(t *testing.T, p *plan.Plan, log string) {
 		t.Helper()
 		require.Empty(t, p.Files)
