@@ -293,3 +293,58 @@ func TestRequestsDoNotGrowWithClusters(t *testing.T) {
 	require.Equal(t, requests[1], requests[10])
 	require.Equal(t, requests[1], requests[50])
 }
+
+// TestApplicationSetChartsWarn: a chart no Application or HelmRelease
+// renders is not read. When an ApplicationSet in the checkout may render
+// it (its cluster generator names no path the tool can follow), that is
+// a warning at the default level naming both, not an INFO line.
+func TestApplicationSetChartsWarn(t *testing.T) {
+	files := map[string]string{
+		"charts/chat/Chart.yaml":                "apiVersion: v2\nname: chat\nversion: 0.1.0\n",
+		"charts/chat/templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: chat\n",
+		// The shape of Argo CD's cluster generator example
+		// (argoproj/argo-cd, docs/operator-manual/applicationset/Generators-Cluster.md).
+		"argocd/chat.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: chat
+spec:
+  generators:
+    - clusters: {}
+  template:
+    metadata:
+      name: '{{name}}-chat'
+    spec:
+      project: default
+      source:
+        repoURL: https://git.example/fleet.git
+        path: charts/chat
+      destination:
+        server: '{{server}}'
+        namespace: inference
+`,
+	}
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"with an ApplicationSet: a warning", []string{"charts/chat/Chart.yaml", "charts/chat/templates/deployment.yaml", "argocd/chat.yaml"},
+			`level=WARN msg="charts that no Application, HelmRelease or helmCharts of the checkout renders are not read; the checkout's ApplicationSets may render them, and their generators are not read" charts=[charts/chat] applicationSets=[argocd/chat.yaml]`},
+		{"without one: INFO, as before", []string{"charts/chat/Chart.yaml", "charts/chat/templates/deployment.yaml"},
+			`level=INFO msg="charts that no Application, HelmRelease or helmCharts of the checkout renders are not read" charts=[charts/chat]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range tc.files {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(files[f]), 0o644))
+			}
+			var log bytes.Buffer
+			_, err := plan.Govern(context.Background(), plan.Options{Repo: dir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			require.NoError(t, err)
+			require.Contains(t, log.String(), tc.want)
+		})
+	}
+}
+

@@ -312,7 +312,14 @@ func (p *Plan) read(ctx context.Context, opts Options) (*policy.Set, *patcher.In
 	if len(inv.Unreleased) > 0 {
 		// Which release name, namespace and values they are deployed with
 		// is not in the checkout: their workloads are not read.
-		p.log.Info("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read", "charts", inv.Unreleased)
+		if len(inv.ApplicationSets) > 0 {
+			// An ApplicationSet may well render them: saying so only at
+			// INFO would read as "nothing to do" for a chart that runs.
+			p.log.Warn("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read; the checkout's ApplicationSets may render them, and their generators are not read",
+				"charts", inv.Unreleased, "applicationSets", inv.ApplicationSets)
+		} else {
+			p.log.Info("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read", "charts", inv.Unreleased)
+		}
 	}
 	return set, inv, nil
 }
