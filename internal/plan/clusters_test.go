@@ -348,3 +348,34 @@ spec:
 	}
 }
 
+// TestValidateNamesClusters: `policy validate` on a repository with a
+// map lists each workload per cluster, says what the map holds, and
+// leaves a root under no cluster's paths alone as unmapped, naming it.
+func TestValidateNamesClusters(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(fleetRepo)))
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "apps", "staging"), os.DirFS(filepath.Join(fleetRepo, "apps", "prod-eu"))))
+	v, err := plan.Validate(context.Background(), plan.Options{Repo: dir})
+	require.NoError(t, err)
+	var got []string
+	for _, w := range v.Workloads {
+		got = append(got, w.Ref.String()+" "+string(w.Skip))
+	}
+	require.Equal(t, []string{
+		"inference/Deployment/summarize unmapped", "prod-eu:inference/Deployment/summarize ", "prod-us:inference/Deployment/summarize ",
+		"inference/StatefulSet/llm unmapped", "prod-eu:inference/StatefulSet/llm ", "prod-us:inference/StatefulSet/llm ",
+	}, got, "one workload's rows of every cluster together")
+	for _, w := range v.Workloads {
+		if w.Skip == engine.CauseUnmapped {
+			require.Equal(t, "apps/staging/kustomization.yaml", w.File)
+			require.Contains(t, w.Why, "apps/staging/kustomization.yaml lies under no cluster's paths in ClusterMap fleet (clusters.yaml:3)")
+		}
+	}
+	var notes []string
+	for _, p := range v.Policies {
+		if p.Kind == "ClusterMap" {
+			notes = append(notes, p.Note)
+		}
+	}
+	require.Equal(t, []string{`the cluster map: prod-eu (cluster="eu-west-1": clusters/prod-eu, apps/prod-eu); prod-us (cluster="us-east-1": clusters/prod-us, apps/prod-us)`}, notes)
+}
