@@ -45,8 +45,7 @@ func (p *Plan) joinSharedFiles(sets []ChangeSet) []ChangeSet {
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]
