@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/metricstest"
+	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
@@ -378,4 +379,39 @@ func TestValidateNamesClusters(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{`the cluster map: prod-eu (cluster="eu-west-1": clusters/prod-eu, apps/prod-eu); prod-us (cluster="us-east-1": clusters/prod-us, apps/prod-us)`}, notes)
+}
+
+// TestWholeStoreOfOneCluster: a job per cluster whose Prometheus holds
+// that cluster alone, its series without the map's label. Read by the
+// label, the cluster has no series, and the error says the store holds
+// no value of it; with --whole-store the same rows as from the shared
+// store.
+func TestWholeStoreOfOneCluster(t *testing.T) {
+	var own []string
+	for _, line := range strings.SplitAfter(metricstest.Fleet().String(), "\n") {
+		if strings.Contains(line, `cluster="eu-west-1"`) {
+			continue
+		}
+		own = append(own, strings.Replace(line, `,cluster="us-east-1"`, "", 1))
+	}
+	path := filepath.Join(t.TempDir(), "prod-us.om")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(own, "")), 0o644))
+	src, err := openmetrics.OpenRecorded(path)
+	require.NoError(t, err)
+	us := plan.Filter{Clusters: []string{"prod-us"}}
+
+	byLabel, _ := fleetPlan(t, fleetRepo, src, plan.Options{Filter: us})
+	require.Empty(t, byLabel.Files)
+	require.Len(t, byLabel.Problems, 1)
+	require.Equal(t, `usage of 2 workload(s) unavailable: cluster prod-us: no series of `+path+` has cluster="us-east-1", nor any other value of cluster`,
+		byLabel.Problems[0].Message)
+
+	whole, _ := fleetPlan(t, fleetRepo, src, plan.Options{Filter: us, WholeStore: true})
+	require.Empty(t, whole.Problems)
+	require.Equal(t, `prod-us:inference/Deployment/summarize (apps/prod-us/kustomization.yaml): upsize 0.60 → 0.90 urgent=true pods=prod-us/summarize-6b8f9c7d5-q9zrw
+prod-us:inference/StatefulSet/llm (apps/prod-us/kustomization.yaml): scaleBack 0.50 → 0.36 urgent=false pods=prod-us/llm-0
+`, rows(whole))
+
+	_, err = plan.Make(context.Background(), plan.Options{Repo: fleetRepo, At: fleetAt, Source: src, WholeStore: true})
+	require.ErrorContains(t, err, "`--whole-store` reads a store that holds one cluster alone: name that cluster with `--cluster`")
 }
