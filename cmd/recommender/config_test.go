@@ -14,7 +14,7 @@ import (
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
-	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/run"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
 )
@@ -120,7 +120,7 @@ func TestRunConfigFile(t *testing.T) {
 	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
 	require.Equal(t, []string{"/ca.pem", "/cert.pem", "/key.pem"}, []string{p.CAFile, p.CertFile, p.KeyFile})
 	require.Equal(t, 30*time.Second, p.Timeout)
-	require.Equal(t, &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, plan.ClusterLabel{Name: "cluster", Value: "prod-eu"}, o.Usage.ClusterLabel)
 	require.Equal(t, "namespace", o.GroupBy)
 	require.Equal(t, "rightsizing/", o.BranchPrefix)
 	require.Equal(t, []string{"gpu", "team-ml"}, o.Labels)
@@ -170,7 +170,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{
 			name:   "unknown key",
 			config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
-			err:    ":5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel)",
+			err:    ":5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)",
 		},
 		{
 			name:   "a bad value from the environment",
@@ -400,7 +400,7 @@ func TestPlanConfigFile(t *testing.T) {
 	require.Equal(t, "/var/run/secrets/prometheus/token", p.BearerTokenFile)
 	require.Equal(t, []string{"gpu"}, p.Headers.Values("X-Scope-OrgID"))
 	require.Equal(t, 30*time.Second, p.Timeout)
-	require.Equal(t, &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"}, p.Matcher)
+	require.Equal(t, plan.ClusterLabel{Name: "cluster", Value: "prod-eu"}, o.Usage.ClusterLabel)
 	require.Equal(t, config.Source{Kind: "file", Where: file + ":2:7"}, o.effective.Sources["repo"])
 	require.NotContains(t, o.effective.Sources, "max-new", "a key only run uses is left to run")
 

@@ -47,6 +47,9 @@ const (
 	selectorValue   = `([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?`
 	selectorReq     = `\s*(!\s*` + selectorKey + `|` + selectorKey + `(\s*(=|==|!=)\s*` + selectorValue + `|\s*[<>]\s*[0-9]+|\s+(in|notin)\s*\(\s*` +
 		selectorValue + `(\s*,\s*` + selectorValue + `)*\s*\))?)\s*`
+	// clusterPattern: a cluster's name as a ClusterMap names it, a DNS
+	// label.
+	clusterPattern = `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 	// positivePattern: a duration with a digit other than 0 is more
 	// than none.
 	positivePattern = `[1-9]`
@@ -74,6 +77,7 @@ func configRules() map[string]config.Rule {
 		"namespace":              {Patterns: []string{namePattern}},
 		"selector":               {Patterns: []string{selectorPattern}},
 		"workload":               {Patterns: []string{workloadPattern}},
+		"cluster":                {Patterns: []string{clusterPattern}},
 		"live-namespaces":        {Patterns: []string{`\S`}},
 		"live-max-changes":       {Minimum: config.Min(0)},
 		"max-open":               {Minimum: config.Min(0)},

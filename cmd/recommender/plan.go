@@ -13,6 +13,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
+	"github.com/gpu-rightsizing/recommender/internal/run"
 )
 
 type planOptions struct {
@@ -36,6 +37,9 @@ type planOptions struct {
 	DetailedExitCode bool
 	// Write applies the planned edits to the working tree.
 	Write bool
+	// GroupBy is run's grouping of changes into pull requests, which the
+	// plan shows.
+	GroupBy string
 
 	// Now is the clock, for the default evaluation time.
 	Now func() time.Time
@@ -93,6 +97,7 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 	opts.Filter.register(f)
 	f.BoolVar(&opts.DetailedExitCode, "detailed-exit-code", false, "exit 4 when the plan proposes changes, 0 when there is nothing to do")
 	f.BoolVar(&opts.Write, "write", false, "apply the planned edits to the working tree (no commit, no push)")
+	f.StringVar(&opts.GroupBy, "group-by", "", "show the pull requests run opens grouped by workload, namespace, policy or cluster (default: each strategy's gitops.grouping, else workload)")
 	parseUsage = source.AddFlags(cmd.Flags(), &opts.Usage)
 	return cmd
 }
@@ -110,6 +115,9 @@ func (o *planOptions) check(parseUsage func() error) error {
 	if o.filter, err = o.Filter.filter(); err != nil {
 		return err
 	}
+	if !slices.Contains(run.Groupings(), o.GroupBy) {
+		return config.FlagErrorf("invalid `--group-by` %q: use %s", o.GroupBy, config.OneOf(run.Groupings()))
+	}
 	return checkOutput(o.Output)
 }
 
@@ -125,7 +133,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
 	p, _, err := opts.Usage.Plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
-		Filter: opts.filter},
+		Filter: opts.filter, Grouping: plan.Grouping(opts.GroupBy)},
 		opts.Logger, opts.Now)
 	if err != nil {
 		return err

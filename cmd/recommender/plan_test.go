@@ -12,6 +12,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/source"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
 func TestNewCmdPlan(t *testing.T) {
@@ -51,8 +52,15 @@ func TestNewCmdPlan(t *testing.T) {
 				URL: "https://mimir.example/prometheus", BearerTokenFile: "/t", BearerTokenEnv: "TOKEN", BasicAuthUser: "u", BasicAuthPasswordFile: "/p",
 				Headers: http.Header{"X-Scope-Orgid": {"tenant-1"}, "X-Extra": {"a: b"}},
 				CAFile:  "/ca", CertFile: "/c", KeyFile: "/k", InsecureSkipVerify: true, Timeout: 30 * time.Second,
-				Matcher: &prometheus.LabelMatcher{Name: "cluster", Value: "prod-eu"},
-			}}},
+			}, ClusterLabel: plan.ClusterLabel{Name: "cluster", Value: "prod-eu"}}},
+		},
+		{
+			name: "a recording of one cluster among several",
+			args: []string{"--repo", "r", "--metrics-file", "m.om", "--cluster-label", "cluster=prod-eu", "--cluster", "a", "--workload", "a:inference/chat", "--group-by", "cluster"},
+			want: planOptions{Repo: "r", Usage: source.Options{MetricsFile: "m.om", Preset: preset.Kubex, ClusterLabel: plan.ClusterLabel{Name: "cluster", Value: "prod-eu"}},
+				Output: "table", DefaultNamespace: "default", GroupBy: "cluster",
+				Filter: filterFlags{Clusters: []string{"a"}, Workloads: []string{"a:inference/chat"}},
+				filter: plan.Filter{Clusters: []string{"a"}, Workloads: []string{"a:inference/chat"}}},
 		},
 		{
 			name: "a metrics preset",
@@ -63,8 +71,12 @@ func TestNewCmdPlan(t *testing.T) {
 			err: "invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm"},
 		{name: "both sources", args: []string{"--repo", "r", "--metrics-file", "m", "--prometheus-url", "http://p"},
 			err: "`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source"},
-		{name: "a prometheus flag without the URL", args: []string{"--repo", "r", "--metrics-file", "m", "--cluster-label", "cluster=a"},
-			err: "`--cluster-label` needs `--prometheus-url`"},
+		{name: "a prometheus flag without the URL", args: []string{"--repo", "r", "--metrics-file", "m", "--prometheus-user", "a"},
+			err: "`--prometheus-user` needs `--prometheus-url`"},
+		{name: "a cluster that is no name", args: []string{"--repo", "r", "--metrics-file", "m", "--cluster", "a/b"},
+			err: "invalid `--cluster`: cluster \"a/b\": not a cluster's name (a ClusterMap names them as DNS labels)"},
+		{name: "an unknown grouping", args: []string{"--repo", "r", "--metrics-file", "m", "--group-by", "team"},
+			err: "invalid `--group-by` \"team\": use workload, namespace, policy or cluster"},
 		{name: "a header without a colon", args: []string{"--repo", "r", "--prometheus-url", "http://p", "--prometheus-header", "X-Scope-OrgID=a"},
 			err: "invalid `--prometheus-header` \"X-Scope-OrgID=a\"…: write it as 'Name: value'"},
 		{name: "a header without a colon never quotes its value", args: []string{"--repo", "r", "--prometheus-url", "http://p", "--prometheus-header", "Authorization Bearer s3cr3t"},

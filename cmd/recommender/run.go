@@ -90,7 +90,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 	registerGitLab(f, &opts.GitLab)
 	registerGit(f, &opts.Git)
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
-	f.StringVar(&opts.GroupBy, "group-by", "", "one pull request per workload, namespace or policy, for every workload (default: each strategy's gitops.grouping, else workload)")
+	f.StringVar(&opts.GroupBy, "group-by", "", "one pull request per workload, namespace, policy or cluster, for every workload (default: each strategy's gitops.grouping, else workload)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
 	f.StringVar(&opts.DefaultNamespace, "default-namespace", "default", "namespace of manifests that name none")
 	opts.Filter.register(f)

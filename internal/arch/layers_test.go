@@ -62,7 +62,7 @@ var allowed = map[string][]string{
 	"internal/summary":    {"internal/engine", "internal/live", "internal/plan", "internal/publish"},
 	"internal/runmetrics": {"internal/localfile", "internal/summary"},
 	"internal/notify":     {"internal/summary"},
-	"internal/metrics/source": {"internal/config", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
+	"internal/metrics/source": {"internal/config", "internal/metrics", "internal/metrics/openmetrics", "internal/metrics/preset", "internal/metrics/prometheus",
 		"internal/neighbours", "internal/placement", "internal/plan", "internal/usage"},
 	// run is the use case: every step of a run, wired. It imports what
 	// the steps need and nothing imports it but the command.

@@ -42,7 +42,7 @@ func TestDecodeErrors(t *testing.T) {
 		name, config, err string
 	}{
 		{name: "unknown key", config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
-			err: "c.yaml:5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel)"},
+			err: "c.yaml:5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)"},
 		{name: "a key in the wrong case", config: "prometheus:\n  URL: http://p\n", err: "c.yaml:2:3: prometheus.URL: unknown key (did you mean \"url\"?)"},
 		{name: "a secret's value", config: "github:\n  token: ghp_x\n",
 			err: "c.yaml:2:3: github.token: unknown key (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)"},

@@ -50,6 +50,10 @@ const (
 	// CauseManifestInvalid: its GPU request is in doubt (KAI would refuse
 	// it, or it cannot be edited safely).
 	CauseManifestInvalid Cause = "manifest-invalid"
+	// CauseUnmapped: the repository maps its clusters, and no cluster's
+	// paths hold the workload's definition: which cluster runs it, and so
+	// which usage is its own, is not known.
+	CauseUnmapped Cause = "unmapped"
 )
 
 // Conclusive reports whether the cause is a judgement made on good data

@@ -23,7 +23,7 @@ func reason(d Decision) string {
 		switch c {
 		case CauseOutOfScope:
 			s = "out of scope: " + s
-		case CausePolicyInvalid, CausePolicyConflict, CauseDuplicated, CauseManifestInvalid:
+		case CausePolicyInvalid, CausePolicyConflict, CauseDuplicated, CauseManifestInvalid, CauseUnmapped:
 			s = "left alone: " + s
 		}
 		return s + notes(ev)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -58,6 +59,8 @@ type ownerSeries struct {
 	kind, name string
 	controller bool
 	samples    []usage.Sample
+	// series is the index of the series in its set, for its labels.
+	series int
 }
 
 // ksm indexes the kube-state-metrics series of a set.
@@ -169,7 +172,7 @@ func (k *ksm) readOwners(set *Set, metric, objLabel string, into map[objKey][]ow
 		}
 		exported = exported || e1 || e2 || e3 || e4
 		key := objKey{ns, obj}
-		into[key] = append(into[key], ownerSeries{kind: kind, name: name, controller: ctl == "true", samples: s.Samples})
+		into[key] = append(into[key], ownerSeries{kind: kind, name: name, controller: ctl == "true", samples: s.Samples, series: i})
 	}
 	if exported {
 		k.exported = append(k.exported, metric)
@@ -511,4 +514,69 @@ func (k *ksm) exportedWarning() string {
 	}
 	return "kube-state-metrics series " + strings.Join(k.exported, ", ") +
 		": namespace, pod and owner labels taken from exported_* (the scrape renamed them: a ServiceMonitor without honorLabels: true)"
+}
+
+// ownersMixed says why the owner series of a pod, of its ReplicaSet and
+// of that one's Deployment cannot be trusted in w: two series of one
+// object that report at the same time and differ in a label other than
+// the owner's are two objects of one name, as two clusters writing into
+// one store have (a pod's uid tells them apart; a ReplicaSet named by
+// its template's hash has the same name in both). "" when none do.
+func (set *Set) ownersMixed(ns, pod string, w usage.Window, tolerance int64) string {
+	k := set.ksm
+	key := objKey{ns, pod}
+	if why := set.mixedOwner(podOwnerMetric, key, k.pods[key], w, tolerance); why != "" {
+		return why
+	}
+	kind, name, ok := ownerAt(k.pods[key], w.To)
+	if !ok || kind != "ReplicaSet" {
+		return ""
+	}
+	rs := objKey{ns, name}
+	if why := set.mixedOwner(replicaSetOwnerMetric, rs, k.replicaSets[rs], w, tolerance); why != "" {
+		return why
+	}
+	kind, name, ok = ownerAt(k.replicaSets[rs], w.To)
+	if !ok || kind != kindDeployment {
+		return ""
+	}
+	d := objKey{ns, name}
+	return set.mixedOwner(deploymentOwnerMetric, d, k.deployments[d], w, tolerance)
+}
+
+// ownerLabels tell one owner of an object from another: series that
+// differ in them alone are one object with several owners.
+var ownerLabels = []string{"owner_kind", "owner_name", "owner_is_controller"}
+
+// mixedOwner says which labels tell apart two series of ss, the owner
+// series of obj in metric, that both report in w for longer than
+// tolerance; "" when no two do.
+func (set *Set) mixedOwner(metric string, obj objKey, ss []ownerSeries, w usage.Window, tolerance int64) string {
+	if len(ss) < 2 {
+		return ""
+	}
+	var why []string
+	for i := range ss {
+		a := usage.In(ss[i].samples, w)
+		if len(a) == 0 {
+			continue
+		}
+		for j := range i {
+			b := usage.In(ss[j].samples, w)
+			if len(b) == 0 || overlap(a, b) <= tolerance {
+				continue
+			}
+			for _, d := range set.differ(ss[j].series, ss[i].series) {
+				name, _, _ := strings.Cut(d, " ")
+				if !slices.Contains(ownerLabels, name) {
+					why = append(why, d)
+				}
+			}
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s of %s/%s has series at the same time that differ in %s", metric, obj.namespace, obj.name,
+		strings.Join(slices.Compact(slices.Sorted(slices.Values(why))), "; "))
 }

@@ -368,6 +368,9 @@ func (set *Set) Usage(ctx context.Context, q usage.Query) (usage.Result, error) 
 	if err := ctx.Err(); err != nil {
 		return usage.Result{}, fmt.Errorf("usage from %s: %w", set.name, err)
 	}
+	if q.ClusterLabel != "" {
+		return set.usageByCluster(ctx, q)
+	}
 	w := usage.WindowEnding(q.At, q.Lookback)
 	res := usage.Result{Workloads: make(map[usage.Ref]usage.Workload)}
 
@@ -437,7 +440,10 @@ func (set *Set) answerNamespace(ctx context.Context, res *usage.Result, ns strin
 			return fmt.Errorf("usage from %s: %w", set.name, err)
 		}
 		var pods []usage.Pod
-		mixed := ""
+		mixed := v.mixed[ref]
+		if mixed != "" {
+			res.Warnings = append(res.Warnings, ref.String()+": "+mixed)
+		}
 		for _, name := range v.owned[ref] {
 			p, ok, why := set.pod(ns, name, v.live[name], metrics, w, q.Containers)
 			if ok {
@@ -468,13 +474,17 @@ type namespaceView struct {
 	// unattributed are the warnings of the pods that count for no
 	// workload, by each workload they may belong to.
 	unattributed map[usage.Ref][]string
+	// mixed says, by workload, why the owner series of one of its pods
+	// mix two objects of one name.
+	mixed map[usage.Ref]string
 }
 
 // namespaceAt attributes the pods of a namespace, those with usage series
 // and the live ones kube-state-metrics knows, to workloads.
 func (set *Set) namespaceAt(ns string, refs []usage.Ref, components map[usage.Ref]string, metrics []*queried, w usage.Window, tolerance int64) namespaceView {
 	at := w.To
-	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string), unattributed: make(map[usage.Ref][]string)}
+	v := namespaceView{live: make(map[string]bool), owned: make(map[usage.Ref][]string), unattributed: make(map[usage.Ref][]string),
+		mixed: make(map[usage.Ref]string)}
 
 	// The pattern competes with every Deployment and Rollout known at the
 	// time, not only the queried ones, so that the longest name can win;
@@ -523,6 +533,9 @@ func (set *Set) namespaceAt(ns string, refs []usage.Ref, components map[usage.Re
 		}
 		if a.ok {
 			v.owned[a.ref] = append(v.owned[a.ref], pod)
+			if why := set.ownersMixed(ns, pod, w, tolerance); why != "" && v.mixed[a.ref] == "" {
+				v.mixed[a.ref] = fmt.Sprintf("pod %s/%s: %s: two objects of one name, as two clusters in one store have, so its pods may be another cluster's; nothing changes on them (map the clusters, or narrow the query with --cluster-label)", ns, pod, why)
+			}
 		}
 	}
 	return v

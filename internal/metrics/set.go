@@ -55,6 +55,9 @@ type Set struct {
 	mu      sync.Mutex
 	steps   map[string][]intervalCount
 	indexes map[usage.Mapping]*podIndex
+	// clusters holds the sets of one cluster's series, by label and
+	// value (cluster.go).
+	clusters map[string]*Set
 }
 
 // NewSet indexes ss; name stands for the set in warnings and errors. The
@@ -66,11 +69,12 @@ type Set struct {
 // stand for the scrape interval of their metrics instead of what ss holds.
 func NewSet(name string, ss []Series, intervals map[string]map[int64]int) *Set {
 	set := &Set{
-		name:    name,
-		series:  ss,
-		byName:  make(map[string][]int),
-		steps:   make(map[string][]intervalCount),
-		indexes: make(map[usage.Mapping]*podIndex),
+		name:     name,
+		series:   ss,
+		byName:   make(map[string][]int),
+		steps:    make(map[string][]intervalCount),
+		indexes:  make(map[usage.Mapping]*podIndex),
+		clusters: make(map[string]*Set),
 	}
 	for i, s := range ss {
 		set.byName[s.Metric] = append(set.byName[s.Metric], i)

@@ -1,6 +1,7 @@
 package patcher
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -73,6 +74,9 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 	kx := kustomize.NewIndex(all, files.ReadFile)
 	hx := helm.NewIndex(ctx, all, files.ReadTree, kx.Included)
 	inv.Unreleased = hx.Unreleased
+	if len(inv.Unreleased) > 0 {
+		inv.ApplicationSets = applicationSets(files.Files)
+	}
 	inv.merge(plain, kx, hx)
 	sort.SliceStable(inv.Problems, func(i, j int) bool {
 		if inv.Problems[i].File != inv.Problems[j].File {
@@ -81,6 +85,34 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 		return inv.Problems[i].Line < inv.Problems[j].Line
 	})
 	return inv, nil
+}
+
+// applicationSets are the files that hold an Argo CD ApplicationSet:
+// its generators (clusters, git, lists) decide where and with which
+// values a chart is rendered, which the checkout alone does not say.
+func applicationSets(files []checkout.File) []string {
+	var out []string
+	for _, f := range files {
+		if !bytes.Contains(f.Data, []byte("ApplicationSet")) {
+			continue
+		}
+		s, err := splice.Parse(f.Data)
+		if err != nil {
+			continue // discoverFile reports it
+		}
+		for _, doc := range s.Docs {
+			if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+				continue
+			}
+			root := doc.Content[0]
+			if splice.Str(root, "kind") == "ApplicationSet" && strings.HasPrefix(splice.Str(root, "apiVersion"), "argoproj.io/") {
+				out = append(out, f.Path)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // An origin is a way the checkout makes workloads other than writing

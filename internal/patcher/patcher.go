@@ -48,6 +48,10 @@ type Inventory struct {
 	// no Argo CD Application, Flux HelmRelease or helmCharts entry renders:
 	// they are not rendered (helm.go says why).
 	Unreleased []string
+	// ApplicationSets are the files holding an Argo CD ApplicationSet,
+	// listed when some chart is unreleased: one may render it, with what
+	// its generators say, which the tool does not read.
+	ApplicationSets []string
 
 	// origins make workloads other than plain files do: kustomizations,
 	// then chart releases. A Workload found in a file an origin owns is

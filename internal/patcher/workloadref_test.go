@@ -81,7 +81,7 @@ func TestApplyWorkloadRef(t *testing.T) {
 	require.Empty(t, res.Refused)
 	require.Len(t, res.Files, 1)
 	require.Equal(t, "deployment.yaml", res.Files[0].Path)
-	require.Equal(t, []changes.Change{{Workload: rollout("chat"), Field: "spec.template.metadata.annotations.gpu-fraction", Old: "0.5", New: "0.3", Reason: "sized"}},
+	require.Equal(t, []changes.Change{{Workload: rollout("chat"), Field: "spec.template.metadata.annotations.gpu-fraction", Old: "0.5", New: "0.3", Reason: "sized", Definition: "deployment.yaml"}},
 		res.Files[0].Changes)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,9 +23,14 @@ type Filter struct {
 	// Selector admits workloads whose own labels match; nil admits any.
 	Selector labels.Selector
 	// Workloads admits the workloads named namespace/Kind/name,
-	// namespace/name or name, each part a name or a path.Match pattern.
-	// Empty admits every workload.
+	// namespace/name or name, each part a name or a path.Match pattern,
+	// after cluster: when the repository maps its clusters. Empty admits
+	// every workload.
 	Workloads []string
+	// Clusters admits the workloads of these clusters of the
+	// repository's ClusterMap; a definition several clusters deploy, when
+	// it names all of them. Empty admits every cluster.
+	Clusters []string
 }
 
 // ParseSelector reads a label selector the way kubectl does:
@@ -51,10 +57,21 @@ func CheckNamespaces(namespaces []string) error {
 	return nil
 }
 
+// CheckClusters checks cluster names, before the map that must hold
+// them is read.
+func CheckClusters(clusters []string) error { return checkClusterNames(clusters) }
+
 // CheckWorkloads checks workload names: namespace/Kind/name,
-// namespace/name or name, each part a name or a pattern.
+// namespace/name or name, each part a name or a pattern, each after
+// cluster: when given one.
 func CheckWorkloads(workloads []string) error {
 	for _, w := range workloads {
+		if c, rest, ok := strings.Cut(w, ":"); ok {
+			if err := checkPattern(c); err != nil {
+				return fmt.Errorf("workload %q: cluster: %w", w, err)
+			}
+			w = rest
+		}
 		parts := strings.Split(w, "/")
 		if len(parts) > 3 {
 			return fmt.Errorf("workload %q: use namespace/Kind/name, namespace/name or name", w)
@@ -80,7 +97,7 @@ func checkPattern(p string) error {
 
 // IsZero reports whether the filter admits every workload.
 func (f Filter) IsZero() bool {
-	return len(f.Namespaces) == 0 && f.Selector == nil && len(f.Workloads) == 0
+	return len(f.Namespaces) == 0 && f.Selector == nil && len(f.Workloads) == 0 && len(f.Clusters) == 0
 }
 
 // Admits reports whether the workload ref, with its own labels, is in the
@@ -101,6 +118,19 @@ func (f Filter) admitsRef(ref usage.Ref) bool {
 	if len(f.Namespaces) > 0 && !matchAny(f.Namespaces, ref.Namespace, false) {
 		return false
 	}
+	if len(f.Clusters) > 0 {
+		// A definition several clusters deploy is decided on the usage
+		// of all of them: a run that reads only some cannot decide it.
+		cs := ref.Clusters()
+		if len(cs) == 0 {
+			return false
+		}
+		for _, c := range cs {
+			if !slices.Contains(f.Clusters, c) {
+				return false
+			}
+		}
+	}
 	if len(f.Workloads) == 0 {
 		return true
 	}
@@ -113,9 +143,17 @@ func (f Filter) admitsRef(ref usage.Ref) bool {
 }
 
 // namesWorkload reports whether w (namespace/Kind/name, namespace/name or
-// name) names ref. Kinds are matched without regard to case, as kubectl
-// reads deployment for Deployment.
+// name, each after cluster: when given one) names ref. Kinds are matched
+// without regard to case, as kubectl reads deployment for Deployment. A
+// cluster matches a definition several clusters deploy when it matches
+// one of them, or all of them joined.
 func namesWorkload(w string, ref usage.Ref) bool {
+	if c, rest, ok := strings.Cut(w, ":"); ok {
+		if !match(c, ref.Cluster, false) && !slices.ContainsFunc(ref.Clusters(), func(rc string) bool { return match(c, rc, false) }) {
+			return false
+		}
+		w = rest
+	}
 	parts := strings.Split(w, "/")
 	switch len(parts) {
 	case 1:

@@ -188,6 +188,12 @@ func (p *Plan) WriteTable(w io.Writer, width int) error {
 	if p.Hidden > 0 {
 		fmt.Fprintf(w, "(%d Deployment(s) without a GPU request and out of scope not shown)\n", p.Hidden)
 	}
+	if sets := p.sharedList(); len(sets) > 0 {
+		fmt.Fprintln(w, "\nPull requests of several workloads, as run opens them:")
+		for _, cs := range sets {
+			fmt.Fprintf(w, "  %s\n", printable(cs, ""))
+		}
+	}
 	for _, f := range p.Files {
 		fmt.Fprintln(w)
 		io.WriteString(w, printable(f.Diff(), "\n\t"))
@@ -218,6 +224,8 @@ func (p *Plan) tableReason(d Decision) string {
 // contract.
 
 type jsonDecision struct {
+	// Cluster is the workload's cluster, when the repository maps them.
+	Cluster         string   `json:"cluster,omitempty"`
 	Namespace       string   `json:"namespace"`
 	Kind            string   `json:"kind"`
 	Name            string   `json:"name"`
@@ -238,6 +246,10 @@ type jsonDecision struct {
 	// which File defines, when it is not the workload itself: a Rollout's
 	// spec.workloadRef Deployment.
 	Template string `json:"template,omitempty"`
+	// ChangeSet names the change set, and so the pull request, the
+	// change shares with other workloads' (run's grouping, or edits that
+	// write one file); absent when its pull request is its own.
+	ChangeSet string `json:"changeSet,omitempty"`
 }
 
 // WriteJSON renders the plan for machines. Equal plans render to equal
@@ -251,8 +263,10 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 		v := a.GPUs
 		return &v
 	}
+	shared := p.sharedSets()
 	for _, d := range p.Decisions {
 		jd := jsonDecision{
+			Cluster: d.Workload.Ref.Cluster, ChangeSet: shared[definition{d.Workload.Ref, d.Workload.File}],
 			Namespace: d.Workload.Ref.Namespace, Kind: d.Workload.Ref.Kind, Name: d.Workload.Ref.Name, File: d.Workload.File,
 			Current: gpus(d.Current), CurrentForm: string(d.Current.Form),
 			Recommended: gpus(d.Recommended), RecommendedForm: string(d.Recommended.Form),
@@ -372,6 +386,13 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	}
 	if p.Hidden > 0 {
 		fmt.Fprintf(w, "\n%d Deployment(s) without a GPU request and out of scope not shown.\n", p.Hidden)
+	}
+	if sets := p.sharedList(); len(sets) > 0 {
+		fmt.Fprintln(w, "\nPull requests of several workloads, as run opens them:")
+		fmt.Fprintln(w)
+		for _, cs := range sets {
+			fmt.Fprintf(w, "- %s\n", mdCell(cs))
+		}
 	}
 	for _, f := range p.Files {
 		diff := printable(f.Diff(), "\n\t")

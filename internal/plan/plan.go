@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -45,7 +46,20 @@ type Options struct {
 	// Filter narrows the plan to some workloads; the zero Filter keeps
 	// them all.
 	Filter Filter
-	Logger *slog.Logger
+	// ClusterLabel, when set, is the map of one cluster a run is given
+	// instead of the repository's (`--cluster-label name=value`): every
+	// workload keeps its identity, and its usage is read from the series
+	// of that label value alone. A repository with a ClusterMap refuses it.
+	ClusterLabel ClusterLabel
+	// WholeStore reads usage from the whole store rather than by the
+	// map's label: a job of one cluster (Filter.Clusters names one) whose
+	// Prometheus holds that cluster alone.
+	WholeStore bool
+	// Grouping is how the run groups every change into pull requests
+	// (`--group-by`), "" for each strategy's own: the printed plan shows
+	// the pull requests that group several workloads as run opens them.
+	Grouping Grouping
+	Logger   *slog.Logger
 }
 
 // Plan is one run, filled in stage by stage.
@@ -76,6 +90,19 @@ type Plan struct {
 	// admitted says, for each workload of the checkout (by ref string),
 	// whether the filter keeps it; nil without a filter.
 	admitted map[string]bool
+	// clusters is the map the plan reads clusters by: the repository's,
+	// or the one of Options.OneCluster; nil without either. wholeStore
+	// is Options.WholeStore.
+	clusters   *policy.ClusterMap
+	wholeStore bool
+	grouping   Grouping
+	// parts holds, for a workload whose usage is read as several
+	// workloads' (one per cluster that deploys its definition, or without
+	// its cluster from a store of that cluster alone), the refs its
+	// queries name.
+	parts map[usage.Ref][]usage.Ref
+	// mapped is the inventory's workloads with their clusters.
+	mapped []patcher.Workload
 }
 
 // pending is a governed workload waiting for its decision.
@@ -97,6 +124,10 @@ type Decision struct {
 	// PullRequest is what the governing strategy's gitops settings say
 	// about the pull request that carries this change.
 	PullRequest policy.PullRequest
+	// Matcher is the label matcher its usage was read under, as a pull
+	// request's body shows it (cluster="prod-eu"); "" when the store was
+	// read whole.
+	Matcher string
 }
 
 // Problem is one refused input, located as precisely as known.
@@ -164,7 +195,8 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Plan{At: opts.At, repo: opts.Repo, log: log, filter: opts.Filter}
+	p := &Plan{At: opts.At, repo: opts.Repo, log: log, filter: opts.Filter, wholeStore: opts.WholeStore, grouping: opts.Grouping,
+		parts: map[usage.Ref][]usage.Ref{}}
 	if !opts.Filter.IsZero() {
 		p.admitted = map[string]bool{}
 	}
@@ -172,21 +204,29 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if p.clusters, err = clusterMap(set, opts); err != nil {
+		return nil, nil, err
+	}
+	if opts.Grouping == ByCluster && !p.namesClusters() {
+		return nil, nil, optionsErrorf("`--group-by` %s needs a ClusterMap in the repository", ByCluster)
+	}
 	ns := cmp.Or(opts.DefaultNamespace, "default")
 	p.inv = withNamespaces(inv, ns)
+	ws, unmapped := p.mapClusters(p.inv.Workloads)
+	p.mapped = ws
 	definitions := map[usage.Ref][]string{}
-	for _, w := range p.inv.Workloads {
+	for _, w := range ws {
 		definitions[w.Ref] = append(definitions[w.Ref], w.Where())
 		p.admit(w.Ref, w.Labels)
 	}
 	p.unsupported(set, ns)
 	groups := map[string]int{}
-	p.work = slices.Grow(p.work, len(p.inv.Workloads))
-	for _, w := range p.inv.Workloads {
+	p.work = slices.Grow(p.work, len(ws))
+	for i, w := range ws {
 		if p.Excludes(w.Ref.String()) {
 			continue
 		}
-		pw, ok := p.govern(set, w, definitions[w.Ref])
+		pw, ok := p.govern(set, w, definitions[w.Ref], unmapped[i])
 		if !ok {
 			p.Hidden++
 			continue
@@ -229,9 +269,11 @@ func (p *Plan) Excludes(ref string) bool {
 	if in, ok := p.admitted[ref]; ok {
 		return !in
 	}
-	ns, rest, _ := strings.Cut(ref, "/")
-	kind, name, _ := strings.Cut(rest, "/")
-	return !p.filter.MayAdmit(usage.Ref{Namespace: ns, Kind: kind, Name: name})
+	r, ok := usage.ParseRef(ref)
+	if !ok {
+		return true
+	}
+	return !p.filter.MayAdmit(r)
 }
 
 // read reads the checkout once, for both the policies and discovery; the
@@ -270,21 +312,33 @@ func (p *Plan) read(ctx context.Context, opts Options) (*policy.Set, *patcher.In
 	if len(inv.Unreleased) > 0 {
 		// Which release name, namespace and values they are deployed with
 		// is not in the checkout: their workloads are not read.
-		p.log.Info("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read", "charts", inv.Unreleased)
+		if len(inv.ApplicationSets) > 0 {
+			// An ApplicationSet may well render them: saying so only at
+			// INFO would read as "nothing to do" for a chart that runs.
+			p.log.Warn("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read; the checkout's ApplicationSets may render them, and their generators are not read",
+				"charts", inv.Unreleased, "applicationSets", inv.ApplicationSets)
+		} else {
+			p.log.Info("charts that no Application, HelmRelease or helmCharts of the checkout renders are not read", "charts", inv.Unreleased)
+		}
 	}
 	return set, inv, nil
 }
 
 // govern says which rules govern workload w, defined where says, or why
 // it is left alone; ok is false for a workload no policy selects that
-// asks for no GPU, which the plan does not show.
-func (p *Plan) govern(set *policy.Set, w patcher.Workload, where []string) (pending, bool) {
+// asks for no GPU, which the plan does not show. unmapped says no
+// cluster of the map deploys its definition.
+func (p *Plan) govern(set *policy.Set, w patcher.Workload, where []string, unmapped bool) (pending, bool) {
 	g := set.Govern(policy.Target{Ref: w.Ref, Labels: w.Labels})
 	cur, bad := allocation(w.GPU)
 	if g.Skip != "" && cur.Form == engine.NoGPU && bad == "" {
 		return pending{}, false
 	}
 	switch {
+	case unmapped:
+		m := p.clusters
+		g = policy.Governance{Skip: engine.CauseUnmapped, Policies: g.Policies,
+			Why: fmt.Sprintf("%s lies under no cluster's paths in %s (%s:%d), so which cluster runs it, and which usage is its own, is not known", w.File, m.Meta, m.File, m.Line)}
 	case len(where) > 1:
 		// One problem for the lot, at the first definition.
 		if where[0] == w.Where() {
@@ -324,24 +378,34 @@ func (p *Plan) batch(at time.Time, pw pending, groups map[string]int) {
 		for m, mr := range g.Sources() {
 			q.Metrics[m] = mr.Source
 		}
+		if p.clusters != nil && !p.wholeStore {
+			q.ClusterLabel, q.ClusterValues = p.clusters.Spec.Label, p.clusters.Values()
+		}
 		i = len(p.Queries)
 		groups[k] = i
 		p.Queries = append(p.Queries, q)
 	}
-	p.Queries[i].Workloads = append(p.Queries[i].Workloads, pw.w.Ref)
-	if c := pw.w.Component; c != "" {
-		if p.Queries[i].Components == nil {
-			p.Queries[i].Components = make(map[usage.Ref]string)
+	q := &p.Queries[i]
+	for _, ref := range p.queried(pw.w.Ref) {
+		q.Workloads = append(q.Workloads, ref)
+		if c := pw.w.Component; c != "" {
+			if q.Components == nil {
+				q.Components = make(map[usage.Ref]string)
+			}
+			q.Components[ref] = c
 		}
-		p.Queries[i].Components[pw.w.Ref] = c
-	}
-	if t := pw.w.Template; t.Kind != "" && !slices.Contains(p.Queries[i].Workloads, t) {
-		// A Rollout's referenced Deployment may still run pods of its own
-		// (Argo scales it down as workloadRef.scaleDown says, by default
-		// never), named as the Rollout's would be when both share a name:
-		// queried beside it, those count for the Deployment, a pod no
-		// owner series tells apart for neither, never for the Rollout.
-		p.Queries[i].Workloads = append(p.Queries[i].Workloads, t)
+		if t := pw.w.Template; t.Kind != "" {
+			// A Rollout's referenced Deployment may still run pods of its
+			// own (Argo scales it down as workloadRef.scaleDown says, by
+			// default never), named as the Rollout's would be when both
+			// share a name: queried beside it, those count for the
+			// Deployment, a pod no owner series tells apart for neither,
+			// never for the Rollout.
+			t.Cluster = ref.Cluster
+			if !slices.Contains(q.Workloads, t) {
+				q.Workloads = append(q.Workloads, t)
+			}
+		}
 	}
 }
 
@@ -349,8 +413,8 @@ func (p *Plan) batch(at time.Time, pw pending, groups map[string]int) {
 // is a problem, not an error: its workloads get no change. The error is
 // for a cancelled ctx.
 func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
-	p.usage = map[usage.Ref]usage.Workload{}
-	p.failed = map[usage.Ref]string{}
+	got := map[usage.Ref]usage.Workload{}
+	failed := map[usage.Ref]string{}
 	for _, q := range p.Queries {
 		res, err := src.Usage(ctx, q)
 		if err != nil {
@@ -361,7 +425,7 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 			// this query get no decision beyond "no change".
 			p.problem(engine.CauseQueryFailed, fmt.Errorf("usage query for %d workload(s) failed: %w", len(q.Workloads), err))
 			for _, r := range q.Workloads {
-				p.failed[r] = err.Error()
+				failed[r] = err.Error()
 			}
 			continue
 		}
@@ -369,14 +433,36 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 			p.log.Warn("usage", "warning", warn)
 		}
 		for r, u := range res.Workloads {
-			p.usage[r] = u
+			got[r] = u
 		}
 		// A pod that may be a workload's and counts for none is said in
 		// that workload's decision (engine's Evidence), not only logged.
 		for r, warns := range res.Unattributed {
-			u := p.usage[r]
+			u := got[r]
 			u.Unattributed = append(u.Unattributed, warns...)
-			p.usage[r] = u
+			got[r] = u
+		}
+		// A workload the source could not answer for (a cluster whose
+		// label value has no series) is a problem once per reason.
+		whys := map[string]int{}
+		for _, r := range slices.SortedFunc(maps.Keys(res.Failed), compareRefs) {
+			failed[r] = res.Failed[r]
+			whys[res.Failed[r]]++
+		}
+		for _, why := range slices.Sorted(maps.Keys(whys)) {
+			p.problem(engine.CauseQueryFailed, fmt.Errorf("usage of %d workload(s) unavailable: %s", whys[why], why))
+		}
+	}
+	p.usage = map[usage.Ref]usage.Workload{}
+	p.failed = map[usage.Ref]string{}
+	for _, pw := range p.work {
+		ref := pw.w.Ref
+		u, why, ok := p.gather(ref, got, failed)
+		switch {
+		case why != "":
+			p.failed[ref] = why
+		case ok:
+			p.usage[ref] = u
 		}
 	}
 	p.sortProblems()
@@ -387,7 +473,8 @@ func (p *Plan) Fetch(ctx context.Context, src UsageSource) error {
 func (p *Plan) Decide() {
 	p.Decisions = slices.Grow(p.Decisions[:0], len(p.work))
 	for _, pw := range p.work {
-		d := Decision{Workload: pw.w, Policies: pw.g.Policies, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref], PullRequest: pw.g.PullRequest}
+		d := Decision{Workload: pw.w, Policies: pw.g.Policies, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref], PullRequest: pw.g.PullRequest,
+			Matcher: p.Matcher(pw.w.Ref)}
 		switch why, failed := p.failed[pw.w.Ref]; {
 		case pw.g.Skip != "":
 			d.Decision = engine.LeftAlone(pw.cur, pw.g.Skip, pw.g.Why)
@@ -399,9 +486,7 @@ func (p *Plan) Decide() {
 		p.Decisions = append(p.Decisions, d)
 	}
 	slices.SortFunc(p.Decisions, func(a, b Decision) int {
-		return cmp.Or(cmp.Compare(a.Workload.Ref.Namespace, b.Workload.Ref.Namespace),
-			cmp.Compare(a.Workload.Ref.Kind, b.Workload.Ref.Kind), cmp.Compare(a.Workload.Ref.Name, b.Workload.Ref.Name),
-			cmp.Compare(a.Workload.File, b.Workload.File))
+		return cmp.Or(compareRefs(a.Workload.Ref, b.Workload.Ref), cmp.Compare(a.Workload.File, b.Workload.File))
 	})
 }
 
@@ -412,15 +497,23 @@ const (
 	ByWorkload  Grouping = "workload"
 	ByNamespace Grouping = "namespace"
 	ByPolicy    Grouping = "policy"
+	// ByCluster groups the workloads of each cluster of the repository's
+	// ClusterMap.
+	ByCluster Grouping = "cluster"
+	// Joined is the grouping of change sets joined because their edits
+	// write one file (Plan.ChangeSets); it is never asked for.
+	Joined Grouping = "joined"
 )
 
 // ChangeSet is the edits of one pull request: applied together, alone, on
 // a fresh copy of the base branch.
 type ChangeSet struct {
-	// Key names the change set: the workload, namespace or policies it
-	// groups.
+	// Key names the change set: the workload, namespace, policies or
+	// cluster it groups; for change sets joined because their edits
+	// write one file, their keys.
 	Key string
-	// Grouping is how Key groups: ByWorkload, ByNamespace or ByPolicy.
+	// Grouping is how Key groups: ByWorkload, ByNamespace, ByPolicy,
+	// ByCluster or Joined.
 	Grouping  Grouping
 	Decisions []Decision
 	Edits     []patcher.Edit
@@ -439,11 +532,22 @@ type ChangeSet struct {
 // and by workload when that is not set either, so that a team's strategy
 // can gather its workloads into one pull request without changing how
 // another team's are proposed.
+//
+// Change sets whose edits write one file in the plan's preview are then
+// joined into one: an edit of a shared base that every cluster building
+// it agrees on, or two first patches of one overlay, which would
+// conflict on its kustomization.yaml. So each change set, applied alone,
+// writes exactly what the preview shows of its files, and the preview is
+// the union of what the pull requests push. It needs Preview to have run.
 func (p *Plan) ChangeSets(by Grouping) ([]ChangeSet, error) {
 	switch by {
 	case "", ByWorkload, ByNamespace, ByPolicy:
+	case ByCluster:
+		if !p.namesClusters() {
+			return nil, fmt.Errorf("grouping by %s needs a ClusterMap in the repository", ByCluster)
+		}
 	default:
-		return nil, fmt.Errorf("unknown grouping %q: use %s, %s or %s", by, ByWorkload, ByNamespace, ByPolicy)
+		return nil, fmt.Errorf("unknown grouping %q: use %s, %s, %s or %s", by, ByWorkload, ByNamespace, ByPolicy, ByCluster)
 	}
 	type setID struct {
 		by  Grouping
@@ -458,17 +562,20 @@ func (p *Plan) ChangeSets(by Grouping) ([]ChangeSet, error) {
 		}
 		g := cmp.Or(by, Grouping(d.PullRequest.Grouping), ByWorkload)
 		var key string
-		switch g {
-		case ByNamespace:
+		switch {
+		case g == ByNamespace:
 			key = d.Workload.Ref.Namespace
-		case ByPolicy:
+		case g == ByPolicy:
 			names := make([]string, len(d.Policies))
 			for i, m := range d.Policies {
 				names[i] = m.String()
 			}
 			key = strings.Join(names, " + ")
+		case g == ByCluster && p.namesClusters():
+			key = d.Workload.Ref.Cluster
 		default:
-			// Policies are validated: nothing else reaches here.
+			// Policies are validated: nothing else reaches here but a
+			// strategy's cluster grouping in a repository without a map.
 			g, key = ByWorkload, d.Workload.Ref.String()
 		}
 		id := setID{g, key}
@@ -484,6 +591,7 @@ func (p *Plan) ChangeSets(by Grouping) ([]ChangeSet, error) {
 		cs.Labels = Union(cs.Labels, d.PullRequest.Labels)
 		cs.Reviewers = Union(cs.Reviewers, d.PullRequest.Reviewers)
 	}
+	sets = p.joinSharedFiles(sets)
 	slices.SortFunc(sets, func(a, b ChangeSet) int {
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Grouping, b.Grouping))
 	})
@@ -582,6 +690,9 @@ func reported(pr patcher.Problem, set *policy.Set) bool {
 func (p *Plan) unsupported(set *policy.Set, ns string) {
 	for _, u := range p.inv.Unsupported {
 		u.Ref.Namespace = cmp.Or(u.Ref.Namespace, ns)
+		if p.clusters != nil {
+			u.Ref.Cluster = strings.Join(p.clusters.Clusters(u.File), usage.ClusterSep)
+		}
 		p.admit(u.Ref, u.Labels)
 		if p.Excludes(u.Ref.String()) {
 			continue
@@ -636,11 +747,15 @@ func withNamespaces(inv *patcher.Inventory, ns string) *patcher.Inventory {
 func (p *Plan) refuse(r patcher.Refusal) {
 	for i := range p.Decisions {
 		d := &p.Decisions[i]
-		if d.Workload.Ref == r.Workload && d.Workload.File == r.File {
+		if d.Workload.Ref.Local() == r.Workload && d.Workload.File == r.File {
 			d.Decision = d.Refused(r.Err.Error())
 		}
 	}
-	p.Problems = append(p.Problems, Problem{File: r.File, Message: fmt.Sprintf("edit of %s refused: %v", r.Workload, r.Err),
+	ref := r.Workload
+	if i := slices.IndexFunc(p.Decisions, func(d Decision) bool { return d.Workload.Ref.Local() == r.Workload && d.Workload.File == r.File }); i >= 0 {
+		ref = p.Decisions[i].Workload.Ref
+	}
+	p.Problems = append(p.Problems, Problem{File: r.File, Message: fmt.Sprintf("edit of %s refused: %v", ref, r.Err),
 		Cause: engine.CauseEditRefused})
 }
 
@@ -649,7 +764,7 @@ func (p *Plan) refuse(r patcher.Refusal) {
 func (p *Plan) note(n patcher.Note) {
 	for i := range p.Decisions {
 		d := &p.Decisions[i]
-		if d.Workload.Ref == n.Workload && d.Workload.File == n.File {
+		if d.Workload.Ref.Local() == n.Workload && d.Workload.File == n.File {
 			d.Decision = d.Note(n.Field, n.Err.Error())
 		}
 	}
@@ -725,7 +840,9 @@ func editFor(d Decision) (patcher.Edit, bool) {
 	}
 	st := d.Rules.Strategy
 	w, rec := d.Workload, d.Recommended
-	e := patcher.Edit{Workload: w.Ref, File: w.File, Reason: d.Reason()}
+	// The editor knows workloads as the manifests name them, without a
+	// cluster: the file tells one cluster's definition from another's.
+	e := patcher.Edit{Workload: w.Ref.Local(), File: w.File, Reason: d.Reason()}
 	switch rec.Form {
 	case engine.Fraction:
 		e.Ops = append(e.Ops, patcher.SetGPUFraction(kai.FormatFraction(rec.GPUs)))

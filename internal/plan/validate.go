@@ -66,7 +66,7 @@ func Validate(ctx context.Context, opts Options) (*Validation, error) {
 		v.Workloads = append(v.Workloads, WorkloadSummary{Ref: pw.w.Ref, File: pw.w.File, Line: pw.w.Line,
 			Policies: pw.g.Policies, Skip: pw.g.Skip, Why: pw.g.Why})
 	}
-	for _, w := range p.inv.Workloads {
+	for _, w := range p.mapped {
 		if shown[w.Where()+" "+w.Ref.String()] {
 			continue
 		}
@@ -91,21 +91,31 @@ func Validate(ctx context.Context, opts Options) (*Validation, error) {
 	p.sortProblems()
 	v.Problems = p.Problems
 
-	v.Policies = policySummaries(set, p.inv, cmp.Or(opts.DefaultNamespace, "default"))
+	v.Policies = policySummaries(set, p.mapped, p.inv, p.clusters, cmp.Or(opts.DefaultNamespace, "default"))
 	return v, nil
 }
 
 // policySummaries lists every policy document with the workloads (and the
 // objects of kinds not sized, which a scope may name) its scope selects.
-func policySummaries(set *policy.Set, inv *patcher.Inventory, ns string) []PolicySummary {
+func policySummaries(set *policy.Set, ws []patcher.Workload, inv *patcher.Inventory, m *policy.ClusterMap, ns string) []PolicySummary {
 	var out []PolicySummary
-	targets := make([]policy.Target, 0, len(inv.Workloads)+len(inv.Unsupported))
-	for _, w := range inv.Workloads {
+	targets := make([]policy.Target, 0, len(ws)+len(inv.Unsupported))
+	for _, w := range ws {
 		targets = append(targets, policy.Target{Ref: w.Ref, Labels: w.Labels})
 	}
 	for _, u := range inv.Unsupported {
 		u.Ref.Namespace = cmp.Or(u.Ref.Namespace, ns)
+		if m != nil {
+			u.Ref.Cluster = strings.Join(m.Clusters(u.File), usage.ClusterSep)
+		}
 		targets = append(targets, policy.Target{Ref: u.Ref, Labels: u.Labels})
+	}
+	if m := set.ClusterMap; m != nil {
+		var cs []string
+		for _, c := range m.Spec.Clusters {
+			cs = append(cs, fmt.Sprintf("%s (%s=%q: %s)", c.Name, m.Spec.Label, c.LabelValue, strings.Join(c.Paths, ", ")))
+		}
+		out = append(out, PolicySummary{Meta: m.Meta, Note: "the cluster map: " + strings.Join(cs, "; ")})
 	}
 	selects := func(m policy.Meta, s *policy.Scope) []usage.Ref {
 		var refs []usage.Ref
@@ -144,10 +154,6 @@ func policySummaries(set *policy.Set, inv *patcher.Inventory, ns string) []Polic
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
 	return out
-}
-
-func compareRefs(a, b usage.Ref) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 }
 
 // governedBy says who governs a workload, or why nothing does, in words.

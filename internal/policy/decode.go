@@ -66,6 +66,10 @@ func (d *decoder) at(field string) *yaml.Node {
 		if n, ok := d.keys[f]; ok {
 			return n
 		}
+		if n, ok := d.pos[f]; ok && strings.HasSuffix(f, "]") {
+			// An item of a list has no key to point at: the item.
+			return n
+		}
 		i := strings.LastIndexByte(f, '.')
 		if i < 0 {
 			break

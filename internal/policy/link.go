@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/located"
 )
@@ -38,9 +39,18 @@ func (l *loader) link() {
 	s.Strategies = good
 
 	resolve := func(m Meta, name string) (*Strategy, string) {
-		candidates := []Meta{{Kind: KindClusterStrategy, Name: name}}
-		if !m.Clustered() {
-			candidates = append([]Meta{{Kind: KindStrategy, Namespace: m.Namespace, Name: name}}, candidates...)
+		// A policy of a cluster's own directory finds a strategy of that
+		// directory first, then one of every cluster.
+		scopes := [][]string{nil}
+		if len(m.Clusters) > 0 {
+			scopes = [][]string{m.Clusters, nil}
+		}
+		var candidates []Meta
+		for _, cs := range scopes {
+			if !m.Clustered() {
+				candidates = append(candidates, Meta{Kind: KindStrategy, Namespace: m.Namespace, Name: name, Clusters: cs})
+			}
+			candidates = append(candidates, Meta{Kind: KindClusterStrategy, Name: name, Clusters: cs})
 		}
 		for _, c := range candidates {
 			unnamed := c
@@ -97,7 +107,12 @@ func (l *loader) fail(m Meta, scope *Scope, at position, field, format string, a
 	l.set.Broken = append(l.set.Broken, &Broken{Meta: m, Scope: scope, Err: err})
 }
 
-func key(m Meta) string { return m.Kind + "/" + m.Namespace + "/" + m.Name }
+// key names a policy among those of its clusters: one of a cluster's own
+// directory may take a name one of every cluster (or another cluster's)
+// takes.
+func key(m Meta) string {
+	return m.Kind + "/" + m.Namespace + "/" + m.Name + "@" + strings.Join(m.Clusters, ",")
+}
 
 func places(sts []*Strategy) string {
 	var out string

@@ -22,6 +22,11 @@ type Set struct {
 	Proactive     []*ProactivePolicy
 	Reactive      []*ReactivePolicy
 	Consolidation []*ConsolidationPolicy
+	// ClusterMap is the repository's map of its clusters; nil without
+	// one. It is read from every file of the checkout, whatever paths
+	// policies are read from: a run must never read several clusters as
+	// one because the map was left out.
+	ClusterMap *ClusterMap
 	// Broken are policies that failed to load. Whatever they might govern
 	// is left alone.
 	Broken []*Broken
@@ -62,11 +67,26 @@ func Load(ctx context.Context, root string, paths ...string) (*Set, error) {
 // could not be read may hold policies: it is Broken, so that whatever they
 // might govern is left alone. The error is for a path that cannot be used.
 func LoadFiles(files *checkout.Files, paths ...string) (*Set, error) {
+	all := files
 	files, err := files.Select(paths...)
 	if err != nil {
 		return nil, fmt.Errorf("policy %w", err)
 	}
 	l := &loader{set: &Set{}}
+	if len(paths) > 0 {
+		// The map is read from the whole checkout (Set.ClusterMap).
+		selected := map[string]bool{}
+		for _, f := range files.Files {
+			selected[f.Path] = true
+		}
+		l.mapsOnly = true
+		for _, f := range all.Files {
+			if !selected[f.Path] {
+				l.file(f.Path, f.Data)
+			}
+		}
+		l.mapsOnly = false
+	}
 	// Problems and files in path order, so that Errors is in file order.
 	probs := files.Problems
 	for _, f := range files.Files {
@@ -79,7 +99,7 @@ func LoadFiles(files *checkout.Files, paths ...string) (*Set, error) {
 	for _, p := range probs {
 		l.unreadable(p.Path, p.Err)
 	}
-	l.link()
+	l.finish()
 	return l.set, nil
 }
 
@@ -88,12 +108,23 @@ func LoadFiles(files *checkout.Files, paths ...string) (*Set, error) {
 func Parse(name string, data []byte) *Set {
 	l := &loader{set: &Set{}}
 	l.file(name, data)
-	l.link()
+	l.finish()
 	return l.set
 }
 
 type loader struct {
 	set *Set
+	// maps are the ClusterMaps read; mapsOnly reads no other kind.
+	maps     []*ClusterMap
+	mapsOnly bool
+}
+
+// finish runs once every document is read: the cluster map kept, each
+// policy scoped to its clusters, then linked to its strategy.
+func (l *loader) finish() {
+	l.clusterMaps(l.maps)
+	l.scopeToClusters()
+	l.link()
 }
 
 // policyGroups are mentioned by every policy document; a file that does
@@ -144,7 +175,7 @@ func (l *loader) unparsable(name string, data []byte, err error) {
 }
 
 func (l *loader) file(name string, data []byte) {
-	if !mayHoldPolicy(data) {
+	if !mayHoldPolicy(data) || l.mapsOnly && !bytes.Contains(data, []byte(KindClusterMap)) {
 		return
 	}
 	if len(data) > checkout.MaxFileSize {
@@ -205,7 +236,7 @@ type objectMeta struct {
 func (l *loader) document(file string, top *yaml.Node) {
 	apiVersion, kind := scalarField(top, "apiVersion"), scalarField(top, "kind")
 	group, version, _ := strings.Cut(apiVersion, "/")
-	if group != KubexGroup && group != ProjectGroup {
+	if group != KubexGroup && group != ProjectGroup || l.mapsOnly && kind != KindClusterMap {
 		return
 	}
 	meta := Meta{APIVersion: apiVersion, Kind: kind, File: file, Line: top.Line}
@@ -247,6 +278,18 @@ func (l *loader) document(file string, top *yaml.Node) {
 		p.refAt = d.position("spec.automationStrategyRef.name")
 		if !l.broken(d, p.Meta, &p.Spec.Scope) {
 			l.set.Reactive = append(l.set.Reactive, p)
+		}
+	case KindClusterMap:
+		if group != ProjectGroup {
+			d.errorf(top, "apiVersion", "%s is the project's own kind: use %s/%s", kind, ProjectGroup, Version)
+			l.broken(d, meta, nil)
+			return
+		}
+		m := &ClusterMap{Meta: meta}
+		m.Spec = decodeEnvelope[ClusterMapSpec](d, top, &m.Meta)
+		validator{d}.clusterMap(m)
+		if !l.broken(d, m.Meta, nil) {
+			l.maps = append(l.maps, m)
 		}
 	case KindConsolidation:
 		p := &ConsolidationPolicy{Meta: meta}
@@ -299,7 +342,7 @@ func (l *loader) broken(d *decoder, m Meta, scope *Scope) bool {
 
 // policyKinds are the kinds this tool reads.
 var policyKinds = []string{KindClusterStrategy, KindStrategy, KindClusterProactive, KindProactive,
-	KindClusterReactive, KindReactive, KindConsolidation}
+	KindClusterReactive, KindReactive, KindConsolidation, KindClusterMap}
 
 // otherKubexKinds are Kubex's kinds that say nothing about GPU fractions.
 // Any other kind in Kubex's group is an error: a misspelt GpuReactivePolicy

@@ -58,10 +58,18 @@ var fieldNotes = map[string]fieldNote{
 	"spec.podEviction.enabled":                        {"`false`", "Accepted; GitOps never evicts pods."},
 	"spec.gitops":                                     {none, ""},
 	"spec.gitops.minChangePercent":                    {num(policy.DefaultMinChangePercent), ""},
-	"spec.gitops.grouping":                            {"one pull request per workload", "workload, namespace or policy: how the workloads this strategy governs share pull requests. The run's `--group-by` (or `pullRequests.groupBy`), when set, wins for every workload."},
+	"spec.gitops.grouping":                            {"one pull request per workload", "workload, namespace, policy or cluster (with a ClusterMap; else workload): how the workloads this strategy governs share pull requests. The run's `--group-by` (or `pullRequests.groupBy`), when set, wins for every workload."},
 	"spec.gitops.labels":                              {none, "Added to the pull request of every workload this strategy governs, with the run's `--label`s (sorted, each once); a pull request of several strategies' workloads gets all their labels. Applied when the pull request opens."},
 	"spec.gitops.reviewers":                           {none, "Asked to review the pull request of every workload this strategy governs, with the run's `--reviewer`s (sorted, each once); a pull request of several strategies' workloads asks all of theirs. Applied when the pull request opens."},
 	"spec.gitops.liveUpsize":                          {"`false`", "Apply urgent upsizes to the live workload at once, before their pull request merges (needs live mode)."},
+
+	// The cluster map.
+	"spec.label":                 {"`" + policy.DefaultClusterLabel + "`", ""},
+	"spec.clusters":              {required, ""},
+	"spec.clusters[].name":       {required, ""},
+	"spec.clusters[].labelValue": {"its name", ""},
+	"spec.clusters[].paths":      {required, ""},
+	"spec.clusters[].policies":   {none, ""},
 
 	// Scope, of proactive and reactive policies.
 	"spec.scope":                                           {required, ""},

@@ -73,14 +73,16 @@ func reference(t *testing.T) (doc string, used map[string]bool) {
 		"quantities are GPU amounts (`0.25`, `1`). *default* is what applies when the field is absent:\n" +
 		"*required* fields must be given, *none* means the setting is off or empty.\n")
 	kinds := []struct {
-		kinds []string
-		typ   reflect.Type
-		about string
+		kinds   []string
+		typ     reflect.Type
+		about   string
+		project bool
 	}{
-		{[]string{policy.KindClusterStrategy, policy.KindStrategy}, reflect.TypeFor[policy.StrategySpec](), "Strategy"},
-		{[]string{policy.KindClusterProactive, policy.KindProactive}, reflect.TypeFor[policy.ProactiveSpec](), "ProactivePolicy"},
-		{[]string{policy.KindClusterReactive, policy.KindReactive}, reflect.TypeFor[policy.ReactiveSpec](), "ReactivePolicy"},
-		{[]string{policy.KindConsolidation}, reflect.TypeFor[policy.ConsolidationSpec](), "ConsolidationPolicy"},
+		{[]string{policy.KindClusterStrategy, policy.KindStrategy}, reflect.TypeFor[policy.StrategySpec](), "Strategy", false},
+		{[]string{policy.KindClusterProactive, policy.KindProactive}, reflect.TypeFor[policy.ProactiveSpec](), "ProactivePolicy", false},
+		{[]string{policy.KindClusterReactive, policy.KindReactive}, reflect.TypeFor[policy.ReactiveSpec](), "ReactivePolicy", false},
+		{[]string{policy.KindConsolidation}, reflect.TypeFor[policy.ConsolidationSpec](), "ConsolidationPolicy", false},
+		{[]string{policy.KindClusterMap}, reflect.TypeFor[policy.ClusterMapSpec](), "ClusterMap", true},
 	}
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "\n## %s\n\n", strings.Join(k.kinds, ", "))
@@ -88,7 +90,7 @@ func reference(t *testing.T) (doc string, used map[string]bool) {
 			b.WriteString(d + "\n\n")
 		}
 		b.WriteString("| field | type | accepted in | default | meaning |\n|---|---|---|---|---|\n")
-		fields(&b, docs, "spec", k.typ, false, used)
+		fields(&b, docs, "spec", k.typ, k.project, used)
 	}
 	return b.String(), used
 }

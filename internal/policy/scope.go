@@ -16,7 +16,7 @@ type Target struct {
 
 // Selects reports whether the scope, of a policy described by m, selects t.
 func (s *Scope) Selects(m Meta, t Target) bool {
-	if !m.Clustered() && t.Ref.Namespace != m.Namespace {
+	if !m.Clustered() && t.Ref.Namespace != m.Namespace || !m.covers(t.Ref.Clusters()) {
 		return false
 	}
 	if ns := s.NamespaceSelector; ns != nil && m.Clustered() {
@@ -162,22 +162,30 @@ func (s *Set) Govern(t Target) Governance {
 }
 
 // mostSpecific picks the policy that governs among those that select a
-// workload: a namespaced policy overrides cluster-wide ones; two at the same
-// level are a conflict nobody should resolve by guessing.
+// workload: a namespaced policy overrides cluster-wide ones, and at each
+// level one of a cluster's own policy directories overrides one of every
+// cluster; two at the same level are a conflict nobody should resolve by
+// guessing.
 func mostSpecific[P governing](ps []P) (P, string) {
 	var zero P
 	if len(ps) == 0 {
 		return zero, ""
 	}
-	var namespaced []P
-	for _, p := range ps {
-		if !p.meta().Clustered() {
-			namespaced = append(namespaced, p)
+	rank := func(m Meta) int {
+		r := 0
+		if !m.Clustered() {
+			r += 2
 		}
+		if len(m.Clusters) > 0 {
+			r++
+		}
+		return r
 	}
-	if len(namespaced) > 0 {
-		ps = namespaced
+	top := 0
+	for _, p := range ps {
+		top = max(top, rank(p.meta()))
 	}
+	ps = slices.DeleteFunc(slices.Clone(ps), func(p P) bool { return rank(p.meta()) < top })
 	if len(ps) > 1 {
 		return zero, fmt.Sprintf("%s and %s both select it", ps[0].meta(), ps[1].meta())
 	}
@@ -189,6 +197,9 @@ func (b *Broken) couldSelect(t Target) bool {
 	if b.Kind == KindStrategy || b.Kind == KindClusterStrategy || b.Kind == KindConsolidation {
 		// A strategy governs through the policies that refer to it, and
 		// those are broken in turn; consolidation changes no workload.
+		return false
+	}
+	if !b.covers(t.Ref.Clusters()) {
 		return false
 	}
 	if b.Scope == nil {

@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/gpu-rightsizing/recommender/internal/engine"
+import (
+	"strings"
+
+	"github.com/gpu-rightsizing/recommender/internal/engine"
+)
 
 // The API groups whose documents are policies. Kubex's group must load the
 // guide's starter example unchanged; the project's own group accepts the
@@ -25,6 +29,9 @@ const (
 	KindClusterReactive  = "ClusterGpuReactivePolicy"
 	KindReactive         = "GpuReactivePolicy"
 	KindConsolidation    = "GpuConsolidationPolicy"
+	// KindClusterMap is the project's own kind: which clusters a
+	// repository deploys, from which paths.
+	KindClusterMap = "ClusterMap"
 )
 
 // Interpretations of a GPU metric's value.
@@ -44,22 +51,30 @@ type Meta struct {
 	Namespace  string // empty for cluster-scoped kinds
 	File       string // slash path relative to the repo root
 	Line       int    // line of the document's first key
+	// Clusters are the clusters whose policy directories (a ClusterMap's
+	// spec.clusters[].policies) hold the file: the policy governs their
+	// workloads only. nil: every cluster's.
+	Clusters []string
 }
 
 // Clustered reports whether the document's kind is cluster-scoped.
 func (m Meta) Clustered() bool {
 	switch m.Kind {
-	case KindClusterStrategy, KindClusterProactive, KindClusterReactive, KindConsolidation:
+	case KindClusterStrategy, KindClusterProactive, KindClusterReactive, KindConsolidation, KindClusterMap:
 		return true
 	}
 	return false
 }
 
 func (m Meta) String() string {
+	s := m.Kind + " " + m.Name
 	if m.Namespace != "" {
-		return m.Kind + " " + m.Namespace + "/" + m.Name
+		s = m.Kind + " " + m.Namespace + "/" + m.Name
 	}
-	return m.Kind + " " + m.Name
+	if len(m.Clusters) > 0 {
+		s += " (" + strings.Join(m.Clusters, ", ") + ")"
+	}
+	return s
 }
 
 // Strategy is an AutomationStrategy or ClusterAutomationStrategy: how
@@ -294,4 +309,38 @@ type ConsolidationSpec struct {
 	NodeSelector                LabelSelector `yaml:"nodeSelector"`
 	UtilizationThresholdPercent *int          `yaml:"utilizationThresholdPercent"`
 	RequeueAfter                *Duration     `yaml:"requeueAfter"`
+}
+
+// ClusterMap says which clusters a repository deploys, and from where: a
+// workload belongs to the clusters whose paths hold its definition (a
+// root kustomization, a plain file, a Helm release). It is the project's
+// own kind, read from the base branch like policies; one per repository.
+type ClusterMap struct {
+	Meta
+	Spec ClusterMapSpec
+}
+
+type ClusterMapSpec struct {
+	// Label is the label that tells the clusters' series apart in a
+	// store that holds several (Thanos, Mimir, VictoriaMetrics).
+	Label string `yaml:"label"`
+	// Clusters are the clusters, each with the paths it deploys.
+	Clusters []ClusterSpec `yaml:"clusters"`
+}
+
+// ClusterSpec is one cluster of a ClusterMap.
+type ClusterSpec struct {
+	// Name names the cluster in plan rows, filters, pull requests and
+	// branches: a DNS label.
+	Name string `yaml:"name"`
+	// LabelValue is the value of spec.label its series carry.
+	LabelValue string `yaml:"labelValue"`
+	// Paths are the directories or files of the repository the cluster
+	// deploys, relative to its root. A workload whose definition lies
+	// under none of any cluster is reported unmapped.
+	Paths []string `yaml:"paths"`
+	// Policies are directories whose policies govern this cluster's
+	// workloads only; a name may then be used again in another
+	// cluster's directory.
+	Policies []string `yaml:"policies"`
 }

@@ -92,9 +92,9 @@ func (v validator) strategy(s *Strategy) {
 	if g := sp.GitOps; g != nil {
 		v.percent("spec.gitops.minChangePercent", g.MinChangePercent, 0, 100)
 		switch g.Grouping {
-		case "", "workload", "namespace", "policy":
+		case "", "workload", "namespace", "policy", "cluster":
 		default:
-			v.fail("spec.gitops.grouping", "%q is not supported: use workload, namespace or policy", g.Grouping)
+			v.fail("spec.gitops.grouping", "%q is not supported: use workload, namespace, policy or cluster", g.Grouping)
 		}
 		// Both go to the forge as they are: an empty or padded one would be
 		// refused there, after the branch is pushed.

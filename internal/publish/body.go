@@ -1,9 +1,11 @@
 package publish
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +26,10 @@ func title(cs plan.ChangeSet) string {
 			verb = "Scale back"
 		}
 		t = fmt.Sprintf("%s the GPU of %s/%s: %s → %s", verb, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Current, d.Recommended)
+		if c := d.Workload.Ref.Cluster; c != "" {
+			t = fmt.Sprintf("%s the GPU of %s/%s in %s: %s → %s", verb, d.Workload.Ref.Namespace, d.Workload.Ref.Name,
+				strings.ReplaceAll(c, usage.ClusterSep, ", "), d.Current, d.Recommended)
+		}
 	}
 	if urgent(cs) {
 		t = "Urgent: " + strings.ToLower(t[:1]) + t[1:]
@@ -118,7 +124,7 @@ func body(cs plan.ChangeSet, mk marker, o bodyOptions) (string, error) {
 		shown := 0
 		for _, d := range cs.Decisions {
 			var sec strings.Builder
-			workloadSection(&sec, d, charts, o.Matcher)
+			workloadSection(&sec, d, charts, cmp.Or(d.Matcher, o.Matcher))
 			if details.Len()+sec.Len() > budget-200 {
 				break
 			}
@@ -365,8 +371,13 @@ func series(b *strings.Builder, d plan.Decision, matcher string) {
 	b.WriteString("\nSeries read (summed over the pod's containers, per pod):\n\n")
 	pods := make([]string, 0, len(d.Usage.Pods))
 	for _, p := range d.Usage.Pods {
-		pods = append(pods, regexp.QuoteMeta(p.Name))
+		// A mapped cluster's pod is named cluster/pod; the series name
+		// the pod alone, and the matcher the cluster.
+		_, name := plan.PodName(p.Name)
+		pods = append(pods, regexp.QuoteMeta(name))
 	}
+	slices.Sort(pods)
+	pods = slices.Compact(pods)
 	for _, m := range usage.Metrics {
 		src := sources[m]
 		if src == nil {

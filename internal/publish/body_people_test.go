@@ -25,6 +25,16 @@ func TestBodyForPeople(t *testing.T) {
 	}
 	calm := chat
 	calm.Urgent = false
+	// A workload of a mapped cluster: its pods named cluster/pod, its
+	// matcher its own cluster's label value.
+	clustered := chat
+	clustered.Workload.Ref.Cluster = "prod-us"
+	clustered.Matcher = `cluster="us-east-1"`
+	clustered.Usage.Pods = nil
+	for _, p := range chat.Usage.Pods {
+		p.Name = "prod-us/" + p.Name
+		clustered.Usage.Pods = append(clustered.Usage.Pods, p)
+	}
 	tests := []struct {
 		name      string
 		d         plan.Decision
@@ -52,6 +62,14 @@ func TestBodyForPeople(t *testing.T) {
 				"(unversioned build)",
 			},
 			forbidden: []string{"chat-5d8"},
+		},
+		{
+			name: "a mapped cluster's workload: the cluster in the title, its own matcher", d: clustered, matcher: `cluster="prod-eu"`,
+			title: "Urgent: upsize the GPU of inference/chat in prod-us: 0.50 → 0.72",
+			contains: []string{
+				"`kubex_gpu_container_sm_utilization_percent{namespace=\"inference\", pod=~\"chat-7c9d8b5f6d-p7w9z|chat-7c9d8b5f6d-x2k4q\", cluster=\"us-east-1\"}`",
+			},
+			forbidden: []string{"prod-us/chat", `cluster="prod-eu"`},
 		},
 		{
 			name: "not urgent: the title as it was", d: calm,

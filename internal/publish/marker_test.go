@@ -27,6 +27,11 @@ func TestBranchNamesAreInjective(t *testing.T) {
 		// Keys hold Kubernetes names, which discovery validates: no '_'.
 		{name: "names git would refuse as they are", by: plan.ByWorkload,
 			keys: []string{"inference/Deployment/chat.lock", "inference/Deployment/chat-lock", "team.lock/Deployment/chat", "team/Deployment/chat"}},
+		{name: "workloads of clusters, beside one of none", by: plan.ByWorkload,
+			keys: []string{"prod-eu:inference/Deployment/chat", "prod-us:inference/Deployment/chat", "prod-eu+prod-us:inference/Deployment/chat",
+				"prod-eu:inference/StatefulSet/chat", "inference/Deployment/chat", "prod-eu/Deployment/inference"}},
+		{name: "change sets joined on one file", by: plan.Joined,
+			keys: []string{"prod-eu:inference/Deployment/chat + prod-us:inference/Deployment/chat", "prod-eu:inference/Deployment/chat+prod-us:inference/Deployment/chat"}},
 		{name: "policies that slug alike", by: plan.ByPolicy,
 			keys: []string{"ClusterProactivePolicy a + ClusterGpuReactivePolicy b", "ClusterProactivePolicy a+ClusterGpuReactivePolicy b", "x/y"}},
 	}
@@ -44,6 +49,10 @@ func TestBranchNamesAreInjective(t *testing.T) {
 	}
 	require.Equal(t, "gpu-rightsizing/inference/chat", publish.BranchName("gpu-rightsizing/", plan.ByWorkload, "inference/Deployment/chat"))
 	require.Equal(t, "gpu-rightsizing/by_namespace/inference", publish.BranchName("gpu-rightsizing/", plan.ByNamespace, "inference"))
+	require.Equal(t, "gpu-rightsizing/prod-eu/inference/chat", publish.BranchName("gpu-rightsizing/", plan.ByWorkload, "prod-eu:inference/Deployment/chat"))
+	require.Equal(t, "gpu-rightsizing/prod-eu+prod-us/inference/statefulset_llm",
+		publish.BranchName("gpu-rightsizing/", plan.ByWorkload, "prod-eu+prod-us:inference/StatefulSet/llm"))
+	require.Equal(t, "gpu-rightsizing/by_cluster/prod-eu", publish.BranchName("gpu-rightsizing/", plan.ByCluster, "prod-eu"))
 	require.Equal(t, "gpu-rightsizing/inference/chat_lock", publish.BranchName("gpu-rightsizing/", plan.ByWorkload, "inference/Deployment/chat.lock"))
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/scm"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // Forge holds pull requests: GitHub, GitLab, or the local stand-in.
@@ -803,29 +804,48 @@ var unsafeBranch = regexp.MustCompile(`[^a-z0-9.-]+`)
 // branchName derives a change set's branch from its key, injectively: two
 // change sets never share a branch, whatever their names. A workload's
 // branch is <prefix><namespace>/<name> (names are DNS labels and
-// subdomains, so that is unique, and readable); a kind other than
-// Deployment and the other groupings put a '_', which no Kubernetes name
-// holds, in their first segment, and a policy key, which may hold any
-// text, carries a hash of itself.
+// subdomains, so that is unique, and readable), and
+// <prefix><cluster>/<namespace>/<name> for a workload of a mapped
+// cluster (one more segment, so never another's; clusters a shared
+// definition builds are joined by '+'); a kind other than Deployment and
+// the other groupings put a '_', which no Kubernetes name holds, in
+// their first segment, and a policy key or the keys of joined change
+// sets, which may hold any text, carry a hash of themselves.
 func branchName(prefix string, by plan.Grouping, key string) string {
 	switch by {
 	case plan.ByNamespace:
 		return prefix + "by_namespace/" + refComponent(key)
+	case plan.ByCluster:
+		return prefix + "by_cluster/" + refComponent(key)
 	case plan.ByPolicy:
-		sum := sha256.Sum256([]byte(key))
-		slug := strings.Trim(unsafeBranch.ReplaceAllString(strings.ToLower(key), "-"), "-.")
-		if len(slug) > 60 {
-			slug = slug[:60]
-		}
-		return prefix + "by_policy/" + slug + "-" + hex.EncodeToString(sum[:4])
+		return prefix + "by_policy/" + hashedSlug(key)
+	case plan.Joined:
+		return prefix + "by_file/" + hashedSlug(key)
 	}
-	ns, rest, _ := strings.Cut(key, "/")
-	kind, name, _ := strings.Cut(rest, "/")
-	ns, name = refComponent(ns), refComponent(name)
-	if kind == "Deployment" {
+	ref, ok := usage.ParseRef(key)
+	if !ok {
+		// Plan keys are refs; anything else still gets a branch of its own.
+		return prefix + "by_key/" + hashedSlug(key)
+	}
+	ns, name := refComponent(ref.Namespace), refComponent(ref.Name)
+	if ref.Cluster != "" {
+		ns = refComponent(ref.Cluster) + "/" + ns
+	}
+	if ref.Kind == "Deployment" {
 		return prefix + ns + "/" + name
 	}
-	return prefix + ns + "/" + strings.ToLower(kind) + "_" + name
+	return prefix + ns + "/" + strings.ToLower(ref.Kind) + "_" + name
+}
+
+// hashedSlug is a readable slug of any text and a hash of it, so that two
+// texts that slug alike still name two branches.
+func hashedSlug(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	slug := strings.Trim(unsafeBranch.ReplaceAllString(strings.ToLower(key), "-"), "-.")
+	if len(slug) > 60 {
+		slug = slug[:60]
+	}
+	return slug + "-" + hex.EncodeToString(sum[:4])
 }
 
 // refComponent makes a Kubernetes name a component git accepts in a

@@ -142,6 +142,12 @@ func liveUpsize(d plan.Decision, namespaces []string) (apply bool, refused strin
 		!slices.Contains(namespaces, ref.Namespace) {
 		return false, ""
 	}
+	if ref.Cluster != "" {
+		// The job's kubeconfig reaches one cluster, which need not be the
+		// one whose pods asked for more: applying there would resize the
+		// wrong cluster's workload.
+		return false, fmt.Sprintf("the live fast path has one kubeconfig context, not one per cluster of the ClusterMap; %s waits for its pull request", ref)
+	}
 	if !liveKind(ref.Kind) {
 		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices and DynamoGraphDeployments' services only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
 	}

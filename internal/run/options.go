@@ -77,7 +77,7 @@ func SCMs() []string { return []string{"local", "github", "gitlab"} }
 
 // Groupings are the values of GroupBy; "": each strategy's own.
 func Groupings() []string {
-	return []string{"", string(plan.ByWorkload), string(plan.ByNamespace), string(plan.ByPolicy)}
+	return []string{"", string(plan.ByWorkload), string(plan.ByNamespace), string(plan.ByPolicy), string(plan.ByCluster)}
 }
 
 // Check checks the settings: the forge's, then the steps'.

@@ -113,7 +113,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 	var source string
 	r.p, source, err = o.Usage.Plan(ctx, plan.Options{Repo: g.Dir(), PolicyPaths: o.PolicyPaths, DefaultNamespace: o.DefaultNamespace,
-		Filter: o.Filter}, o.Logger, o.Now)
+		Filter: o.Filter, Grouping: plan.Grouping(o.GroupBy)}, o.Logger, o.Now)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		Author:         author,
 		DeclinePercent: o.DeclinePercent, MaxOpen: o.MaxOpen, MaxNew: o.MaxNew,
 		Labels: o.Labels, Reviewers: o.Reviewers, Assignees: o.Assignees, Draft: o.Draft,
-		Conventional: publish.Conventional(g.Message()), Source: source, Matcher: o.Usage.Matcher(), Version: o.Version,
+		Conventional: publish.Conventional(g.Message()), Source: source, Version: o.Version,
 		Warnings: r.lr.Warnings(), Findings: findings, Asked: dash.Asked(),
 		DryRun: o.DryRun, Now: func() time.Time { return p.At }, Logger: o.Logger,
 	})

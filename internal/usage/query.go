@@ -65,6 +65,26 @@ type Query struct {
 	// spec.predictor.name is set, that name: KServe names its predictor
 	// <isvc>-<name>-predictor rather than <isvc>-predictor.
 	Components map[Ref]string
+	// ClusterLabel names the label of the store that tells its clusters
+	// apart (e.g. cluster), when several write into one; "" reads the
+	// store whole. With it, each workload is answered from the series
+	// whose label is ClusterValues[workload's Ref.Cluster] alone, so that
+	// pods of two clusters are never read as one workload's.
+	ClusterLabel string
+	// ClusterValues holds, by cluster name ("" for the one cluster of
+	// a run without a map), the value of ClusterLabel its series carry.
+	ClusterValues map[string]string
+}
+
+// ClusterValue is the value of q.ClusterLabel that the series of the
+// workload ref carry, and false when q reads the store whole or names
+// no value for ref's cluster.
+func (q Query) ClusterValue(ref Ref) (string, bool) {
+	if q.ClusterLabel == "" {
+		return "", false
+	}
+	v, ok := q.ClusterValues[ref.Cluster]
+	return v, ok
 }
 
 // Result is a source's answer to a Query.
@@ -82,4 +102,8 @@ type Result struct {
 	// Workload.Unattributed, which Workloads leaves empty, so that a
 	// workload none of whose pods count is still told why.
 	Unattributed map[Ref][]string
+	// Failed holds the workloads the source could not answer for, each
+	// with why (a cluster whose label value has no series): they get
+	// no decision beyond "no change", as when the whole query fails.
+	Failed map[Ref]string
 }

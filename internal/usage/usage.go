@@ -6,6 +6,7 @@ package usage
 
 import (
 	"math"
+	"strings"
 	"time"
 )
 
@@ -61,12 +62,59 @@ func (s Sample) Finite() bool {
 
 // Ref identifies a workload.
 type Ref struct {
+	// Cluster names the cluster the workload runs in, as the
+	// repository's cluster map names it; "" when the run knows one
+	// cluster only (no map). A workload whose definition several
+	// clusters deploy alike is one Ref of all of them, their names
+	// joined by ClusterSep.
+	Cluster   string `json:",omitempty"`
 	Namespace string
 	Kind      string
 	Name      string
 }
 
-func (r Ref) String() string { return r.Namespace + "/" + r.Kind + "/" + r.Name }
+// ClusterSep joins the clusters of one Ref that several clusters
+// deploy from one definition: a cluster name (a DNS label) never holds
+// it, and git accepts it in a branch name.
+const ClusterSep = "+"
+
+// String is namespace/Kind/name, after cluster: when the ref has one.
+func (r Ref) String() string {
+	s := r.Namespace + "/" + r.Kind + "/" + r.Name
+	if r.Cluster != "" {
+		return r.Cluster + ":" + s
+	}
+	return s
+}
+
+// Local is the ref without its cluster: the workload as one cluster's
+// manifests name it.
+func (r Ref) Local() Ref {
+	r.Cluster = ""
+	return r
+}
+
+// Clusters are the clusters of the ref, nil when it has none.
+func (r Ref) Clusters() []string {
+	if r.Cluster == "" {
+		return nil
+	}
+	return strings.Split(r.Cluster, ClusterSep)
+}
+
+// ParseRef reads what String writes: [cluster:]namespace/Kind/name.
+func ParseRef(s string) (Ref, bool) {
+	var r Ref
+	if c, rest, ok := strings.Cut(s, ":"); ok {
+		r.Cluster, s = c, rest
+	}
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return Ref{}, false
+	}
+	r.Namespace, r.Kind, r.Name = parts[0], parts[1], parts[2]
+	return r, true
+}
 
 // Pod is the usage of one pod of a workload.
 type Pod struct {

@@ -67,7 +67,7 @@ func (p *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error)
 		// alone: its phase is read over the last minutes only, and only
 		// the phases that end it, which keeps a series a pod and a week
 		// of samples out of the answer.
-		phases, more, err := p.fetch(ctx, p.phaseSelectors(namespaces), q.At, min(q.Lookback, phaseLookback))
+		phases, more, err := p.fetch(ctx, p.phaseSelectors(q, namespaces), q.At, min(q.Lookback, phaseLookback))
 		if err != nil {
 			return usage.Result{}, fmt.Errorf("usage from %s: %w", p.name, err)
 		}
@@ -76,6 +76,11 @@ func (p *Source) Usage(ctx context.Context, q usage.Query) (usage.Result, error)
 	res, err := metrics.NewSet(p.name, ss, nil).Usage(ctx, q)
 	if err != nil {
 		return usage.Result{}, err
+	}
+	if len(res.Failed) > 0 {
+		if err := p.nameHeldValues(ctx, q, &res); err != nil {
+			return usage.Result{}, err
+		}
 	}
 	if len(warnings) > 0 {
 		// The server says its answer may lack data (a store or a shard
@@ -96,16 +101,77 @@ const phaseLookback = 15 * time.Minute
 
 // phaseSelectors returns the selectors of the phases that end a pod, in
 // the namespaces, by the label and by its exported_ form.
-func (p *Source) phaseSelectors(namespaces []string) []string {
+func (p *Source) phaseSelectors(q usage.Query, namespaces []string) []string {
 	var sels []string
 	for _, nsLabel := range []string{"namespace", metrics.ExportedPrefix + "namespace"} {
 		ms := []string{"__name__=" + quote(metrics.PodPhaseMetric), "phase=~" + quote(strings.Join(metrics.EndedPhases, "|")), nsLabel + "=~" + quote(namespaceRE(namespaces))}
-		if p.matcher != nil {
-			ms = append(ms, p.matcher.String())
-		}
-		sels = append(sels, "{"+strings.Join(ms, ", ")+"}")
+		sels = append(sels, "{"+strings.Join(append(ms, p.matchers(q)...), ", ")+"}")
 	}
 	return sels
+}
+
+// matchers are the label matchers a query's selectors end with: the
+// source's own, and the values of the clusters of its workloads when it
+// keys series by cluster. One matcher covers every cluster
+// (cluster=~"a|b|c"), so that the requests of a run do not grow with
+// the number of clusters.
+func (p *Source) matchers(q usage.Query) []string {
+	var ms []string
+	if p.matcher != nil {
+		ms = append(ms, p.matcher.String())
+	}
+	if q.ClusterLabel == "" {
+		return ms
+	}
+	var values []string
+	for _, r := range q.Workloads {
+		if v, ok := q.ClusterValue(r); ok {
+			values = append(values, v)
+		}
+	}
+	slices.Sort(values)
+	values = slices.Compact(values)
+	switch len(values) {
+	case 0:
+		// No workload's cluster has a value: its series are none of
+		// the store's.
+		return append(ms, q.ClusterLabel+"="+quote(""))
+	case 1:
+		return append(ms, q.ClusterLabel+"="+quote(values[0]))
+	}
+	for i, v := range values {
+		values[i] = regexp.QuoteMeta(v)
+	}
+	return append(ms, q.ClusterLabel+"=~"+quote(strings.Join(values, "|")))
+}
+
+// nameHeldValues says, for the workloads of clusters whose label value
+// has no series in the answer, which values the store does hold: one
+// request for the label's values over the query's metrics, whatever the
+// number of clusters.
+func (p *Source) nameHeldValues(ctx context.Context, q usage.Query, res *usage.Result) error {
+	if q.ClusterLabel == "" {
+		return nil
+	}
+	var names []string
+	for _, mp := range q.Metrics {
+		names = append(names, regexp.QuoteMeta(mp.Metric))
+	}
+	slices.Sort(names)
+	ms := []string{"__name__=~" + quote(strings.Join(slices.Compact(names), "|"))}
+	if p.matcher != nil {
+		ms = append(ms, p.matcher.String())
+	}
+	held, err := p.LabelValues(ctx, q.ClusterLabel, "{"+strings.Join(ms, ", ")+"}", q.At, q.Lookback)
+	if err != nil {
+		return fmt.Errorf("usage from %s: %w", p.name, err)
+	}
+	for ref := range res.Failed {
+		if v, ok := q.ClusterValue(ref); ok {
+			res.Failed[ref] = metrics.NoSeries(p.name, q.ClusterLabel, v, ref.Cluster, held)
+		}
+	}
+	return nil
 }
 
 // namespaceRE matches exactly the namespaces.
@@ -135,10 +201,7 @@ func (p *Source) selectors(q usage.Query, namespaces []string) []string {
 		}
 		for _, nsLabel := range []string{l, metrics.ExportedPrefix + l} {
 			ms := []string{"__name__=~" + quote(strings.Join(names, "|")), nsLabel + "=~" + quote(namespaceRE(namespaces))}
-			if p.matcher != nil {
-				ms = append(ms, p.matcher.String())
-			}
-			sels = append(sels, "{"+strings.Join(ms, ", ")+"}")
+			sels = append(sels, "{"+strings.Join(append(ms, p.matchers(q)...), ", ")+"}")
 		}
 	}
 	return sels

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
+	"github.com/gpu-rightsizing/recommender/internal/plan"
 )
 
 // AddFlags registers the usage flags on fs, and returns what parses and
@@ -37,7 +39,8 @@ func AddFlags(fs *pflag.FlagSet, o *Options) func() error {
 	fs.StringVar(&pc.KeyFile, "prometheus-key-file", "", "client key PEM `file`, for mutual TLS")
 	fs.BoolVar(&pc.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, "do not verify the server's certificate (logged as a warning)")
 	fs.DurationVar(&pc.Timeout, "prometheus-timeout", prometheus.DefaultTimeout, "time limit of each request; failing requests are tried up to 3 times")
-	fs.StringVar(&cluster, "cluster-label", "", "select only series with this label, `name=value`, e.g. cluster=prod-eu when several clusters share a store")
+	fs.StringVar(&cluster, "cluster-label", "", "read only the series with this label, `name=value`, e.g. cluster=prod-eu when several clusters share a store (a recording or a server); a repository with a ClusterMap names its own")
+	fs.BoolVar(&o.WholeStore, "whole-store", false, "the store holds the one cluster `--cluster` names alone: read it whole, not by the ClusterMap's label (a job per cluster with its own Prometheus)")
 
 	return func() error {
 		if err := checkSource(fs, o); err != nil {
@@ -61,7 +64,11 @@ func AddFlags(fs *pflag.FlagSet, o *Options) func() error {
 			if !ok || name == "" || value == "" {
 				return config.FlagErrorf("invalid `--cluster-label` %q: write it as name=value, e.g. cluster=prod-eu", cluster)
 			}
-			pc.Matcher = &prometheus.LabelMatcher{Name: name, Value: strings.Trim(value, `"`)}
+			name, value = strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"`)
+			if !labelNameRE.MatchString(name) || value == "" {
+				return config.FlagErrorf("invalid `--cluster-label` %q: write it as name=value, e.g. cluster=prod-eu", cluster)
+			}
+			o.ClusterLabel = plan.ClusterLabel{Name: name, Value: value}
 		}
 		p, err := preset.Parse(presetName)
 		if err != nil {
@@ -111,9 +118,12 @@ func PrometheusFlags() []string {
 	return []string{
 		"prometheus-token-file", "prometheus-token-env", "prometheus-user", "prometheus-password-file", "prometheus-header",
 		"prometheus-ca-file", "prometheus-cert-file", "prometheus-key-file", "prometheus-insecure-skip-verify",
-		"prometheus-timeout", "cluster-label",
+		"prometheus-timeout",
 	}
 }
+
+// labelNameRE is a label name as Prometheus' classic rules write one.
+var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // PresetNames are --metrics-preset's values.
 func PresetNames() []string {

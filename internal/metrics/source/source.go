@@ -9,11 +9,14 @@ package source
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/config"
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/openmetrics"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/preset"
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
@@ -35,6 +38,12 @@ type Options struct {
 	// Progress counts the queries for a person at a terminal; nil: none
 	// shown.
 	Progress Progress
+	// ClusterLabel reads the series of one cluster alone
+	// (`--cluster-label`), from a recording or a server.
+	ClusterLabel plan.ClusterLabel
+	// WholeStore reads a store of the one cluster `--cluster` names
+	// whole (`--whole-store`).
+	WholeStore bool
 }
 
 // Progress is a counter of a stage's steps, drawn for a person watching.
@@ -45,15 +54,6 @@ type Progress interface {
 	Step()
 	// Clear ends the stage, its line erased.
 	Clear()
-}
-
-// Matcher is the label matcher the source adds to every selector, as a
-// pull request's body shows it; "" for a recording or without one.
-func (o *Options) Matcher() string {
-	if o.Prometheus.URL == "" || o.Prometheus.Matcher == nil {
-		return ""
-	}
-	return o.Prometheus.Matcher.String()
 }
 
 // open opens the usage source and settles the evaluation time. name says
@@ -92,16 +92,29 @@ func (o *Options) open(log *slog.Logger, now func() time.Time, queries []usage.Q
 // for the placement without cluster access, and HAMi's per-device ones
 // for the noisy neighbours; from the server, or the recording.
 func (o *Options) Series(log *slog.Logger) (placement.Series, error) {
+	return o.SeriesOf(log, o.ClusterLabel)
+}
+
+// SeriesOf is Series of the one cluster whose series carry the label
+// l (no label: the whole store).
+func (o *Options) SeriesOf(log *slog.Logger, l plan.ClusterLabel) (placement.Series, error) {
 	if o.Prometheus.URL != "" {
 		cfg := o.Prometheus
 		cfg.Logger = log
+		if l.Name != "" {
+			cfg.Matcher = &prometheus.LabelMatcher{Name: l.Name, Value: l.Value}
+		}
 		return prometheus.New(cfg)
 	}
 	rec, err := openmetrics.OpenRecorded(o.MetricsFile, openmetrics.KeepMetrics(append(placement.SeriesMetrics(), neighbours.HAMiMetrics()...)...))
 	if err != nil {
 		return nil, err
 	}
-	return placement.Fixed(rec.Series()), nil
+	ss := rec.Series()
+	if l.Name != "" {
+		ss = slices.DeleteFunc(slices.Clone(ss), func(s metrics.Series) bool { return metrics.LabelValue(s.Labels, l.Name) != l.Value })
+	}
+	return placement.Fixed(ss), nil
 }
 
 // keep says what of a recording answering queries needs: their metrics,
@@ -128,9 +141,14 @@ func (o *Options) keep(queries []usage.Query) []openmetrics.Option {
 // pull request's body.
 func (o *Options) Plan(ctx context.Context, opts plan.Options, log *slog.Logger, now func() time.Time) (p *plan.Plan, name string, err error) {
 	opts.Logger = log
+	opts.ClusterLabel, opts.WholeStore = o.ClusterLabel, o.WholeStore
 	defer o.clear()
 	o.start("reading the repository", 0)
 	p, err = plan.Govern(ctx, opts)
+	var oe *plan.OptionsError
+	if errors.As(err, &oe) {
+		return nil, "", config.FlagErrorf("%s", oe.Msg)
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -45,8 +45,11 @@ func TestAddFlags(t *testing.T) {
 		{name: "a server, a header, a label and a time", args: []string{"--prometheus-url", "http://p:9090", "--prometheus-header", "X-Scope-OrgID: gpu",
 			"--cluster-label", `cluster="prod"`, "--at", "1796040000", "--metrics-preset", "hami"},
 			want: source.Options{Preset: preset.HAMi, At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Prometheus: prometheus.Config{
-				URL: "http://p:9090", Timeout: prometheus.DefaultTimeout, Headers: http.Header{"X-Scope-Orgid": {"gpu"}},
-				Matcher: &prometheus.LabelMatcher{Name: "cluster", Value: "prod"}}}},
+				URL: "http://p:9090", Timeout: prometheus.DefaultTimeout, Headers: http.Header{"X-Scope-Orgid": {"gpu"}}},
+				ClusterLabel: plan.ClusterLabel{Name: "cluster", Value: "prod"}}},
+		{name: "a recording of one cluster among several", args: []string{"--metrics-file", "m.om", "--cluster-label", "cluster = prod-eu"},
+			want: source.Options{MetricsFile: "m.om", Preset: preset.Kubex, Prometheus: prometheus.Config{Timeout: prometheus.DefaultTimeout},
+				ClusterLabel: plan.ClusterLabel{Name: "cluster", Value: "prod-eu"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,12 +70,14 @@ func TestAddFlagsMistakes(t *testing.T) {
 		{name: "no source", err: "`--metrics-file` or `--prometheus-url` is required"},
 		{name: "two sources", args: []string{"--metrics-file", "m", "--prometheus-url", "http://p"},
 			err: "`--metrics-file` and `--prometheus-url` exclude each other: usage comes from one source"},
-		{name: "a server's flag without one", args: []string{"--metrics-file", "m", "--cluster-label", "a=b"}, err: "`--cluster-label` needs `--prometheus-url`"},
+		{name: "a server's flag without one", args: []string{"--metrics-file", "m", "--prometheus-timeout", "1m"}, err: "`--prometheus-timeout` needs `--prometheus-url`"},
 		{name: "a URL of another scheme", args: []string{"--prometheus-url", "ftp://p"}, err: "invalid `--prometheus-url`: prometheus URL ftp://p: want http:// or https:// and a host"},
 		{name: "a header without a colon", args: []string{"--prometheus-url", "http://p", "--prometheus-header", "X-Token secret"},
 			err: "invalid `--prometheus-header` \"X-Token\"…: write it as 'Name: value'"},
 		{name: "a label without a value", args: []string{"--prometheus-url", "http://p", "--cluster-label", "prod"},
 			err: "invalid `--cluster-label` \"prod\": write it as name=value, e.g. cluster=prod-eu"},
+		{name: "a label name Prometheus refuses", args: []string{"--metrics-file", "m", "--cluster-label", "k8s-cluster=a"},
+			err: "invalid `--cluster-label` \"k8s-cluster=a\": write it as name=value, e.g. cluster=prod-eu"},
 		{name: "an unknown preset", args: []string{"--metrics-file", "m", "--metrics-preset", "nvml"}, err: "invalid `--metrics-preset`: "},
 		{name: "no timeout", args: []string{"--prometheus-url", "http://p", "--prometheus-timeout", "0s"}, err: "invalid `--prometheus-timeout` 0s: want a positive duration"},
 		{name: "a time in milliseconds", args: []string{"--metrics-file", "m", "--at", "1796040000000"}, err: "invalid `--at`: \"1796040000000\" is not a plausible time"},

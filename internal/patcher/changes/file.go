@@ -42,4 +42,9 @@ type Change struct {
 	// removal.
 	Old, New string
 	Reason   string
+	// Definition is the File of the Edit that asked for the change: which
+	// definition of the workload (its plain file, root kustomization or
+	// release) it was made for, when one workload has several (one per
+	// cluster that deploys it).
+	Definition string
 }

@@ -273,7 +273,7 @@ func (st *hstate) try(ctx context.Context, e workload.Edit) ([]workload.Note, er
 	}
 	for p, cs := range changed {
 		for _, c := range cs {
-			c.Workload, c.Reason = e.Workload, e.Reason
+			c.Workload, c.Reason, c.Definition = e.Workload, e.Reason, e.File
 			st.changes[p] = append(st.changes[p], c)
 		}
 	}

@@ -333,7 +333,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 	for p, cs := range changed {
 		for _, x := range g {
 			for _, c := range cs {
-				c.Workload, c.Reason = x.e.Workload, x.e.Reason
+				c.Workload, c.Reason, c.Definition = x.e.Workload, x.e.Reason, x.e.File
 				st.changes[p] = append(st.changes[p], c)
 			}
 		}

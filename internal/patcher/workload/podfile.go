@@ -50,7 +50,7 @@ func (f *FileEdit) Apply(e Edit, w Workload) ([]Note, error) {
 		return nil, err
 	}
 	for _, c := range fields {
-		f.Changes = append(f.Changes, changes.Change{Workload: e.Workload, Field: c.Field, Old: c.Old, New: c.New, Reason: e.Reason})
+		f.Changes = append(f.Changes, changes.Change{Workload: e.Workload, Field: c.Field, Old: c.Old, New: c.New, Reason: e.Reason, Definition: e.File})
 	}
 	return notes, nil
 }
