@@ -9,7 +9,7 @@ import (
 // registerLive registers run's settings of the live fast path
 // (docs/design.md §7, docs/live.md).
 func registerLive(fs *pflag.FlagSet, l *run.Live) {
-	fs.BoolVar(&l.Enabled, "live", false, "apply urgent upsizes to the live workloads at once (Deployments, StatefulSets, Rollouts, LeaderWorkerSets), where the policy sets gitops.liveUpsize (docs/live.md)")
+	fs.BoolVar(&l.Enabled, "live", false, "apply urgent upsizes to the live workloads at once (the six sized kinds: Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices, Dynamo services), where the policy sets gitops.liveUpsize (docs/live.md)")
 	fs.IntVar(&l.MaxChanges, "live-max-changes", 3, "make at most this many live changes per run")
 	fs.StringArrayVar(&l.Namespaces, "live-namespaces", nil, "change live only workloads in this `namespace` (repeatable; required with --live)")
 	fs.BoolVar(&l.Force, "live-force-conflicts", false, "take a field another field manager owns (server-side apply's force) instead of reporting the conflict")
