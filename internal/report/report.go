@@ -231,7 +231,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 	}
 	if len(r.Neighbours) > 0 {
-		fmt.Fprintf(w, "\nGPUs saturated (at or above %.0f%%) in the %s before the plan:\n", 100*neighbours.SaturatedAt, r.window)
+		fmt.Fprintf(w, "\nGPUs saturated (at or above %.0f%%) in the %s before the plan:\n", 100*neighbours.SaturatedAt, engine.FormatDuration(r.window))
 	}
 	for _, f := range r.Neighbours {
 		if err := writeFinding(w, f); err != nil {
