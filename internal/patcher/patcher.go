@@ -54,17 +54,19 @@ type Inventory struct {
 	// edited through it.
 	origins []origin
 
-	// parsed are the files with workloads as discovery read and parsed
-	// them: the first Apply to edit one edits from that parse when the
-	// file is unchanged, and lets it go (a later Apply parses the file
-	// again), so that the trees do not stay in memory for the whole run.
+	// parsed are the files with workloads as discovery read them, and
+	// what it held of their parse (splice.Hold): the first Apply to edit
+	// one edits from that when the file is unchanged, and lets it go (a
+	// later Apply parses the file again).
 	parsed map[string]*heldParse
 }
 
-// parsedFile is a file's bytes and their parse, which no one changes.
+// parsedFile is a file's bytes and what discovery held of their parse,
+// which no one changes; held is nil when the file's documents cannot be
+// proven one by one.
 type parsedFile struct {
 	data []byte
-	s    *splice.Stream
+	held *splice.Held
 }
 
 // heldParse is a parsedFile until one Apply takes it.
