@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"sort"
 	"strings"
 
@@ -113,18 +112,17 @@ type routes struct {
 // edited. An edit whose workload is unknown, unsupported or defined more
 // than once is refused into res.
 func (inv *Inventory) route(edits []Edit, res *Result) routes {
-	byRef := map[usage.Ref][]Workload{}
-	for _, w := range inv.Workloads {
-		byRef[w.Ref] = append(byRef[w.Ref], w)
-	}
+	byRef := inv.byRef()
 	refuse := func(e Edit, file string, err error) {
 		res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: file, Err: err})
 	}
 	rt := routes{byFile: map[string][]target{}, byOrigin: map[origin][]Edit{}}
 	for _, e := range edits {
-		ws := byRef[e.Workload]
-		if e.File != "" {
-			ws = slices.DeleteFunc(slices.Clone(ws), func(w Workload) bool { return w.File != e.File })
+		var ws []Workload
+		for _, i := range byRef[e.Workload] {
+			if w := inv.Workloads[i]; e.File == "" || w.File == e.File {
+				ws = append(ws, w)
+			}
 		}
 		switch _, ok := workload.SpecFor(e.Workload.Kind); {
 		case !ok:

@@ -39,7 +39,7 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 // Files it could not read, and files that do not parse, are problems.
 // The error is only for a cancelled ctx.
 func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, error) {
-	inv := &Inventory{parsed: map[string]*heldParse{}}
+	inv := &Inventory{parsed: map[string]*heldParse{}, refs: &refIndex{}}
 	all := make(map[string][]byte, len(files.Files))
 	out := make([]workload.Found, len(files.Files))
 	held := make([]*splice.Held, len(files.Files))
