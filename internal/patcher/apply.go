@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"sort"
 	"strings"
 
@@ -20,13 +19,15 @@ import (
 // Apply reads the files of the edits under root, applies the edits in
 // memory and returns what would change. It never writes.
 //
-// A plain file still as discovery read it is edited from discovery's
-// parse, all its edits in one batch: their ops' splices are applied
-// together, and the result is parsed once and compared with the expected
-// tree, comments included, and each op run again on it must find nothing
-// left to do (docs/design.md §10, invariant 2). When that fails, or an op
-// fails, or the file changed since discovery, the edits are done one by
-// one: each applied atomically and verified on its own, its document
+// A plain file still as discovery read it is edited from what discovery
+// held of its parse, all its edits in one batch: their ops' splices are
+// applied together, each edited document is parsed again alone and
+// compared with the expected tree, comments included, the cuts between
+// documents must be where they were, and each op run again on it must
+// find nothing left to do (docs/design.md §10, invariant 2). A file
+// changed since discovery, or one discovery could not hold, is batched
+// the same way on a new parse, proven by one parse of the whole result.
+// When that fails, or an op fails, the edits are done one by one: each applied atomically and verified on its own, its document
 // parsed again after each of its ops and compared, and once all edits of
 // the file are done the whole file is parsed and compared; should only
 // that find a difference, the file's edits are done again verifying the
@@ -111,18 +112,17 @@ type routes struct {
 // edited. An edit whose workload is unknown, unsupported or defined more
 // than once is refused into res.
 func (inv *Inventory) route(edits []Edit, res *Result) routes {
-	byRef := map[usage.Ref][]Workload{}
-	for _, w := range inv.Workloads {
-		byRef[w.Ref] = append(byRef[w.Ref], w)
-	}
+	byRef := inv.byRef()
 	refuse := func(e Edit, file string, err error) {
 		res.Refused = append(res.Refused, Refusal{Workload: e.Workload, File: file, Err: err})
 	}
 	rt := routes{byFile: map[string][]target{}, byOrigin: map[origin][]Edit{}}
 	for _, e := range edits {
-		ws := byRef[e.Workload]
-		if e.File != "" {
-			ws = slices.DeleteFunc(slices.Clone(ws), func(w Workload) bool { return w.File != e.File })
+		var ws []Workload
+		for _, i := range byRef[e.Workload] {
+			if w := inv.Workloads[i]; e.File == "" || w.File == e.File {
+				ws = append(ws, w)
+			}
 		}
 		switch _, ok := workload.SpecFor(e.Workload.Kind); {
 		case !ok:
@@ -207,9 +207,12 @@ func editPlain(ctx context.Context, fsys fs.FS, parsed map[string]*heldParse, fi
 
 // editFile applies the edits ts of one plain file, each on its own and
 // all or nothing. The file is read as it is now; when it is still what
-// discovery parsed (pf), the edits run in one batch on that parse, proven
-// by one parse of the result (workload.EditParsed), else as
-// workload.EditFile proves them (per document, then the whole file).
+// discovery read (pf), the edits run in one batch on the documents
+// discovery held, each edited document proven by parsing it alone
+// (workload.EditHeld); else in one batch on a parse of the file, proven by
+// one parse of the result (workload.EditParsed); and when a batch is
+// refused, as workload.EditFile proves them (per document, then the whole
+// file).
 func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Refusal, notes []Note, file *File) {
 	refuse := func(e Edit, err error) {
 		refused = append(refused, Refusal{Workload: e.Workload, File: path, Err: err})
@@ -232,11 +235,10 @@ func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Re
 		}
 	}
 	var fe *workload.FileEdit
-	if pf.s == nil || !bytes.Equal(b, pf.data) {
-		pf.s, _ = splice.Parse(b)
-	}
-	if pf.s != nil {
-		fe, err = workload.EditParsed(path, b, pf.s, edit)
+	if pf.held != nil && bytes.Equal(b, pf.data) {
+		fe, err = workload.EditHeld(path, pf.data, pf.held, edit)
+	} else if s, perr := splice.Parse(b); perr == nil {
+		fe, err = workload.EditParsed(path, b, s, edit)
 	} else {
 		// EditFile says why it does not parse.
 		fe, err = workload.EditFile(path, b, edit)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -327,6 +328,52 @@ func TestApplySameRefInTwoFiles(t *testing.T) {
 	require.Contains(t, res.Refused[0].Err.Error(), "base/d.yaml:1, overlay/d.yaml:1")
 	require.Len(t, res.Files, 1)
 	require.Equal(t, "overlay/d.yaml", res.Files[0].Path)
+}
+
+// One inventory serves change set after change set, each Apply finding
+// its workloads as the first did; a copy with other workloads (the
+// default namespace filled in, as plan does) finds its own, and the
+// inventory it was copied from still finds its.
+func TestApplyChangeSetsAfterEachOther(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"base/d.yaml": applyDeployment, "overlay/d.yaml": applyDeployment,
+		"other/d.yaml": strings.Replace(applyDeployment, "name: app", "name: other", 1)})
+	ctx := context.Background()
+	inv, err := patcher.Discover(ctx, root)
+	require.NoError(t, err)
+	ops := []workload.Op{patcher.SetGPUFraction("0.3")}
+	apply := func(inv *patcher.Inventory, e patcher.Edit) *patcher.Result {
+		t.Helper()
+		res, err := patcher.Apply(ctx, root, inv, []patcher.Edit{e})
+		require.NoError(t, err)
+		return res
+	}
+	for range 2 {
+		res := apply(inv, patcher.Edit{Workload: dep("", "app"), File: "overlay/d.yaml", Ops: ops})
+		require.Empty(t, res.Refused)
+		require.Equal(t, "overlay/d.yaml", res.Files[0].Path)
+		res = apply(inv, patcher.Edit{Workload: dep("", "app"), Ops: ops})
+		require.ErrorIs(t, res.Refused[0].Err, workload.ErrAmbiguous)
+		res = apply(inv, patcher.Edit{Workload: dep("", "other"), Ops: ops})
+		require.Empty(t, res.Refused)
+		require.Equal(t, "other/d.yaml", res.Files[0].Path)
+	}
+
+	withNS := *inv
+	withNS.Workloads = slices.Clone(inv.Workloads)
+	for i := range withNS.Workloads {
+		withNS.Workloads[i].Ref.Namespace = "serving"
+	}
+	res := apply(&withNS, patcher.Edit{Workload: dep("serving", "other"), Ops: ops})
+	require.Empty(t, res.Refused)
+	require.Equal(t, "other/d.yaml", res.Files[0].Path)
+	res = apply(&withNS, patcher.Edit{Workload: dep("", "other"), Ops: ops})
+	require.ErrorIs(t, res.Refused[0].Err, workload.ErrNotFound)
+
+	res = apply(inv, patcher.Edit{Workload: dep("", "other"), Ops: ops})
+	require.Empty(t, res.Refused)
+	res = apply(inv, patcher.Edit{Workload: dep("serving", "other"), Ops: ops})
+	require.ErrorIs(t, res.Refused[0].Err, workload.ErrNotFound)
 }
 
 func TestApplyChanges(t *testing.T) {

@@ -111,3 +111,34 @@ func BenchmarkApplyManyDocuments(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyChangeSets is what a run does: one Apply a change set,
+// here one edit each, against the inventory of a repository of n
+// Deployments, one a file. Finding a change set's workloads costs its
+// edits, not the inventory: ns/op stays flat as n grows.
+func BenchmarkApplyChangeSets(b *testing.B) {
+	for _, n := range []int{500, 2000, 10000} {
+		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
+			root := b.TempDir()
+			for i := range n {
+				p := filepath.Join(root, "apps", fmt.Sprintf("d%05d.yaml", i))
+				require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
+				require.NoError(b, os.WriteFile(p, []byte(kubeenv.Deployment(fmt.Sprintf("d%05d", i))), 0o644))
+			}
+			ctx := context.Background()
+			inv, err := patcher.Discover(ctx, root)
+			require.NoError(b, err)
+			require.Len(b, inv.Workloads, n)
+			ops := []workload.Op{patcher.SetGPUFraction("0.37")}
+			i := 0
+			for b.Loop() {
+				w := inv.Workloads[i%n]
+				i++
+				res, err := patcher.Apply(ctx, root, inv, []patcher.Edit{{Workload: w.Ref, File: w.File, Ops: ops}})
+				if err != nil || len(res.Files) != 1 {
+					b.Fatal(err, res.Refused)
+				}
+			}
+		})
+	}
+}

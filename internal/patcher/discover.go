@@ -40,19 +40,13 @@ func Discover(ctx context.Context, root string) (*Inventory, error) {
 // Files it could not read, and files that do not parse, are problems.
 // The error is only for a cancelled ctx.
 func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, error) {
-	inv := &Inventory{parsed: map[string]*heldParse{}}
+	inv := &Inventory{parsed: map[string]*heldParse{}, refs: &refIndex{}}
 	all := make(map[string][]byte, len(files.Files))
 	out := make([]workload.Found, len(files.Files))
-	streams := make([]*splice.Stream, len(files.Files))
+	held := make([]*splice.Held, len(files.Files))
 	if err := workload.EachFile(ctx, len(files.Files), func(i int) {
 		f := files.Files[i]
-		var s *splice.Stream
-		out[i].Workloads, out[i].Unsupported, out[i].Problems, s = discoverFile(f.Path, f.Data)
-		// Only a file with workloads keeps its parse: the nodes take about
-		// forty times the text, and the rest would be held until the end.
-		if len(out[i].Workloads) > 0 {
-			streams[i] = s
-		}
+		out[i].Workloads, out[i].Unsupported, out[i].Problems, held[i] = discoverFile(f.Path, f.Data)
 	}); err != nil {
 		return nil, err
 	}
@@ -64,7 +58,7 @@ func DiscoverFiles(ctx context.Context, files *checkout.Files) (*Inventory, erro
 		all[f.Path] = f.Data
 		if len(out[i].Workloads) > 0 {
 			h := &heldParse{}
-			h.p.Store(&parsedFile{data: f.Data, s: streams[i]})
+			h.p.Store(&parsedFile{data: f.Data, held: held[i]})
 			inv.parsed[f.Path] = h
 		}
 		plain.Workloads = append(plain.Workloads, out[i].Workloads...)
@@ -177,16 +171,20 @@ func (inv *Inventory) owner(file string) origin {
 }
 
 // discoverFile returns the workloads of one file, in document order, and
-// its parse.
-func discoverFile(rel string, b []byte) ([]workload.Workload, []workload.Unsupported, []workload.Problem, *splice.Stream) {
+// what an edit needs of its parse: the trees of the documents whose
+// workloads ask for GPUs (splice.Hold), none for a file without
+// workloads. The parse itself is let go here: its nodes take about
+// sixteen times the text, for every document of the file.
+func discoverFile(rel string, b []byte) ([]workload.Workload, []workload.Unsupported, []workload.Problem, *splice.Held) {
 	s, err := splice.Parse(b)
 	if err != nil {
 		return nil, nil, []workload.Problem{{File: rel, Line: splice.LineOf(err), Err: err}}, nil
 	}
 	var ws []workload.Workload
 	var probs []workload.Problem
+	var gpu []bool
 	uns := workload.UnsupportedIn(s, rel, true)
-	for _, doc := range s.Docs {
+	for i, doc := range s.Docs {
 		if len(doc.Content) == 0 {
 			continue
 		}
@@ -198,9 +196,18 @@ func discoverFile(rel string, b []byte) ([]workload.Workload, []workload.Unsuppo
 			}
 			w.File, w.Line = rel, doc.Line
 			ws = append(ws, w)
+			if w.GPU.Asked() {
+				if gpu == nil {
+					gpu = make([]bool, len(s.Docs))
+				}
+				gpu[i] = true
+			}
 		}
 	}
-	return ws, uns, probs, s
+	if len(ws) == 0 {
+		return nil, uns, probs, nil
+	}
+	return ws, uns, probs, splice.Hold(b, s, func(doc int) bool { return gpu != nil && gpu[doc] })
 }
 
 // readWorkload reads one workload of a document, refusing a name that

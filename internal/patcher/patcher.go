@@ -27,10 +27,12 @@
 package patcher
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // Inventory is what Discover found.
@@ -58,17 +60,56 @@ type Inventory struct {
 	// edited through it.
 	origins []origin
 
-	// parsed are the files with workloads as discovery read and parsed
-	// them: the first Apply to edit one edits from that parse when the
-	// file is unchanged, and lets it go (a later Apply parses the file
-	// again), so that the trees do not stay in memory for the whole run.
+	// parsed are the files with workloads as discovery read them, and
+	// what it held of their parse (splice.Hold): the first Apply to edit
+	// one edits from that when the file is unchanged, and lets it go (a
+	// later Apply parses the file again).
 	parsed map[string]*heldParse
+
+	// refs indexes Workloads by ref for route, built at the first Apply:
+	// a run applies a change set at a time, and each looked at every
+	// workload. nil for an Inventory not made by discovery.
+	refs *refIndex
 }
 
-// parsedFile is a file's bytes and their parse, which no one changes.
+// refIndex is the workloads of one Workloads slice by ref: their indexes
+// there, in order. A copy of the Inventory with other Workloads (a new
+// slice) is indexed anew; Workloads is not changed in place once Apply
+// has used the Inventory.
+type refIndex struct {
+	mu   sync.Mutex
+	of   *Workload // &Workloads[0] of the slice indexed
+	n    int
+	refs map[usage.Ref][]int
+}
+
+// byRef returns the index of inv.Workloads, built once for each slice.
+func (inv *Inventory) byRef() map[usage.Ref][]int {
+	build := func() map[usage.Ref][]int {
+		m := make(map[usage.Ref][]int, len(inv.Workloads))
+		for i, w := range inv.Workloads {
+			m[w.Ref] = append(m[w.Ref], i)
+		}
+		return m
+	}
+	if inv.refs == nil || len(inv.Workloads) == 0 {
+		return build()
+	}
+	x := inv.refs
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.refs == nil || x.of != &inv.Workloads[0] || x.n != len(inv.Workloads) {
+		x.refs, x.of, x.n = build(), &inv.Workloads[0], len(inv.Workloads)
+	}
+	return x.refs
+}
+
+// parsedFile is a file's bytes and what discovery held of their parse,
+// which no one changes; held is nil when the file's documents cannot be
+// proven one by one.
 type parsedFile struct {
 	data []byte
-	s    *splice.Stream
+	held *splice.Held
 }
 
 // heldParse is a parsedFile until one Apply takes it.

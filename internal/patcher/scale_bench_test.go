@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -218,5 +219,67 @@ func BenchmarkScaleOverlays(b *testing.B) {
 		b.ReportMetric(r.wall.Seconds(), "run-s")
 		b.ReportMetric(r.bareWall.Seconds(), "bare-parse-s")
 		b.ReportMetric(float64(r.peak)/(1<<20), "peak-heap-MiB")
+	}
+}
+
+// BenchmarkScaleTenAFile is the plain repository ten Deployments a file
+// (1,000 files), through discovery and edits: one Deployment of each file
+// asks for a GPU and is edited, the other nine ask for none (as the proof
+// of an edit need not parse them); or all ten ask and are edited.
+func BenchmarkScaleTenAFile(b *testing.B) {
+	skipUnlessScale(b)
+	for _, all := range []bool{false, true} {
+		name := "edited=1-in-10"
+		if all {
+			name = "edited=all"
+		}
+		b.Run(name, func(b *testing.B) {
+			root := b.TempDir()
+			for f := range scaleN / 10 {
+				var buf bytes.Buffer
+				for i := range 10 {
+					if i > 0 {
+						buf.WriteString("---\n")
+					}
+					d := kubeenv.Deployment(fmt.Sprintf("d%05d", f*10+i))
+					if i > 0 && !all {
+						d = strings.Replace(d, `gpu-fraction: "0.5" # last set by the bot`, `team: ml # no GPU`, 1)
+					}
+					buf.WriteString(d)
+				}
+				p := filepath.Join(root, "apps", fmt.Sprintf("f%04d", f), "deployment.yaml")
+				require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
+				require.NoError(b, os.WriteFile(p, buf.Bytes(), 0o644))
+			}
+			want := scaleN / 10
+			if all {
+				want = scaleN
+			}
+			ctx := context.Background()
+			run := func() {
+				inv, err := patcher.Discover(ctx, root)
+				require.NoError(b, err)
+				var edits []patcher.Edit
+				for _, w := range inv.Workloads {
+					if w.GPU.FractionText != "" {
+						edits = append(edits, patcher.Edit{Workload: w.Ref, File: w.File, Reason: "bench", Ops: []workload.Op{patcher.SetGPUFraction("0.37"), patcher.SetVLLMMemoryUtilization("0.33")}})
+					}
+				}
+				require.Len(b, edits, want)
+				res, err := patcher.Apply(ctx, root, inv, edits)
+				require.NoError(b, err)
+				require.Empty(b, res.Refused)
+				require.Len(b, res.Files, scaleN/10)
+			}
+			b.ResetTimer()
+			for range b.N {
+				r := measure(b, root, run)
+				b.ReportMetric(r.wall.Seconds()/r.bareWall.Seconds(), "ratio")
+				b.ReportMetric(r.cpu.Seconds()/r.bareCPU.Seconds(), "cpu-ratio")
+				b.ReportMetric(r.wall.Seconds(), "run-s")
+				b.ReportMetric(r.bareWall.Seconds(), "bare-parse-s")
+				b.ReportMetric(float64(r.peak)/(1<<20), "peak-heap-MiB")
+			}
+		})
 	}
 }

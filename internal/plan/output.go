@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -254,8 +255,51 @@ type jsonDecision struct {
 
 // WriteJSON renders the plan for machines. Equal plans render to equal
 // bytes.
+//
+// The plan is streamed: each decision and each edit is encoded on its own
+// and written through a buffer of its own, so that a plan of many
+// workloads never sits whole in memory (it was a third of a large plan's
+// peak), and no pass reads every byte again to indent it. The bytes are
+// those one indented Encode of the whole object would write.
 func (p *Plan) WriteJSON(w io.Writer) error {
-	decisions := []jsonDecision{}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var b bytes.Buffer
+	// part encodes v into b, then moves b to the writer.
+	part := func(v any, indent string) error {
+		b.Reset()
+		if err := encodeJSON(&b, v, indent); err != nil {
+			return err
+		}
+		_, err := bw.Write(b.Bytes())
+		return err
+	}
+	bw.WriteString("{\n  \"at\": ")
+	if err := part(p.At.UTC().Format(time.RFC3339), ""); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"decisions\": ")
+	if err := p.writeDecisions(bw, part); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"edits\": ")
+	if err := p.writeEdits(bw, part); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"errors\": ")
+	if err := part(append([]Problem{}, p.Problems...), "  "); err != nil {
+		return err
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
+}
+
+// writeDecisions writes the decisions as an array one level into the
+// plan's object, one decision encoded at a time.
+func (p *Plan) writeDecisions(bw *bufio.Writer, part func(any, string) error) error {
+	if len(p.Decisions) == 0 {
+		_, err := bw.WriteString("[]")
+		return err
+	}
 	gpus := func(a engine.Allocation) *float64 {
 		if a.Form == engine.NoGPU || a.Form == engine.GPUMemory {
 			return nil
@@ -264,7 +308,7 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 		return &v
 	}
 	shared := p.sharedSets()
-	for _, d := range p.Decisions {
+	for i, d := range p.Decisions {
 		jd := jsonDecision{
 			Cluster: d.Workload.Ref.Cluster, ChangeSet: shared[definition{d.Workload.Ref, d.Workload.File}],
 			Namespace: d.Workload.Ref.Namespace, Kind: d.Workload.Ref.Kind, Name: d.Workload.Ref.Name, File: d.Workload.File,
@@ -279,70 +323,56 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 		if d.Workload.Template.Kind != "" {
 			jd.Template = d.Workload.Template.String()
 		}
-		decisions = append(decisions, jd)
+		if i == 0 {
+			bw.WriteString("[\n    ")
+		} else {
+			bw.WriteString(",\n    ")
+		}
+		if err := part(jd, "    "); err != nil {
+			return err
+		}
 	}
-	// The object is written here rather than by one Encode of it: the
-	// encoder's indenting pass reads every byte it wrote again, and the
-	// diffs, a third of a large plan, are strings it has nothing to
-	// indent in. Each part is what that Encode would write in its place.
-	var b bytes.Buffer
-	b.WriteString("{\n  \"at\": ")
-	if err := encodeJSON(&b, p.At.UTC().Format(time.RFC3339), false); err != nil {
-		return err
-	}
-	b.WriteString(",\n  \"decisions\": ")
-	if err := encodeJSON(&b, decisions, true); err != nil {
-		return err
-	}
-	b.WriteString(",\n  \"edits\": ")
-	if err := p.writeEdits(&b); err != nil {
-		return err
-	}
-	b.WriteString(",\n  \"errors\": ")
-	if err := encodeJSON(&b, append([]Problem{}, p.Problems...), true); err != nil {
-		return err
-	}
-	b.WriteString("\n}\n")
-	_, err := w.Write(b.Bytes())
+	_, err := bw.WriteString("\n  ]")
 	return err
 }
 
-// writeEdits appends the plan's edits, each file and its diff, as an
-// array one level into the plan's object.
-func (p *Plan) writeEdits(b *bytes.Buffer) error {
+// writeEdits writes the plan's edits, each file and its diff, as an
+// array one level into the plan's object. The diffs, a third of a large
+// plan, are strings with nothing to indent.
+func (p *Plan) writeEdits(bw *bufio.Writer, part func(any, string) error) error {
 	if len(p.Files) == 0 {
-		b.WriteString("[]")
-		return nil
+		_, err := bw.WriteString("[]")
+		return err
 	}
 	for i, f := range p.Files {
 		if i == 0 {
-			b.WriteString("[\n")
+			bw.WriteString("[\n")
 		} else {
-			b.WriteString(",\n")
+			bw.WriteString(",\n")
 		}
-		b.WriteString("    {\n      \"file\": ")
-		if err := encodeJSON(b, f.Path, false); err != nil {
+		bw.WriteString("    {\n      \"file\": ")
+		if err := part(f.Path, ""); err != nil {
 			return err
 		}
-		b.WriteString(",\n      \"diff\": ")
-		if err := encodeJSON(b, f.Diff(), false); err != nil {
+		bw.WriteString(",\n      \"diff\": ")
+		if err := part(f.Diff(), ""); err != nil {
 			return err
 		}
-		b.WriteString("\n    }")
+		bw.WriteString("\n    }")
 	}
-	b.WriteString("\n  ]")
-	return nil
+	_, err := bw.WriteString("\n  ]")
+	return err
 }
 
-// encodeJSON appends v to b as encoding/json writes it one level into
-// the plan's object: HTML characters as they are, indented by two spaces
-// after a prefix of two when indent is set, without the encoder's line
-// break.
-func encodeJSON(b *bytes.Buffer, v any, indent bool) error {
+// encodeJSON appends v to b as encoding/json writes it at the depth whose
+// lines start with prefix (indented by two spaces a level below it; on
+// one line when prefix is ""): HTML characters as they are, without the
+// encoder's line break.
+func encodeJSON(b *bytes.Buffer, v any, prefix string) error {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	if indent {
-		enc.SetIndent("  ", "  ")
+	if prefix != "" {
+		enc.SetIndent(prefix, "  ")
 	}
 	if err := enc.Encode(v); err != nil {
 		return err

@@ -40,6 +40,11 @@ type Local struct {
 	mu     sync.Mutex
 	loaded bool
 	prs    map[int]PullRequest
+	// byBranch are the numbers of each branch's records, in order, and
+	// high the highest number of a record: Find and Open look at one
+	// branch's records, not at every record a run has written.
+	byBranch map[string][]int
+	high     int
 	// taken is the highest number a record set aside holds.
 	taken int
 }
@@ -79,7 +84,7 @@ func (l *Local) load() error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // none written yet
 		return fmt.Errorf("local pull requests: %w", err)
 	}
-	l.prs = map[int]PullRequest{}
+	l.prs, l.byBranch, l.high = map[int]PullRequest{}, map[string][]int{}, 0
 	now := time.Now()
 	for _, e := range entries {
 		if staleTemp(e, now) {
@@ -112,10 +117,26 @@ func (l *Local) load() error {
 				continue
 			}
 		}
-		l.prs[pr.Number] = pr
+		l.keep(pr)
 	}
 	l.loaded = true
 	return nil
+}
+
+// keep puts pr among the records read or written, l.mu held.
+func (l *Local) keep(pr PullRequest) {
+	old, had := l.prs[pr.Number]
+	l.prs[pr.Number] = pr
+	l.high = max(l.high, pr.Number)
+	if had && old.Branch == pr.Branch {
+		return
+	}
+	if had {
+		l.byBranch[old.Branch] = slices.DeleteFunc(l.byBranch[old.Branch], func(n int) bool { return n == pr.Number })
+	}
+	ns := l.byBranch[pr.Branch]
+	i, _ := slices.BinarySearch(ns, pr.Number)
+	l.byBranch[pr.Branch] = slices.Insert(ns, i, pr.Number)
 }
 
 // localBroken is a record set aside by repair.
@@ -169,15 +190,14 @@ func fromMarkdown(s string) (PullRequest, bool) {
 
 // Find lists the pull requests of branch, newest first.
 func (l *Local) Find(_ context.Context, branch string) ([]PullRequest, error) {
-	all, err := l.All()
-	if err != nil {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.load(); err != nil {
 		return nil, err
 	}
 	var out []PullRequest
-	for _, pr := range slices.Backward(all) {
-		if pr.Branch == branch {
-			out = append(out, pr)
-		}
+	for _, n := range slices.Backward(l.byBranch[branch]) {
+		out = append(out, l.prs[n])
 	}
 	return out, nil
 }
@@ -199,23 +219,21 @@ func (l *Local) ListOpen(_ context.Context, prefix string) ([]PullRequest, error
 
 // Open records a new pull request.
 func (l *Local) Open(_ context.Context, n NewPullRequest) (PullRequest, error) {
-	all, err := l.All()
-	if err != nil {
+	l.mu.Lock()
+	if err := l.load(); err != nil {
+		l.mu.Unlock()
 		return PullRequest{}, err
 	}
-	for _, pr := range all {
-		if pr.Branch == n.Branch && pr.State == Open {
-			return PullRequest{}, fmt.Errorf("a pull request for %s is already open (#%d)", n.Branch, pr.Number)
+	for _, num := range l.byBranch[n.Branch] {
+		if l.prs[num].State == Open {
+			l.mu.Unlock()
+			return PullRequest{}, fmt.Errorf("a pull request for %s is already open (#%d)", n.Branch, num)
 		}
 	}
 	// One more than the highest number: records deleted by hand, or set
 	// aside, never make a number come round again.
-	l.mu.Lock()
-	next := l.taken + 1
+	next := max(l.taken, l.high) + 1
 	l.mu.Unlock()
-	for _, pr := range all {
-		next = max(next, pr.Number+1)
-	}
 	pr := PullRequest{Number: next, Branch: n.Branch, Base: n.Base, Title: n.Title, Body: n.Body,
 		State: Open, Labels: n.Labels, Draft: n.Draft}
 	pr.URL = "file://" + filepath.ToSlash(l.path(pr.Number, ".md"))
@@ -306,7 +324,7 @@ func (l *Local) save(pr PullRequest) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.loaded {
-		l.prs[pr.Number] = pr
+		l.keep(pr)
 	}
 	return nil
 }

@@ -99,3 +99,76 @@ func TestLocalRecovers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "again", got.Body, "a temporary file never stands for a record")
 }
+
+// TestLocalFindByBranch: Find and Open look at one branch's records
+// (an index kept as records are read and written), and answer as a scan
+// of All would: newest first, across records this Local wrote, records
+// it read from the directory (numbered past 9999, whose names do not sort
+// as numbers), and records closed or reopened since.
+func TestLocalFindByBranch(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "pulls")
+	// A record before 10000: the names of the later ones sort before it.
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "9999.json"),
+		[]byte(`{"number":9999,"state":"closed","branch":"b1","base":"main","title":"old"}`), 0o644))
+	branches := []string{"b0", "b1", "b2"}
+	check := func(l *scm.Local) {
+		t.Helper()
+		all, err := l.All()
+		require.NoError(t, err)
+		for _, b := range branches {
+			var want []int
+			for i := len(all) - 1; i >= 0; i-- {
+				if all[i].Branch == b {
+					want = append(want, all[i].Number)
+				}
+			}
+			prs, err := l.Find(ctx, b)
+			require.NoError(t, err)
+			got := []int{}
+			for _, pr := range prs {
+				got = append(got, pr.Number)
+			}
+			require.Equal(t, append([]int{}, want...), got, "branch %s", b)
+		}
+	}
+	l, err := scm.NewLocal(dir)
+	require.NoError(t, err)
+	var opened []scm.PullRequest
+	for i := range 9 {
+		b := branches[i%3]
+		if i >= 3 {
+			// The previous one of this branch is closed first: one open
+			// a branch.
+			require.NoError(t, l.Close(ctx, opened[i-3].Number, "superseded"))
+		}
+		pr, err := l.Open(ctx, scm.NewPullRequest{Branch: b, Base: "main", Title: "t", Body: "b"})
+		require.NoError(t, err)
+		require.Equal(t, 10000+i, pr.Number, "one past the highest record")
+		opened = append(opened, pr)
+		check(l)
+	}
+	_, err = l.Open(ctx, scm.NewPullRequest{Branch: "b2"})
+	require.ErrorContains(t, err, "already open (#10008)")
+
+	// A new Local reads them back from the directory.
+	l, err = scm.NewLocal(dir)
+	require.NoError(t, err)
+	check(l)
+	prs, err := l.Find(ctx, "b1")
+	require.NoError(t, err)
+	require.Equal(t, []int{10007, 10004, 10001, 9999}, []int{prs[0].Number, prs[1].Number, prs[2].Number, prs[3].Number})
+	require.Equal(t, scm.Open, prs[0].State)
+	require.Equal(t, scm.Closed, prs[1].State)
+
+	// Reopened by a person: Open refuses the branch again.
+	require.NoError(t, l.SetState(10004, scm.Open, ""))
+	require.NoError(t, l.Close(ctx, 10007, ""))
+	_, err = l.Open(ctx, scm.NewPullRequest{Branch: "b1"})
+	require.ErrorContains(t, err, "already open (#10004)")
+	check(l)
+	prs, err = l.Find(ctx, "none")
+	require.NoError(t, err)
+	require.Empty(t, prs)
+}

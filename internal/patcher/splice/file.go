@@ -1,6 +1,7 @@
 package splice
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -28,13 +29,12 @@ type File struct {
 	Expected []*yaml.Node // expected documents, in file order
 	Lines    []int        // where each document started in orig
 
-	// batch is set for a file made by NewParsedFile: steps run against
-	// the parse of the original text, their splices wait in pending, and
-	// Finish proves the result with one parse of the whole file.
+	// batch is set for a file made by NewParsedFile or NewHeldFile: steps
+	// run against the parse of the original text, their splices wait in
+	// their chunk, and Finish proves the result with one parse of each
+	// chunk edited (the whole file for NewParsedFile).
 	batch   bool
-	pending []splice
-	removed [][2]int
-	ran     []ranSteps
+	held    *Held
 	spoiled error // the first step that failed: Finish refuses the batch
 }
 
@@ -51,11 +51,18 @@ type ranSteps struct {
 type chunk struct {
 	segs  []segment
 	b     []byte
-	s     *Stream
-	first int // index in exp of its first document
+	s     *Stream // nil for a held chunk no step has edited
+	first int     // index in exp of its first document
+	docs  int     // how many documents it holds
 	// line0 is the number of lines before the chunk in the original file:
 	// messages name lines of the file as it is in the checkout.
 	line0 int
+
+	// A batch's steps' splices wait here for Finish, with what they
+	// meant to remove and the steps, to run again on the result.
+	pending []splice
+	removed [][2]int
+	ran     []ranSteps
 }
 
 func NewFile(path string, b []byte, whole bool) (*File, error) {
@@ -81,7 +88,7 @@ func NewFile(path string, b []byte, whole bool) (*File, error) {
 	}
 	if f.chunks == nil {
 		f.Whole = true
-		f.chunks = []*chunk{{segs: []segment{{orig: true, off: 0, end: len(b)}}, b: b, s: s}}
+		f.chunks = []*chunk{{segs: []segment{{orig: true, off: 0, end: len(b)}}, b: b, s: s, docs: len(s.Docs)}}
 	}
 	return f, nil
 }
@@ -109,8 +116,44 @@ func NewParsedFile(path string, b []byte, s *Stream) (*File, error) {
 		f.Expected = append(f.Expected, Clone(d))
 		f.Lines = append(f.Lines, d.Line)
 	}
-	f.chunks = []*chunk{{segs: []segment{{orig: true, off: 0, end: len(b)}}, b: b, s: own}}
+	f.chunks = []*chunk{{segs: []segment{{orig: true, off: 0, end: len(b)}}, b: b, s: own, docs: len(own.Docs)}}
 	return f, nil
+}
+
+// NewHeldFile is a File of b, which discovery held as h (Hold), that
+// edits in one batch as NewParsedFile does, but document by document:
+// a document's tree is made again from h when a step first edits it,
+// and Finish parses only the documents edited, each alone, where
+// NewParsedFile's Finish parses the whole file. h must be of b.
+func NewHeldFile(path string, b []byte, h *Held) (*File, error) {
+	if !utf8.Valid(b) {
+		return nil, &located.Error{File: path, Err: fmt.Errorf("%w: not UTF-8", ErrUnsupported)}
+	}
+	f := &File{Path: path, Orig: b, eol: h.eol, batch: true, held: h,
+		Expected: make([]*yaml.Node, len(h.docAt)), Lines: h.lines}
+	f.chunks = make([]*chunk, len(h.chunks))
+	for i, c := range h.chunks {
+		ch := &chunk{segs: []segment{{orig: true, off: c.off, end: c.end}}, b: b[c.off:c.end], first: c.doc, line0: c.line0}
+		if c.doc >= 0 {
+			ch.docs = 1
+		} else {
+			ch.first = 0
+		}
+		f.chunks[i] = ch
+	}
+	return f, nil
+}
+
+// Held reports whether f edits from a Held (NewHeldFile).
+func (f *File) Held() bool { return f.held != nil }
+
+// Spoil refuses a batch from outside: Finish returns err, and the caller
+// edits the file again from a parse. A held file's caller spoils it when
+// a workload is not in a document discovery kept.
+func (f *File) Spoil(err error) {
+	if f.batch {
+		f.spoiled = cmp.Or(f.spoiled, err)
+	}
 }
 
 // split cuts the file into chunks at document start markers (--- at the
@@ -164,7 +207,7 @@ func (f *File) split(s *Stream) []*chunk {
 			}
 			next++
 		}
-		chunks = append(chunks, &chunk{segs: []segment{{orig: true, off: st, end: end}}, b: b[st:end], s: cs, first: next - len(cs.Docs), line0: line0})
+		chunks = append(chunks, &chunk{segs: []segment{{orig: true, off: st, end: end}}, b: b[st:end], s: cs, first: next - len(cs.Docs), docs: len(cs.Docs), line0: line0})
 		line0 += len(cs.t.lines) - 1
 	}
 	if next != len(s.Docs) {
@@ -271,23 +314,23 @@ func (f *File) EditDoc(idx int, steps []Step) (changes []Change, undo func(), er
 // earlier step changed only in the expected tree); so does a document a
 // step may not edit.
 func (f *File) batchDoc(idx int, steps []Step) (changes []Change, undo func(), err error) {
-	s := f.chunks[0].s
-	if idx < 0 || idx >= len(s.Docs) {
-		return nil, nil, &located.Error{File: f.Path, Err: fmt.Errorf("%w: document %d is in no chunk", ErrVerify, idx)}
-	}
-	doc := s.Docs[idx]
 	// A batch is not undone step by step: what fails, or is undone,
 	// spoils it, and the caller does it all again step by step.
 	spoil := func(err error) ([]Change, func(), error) {
 		f.spoiled = cmp.Or(f.spoiled, err)
 		return nil, nil, err
 	}
+	ch, j, err := f.open(idx)
+	if err != nil {
+		return spoil(&located.Error{File: f.Path, Err: err})
+	}
+	doc := ch.s.Docs[j]
 	if k := duplicateKey(doc); k != nil {
-		return spoil(&located.Error{File: f.Path, Line: k.Line, Field: k.Value, Err: ErrDuplicateKey})
+		return spoil(&located.Error{File: f.Path, Line: k.Line + ch.line0, Field: k.Value, Err: ErrDuplicateKey})
 	}
 	step := indentStep(doc)
 	for _, st := range steps {
-		d := &Doc{File: f.Path, t: s.t, sp: spanner{t: s.t, pl: s.places(idx)},
+		d := &Doc{File: f.Path, Line0: ch.line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.places(j)},
 			Root: doc.Content[0], exp: f.Expected[idx].Content[0], step: step}
 		if err := d.Editable(d.Root, ""); err != nil {
 			return spoil(err)
@@ -295,25 +338,50 @@ func (f *File) batchDoc(idx int, steps []Step) (changes []Change, undo func(), e
 		if err := st.Run(d); err != nil {
 			return spoil(err)
 		}
-		f.pending = append(f.pending, d.splices...)
-		f.removed = append(f.removed, d.removed...)
+		ch.pending = append(ch.pending, d.splices...)
+		ch.removed = append(ch.removed, d.removed...)
 		changes = append(changes, d.changes...)
 	}
-	f.ran = append(f.ran, ranSteps{idx: idx, steps: steps})
+	ch.ran = append(ch.ran, ranSteps{idx: idx, steps: steps})
 	return changes, func() { f.spoiled = cmp.Or(f.spoiled, errUndone) }, nil
+}
+
+// open returns the chunk of document idx in a batch, and its index
+// there; a held document's tree is made again the first time.
+func (f *File) open(idx int) (*chunk, int, error) {
+	ci, j, err := f.locate(idx)
+	if err != nil {
+		return nil, 0, err
+	}
+	ch := f.chunks[ci]
+	if ch.s != nil {
+		return ch, j, nil
+	}
+	tree := f.held.chunks[ci].tree
+	if tree == nil {
+		return nil, 0, fmt.Errorf("%w: document %d was not kept for editing", ErrVerify, idx)
+	}
+	t := newText(ch.b)
+	t.eol = f.eol
+	ch.s = &Stream{t: t, Docs: []*yaml.Node{tree.thaw()}}
+	f.Expected[idx] = Clone(ch.s.Docs[0])
+	return ch, 0, nil
 }
 
 // errUndone spoils a batch one of whose edits its caller undid.
 var errUndone = fmt.Errorf("%w: an edit of the batch was undone", ErrVerify)
 
-// Finish ends a batch (NewParsedFile): it applies every step's splices to
-// the original text, parses the result once and compares every document
-// with its expected tree; every comment of the original outside what the
-// steps meant to remove must still be there, in order, and no other; no
-// edited document may hold a key twice; and each step, run again on the
-// result, must find nothing left to do (so that no step acted on what an
-// earlier one had already changed). Any failure refuses the whole batch
-// and leaves the text as it was. On a File not in a batch it is VerifyAll.
+// Finish ends a batch (NewParsedFile, NewHeldFile): it applies every
+// step's splices to the original text of their chunk, parses each chunk
+// edited once and compares each of its documents with its expected tree;
+// every comment of the chunk outside what the steps meant to remove must
+// still be there, in order, and no other; no edited document may hold a
+// key twice; and each step, run again on the result, must find nothing
+// left to do (so that no step acted on what an earlier one had already
+// changed). A held file's chunks must also still be cut where they were
+// (held.go says why that proves the file). Any failure refuses the whole
+// batch and leaves the text as it was. On a File not in a batch it is
+// VerifyAll.
 func (f *File) Finish() error {
 	if !f.batch {
 		return f.VerifyAll()
@@ -321,26 +389,75 @@ func (f *File) Finish() error {
 	if f.spoiled != nil {
 		return f.spoiled
 	}
-	if len(f.ran) == 0 {
-		return nil
+	saved := make([]chunk, len(f.chunks))
+	for i, ch := range f.chunks {
+		saved[i] = *ch
 	}
-	ch := f.chunks[0]
-	saved := *ch
-	if err := f.finish(ch); err != nil {
-		*ch = saved
-		f.spoiled = err
-		return &located.Error{File: f.Path, Err: err}
+	for i, ch := range f.chunks {
+		if len(ch.ran) == 0 {
+			continue
+		}
+		err := f.finish(ch)
+		if err == nil && f.held != nil {
+			err = stillCut(ch, i, len(f.chunks))
+		}
+		if err != nil {
+			for i, ch := range f.chunks {
+				*ch = saved[i]
+			}
+			f.spoiled = err
+			return &located.Error{File: f.Path, Err: err}
+		}
+	}
+	for _, ch := range f.chunks {
+		ch.pending, ch.removed, ch.ran = nil, nil, nil
 	}
 	return nil
 }
 
+// stillCut checks that chunk i of n, edited, still starts with its
+// document marker (but the first) and ends with a line break (but the
+// last), and that no line of it is a directive or holds a byte order
+// mark: so the stream is cut where it was, and each chunk parses in it
+// as it parses alone.
+func stillCut(ch *chunk, i, n int) error {
+	b := ch.b
+	switch {
+	case i > 0 && !docMarker(b, 0):
+		return fmt.Errorf("%w: the document no longer starts with its ---", ErrVerify)
+	case i < n-1 && (len(b) == 0 || b[len(b)-1] != '\n'):
+		return fmt.Errorf("%w: the document no longer ends with a line break before the next ---", ErrVerify)
+	case bytes.Contains(b, []byte("\ufeff")):
+		return fmt.Errorf("%w: a byte order mark inside the file", ErrVerify)
+	}
+	for l := 0; l < len(b); l = nextLineStart(b, l) {
+		if b[l] == '%' {
+			return fmt.Errorf("%w: a directive inside the file", ErrVerify)
+		}
+	}
+	return nil
+}
+
+// nextLineStart returns the start of the line after the one at l, or
+// len(b).
+func nextLineStart(b []byte, l int) int {
+	for l < len(b) {
+		if n := breakLen(b, l); n > 0 {
+			return l + n
+		}
+		l++
+	}
+	return l
+}
+
+// finish proves the batch of one chunk, as Finish says.
 func (f *File) finish(ch *chunk) error {
 	before, err := ch.s.comments()
 	if err != nil {
 		return err
 	}
 	ch.segs = append([]segment(nil), ch.segs...)
-	if err := ch.splice(f.Orig, f.pending); err != nil {
+	if err := ch.splice(f.Orig, ch.pending); err != nil {
 		return err
 	}
 	s, err := Parse(ch.b)
@@ -348,31 +465,31 @@ func (f *File) finish(ch *chunk) error {
 		return fmt.Errorf("%w: the result does not parse: %w", ErrVerify, err)
 	}
 	s.t.eol = f.eol
-	if len(s.Docs) != len(f.Expected) {
-		return fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, len(f.Expected), len(s.Docs))
+	if len(s.Docs) != ch.docs {
+		return fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, ch.docs, len(s.Docs))
 	}
 	for i, d := range s.Docs {
-		if m := Compare(f.Expected[i], d, ""); m != nil {
-			return fmt.Errorf("%w: line %d: %s", ErrVerify, m.line, m.Error())
+		if m := Compare(f.Expected[ch.first+i], d, ""); m != nil {
+			return fmt.Errorf("%w: line %d: %s", ErrVerify, m.line+ch.line0, m.Error())
 		}
 	}
 	after, err := s.comments()
 	if err == nil {
-		err = keptComments(before, after, f.removed)
+		err = keptComments(before, after, ch.removed)
 	}
 	if err != nil {
 		return err
 	}
 	// The steps run again on the result, with the expected trees it
 	// matches: none may find anything to change, in the text or in them.
-	for _, r := range f.ran {
-		doc := s.Docs[r.idx]
+	for _, r := range ch.ran {
+		doc := s.Docs[r.idx-ch.first]
 		if k := duplicateKey(doc); k != nil {
-			return fmt.Errorf("%w: line %d: %s", ErrDuplicateKey, k.Line, k.Value)
+			return fmt.Errorf("%w: line %d: %s", ErrDuplicateKey, k.Line+ch.line0, k.Value)
 		}
 		step := indentStep(doc)
 		for _, st := range r.steps {
-			d := &Doc{File: f.Path, t: s.t, sp: spanner{t: s.t, pl: s.places(r.idx)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step}
+			d := &Doc{File: f.Path, Line0: ch.line0, t: s.t, sp: spanner{t: s.t, pl: s.places(r.idx - ch.first)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step}
 			if err := st.Run(d); err != nil {
 				return fmt.Errorf("%w: %s, run again on the result: %w", ErrVerify, st.Name, err)
 			}
@@ -385,7 +502,6 @@ func (f *File) finish(ch *chunk) error {
 		}
 	}
 	ch.s = s
-	f.pending, f.removed, f.ran = nil, nil, nil
 	return nil
 }
 
@@ -394,22 +510,38 @@ func (f *File) Batch() bool { return f.batch }
 
 // locate returns the chunk holding document idx and its index there.
 func (f *File) locate(idx int) (ci, j int, err error) {
-	for ci, c := range f.chunks {
-		if idx < c.first+len(c.s.Docs) {
-			return ci, idx - c.first, nil
+	if f.held != nil {
+		if idx >= 0 && idx < len(f.held.docAt) {
+			return f.held.docAt[idx], 0, nil
+		}
+	} else if idx >= 0 {
+		for ci, c := range f.chunks {
+			if idx < c.first+c.docs {
+				return ci, idx - c.first, nil
+			}
 		}
 	}
 	return 0, 0, fmt.Errorf("%w: document %d is in no chunk", ErrVerify, idx)
 }
 
 // Document returns the current parse of document idx with the number of lines
-// of the file before its chunk; nil when there is no such document.
+// of the file before its chunk; nil when there is no such document, or it
+// is a held document not kept.
 func (f *File) Document(idx int) (*yaml.Node, int) {
-	ci, j, err := f.locate(idx)
+	var ch *chunk
+	var j int
+	var err error
+	if f.held != nil {
+		ch, j, err = f.open(idx)
+	} else if ci, jj, lerr := f.locate(idx); lerr == nil {
+		ch, j = f.chunks[ci], jj
+	} else {
+		err = lerr
+	}
 	if err != nil {
 		return nil, 0
 	}
-	return f.chunks[ci].s.Docs[j], f.chunks[ci].line0
+	return ch.s.Docs[j], ch.line0
 }
 
 // verifyChunk parses the current text of ch and compares its documents

@@ -13,6 +13,10 @@
 // separators, CRLF line endings, a byte order mark and a missing final
 // newline survive because those bytes are never touched.
 //
+// A batch (NewParsedFile, NewHeldFile) runs every step of a file against
+// one parse and proves the result once in Finish; a held file, from what
+// discovery kept (Hold), parses only the documents edited, each alone.
+//
 // The editors of workloads, kustomizations and values files are built on
 // it, and say what the changes are for.
 //

@@ -62,6 +62,7 @@ type FileEdit struct {
 	Changes []changes.Change
 	kai     []kaiCheck // a batch's checks of its result
 	ids     [][]Identified
+	idDone  []bool
 }
 
 // kaiCheck is the check of an Edit's pods against KAI, pending in a batch.
@@ -92,6 +93,21 @@ func (f *FileEdit) kaiConflicts(idx int, spec Spec, pods []Pod) error {
 // each time it is called.
 func EditParsed(path string, b []byte, s *splice.Stream, edit func(*FileEdit)) (*FileEdit, error) {
 	if f, err := splice.NewParsedFile(path, b, s); err == nil {
+		fe := &FileEdit{File: f}
+		edit(fe)
+		if fe.finish() == nil {
+			return fe, nil
+		}
+	}
+	return EditFile(path, b, edit)
+}
+
+// EditHeld is EditParsed from what discovery held of b (splice.Hold):
+// each document edited is made again from h and proven by parsing it
+// alone (splice.NewHeldFile). When the batch is refused, or any of its
+// edits fails, it runs edit again as EditFile does.
+func EditHeld(path string, b []byte, h *splice.Held, edit func(*FileEdit)) (*FileEdit, error) {
+	if f, err := splice.NewHeldFile(path, b, h); err == nil {
 		fe := &FileEdit{File: f}
 		edit(fe)
 		if fe.finish() == nil {
@@ -169,6 +185,9 @@ func (p *podEdit) note(n *yaml.Node, name string, err error) {
 // ones, the document that started at line (where Discover saw the
 // workload) does.
 func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
+	if f.Held() {
+		return f.findHeld(ref, line)
+	}
 	cands := candidates(len(f.Expected), f.identified, ref)
 	switch {
 	case len(cands) == 1:
@@ -184,16 +203,41 @@ func (f *FileEdit) Find(ref usage.Ref, line int) (int, error) {
 	return 0, fmt.Errorf("%w: %s", ErrAmbiguous, ref)
 }
 
+// findHeld is Find in a file held by discovery, which is as discovery
+// read it: the workload is in the document that starts at line, where
+// discovery found it. Discovery keeps only the documents that ask for
+// GPUs: for any other, findHeld spoils the batch, and the caller edits
+// again from a parse of the file, where Find says what it finds.
+func (f *FileEdit) findHeld(ref usage.Ref, line int) (int, error) {
+	for idx, l := range f.Lines {
+		if l != line {
+			continue
+		}
+		if doc, _ := f.Document(idx); doc != nil && len(doc.Content) > 0 {
+			if got, ok := defines(f.identified(idx), ref); ok && (got.Namespace == ref.Namespace || got.Namespace == "") {
+				return idx, nil
+			}
+		}
+		break
+	}
+	err := fmt.Errorf("%w: %s is not in a document discovery kept", ErrNotFound, ref)
+	f.Spoil(err)
+	return 0, err
+}
+
 // identified returns the workloads of expected document i, identified
-// once for the file: ops never change what a document defines.
+// once for the file: ops never change what a document defines. A held
+// document not made again has none.
 func (f *FileEdit) identified(i int) []Identified {
 	if f.ids == nil {
 		f.ids = make([][]Identified, len(f.Expected))
-		for j, d := range f.Expected {
-			if len(d.Content) > 0 {
-				f.ids[j] = IdentifyAll(d.Content[0])
-			}
+		f.idDone = make([]bool, len(f.Expected))
+	}
+	if !f.idDone[i] {
+		if d := f.Expected[i]; d != nil && len(d.Content) > 0 {
+			f.ids[i] = IdentifyAll(d.Content[0])
 		}
+		f.idDone[i] = f.Expected[i] != nil
 	}
 	return f.ids[i]
 }

@@ -102,6 +102,11 @@ func requestsGPU(g GPU) bool {
 	return g.Whole > 0 || g.FractionText != "" || g.MemoryMiB > 0 || g.FractionErr != nil || g.Err != nil
 }
 
+// Asked reports whether a workload asks for GPUs in any way KAI reads, or
+// its request cannot be read: a workload that does not is one no plan
+// edits but to give it a GPU.
+func (g GPU) Asked() bool { return requestsGPU(g) }
+
 func (k Spec) accepts(apiVersion string) bool {
 	g, _, ok := strings.Cut(apiVersion, "/")
 	if !ok {

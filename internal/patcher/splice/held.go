@@ -1,0 +1,198 @@
+package splice
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Held is what discovery keeps of a file between its parse and its edit:
+// where each document's bytes are, and the trees of the documents an
+// edit may change, in a compact form. A parse's nodes take about sixteen
+// times the text; held, a document takes about three times its text, and
+// the others nothing. NewHeldFile edits from it, document by document,
+// and proves each edited document by parsing it alone (Finish).
+//
+// A file is held only when its documents can be proven one by one: when
+// the stream's parse is the parses of its documents' bytes one after the
+// other. The YAML scanner starts afresh at a document marker (--- at the
+// start of a line): it closes every block, ends every scalar there (or
+// fails), and a document parses the same after it as at the start of a
+// stream. What it carries over is what Hold refuses: directives (%TAG
+// names tags for the document after it), anchors (yaml.v3 resolves an
+// alias against every document before it), a byte order mark, line
+// breaks other than LF and CRLF, two documents between markers.
+type Held struct {
+	eol    string
+	lines  []int // the line each document starts at, as File.Lines
+	chunks []heldChunk
+	docAt  []int // the chunk of each document
+}
+
+// heldChunk is one document's bytes: from its marker (or the start of
+// the file) to the next marker (or the end).
+type heldChunk struct {
+	off, end int
+	line0    int     // lines of the file before it
+	doc      int     // the document it holds, -1 for none
+	tree     *frozen // the document's tree; nil when not kept
+}
+
+// frozen is a document's tree as an array of nodes in preorder, each
+// value and tag a piece of one string.
+type frozen struct {
+	nodes []frozenNode
+	strs  string
+}
+
+type frozenNode struct {
+	line, col  int32 // line counted from the start of the chunk
+	voff, vlen uint32
+	toff       uint32
+	tlen       uint16
+	kind       uint8
+	style      uint8
+	n          uint32 // the nodes of its content, which follow it
+}
+
+// Hold keeps what NewHeldFile needs of b, whose parse is s: the trees of
+// the documents keep says, and where every document is. It returns nil
+// when b's documents cannot be proven one by one (see Held).
+func Hold(b []byte, s *Stream, keep func(doc int) bool) *Held {
+	if s.t.odd || s.t.bom > 0 || hasDirective(b, s.t) || (bytes.ContainsAny(b, "&*") && anchored(s.Docs)) {
+		return nil
+	}
+	h := &Held{eol: s.t.eol}
+	starts, startLines := []int{0}, []int{0}
+	for i, l := range s.t.lines {
+		if l > 0 && l < len(b) && docMarker(b, l) {
+			starts, startLines = append(starts, l), append(startLines, i)
+		}
+	}
+	h.chunks = make([]heldChunk, len(starts))
+	for c, st := range starts {
+		end := len(b)
+		if c+1 < len(starts) {
+			end = starts[c+1]
+		}
+		h.chunks[c] = heldChunk{off: st, end: end, line0: startLines[c], doc: -1}
+	}
+	// Each document lies in a chunk of its own, in order.
+	h.docAt = make([]int, len(s.Docs))
+	h.lines = make([]int, len(s.Docs))
+	c := 0
+	for i, d := range s.Docs {
+		for c+1 < len(h.chunks) && h.chunks[c+1].line0 < d.Line {
+			c++
+		}
+		if h.chunks[c].doc >= 0 || d.Line <= h.chunks[c].line0 {
+			return nil
+		}
+		h.chunks[c].doc, h.docAt[i], h.lines[i] = i, c, d.Line
+		if keep(i) {
+			// A document freeze cannot hold is not kept: its edits
+			// parse the file again.
+			h.chunks[c].tree = freeze(d, h.chunks[c].line0)
+		}
+	}
+	return h
+}
+
+// hasDirective reports whether a line of b starts with %.
+func hasDirective(b []byte, t *text) bool {
+	for _, l := range t.lines {
+		if l < len(b) && b[l] == '%' {
+			return true
+		}
+	}
+	return false
+}
+
+// anchored reports whether any node of docs has an anchor or is an alias.
+func anchored(docs []*yaml.Node) bool {
+	var walk func(n *yaml.Node) bool
+	walk = func(n *yaml.Node) bool {
+		if n.Anchor != "" || n.Kind == yaml.AliasNode {
+			return true
+		}
+		for _, c := range n.Content {
+			if walk(c) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range docs {
+		if walk(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// Kept reports whether the tree of document doc is held.
+func (h *Held) Kept(doc int) bool {
+	return doc >= 0 && doc < len(h.docAt) && h.chunks[h.docAt[doc]].tree != nil
+}
+
+// freeze makes the compact form of document d, its lines counted from
+// line0; nil when a tag or the text is too long for it.
+func freeze(d *yaml.Node, line0 int) *frozen {
+	f := &frozen{nodes: make([]frozenNode, 0, countNodes(d))}
+	var sb strings.Builder
+	var tags []string
+	var tagAt []uint32
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		fn := frozenNode{line: int32(n.Line - line0), col: int32(n.Column), kind: uint8(n.Kind), style: uint8(n.Style), n: uint32(len(n.Content))}
+		fn.voff, fn.vlen = uint32(sb.Len()), uint32(len(n.Value))
+		sb.WriteString(n.Value)
+		if n.Tag != "" {
+			i := 0
+			for i < len(tags) && tags[i] != n.Tag {
+				i++
+			}
+			if i == len(tags) {
+				tags, tagAt = append(tags, n.Tag), append(tagAt, uint32(sb.Len()))
+				sb.WriteString(n.Tag)
+			}
+			fn.toff, fn.tlen = tagAt[i], uint16(len(n.Tag))
+		}
+		f.nodes = append(f.nodes, fn)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(d)
+	if sb.Len() > math.MaxUint32 || slices.ContainsFunc(tags, func(t string) bool { return len(t) > math.MaxUint16 }) {
+		return nil
+	}
+	f.strs = sb.String()
+	return f
+}
+
+// thaw makes the tree again, in two allocations as Clone does.
+func (f *frozen) thaw() *yaml.Node {
+	nodes := make([]yaml.Node, len(f.nodes))
+	content := make([]*yaml.Node, len(f.nodes)-1)
+	next := 0
+	var build func() *yaml.Node
+	build = func() *yaml.Node {
+		fn := f.nodes[next]
+		n := &nodes[next]
+		next++
+		*n = yaml.Node{Kind: yaml.Kind(fn.kind), Style: yaml.Style(fn.style), Line: int(fn.line), Column: int(fn.col),
+			Value: f.strs[fn.voff : fn.voff+fn.vlen], Tag: f.strs[fn.toff : fn.toff+uint32(fn.tlen)]}
+		k := int(fn.n)
+		n.Content = content[:k:k]
+		content = content[k:]
+		for i := range k {
+			n.Content[i] = build()
+		}
+		return n
+	}
+	return build()
+}
