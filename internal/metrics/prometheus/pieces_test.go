@@ -53,7 +53,9 @@ func TestPrometheusPiecesSizedAhead(t *testing.T) {
 				rp.ServeHTTP(w, r)
 			}))
 			t.Cleanup(srv.Close)
-			prom := newPrometheus(t, srv.URL)
+			// Nothing here fails on purpose: a bound a loaded machine
+			// cannot miss (a piece took over 5 s at a load of 13).
+			prom := newPrometheus(t, srv.URL, func(c *prometheus.Config) { c.Timeout = time.Minute })
 			prometheus.SetBodyBounds(prom, tt.perPiece, 4*tt.perPiece)
 			res, err := prom.Usage(context.Background(), e2eQuery(pods, 24*time.Hour))
 			require.NoError(t, err)
