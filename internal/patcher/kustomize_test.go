@@ -537,3 +537,30 @@ func TestKustomizeGenerators(t *testing.T) {
 	require.Empty(t, res.Refused)
 	require.NotEmpty(t, res.Files, "edited, and proven by building the overlay with its generators")
 }
+
+// TestKustomizeNewPatchHoldsNoReading: a new patch of an overlay holds
+// what the edit does and nothing measured, so that the same change made
+// from other readings writes the same bytes (a pull request's branch then
+// stays put while its usage moves below a step).
+func TestKustomizeNewPatchHoldsNoReading(t *testing.T) {
+	orig := filepath.Join("testdata", "kustomize", "shared-base", "original")
+	inv, err := patcher.Discover(context.Background(), orig)
+	require.NoError(t, err)
+	written := map[string]string{}
+	for _, reason := range []string{"compute peaked at 9.96% of a GPU", "compute peaked at 11.00% of a GPU"} {
+		e := kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"))
+		e.Reason = reason
+		res, err := patcher.Apply(context.Background(), orig, inv, []patcher.Edit{e})
+		require.NoError(t, err)
+		require.Empty(t, res.Refused)
+		files := map[string]string{}
+		for _, f := range res.Files {
+			require.NotContains(t, string(f.New), "peaked", f.Path)
+			files[f.Path] = string(f.New)
+		}
+		if len(written) > 0 {
+			require.Equal(t, written, files, "the bytes written depend on the reading")
+		}
+		written = files
+	}
+}

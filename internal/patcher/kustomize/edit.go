@@ -679,7 +679,10 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string
 		rel = fmt.Sprintf("%s-%d.yaml", base, n)
 	}
 	newFile := path.Join(k.dir, rel)
-	next[newFile] = []byte("# Written by the GPU rightsizing recommender: " + strings.Join(strings.Fields(ke.e.Reason), " ") + "\n" + text)
+	// The header holds nothing measured: the same change made from other
+	// readings must write the same bytes, or every reading would push the
+	// pull request's branch again. Its body says why.
+	next[newFile] = []byte(newPatchHeader + text)
 	for _, c := range fe.Changes {
 		c.Workload = ke.e.Workload
 		changed[newFile] = append(changed[newFile], c)
@@ -705,6 +708,9 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string
 	changed[k.file] = append(changed[k.file], changes.Change{Field: "patches", New: "path: " + rel})
 	return nil
 }
+
+// newPatchHeader starts every patch file the editor writes.
+const newPatchHeader = "# Written by the GPU rightsizing recommender; the pull request that adds it says why.\n"
 
 // smpDiff returns the strategic-merge patch that turns mapping a into b:
 // changed keys, removed keys as null, containers merged by name, other
