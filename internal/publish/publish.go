@@ -319,7 +319,7 @@ func (r *run) prepareStep(ctx context.Context, cs plan.ChangeSet) step {
 		r.fail(&st, err)
 		return st
 	}
-	s.title, s.labels = ch.title, labels(cs, r.o.Labels)
+	s.labels = labels(cs, r.o.Labels)
 	st.ch, st.act = ch, decidePublish(s, r.o.DeclinePercent)
 	st.res.Outcome, st.res.Detail = st.act.outcome, st.act.detail
 	if s.ignored != "" {
@@ -433,7 +433,7 @@ func (r *run) prepare(ctx context.Context, cs plan.ChangeSet) (change, error) {
 	if len(ch.files) == 0 {
 		return ch, nil
 	}
-	ch.marker = marker{Set: cs.Key, Fingerprint: fingerprint(cs, ch.files), Recommended: recommended(cs), Current: current(cs)}
+	ch.marker = marker{Set: cs.Key, Fingerprint: fingerprint(cs, ch.files), Recommended: recommended(cs), Current: current(cs), Urgent: urgent(cs)}
 	for _, f := range ch.files {
 		ch.marker.Files = append(ch.marker.Files, f.Path)
 	}
@@ -468,9 +468,7 @@ type published struct {
 	// ignored says why a box ticked in the body was not acted on, "" when
 	// none was.
 	ignored string
-	// title and labels are what the pull request is to be titled and
-	// labelled now.
-	title  string
+	// labels are what the pull request is to be labelled now.
 	labels []string
 }
 
@@ -594,9 +592,10 @@ func decidePublish(s published, declinePercent int) action {
 		// between the push and the edit leaves them apart; this one brings
 		// whichever is behind up to date.
 		old, _ := markerOf(s.current.Body)
-		// The title says the urgency, which the fingerprint does not: a
-		// change that became urgent, or no longer is, edits the body.
-		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed && (s.title == "" || s.current.Title == s.title)
+		// The urgency is in the title, not in the fingerprint: a change
+		// that became urgent, or no longer is, edits the body and title
+		// without a push. A title a person wrote stays otherwise.
+		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed && old.Urgent == s.want.Urgent
 		if s.rebase {
 			a.addLabels, a.removeLabels = relabel(s.current.Labels, s.labels)
 			a.outcome, a.push, a.edit = Updated, true, !edited || s.untick
