@@ -44,6 +44,7 @@ var allowed = map[string][]string{
 	"internal/patcher/splice":      {"internal/checkout", "internal/located"},
 	"internal/patcher/changes":     {"internal/patcher/splice", "internal/usage"},
 	"internal/patcher/workload":    {"internal/kai", "internal/located", "internal/patcher/changes", "internal/patcher/splice", "internal/usage"},
+	"internal/patcher/patchdiff":   {"internal/patcher/splice"},
 	"internal/patcher/kustomize":   {"internal/checkout", "internal/patcher/changes", "internal/patcher/splice", "internal/patcher/workload", "internal/usage"},
 	"internal/patcher/helm": {"internal/checkout", "internal/located", "internal/patcher/changes", "internal/patcher/kustomize",
 		"internal/patcher/splice", "internal/patcher/workload", "internal/usage"},
