@@ -199,8 +199,8 @@ func (v validator) reactive(p *ReactivePolicy) {
 		}
 		configured++
 		f := "spec.metrics." + string(m)
-		if mp.Prometheus == nil || mp.Prometheus.Metric == "" {
-			v.fail(f+".prometheus.metric", "missing: name the series that carries %s usage", m)
+		if mp.Prometheus != nil && mp.Prometheus.Metric == "" {
+			v.fail(f+".prometheus.metric", "missing: name the series that carries %s usage, or leave prometheus out to read the preset's", m)
 		}
 		if pr := mp.Prometheus; pr != nil {
 			// These names go into PromQL selectors: anything but a label
