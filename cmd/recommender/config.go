@@ -142,14 +142,24 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 		"  recommender config validate --config /etc/recommender/config.yaml --check-files   # where it runs, secrets mounted"
 	validate.Flags().BoolVar(&checkFiles, "check-files", false, "also check that every file a setting names (tokens, keys, CA, the recording, the kubeconfig) is a readable file here, "+
 		"and --repo a directory: where the job runs, with its secrets mounted")
-	printCmd := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
+	printCmd := newCmdRunOr(io, logger, func(_ context.Context, o *runOptions) error {
 		return o.effective.Write(io.Out)
+	}, func(o *runOptions, refusal error) error {
+		// Shown all the same: without --repo, the defaults are what a
+		// newcomer wants to see. What is missing goes to stderr.
+		if err := o.effective.Write(io.Out); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(io.Err, "note: run would refuse this configuration as it is:\n%v\n", refusal)
+		return err
 	})
 	printCmd.Use = "print [--config FILE] [run flags]"
 	printCmd.Short = "Print the configuration run would use, and where each value comes from"
 	printCmd.Long = "print shows the effective configuration (flag > environment > file > default) as a config\n" +
-		"file, each value commented with its source. It holds no secret: tokens are read from files or\n" +
-		"variables the config names, and a password in a URL or a credential header is redacted."
+		"file, each value commented with its source, which config validate and the chart's schema accept.\n" +
+		"Settings run would refuse (no --repo, say) are printed all the same, and the refusal said on stderr.\n" +
+		"It holds no secret: tokens are read from files or variables the config names, and a password in\n" +
+		"a URL or a credential header is redacted."
 	printCmd.Example = "  recommender config print --config recommender.yaml\n" +
 		"  RECOMMENDER_DRY_RUN=true recommender config print --config recommender.yaml --max-new 2"
 	cmd.AddCommand(validate, printCmd)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -110,11 +111,18 @@ func (o *planOptions) check(parseUsage func() error) error {
 	if o.filter, err = o.Filter.filter(); err != nil {
 		return err
 	}
-	return checkOutput(o.Output)
+	if err := checkOutput(o.Output); err != nil {
+		return err
+	}
+	o.Output = cmp.Or(o.Output, "table")
+	return nil
 }
 
+// checkOutput checks a format of --output. The config key is run's too,
+// where "" is its default (the table on a terminal, else nothing), and
+// `config print` writes it so: for plan, "" is the table.
 func checkOutput(format string) error {
-	if slices.Contains(outputFormats(), format) {
+	if format == "" || slices.Contains(outputFormats(), format) {
 		return nil
 	}
 	return config.FlagErrorf("invalid `--output` %q: use %s", format, config.OneOf(outputFormats()))
