@@ -150,6 +150,10 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	if err != nil {
 		return err
 	}
+	// After the plan, so that they are the last thing a person sees.
+	for _, w := range p.Unselected() {
+		fmt.Fprintf(opts.IO.Err, "warning: %s\n", plan.Printable(w))
+	}
 	unwritten := 0
 	if opts.Write {
 		unwritten = writePlan(opts, p)
