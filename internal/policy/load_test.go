@@ -263,6 +263,11 @@ func TestLoadRefusesBadPolicies(t *testing.T) {
 			at: "Within", field: "spec.scope.namespaceSelector.operator", msg: `"Within" is not supported`,
 		},
 		{
+			name: "a namespace pattern that does not parse", anchor: "kind: ClusterProactivePolicy",
+			old: `        - "*"`, new: `        - "ml-["`,
+			at: `"ml-["`, field: "spec.scope.namespaceSelector.values[0]", msg: `"ml-[" is neither a namespace nor a pattern such as team-*`,
+		},
+		{
 			name: "project field in Kubex group", anchor: "kind: ClusterAutomationStrategy",
 			old: "        setFromUnspecified: false", new: "        setFromUnspecified: false\n        floor: \"0.1\"",
 			at: "floor", field: "spec.enablement.gpu.requests.floor", msg: "field is only available in apiVersion gpu-rightsizing.github.io/v1alpha1",

@@ -67,7 +67,7 @@ var fieldNotes = map[string]fieldNote{
 	"spec.scope":                                           {required, ""},
 	"spec.scope.namespaceSelector":                         {"the policy's own namespace (namespaced kinds); cluster kinds: every namespace", "Cluster kinds only: the namespaces governed."},
 	"spec.scope.namespaceSelector.operator":                {required, "In or NotIn."},
-	"spec.scope.namespaceSelector.values":                  {required, "Namespaces; `*` is every namespace."},
+	"spec.scope.namespaceSelector.values":                  {required, "Namespaces, each a name or a pattern as `--namespace` takes it (`ml-*`); `*` is every namespace."},
 	"spec.scope.labelSelector":                             {"every workload", "Selects workloads by their labels."},
 	"spec.scope.labelSelector.matchLabels":                 {none, "Labels a workload must carry, each with this value."},
 	"spec.scope.labelSelector.matchExpressions":            {none, "Requirements a workload's labels must meet, all of them."},

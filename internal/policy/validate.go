@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -123,6 +124,11 @@ func (v validator) scope(m *Meta, s *Scope) {
 		}
 		if len(ns.Values) == 0 {
 			v.fail("spec.scope.namespaceSelector.values", "must name at least one namespace, or \"*\" for all")
+		}
+		for i, val := range ns.Values {
+			if _, err := path.Match(val, ""); err != nil || val == "" {
+				v.fail(fmt.Sprintf("spec.scope.namespaceSelector.values[%d]", i), "%q is neither a namespace nor a pattern such as team-*", val)
+			}
 		}
 	}
 	if ls := s.LabelSelector; ls != nil {
