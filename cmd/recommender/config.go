@@ -75,12 +75,44 @@ func checkFileSettings(o *runOptions) error {
 			errs = append(errs, config.FlagErrorf("`--repo` %s: not a readable directory", o.Repo))
 		}
 	}
+	errs = append(errs, checkCredentials(o)...)
 	if len(errs) == 0 {
 		return nil
 	}
 	// One error naming every flag, so that explain says where each got
 	// its value.
 	return &config.FlagError{Err: errors.Join(errs...)}
+}
+
+// checkCredentials checks that the chosen forge and usage source find
+// the credential run would read, where no file names it: the variable is
+// set and not blank here. A missing token is the commonest first-run
+// error, and run fails on it only once it has started.
+func checkCredentials(o *runOptions) []error {
+	var errs []error
+	env := func(flag, name, what string) {
+		if name == "" {
+			errs = append(errs, config.FlagErrorf("%s: neither a file nor a variable (`--%s`) names it", what, flag))
+			return
+		}
+		if strings.TrimSpace(os.Getenv(name)) == "" {
+			errs = append(errs, config.FlagErrorf("%s: $%s (`--%s`) is empty or unset here, and no file names it", what, name, flag))
+		}
+	}
+	switch gh, gl := o.GitHub, o.GitLab; o.SCM {
+	case "github":
+		if gh.AppID == 0 && gh.TokenFile == "" {
+			env("github-token-env", gh.TokenEnv, "the GitHub token (`--github-token-file`, or a GitHub App)")
+		}
+	case "gitlab":
+		if gl.TokenFile == "" {
+			env("gitlab-token-env", gl.TokenEnv, "the GitLab token (`--gitlab-token-file`)")
+		}
+	}
+	if pc := o.Usage.Prometheus; pc.URL != "" && pc.BearerTokenEnv != "" && pc.BearerTokenFile == "" {
+		env("prometheus-token-env", pc.BearerTokenEnv, "the Prometheus bearer token")
+	}
+	return errs
 }
 
 func readableFile(path string) error {
@@ -141,15 +173,25 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 	validate.Example = "  recommender config validate --config recommender.yaml\n" +
 		"  recommender config validate --config /etc/recommender/config.yaml --check-files   # where it runs, secrets mounted"
 	validate.Flags().BoolVar(&checkFiles, "check-files", false, "also check that every file a setting names (tokens, keys, CA, the recording, the kubeconfig) is a readable file here, "+
-		"and --repo a directory: where the job runs, with its secrets mounted")
-	printCmd := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
+		"--repo a directory, and the forge's token (and Prometheus's, when a variable holds it) there: where the job runs, with its secrets mounted")
+	printCmd := newCmdRunOr(io, logger, func(_ context.Context, o *runOptions) error {
 		return o.effective.Write(io.Out)
+	}, func(o *runOptions, refusal error) error {
+		// Shown all the same: without --repo, the defaults are what a
+		// newcomer wants to see. What is missing goes to stderr.
+		if err := o.effective.Write(io.Out); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(io.Err, "note: run would refuse this configuration as it is:\n%v\n", refusal)
+		return err
 	})
 	printCmd.Use = "print [--config FILE] [run flags]"
 	printCmd.Short = "Print the configuration run would use, and where each value comes from"
 	printCmd.Long = "print shows the effective configuration (flag > environment > file > default) as a config\n" +
-		"file, each value commented with its source. It holds no secret: tokens are read from files or\n" +
-		"variables the config names, and a password in a URL or a credential header is redacted."
+		"file, each value commented with its source, which config validate and the chart's schema accept.\n" +
+		"Settings run would refuse (no --repo, say) are printed all the same, and the refusal said on stderr.\n" +
+		"It holds no secret: tokens are read from files or variables the config names, and a password in\n" +
+		"a URL or a credential header is redacted."
 	printCmd.Example = "  recommender config print --config recommender.yaml\n" +
 		"  RECOMMENDER_DRY_RUN=true recommender config print --config recommender.yaml --max-new 2"
 	cmd.AddCommand(validate, printCmd)

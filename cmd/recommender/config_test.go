@@ -518,7 +518,20 @@ func TestConfigValidateCheckFiles(t *testing.T) {
 			errs: []string{"`--metrics-file` {dir}: not a regular file"}},
 		{name: "a missing repository and CA", config: "scm: local\nrepo: {dir}/gitops\nprometheus: {url: 'http://p:9090', caFile: /nonexistent/ca.crt}\n",
 			errs: []string{"`--repo` {dir}/gitops: not a readable directory", "`--prometheus-ca-file` /nonexistent/ca.crt: no such file or directory"}},
+		// The forge's token where no file names it: the variable must
+		// hold one here ($GITHUB_TOKEN is blank in these tests).
+		{name: "GitHub without a token", config: "scm: github\ngithub: {repo: acme/gitops}\nprometheus: {url: 'http://p:9090'}\n",
+			errs: []string{"the GitHub token (`--github-token-file`, or a GitHub App): $GITHUB_TOKEN (`--github-token-env`) is empty or unset here, and no file names it"}},
+		{name: "GitHub with its token's variable set", config: "scm: github\ngithub: {repo: acme/gitops, tokenEnv: CHECK_FILES_GH}\nprometheus: {url: 'http://p:9090'}\n"},
+		{name: "GitHub with a token file", config: "scm: github\ngithub: {repo: acme/gitops, tokenFile: {token}}\nprometheus: {url: 'http://p:9090'}\n"},
+		{name: "GitLab without a token", config: "scm: gitlab\ngitlab: {project: platform/gitops, tokenEnv: CHECK_FILES_NONE}\nprometheus: {url: 'http://p:9090'}\n",
+			errs: []string{"the GitLab token (`--gitlab-token-file`): $CHECK_FILES_NONE (`--gitlab-token-env`) is empty or unset here", "`--gitlab-token-env` is gitlab.tokenEnv at {file}:2:"}},
+		{name: "a Prometheus token's variable unset", config: "scm: local\nrepo: {dir}\nprometheus: {url: 'http://p:9090', tokenEnv: CHECK_FILES_NONE}\n",
+			errs: []string{"the Prometheus bearer token: $CHECK_FILES_NONE (`--prometheus-token-env`) is empty or unset here"}},
 	}
+	t.Setenv("GITHUB_TOKEN", "")
+	t.Setenv("CHECK_FILES_NONE", "  ")
+	t.Setenv("CHECK_FILES_GH", "ghp_x")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeConfig(t, strings.NewReplacer("{dir}", dir, "{token}", token).Replace(tt.config))

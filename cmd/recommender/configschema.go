@@ -61,7 +61,7 @@ const (
 func configRules() map[string]config.Rule {
 	return map[string]config.Rule{
 		"scm":                    {Enum: run.SCMs()},
-		"output":                 {Enum: outputFormats()},
+		"output":                 {Enum: append([]string{""}, outputFormats()...)},
 		"log-level":              {Enum: logLevels()},
 		"log-format":             {Enum: logFormats()},
 		"group-by":               {Enum: run.Groupings()},

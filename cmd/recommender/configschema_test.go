@@ -315,3 +315,56 @@ func TestBadConfigsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigPrintRoundTrip: what `config print` writes is a config that
+// `config validate` accepts, and that the chart's schema accepts pasted
+// under config: as values.yaml suggests (Helm reads YAML 1.1, where a
+// plain off is false); printed again it says the same. Without --repo it
+// still prints the defaults, and says on stderr what run would refuse.
+func TestConfigPrintRoundTrip(t *testing.T) {
+	print := func(t *testing.T, args ...string) (out, errOut string) {
+		t.Helper()
+		var o, e bytes.Buffer
+		require.Equal(t, exitOK, Main(append([]string{"config", "print"}, args...), &o, &e), e.String())
+		return o.String(), e.String()
+	}
+	// values keeps the values of a printed config, not their sources.
+	values := func(t *testing.T, text string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		require.NoError(t, sigsyaml.Unmarshal([]byte(text), &m))
+		return m
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "github and prometheus", args: []string{"--scm", "github", "--github-repo", "acme/gitops", "--prometheus-url", "http://prometheus:9090"}},
+		{name: "a local repository and a recording", args: []string{"--scm", "local", "--repo", ".", "--metrics-file", "usage.om"}},
+		{name: "fleet findings from the cluster, grouped by namespace",
+			args: []string{"--scm", "local", "--repo", ".", "--metrics-file", "usage.om", "--fleet-findings", "cluster", "--group-by", "namespace", "-o", "json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, errOut := print(t, tt.args...)
+			require.Empty(t, errOut)
+			require.NoError(t, validateConfig(t, text), "config validate refuses:\n%s", text)
+
+			var vals map[string]any
+			chart := "config:\n  " + strings.ReplaceAll(strings.TrimSuffix(text, "\n"), "\n", "\n  ") + "\n"
+			require.NoError(t, sigsyaml.Unmarshal([]byte(chart), &vals))
+			require.NoError(t, validateValues(t, vals), "helm install refuses:\n%s", chart)
+
+			again, _ := print(t, "--config", writeConfig(t, text))
+			require.Equal(t, values(t, text), values(t, again))
+		})
+	}
+
+	t.Run("without a repository", func(t *testing.T) {
+		text, errOut := print(t)
+		require.Contains(t, text, "base: main # default\n")
+		require.Contains(t, text, "fleetFindings: \"off\" # default\n")
+		require.Contains(t, errOut, "run would refuse")
+		require.Contains(t, errOut, "`--repo` is required")
+	})
+}

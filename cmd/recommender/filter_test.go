@@ -88,3 +88,34 @@ func TestPlanFilter(t *testing.T) {
 	require.Contains(t, out, `"name": "embed"`)
 	require.NotContains(t, out, `"name": "rerank"`)
 }
+
+// TestPlanSelectsNothing: a filter that admits no workload, or a
+// repository without a policy, still plans (exit 0: nothing is wrong
+// with the fleet) but says so on stderr, after the empty table; one that
+// admits some says nothing.
+func TestPlanSelectsNothing(t *testing.T) {
+	noPolicies := t.TempDir()
+	require.NoError(t, os.CopyFS(noPolicies, os.DirFS(filepath.Join(quickstartRepo, "apps"))))
+	tests := []struct {
+		name string
+		args []string
+		warn string
+	}{
+		{name: "a namespace glob that matches none", args: []string{"--repo", quickstartRepo, "--namespace", "ml-*"},
+			warn: "warning: the filter (--namespace ml-*) admits none of the repository's 8 workload(s)\n"},
+		{name: "a repository without a policy", args: []string{"--repo", noPolicies},
+			warn: "warning: no policy found in the repository: no workload is governed"},
+		{name: "a filter that admits some", args: []string{"--repo", quickstartRepo, "--namespace", "inf*"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := cli(t, append([]string{"plan", "--metrics-file", quickstartMetrics}, tt.args...)...)
+			require.Equal(t, exitOK, code, errOut)
+			if tt.warn == "" {
+				require.NotContains(t, errOut, "warning:")
+				return
+			}
+			require.Contains(t, errOut, tt.warn)
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -118,11 +119,18 @@ func (o *planOptions) check(parseUsage func() error) error {
 	if !slices.Contains(run.Groupings(), o.GroupBy) {
 		return config.FlagErrorf("invalid `--group-by` %q: use %s", o.GroupBy, config.OneOf(run.Groupings()))
 	}
-	return checkOutput(o.Output)
+	if err := checkOutput(o.Output); err != nil {
+		return err
+	}
+	o.Output = cmp.Or(o.Output, "table")
+	return nil
 }
 
+// checkOutput checks a format of --output. The config key is run's too,
+// where "" is its default (the table on a terminal, else nothing), and
+// `config print` writes it so: for plan, "" is the table.
 func checkOutput(format string) error {
-	if slices.Contains(outputFormats(), format) {
+	if format == "" || slices.Contains(outputFormats(), format) {
 		return nil
 	}
 	return config.FlagErrorf("invalid `--output` %q: use %s", format, config.OneOf(outputFormats()))
@@ -149,6 +157,10 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	// After the plan, so that they are the last thing a person sees.
+	for _, w := range p.Unselected() {
+		fmt.Fprintf(opts.IO.Err, "warning: %s\n", plan.Printable(w))
 	}
 	unwritten := 0
 	if opts.Write {

@@ -34,6 +34,12 @@ type runOptions struct {
 // newCmdRun builds run. runF, when not nil, replaces what run does once
 // its settings are read and checked: the seam for tests and for `config`.
 func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *runOptions) error) *cobra.Command {
+	return newCmdRunOr(io, logger, runF, func(_ *runOptions, err error) error { return err })
+}
+
+// newCmdRunOr is newCmdRun that hands settings run would refuse to
+// refused, which may go on: `config print` shows them all the same.
+func newCmdRunOr(io streams, logger func() (*slog.Logger, error), runF func(context.Context, *runOptions) error, refused func(*runOptions, error) error) *cobra.Command {
 	opts := &runOptions{IO: io}
 	var parseUsage func() error
 	cmd := &cobra.Command{
@@ -55,7 +61,7 @@ func newCmdRun(io streams, logger func() (*slog.Logger, error), runF func(contex
 			}
 			opts.effective = eff
 			if err := opts.check(parseUsage); err != nil {
-				return explain(eff, err)
+				return refused(opts, explain(eff, err))
 			}
 			// A run in a cluster logs its summary line: run logs at info
 			// unless told otherwise.

@@ -203,7 +203,11 @@ func TestPlanWriteKustomize(t *testing.T) {
 	after := files(t, repo)
 	require.Equal(t, before["apps/chat/base/deployment.yaml"], after["apps/chat/base/deployment.yaml"], "the shared base is left alone")
 	require.Equal(t, before["apps/chat/overlays/canary/kustomization.yaml"], after["apps/chat/overlays/canary/kustomization.yaml"])
-	require.Equal(t, "namespace: inference\nresources:\n  - ../../base\npatches:\n  - path: gpu-rightsizing-deployment-chat.yaml\n",
+	// The vLLM flag goes in a JSON 6902 patch of its own, which replaces
+	// that one argument: the base's other arguments still reach the
+	// overlay.
+	require.Equal(t, "namespace: inference\nresources:\n  - ../../base\npatches:\n  - path: gpu-rightsizing-deployment-chat.yaml\n"+
+		"  - path: gpu-rightsizing-args-deployment-chat.yaml\n    target:\n      group: apps\n      kind: Deployment\n      name: chat\n      namespace: inference\n",
 		after["apps/chat/overlays/inference/kustomization.yaml"])
 	for overlay, want := range map[string]string{"inference": "0.72", "canary": "0.5"} {
 		abs, err := filepath.Abs(filepath.Join(chat, "overlays", overlay))

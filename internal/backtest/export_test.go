@@ -9,3 +9,7 @@ var PlotFile = plotFile
 func NewResamples(mean []float64, sorted [][]float64) Resamples {
 	return Resamples{Mean: mean, sorted: sorted}
 }
+
+// LoadEngine is loadEngine, for the tests of which namespace a trace is
+// replayed in.
+var LoadEngine = loadEngine

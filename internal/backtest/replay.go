@@ -330,13 +330,33 @@ func peakNote(p float64) string {
 }
 
 // target is the Deployment every trace stands for when policies are asked
-// who governs it: the label is the one the Kubex starter policies select
-// on.
-func target(name string) policy.Target {
+// who governs it, in namespace ns: the label is the one the Kubex starter
+// policies select on.
+func target(ns, name string) policy.Target {
 	return policy.Target{
-		Ref:    usage.Ref{Namespace: "backtest", Kind: "Deployment", Name: name},
+		Ref:    usage.Ref{Namespace: ns, Kind: "Deployment", Name: name},
 		Labels: map[string]string{"nvidia.com/gpu.present": "true"},
 	}
+}
+
+// replayNamespaces are the namespaces a trace is replayed in, tried in
+// order: those of the set's namespaced policies, which govern only their
+// own namespace, sorted; then one no policy names, for cluster policies.
+func replayNamespaces(set *policy.Set) []string {
+	var out []string
+	add := func(m policy.Meta) {
+		if !m.Clustered() && !slices.Contains(out, m.Namespace) {
+			out = append(out, m.Namespace)
+		}
+	}
+	for _, p := range set.Proactive {
+		add(p.Meta)
+	}
+	for _, p := range set.Reactive {
+		add(p.Meta)
+	}
+	slices.Sort(out)
+	return append(out, "backtest")
 }
 
 // loadEngine reads the policies spec names (NAME=PATH, or PATH named by
@@ -362,9 +382,18 @@ func loadEngine(ctx context.Context, spec string) (*Engine, error) {
 	if len(set.Errors) > 0 {
 		return nil, fmt.Errorf("policies %s: %w", spec, set.Errors[0])
 	}
-	g := set.Govern(target("trace"))
+	// A namespaced policy governs only its own namespace: the trace is
+	// replayed there, not in a namespace it can never match.
+	namespaces := replayNamespaces(set)
+	var g policy.Governance
+	for _, ns := range namespaces {
+		if g = set.Govern(target(ns, "trace")); g.Skip == "" {
+			break
+		}
+	}
 	if g.Skip != "" {
-		return nil, fmt.Errorf("policies %s do not govern a Deployment labelled nvidia.com/gpu.present=true: %s", spec, g.Skip)
+		return nil, fmt.Errorf("policies %s do not govern a Deployment labelled nvidia.com/gpu.present=true in namespace %s: %s (%s)",
+			spec, strings.Join(namespaces, ", "), g.Skip, g.Why)
 	}
 	return &Engine{Label: name, Governance: g}, nil
 }

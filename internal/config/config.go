@@ -646,8 +646,25 @@ func valueNode(fl *pflag.Flag) *yaml.Node {
 		if strings.HasSuffix(fl.Name, "-url") {
 			v = RedactURL(v)
 		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+		if yaml11Bool(v) {
+			// Helm reads values as YAML 1.1 (sigs.k8s.io/yaml), where
+			// these words are booleans: unquoted, fleetFindings: off
+			// pasted under the chart's config: would be false.
+			n.Style = yaml.DoubleQuotedStyle
+		}
+		return n
 	}
+}
+
+// yaml11Bool reports whether YAML 1.1 reads plain scalar v as a boolean
+// where YAML 1.2 reads a string.
+func yaml11Bool(v string) bool {
+	switch strings.ToLower(v) {
+	case "y", "yes", "n", "no", "on", "off":
+		return true
+	}
+	return false
 }
 
 // RedactURL hides a password written into a URL, and its query, where

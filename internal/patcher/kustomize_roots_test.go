@@ -150,8 +150,11 @@ func TestKustomizePatchTargets(t *testing.T) {
 	tests := []struct {
 		name, target string
 		json         bool
+		// body, when set, is the patch instead
+		body string
 		// refused: the edit is refused (a JSON 6902 patch that sets
-		// the field); else the file edited
+		// the field otherwise than as its one value); else the files
+		// edited
 		refused bool
 		edited  []string
 		want    map[string]string
@@ -165,13 +168,20 @@ func TestKustomizePatchTargets(t *testing.T) {
 		// the patch sets web's too: a new patch of the overlay, after
 		// it, sets app's
 		{name: "several by regex", target: "name: .*", edited: []string{"overlay/gpu-rightsizing-deployment-app.yaml", "overlay/kustomization.yaml"}, want: map[string]string{"/app": "0.3", "/web": "0.9"}},
-		{name: "json6902 by regex", target: "name: a.p", json: true, refused: true, want: map[string]string{"/app": "0.9", "/web": ""}},
+		// a JSON 6902 patch whose value is the field's: edited there
+		{name: "json6902 by regex", target: "name: a.p", json: true, edited: []string{"overlay/patch.yaml"}, want: map[string]string{"/app": "0.3", "/web": ""}},
+		// one that sets the whole map the field is in: refused
+		{name: "json6902 of the whole map", target: "name: a.p", json: true, refused: true, want: map[string]string{"/app": "0.9", "/web": ""},
+			body: "- op: add\n  path: /spec/template/metadata/annotations\n  value:\n    gpu-fraction: \"0.9\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := smp("0.9")
 			if tt.json {
 				body = patch("0.9")
+			}
+			if tt.body != "" {
+				body = tt.body
 			}
 			base := strings.Replace(gpu, "  name: app\n", "  name: app\n  labels:\n    app: app\n  annotations:\n    team: ml\n", 1)
 			files := map[string]string{

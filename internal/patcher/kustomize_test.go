@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/kustomize"
@@ -83,12 +84,12 @@ func TestKustomizeGolden(t *testing.T) {
 			fractions: map[string]string{"prod": "0.5", "staging": "0.3"},
 		},
 		{
-			// A JSON 6902 patch sets it: refused, nothing written.
+			// A JSON 6902 patch sets it as the value of its replace: the
+			// value is edited there.
 			name:      "json6902",
 			workloads: []string{"prod/chat in overlays/prod/kustomization.yaml"},
 			edits:     []patcher.Edit{kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.6"))},
-			refused:   []error{kustomize.ErrKustomize},
-			fractions: map[string]string{"prod": "0.7"},
+			fractions: map[string]string{"prod": "0.6"},
 		},
 		{
 			// namePrefix, nameSuffix, namespace and commonLabels give the
@@ -536,4 +537,122 @@ func TestKustomizeGenerators(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Refused)
 	require.NotEmpty(t, res.Files, "edited, and proven by building the overlay with its generators")
+}
+
+// TestKustomizeNewPatchHoldsNoReading: a new patch of an overlay holds
+// what the edit does and nothing measured, so that the same change made
+// from other readings writes the same bytes (a pull request's branch then
+// stays put while its usage moves below a step).
+func TestKustomizeNewPatchHoldsNoReading(t *testing.T) {
+	orig := filepath.Join("testdata", "kustomize", "shared-base", "original")
+	inv, err := patcher.Discover(context.Background(), orig)
+	require.NoError(t, err)
+	written := map[string]string{}
+	for _, reason := range []string{"compute peaked at 9.96% of a GPU", "compute peaked at 11.00% of a GPU"} {
+		e := kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27"))
+		e.Reason = reason
+		res, err := patcher.Apply(context.Background(), orig, inv, []patcher.Edit{e})
+		require.NoError(t, err)
+		require.Empty(t, res.Refused)
+		files := map[string]string{}
+		for _, f := range res.Files {
+			require.NotContains(t, string(f.New), "peaked", f.Path)
+			files[f.Path] = string(f.New)
+		}
+		if len(written) > 0 {
+			require.Equal(t, written, files, "the bytes written depend on the reading")
+		}
+		written = files
+	}
+}
+
+// builtArgs builds overlay dir with kustomize from disk and returns the
+// args of its one Deployment's first container, or the build's error.
+func builtArgs(t *testing.T, dir string) ([]string, error) {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	for _, r := range rm.Resources() {
+		if r.GetKind() == "Deployment" {
+			n, err := r.Pipe(yaml.Lookup("spec", "template", "spec", "containers", "[name=vllm]", "args"))
+			require.NoError(t, err)
+			require.NotNil(t, n)
+			for _, it := range n.YNode().Content {
+				args = append(args, it.Value)
+			}
+		}
+	}
+	return args, nil
+}
+
+// TestKustomizeOverlayArgsFollowTheBase: the vLLM flag an overlay's new
+// patch sets is the only argument it pins. After the change merges, the
+// base's later changes to the other arguments reach the overlay (built
+// with kustomize); a base that moves or changes the flag itself fails the
+// overlay's build, naming the test, instead of being overridden; and the
+// next recommendation for the overlay edits the value in its patch.
+func TestKustomizeOverlayArgsFollowTheBase(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "kustomize", "shared-base", "original"), repo)
+	apply := func(e patcher.Edit) *patcher.Result {
+		t.Helper()
+		inv, err := patcher.Discover(ctx, repo)
+		require.NoError(t, err)
+		res, err := patcher.Apply(ctx, repo, inv, []patcher.Edit{e})
+		require.NoError(t, err)
+		require.Empty(t, res.Refused)
+		require.NoError(t, writeResult(repo, res))
+		return res
+	}
+	apply(kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.3"), patcher.SetVLLMMemoryUtilization("0.27")))
+	prod, staging := filepath.Join(repo, "overlays", "prod"), filepath.Join(repo, "overlays", "staging")
+	args, err := builtArgs(t, prod)
+	require.NoError(t, err)
+	require.Equal(t, []string{"--model", "Qwen/Qwen2.5-7B", "--gpu-memory-utilization", "0.27"}, args)
+
+	// Merged. Then the base changes its model and gains an argument.
+	const baseFile = "base/deployment.yaml"
+	base, err := os.ReadFile(filepath.Join(repo, baseFile))
+	require.NoError(t, err)
+	later := strings.Replace(string(base), `args: ["--model", "Qwen/Qwen2.5-7B", "--gpu-memory-utilization", "0.45"]`,
+		`args: ["--model", "Qwen/Qwen2.5-14B", "--gpu-memory-utilization", "0.45", "--max-model-len", "8192"]`, 1)
+	require.NotEqual(t, string(base), later)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, baseFile), []byte(later), 0o644))
+	args, err = builtArgs(t, prod)
+	require.NoError(t, err)
+	require.Equal(t, []string{"--model", "Qwen/Qwen2.5-14B", "--gpu-memory-utilization", "0.27", "--max-model-len", "8192"}, args,
+		"the base's new model and argument reach prod; its flag stays prod's")
+	args, err = builtArgs(t, staging)
+	require.NoError(t, err)
+	require.Equal(t, []string{"--model", "Qwen/Qwen2.5-14B", "--gpu-memory-utilization", "0.45", "--max-model-len", "8192"}, args)
+
+	// The next recommendation for prod edits the value where its patch
+	// holds it.
+	res := apply(kustEdit("prod", dep("prod", "chat"), patcher.SetGPUFraction("0.35"), patcher.SetVLLMMemoryUtilization("0.31")))
+	var edited []string
+	for _, f := range res.Files {
+		edited = append(edited, f.Path)
+	}
+	require.Equal(t, []string{"overlays/prod/gpu-rightsizing-args-deployment-chat.yaml", "overlays/prod/gpu-rightsizing-deployment-chat.yaml"}, edited)
+	args, err = builtArgs(t, prod)
+	require.NoError(t, err)
+	require.Equal(t, []string{"--model", "Qwen/Qwen2.5-14B", "--gpu-memory-utilization", "0.31", "--max-model-len", "8192"}, args)
+
+	// A base that changes the flag's value, or moves it, fails prod's
+	// build loudly: prod's own value would otherwise hide it.
+	for _, moved := range []string{
+		`args: ["--model", "Qwen/Qwen2.5-14B", "--gpu-memory-utilization", "0.5", "--max-model-len", "8192"]`,
+		`args: ["--max-model-len", "8192", "--model", "Qwen/Qwen2.5-14B", "--gpu-memory-utilization", "0.45"]`,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(repo, baseFile), []byte(strings.Replace(later,
+			`args: ["--model", "Qwen/Qwen2.5-14B", "--gpu-memory-utilization", "0.45", "--max-model-len", "8192"]`, moved, 1)), 0o644))
+		_, err = builtArgs(t, prod)
+		require.ErrorContains(t, err, "test", moved)
+	}
 }

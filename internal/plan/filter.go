@@ -95,6 +95,22 @@ func checkPattern(p string) error {
 	return nil
 }
 
+// String says the filter as the flags that make it, e.g. `--namespace
+// ml-*, --selector team=a`.
+func (f Filter) String() string {
+	var parts []string
+	for _, n := range f.Namespaces {
+		parts = append(parts, "--namespace "+n)
+	}
+	if f.Selector != nil {
+		parts = append(parts, "--selector "+f.Selector.String())
+	}
+	for _, w := range f.Workloads {
+		parts = append(parts, "--workload "+w)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // IsZero reports whether the filter admits every workload.
 func (f Filter) IsZero() bool {
 	return len(f.Namespaces) == 0 && f.Selector == nil && len(f.Workloads) == 0 && len(f.Clusters) == 0

@@ -164,3 +164,35 @@ func TestFilterExcludes(t *testing.T) {
 	require.True(t, p.Excludes("inference/Deployment/embed"))
 	require.True(t, p.Excludes("inference/Deployment/gone"), "its labels are gone: the selector cannot tell")
 }
+
+// TestUnselected: a plan of nothing that a mistake made says so — a
+// filter that admits no workload, no policy in the repository or under
+// its policy paths — and a plan that selects something says nothing.
+func TestUnselected(t *testing.T) {
+	noPolicies := quickstartCopy(t, nil)
+	require.NoError(t, os.RemoveAll(filepath.Join(noPolicies, "policies")))
+	sel, err := plan.ParseSelector("team=nobody")
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		opts plan.Options
+		want []string
+	}{
+		{name: "a filter that admits some", opts: plan.Options{Repo: repo, Filter: plan.Filter{Namespaces: []string{"inf*"}}}},
+		{name: "a namespace that admits none", opts: plan.Options{Repo: repo, Filter: plan.Filter{Namespaces: []string{"ml-*"}}},
+			want: []string{"the filter (--namespace ml-*) admits none of the repository's 8 workload(s)"}},
+		{name: "a selector and a workload that admit none", opts: plan.Options{Repo: repo, Filter: plan.Filter{Selector: sel, Workloads: []string{"chat"}}},
+			want: []string{"the filter (--selector team=nobody, --workload chat) admits none of the repository's 8 workload(s)"}},
+		{name: "no policy in the repository", opts: plan.Options{Repo: noPolicies},
+			want: []string{"no policy found in the repository: no workload is governed (policies are documents of apiVersion gpu-rightsizing.github.io/v1alpha1)"}},
+		{name: "no policy under the paths", opts: plan.Options{Repo: repo, PolicyPaths: []string{"apps"}},
+			want: []string{"no policy found in apps: no workload is governed (policies are documents of apiVersion gpu-rightsizing.github.io/v1alpha1)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := plan.Govern(context.Background(), tt.opts)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, p.Unselected())
+		})
+	}
+}

@@ -103,6 +103,10 @@ type Plan struct {
 	parts map[usage.Ref][]usage.Ref
 	// mapped is the inventory's workloads with their clusters.
 	mapped []patcher.Workload
+	// policies counts the policy documents read, valid or not; paths are
+	// where they were looked for, when not the whole checkout.
+	policies int
+	paths    []string
 }
 
 // pending is a governed workload waiting for its decision.
@@ -214,6 +218,8 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	p.inv = withNamespaces(inv, ns)
 	ws, unmapped := p.mapClusters(p.inv.Workloads)
 	p.mapped = ws
+	p.policies = len(set.Strategies) + len(set.Proactive) + len(set.Reactive) + len(set.Consolidation) + len(set.Broken)
+	p.paths = opts.PolicyPaths
 	definitions := map[usage.Ref][]string{}
 	for _, w := range ws {
 		definitions[w.Ref] = append(definitions[w.Ref], w.Where())
@@ -245,6 +251,26 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	}
 	p.sortProblems()
 	return p, set, nil
+}
+
+// Unselected says what selected nothing, one line each: no policy in the
+// checkout (or under its policy paths), or a filter that admits none of
+// its workloads. Each is a plan of nothing that a mistake, not the
+// fleet, made: a command says so on stderr rather than print an empty
+// table alone.
+func (p *Plan) Unselected() []string {
+	var out []string
+	if p.policies == 0 {
+		where := "the repository"
+		if len(p.paths) > 0 {
+			where = strings.Join(p.paths, ", ")
+		}
+		out = append(out, fmt.Sprintf("no policy found in %s: no workload is governed (policies are documents of apiVersion %s/%s)", where, policy.ProjectGroup, policy.Version))
+	}
+	if p.admitted != nil && !slices.Contains(slices.Collect(maps.Values(p.admitted)), true) {
+		out = append(out, fmt.Sprintf("the filter (%s) admits none of the repository's %d workload(s)", p.filter, len(p.admitted)))
+	}
+	return out
 }
 
 // admit applies the filter to one definition of ref, and remembers the

@@ -55,7 +55,8 @@ func TestLoadStarterExample(t *testing.T) {
 	}, g.Strategy)
 	require.Equal(t, &engine.ProactiveRules{Window: 7 * 24 * time.Hour, MinHistory: 24 * time.Hour, HeadroomPercent: 20, ComputePercentile: 100}, g.Proactive)
 	mapping := func(metric string) usage.Mapping {
-		return usage.Mapping{Metric: metric, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container"}
+		// Named: the starter names its series, so no preset remaps them.
+		return usage.Mapping{Metric: metric, NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container", Named: true}
 	}
 	require.Equal(t, &engine.ReactiveRules{
 		MinPodMetricsAge: 10 * time.Minute,
@@ -83,6 +84,60 @@ func TestLoadStarterExample(t *testing.T) {
 
 // TestLoadMemoryRules: the project's memory settings reach the engine's
 // proactive rules as written.
+// TestLoadReactiveSeries: a reactive metric with a prometheus block
+// reads the series it names, marked so that no metric preset remaps it,
+// even when it names the default series; one without reads the default
+// series, the run's preset's to map, with the metric's default reading.
+func TestLoadReactiveSeries(t *testing.T) {
+	const doc = `apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ClusterAutomationStrategy
+metadata: {name: gpu}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  enablement: {gpu: {requests: {upsize: true}}}
+---
+apiVersion: gpu-rightsizing.github.io/v1alpha1
+kind: ClusterGpuReactivePolicy
+metadata: {name: r}
+spec:
+  experimental: {gpuKaiContract: v1alpha1-2026-07}
+  scope: {workloadTypes: [Deployment]}
+  automationStrategyRef: {name: gpu}
+  metrics:
+    compute:
+      upsize: {thresholdPercent: 90}
+%s    memory:
+      upsize: {thresholdPercent: 90}
+`
+	defaults := (engine.Rules{}).Sources()
+	tests := []struct {
+		name, block string
+		want        *engine.MetricRules
+	}{
+		{name: "no block: the default series, unnamed", want: defaults[usage.Compute]},
+		{name: "the default series named", block: "      prometheus: {metric: " + policy.DefaultComputeMetric + "}\n",
+			want: &engine.MetricRules{Interpretation: policy.FullGPU, Source: usage.Mapping{Metric: policy.DefaultComputeMetric,
+				NamespaceLabel: "namespace", PodLabel: "pod", ContainerLabel: "container", Named: true}}},
+		{name: "another series", block: "      prometheus: {metric: DCGM_FI_DEV_GPU_UTIL, podLabel: exported_pod}\n",
+			want: &engine.MetricRules{Interpretation: policy.FullGPU, Source: usage.Mapping{Metric: "DCGM_FI_DEV_GPU_UTIL",
+				NamespaceLabel: "namespace", PodLabel: "exported_pod", ContainerLabel: "container", Named: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := policy.Parse("r.yaml", []byte(fmt.Sprintf(doc, tt.block)))
+			require.Empty(t, set.Errors)
+			g := set.Govern(gpuDeployment)
+			require.Empty(t, g.Skip)
+			got := g.Reactive.Metrics[usage.Compute]
+			require.Equal(t, tt.want.Source, got.Source)
+			require.Equal(t, tt.want.Interpretation, got.Interpretation)
+			mem := g.Reactive.Metrics[usage.Memory]
+			require.Equal(t, defaults[usage.Memory].Source, mem.Source, "memory names none")
+			require.Equal(t, defaults[usage.Memory].Interpretation, mem.Interpretation)
+		})
+	}
+}
+
 func TestLoadMemoryRules(t *testing.T) {
 	set := policy.Parse("memory.yaml", []byte(`apiVersion: gpu-rightsizing.github.io/v1alpha1
 kind: ClusterAutomationStrategy
@@ -207,6 +262,11 @@ func TestLoadRefusesBadPolicies(t *testing.T) {
 			name: "unknown operator", anchor: "kind: ClusterProactivePolicy",
 			old: "operator: In", new: "operator: Within",
 			at: "Within", field: "spec.scope.namespaceSelector.operator", msg: `"Within" is not supported`,
+		},
+		{
+			name: "a namespace pattern that does not parse", anchor: "kind: ClusterProactivePolicy",
+			old: `        - "*"`, new: `        - "ml-["`,
+			at: `"ml-["`, field: "spec.scope.namespaceSelector.values[0]", msg: `"ml-[" is neither a namespace nor a pattern such as team-*`,
 		},
 		{
 			name: "project field in Kubex group", anchor: "kind: ClusterAutomationStrategy",

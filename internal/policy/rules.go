@@ -128,13 +128,20 @@ func (p *ReactivePolicy) rules() *engine.ReactiveRules {
 		if mp == nil {
 			continue
 		}
-		mr := &engine.MetricRules{Interpretation: FullGPU}
+		// Without a prometheus block the metric reads the default series,
+		// as the metrics no reactive policy configures do: the run's
+		// preset maps it to its exporter's.
+		mr := &engine.MetricRules{}
+		if d := (engine.Rules{}).Sources()[m]; d != nil {
+			mr.Source, mr.Interpretation = d.Source, d.Interpretation
+		}
 		if pr := mp.Prometheus; pr != nil {
 			mr.Source = usage.Mapping{
 				Metric:         pr.Metric,
 				NamespaceLabel: or(pr.NamespaceLabel, DefaultNamespaceLabel),
 				PodLabel:       or(pr.PodLabel, DefaultPodLabel),
 				ContainerLabel: or(pr.ContainerLabel, DefaultContainerLabel),
+				Named:          true,
 			}
 			mr.Interpretation = or(pr.Interpretation, FullGPU)
 		}

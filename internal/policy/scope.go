@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
@@ -20,7 +21,7 @@ func (s *Scope) Selects(m Meta, t Target) bool {
 		return false
 	}
 	if ns := s.NamespaceSelector; ns != nil && m.Clustered() {
-		listed := slices.Contains(ns.Values, "*") || slices.Contains(ns.Values, t.Ref.Namespace)
+		listed := slices.ContainsFunc(ns.Values, func(v string) bool { return namespaceMatches(v, t.Ref.Namespace) })
 		if (ns.Operator == "In") != listed {
 			return false
 		}
@@ -29,6 +30,18 @@ func (s *Scope) Selects(m Meta, t Target) bool {
 		return false
 	}
 	return s.LabelSelector.Matches(t.Labels)
+}
+
+// namespaceMatches reports whether a namespaceSelector value selects
+// namespace ns: the name itself, or a pattern as --namespace takes it
+// (path.Match: team-*, ml-?; `*` is every namespace). A namespace's name
+// holds none of *, ? and [, so a value that does was always a pattern.
+func namespaceMatches(value, ns string) bool {
+	if value == ns {
+		return true
+	}
+	ok, err := path.Match(value, ns)
+	return err == nil && ok
 }
 
 // Matches reports whether labels satisfy the selector. A nil selector

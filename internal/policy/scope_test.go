@@ -44,6 +44,10 @@ func TestScopeSelects(t *testing.T) {
 		{name: "NotIn lists it", scope: "namespaceSelector: {operator: NotIn, values: [kube-system]}", t: target("kube-system", "Deployment", nil), want: false},
 		{name: "NotIn does not list it", scope: "namespaceSelector: {operator: NotIn, values: [kube-system]}", t: target("ml", "Deployment", nil), want: true},
 		{name: "NotIn star excludes all", scope: "namespaceSelector: {operator: NotIn, values: ['*']}", t: target("ml", "Deployment", nil), want: false},
+		// A pattern as --namespace takes it: no namespace is named ml-*.
+		{name: "In a pattern that matches", scope: "namespaceSelector: {operator: In, values: ['ml-*']}", t: target("ml-train", "Deployment", nil), want: true},
+		{name: "In a pattern that does not", scope: "namespaceSelector: {operator: In, values: ['ml-*']}", t: target("web", "Deployment", nil), want: false},
+		{name: "NotIn a pattern that matches", scope: "namespaceSelector: {operator: NotIn, values: [kube-*]}", t: target("kube-system", "Deployment", nil), want: false},
 		{name: "matchLabels hit", scope: "labelSelector: {matchLabels: {nvidia.com/gpu.present: 'true'}}", t: target("a", "Deployment", gpu), want: true},
 		{name: "matchLabels miss", scope: "labelSelector: {matchLabels: {nvidia.com/gpu.present: 'true'}}", t: target("a", "Deployment", nil), want: false},
 		{name: "expression In", scope: "labelSelector: {matchExpressions: [{key: tier, operator: In, values: [gold, silver]}]}", t: target("a", "Deployment", gpu), want: true},

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -124,6 +125,11 @@ func (v validator) scope(m *Meta, s *Scope) {
 		if len(ns.Values) == 0 {
 			v.fail("spec.scope.namespaceSelector.values", "must name at least one namespace, or \"*\" for all")
 		}
+		for i, val := range ns.Values {
+			if _, err := path.Match(val, ""); err != nil || val == "" {
+				v.fail(fmt.Sprintf("spec.scope.namespaceSelector.values[%d]", i), "%q is neither a namespace nor a pattern such as team-*", val)
+			}
+		}
 	}
 	if ls := s.LabelSelector; ls != nil {
 		v.labelSelector("spec.scope.labelSelector", ls)
@@ -201,8 +207,8 @@ func (v validator) reactive(p *ReactivePolicy) {
 		}
 		configured++
 		f := "spec.metrics." + string(m)
-		if mp.Prometheus == nil || mp.Prometheus.Metric == "" {
-			v.fail(f+".prometheus.metric", "missing: name the series that carries %s usage", m)
+		if mp.Prometheus != nil && mp.Prometheus.Metric == "" {
+			v.fail(f+".prometheus.metric", "missing: name the series that carries %s usage, or leave prometheus out to read the preset's", m)
 		}
 		if pr := mp.Prometheus; pr != nil {
 			// These names go into PromQL selectors: anything but a label

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -22,6 +23,12 @@ func TestDecidePublish(t *testing.T) {
 	with := func(f func(*marker)) marker { m := want; f(&m); return m }
 	pr := func(n int, st scm.State, m marker) *scm.PullRequest {
 		return &scm.PullRequest{Number: n, State: st, Body: body(m)}
+	}
+	// labelled is an open pull request titled title with labels.
+	labelled := func(title string, labels ...string) *scm.PullRequest {
+		p := pr(4, scm.Open, want)
+		p.Title, p.Labels = title, labels
+		return p
 	}
 	tests := []struct {
 		name string
@@ -45,6 +52,21 @@ func TestDecidePublish(t *testing.T) {
 		{name: "open, the body says the tool closed it once: edited again",
 			seen: published{want: want, current: pr(4, scm.Open, with(func(m *marker) { m.Autoclosed = true })), head: branchHead{fingerprint: "f2"}},
 			want: action{outcome: Updated, edit: true}},
+		{name: "open, labels of another direction: they follow the change, nothing else",
+			seen: published{want: want, current: labelled("Scale back", "gpu-rightsizing", "upsize", "urgent", "team-ml"), head: branchHead{fingerprint: "f2"},
+				labels: []string{"gpu-rightsizing", "scaleBack"}},
+			want: action{outcome: Updated, addLabels: []string{"scaleBack"}, removeLabels: []string{"upsize", "urgent"}}, detail: "labels: +scaleBack -upsize -urgent"},
+		{name: "open, the upsize became urgent: title and labels, no push",
+			seen: published{want: with(func(m *marker) { m.Urgent = true }), current: labelled("Upsize", "gpu-rightsizing", "upsize"), head: branchHead{fingerprint: "f2"},
+				labels: []string{"gpu-rightsizing", "upsize", "urgent"}},
+			want: action{outcome: Updated, edit: true, addLabels: []string{"urgent"}}},
+		{name: "open, title and labels as they should be: unchanged",
+			seen: published{want: want, current: labelled("Upsize", "gpu-rightsizing", "upsize", "someone's"), head: branchHead{fingerprint: "f2"},
+				labels: []string{"gpu-rightsizing", "upsize"}},
+			want: action{outcome: Unchanged}},
+		{name: "open, a person pushed and labels differ: kept, labels too",
+			seen: published{want: want, current: labelled("Upsize", "upsize"), head: branchHead{who: "Ana"}, labels: []string{"scaleBack"}},
+			want: action{outcome: Kept}, detail: "Ana pushed"},
 		{name: "open, a person pushed to the branch: kept",
 			seen: published{want: want, current: pr(4, scm.Open, want), head: branchHead{who: "Ana"}},
 			want: action{outcome: Kept}, detail: "Ana pushed to the branch, so the tool leaves it alone"},
@@ -86,7 +108,7 @@ func TestDecidePublish(t *testing.T) {
 				t.Fatalf("detail %q, want it to hold %q", got.detail, tt.detail)
 			}
 			got.detail, got.pr = "", nil
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
 		})

@@ -23,6 +23,8 @@ type marker struct {
 	// Current is each workload's value when the change was proposed: with
 	// Recommended, the direction a person declined.
 	Current map[string]float64 `json:"current,omitempty"`
+	// Urgent marks a change whose title says so.
+	Urgent bool `json:"urgent,omitempty"`
 	// Files are the files the change edits.
 	Files []string `json:"files,omitempty"`
 	// Autoclosed marks a pull request the tool closed itself, because its

@@ -46,6 +46,9 @@ type Forge interface {
 	ListOpen(ctx context.Context, prefix string) ([]scm.PullRequest, error)
 	Open(ctx context.Context, pr scm.NewPullRequest) (scm.PullRequest, error)
 	Update(ctx context.Context, number int, title, body string) error
+	// Relabel adds labels to pull request number and removes others,
+	// leaving the labels neither names.
+	Relabel(ctx context.Context, number int, add, remove []string) error
 	Close(ctx context.Context, number int, comment string) error
 	// Identity is the forge's user the tool acts as: its pull requests
 	// are the ones this user opened.
@@ -317,6 +320,7 @@ func (r *run) prepareStep(ctx context.Context, cs plan.ChangeSet) step {
 		r.fail(&st, err)
 		return st
 	}
+	s.labels = labels(cs, r.o.Labels)
 	st.ch, st.act = ch, decidePublish(s, r.o.DeclinePercent)
 	st.res.Outcome, st.res.Detail = st.act.outcome, st.act.detail
 	if s.ignored != "" {
@@ -325,7 +329,7 @@ func (r *run) prepareStep(ctx context.Context, cs plan.ChangeSet) step {
 	if st.act.pr != nil {
 		st.res.Number, st.res.URL = st.act.pr.Number, st.act.pr.URL
 	}
-	if !st.act.push && !st.act.edit && !st.act.open {
+	if !st.act.push && !st.act.edit && !st.act.open && !st.act.relabel() {
 		st.done = true
 		return st
 	}
@@ -387,6 +391,12 @@ func (r *run) finish(ctx context.Context, st *step) Result {
 			return st.res
 		}
 	}
+	if st.act.relabel() {
+		if err := r.f.Relabel(ctx, st.act.pr.Number, st.act.addLabels, st.act.removeLabels); err != nil {
+			r.fail(st, err)
+			return st.res
+		}
+	}
 	if st.act.open {
 		pr, err := r.f.Open(ctx, scm.NewPullRequest{Branch: st.res.Branch, Base: r.o.Base, Title: st.ch.title, Body: st.ch.body,
 			Labels: labels(st.cs, r.o.Labels), Reviewers: plan.Union(r.o.Reviewers, st.cs.Reviewers), Assignees: r.o.Assignees, Draft: r.o.Draft})
@@ -424,7 +434,7 @@ func (r *run) prepare(ctx context.Context, cs plan.ChangeSet) (change, error) {
 	if len(ch.files) == 0 {
 		return ch, nil
 	}
-	ch.marker = marker{Set: cs.Key, Fingerprint: fingerprint(cs, ch.files), Recommended: recommended(cs), Current: current(cs)}
+	ch.marker = marker{Set: cs.Key, Fingerprint: fingerprint(cs, ch.files), Recommended: recommended(cs), Current: current(cs), Urgent: urgent(cs)}
 	for _, f := range ch.files {
 		ch.marker.Files = append(ch.marker.Files, f.Path)
 	}
@@ -459,6 +469,8 @@ type published struct {
 	// ignored says why a box ticked in the body was not acted on, "" when
 	// none was.
 	ignored string
+	// labels are what the pull request is to be labelled now.
+	labels []string
 }
 
 // observe reads the pull requests of the change set's branch and the
@@ -556,7 +568,12 @@ type action struct {
 	pr *scm.PullRequest
 	// push the branch, edit the pull request's title and body, open one.
 	push, edit, open bool
+	// addLabels and removeLabels bring the open pull request's labels to
+	// its change's direction and urgency.
+	addLabels, removeLabels []string
 }
+
+func (a action) relabel() bool { return len(a.addLabels)+len(a.removeLabels) > 0 }
 
 // decidePublish is the pull-request lifecycle of one change set, as a
 // function of what is seen (README, "Pull requests"): every case of it is
@@ -576,8 +593,12 @@ func decidePublish(s published, declinePercent int) action {
 		// between the push and the edit leaves them apart; this one brings
 		// whichever is behind up to date.
 		old, _ := markerOf(s.current.Body)
-		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed
+		// The urgency is in the title, not in the fingerprint: a change
+		// that became urgent, or no longer is, edits the body and title
+		// without a push. A title a person wrote stays otherwise.
+		edited := old.Fingerprint == s.want.Fingerprint && !old.Autoclosed && old.Urgent == s.want.Urgent
 		if s.rebase {
+			a.addLabels, a.removeLabels = relabel(s.current.Labels, s.labels)
 			a.outcome, a.push, a.edit = Updated, true, !edited || s.untick
 			a.detail = "made afresh on the base, as asked on the dashboard"
 			if s.untick {
@@ -590,9 +611,14 @@ func decidePublish(s published, declinePercent int) action {
 			a.detail = fmt.Sprintf("%s pushed to the branch, so the tool leaves it alone; close the pull request to let the tool start over", s.head.who)
 			return a
 		}
+		a.addLabels, a.removeLabels = relabel(s.current.Labels, s.labels)
 		pushed := s.head.fingerprint == s.want.Fingerprint
-		if pushed && edited {
+		if pushed && edited && !a.relabel() {
 			a.outcome = Unchanged
+			return a
+		}
+		if pushed && edited {
+			a.outcome, a.detail = Updated, "labels: "+labelChange(a.addLabels, a.removeLabels)
 			return a
 		}
 		a.outcome, a.push, a.edit = Updated, !pushed, true
@@ -776,6 +802,40 @@ func moved(declined, now marker, pct int) bool {
 		}
 	}
 	return false
+}
+
+// ownLabels are the labels the tool sets by the change's direction and
+// urgency: it removes them from a pull request whose change no longer has
+// them. Other labels (the run's, the strategies', a person's) it only
+// adds.
+var ownLabels = []string{"upsize", string(engine.ScaleBack), "urgent"}
+
+// relabel is what brings labels have to want: the labels of want
+// missing, and the tool's own labels present that want lacks.
+func relabel(have, want []string) (add, remove []string) {
+	for _, l := range want {
+		if !slices.Contains(have, l) {
+			add = append(add, l)
+		}
+	}
+	for _, l := range ownLabels {
+		if slices.Contains(have, l) && !slices.Contains(want, l) {
+			remove = append(remove, l)
+		}
+	}
+	return add, remove
+}
+
+// labelChange says a change of labels, as +added -removed.
+func labelChange(add, remove []string) string {
+	var out []string
+	for _, l := range add {
+		out = append(out, "+"+l)
+	}
+	for _, l := range remove {
+		out = append(out, "-"+l)
+	}
+	return strings.Join(out, " ")
 }
 
 // labels are the pull request's labels: the run's, those of the strategies

@@ -61,11 +61,18 @@ func outcomeText(o Outcome, dryRun bool) string {
 }
 
 // Summary counts the results by outcome, every outcome named, for a
-// run's summary line.
+// run's summary line. A dry run did none of what it would do: those
+// counts are named for it (wouldOpen, wouldUpdate, wouldClose), so that
+// no reader of the line takes them for pull requests opened.
 func (r *Report) Summary() []any {
+	would := map[Outcome]string{Opened: "wouldOpen", Updated: "wouldUpdate", Closed: "wouldClose"}
 	var counts []any
 	for _, o := range []Outcome{Opened, Updated, Unchanged, Closed, Declined, Capped, Kept, Failed} {
-		counts = append(counts, string(o), r.Count(o))
+		name := string(o)
+		if w, ok := would[o]; ok && r.DryRun {
+			name = w
+		}
+		counts = append(counts, name, r.Count(o))
 	}
 	return counts
 }

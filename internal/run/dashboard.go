@@ -36,7 +36,12 @@ func (o *Options) writeDashboard(ctx context.Context, d *dashboard.Dashboard, p 
 		o.Logger.Error("dashboard: not written (the token needs to write issues, or turn it off with --dashboard=false)", "err", err)
 		return true
 	}
-	line := fmt.Sprintf("dashboard: %s", res.Outcome)
+	outcome := string(res.Outcome)
+	if o.DryRun && (res.Outcome == dashboard.Created || res.Outcome == dashboard.Edited) {
+		// Nothing was written: its detail says what would be.
+		outcome = "not written"
+	}
+	line := fmt.Sprintf("dashboard: %s", outcome)
 	if res.Number > 0 {
 		line += fmt.Sprintf(" #%d %s", res.Number, res.URL)
 	}

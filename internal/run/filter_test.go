@@ -29,6 +29,13 @@ func TestRunFilterLeavesOtherPullRequestsAlone(t *testing.T) {
 		require.Equal(t, 0.0, prs["closed"], "%v\n%s", filter, out)
 		require.Equal(t, 0.0, prs["updated"], "%v\n%s", filter, out)
 		require.Contains(t, out, "outside this run's filter", filter)
+		// A filter that admits no workload says so; one that admits
+		// some does not.
+		if len(filter.Namespaces) > 0 {
+			require.Contains(t, errOut, "warning: the filter (--namespace elsewhere) admits none of the repository's ")
+		} else {
+			require.NotContains(t, errOut, "warning: the filter")
+		}
 	}
 
 	_, errOut = runOK(t, o, run.NothingToDo)

@@ -119,6 +119,10 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 	p := r.p
 	o.Logger.Info("plan ready", "summary", p.Summary())
+	for _, w := range p.Unselected() {
+		o.Logger.Warn("nothing selected", "why", w)
+		fmt.Fprintf(o.Err, "warning: %s\n", plan.Printable(w))
+	}
 	findings := o.fleetFindings(ctx, g.Dir(), p)
 	r.lr, err = prepareLive(ctx, p, o.Live, o.DryRun, o.Now)
 	if err != nil {

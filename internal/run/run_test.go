@@ -26,10 +26,17 @@ func TestRunLocal(t *testing.T) {
 	before := git("for-each-ref")
 	dry := o
 	dry.DryRun = true
-	out, _ := runOK(t, dry, run.ChangesProposed)
+	out, errOut := runOK(t, dry, run.ChangesProposed)
 	require.Contains(t, out, "inference/Deployment/chat         gpu-rightsizing/inference/chat         would open")
 	require.Contains(t, out, "dry run, nothing written: 4 would open, 0 would update, 0 unchanged, 0 would close, 0 declined, 0 failed")
 	require.NotContains(t, out, " opened ")
+	// Nor does its summary line or the dashboard's count anything as
+	// done.
+	prs := summary(t, errOut)["pullRequests"].(map[string]any)
+	require.Equal(t, 4.0, prs["wouldOpen"], errOut)
+	require.NotContains(t, prs, "opened")
+	require.Contains(t, out, "dashboard: not written (would open the dashboard)")
+	require.NotContains(t, out, "dashboard: created")
 	require.NoDirExists(t, filepath.Join(repo, ".git", "gpu-rightsizing"))
 	require.Equal(t, before, git("for-each-ref"))
 

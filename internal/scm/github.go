@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,6 +321,35 @@ func (g *GitHub) Update(ctx context.Context, number int, title, body string) err
 			Title: github.String(title), Body: github.String(body)})
 		return resp, err
 	})
+}
+
+// Relabel adds labels to a pull request and removes others, through
+// GitHub's issue label endpoints: one POST adds (labels it already has
+// stay), one DELETE removes each. A label already gone answers 404,
+// which is what was wanted.
+func (g *GitHub) Relabel(ctx context.Context, number int, add, remove []string) error {
+	if len(add) > 0 {
+		err := g.do(ctx, fmt.Sprintf("label #%d", number), func(ctx context.Context, c *github.Client) (*github.Response, error) {
+			_, resp, err := c.Issues.AddLabelsToIssue(ctx, g.cfg.Owner, g.cfg.Repo, number, add)
+			return resp, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, l := range remove {
+		err := g.do(ctx, fmt.Sprintf("remove label %q from #%d", l, number), func(ctx context.Context, c *github.Client) (*github.Response, error) {
+			resp, err := c.Issues.RemoveLabelForIssue(ctx, g.cfg.Owner, g.cfg.Repo, number, url.PathEscape(l))
+			if resp != nil && resp.StatusCode == http.StatusNotFound {
+				return resp, nil
+			}
+			return resp, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close comments on a pull request, so that the reason is there when a

@@ -365,6 +365,26 @@ func (g *GitLab) Update(ctx context.Context, number int, title, body string) err
 	})
 }
 
+// Relabel adds labels to a merge request and removes others in one
+// update, with GitLab's add_labels and remove_labels: labels a person
+// set and neither names stay.
+func (g *GitLab) Relabel(ctx context.Context, number int, add, remove []string) error {
+	if len(add) == 0 && len(remove) == 0 {
+		return nil
+	}
+	opt := &gitlab.UpdateMergeRequestOptions{}
+	if len(add) > 0 {
+		opt.AddLabels = gitlab.Ptr(gitlab.LabelOptions(add))
+	}
+	if len(remove) > 0 {
+		opt.RemoveLabels = gitlab.Ptr(gitlab.LabelOptions(remove))
+	}
+	return g.do(ctx, fmt.Sprintf("label merge request !%d", number), true, func(o gitlab.RequestOptionFunc) (*gitlab.Response, error) {
+		_, resp, err := g.c.MergeRequests.UpdateMergeRequest(g.projectID(), int64(number), opt, o)
+		return resp, err
+	})
+}
+
 // Close comments on a merge request, then closes it.
 func (g *GitLab) Close(ctx context.Context, number int, comment string) error {
 	what := fmt.Sprintf("comment on merge request !%d", number)

@@ -259,6 +259,19 @@ func (l *Local) Update(_ context.Context, number int, title, body string) error 
 	return l.save(pr)
 }
 
+// Relabel adds labels to a pull request and removes others; the record
+// keeps them sorted.
+func (l *Local) Relabel(_ context.Context, number int, add, remove []string) error {
+	pr, err := l.Get(number)
+	if err != nil {
+		return err
+	}
+	labels := slices.DeleteFunc(append(slices.Clone(pr.Labels), add...), func(s string) bool { return slices.Contains(remove, s) })
+	slices.Sort(labels)
+	pr.Labels = slices.Compact(labels)
+	return l.save(pr)
+}
+
 // Close closes a pull request, appending comment to it.
 func (l *Local) Close(ctx context.Context, number int, comment string) error {
 	return l.SetState(number, Closed, comment)

@@ -26,6 +26,10 @@ type Mapping struct {
 	// (HAMi's used ÷ limit bytes). It names one metric, or several joined
 	// by "+" whose sum divides (DCGM's FB_USED ÷ (FB_USED + FB_FREE)).
 	Divisor string
+	// Named marks a series a policy named itself: a metric preset maps
+	// only the defaults of metrics no policy named, never this one, even
+	// when it names the default series.
+	Named bool
 }
 
 // Counter reports whether Metric is a counter, read as its rate per

@@ -176,17 +176,17 @@ func (p Preset) alternatives() map[usage.Metric][]alternative {
 }
 
 // mappings returns ms with the preset's mappings in place of the
-// defaults, each the first alternative has reports present (all of them
-// when has is nil), and the notes on those that are not the preferred
-// one. Every mapping learns its exporter's device label.
+// defaults no policy named (see readFor), each the first alternative has
+// reports present (all of them when has is nil), and the notes on those
+// that are not the preferred one. Every mapping learns its exporter's
+// device label.
 func (p Preset) mappings(ms map[usage.Metric]usage.Mapping, has func(string) bool) (map[usage.Metric]usage.Mapping, []string) {
-	defaults, alts := Kubex.Mappings(), p.alternatives()
 	out := make(map[usage.Metric]usage.Mapping, len(ms))
 	var notes []string
 	for _, m := range slices.Sorted(maps.Keys(ms)) {
 		mp := ms[m]
-		if mp == defaults[m] || mp == withoutDevice(defaults[m]) {
-			a := pick(alts[m], has)
+		if alts := p.readFor(m, mp); alts != nil {
+			a := pick(alts, has)
 			mp = a.mapping
 			if a.note != "" {
 				notes = append(notes, fmt.Sprintf("%s read from %s: %s", m, mp.Metric, a.note))
@@ -200,9 +200,22 @@ func (p Preset) mappings(ms map[usage.Metric]usage.Mapping, has func(string) boo
 	return out, notes
 }
 
-func withoutDevice(m usage.Mapping) usage.Mapping {
-	m.DeviceLabel = ""
-	return m
+// readFor returns the ways the preset reads metric m where a query asks
+// for mp, nil where it reads mp as it is. The default series, with or
+// without its device label, is the preset's to map unless a policy named
+// it: then it stays Kubex's, in either form Kubex's exporter writes it
+// (the gauge or, without it, the counter's rate), whatever the preset.
+func (p Preset) readFor(m usage.Metric, mp usage.Mapping) []alternative {
+	d := Kubex.Mappings()[m]
+	named := mp.Named
+	mp.DeviceLabel, d.DeviceLabel, mp.Named = "", "", false
+	switch {
+	case mp != d:
+		return nil
+	case named:
+		return Kubex.alternatives()[m]
+	}
+	return p.alternatives()[m]
 }
 
 // pick returns the first alternative whose series has reports present,
@@ -224,12 +237,10 @@ func pick(alts []alternative, has func(string) bool) alternative {
 // write), sorted: what KeepMetrics needs to open a recording for them.
 func (p Preset) MetricsOf(qs []usage.Query) []string {
 	names := []string{}
-	alts := p.alternatives()
-	defaults := Kubex.Mappings()
 	for _, q := range qs {
 		for m, mp := range q.Metrics {
-			if mp == defaults[m] || mp == withoutDevice(defaults[m]) {
-				for _, a := range alts[m] {
+			if alts := p.readFor(m, mp); alts != nil {
+				for _, a := range alts {
 					names = append(names, a.mapping.Metric)
 					names = append(names, a.mapping.Divisors()...)
 				}
@@ -243,12 +254,15 @@ func (p Preset) MetricsOf(qs []usage.Query) []string {
 	return slices.Compact(names)
 }
 
-// candidates returns every metric the preset's alternatives name.
+// candidates returns every metric the preset's alternatives name, and
+// Kubex's: a policy that names Kubex's series reads them in any preset.
 func (p Preset) candidates() []string {
 	var names []string
-	for _, alts := range p.alternatives() {
-		for _, a := range alts {
-			names = append(names, a.mapping.Metric)
+	for _, pr := range []Preset{p, Kubex} {
+		for _, alts := range pr.alternatives() {
+			for _, a := range alts {
+				names = append(names, a.mapping.Metric)
+			}
 		}
 	}
 	slices.Sort(names)
@@ -267,7 +281,8 @@ type namer interface {
 }
 
 // Source reads a preset's series wherever a query asks for the
-// default ones; a policy that names its own series keeps them.
+// default ones and no policy named them; a policy that names its own
+// series keeps them, the default ones included.
 type Source struct {
 	src    usageSource
 	preset Preset

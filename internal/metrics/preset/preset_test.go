@@ -205,3 +205,63 @@ warning: compute read from Device_utilization_desc_of_container: HAMi before v2.
 warning: memory read from vGPU_device_memory_usage_in_bytes: HAMi before v2.9 (or --legacy-metrics): its current series are not in the store
 `, metricstest.Render(res))
 }
+
+// TestNamedSeriesWin: a policy that names Kubex's series keeps them under
+// another preset (here hami, over a store holding both exporters'), in
+// either form Kubex's exporter writes (the counter's rate where the gauge
+// is missing); the same series unnamed, the policies' default, is the
+// preset's to map.
+func TestNamedSeriesWin(t *testing.T) {
+	kubex := func(metric string) string {
+		return metricstest.Series(metric, "namespace", "team-h", "pod", hamiPod, "container", "server", "gpu_uuid", "GPU-1")
+	}
+	hami := func(metric string) string {
+		return metricstest.Series(metric, "namespace", "team-h", "pod", hamiPod, "container", "server", "device_uuid", "GPU-1")
+	}
+	const min = time.Minute
+	r := new(metricstest.Recording).
+		Add(hami("hami_container_device_utilization_ratio"), 0, min, 30, 35, 40).
+		Add(hami("hami_vgpu_memory_used_bytes"), 0, min, 4*gib, 5*gib, 6*gib).
+		Add(hami("hami_vgpu_memory_limit_bytes"), 0, min, 8*gib, 8*gib, 8*gib).
+		// 90 and 95 percent of a GPU, as percent-seconds
+		Add(kubex("kubex_gpu_container_sm_utilization_percent_seconds_total"), 0, min, 0, 5400, 11100).
+		Add(kubex("kubex_gpu_container_memory_footprint_percent"), 0, min, 70, 80, 90)
+	named := preset.Kubex.Mappings()
+	for m, mp := range named {
+		mp.DeviceLabel, mp.Named = "", true
+		named[m] = mp
+	}
+	tests := []struct {
+		name    string
+		metrics map[usage.Metric]usage.Mapping
+		want    string
+		keeps   []string
+	}{
+		{name: "named: Kubex's, its counter standing in for the gauge", metrics: named,
+			want: `team-h/Deployment/chat step=1m0s liveKnown=false
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 90@60 95@120
+    memory (busiest device): 70@0 80@60 90@120
+warning: compute read from kubex_gpu_container_sm_utilization_percent_seconds_total: its rate: the exporter's counter, without the gauge kubex_gpu_container_sm_utilization_percent that Kubex's stack records from it
+`,
+			keeps: []string{"kubex_gpu_container_memory_footprint_percent", "kubex_gpu_container_sm_utilization_percent", "kubex_gpu_container_sm_utilization_percent_seconds_total"}},
+		{name: "unnamed: the preset's", metrics: preset.Kubex.Mappings(),
+			want: `team-h/Deployment/chat step=1m0s liveKnown=false
+  chat-7d9f8c6b5d-x2b4z live=false start=-
+    compute (busiest device): 30@0 35@60 40@120
+    memory (busiest device): 50@0 62.5@60 75@120
+`,
+			keeps: []string{"Device_utilization_desc_of_container", "hami_container_device_utilization_ratio", "hami_vgpu_memory_limit_bytes",
+				"hami_vgpu_memory_used_bytes", "vGPU_device_memory_limit_in_bytes", "vGPU_device_memory_usage_in_bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := usage.Query{At: metricstest.T0.Add(2 * time.Minute), Lookback: time.Hour, Metrics: tt.metrics,
+				Workloads: []usage.Ref{metricstest.Deployment("team-h", "chat")}}
+			res, err := preset.Wrap(r.Parse(t), preset.HAMi).Usage(context.Background(), q)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, metricstest.Render(res))
+			require.Equal(t, tt.keeps, preset.HAMi.MetricsOf([]usage.Query{q}), "a recording keeps what the query reads")
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/patcher/changes"
+	"github.com/gpu-rightsizing/recommender/internal/patcher/patchdiff"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/splice"
 	"github.com/gpu-rightsizing/recommender/internal/patcher/workload"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -28,15 +29,19 @@ import (
 // value it changes is defined for that overlay, looking from the overlay
 // inwards (the last patch applied wins):
 //
-//   - a strategic-merge patch file that sets the field: the op edits it;
-//   - an inline patch, a JSON 6902 patch, commonAnnotations or labels
-//     that set it: refused, naming which (an inline patch is a string
-//     inside the kustomization; the others change more than the field);
+//   - a strategic-merge patch that sets the field (a file, or a literal
+//     block of patches:): the op edits it;
+//   - a JSON 6902 patch file whose add or replace has as its value
+//     exactly what the op changes: that value is edited;
+//   - any other JSON 6902 patch, commonAnnotations or labels that set
+//     it: refused, naming which (they change more than the field);
 //   - else the resource file that defines the object: edited in place
 //     when every overlay that builds the object asks for the same ops in
-//     the same run, else left alone and a new strategic-merge patch file
-//     in the overlay sets the field, with a `patches:` entry spliced into
-//     its kustomization.
+//     the same run, else left alone and new patches in the overlay set
+//     the field, with `patches:` entries spliced into its kustomization:
+//     a strategic-merge patch for the fields, and a JSON 6902 patch for
+//     the items of lists a strategic merge would replace whole (args),
+//     each guarded by a test of the base's value (package patchdiff).
 //
 // Proof: every overlay is built again from the edited files. An overlay
 // an edit is for must build exactly what the ops make of its old output
@@ -278,12 +283,12 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 		return t
 	}
 	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
-	for _, op := range ke.e.Ops {
+	for i, op := range ke.e.Ops {
 		fields := op.Touches(spec.Template)
 		if len(spec.Group.Path) > 0 {
 			fields = append(fields, op.Touches(spec.Group)...)
 		}
-		file, err := st.definer(chain, ke.o, fields)
+		file, err := st.definer(chain, ke.o, fields, func() ([][]string, error) { return st.opPaths(ke, i) })
 		if err != nil {
 			return false, err
 		}
@@ -308,6 +313,8 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 		switch {
 		case t.file == "":
 			err = st.newPatch(ke, cmp.Or(in, ke.k), t.ops, next, changed)
+		case strings.HasPrefix(t.file, jsonPrefix):
+			err = st.editJSON(ke, strings.TrimPrefix(t.file, jsonPrefix), t.ops, next, changed)
 		case strings.HasPrefix(t.file, inlinePrefix):
 			// The index follows the last '#': a directory may hold one.
 			ref := strings.TrimPrefix(t.file, inlinePrefix)
@@ -343,13 +350,20 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 }
 
 // inlinePrefix marks a definer that is the patch: string of the entry
-// #i of a kustomization's patches.
-const inlinePrefix = "inline:"
+// #i of a kustomization's patches; jsonPrefix a JSON 6902 patch file
+// whose values hold what the op changes.
+const (
+	inlinePrefix = "inline:"
+	jsonPrefix   = "json6902:"
+)
 
 // definer returns the patch file that sets one of fields for the object
 // named one of names, looking from the overlay inwards; "" when no patch
-// does (the resource file defines it). Patches it cannot edit refuse.
-func (st *kstate) definer(chain []*kust, o kobj, fields [][]string) (string, error) {
+// does (the resource file defines it). Patches it cannot edit refuse. A
+// JSON 6902 patch that reaches the fields is edited when its values hold
+// exactly what the op changes (paths, asked only then), passed over
+// when it reaches none of it, and refused otherwise.
+func (st *kstate) definer(chain []*kust, o kobj, fields [][]string, paths func() ([][]string, error)) (string, error) {
 	kind, names := o.w.Ref.Kind, o.names
 	for _, k := range chain {
 		for key := range k.k.CommonAnnotations {
@@ -439,10 +453,24 @@ func (st *kstate) definer(chain []*kust, o kobj, fields [][]string) (string, err
 				}
 				root := doc.Content[0]
 				if root.Kind == yaml.SequenceNode {
-					if p := json6902Touches(root, fields); p != "" {
-						return "", fmt.Errorf("%w: %s: a JSON 6902 patch sets %s; edit it by hand", ErrKustomize, where, p)
+					p := patchdiff.Reaches(root, fields)
+					if p == "" {
+						continue
 					}
-					continue
+					if ops, ok := patchdiff.Parse(root); ok && s.file != "" {
+						changed, err := paths()
+						if err != nil {
+							return "", err
+						}
+						_, held, touched := patchdiff.Holds(ops, changed)
+						if held {
+							return jsonPrefix + s.file, nil
+						}
+						if !touched {
+							continue
+						}
+					}
+					return "", fmt.Errorf("%w: %s: a JSON 6902 patch sets %s, and not as one value the edit changes; edit it by hand", ErrKustomize, where, p)
 				}
 				if s.json {
 					continue
@@ -535,26 +563,74 @@ func (o kobj) selectedBy(t *types.Selector) (bool, error) {
 	return answers[0], nil
 }
 
-// json6902Touches returns the path of the first operation of a JSON 6902
-// patch that reaches one of fields, or a parent or child of it.
-func json6902Touches(ops *yaml.Node, fields [][]string) string {
-	for _, op := range ops.Content {
-		p := splice.Str(op, "path")
-		if p == "" {
-			continue
-		}
-		var segs []string
-		for _, s := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-			segs = append(segs, strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~"))
-		}
-		for _, f := range fields {
-			n := min(len(f), len(segs))
-			if slices.Equal(f[:n], segs[:n]) {
-				return p
-			}
+// opPaths are the paths of the object, as the overlay builds it, that op
+// i of ke changes: the difference it makes after the ops before it.
+// Should an op not apply without those after it, the paths of the whole
+// edit stand in.
+func (st *kstate) opPaths(ke kedit, i int) ([][]string, error) {
+	before, after, _, err := st.effect(ke, ke.e.Ops[:i+1])
+	if err == nil && i > 0 {
+		_, before, _, err = st.effect(ke, ke.e.Ops[:i])
+	}
+	if err != nil {
+		if before, after, _, err = st.effect(ke, ke.e.Ops); err != nil {
+			return nil, err
 		}
 	}
-	return ""
+	return patchdiff.Changed(before, after), nil
+}
+
+// editJSON makes ops' change in JSON 6902 patch file: the value of each
+// operation that holds one of the paths the ops change becomes what the
+// ops make of it.
+func (st *kstate) editJSON(ke kedit, file string, ops []workload.Op, next map[string][]byte, changed map[string][]changes.Change) error {
+	before, after, _, err := st.effect(ke, ops)
+	if err != nil {
+		return err
+	}
+	paths := patchdiff.Changed(before, after)
+	b, ok := next[file]
+	if !ok {
+		b, _ = st.file(file)
+	}
+	f, err := splice.NewFile(file, b, false)
+	if err != nil {
+		return err
+	}
+	if len(f.Expected) != 1 {
+		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, file, len(f.Expected))
+	}
+	var cs []changes.Change
+	step := splice.Step{Name: "edit the JSON 6902 patch", Run: func(d *splice.Doc) error {
+		jops, ok := patchdiff.Parse(d.Root)
+		at, held, _ := patchdiff.Holds(jops, paths)
+		if !ok || !held {
+			return d.Fail(d.Root, "", fmt.Errorf("%w: the patch does not hold what the edit changes", ErrKustomize))
+		}
+		for i, idx := range at {
+			name := patchdiff.Pointer(paths[i])
+			v := patchdiff.Lookup(after, paths[i])
+			_, vn := splice.Field(d.Root.Content[idx], "value")
+			if v == nil || v.Kind != yaml.ScalarNode {
+				return d.Fail(vn, name, fmt.Errorf("%w: the edit makes it other than one value", ErrKustomize))
+			}
+			old := vn.Value
+			if _, err := d.ReplaceScalar(vn, v.Value, name, splice.ScalarOpts{AsString: v.Tag == "!!str"}); err != nil {
+				return err
+			}
+			d.Record(name, old, v.Value)
+			cs = append(cs, changes.Change{Workload: ke.e.Workload, Field: name, Old: old, New: v.Value})
+		}
+		return nil
+	}}
+	if _, _, err := f.EditDoc(0, []splice.Step{step}); err != nil {
+		return err
+	}
+	if cur, ok := f.Result(); ok {
+		next[file] = cur
+		changed[file] = append(changed[file], cs...)
+	}
+	return nil
 }
 
 // editDoc applies ops to the document of file that defines the object
@@ -606,23 +682,46 @@ func (st *kstate) editDoc(ke kedit, file string, ops []workload.Op, names []stri
 	return nil
 }
 
-// newPatch writes ops as a new strategic-merge patch file in the overlay
-// and adds it to the overlay's patches.
-func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string][]byte, changed map[string][]changes.Change) error {
-	// What the ops make of the built object is what the patch must make.
+// effect applies ops to the workload of ke as the overlay builds it, and
+// returns its object before and after, with the changes said.
+func (st *kstate) effect(ke kedit, ops []workload.Op) (before, after *yaml.Node, cs []changes.Change, err error) {
 	out, err := ke.k.output()
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	fe, err := workload.NewFileEdit(ke.k.file, out, true)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	idx, err := fe.Find(ke.e.Workload, 0)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	before = splice.Clone(fe.Expected[idx].Content[0])
+	w := ke.o.w
+	w.Line = fe.Lines[idx]
+	if _, err := fe.Apply(workload.Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
+		return nil, nil, nil, err
+	}
+	return before, fe.Expected[idx].Content[0], fe.Changes, nil
+}
+
+// newPatch writes ops as new patches in the overlay and adds them to its
+// patches: a strategic-merge patch for the fields, and a JSON 6902 patch
+// for the items of lists a strategic merge replaces whole (a container's
+// args): a strategic-merge patch would pin the base's other arguments,
+// so that a later change of the base never reached the overlay.
+func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string][]byte, changed map[string][]changes.Change) error {
+	// What the ops make of the built object is what the patches must make.
+	before, after, cs, err := st.effect(ke, ops)
+	if err != nil {
 		return err
 	}
-	before := splice.Clone(fe.Expected[idx].Content[0])
+	diff, ok := patchdiff.Strategic(before, after)
+	if !ok {
+		return nil
+	}
+	jops := patchdiff.Split(before, after, diff)
 	// A patch finds its object by the id it has where the patch applies:
 	// after the kustomizations k includes and its components, before k's
 	// own namePrefix and namespace.
@@ -638,51 +737,45 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string
 			ns = inner[j].k.Namespace
 		}
 	}
-	w := ke.o.w
-	w.Line = fe.Lines[idx]
-	if _, err := fe.Apply(workload.Edit{Workload: ke.e.Workload, Ops: ops}, w); err != nil {
-		return err
+	base := strings.ToLower(ke.e.Workload.Kind) + "-" + workload.InObject(usage.Ref{Name: ke.o.name}, ke.o.service).Name
+	type entry struct {
+		rel    string
+		target [][2]string
 	}
-	diff, ok := smpDiff(before, fe.Expected[idx].Content[0])
-	if !ok {
-		return nil
-	}
-	patch := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
-	patch.Content = append(patch.Content,
-		scalar("apiVersion"), scalar(splice.Str(before, "apiVersion")),
-		scalar("kind"), scalar(ke.e.Workload.Kind),
-		scalar("metadata"), &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(name)}})
-	if ns != "" {
-		md := patch.Content[5]
-		md.Content = append(md.Content, scalar("namespace"), scalar(ns))
-	}
-	for i := 0; i+1 < len(diff.Content); i += 2 {
-		if diff.Content[i].Value == "metadata" {
-			// merge with the name above
-			patch.Content[5].Content = append(patch.Content[5].Content, diff.Content[i+1].Content...)
-			continue
+	var entries []entry
+	write := func(prefix string, text []byte, target [][2]string, mine func(changes.Change) bool) {
+		rel := st.freeName(k, next, prefix+base)
+		f := path.Join(k.dir, rel)
+		next[f] = text
+		for _, c := range cs {
+			if mine(c) {
+				c.Workload = ke.e.Workload
+				changed[f] = append(changed[f], c)
+			}
 		}
-		patch.Content = append(patch.Content, diff.Content[i], diff.Content[i+1])
+		entries = append(entries, entry{rel: rel, target: target})
 	}
-	text, err := yaml.NewRNode(patch).String()
-	if err != nil {
-		return err
-	}
-	base := "gpu-rightsizing-" + strings.ToLower(ke.e.Workload.Kind) + "-" + workload.InObject(usage.Ref{Name: ke.o.name}, ke.o.service).Name
-	rel := base + ".yaml"
-	for n := 2; ; n++ {
-		_, taken := st.file(path.Join(k.dir, rel))
-		if _, t2 := next[path.Join(k.dir, rel)]; !taken && !t2 {
-			break
+	inJSON := jsonLists(jops)
+	if len(diff.Content) > 0 {
+		text, err := smpPatch(before, diff, ke.e.Workload.Kind, name, ns)
+		if err != nil {
+			return err
 		}
-		rel = fmt.Sprintf("%s-%d.yaml", base, n)
+		write("gpu-rightsizing-", []byte(newPatchHeader+text), nil, func(c changes.Change) bool { return len(jops) == 0 || !inJSON(c) })
 	}
-	newFile := path.Join(k.dir, rel)
-	next[newFile] = []byte("# Written by the GPU rightsizing recommender: " + strings.Join(strings.Fields(ke.e.Reason), " ") + "\n" + text)
-	for _, c := range fe.Changes {
-		c.Workload = ke.e.Workload
-		changed[newFile] = append(changed[newFile], c)
+	if len(jops) > 0 {
+		text, err := yaml.NewRNode(patchdiff.Node(jops)).String()
+		if err != nil {
+			return err
+		}
+		target := [][2]string{{"kind", ke.e.Workload.Kind}, {"name", name}}
+		if g, _, ok := strings.Cut(splice.Str(before, "apiVersion"), "/"); ok {
+			target = append([][2]string{{"group", g}}, target...)
+		}
+		if ns != "" {
+			target = append(target, [2]string{"namespace", ns})
+		}
+		write("gpu-rightsizing-args-", []byte(newPatchHeader+jsonPatchHeader+text), target, func(c changes.Change) bool { return len(diff.Content) == 0 || inJSON(c) })
 	}
 
 	kb, ok := next[k.file]
@@ -696,80 +789,88 @@ func (st *kstate) newPatch(ke kedit, k *kust, ops []workload.Op, next map[string
 	if len(kf.Expected) != 1 {
 		return fmt.Errorf("%w: %s: %d documents", ErrKustomize, k.file, len(kf.Expected))
 	}
-	if _, _, err := kf.EditDoc(0, []splice.Step{{Name: "add " + rel + " to patches", Run: func(d *splice.Doc) error {
-		return d.AppendPatch(rel)
-	}}}); err != nil {
+	var steps []splice.Step
+	for _, e := range entries {
+		steps = append(steps, splice.Step{Name: "add " + e.rel + " to patches", Run: func(d *splice.Doc) error {
+			return d.AppendPatch(e.rel, e.target...)
+		}})
+		changed[k.file] = append(changed[k.file], changes.Change{Field: "patches", New: "path: " + e.rel})
+	}
+	if _, _, err := kf.EditDoc(0, steps); err != nil {
 		return err
 	}
 	next[k.file], _ = kf.Result()
-	changed[k.file] = append(changed[k.file], changes.Change{Field: "patches", New: "path: " + rel})
 	return nil
 }
 
-// smpDiff returns the strategic-merge patch that turns mapping a into b:
-// changed keys, removed keys as null, containers merged by name, other
-// sequences whole. ok is false when they are equal.
-func smpDiff(a, b *yaml.Node) (*yaml.Node, bool) {
-	if splice.Compare(a, b, "") == nil {
-		return nil, false
+// smpPatch is the strategic-merge patch diff of the object before, named
+// as the patch finds it.
+func smpPatch(before, diff *yaml.Node, kind, name, ns string) (string, error) {
+	patch := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	md := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{scalar("name"), scalar(name)}}
+	if ns != "" {
+		md.Content = append(md.Content, scalar("namespace"), scalar(ns))
 	}
-	if a.Kind != yaml.MappingNode || b.Kind != yaml.MappingNode {
-		return splice.Clone(b), true
-	}
-	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	for i := 0; i+1 < len(b.Content); i += 2 {
-		k, bv := b.Content[i], b.Content[i+1]
-		_, av := splice.Field(a, k.Value)
-		switch {
-		case av == nil:
-			out.Content = append(out.Content, splice.Clone(k), splice.Clone(bv))
-		case av.Kind == yaml.SequenceNode && bv.Kind == yaml.SequenceNode && namedItems(av) && namedItems(bv):
-			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-			for _, item := range bv.Content {
-				name := splice.Str(item, "name")
-				var old *yaml.Node
-				for _, x := range av.Content {
-					if splice.Str(x, "name") == name {
-						old = x
-					}
-				}
-				if old == nil {
-					seq.Content = append(seq.Content, splice.Clone(item))
-					continue
-				}
-				if d, ok := smpDiff(old, item); ok {
-					_, nv := splice.Field(item, "name")
-					d.Content = append([]*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, splice.Clone(nv)}, d.Content...)
-					seq.Content = append(seq.Content, d)
-				}
-			}
-			if len(seq.Content) > 0 {
-				out.Content = append(out.Content, splice.Clone(k), seq)
-			}
-		default:
-			if d, ok := smpDiff(av, bv); ok {
-				out.Content = append(out.Content, splice.Clone(k), d)
-			}
+	patch.Content = append(patch.Content,
+		scalar("apiVersion"), scalar(splice.Str(before, "apiVersion")),
+		scalar("kind"), scalar(kind),
+		scalar("metadata"), md)
+	for i := 0; i+1 < len(diff.Content); i += 2 {
+		if diff.Content[i].Value == "metadata" {
+			// merge with the name above
+			md.Content = append(md.Content, diff.Content[i+1].Content...)
+			continue
 		}
+		patch.Content = append(patch.Content, diff.Content[i], diff.Content[i+1])
 	}
-	for i := 0; i+1 < len(a.Content); i += 2 {
-		if k, _ := splice.Field(b, a.Content[i].Value); k == nil {
-			out.Content = append(out.Content, splice.Clone(a.Content[i]), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"})
-		}
-	}
-	return out, true
+	return yaml.NewRNode(patch).String()
 }
 
-// namedItems reports whether every item of s is a mapping with a name,
-// as containers are: a strategic merge matches them by name.
-func namedItems(s *yaml.Node) bool {
-	for _, it := range s.Content {
-		if it.Kind != yaml.MappingNode || splice.Str(it, "name") == "" {
-			return false
+// jsonLists tells the changes that JSON 6902 operations ops make: those
+// of the lists they change items of (a change's field ends in the list's
+// name, as spec.template.spec.containers[vllm].args does).
+func jsonLists(ops []patchdiff.Op) func(changes.Change) bool {
+	lists := map[string]bool{}
+	for _, op := range ops {
+		p := op.Path
+		if n := len(p); n > 0 && op.Op != "test" {
+			if _, err := strconv.Atoi(p[n-1]); err == nil && n > 1 {
+				lists[p[n-2]] = true
+			} else {
+				lists[p[n-1]] = true
+			}
 		}
 	}
-	return len(s.Content) > 0
+	return func(c changes.Change) bool {
+		f := c.Field
+		if i := strings.LastIndex(f, "."); i >= 0 {
+			f = f[i+1:]
+		}
+		return lists[f]
+	}
 }
+
+// freeName is a file name in k's directory that neither the checkout
+// nor the files written so far hold: base.yaml, else base-2.yaml, ...
+func (st *kstate) freeName(k *kust, next map[string][]byte, base string) string {
+	rel := base + ".yaml"
+	for n := 2; ; n++ {
+		_, taken := st.file(path.Join(k.dir, rel))
+		if _, t2 := next[path.Join(k.dir, rel)]; !taken && !t2 {
+			return rel
+		}
+		rel = fmt.Sprintf("%s-%d.yaml", base, n)
+	}
+}
+
+// newPatchHeader starts every patch file the editor writes.
+const newPatchHeader = "# Written by the GPU rightsizing recommender; the pull request that adds it says why.\n"
+
+// jsonPatchHeader says what a JSON 6902 patch of the editor does, for
+// whoever reads it in the pull request or after.
+const jsonPatchHeader = "# It replaces only the list items it changes; each test guards what the base holds there,\n" +
+	"# so that kustomize build fails, instead of keeping an old copy, once the base changes it.\n"
 
 // prove writes next into st.fs over the files there (the original ones
 // and those of the edits proven so far), builds every overlay that reads

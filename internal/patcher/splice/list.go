@@ -8,17 +8,16 @@ import (
 )
 
 // AppendPatch adds `- path: rel` to the kustomization's patches, or a
-// patches: list holding it at the end of the kustomization.
-func (d *Doc) AppendPatch(rel string) error {
+// patches: list holding it at the end of the kustomization. With target
+// (key and value pairs, in order: kind, name...) the entry selects what
+// it patches, as a JSON 6902 patch must.
+func (d *Doc) AppendPatch(rel string, target ...[2]string) error {
 	const name = "patches"
 	m := d.Root
 	if m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle != 0 || len(m.Content) == 0 {
 		return d.Fail(m, name, fmt.Errorf("%w: not a block mapping", ErrUnsupported))
 	}
-	item := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "path"},
-		{Kind: yaml.ScalarNode, Tag: "!!str", Value: rel}}}
-	txt, _ := renderScalar(rel, 0, ScalarOpts{AsString: true})
+	item, txt, flowItem, more := patchEntry(rel, target)
 	k, s := Field(m, name)
 	if k == nil {
 		if d.absorbsNextLine(m.Content[len(m.Content)-1]) {
@@ -33,7 +32,8 @@ func (d *Doc) AppendPatch(rel string) error {
 			return d.Fail(m, name, err)
 		}
 		eol := d.t.eolAt(end)
-		d.insertLines(end, indent+name+":"+eol+indent+d.seqIndent(m)+"- path: "+txt+eol)
+		dash := indent + d.seqIndent(m)
+		d.insertLines(end, indent+name+":"+eol+dash+"- path: "+txt+eol+more(dash+"  ", eol))
 		em, err := d.expNode(m)
 		if err != nil {
 			return d.Fail(m, name, err)
@@ -50,7 +50,7 @@ func (d *Doc) AppendPatch(rel string) error {
 		return d.Fail(s, name, fmt.Errorf("%w: expected a list", ErrUnsupported))
 	}
 	if s.Style&yaml.FlowStyle != 0 {
-		if err := d.insertFlow(s, "{path: "+txt+"}", ""); err != nil {
+		if err := d.insertFlow(s, flowItem, ""); err != nil {
 			return d.Fail(s, name, err)
 		}
 	} else {
@@ -70,7 +70,8 @@ func (d *Doc) AppendPatch(rel string) error {
 		if err != nil {
 			return d.Fail(last, name, err)
 		}
-		d.insertLines(end, prefix+"path: "+txt+d.t.eolAt(end))
+		eol := d.t.eolAt(end)
+		d.insertLines(end, prefix+"path: "+txt+eol+more(strings.Repeat(" ", len(prefix)), eol))
 	}
 	es, err := d.expNode(s)
 	if err != nil {
@@ -79,6 +80,38 @@ func (d *Doc) AppendPatch(rel string) error {
 	es.Content = append(es.Content, item)
 	d.changes = append(d.changes, Change{Field: name, New: "path: " + rel})
 	return nil
+}
+
+// patchEntry is the entry of patches AppendPatch adds: its expected
+// tree, its path as written, the whole entry in a flow sequence, and the
+// lines of its target below the first, given their indentation.
+func patchEntry(rel string, target [][2]string) (item *yaml.Node, txt, flowItem string, more func(indent, eol string) string) {
+	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	item = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{str("path"), str(rel)}}
+	txt, _ = renderScalar(rel, 0, ScalarOpts{AsString: true})
+	var flow []string
+	sel := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, kv := range target {
+		v, _ := renderScalar(kv[1], 0, ScalarOpts{AsString: true})
+		flow = append(flow, kv[0]+": "+v)
+		sel.Content = append(sel.Content, str(kv[0]), str(kv[1]))
+	}
+	flowItem = "{path: " + txt + "}"
+	if len(target) > 0 {
+		item.Content = append(item.Content, str("target"), sel)
+		flowItem = "{path: " + txt + ", target: {" + strings.Join(flow, ", ") + "}}"
+	}
+	more = func(indent, eol string) string {
+		if len(target) == 0 {
+			return ""
+		}
+		out := indent + "target:" + eol
+		for _, f := range flow {
+			out += indent + "  " + f + eol
+		}
+		return out
+	}
+	return item, txt, flowItem, more
 }
 
 // seqIndent is how far the dash of a block sequence is indented under its

@@ -376,6 +376,20 @@ func (f *FakeGitHub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			route = r.Method + " " + seg[3] + "/{n}/" + strings.Join(seg[5:], "/")
 		}
 	}
+	if name, ok := strings.CutPrefix(route, "DELETE issues/{n}/labels/"); ok {
+		// GitHub answers the labels left, or 404 "Label does not exist"
+		// when the issue does not carry it.
+		if p := f.pullOr404(w, num); p != nil {
+			i := slices.Index(p.Labels, name)
+			if i < 0 {
+				f.fail(w, http.StatusNotFound, "Label does not exist")
+				return
+			}
+			p.Labels = slices.Delete(p.Labels, i, i+1)
+			f.reply(w, http.StatusOK, labelsJSON(p.Labels))
+		}
+		return
+	}
 	switch route {
 	case "GET ":
 		f.reply(w, http.StatusOK, f.repoJSON())

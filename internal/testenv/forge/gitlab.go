@@ -572,6 +572,8 @@ type mrRequest struct {
 	SourceBranch string          `json:"source_branch"`
 	TargetBranch *string         `json:"target_branch"`
 	Labels       json.RawMessage `json:"labels"`
+	AddLabels    json.RawMessage `json:"add_labels"`
+	RemoveLabels json.RawMessage `json:"remove_labels"`
 	ReviewerIDs  []int64         `json:"reviewer_ids"`
 	AssigneeIDs  []int64         `json:"assignee_ids"`
 	AssigneeID   *int64          `json:"assignee_id"`
@@ -705,6 +707,16 @@ func (f *FakeGitLab) updateMR(w http.ResponseWriter, r *http.Request) {
 	}
 	if l, ok := req.labels(); ok {
 		mr.Labels = l
+	}
+	// add_labels and remove_labels change the labels the merge request
+	// has, leaving the others; labels, when also given, replaces first.
+	if add, ok := (mrRequest{Labels: req.AddLabels}).labels(); ok {
+		mr.Labels = append(mr.Labels, add...)
+		slices.Sort(mr.Labels)
+		mr.Labels = slices.Compact(mr.Labels)
+	}
+	if remove, ok := (mrRequest{Labels: req.RemoveLabels}).labels(); ok {
+		mr.Labels = slices.DeleteFunc(mr.Labels, func(l string) bool { return slices.Contains(remove, l) })
 	}
 	if req.ReviewerIDs != nil {
 		mr.ReviewerIDs = req.ReviewerIDs
