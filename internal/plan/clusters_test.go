@@ -102,8 +102,8 @@ prod-us:inference/StatefulSet/llm (apps/prod-us/kustomization.yaml): scaleBack 0
 		files[f.Path] = f.Diff()
 	}
 	require.ElementsMatch(t, []string{"apps/base/llm.yaml",
-		"apps/prod-eu/kustomization.yaml", "apps/prod-eu/gpu-rightsizing-deployment-summarize.yaml",
-		"apps/prod-us/kustomization.yaml", "apps/prod-us/gpu-rightsizing-deployment-summarize.yaml"}, keys(files),
+		"apps/prod-eu/kustomization.yaml", "apps/prod-eu/gpu-rightsizing-deployment-summarize.yaml", "apps/prod-eu/gpu-rightsizing-args-deployment-summarize.yaml",
+		"apps/prod-us/kustomization.yaml", "apps/prod-us/gpu-rightsizing-deployment-summarize.yaml", "apps/prod-us/gpu-rightsizing-args-deployment-summarize.yaml"}, keys(files),
 		"llm's one value in the base, which both clusters agree on; summarize's in each overlay, which they do not")
 	require.NotContains(t, files, "apps/base/summarize.yaml", "the base both clusters build keeps what neither agrees on")
 

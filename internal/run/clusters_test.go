@@ -51,8 +51,8 @@ func TestRunClusters(t *testing.T) {
 		return strings.Fields(git("diff", "--name-only", "main", branch))
 	}
 	require.Equal(t, []string{"apps/base/llm.yaml"}, changed(branches[0]))
-	require.Equal(t, []string{"apps/prod-eu/gpu-rightsizing-deployment-summarize.yaml", "apps/prod-eu/kustomization.yaml"}, changed(branches[1]))
-	require.Equal(t, []string{"apps/prod-us/gpu-rightsizing-deployment-summarize.yaml", "apps/prod-us/kustomization.yaml"}, changed(branches[2]))
+	require.Equal(t, []string{"apps/prod-eu/gpu-rightsizing-args-deployment-summarize.yaml", "apps/prod-eu/gpu-rightsizing-deployment-summarize.yaml", "apps/prod-eu/kustomization.yaml"}, changed(branches[1]))
+	require.Equal(t, []string{"apps/prod-us/gpu-rightsizing-args-deployment-summarize.yaml", "apps/prod-us/gpu-rightsizing-deployment-summarize.yaml", "apps/prod-us/kustomization.yaml"}, changed(branches[2]))
 	require.Contains(t, git("log", "-1", "--format=%s", branches[2]), "upsize the GPU of inference/summarize in prod-us: 0.60 → 0.90")
 	require.Contains(t, git("log", "-1", "--format=%s", branches[1]), "Scale back the GPU of inference/summarize in prod-eu: 0.60 → 0.22")
 	require.Empty(t, git("status", "--porcelain"))
