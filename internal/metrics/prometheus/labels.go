@@ -97,15 +97,8 @@ func (p *Source) labelValues(ctx context.Context, endpoint string) ([]string, er
 		return nil, err
 	}
 	defer resp.Body.Close()
-	code := resp.StatusCode
-	apiCode := code == http.StatusBadRequest || code == http.StatusUnprocessableEntity
-	switch {
-	case code/100 == 4 && !apiCode:
-		return nil, &v1.Error{Type: v1.ErrClient, Msg: fmt.Sprintf("client error: %d", code)}
-	case code/100 == 5:
-		return nil, &v1.Error{Type: v1.ErrServer, Msg: fmt.Sprintf("server error: %d", code)}
-	case code/100 != 2 && !apiCode:
-		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: fmt.Sprintf("bad response code %d", code)}
+	if err := statusError(resp.StatusCode); err != nil {
+		return nil, err
 	}
 	var a struct {
 		Status    string   `json:"status"`
@@ -122,7 +115,7 @@ func (p *Source) labelValues(ctx context.Context, endpoint string) ([]string, er
 	switch {
 	case a.Status == "error":
 		return nil, &v1.Error{Type: v1.ErrorType(a.ErrorType), Msg: a.Error}
-	case apiCode || a.Status != "success":
+	case apiCode(resp.StatusCode) || a.Status != "success":
 		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: "inconsistent body for response code"}
 	}
 	slices.Sort(a.Data)

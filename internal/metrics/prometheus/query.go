@@ -628,15 +628,10 @@ func (p *Source) ask(ctx context.Context, expr string, at time.Time) (*http.Resp
 // error; a body that is not the API's JSON is a bad response.
 func readAnswer(resp *http.Response, until int64, tbl *seriesTable) (*answer, error) {
 	code := resp.StatusCode
-	apiCode := code == http.StatusBadRequest || code == http.StatusUnprocessableEntity
-	switch {
-	case code/100 == 4 && !apiCode:
-		return nil, &v1.Error{Type: v1.ErrClient, Msg: fmt.Sprintf("client error: %d", code)}
-	case code/100 == 5:
-		return nil, &v1.Error{Type: v1.ErrServer, Msg: fmt.Sprintf("server error: %d", code)}
-	case code/100 != 2 && !apiCode:
-		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: fmt.Sprintf("bad response code %d", code)}
-	case code == http.StatusNoContent:
+	if err := statusError(code); err != nil {
+		return nil, err
+	}
+	if code == http.StatusNoContent {
 		return nil, fmt.Errorf("%w: no content", errSyntax)
 	}
 	a, err := decodeInto(resp.Body, until, tbl)
@@ -647,7 +642,7 @@ func readAnswer(resp *http.Response, until int64, tbl *seriesTable) (*answer, er
 		return nil, err
 	case a.status == "error":
 		return nil, &v1.Error{Type: v1.ErrorType(a.errorType), Msg: a.errorMsg}
-	case apiCode && a.status == "success":
+	case apiCode(code) && a.status == "success":
 		return nil, &v1.Error{Type: v1.ErrBadResponse, Msg: "inconsistent body for response code"}
 	}
 	switch a.resultType {
@@ -752,4 +747,25 @@ func (p *Source) Series(ctx context.Context, names []string, at time.Time, lookb
 		return nil, nil, fmt.Errorf("series from %s: %w", p.name, err)
 	}
 	return ss, warnings, nil
+}
+
+// statusError is the error the client library makes of an answer's status
+// before it reads the body: any status but 2xx, 400 and 422 (those
+// Prometheus sends with an error body) is a client, server or bad-response
+// error whatever the body says; nil lets the body decide.
+func statusError(code int) error {
+	switch {
+	case code/100 == 4 && !apiCode(code):
+		return &v1.Error{Type: v1.ErrClient, Msg: fmt.Sprintf("client error: %d", code)}
+	case code/100 == 5:
+		return &v1.Error{Type: v1.ErrServer, Msg: fmt.Sprintf("server error: %d", code)}
+	case code/100 != 2 && !apiCode(code):
+		return &v1.Error{Type: v1.ErrBadResponse, Msg: fmt.Sprintf("bad response code %d", code)}
+	}
+	return nil
+}
+
+// apiCode reports whether Prometheus sends code with the API's error body.
+func apiCode(code int) bool {
+	return code == http.StatusBadRequest || code == http.StatusUnprocessableEntity
 }
