@@ -95,6 +95,7 @@ func newCmdRunOr(io streams, logger func() (*slog.Logger, error), runF func(cont
 	registerGitHub(f, &opts.GitHub)
 	registerGitLab(f, &opts.GitLab)
 	registerGit(f, &opts.Git)
+	f.StringVar(&opts.CAFile, "ca-file", "", "trust the CA certificates in this PEM `file`, besides the system's, for GitHub, GitLab and git over HTTPS")
 	f.StringArrayVar(&opts.PolicyPaths, "policies", nil, "read policies only from this `path` in the repository (repeatable)")
 	f.StringVar(&opts.GroupBy, "group-by", "", "one pull request per workload, namespace, policy or cluster, for every workload (default: each strategy's gitops.grouping, else workload)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "publish nothing; print what would be done")
