@@ -478,6 +478,46 @@ func TestChartLiveNamespacesReadable(t *testing.T) {
 	require.ErrorContains(t, err, "config.live.namespaces names batch, which rbac.namespaces does not")
 }
 
+// TestChartSchedule: a schedule the API server would refuse is refused
+// at install, by the schema when its shape is wrong and by the template,
+// naming the field, when a field is; cron's forms are accepted.
+func TestChartSchedule(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	tests := []struct {
+		name, schedule, err string
+	}{
+		{name: "the default", schedule: "2-59/15 * * * *"},
+		{name: "names and lists", schedule: "0,30 9-17 * JAN-JUN MON-FRI"},
+		{name: "a question mark", schedule: "0 0 ? * *"},
+		{name: "a macro", schedule: "@hourly"},
+		{name: "an interval", schedule: "@every 30m"},
+		{name: "spaces around", schedule: " */15 * * * * "},
+		{name: "words", schedule: "every 15 minutes", err: "at '/schedule': 'every 15 minutes' does not match pattern"},
+		{name: "six fields", schedule: "0 */15 * * * *", err: "at '/schedule'"},
+		{name: "an unknown macro", schedule: "@fortnightly", err: "at '/schedule'"},
+		{name: "a word for a field", schedule: "*/15 * * * weekdays",
+			err: `schedule "*/15 * * * weekdays": the day of week field "weekdays" is not cron syntax`},
+		{name: "a bad step", schedule: "*/x * * * *", err: `the minute field "*/x" is not cron syntax`},
+		{name: "an empty list item", schedule: "0 1,,2 * * *", err: `the hour field "1,,2" is not cron syntax`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vals := readValues(t, minimalSet)
+			vals["schedule"] = tt.schedule
+			top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+			if err == nil {
+				_, err = engine.Render(ch, top)
+			}
+			if tt.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.err)
+		})
+	}
+}
+
 // TestChartSchemaRejects: values.schema.json refuses a value of the wrong
 // type or shape, naming it, before anything renders.
 func TestChartSchemaRejects(t *testing.T) {
@@ -487,6 +527,7 @@ func TestChartSchemaRejects(t *testing.T) {
 		err  string
 	}{
 		{name: "a number for the schedule", vals: "schedule: 5", err: "/schedule"},
+		{name: "words for the schedule", vals: "schedule: every 15 minutes", err: "/schedule"},
 		{name: "a string for a boolean", vals: "suspend: \"yes\"", err: "/suspend"},
 		{name: "a negative backoff", vals: "backoffLimit: -1", err: "/backoffLimit"},
 		{name: "a string for a list", vals: "rbac: {namespaces: inference}", err: "/rbac/namespaces"},
