@@ -51,7 +51,7 @@ func checkPlanKeys(io streams, file string) error {
 
 // fileFlags are the settings that name a file run reads.
 var fileFlags = []string{
-	"github-token-file", "github-app-key-file", "gitlab-token-file", "git-ssh-key-file", "git-known-hosts-file",
+	"github-token-file", "github-app-key-file", "gitlab-token-file", "git-ssh-key-file", "git-known-hosts-file", "ca-file",
 	"metrics-file", "prometheus-token-file", "prometheus-password-file", "prometheus-ca-file", "prometheus-cert-file",
 	"prometheus-key-file", "signing-key-file", "kubeconfig",
 }

@@ -6,6 +6,15 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/run"
 )
 
+// registerForges registers the forges' settings, how git reaches the
+// repository, and the CA that verifies both.
+func registerForges(fs *pflag.FlagSet, o *run.Options) {
+	registerGitHub(fs, &o.GitHub)
+	registerGitLab(fs, &o.GitLab)
+	registerGit(fs, &o.Git)
+	fs.StringVar(&o.CAFile, "ca-file", "", "trust the CA certificates in this PEM `file`, besides the system's, for GitHub, GitLab and git over HTTPS")
+}
+
 // registerGitHub registers run's GitHub settings. Secrets come from files
 // or the environment, never from a flag's value, which `ps` shows to
 // everyone.

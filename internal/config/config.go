@@ -49,6 +49,7 @@ var keys = []Key{
 	{"git.url", "git-url"},
 	{"git.sshKeyFile", "git-ssh-key-file"},
 	{"git.knownHostsFile", "git-known-hosts-file"},
+	{"caFile", "ca-file"},
 	{"github.repo", "github-repo"},
 	{"github.url", "github-url"},
 	{"github.tokenFile", "github-token-file"},

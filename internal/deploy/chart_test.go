@@ -77,7 +77,9 @@ type objects struct {
 	ClusterRoleBindings []*rbacv1.ClusterRoleBinding
 	Roles               []*rbacv1.Role
 	RoleBindings        []*rbacv1.RoleBinding
-	Notes               string
+	// Extra are the objects of extraObjects, which may be of any kind.
+	Extra []map[string]any
+	Notes string
 }
 
 // decodeStrict decodes a YAML document as the API server's strict field
@@ -119,6 +121,12 @@ func render(t *testing.T, vals map[string]any) objects {
 		}
 		for _, doc := range docSep.Split(text, -1) {
 			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			if strings.HasSuffix(name, "/extra-objects.yaml") {
+				var extra map[string]any
+				require.NoError(t, sigsyaml.UnmarshalStrict([]byte(doc), &extra), "%s:\n%s", name, doc)
+				objs.Extra = append(objs.Extra, extra)
 				continue
 			}
 			var meta struct{ APIVersion, Kind string }
@@ -470,6 +478,46 @@ func TestChartLiveNamespacesReadable(t *testing.T) {
 	require.ErrorContains(t, err, "config.live.namespaces names batch, which rbac.namespaces does not")
 }
 
+// TestChartSchedule: a schedule the API server would refuse is refused
+// at install, by the schema when its shape is wrong and by the template,
+// naming the field, when a field is; cron's forms are accepted.
+func TestChartSchedule(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	tests := []struct {
+		name, schedule, err string
+	}{
+		{name: "the default", schedule: "2-59/15 * * * *"},
+		{name: "names and lists", schedule: "0,30 9-17 * JAN-JUN MON-FRI"},
+		{name: "a question mark", schedule: "0 0 ? * *"},
+		{name: "a macro", schedule: "@hourly"},
+		{name: "an interval", schedule: "@every 30m"},
+		{name: "spaces around", schedule: " */15 * * * * "},
+		{name: "words", schedule: "every 15 minutes", err: "at '/schedule': 'every 15 minutes' does not match pattern"},
+		{name: "six fields", schedule: "0 */15 * * * *", err: "at '/schedule'"},
+		{name: "an unknown macro", schedule: "@fortnightly", err: "at '/schedule'"},
+		{name: "a word for a field", schedule: "*/15 * * * weekdays",
+			err: `schedule "*/15 * * * weekdays": the day of week field "weekdays" is not cron syntax`},
+		{name: "a bad step", schedule: "*/x * * * *", err: `the minute field "*/x" is not cron syntax`},
+		{name: "an empty list item", schedule: "0 1,,2 * * *", err: `the hour field "1,,2" is not cron syntax`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vals := readValues(t, minimalSet)
+			vals["schedule"] = tt.schedule
+			top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+			if err == nil {
+				_, err = engine.Render(ch, top)
+			}
+			if tt.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.err)
+		})
+	}
+}
+
 // TestChartSchemaRejects: values.schema.json refuses a value of the wrong
 // type or shape, naming it, before anything renders.
 func TestChartSchemaRejects(t *testing.T) {
@@ -479,6 +527,7 @@ func TestChartSchemaRejects(t *testing.T) {
 		err  string
 	}{
 		{name: "a number for the schedule", vals: "schedule: 5", err: "/schedule"},
+		{name: "words for the schedule", vals: "schedule: every 15 minutes", err: "/schedule"},
 		{name: "a string for a boolean", vals: "suspend: \"yes\"", err: "/suspend"},
 		{name: "a negative backoff", vals: "backoffLimit: -1", err: "/backoffLimit"},
 		{name: "a string for a list", vals: "rbac: {namespaces: inference}", err: "/rbac/namespaces"},
@@ -491,6 +540,13 @@ func TestChartSchemaRejects(t *testing.T) {
 		{name: "a number for the SSH secret", vals: "git: {ssh: {secretName: 5}}", err: "/git/ssh/secretName"},
 		{name: "an SSH key's value inline", vals: "git: {ssh: {privateKey: '-----BEGIN'}}", err: "/git/ssh"},
 		{name: "an empty key name", vals: "git: {ssh: {knownHostsKey: ''}}", err: "/git/ssh/knownHostsKey"},
+		{name: "a volume without a name", vals: "extraVolumes: [{emptyDir: {}}]", err: "/extraVolumes/0"},
+		{name: "a mount without a path", vals: "extraVolumeMounts: [{name: ca}]", err: "/extraVolumeMounts/0"},
+		{name: "a relative mount path", vals: "extraVolumeMounts: [{name: ca, mountPath: etc/ca}]", err: "/extraVolumeMounts/0/mountPath"},
+		{name: "a number for an extra object", vals: "extraObjects: [5]", err: "/extraObjects/0"},
+		{name: "a rule without verbs", vals: "rbac: {namespaces: [a], extraRules: [{resources: [pods]}]}", err: "/rbac/extraRules/0"},
+		{name: "a cluster-only rule", vals: "rbac: {namespaces: [a], extraRules: [{nonResourceURLs: [/metrics], verbs: [get]}]}", err: "/rbac/extraRules/0"},
+		{name: "a number for a ServiceAccount label", vals: "serviceAccount: {labels: {tier: 1}}", err: "/serviceAccount/labels/tier"},
 	}
 	ch, err := loader.Load(chartDir)
 	require.NoError(t, err)
@@ -566,4 +622,50 @@ func TestChartSSH(t *testing.T) {
 	require.NoError(t, err)
 	_, err = engine.Render(ch, top)
 	require.ErrorContains(t, err, "git.ssh.secretName needs config.git.url")
+}
+
+// TestChartExtras: extraVolumes, extraVolumeMounts, extraObjects,
+// rbac.extraRules and serviceAccount.labels, as the private CA's option
+// set uses them, render where they belong, and nothing without them.
+func TestChartExtras(t *testing.T) {
+	vals := readValues(t, "charts/recommender/ci/private-ca-values.yaml")
+	objs := render(t, vals)
+	pod := objs.CronJob.Spec.JobTemplate.Spec.Template.Spec
+	require.Contains(t, pod.Volumes, corev1.Volume{Name: "forge-ca",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "forge-ca"}}}})
+	require.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "forge-ca", MountPath: "/etc/recommender/ca", ReadOnly: true})
+	require.Contains(t, objs.ConfigMap.Data["config.yaml"], "caFile: /etc/recommender/ca/ca.crt")
+	require.Equal(t, "forges", objs.ServiceAccount.Labels["policy.example.com/egress"])
+	require.Equal(t, release, objs.ServiceAccount.Labels["app.kubernetes.io/instance"], "the chart's labels stay")
+	require.Contains(t, grants(t, objs), "inference  configmaps get")
+	require.Contains(t, grants(t, objs), "inference  configmaps list")
+	require.Len(t, objs.Extra, 1)
+	require.Equal(t, "ConfigMap", objs.Extra[0]["kind"])
+	require.Equal(t, map[string]any{"name": "forge-ca", "namespace": namespace}, objs.Extra[0]["metadata"], "run through tpl")
+
+	// A string is a template, rendered with the release.
+	vals["extraObjects"] = []any{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"recommender.fullname\" . }}-ca\n"}
+	objs = render(t, vals)
+	require.Len(t, objs.Extra, 1)
+	require.Equal(t, map[string]any{"name": release + "-recommender-ca"}, objs.Extra[0]["metadata"])
+
+	// Without them, only the chart's own volumes, labels and rules.
+	objs = render(t, readValues(t, minimalSet))
+	require.Empty(t, objs.Extra)
+	var names []string
+	for _, v := range objs.CronJob.Spec.JobTemplate.Spec.Template.Spec.Volumes {
+		names = append(names, v.Name)
+	}
+	require.Equal(t, []string{"config", "workspace"}, names)
+	require.NotContains(t, objs.ServiceAccount.Labels, "policy.example.com/egress")
+
+	// Rules with no Role to hold them are refused, saying why.
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	vals = readValues(t, "charts/recommender/ci/private-ca-values.yaml")
+	vals["rbac"] = map[string]any{"extraRules": vals["rbac"].(map[string]any)["extraRules"]}
+	top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	require.NoError(t, err)
+	_, err = engine.Render(ch, top)
+	require.ErrorContains(t, err, "rbac.extraRules go into the Role of each of rbac.namespaces")
 }

@@ -3,9 +3,11 @@ package run
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics/prometheus"
 	"github.com/gpu-rightsizing/recommender/internal/publish"
@@ -15,28 +17,46 @@ import (
 // forge opens where the pull requests live, and says where to clone from
 // and with which credentials.
 func (o *Options) forge(ctx context.Context) (publish.Forge, string, scm.Auth, error) {
+	var ca []byte
+	var tr http.RoundTripper
+	if o.CAFile != "" && o.SCM != "local" {
+		var err error
+		if ca, err = scm.ReadCABundle(o.CAFile); err != nil {
+			return nil, "", scm.Auth{}, err
+		}
+		if tr, err = scm.CATransport(ca); err != nil {
+			return nil, "", scm.Auth{}, fmt.Errorf("CA file %s: %w", o.CAFile, err)
+		}
+	}
 	switch o.SCM {
 	case "gitlab":
 		cfg, err := o.GitLab.config()
 		if err != nil {
 			return nil, "", scm.Auth{}, err
 		}
+		if tr != nil {
+			cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: tr}
+		}
 		gl, err := scm.NewGitLab(ctx, cfg)
 		if err != nil {
 			return nil, "", scm.Auth{}, err
 		}
-		return gl, gl.CloneURL(), gl.GitAuth(), nil
+		auth := gl.GitAuth()
+		auth.CABundle = ca
+		return gl, gl.CloneURL(), auth, nil
 	case "github":
 		cfg, err := o.GitHub.config()
 		if err != nil {
 			return nil, "", scm.Auth{}, err
 		}
-		cfg.Logger = o.Logger
+		cfg.Logger, cfg.Transport = o.Logger, tr
 		gh, err := scm.NewGitHub(ctx, cfg)
 		if err != nil {
 			return nil, "", scm.Auth{}, err
 		}
-		return gh, gh.CloneURL(), gh.GitAuth(), nil
+		auth := gh.GitAuth()
+		auth.CABundle = ca
+		return gh, gh.CloneURL(), auth, nil
 	}
 	repo, err := filepath.Abs(o.Repo)
 	if err != nil {

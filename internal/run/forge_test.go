@@ -45,3 +45,52 @@ func TestRunGitHubOverSSH(t *testing.T) {
 	require.ErrorContains(t, err, "knownhosts: key mismatch")
 	require.Equal(t, run.Failed, res.Outcome)
 }
+
+// TestRunPrivateCA: a forge and its git server with a certificate of a
+// private CA are refused, and with --ca-file one setting serves the
+// forge's API and git over HTTPS: the run opens its pull requests and
+// pushes their branches.
+func TestRunPrivateCA(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup starts the forge and returns the options that reach it and
+		// the number of pull requests it holds.
+		setup func(t *testing.T, git *testenv.GitServer) (run.Options, func() int)
+	}{
+		{name: "github", setup: func(t *testing.T, git *testenv.GitServer) (run.Options, func() int) {
+			fake := forge.NewFakeGitHub(t, git, "acme", "gitops")
+			t.Setenv("GITHUB_TOKEN", fake.Token)
+			o := options("")
+			o.SCM, o.GitHub.Repo, o.GitHub.URL = "github", "acme/gitops", fake.BaseURL()
+			return o, func() int { return len(fake.Pulls()) }
+		}},
+		{name: "gitlab", setup: func(t *testing.T, git *testenv.GitServer) (run.Options, func() int) {
+			fake := forge.NewFakeGitLab(t, forge.FakeGitLabOptions{Project: "acme/gitops", Dir: git.Dir("acme/gitops"),
+				CloneURL: git.RepoURL("acme/gitops"), Token: git.Token, TLS: true})
+			t.Setenv("GITLAB_TOKEN", git.Token)
+			o := options("")
+			o.SCM, o.GitLab.URL, o.GitLab.Project = "gitlab", fake.URL, "acme/gitops"
+			return o, func() int { return len(fake.MergeRequests()) }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			git := testenv.NewGitServerTLS(t)
+			git.NewRepo(t, "acme/gitops", quickstartFiles(t))
+			o, pulls := tt.setup(t, git)
+			o.Observe.Output = "table"
+
+			_, _, res, err := runOnce(t, o)
+			require.ErrorContains(t, err, "certificate signed by unknown authority")
+			require.Equal(t, run.Failed, res.Outcome)
+			require.Zero(t, pulls())
+
+			o.CAFile = git.CAFile
+			out, _ := runOK(t, o, run.ChangesProposed)
+			require.Contains(t, out, "4 opened, 0 updated, 0 unchanged, 0 closed, 0 declined, 0 failed")
+			require.Equal(t, 4, pulls())
+			branches := git.Git(t, "acme/gitops", "for-each-ref", "--format=%(refname:short)", "refs/heads/gpu-rightsizing/")
+			require.Len(t, strings.Fields(branches), 4, "the branches were pushed over HTTPS")
+		})
+	}
+}

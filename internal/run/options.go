@@ -41,6 +41,10 @@ type Options struct {
 	GitHub GitHub
 	GitLab GitLab
 	Git    Git
+	// CAFile is a PEM bundle of CA certificates trusted besides the
+	// system's by the forge's API and by git over HTTPS: one setting, as
+	// both reach the same server.
+	CAFile string
 
 	Usage            source.Options
 	PolicyPaths      []string

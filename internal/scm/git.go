@@ -61,6 +61,9 @@ type Auth struct {
 	// (required: an unchecked host key would hand the key to anyone).
 	SSHKeyFile     string
 	KnownHostsFile string
+	// CABundle is PEM CA certificates trusted over HTTPS besides the
+	// system's (ReadCABundle): a forge with a private CA.
+	CABundle []byte
 }
 
 // IsSSHURL reports whether url reaches its repository over SSH:
@@ -172,6 +175,7 @@ type Repo struct {
 	repo   *git.Repository
 	auth   transport.AuthMethod
 	secret string
+	ca     []byte
 	// local is the remote when it is a repository on this machine: pushes
 	// to it write its objects and branches in-process (see pushLocal).
 	local *git.Repository
@@ -192,10 +196,11 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 		// give it the git directory.
 		url = filepath.Join(url, ".git")
 	}
-	r := &Repo{dir: dir, url: url, base: base, auth: m, secret: auth.Token}
+	r := &Repo{dir: dir, url: url, base: base, auth: m, secret: auth.Token, ca: auth.CABundle}
 	repo, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
 		URL:           url,
 		Auth:          m,
+		CABundle:      auth.CABundle,
 		ReferenceName: plumbing.NewBranchReferenceName(base),
 		SingleBranch:  true,
 		Depth:         1,
@@ -255,7 +260,7 @@ func (r *Repo) Branches(ctx context.Context, prefix string) (map[string]plumbing
 	if err != nil {
 		return nil, err
 	}
-	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: r.auth, CABundle: r.ca})
 	if err != nil {
 		return nil, r.errorf("list branches of %s: %w", r.url, err)
 	}
@@ -618,6 +623,7 @@ func (r *Repo) receivePack() (transport.ReceivePackSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep.CaBundle = r.ca
 	cl, err := client.NewClient(ep)
 	if err != nil {
 		return nil, err
@@ -897,6 +903,7 @@ func (r *Repo) fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 	err := r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: git.DefaultRemoteName,
 		Auth:       r.auth,
+		CABundle:   r.ca,
 		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", local, tracking))},
 		Depth:      1,
 		Tags:       git.NoTags,

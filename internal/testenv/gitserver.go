@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,9 @@ type GitServer struct {
 	URL string
 	// Token is the password the server accepts, with any user name.
 	Token string
+	// CAFile is the PEM certificate that verifies the server, when it
+	// serves HTTPS (NewGitServerTLS); "" otherwise.
+	CAFile string
 
 	root    string
 	git     string
@@ -61,6 +63,18 @@ func (s *GitServer) accepts(pass string) bool {
 // LookPath).
 func NewGitServer(t testing.TB) *GitServer {
 	t.Helper()
+	return newGitServer(t, false)
+}
+
+// NewGitServerTLS is NewGitServer over HTTPS, its URL https://127.0.0.1:PORT,
+// with a certificate no system trusts: CAFile verifies it.
+func NewGitServerTLS(t testing.TB) *GitServer {
+	t.Helper()
+	return newGitServer(t, true)
+}
+
+func newGitServer(t testing.TB, tls bool) *GitServer {
+	t.Helper()
 	gitBin := LookPath(t, "git")
 	if gitBin == "" {
 		return nil
@@ -95,9 +109,11 @@ func NewGitServer(t testing.TB) *GitServer {
 		// otherwise be what enables it.
 		Env: append([]string{"GIT_PROJECT_ROOT=" + s.root, "GIT_HTTP_EXPORT_ALL=1"}, s.env...),
 	}
-	srv := httptest.NewServer(http.HandlerFunc(s.serveHTTP))
-	t.Cleanup(srv.Close)
+	srv := Serve(t, http.HandlerFunc(s.serveHTTP), tls)
 	s.URL = srv.URL
+	if tls {
+		s.CAFile = CAFile(t, srv)
+	}
 	return s
 }
 

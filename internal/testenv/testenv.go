@@ -1,7 +1,8 @@
 // Package testenv helps tests that drive real external tools (promtool,
 // prometheus, git, sshd) find them, and runs real servers for tests: a
 // Prometheus server, with a fault-injecting proxy in front of it, for tests
-// of the metrics client; a smart-HTTP git server (GitServer) and an SSH
+// of the metrics client; a smart-HTTP git server (GitServer, over HTTPS
+// with a CA file from NewGitServerTLS; Serve for any handler) and an SSH
 // server in front of its bare repositories (SSHServer); an exporter's
 // scrape read (ParseText) or made into a recording (OpenMetricsRecording).
 // Its sub-packages hold the rest and share its helpers (Missing, FreePort,

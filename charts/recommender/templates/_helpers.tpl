@@ -90,3 +90,23 @@ the sum against the tool's own constants.
 {{- printf "%dMiB" $left -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+checkSchedule refuses a schedule the API server would refuse, saying
+which field is wrong: the schema checks its shape (five fields or a
+macro), this each field's syntax. Ranges of values (minute 0-59) are the
+API server's to check.
+*/}}
+{{- define "recommender.checkSchedule" -}}
+{{- $s := trim .Values.schedule -}}
+{{- if not (hasPrefix "@" $s) -}}
+{{- $names := list "minute" "hour" "day of month" "month" "day of week" -}}
+{{- $item := "(\\*|\\?|[0-9]+(-[0-9]+)?|[A-Za-z]{3}(-[A-Za-z]{3})?)(/[0-9]+)?" -}}
+{{- $field := printf "^%s(,%s)*$" $item $item -}}
+{{- range $i, $f := regexSplit "\\s+" $s -1 -}}
+{{- if not (regexMatch $field $f) -}}
+{{- fail (printf "schedule %q: the %s field %q is not cron syntax: write a number, a range (1-5), a step (*/15), a list (0,30) or a name (MON, JAN)" $s (index $names $i) $f) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,7 +95,9 @@ type GitHubFault struct {
 }
 
 // NewFakeGitHub serves owner/repo, whose bare repository must exist on
-// git (see testenv.GitServer.NewRepo). It stops when the test ends.
+// git (see testenv.GitServer.NewRepo). It stops when the test ends. It
+// serves HTTPS when git does (testenv.NewGitServerTLS), trusted through
+// git.CAFile: one certificate serves both.
 func NewFakeGitHub(t testing.TB, git *testenv.GitServer, owner, repo string) *FakeGitHub {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -116,8 +117,7 @@ func NewFakeGitHub(t testing.TB, git *testenv.GitServer, owner, repo string) *Fa
 	}
 	f.logins[f.Token] = TokenUser
 	git.AddToken(f.Token)
-	srv := httptest.NewServer(http.HandlerFunc(f.serveHTTP))
-	t.Cleanup(srv.Close)
+	srv := testenv.Serve(t, http.HandlerFunc(f.serveHTTP), git.CAFile != "")
 	f.URL = srv.URL
 	return f
 }

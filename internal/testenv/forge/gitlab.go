@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -34,6 +33,8 @@ type FakeGitLabOptions struct {
 	CloneURL string
 	// Token is the access token the API accepts; a random one when empty.
 	Token string
+	// TLS serves HTTPS, verified by FakeGitLab.CAFile only.
+	TLS bool
 }
 
 // FakeGitLab is a GitLab REST v4 API on 127.0.0.1 holding one project's
@@ -47,6 +48,8 @@ type FakeGitLab struct {
 	// URL is the instance's base URL (the API is under /api/v4).
 	URL   string
 	Token string
+	// CAFile verifies the server, with FakeGitLabOptions.TLS.
+	CAFile string
 
 	t       testing.TB
 	git     string
@@ -161,9 +164,11 @@ func NewFakeGitLab(t testing.TB, o FakeGitLabOptions) *FakeGitLab {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "404 Not Found"})
 	})
-	srv := httptest.NewServer(f.middleware(mux))
-	t.Cleanup(srv.Close)
+	srv := testenv.Serve(t, f.middleware(mux), o.TLS)
 	f.URL = srv.URL
+	if o.TLS {
+		f.CAFile = testenv.CAFile(t, srv)
+	}
 	return f
 }
 
