@@ -51,13 +51,18 @@ func hostileForge(t *testing.T, page func(n int) any) (url string, requests *ato
 	return srv.URL, requests
 }
 
+// hostileTimeout bounds each request of the hostile forges: what these
+// tests hold is the size bounds, and sending 33 MiB took over 30 s under
+// the race detector at a load of 12, the forges' default timeout.
+const hostileTimeout = 5 * time.Minute
+
 // hostileToken is long enough not to appear by chance in what errors say.
 const hostileToken = "hostile-forge-token-0123456789"
 
 func newHostileGitHub(t *testing.T, url string) *scm.GitHub {
 	t.Helper()
 	g, err := scm.NewGitHub(context.Background(), scm.GitHubConfig{Owner: "acme", Repo: "gitops", BaseURL: url + "/api/v3/", Token: hostileToken,
-		Sleep: func(context.Context, time.Duration) error { return nil }})
+		RequestTimeout: hostileTimeout, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	return g
 }
@@ -65,7 +70,7 @@ func newHostileGitHub(t *testing.T, url string) *scm.GitHub {
 func newHostileGitLab(t *testing.T, url string) *scm.GitLab {
 	t.Helper()
 	g, err := scm.NewGitLab(context.Background(), scm.GitLabConfig{BaseURL: url, Project: "42", Token: hostileToken,
-		Sleep: func(context.Context, time.Duration) error { return nil }})
+		HTTPClient: &http.Client{Timeout: hostileTimeout}, Sleep: func(context.Context, time.Duration) error { return nil }})
 	require.NoError(t, err)
 	return g
 }
