@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -216,14 +215,9 @@ func (f *Flux) start(ctx context.Context, name, bin, dir string, env []string, l
 			return resp.StatusCode == http.StatusOK
 		})
 		httpc.CloseIdleConnections()
-		if err == nil {
-			return p, nil
-		}
-		if stopErr := p.stop(5 * time.Second); stopErr != nil {
-			err = fmt.Errorf("%w; %w", err, stopErr)
-		}
-		if !strings.Contains(p.out.String(), "address already in use") {
-			return nil, err
+		kept, retry, err := p.settle(err)
+		if !retry {
+			return kept, err
 		}
 		lastErr = err
 	}

@@ -203,14 +203,9 @@ func (k *KubeStateMetrics) start(ctx context.Context, bin string, args []string,
 			}
 			return true
 		})
-		if err == nil {
-			return p, nil
-		}
-		if stopErr := p.stop(5 * time.Second); stopErr != nil {
-			err = fmt.Errorf("%w; %w", err, stopErr)
-		}
-		if !strings.Contains(p.out.String(), "address already in use") {
-			return nil, err
+		kept, retry, err := p.settle(err)
+		if !retry {
+			return kept, err
 		}
 		lastErr = err
 	}

@@ -804,6 +804,20 @@ func (p *process) stop(grace time.Duration) error {
 	return fmt.Errorf("%s (pid %d) did not stop within %v of SIGTERM and was killed", p.name, p.cmd.Process.Pid, grace)
 }
 
+// settle ends an attempt to start p, given what waiting for it returned:
+// p itself when it got ready; else p stopped, and retry says whether a
+// port another process took explains the failure, so that an attempt on
+// new ports may bind.
+func (p *process) settle(ready error) (kept *process, retry bool, err error) {
+	if ready == nil {
+		return p, false, nil
+	}
+	if stopErr := p.stop(5 * time.Second); stopErr != nil {
+		ready = fmt.Errorf("%w; %w", ready, stopErr)
+	}
+	return nil, strings.Contains(p.out.String(), "address already in use"), ready
+}
+
 // waitFor polls ready every 20ms until it says true, the process exits (a
 // lost port is then testenv.ErrPortTaken), or ctx ends.
 func (p *process) waitFor(ctx context.Context, what string, ready func() bool) error {
