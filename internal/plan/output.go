@@ -8,6 +8,7 @@ import (
 	"html"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -304,7 +305,7 @@ func (p *Plan) writeDecisions(bw *bufio.Writer, part func(any, string) error) er
 		if a.Form == engine.NoGPU || a.Form == engine.GPUMemory {
 			return nil
 		}
-		v := a.GPUs
+		v := rounded(a.GPUs)
 		return &v
 	}
 	shared := p.sharedSets()
@@ -315,7 +316,7 @@ func (p *Plan) writeDecisions(bw *bufio.Writer, part func(any, string) error) er
 			Current: gpus(d.Current), CurrentForm: string(d.Current.Form),
 			Recommended: gpus(d.Recommended), RecommendedForm: string(d.Recommended.Form),
 			Action: string(d.Action), Urgent: d.Urgent, Rule: d.Rule, Reason: d.Reason(),
-			Cause: d.Cause, Evidence: d.Evidence,
+			Cause: d.Cause, Evidence: roundedEvidence(d.Evidence),
 		}
 		for _, m := range d.Policies {
 			jd.Policies = append(jd.Policies, m.String())
@@ -488,4 +489,61 @@ func mdFence(s string) string {
 		}
 	}
 	return strings.Repeat("`", max(3, longest+1))
+}
+
+// rounded is v to 12 significant digits: arithmetic leaves noise in the
+// last bits (0.19640000000000002), which the JSON would print; no reading
+// or allocation means anything at that precision.
+func rounded(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	if err != nil { // an infinity or NaN, which FormatFloat spells out
+		return v
+	}
+	return r
+}
+
+// roundedEvidence is e with every amount rounded, its slices copied so the
+// plan's own evidence is left as the engine made it.
+func roundedEvidence(e engine.Evidence) engine.Evidence {
+	e.Allocation, e.Ceiling, e.Floor = rounded(e.Allocation), rounded(e.Ceiling), rounded(e.Floor)
+	readings := func(rs []engine.Reading) []engine.Reading {
+		if rs == nil {
+			return nil
+		}
+		out := make([]engine.Reading, len(rs))
+		for i, r := range rs {
+			out[i] = roundedReading(r)
+		}
+		return out
+	}
+	e.Upsizes, e.ScaleBacks = readings(e.Upsizes), readings(e.ScaleBacks)
+	if e.Baseline != nil {
+		b := *e.Baseline
+		b.Metrics = readings(b.Metrics)
+		e.Baseline = &b
+	}
+	if e.Blocker != nil {
+		r := roundedReading(*e.Blocker)
+		e.Blocker = &r
+	}
+	if e.Proposal != nil {
+		pr := *e.Proposal
+		pr.Target = rounded(pr.Target)
+		e.Proposal = &pr
+	}
+	if e.Adjustments != nil {
+		adj := make([]engine.Adjustment, len(e.Adjustments))
+		for i, a := range e.Adjustments {
+			a.From, a.To, a.Limit, a.Percent = rounded(a.From), rounded(a.To), rounded(a.Limit), rounded(a.Percent)
+			adj[i] = a
+		}
+		e.Adjustments = adj
+	}
+	return e
+}
+
+func roundedReading(r engine.Reading) engine.Reading {
+	r.Value, r.Percent, r.Typical = rounded(r.Value), rounded(r.Percent), rounded(r.Typical)
+	r.Target, r.Cap, r.ConfidencePercent = rounded(r.Target), rounded(r.Cap), rounded(r.ConfidencePercent)
+	return r
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -300,4 +301,37 @@ func TestUnattributedPodInTheDecision(t *testing.T) {
 	var table strings.Builder
 	require.NoError(t, p.WriteTable(&table, 0))
 	require.Contains(t, table.String(), "not counted: "+why)
+}
+
+// TestJSONNumbersAreRounded: arithmetic noise in the last bits
+// (0.19640000000000002) never reaches the JSON plan, and no amount moves
+// by more than that noise.
+func TestJSONNumbersAreRounded(t *testing.T) {
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, p.WriteJSON(&buf))
+	long := regexp.MustCompile(`[0-9]\.[0-9]{13,}`)
+	require.Empty(t, long.FindAllString(buf.String(), -1), "numbers with float noise")
+
+	var out struct {
+		Decisions []struct {
+			Name     string
+			Evidence struct {
+				Upsizes []struct{ Value, Typical, Target float64 }
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &out))
+	checked := 0
+	for _, d := range out.Decisions {
+		for i, r := range d.Evidence.Upsizes {
+			want := decisionOf(t, p, d.Name).Evidence.Upsizes[i]
+			require.InDelta(t, want.Value, r.Value, 1e-12, d.Name)
+			require.InDelta(t, want.Typical, r.Typical, 1e-12, d.Name)
+			require.InDelta(t, want.Target, r.Target, 1e-12, d.Name)
+			checked++
+		}
+	}
+	require.NotZero(t, checked, "some decision has an upsize reading")
 }
