@@ -45,7 +45,8 @@ func newCmdReport(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			"recommends, and the under-used nodes that could be drained. It makes the plan as `plan` does,\n" +
 			"its filters included (--namespace, --selector, --workload: the other workloads' pods are packed\n" +
 			"at the share they hold now, as if only the selected workloads' pull requests merged);\n" +
-			"it writes nothing, and only gets and lists nodes, pods and replicasets: nothing is evicted or patched.",
+			"it writes nothing: it gets and lists nodes and pods, and gets replicasets, deployments, statefulsets\n" +
+			"and KAI queues (the RBAC in docs/fleet.md). Nothing is evicted or patched.",
 		Example: "  recommender report --repo . --metrics-file usage.om --kubeconfig ~/.kube/config\n" +
 			"  recommender report --repo . --prometheus-url http://prometheus.monitoring:9090 -o json\n" +
 			"  recommender report --repo . --metrics-file usage.om -o markdown >> \"$GITHUB_STEP_SUMMARY\"",

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpu-rightsizing/recommender/internal/testenv/kubeenv"
 )
@@ -147,4 +150,30 @@ func TestReport(t *testing.T) {
 		})
 	}
 	require.Equal(t, before, treeHash(t, repo), "report must write nothing")
+}
+
+// TestReportHelpNamesItsRBAC: `report --help` names every resource the
+// rules of docs/fleet.md grant, so a reader sizing its RBAC from the help
+// gets the same answer as from the docs (issue 35: the help named three).
+func TestReportHelpNamesItsRBAC(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/fleet.md")
+	require.NoError(t, err)
+	block := regexp.MustCompile("(?s)```yaml\n(rules:\n.*?)```").FindSubmatch(doc)
+	require.NotNil(t, block, "docs/fleet.md holds the report's rules")
+	var rules struct {
+		Rules []struct{ APIGroups, Resources, Verbs []string }
+	}
+	require.NoError(t, sigsyaml.UnmarshalStrict(block[1], &rules))
+	help := strings.Join(strings.Fields(newCmdReport(streams{}, nil).Long), " ")
+	n := 0
+	for _, r := range rules.Rules {
+		for _, res := range r.Resources {
+			if res == "queues" {
+				res = "KAI queues"
+			}
+			require.Contains(t, help, res)
+			n++
+		}
+	}
+	require.Equal(t, 6, n, "the rules docs/fleet.md grants")
 }
