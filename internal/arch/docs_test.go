@@ -46,7 +46,8 @@ type docException struct {
 	line    int
 }
 
-// TestDocBudget: README.md, CONTRIBUTING.md, BENCHMARKS.md and every
+// TestDocBudget: README.md, CONTRIBUTING.md, BENCHMARKS.md, the chart's and
+// the examples' READMEs and every
 // Markdown file under docs/ meet the budget: words per sentence at most
 // 18 on average, no sentence over 40 words, no table cell over 40 words.
 // A document that does not yet is named in testdata/docs-exceptions.txt
