@@ -124,11 +124,12 @@ func writeRecording(t *testing.T, name string, b []byte) string {
 // examples/clusters (a base both clusters agree on, each cluster's own
 // overlay patches) and on staging and prod overlays of one base (a base
 // both agree on, two first patches of one overlay, an overlay's own
-// workload).
+// workload); and grouped by namespace or cluster as well.
 func TestPlanIsTheUnionOfTheBranches(t *testing.T) {
 	tests := []struct {
 		name, repo string
 		recording  func(t *testing.T) string
+		groupBy    plan.Grouping
 		branches   int
 	}{
 		{name: "quickstart", repo: quickstartRepo, recording: func(*testing.T) string { return quickstartMetrics }, branches: 4},
@@ -138,6 +139,13 @@ func TestPlanIsTheUnionOfTheBranches(t *testing.T) {
 		{name: "overlays", repo: overlaysRepo, branches: 4, recording: func(t *testing.T) string {
 			return writeRecording(t, "usage.om", overlayRecording(0))
 		}},
+		// The base both namespaces agree on joins their pull requests.
+		{name: "overlays by namespace", repo: overlaysRepo, groupBy: plan.ByNamespace, branches: 1, recording: func(t *testing.T) string {
+			return writeRecording(t, "usage.om", overlayRecording(0))
+		}},
+		{name: "clusters by cluster", repo: "../../examples/clusters", groupBy: plan.ByCluster, branches: 1, recording: func(t *testing.T) string {
+			return writeRecording(t, "fleet.om", []byte(metricstest.Fleet().String()))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +154,7 @@ func TestPlanIsTheUnionOfTheBranches(t *testing.T) {
 			planned := copyRepo(t, tt.repo)
 			o := options(planned)
 			o.Usage = recording(rec)
-			p, _, err := o.Usage.Plan(context.Background(), plan.Options{Repo: planned, DefaultNamespace: o.DefaultNamespace},
+			p, _, err := o.Usage.Plan(context.Background(), plan.Options{Repo: planned, DefaultNamespace: o.DefaultNamespace, Grouping: tt.groupBy},
 				slog.New(slog.DiscardHandler), time.Now)
 			require.NoError(t, err)
 			require.Empty(t, p.Problems)
@@ -165,6 +173,7 @@ func TestPlanIsTheUnionOfTheBranches(t *testing.T) {
 			o = options(bare)
 			o.Usage = recording(rec)
 			o.Dashboard = false
+			o.GroupBy = string(tt.groupBy)
 			runOK(t, o, run.ChangesProposed)
 			git := func(args ...string) string { return gitIn(t, bare, args...) }
 			branches := strings.Fields(git("branch", "--list", "gpu-rightsizing/*", "--format=%(refname:short)"))
