@@ -61,7 +61,7 @@ lint:
 	$(GO) test -count=1 ./internal/arch/
 	$(GO) run ./hack/commitcheck
 
-## bench: the benchmarks behind BENCHMARKS.md
+## bench: the benchmarks behind docs/benchmarks/speed.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 
@@ -69,13 +69,13 @@ bench:
 bench-scale:
 	RECOMMENDER_BENCH_SCALE=1 $(GO) test -run '^$$' -bench Scale -benchtime 1x -count=1 ./internal/patcher
 
-## bench-prometheus: the real-server benchmark of BENCHMARKS.md (backfills millions of samples: about 2 min)
+## bench-prometheus: the real-server benchmark of docs/benchmarks/speed.md (backfills millions of samples: about 2 min)
 bench-prometheus:
 	RECOMMENDER_BENCH_PROMETHEUS=1 $(GO) test -run '^$$' -bench BenchmarkPrometheusUsage -benchmem -benchtime 5x -count=1 ./internal/metrics/prometheus
 
-## bench-e2e: the end-to-end stages (plan, recordings, Prometheus, overlays, publishing), each against its limit in the same run, in processes of their own (tens of minutes, gigabytes in $TMPDIR); fails when a ratio is a third above the committed one; BENCH_E2E_WRITE=1 writes the new figures (testdata/bench-e2e.json) and BENCHMARKS.md's tables
+## bench-e2e: the end-to-end stages (plan, recordings, Prometheus, overlays, publishing), each against its limit in the same run, in processes of their own (tens of minutes, gigabytes in $TMPDIR); fails when a ratio is a third above the committed one; BENCH_E2E_WRITE=1 writes the new figures (testdata/bench-e2e.json) and docs/benchmarks/speed.md's tables
 # One package at a time (-p 1): each rewrites its own section of
-# BENCHMARKS.md, and each stage wants the machine's memory to itself.
+# docs/benchmarks/speed.md, and each stage wants the machine's memory to itself.
 BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus ./internal/patcher/kustomize ./cmd/recommender
 bench-e2e:
 	RECOMMENDER_BENCH_E2E=1 RECOMMENDER_BENCH_E2E_WRITE=$(BENCH_E2E_WRITE) $(GO) test -p 1 -run '^$$' -bench '^BenchmarkE2E' -benchtime 3x -count=1 -timeout 2h $(BENCH_E2E_PKGS)
@@ -85,12 +85,12 @@ backtest:
 	@[ -n "$(TRACES)" ] || { echo "make backtest: set TRACES to the directory holding usage.csv and usage_derived_llm.csv.gz, and FRESH to the one holding usage_fresh_servegen.csv (docs/backtest/traces.md says where they come from)" >&2; exit 2; }
 	./scripts/backtest.sh $(TRACES) docs/backtest $(FRESH)
 
-## backtest-variants: measure one-change variants of the guide policies (BENCHMARKS.md)
+## backtest-variants: measure one-change variants of the guide policies (docs/benchmarks/quality.md, History)
 backtest-variants:
 	@[ -n "$(TRACES)" ] || { echo "make backtest-variants: set TRACES (docs/backtest/traces.md)" >&2; exit 2; }
 	./scripts/backtest-variants.sh $(TRACES) $${TMPDIR:-/tmp}/backtest-variants
 
-## backtest-candidates: judge one-edit changes to the recommended policies out of sample, paired with them, into docs/backtest/candidates (BENCHMARKS.md)
+## backtest-candidates: judge one-edit changes to the recommended policies out of sample, paired with them, into docs/backtest/candidates (docs/benchmarks/quality.md, History)
 backtest-candidates:
 	@[ -n "$(TRACES)" ] || { echo "make backtest-candidates: set TRACES (docs/backtest/traces.md)" >&2; exit 2; }
 	./scripts/backtest-candidates.sh $(TRACES) docs/backtest/candidates

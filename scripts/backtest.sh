@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Replays the shared traces through the guide's policies, the recommended
-# ones and the baselines, in the scenarios BENCHMARKS.md reports, under the
+# ones and the baselines, in the scenarios docs/benchmarks/quality.md reports, under the
 # protocol (docs/backtest/protocol.md).
 # Usage: scripts/backtest.sh TRACES_DIR OUT_DIR [FRESH_DIR]
 #   FRESH_DIR holds usage_fresh_servegen.csv (scripts/fresh-traces.sh);
@@ -9,7 +9,7 @@ set -euo pipefail
 traces=${1:?traces directory}
 out=${2:?output directory}
 fresh=${3:-$traces}
-# The copies BENCHMARKS.md was made from (docs/backtest/traces.md).
+# The copies the benchmarks were made from (docs/backtest/traces.md).
 declare -A want=(
 	[usage.csv]=fa4a68bd805b3d3ef87db6d129e3259c6625270729b8653dc819bd4e7e3dab70
 	[usage_derived_llm.csv.gz]=09a4824df1a07efb4bd73abf1a9cf99c3ef14732f0a857a2e6051f3af7357dad
@@ -23,7 +23,7 @@ for f in usage.csv usage_derived_llm.csv.gz usage_fresh_servegen.csv; do
 	if [ "$got" != "${want[$f]}" ]; then
 		# The fresh data is scored once, on the file the protocol froze.
 		[ "$f" = usage_fresh_servegen.csv ] && { echo "backtest: $dir/$f is not the file the protocol froze (sha256 $got)" >&2; exit 1; }
-		echo "backtest: warning: $dir/$f is not the copy BENCHMARKS.md was made from (sha256 $got): the figures will differ" >&2
+		echo "backtest: warning: $dir/$f is not the copy docs/benchmarks/quality.md was made from (sha256 $got): the figures will differ" >&2
 	fi
 done
 policies=(--protocol docs/backtest/protocol.md --policies kubex-guide=examples/quickstart/policies --policies recommended=examples/policies/recommended.yaml)
@@ -59,12 +59,15 @@ run fresh-fitting-one-gpu "${frontier[@]}" --frontier-from "$out/llm-fitting-one
 	--traces "$fresh/usage_fresh_servegen.csv" --max-peak 100 --start 1
 run fresh-all "${frontier[@]}" --frontier-from "$out/llm-all/frontier.json" --fresh --traces "$fresh/usage_fresh_servegen.csv" --start 1
 
-# BENCHMARKS.md shows each scenario's results.md between
+# docs/benchmarks/quality.md shows each scenario's results.md between
 # "<!-- backtest-results NAME -->" and "<!-- /backtest-results -->", its
 # verdicts.md between "<!-- backtest-verdicts NAME -->" and
 # "<!-- /backtest-verdicts -->", and its frontier.md between
 # "<!-- backtest-frontier NAME -->" and "<!-- /backtest-frontier -->";
-# TestBenchmarksMatchResults (internal/backtest) checks that they agree.
+# TestBenchmarksMatchResults (internal/backtest) checks that they agree;
+# TestBenchmarksSummary, that BENCHMARKS.md's summary says what they show
+# (go test ./internal/backtest -run TestBenchmarksSummary -update-summary
+# rewrites it).
 if [ "$out" = docs/backtest ]; then
 	tmp=$(mktemp)
 	awk -v dir="$out" '
@@ -77,6 +80,7 @@ if [ "$out" = docs/backtest ]; then
 			while ((getline line < f) > 0) print line
 			close(f)
 			skip = 1
-		}' BENCHMARKS.md >"$tmp"
-	mv "$tmp" BENCHMARKS.md
+		}' docs/benchmarks/quality.md >"$tmp"
+	mv "$tmp" docs/benchmarks/quality.md
+	go test ./internal/backtest -run '^TestBenchmarksSummary$' -count=1 -update-summary
 fi

@@ -263,7 +263,7 @@ func BenchmarkE2EPlan(b *testing.B) {
 		}
 	}
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), figures)
-	testenv.WriteSection(b, filepath.Join("..", "..", "BENCHMARKS.md"), "plan", table.String())
+	testenv.WriteSection(b, filepath.Join("..", "..", "docs", "benchmarks", "speed.md"), "plan", table.String())
 }
 
 // planRepo writes the repository of c, with the quickstart's policies,

@@ -316,7 +316,7 @@ func BenchmarkE2ERunLocal(b *testing.B) {
 			float64(testenv.Median(s.run).Milliseconds())/float64(s.repo.n), float64(testenv.Median(s.loop).Microseconds())/1e3/float64(s.repo.n),
 			float64(testenv.Median(s.rss))/(1<<20))
 	}
-	testenv.WriteSection(b, filepath.Join("..", "..", "BENCHMARKS.md"), "run-local", fmt.Sprintf(
+	testenv.WriteSection(b, filepath.Join("..", "..", "docs", "benchmarks", "speed.md"), "run-local", fmt.Sprintf(
 		"| changed workloads | `run --scm local` CPU | plumbing loop CPU | **CPU ratio** | run per branch | loop per branch | peak RSS |\n"+
 			"|---:|---:|---:|---:|---:|---:|---:|\n%s\n"+
 			"CPU exponent from %d to %d workloads: **%.2f** (the loop's: %.2f). At %d: `run --dry-run` %.2f s, `plan` %.2f s of CPU; "+

@@ -15,7 +15,11 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/testenv"
 )
 
-// TestBenchmarksMatchResults: every table of BENCHMARKS.md between
+// qualityDoc is the page of the backtest's tables, from the root.
+const qualityDoc = "docs/benchmarks/quality.md"
+
+// TestBenchmarksMatchResults: every table of docs/benchmarks/quality.md
+// (the detail behind BENCHMARKS.md's summary) between
 // "<!-- backtest-results NAME -->" and "<!-- /backtest-results -->" is the
 // one rendered from docs/backtest/NAME/results.json, and every scenario
 // there has one; every block between "<!-- backtest-verdicts NAME -->"
@@ -24,7 +28,7 @@ import (
 // `make backtest` writes them all.
 func TestBenchmarksMatchResults(t *testing.T) {
 	root := filepath.Join("..", "..")
-	md, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
+	md, err := os.ReadFile(filepath.Join(root, qualityDoc))
 	require.NoError(t, err)
 	blocks := regexp.MustCompile(`(?ms)^<!-- backtest-results (\S+) -->\n(.*?)^<!-- /backtest-results -->$`).FindAllSubmatch(md, -1)
 	scenarios, err := filepath.Glob(filepath.Join(root, "docs", "backtest", "*", "results.json"))
@@ -41,10 +45,10 @@ func TestBenchmarksMatchResults(t *testing.T) {
 			require.NoError(t, err)
 			var want bytes.Buffer
 			require.NoError(t, doc.WriteMarkdown(&want))
-			require.Equal(t, want.String(), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
+			require.Equal(t, want.String(), string(b[2]), qualityDoc+" is out of date: run `make backtest`")
 		})
 	}
-	// The verdicts of the split and the frontier, where BENCHMARKS.md
+	// The verdicts of the split and the frontier, where the page
 	// shows them, are the scenario's verdicts.md and frontier.md as
 	// written.
 	for _, kind := range []string{"verdicts", "frontier"} {
@@ -54,7 +58,7 @@ func TestBenchmarksMatchResults(t *testing.T) {
 			t.Run(name+"/"+kind, func(t *testing.T) {
 				want, err := os.ReadFile(filepath.Join(root, "docs", "backtest", name, kind+".md"))
 				require.NoError(t, err)
-				require.Equal(t, string(want), string(b[2]), "BENCHMARKS.md is out of date: run `make backtest`")
+				require.Equal(t, string(want), string(b[2]), qualityDoc+" is out of date: run `make backtest`")
 			})
 		}
 	}

@@ -95,8 +95,8 @@ func TestCeilingAt(t *testing.T) {
 	}
 }
 
-// TestCeilingAtGenTD26 reproduces the bounds BENCHMARKS.md gives for
-// GenTD26 from 0.50 GPU ("Where it is not met, and why"), on the trace
+// TestCeilingAtGenTD26 reproduces the bounds docs/benchmarks/quality.md
+// gives for GenTD26 from 0.50 GPU ("What the delivery decides"), on the trace
 // kept in testdata/gentd26 ($RECOMMENDER_TRACES/usage.csv instead when
 // set). It also checks the claims made there against docs/backtest: with
 // pull requests, `recommended` is exactly at the first-merge bound; with

@@ -50,7 +50,7 @@ func writeFiles(opts *Options, traces []*Trace, cfg Config, deliveries []Deliver
 		return err
 	}
 	// The Markdown tables are rendered from results.json as written, as
-	// the check of BENCHMARKS.md renders them.
+	// the check of docs/benchmarks/quality.md renders them.
 	doc, err := ReadResults(bytes.NewReader(js.Bytes()))
 	if err != nil {
 		return err

@@ -163,7 +163,7 @@ func WriteJSON(w io.Writer, inputs []string, config any, protocol *ProtocolRecor
 	return enc.Encode(doc)
 }
 
-// Results is results.json read back: what BENCHMARKS.md's tables are
+// Results is results.json read back: what docs/benchmarks/quality.md's tables are
 // rendered from, so that they cannot drift from the run.
 type Results struct {
 	Inputs     []string        `json:"inputs"`
@@ -188,7 +188,7 @@ func ReadResults(r io.Reader) (*Results, error) {
 	return &doc, nil
 }
 
-// WriteMarkdown renders one table per delivery, as BENCHMARKS.md shows
+// WriteMarkdown renders one table per delivery, as docs/benchmarks/quality.md shows
 // them.
 func (doc *Results) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder

@@ -23,6 +23,9 @@ var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 func TestDocLinks(t *testing.T) {
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
+	detail, err := filepath.Glob(filepath.Join(root, "docs", "benchmarks", "*.md"))
+	require.NoError(t, err)
+	docs = append(docs, detail...)
 	docs = append(docs, filepath.Join(root, "README.md"), filepath.Join(root, "BENCHMARKS.md"))
 	checked := 0
 	for _, doc := range docs {

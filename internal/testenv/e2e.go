@@ -23,7 +23,7 @@ const (
 	// E2EEnv turns them on.
 	E2EEnv = "RECOMMENDER_BENCH_E2E"
 	// E2EWriteEnv makes them write what they measured: the committed
-	// figures and BENCHMARKS.md's section of each.
+	// figures and docs/benchmarks/speed.md's section of each.
 	E2EWriteEnv = "RECOMMENDER_BENCH_E2E_WRITE"
 	// e2eChildEnv names the child a test binary runs as.
 	e2eChildEnv = "RECOMMENDER_BENCH_E2E_CHILD"

@@ -179,7 +179,7 @@ func BenchmarkE2ERecorded(b *testing.B) {
 	b.ReportMetric(byName.tool, "by-name-cpu-exponent")
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
 		"cpu-ratio": cpuRatio, "rss-ratio": rssRatio, "cpu-exponent": owned.tool, "by-name-cpu-exponent": byName.tool})
-	testenv.WriteSection(b, filepath.Join("..", "..", "..", "BENCHMARKS.md"), "recorded", fmt.Sprintf(
+	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "recorded", fmt.Sprintf(
 		"| recording | tool CPU | bare scan CPU | **CPU ratio** | peak RSS | samples kept | **RSS / samples** |\n"+
 			"|---|---:|---:|---:|---:|---:|---:|\n"+
 			"| %d pods, a week at 30 s, %.1f GB | %.2f s | %.2f s | **%.2f×** | %.0f MiB | %.0f MiB | **%.2f×** |\n",

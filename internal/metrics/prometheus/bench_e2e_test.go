@@ -296,7 +296,7 @@ func BenchmarkE2EPrometheus(b *testing.B) {
 	b.ReportMetric(curlExponent, "curl-cpu-exponent")
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
 		"cpu-ratio": cpuRatio, "rss-ratio": rssRatio, "cpu-exponent": exponent})
-	testenv.WriteSection(b, filepath.Join("..", "..", "..", "BENCHMARKS.md"), "prometheus", fmt.Sprintf(
+	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "prometheus", fmt.Sprintf(
 		"| answers | client CPU | curl CPU | **CPU ratio** | (to curl without gzip) | peak RSS | samples kept | **RSS / samples** |\n"+
 			"|---|---:|---:|---:|---:|---:|---:|---:|\n"+
 			"| %d pods, a day at 30 s: %d answers read whole, %.0f MB of JSON in all | %.2f s | %.2f s | **%.2f×** | %.2f× | %.0f MiB | %.0f MiB | **%.2f×** |\n",

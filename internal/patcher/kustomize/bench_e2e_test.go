@@ -293,7 +293,7 @@ func BenchmarkE2EOverlays(b *testing.B) {
 	}
 	fmt.Fprintf(&t, "\nCPU exponent from %s to %s overlays (time ∝ size^k): plan --write **%.2f**, krusty builds %.2f, floor %.2f.\n",
 		thousands(small.shape.overlays), thousands(large.shape.overlays), exp(small.plan, large.plan), exp(small.limit, large.limit), exp(small.floor, large.floor))
-	testenv.WriteSection(b, filepath.Join("..", "..", "..", "BENCHMARKS.md"), "overlays", t.String())
+	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "overlays", t.String())
 }
 
 // e2eRow is what BenchmarkE2EOverlays measured of one shape: medians of
