@@ -284,14 +284,12 @@ func siblings(prefix string) []string {
 // secretKeyRE matches a key that looks like it holds a secret's value.
 var secretKeyRE = regexp.MustCompile(`(?i)(token|password|secret|key)$`)
 
-// suggestKey helps with an unknown key: the known one it differs from only
-// in case, or where a secret belongs, or the keys that are known there.
+// suggestKey helps with an unknown key: the known one closest to it
+// (located.Nearest), or where a secret belongs, or the keys known there.
 func suggestKey(prefix, name string) string {
 	known := siblings(prefix)
-	for _, k := range known {
-		if strings.EqualFold(k, name) {
-			return fmt.Sprintf(" (did you mean %q?)", k)
-		}
+	if near, ok := located.Nearest(name, known); ok {
+		return fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	if secretKeyRE.MatchString(name) {
 		return " (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)"

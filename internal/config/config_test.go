@@ -41,8 +41,15 @@ func TestDecodeErrors(t *testing.T) {
 	tests := []struct {
 		name, config, err string
 	}{
-		{name: "unknown key", config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
-			err: "c.yaml:5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)"},
+		{name: "unknown key", config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  source: hami\n",
+			err: "c.yaml:5:3: metrics.source: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)"},
+		{name: "a letter too many", config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
+			err: "c.yaml:5:3: metrics.presets: unknown key (did you mean \"preset\"?)"},
+		{name: "two letters swapped", config: "outptu: json\n", err: "c.yaml:1:1: outptu: unknown key (did you mean \"output\"?)"},
+		{name: "a letter left out, in a section", config: "prometheus:\n  tokenFil: /t\n",
+			err: "c.yaml:2:3: prometheus.tokenFil: unknown key (did you mean \"tokenFile\"?)"},
+		{name: "a short key takes one slip only", config: "prometheus:\n  usr1: u\n",
+			err: "c.yaml:2:3: prometheus.usr1: unknown key (known keys: url, tokenFile, tokenEnv, user, passwordFile, headers, caFile, certFile, keyFile, insecureSkipVerify, timeout)"},
 		{name: "a key in the wrong case", config: "prometheus:\n  URL: http://p\n", err: "c.yaml:2:3: prometheus.URL: unknown key (did you mean \"url\"?)"},
 		{name: "a secret's value", config: "github:\n  token: ghp_x\n",
 			err: "c.yaml:2:3: github.token: unknown key (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)"},
@@ -52,7 +59,9 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "two documents", config: "base: a\n---\nbase: b\n", err: "c.yaml:2: one YAML document expected"},
 		{name: "YAML syntax", config: "base: [a\n", err: "c.yaml: yaml: line 1: did not find expected ',' or ']'"},
 		{name: "every mistake at once", config: "bse: a\nbase: b\nbase: c\n",
-			err: "c.yaml:1:1: bse: unknown key (known keys: " + strings.Join(topKeys(), ", ") + ")\nc.yaml:3:1: base: duplicate key"},
+			err: "c.yaml:1:1: bse: unknown key (did you mean \"base\"?)\nc.yaml:3:1: base: duplicate key"},
+		{name: "the keys known at the top", config: "nonsense: a\n",
+			err: "c.yaml:1:1: nonsense: unknown key (known keys: " + strings.Join(topKeys(), ", ") + ")"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
