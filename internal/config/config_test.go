@@ -141,6 +141,45 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, []string{"`--repo` is repo at " + file + ":1:7", "`--base` is $RECOMMENDER_BASE", "`--dry-run` is dryRun in " + file + ", or $RECOMMENDER_DRY_RUN"}, notes)
 }
 
+// TestLoadEveryMistake: Load tells every mistake of the file at once, in
+// the order of the file, whether the key or its value is wrong: an
+// unknown key does not hide a bad value, nor the other way round. The
+// environment's come first; they have no line.
+func TestLoadEveryMistake(t *testing.T) {
+	tests := []struct {
+		name, config string
+		env          map[string]string
+		err          string
+	}{
+		{name: "an unknown key and bad values",
+			config: "prometheus:\n  timeout: 5x\n  tokenFil: /t\npullRequests:\n  maxOpen: lots\noutptu: json\n",
+			err: "c.yaml:2:12: prometheus.timeout: expected a duration such as 30s or 2m, got \"5x\"\n" +
+				"c.yaml:3:3: prometheus.tokenFil: unknown key (did you mean \"tokenFile\"?)\n" +
+				"c.yaml:5:12: pullRequests.maxOpen: expected an integer, got the string \"lots\"\n" +
+				"c.yaml:6:1: outptu: unknown key (did you mean \"output\"?)"},
+		{name: "bad values in the file's order, not the keys'", config: "dryRun: maybe\nbase: 7\n",
+			err: "c.yaml:1:9: dryRun: expected true or false, got the string \"maybe\"\n" +
+				"c.yaml:2:7: base: expected a string, got the integer 7 (quote it)"},
+		{name: "the environment's first", config: "bse: main\n", env: map[string]string{"RECOMMENDER_MAX_NEW": "x"},
+			err: "$RECOMMENDER_MAX_NEW: expected an integer, got \"x\"\n" +
+				"c.yaml:1:1: bse: unknown key (did you mean \"base\"?)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "c.yaml")
+			require.NoError(t, os.WriteFile(file, []byte(tt.config), 0o600))
+			fs := flags()
+			var name string
+			config.AddFlag(fs, &name)
+			require.NoError(t, fs.Parse([]string{"--config", file}))
+			_, err := config.Load(fs, &name, env(tt.env))
+			var cfgErr *config.Error
+			require.ErrorAs(t, err, &cfgErr, "a usage mistake")
+			require.EqualError(t, err, strings.ReplaceAll(tt.err, "c.yaml", file))
+		})
+	}
+}
+
 // TestSplitEnvList: a list variable is split on commas, `\,` writing a
 // comma inside an item.
 func TestSplitEnvList(t *testing.T) {
