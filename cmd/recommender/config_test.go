@@ -170,7 +170,13 @@ func TestRunConfigErrors(t *testing.T) {
 		{
 			name:   "unknown key",
 			config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
-			err:    ":5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)",
+			err:    ":5:3: metrics.presets: unknown key (did you mean \"preset\"?)",
+		},
+		{
+			name:   "an unknown key does not hide a bad value",
+			config: "scm: local\nrepo: r\nmetrics: {file: m.om}\nprometheus:\n  timeout: 5x\npullRequests:\n  maxOpn: 3\n",
+			err: "{file}:5:12: prometheus.timeout: expected a duration such as 30s or 2m, got \"5x\"\n" +
+				"{file}:7:3: pullRequests.maxOpn: unknown key (did you mean \"maxOpen\"?)",
 		},
 		{
 			name:   "a bad value from the environment",
@@ -424,7 +430,7 @@ func TestPlanConfigErrors(t *testing.T) {
 		name, config, err string
 	}{
 		{name: "an unknown key", config: "repo: r\nmetrics: {file: m.om}\npullRequest: {maxNew: 1}\n",
-			err: ":3:1: pullRequest: unknown key (known keys: "},
+			err: ":3:1: pullRequest: unknown key (did you mean \"pullRequests\"?)"},
 		{name: "a bad value of a key only run uses is left to run", config: "repo: r\nmetrics: {file: m.om}\npullRequests: {maxNew: many}\n"},
 		{name: "a bad value", config: "repo: r\nmetrics: {file: m.om}\noutput: 3\n",
 			err: ":3:9: output: expected a string, got the integer 3 (quote it)"},
