@@ -190,6 +190,15 @@ func TestRunConfigErrors(t *testing.T) {
 			err:    "`--github-repo` must be owner/name, got \"acme\"\n  (`--github-repo` is github.repo at {file}:3:9)",
 		},
 		{
+			name:   "a mistake in each group of run's checks at once",
+			config: "scm: github\ngithub:\n  repo: acme\nmetrics:\n  file: m.om\n  preset: nvidia\npullRequests:\n  groupBy: team\n",
+			err: "`--github-repo` must be owner/name, got \"acme\"\n" +
+				"invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm\n" +
+				"invalid `--group-by` \"team\": use workload, namespace, policy or cluster\n" +
+				"  (`--github-repo` is github.repo at {file}:3:9;\n   `--metrics-preset` is metrics.preset at {file}:6:11;\n" +
+				"   `--group-by` is pullRequests.groupBy at {file}:8:12)",
+		},
+		{
 			name:   "a missing setting names its key",
 			config: "scm: gitlab\nmetrics: {file: m.om}\n",
 			err:    "`--gitlab-project` is required with `--scm gitlab`\n  (`--gitlab-project` is gitlab.project in {file}, or $RECOMMENDER_GITLAB_PROJECT;\n   `--scm` is scm at {file}:1:6)",
@@ -438,6 +447,11 @@ func TestPlanConfigErrors(t *testing.T) {
 			err: "`--repo` is required\n  (`--repo` is repo in {file}, or $RECOMMENDER_REPO)"},
 		{name: "a bad output names its line", config: "repo: r\nmetrics: {file: m.om}\noutput: yaml\n",
 			err: "invalid `--output` \"yaml\": use table, json or markdown\n  (`--output` is output at {file}:3:9)"},
+		{name: "every check's mistake at once", config: "metrics: {file: m.om}\npullRequests: {groupBy: team}\noutput: yaml\n",
+			err: "`--repo` is required\ninvalid `--group-by` \"team\": use workload, namespace, policy or cluster\n" +
+				"invalid `--output` \"yaml\": use table, json or markdown\n" +
+				"  (`--repo` is repo in {file}, or $RECOMMENDER_REPO;\n   `--group-by` is pullRequests.groupBy at {file}:2:25;\n" +
+				"   `--output` is output at {file}:3:9)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -108,7 +108,7 @@ func TestPolicyValidate(t *testing.T) {
 			name: "unknown field",
 			edit: replaceIn("    workloadTypes:\n      - Deployment\n  automationStrategyRef:",
 				"    workloadTypes:\n      - Deployment\n    workloadType: Deployment\n  automationStrategyRef:"),
-			code: exitProblems,
+			code:     exitProblems,
 			problems: []string{"policies/kai-gpu-sharing.yaml:53:5: spec.scope.workloadType: unknown field (did you mean \"workloadTypes\"?)"},
 			rows: []string{
 				"ClusterProactivePolicy kai-gpu-sharing-baseline policies/kai-gpu-sharing.yaml:37 invalid: nothing it could govern is changed (see the problems)",
