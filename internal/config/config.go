@@ -288,15 +288,35 @@ func siblings(prefix string) []string {
 	return names
 }
 
+// elsewhere is the one key of the file named name in another section
+// (groupBy written at the top for pullRequests.groupBy); none when two
+// sections have it (url).
+func elsewhere(name string) (string, bool) {
+	var found []string
+	for _, k := range keys {
+		if i := strings.LastIndexByte(k.Path, '.'); i >= 0 && strings.EqualFold(k.Path[i+1:], name) {
+			found = append(found, k.Path)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return "", false
+}
+
 // secretKeyRE matches a key that looks like it holds a secret's value.
 var secretKeyRE = regexp.MustCompile(`(?i)(token|password|secret|key)$`)
 
 // suggestKey helps with an unknown key: the known one closest to it
-// (located.Nearest), or where a secret belongs, or the keys known there.
+// (located.Nearest), or the same key in another section, or where a
+// secret belongs, or the keys known there.
 func suggestKey(prefix, name string) string {
 	known := siblings(prefix)
 	if near, ok := located.Nearest(name, known); ok {
 		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	if path, ok := elsewhere(name); ok {
+		return fmt.Sprintf(" (did you mean %q?)", path)
 	}
 	if secretKeyRE.MatchString(name) {
 		return " (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)"
