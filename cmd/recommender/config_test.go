@@ -170,7 +170,13 @@ func TestRunConfigErrors(t *testing.T) {
 		{
 			name:   "unknown key",
 			config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
-			err:    ":5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)",
+			err:    ":5:3: metrics.presets: unknown key (did you mean \"preset\"?)",
+		},
+		{
+			name:   "an unknown key does not hide a bad value",
+			config: "scm: local\nrepo: r\nmetrics: {file: m.om}\nprometheus:\n  timeout: 5x\npullRequests:\n  maxOpn: 3\n",
+			err: "{file}:5:12: prometheus.timeout: expected a duration such as 30s or 2m, got \"5x\"\n" +
+				"{file}:7:3: pullRequests.maxOpn: unknown key (did you mean \"maxOpen\"?)",
 		},
 		{
 			name:   "a bad value from the environment",
@@ -182,6 +188,15 @@ func TestRunConfigErrors(t *testing.T) {
 			name:   "a check of run names the key and its line",
 			config: "scm: github\ngithub:\n  repo: acme\nmetrics: {file: m.om}\n",
 			err:    "`--github-repo` must be owner/name, got \"acme\"\n  (`--github-repo` is github.repo at {file}:3:9)",
+		},
+		{
+			name:   "a mistake in each group of run's checks at once",
+			config: "scm: github\ngithub:\n  repo: acme\nmetrics:\n  file: m.om\n  preset: nvidia\npullRequests:\n  groupBy: team\n",
+			err: "`--github-repo` must be owner/name, got \"acme\"\n" +
+				"invalid `--metrics-preset`: unknown metrics preset \"nvidia\": use kubex, hami, dcgm\n" +
+				"invalid `--group-by` \"team\": use workload, namespace, policy or cluster\n" +
+				"  (`--github-repo` is github.repo at {file}:3:9;\n   `--metrics-preset` is metrics.preset at {file}:6:11;\n" +
+				"   `--group-by` is pullRequests.groupBy at {file}:8:12)",
 		},
 		{
 			name:   "a missing setting names its key",
@@ -424,7 +439,7 @@ func TestPlanConfigErrors(t *testing.T) {
 		name, config, err string
 	}{
 		{name: "an unknown key", config: "repo: r\nmetrics: {file: m.om}\npullRequest: {maxNew: 1}\n",
-			err: ":3:1: pullRequest: unknown key (known keys: "},
+			err: ":3:1: pullRequest: unknown key (did you mean \"pullRequests\"?)"},
 		{name: "a bad value of a key only run uses is left to run", config: "repo: r\nmetrics: {file: m.om}\npullRequests: {maxNew: many}\n"},
 		{name: "a bad value", config: "repo: r\nmetrics: {file: m.om}\noutput: 3\n",
 			err: ":3:9: output: expected a string, got the integer 3 (quote it)"},
@@ -432,6 +447,11 @@ func TestPlanConfigErrors(t *testing.T) {
 			err: "`--repo` is required\n  (`--repo` is repo in {file}, or $RECOMMENDER_REPO)"},
 		{name: "a bad output names its line", config: "repo: r\nmetrics: {file: m.om}\noutput: yaml\n",
 			err: "invalid `--output` \"yaml\": use table, json or markdown\n  (`--output` is output at {file}:3:9)"},
+		{name: "every check's mistake at once", config: "metrics: {file: m.om}\npullRequests: {groupBy: team}\noutput: yaml\n",
+			err: "`--repo` is required\ninvalid `--group-by` \"team\": use workload, namespace, policy or cluster\n" +
+				"invalid `--output` \"yaml\": use table, json or markdown\n" +
+				"  (`--repo` is repo in {file}, or $RECOMMENDER_REPO;\n   `--group-by` is pullRequests.groupBy at {file}:2:25;\n" +
+				"   `--output` is output at {file}:3:9)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

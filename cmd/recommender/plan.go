@@ -106,24 +106,23 @@ func newCmdPlan(io streams, logger func() (*slog.Logger, error), runF func(conte
 // check checks the settings once flags, environment and config file are
 // read; parseUsage parses and checks the usage flags.
 func (o *planOptions) check(parseUsage func() error) error {
-	if o.Repo == "" {
-		return config.FlagErrorf("`--repo` is required")
-	}
-	if err := parseUsage(); err != nil {
+	err := everyCheck(func() error {
+		if o.Repo == "" {
+			return config.FlagErrorf("`--repo` is required")
+		}
+		return nil
+	}, parseUsage, func() error {
+		var err error
+		o.filter, err = o.Filter.filter()
 		return err
-	}
-	var err error
-	if o.filter, err = o.Filter.filter(); err != nil {
-		return err
-	}
-	if !slices.Contains(run.Groupings(), o.GroupBy) {
-		return config.FlagErrorf("invalid `--group-by` %q: use %s", o.GroupBy, config.OneOf(run.Groupings()))
-	}
-	if err := checkOutput(o.Output); err != nil {
-		return err
-	}
+	}, func() error {
+		if !slices.Contains(run.Groupings(), o.GroupBy) {
+			return config.FlagErrorf("invalid `--group-by` %q: use %s", o.GroupBy, config.OneOf(run.Groupings()))
+		}
+		return nil
+	}, func() error { return checkOutput(o.Output) })
 	o.Output = cmp.Or(o.Output, "table")
-	return nil
+	return err
 }
 
 // checkOutput checks a format of --output. The config key is run's too,

@@ -108,9 +108,8 @@ func TestPolicyValidate(t *testing.T) {
 			name: "unknown field",
 			edit: replaceIn("    workloadTypes:\n      - Deployment\n  automationStrategyRef:",
 				"    workloadTypes:\n      - Deployment\n    workloadType: Deployment\n  automationStrategyRef:"),
-			code: exitProblems,
-			problems: []string{"policies/kai-gpu-sharing.yaml:53:5: spec.scope.workloadType: unknown field " +
-				"(known fields: namespaceSelector, labelSelector, workloadTypes, containers)"},
+			code:     exitProblems,
+			problems: []string{"policies/kai-gpu-sharing.yaml:53:5: spec.scope.workloadType: unknown field (did you mean \"workloadTypes\"?)"},
 			rows: []string{
 				"ClusterProactivePolicy kai-gpu-sharing-baseline policies/kai-gpu-sharing.yaml:37 invalid: nothing it could govern is changed (see the problems)",
 				"inference/Deployment/chat apps/chat/deployment.yaml:1 none (policy-invalid): ClusterProactivePolicy kai-gpu-sharing-baseline " +
@@ -129,6 +128,21 @@ func TestPolicyValidate(t *testing.T) {
 					"inference/Deployment/embed, inference/Deployment/rerank, inference/Deployment/summarize, inference/Deployment/translate",
 				"inference/Deployment/ocr apps/ocr/deployment.yaml:3 none (policy-invalid): ClusterProactivePolicy kai-gpu-sharing-baseline " +
 					"is invalid (policies/kai-gpu-sharing.yaml:37) and could govern it",
+			},
+		},
+		{
+			// Issue 34: the bad duration hid the threshold beside it.
+			name: "a bad threshold and a bad duration side by side",
+			edit: replaceIn("        thresholdPercent: 100\n        metricsWindow: 2m\n        headroomPercent: 20\n        maxPercent: 200",
+				"        thresholdPercent: 5000\n        metricsWindow: 2 minutes\n        headroomPercent: 20\n        maxPercent: 200"),
+			code: exitProblems,
+			problems: []string{
+				"policies/kai-gpu-sharing.yaml:80:27: spec.metrics.compute.upsize.thresholdPercent: 5000 is out of range: must be between 1 and 1000",
+				"policies/kai-gpu-sharing.yaml:81:24: spec.metrics.compute.upsize.metricsWindow: invalid duration \"2 minutes\": " +
+					"use a number and a unit, e.g. 30s, 10m, 2h or 7d",
+			},
+			rows: []string{
+				"ClusterGpuReactivePolicy kai-gpu-sharing-reactive policies/kai-gpu-sharing.yaml:56 invalid: nothing it could govern is changed (see the problems)",
 			},
 		},
 		{

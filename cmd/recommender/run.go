@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
@@ -121,18 +122,35 @@ func newCmdRunOr(io streams, logger func() (*slog.Logger, error), runF func(cont
 // check checks the settings once flags, environment and config file are
 // read, in the order a person reads them: the forge and git, the usage
 // flags (parseUsage parses and checks them), the filter, then the steps.
+// The four are independent: a mistake in each is told at once.
 func (o *runOptions) check(parseUsage func() error) error {
-	if err := o.CheckForge(); err != nil {
+	return everyCheck(o.CheckForge, parseUsage, func() error {
+		var err error
+		o.Options.Filter, err = o.Filter.filter()
 		return err
+	}, o.CheckSteps)
+}
+
+// everyCheck runs checks that do not depend on one another and tells all
+// their mistakes at once, as one FlagError, so that explain says where
+// each flag named got its value. An error of another kind is told alone.
+func everyCheck(checks ...func() error) error {
+	var errs []error
+	for _, check := range checks {
+		err := check()
+		if err == nil {
+			continue
+		}
+		var fe *config.FlagError
+		if !errors.As(err, &fe) {
+			return err
+		}
+		errs = append(errs, fe.Err)
 	}
-	if err := parseUsage(); err != nil {
-		return err
+	if len(errs) == 0 {
+		return nil
 	}
-	var err error
-	if o.Options.Filter, err = o.Filter.filter(); err != nil {
-		return err
-	}
-	return o.CheckSteps()
+	return &config.FlagError{Err: errors.Join(errs...)}
 }
 
 // runRun runs, and maps how the run went to what Main makes an exit

@@ -8,6 +8,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -150,8 +151,9 @@ type File struct {
 }
 
 // Read reads and decodes a config file strictly: an unknown or
-// duplicate key, a value of the wrong type and a bad value are errors that
-// name the file, line, column and key path, every one of them at once.
+// duplicate key is an error that names the file, line, column and key
+// path, every one of them at once. Apply finds the values of the wrong
+// type and the bad values; Load tells both kinds together.
 func Read(name string) (*File, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -168,6 +170,9 @@ func Read(name string) (*File, error) {
 	return Decode(name, b)
 }
 
+// Decode decodes a config file's content as Read does. When only some
+// keys are wrong (unknown, duplicate, not a mapping), the File holds the
+// others along with the error; it is nil when the text is no YAML.
 func Decode(name string, b []byte) (*File, error) {
 	cfg := &File{Name: name, values: map[string]*yaml.Node{}}
 	var doc yaml.Node
@@ -194,7 +199,9 @@ func Decode(name string, b []byte) (*File, error) {
 		d.mapping(root, "")
 	}
 	if len(d.errs) > 0 {
-		return nil, &Error{d.errs}
+		// The keys that did decode are kept: Load tells what is wrong
+		// with their values in the same breath.
+		return cfg, &Error{d.errs}
 	}
 	return cfg, nil
 }
@@ -281,17 +288,35 @@ func siblings(prefix string) []string {
 	return names
 }
 
+// elsewhere is the one key of the file named name in another section
+// (groupBy written at the top for pullRequests.groupBy); none when two
+// sections have it (url).
+func elsewhere(name string) (string, bool) {
+	var found []string
+	for _, k := range keys {
+		if i := strings.LastIndexByte(k.Path, '.'); i >= 0 && strings.EqualFold(k.Path[i+1:], name) {
+			found = append(found, k.Path)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return "", false
+}
+
 // secretKeyRE matches a key that looks like it holds a secret's value.
 var secretKeyRE = regexp.MustCompile(`(?i)(token|password|secret|key)$`)
 
-// suggestKey helps with an unknown key: the known one it differs from only
-// in case, or where a secret belongs, or the keys that are known there.
+// suggestKey helps with an unknown key: the known one closest to it
+// (located.Nearest), or the same key in another section, or where a
+// secret belongs, or the keys known there.
 func suggestKey(prefix, name string) string {
 	known := siblings(prefix)
-	for _, k := range known {
-		if strings.EqualFold(k, name) {
-			return fmt.Sprintf(" (did you mean %q?)", k)
-		}
+	if near, ok := located.Nearest(name, known); ok {
+		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	if path, ok := elsewhere(name); ok {
+		return fmt.Sprintf(" (did you mean %q?)", path)
 	}
 	if secretKeyRE.MatchString(name) {
 		return " (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)"
@@ -338,13 +363,44 @@ func Load(fs *pflag.FlagSet, file *string, lookupEnv func(string) (string, bool)
 		*file, _ = lookupEnv(EnvName("config"))
 	}
 	var cfg *File
+	var readErr error
 	if *file != "" {
-		var err error
-		if cfg, err = Read(*file); err != nil {
-			return nil, err
+		if cfg, readErr = Read(*file); cfg == nil {
+			return nil, readErr
 		}
 	}
-	return Apply(fs, cfg, lookupEnv)
+	eff, err := Apply(fs, cfg, lookupEnv)
+	if readErr == nil {
+		return eff, err
+	}
+	// Every mistake of the file at once, in the order of the file: an
+	// unknown key does not hide a bad value on the next line.
+	var errs []error
+	for _, e := range []error{readErr, err} {
+		var ce *Error
+		if errors.As(e, &ce) {
+			errs = append(errs, ce.errs...)
+		}
+	}
+	return nil, &Error{sortByPlace(errs)}
+}
+
+// sortByPlace puts the config file's errors in the order of the file,
+// after those of the environment, which have no line.
+func sortByPlace(errs []error) []error {
+	place := func(e error) (int, int) {
+		var le *located.Error
+		if errors.As(e, &le) {
+			return le.Line, le.Column
+		}
+		return 0, 0
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		la, ca := place(a)
+		lb, cb := place(b)
+		return cmp.Or(cmp.Compare(la, lb), cmp.Compare(ca, cb))
+	})
+	return errs
 }
 
 // Apply fills the flags that the command line did not set from the
@@ -388,7 +444,7 @@ func Apply(fs *pflag.FlagSet, cfg *File, lookupEnv func(string) (string, bool)) 
 		eff.Sources[key.Flag] = Source{Kind: "default"}
 	}
 	if len(errs) > 0 {
-		return nil, &Error{errs}
+		return nil, &Error{sortByPlace(errs)}
 	}
 	return eff, nil
 }

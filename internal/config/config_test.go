@@ -41,8 +41,18 @@ func TestDecodeErrors(t *testing.T) {
 	tests := []struct {
 		name, config, err string
 	}{
-		{name: "unknown key", config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
-			err: "c.yaml:5:3: metrics.presets: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)"},
+		{name: "unknown key", config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  source: hami\n",
+			err: "c.yaml:5:3: metrics.source: unknown key (known keys: file, preset, at, clusterLabel, wholeStore)"},
+		{name: "a letter too many", config: "scm: local\nrepo: r\nmetrics:\n  file: m.om\n  presets: hami\n",
+			err: "c.yaml:5:3: metrics.presets: unknown key (did you mean \"preset\"?)"},
+		{name: "two letters swapped", config: "outptu: json\n", err: "c.yaml:1:1: outptu: unknown key (did you mean \"output\"?)"},
+		{name: "a letter left out, in a section", config: "prometheus:\n  tokenFil: /t\n",
+			err: "c.yaml:2:3: prometheus.tokenFil: unknown key (did you mean \"tokenFile\"?)"},
+		{name: "a key in the wrong section", config: "groupBy: policy\n", err: "c.yaml:1:1: groupBy: unknown key (did you mean \"pullRequests.groupBy\"?)"},
+		{name: "a key of several sections", config: "url: http://p\n",
+			err: "c.yaml:1:1: url: unknown key (known keys: " + strings.Join(topKeys(), ", ") + ")"},
+		{name: "a short key takes one slip only", config: "prometheus:\n  usr1: u\n",
+			err: "c.yaml:2:3: prometheus.usr1: unknown key (known keys: url, tokenFile, tokenEnv, user, passwordFile, headers, caFile, certFile, keyFile, insecureSkipVerify, timeout)"},
 		{name: "a key in the wrong case", config: "prometheus:\n  URL: http://p\n", err: "c.yaml:2:3: prometheus.URL: unknown key (did you mean \"url\"?)"},
 		{name: "a secret's value", config: "github:\n  token: ghp_x\n",
 			err: "c.yaml:2:3: github.token: unknown key (a config holds no secret: name the file or the environment variable that holds it, e.g. tokenFile or tokenEnv)"},
@@ -52,7 +62,9 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "two documents", config: "base: a\n---\nbase: b\n", err: "c.yaml:2: one YAML document expected"},
 		{name: "YAML syntax", config: "base: [a\n", err: "c.yaml: yaml: line 1: did not find expected ',' or ']'"},
 		{name: "every mistake at once", config: "bse: a\nbase: b\nbase: c\n",
-			err: "c.yaml:1:1: bse: unknown key (known keys: " + strings.Join(topKeys(), ", ") + ")\nc.yaml:3:1: base: duplicate key"},
+			err: "c.yaml:1:1: bse: unknown key (did you mean \"base\"?)\nc.yaml:3:1: base: duplicate key"},
+		{name: "the keys known at the top", config: "nonsense: a\n",
+			err: "c.yaml:1:1: nonsense: unknown key (known keys: " + strings.Join(topKeys(), ", ") + ")"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +142,45 @@ func TestLoad(t *testing.T) {
 	notes, fromConfig := eff.Notes("`--repo` and `--base` and `--dry-run` clash")
 	require.True(t, fromConfig)
 	require.Equal(t, []string{"`--repo` is repo at " + file + ":1:7", "`--base` is $RECOMMENDER_BASE", "`--dry-run` is dryRun in " + file + ", or $RECOMMENDER_DRY_RUN"}, notes)
+}
+
+// TestLoadEveryMistake: Load tells every mistake of the file at once, in
+// the order of the file, whether the key or its value is wrong: an
+// unknown key does not hide a bad value, nor the other way round. The
+// environment's come first; they have no line.
+func TestLoadEveryMistake(t *testing.T) {
+	tests := []struct {
+		name, config string
+		env          map[string]string
+		err          string
+	}{
+		{name: "an unknown key and bad values",
+			config: "prometheus:\n  timeout: 5x\n  tokenFil: /t\npullRequests:\n  maxOpen: lots\noutptu: json\n",
+			err: "c.yaml:2:12: prometheus.timeout: expected a duration such as 30s or 2m, got \"5x\"\n" +
+				"c.yaml:3:3: prometheus.tokenFil: unknown key (did you mean \"tokenFile\"?)\n" +
+				"c.yaml:5:12: pullRequests.maxOpen: expected an integer, got the string \"lots\"\n" +
+				"c.yaml:6:1: outptu: unknown key (did you mean \"output\"?)"},
+		{name: "bad values in the file's order, not the keys'", config: "dryRun: maybe\nbase: 7\n",
+			err: "c.yaml:1:9: dryRun: expected true or false, got the string \"maybe\"\n" +
+				"c.yaml:2:7: base: expected a string, got the integer 7 (quote it)"},
+		{name: "the environment's first", config: "bse: main\n", env: map[string]string{"RECOMMENDER_MAX_NEW": "x"},
+			err: "$RECOMMENDER_MAX_NEW: expected an integer, got \"x\"\n" +
+				"c.yaml:1:1: bse: unknown key (did you mean \"base\"?)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "c.yaml")
+			require.NoError(t, os.WriteFile(file, []byte(tt.config), 0o600))
+			fs := flags()
+			var name string
+			config.AddFlag(fs, &name)
+			require.NoError(t, fs.Parse([]string{"--config", file}))
+			_, err := config.Load(fs, &name, env(tt.env))
+			var cfgErr *config.Error
+			require.ErrorAs(t, err, &cfgErr, "a usage mistake")
+			require.EqualError(t, err, strings.ReplaceAll(tt.err, "c.yaml", file))
+		})
+	}
 }
 
 // TestSplitEnvList: a list variable is split on commas, `\,` writing a

@@ -3,7 +3,8 @@
 // recording, a file the checkout could not read. Every reader reports
 // such problems with it, so that they read alike (file:line:column:
 // field: cause) and a caller finds where with errors.As, never by taking
-// a message apart.
+// a message apart. Nearest is the one rule for the name a misspelt field
+// or key meant, so that every reader's hint reads alike too.
 package located
 
 import (

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,8 @@ func TestLoadRefusesBadClusterMaps(t *testing.T) {
 		{"an absolute path", doc("  clusters:\n    - name: a\n      paths: [/apps]\n"), `spec.clusters[0].paths[0]: "/apps": a path relative`},
 		{"a bad label", doc("  label: cluster-name\n  clusters:\n    - name: a\n      paths: [a]\n"),
 			`fleet.yaml:6:10: spec.label: "cluster-name" is not a label name`},
-		{"an unknown field", doc("  clusters:\n    - name: a\n      path: [a]\n"), `fleet.yaml:8:7: spec.clusters[0].path: unknown field (known fields: name, labelValue, paths, policies)`},
+		{"an unknown field", doc("  clusters:\n    - name: a\n      dirs: [a]\n"), `fleet.yaml:8:7: spec.clusters[0].dirs: unknown field (known fields: name, labelValue, paths, policies)`},
+		{"a misspelt field", doc("  clusters:\n    - name: a\n      path: [a]\n"), `fleet.yaml:8:7: spec.clusters[0].path: unknown field (did you mean "paths"?)`},
 		{"Kubex's group", strings.Replace(doc("  clusters: []\n"), "gpu-rightsizing.github.io", "rightsizing.kubex.ai", 1),
 			"apiVersion: ClusterMap is the project's own kind: use gpu-rightsizing.github.io/v1alpha1"},
 	}
@@ -80,7 +82,8 @@ func TestLoadRefusesBadClusterMaps(t *testing.T) {
 			set := policy.Parse("fleet.yaml", []byte(tc.file))
 			require.Nil(t, set.ClusterMap, "a broken map is not used")
 			require.NotEmpty(t, set.Errors)
-			require.Contains(t, set.Errors[0].Error(), tc.want)
+			// Every error is told, in the order of the file.
+			require.Contains(t, errors.Join(set.Errors...).Error(), tc.want)
 			g := set.Govern(gpuDeployment)
 			require.Equal(t, engine.CausePolicyInvalid, g.Skip, "and every workload is left alone: the run cannot tell its clusters apart")
 		})

@@ -38,6 +38,8 @@ type decoder struct {
 	// root is the document, where an error is reported when nothing
 	// closer was decoded.
 	root *yaml.Node
+	// undecoded are the fields that failed to decode.
+	undecoded []string
 }
 
 func newDecoder(file string, project bool, root *yaml.Node) *decoder {
@@ -48,12 +50,38 @@ func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
 	d.fieldError(n, field, fmt.Errorf(format, args...))
 }
 
+// fieldError records an error found while decoding.
 func (d *decoder) fieldError(n *yaml.Node, field string, err error) {
+	d.add(n, field, err)
+	d.undecoded = append(d.undecoded, field)
+}
+
+func (d *decoder) add(n *yaml.Node, field string, err error) {
 	e := &located.Error{File: d.file, Field: field, Err: err}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
 	d.errs = append(d.errs, e)
+}
+
+// undecodedNear reports whether a field, one of its parents or one of its
+// children failed to decode. Validation then says nothing of it: its
+// value is missing or partial because of an error already told, and
+// "missing" or "must configure compute" would only mislead.
+func (d *decoder) undecodedNear(field string) bool {
+	for _, f := range d.undecoded {
+		if f == field || within(field, f) || within(f, field) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether field lies under parent: a child field or an
+// item of a list.
+func within(field, parent string) bool {
+	rest, ok := strings.CutPrefix(field, parent)
+	return ok && parent != "" && (strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "["))
 }
 
 // at returns the node a field was decoded from, or the closest decoded
@@ -79,12 +107,28 @@ func (d *decoder) at(field string) *yaml.Node {
 	return d.root
 }
 
-// fail records a validation error on a field.
+// fail records a validation error on a field, unless the field is near
+// one that failed to decode (undecodedNear).
 func (d *decoder) fail(field, format string, args ...any) {
-	d.errorf(d.at(field), field, format, args...)
+	if d.undecodedNear(field) {
+		return
+	}
+	d.add(d.at(field), field, fmt.Errorf(format, args...))
 }
 
 var scalarDecoderType = reflect.TypeFor[scalarDecoder]()
+
+// isMapping reports whether v is decoded from a mapping: a struct or a
+// map, not a scalar type of its own (a duration, a quantity).
+func isMapping(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Map:
+		return true
+	case reflect.Struct:
+		return !v.Addr().Type().Implements(scalarDecoderType)
+	}
+	return false
+}
 
 func (d *decoder) decode(n *yaml.Node, field string, v reflect.Value) {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
@@ -96,12 +140,16 @@ func (d *decoder) decode(n *yaml.Node, field string, v reflect.Value) {
 		return
 	}
 	if v.Kind() == reflect.Pointer {
-		// Set the pointer only when its value decoded cleanly, so that
-		// validation does not report again on a value that never was.
+		// Set the pointer to a value only when it decoded cleanly, so
+		// that validation does not report again on a value that never
+		// was. A mapping is set all the same, holding what did decode:
+		// its other fields are still validated, and a bad duration does
+		// not hide a bad threshold beside it, nor make the rule look
+		// missing.
 		before := len(d.errs)
 		nv := reflect.New(v.Type().Elem())
 		d.decode(n, field, nv.Elem())
-		if len(d.errs) == before {
+		if len(d.errs) == before || n.Kind == yaml.MappingNode && isMapping(nv.Elem()) {
 			v.Set(nv)
 		}
 		return
@@ -239,19 +287,17 @@ func tagName(f reflect.StructField) string {
 	return name
 }
 
-// suggest names the known field closest to a misspelt one, ignoring case,
-// which is the commonest slip (metricswindow for metricsWindow).
+// suggest names the known field closest to a misspelt one
+// (located.Nearest), or, when none is close, the fields known there.
 func suggest(t reflect.Type, name string) string {
-	for i := range t.NumField() {
-		if known := tagName(t.Field(i)); known != "" && strings.EqualFold(known, name) {
-			return fmt.Sprintf(" (did you mean %q?)", known)
-		}
-	}
 	var known []string
 	for i := range t.NumField() {
 		if n := tagName(t.Field(i)); n != "" {
 			known = append(known, n)
 		}
+	}
+	if near, ok := located.Nearest(name, known); ok {
+		return fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	if len(known) == 0 {
 		return ""

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -304,7 +305,11 @@ func (l *loader) document(file string, top *yaml.Node) {
 			// to read.
 			return
 		}
-		d.errorf(top, "kind", "unknown kind %q in %s (known: %s)", kind, apiVersion, strings.Join(policyKinds, ", "))
+		if near, ok := located.Nearest(kind, policyKinds); ok {
+			d.errorf(top, "kind", "unknown kind %q in %s (did you mean %q?)", kind, apiVersion, near)
+		} else {
+			d.errorf(top, "kind", "unknown kind %q in %s (known: %s)", kind, apiVersion, strings.Join(policyKinds, ", "))
+		}
 		l.broken(d, meta, nil)
 	}
 }
@@ -326,6 +331,11 @@ func (l *loader) broken(d *decoder, m Meta, scope *Scope) bool {
 	if len(d.errs) == 0 {
 		return false
 	}
+	// In the order of the file, whether decoding or validation found
+	// them: the author reads the document top to bottom.
+	slices.SortStableFunc(d.errs, func(a, b *located.Error) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
 	joined := make([]error, 0, len(d.errs))
 	trusted := scope
 	for _, e := range d.errs {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-rightsizing/recommender/internal/located"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
@@ -138,7 +139,12 @@ func (v validator) scope(m *Meta, s *Scope) {
 		v.fail("spec.scope.workloadTypes", "must name at least one workload type, e.g. Deployment")
 	}
 	for i, t := range s.WorkloadTypes {
-		if !slices.Contains(workloadTypes, t) {
+		if slices.Contains(workloadTypes, t) {
+			continue
+		}
+		if near, ok := located.Nearest(t, workloadTypes); ok {
+			v.fail(fmt.Sprintf("spec.scope.workloadTypes[%d]", i), "unknown workload type %q (did you mean %q?)", t, near)
+		} else {
 			v.fail(fmt.Sprintf("spec.scope.workloadTypes[%d]", i), "unknown workload type %q (known: %v)", t, workloadTypes)
 		}
 	}
