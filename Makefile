@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run demo-fleet lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants backtest-candidates
+.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run demo-fleet demo-clusters lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants backtest-candidates
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -41,6 +41,10 @@ demo-run:
 ## demo-fleet: the fleet report (consolidation, rollout room, noisy neighbours) and the dashboard's body on the quickstart with a recorded pool, no cluster
 demo-fleet:
 	./scripts/demo-fleet.sh
+
+## demo-clusters: two clusters from one repository, no cluster: the drafted map, the plan per (cluster, workload), a local run's per-cluster branches
+demo-clusters:
+	./scripts/demo-clusters.sh
 
 ## demo-gitops: the whole loop on real Flux, no cluster: run, merge, Flux applies; the Deployments before and after
 demo-gitops:
