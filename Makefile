@@ -80,7 +80,7 @@ bench-prometheus:
 ## bench-e2e: the end-to-end stages (plan, recordings, Prometheus, overlays, publishing), each against its limit in the same run, in processes of their own (tens of minutes, gigabytes in $TMPDIR); fails when a ratio is a third above the committed one; BENCH_E2E_WRITE=1 writes the new figures (testdata/bench-e2e.json) and BENCHMARKS.md's tables
 # One package at a time (-p 1): each rewrites its own section of
 # BENCHMARKS.md, and each stage wants the machine's memory to itself.
-BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus ./internal/patcher/kustomize ./cmd/recommender
+BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus ./internal/patcher/kustomize ./internal/plan ./cmd/recommender
 bench-e2e:
 	RECOMMENDER_BENCH_E2E=1 RECOMMENDER_BENCH_E2E_WRITE=$(BENCH_E2E_WRITE) $(GO) test -p 1 -run '^$$' -bench '^BenchmarkE2E' -benchtime 3x -count=1 -timeout 2h $(BENCH_E2E_PKGS)
 
