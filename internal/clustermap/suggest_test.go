@@ -111,23 +111,40 @@ func TestSuggestAgreesWithTheCommittedMap(t *testing.T) {
 	require.NoError(t, os.CopyFS(dir, os.DirFS(fleetRepo)))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "clusters.yaml"), []byte(out), 0o644))
 
-	assigned := func(repo string) string {
-		v, err := plan.Validate(context.Background(), plan.Options{Repo: repo})
-		require.NoError(t, err)
-		require.Empty(t, v.Problems)
-		var b strings.Builder
-		for _, w := range v.Workloads {
-			fmt.Fprintf(&b, "%s %s\n", w.Ref, w.File)
-		}
-		return b.String()
-	}
-	committed := assigned(fleetRepo)
+	committed := assigned(t, fleetRepo)
 	require.Equal(t, `prod-eu:inference/Deployment/summarize apps/prod-eu/kustomization.yaml
 prod-us:inference/Deployment/summarize apps/prod-us/kustomization.yaml
 prod-eu:inference/StatefulSet/llm apps/prod-eu/kustomization.yaml
 prod-us:inference/StatefulSet/llm apps/prod-us/kustomization.yaml
 `, committed)
-	require.Equal(t, committed, assigned(dir))
+	require.Equal(t, committed, assigned(t, dir))
+}
+
+// TestSuggestArgoCDGoverns: in the Argo CD layout, the drafted map
+// gives each Application's overlay its destination's cluster, as
+// `policy validate` reads it.
+func TestSuggestArgoCDGoverns(t *testing.T) {
+	_, out, _ := suggest(t, "testdata/argocd")
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS("testdata/argocd")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "clusters.yaml"), []byte(out), 0o644))
+	require.Equal(t, `prod-eu:inference/Deployment/summarize apps/overlays/prod-eu/kustomization.yaml
+prod-us-k8s-example:inference/Deployment/summarize apps/overlays/prod-us/kustomization.yaml
+`, assigned(t, dir))
+}
+
+// assigned is each workload `policy validate` finds in repo, with its
+// definition root, a line each.
+func assigned(t *testing.T, repo string) string {
+	t.Helper()
+	v, err := plan.Validate(context.Background(), plan.Options{Repo: repo})
+	require.NoError(t, err)
+	require.Empty(t, v.Problems)
+	var b strings.Builder
+	for _, w := range v.Workloads {
+		fmt.Fprintf(&b, "%s %s\n", w.Ref, w.File)
+	}
+	return b.String()
 }
 
 // TestSuggestNothing: a checkout without a Flux or Argo CD object that
