@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run demo-fleet lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants backtest-candidates
+.PHONY: build image release demo test demo-prometheus demo-gitops test-deps demo-run demo-fleet demo-clusters lint bench bench-prometheus bench-scale bench-e2e fuzz backtest backtest-variants backtest-candidates
 
 ## demo: plan the embedded quickstart repository against its recorded metrics
 demo:
@@ -42,6 +42,10 @@ demo-run:
 demo-fleet:
 	./scripts/demo-fleet.sh
 
+## demo-clusters: two clusters from one repository, no cluster: the drafted map, the plan per (cluster, workload), a local run's per-cluster branches
+demo-clusters:
+	./scripts/demo-clusters.sh
+
 ## demo-gitops: the whole loop on real Flux, no cluster: run, merge, Flux applies; the Deployments before and after
 demo-gitops:
 	./scripts/demo-gitops.sh
@@ -76,7 +80,7 @@ bench-prometheus:
 ## bench-e2e: the end-to-end stages (plan, recordings, Prometheus, overlays, publishing), each against its limit in the same run, in processes of their own (tens of minutes, gigabytes in $TMPDIR); fails when a ratio is a third above the committed one; BENCH_E2E_WRITE=1 writes the new figures (testdata/bench-e2e.json) and docs/benchmarks/speed.md's tables
 # One package at a time (-p 1): each rewrites its own section of
 # docs/benchmarks/speed.md, and each stage wants the machine's memory to itself.
-BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus ./internal/patcher/kustomize ./cmd/recommender
+BENCH_E2E_PKGS := ./internal/metrics/openmetrics ./internal/metrics/prometheus ./internal/patcher/kustomize ./internal/plan ./cmd/recommender
 bench-e2e:
 	RECOMMENDER_BENCH_E2E=1 RECOMMENDER_BENCH_E2E_WRITE=$(BENCH_E2E_WRITE) $(GO) test -p 1 -run '^$$' -bench '^BenchmarkE2E' -benchtime 3x -count=1 -timeout 2h $(BENCH_E2E_PKGS)
 

@@ -53,7 +53,7 @@ func newCmdRoot(io streams, planRunF func(context.Context, *planOptions) error) 
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &config.FlagError{Err: err} })
 	logger := func() (*slog.Logger, error) { return newFormatLogger(io, logLevel, logFormat) }
 	cmd.AddCommand(newCmdPlan(io, logger, planRunF), newCmdRun(io, logger, nil), newCmdBacktest(io, logger, nil), newCmdConfig(io, logger),
-		newCmdPolicy(io, logger, nil), newCmdReport(io, logger),
+		newCmdPolicy(io, logger, nil), newCmdReport(io, logger), newCmdClusters(io),
 		newCmdVersion(io))
 	cmd.Version = versionLine()
 	cmd.SetVersionTemplate("{{.Version}}\n")

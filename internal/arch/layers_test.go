@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"internal/deploy":              {},
 	"internal/release":             {},
 	"internal/engine":              {"internal/kai", "internal/usage"},
+	"internal/clustermap":          {"internal/checkout", "internal/located", "internal/policy"},
 	"internal/policy":              {"internal/checkout", "internal/engine", "internal/located", "internal/usage"},
 	"internal/consolidate":         {"internal/engine", "internal/kai", "internal/usage"},
 	"internal/placement":           {"internal/cluster", "internal/consolidate", "internal/kai", "internal/metrics", "internal/usage"},
@@ -73,7 +74,7 @@ var allowed = map[string][]string{
 		"internal/report", "internal/runmetrics", "internal/scm", "internal/summary"},
 	// The command parses flags and a config file into each command's
 	// options, calls the use case and maps its outcome to an exit code.
-	"cmd/recommender": {"internal/backtest", "internal/config", "internal/metrics/source", "internal/plan", "internal/report", "internal/run"},
+	"cmd/recommender": {"internal/backtest", "internal/clustermap", "internal/config", "internal/metrics/source", "internal/plan", "internal/report", "internal/run"},
 }
 
 // packages lists the module's packages (not test files): every directory

@@ -248,51 +248,60 @@ func golden(t *testing.T, file string, got []byte) {
 // TestRequestsDoNotGrowWithClusters: a plan over 1, 10 or 50 clusters in
 // one store asks a real Prometheus the same number of requests, since
 // one matcher (cluster=~"c0|c1|…") covers every cluster. Counted by a
-// proxy in front of the server.
+// proxy in front of the server. `make bench-e2e` reports the same counts
+// (BenchmarkE2EClusterRequests).
 func TestRequestsDoNotGrowWithClusters(t *testing.T) {
 	requests := map[int]int{}
 	for _, n := range []int{1, 10, 50} {
-		dir := t.TempDir()
-		require.NoError(t, os.CopyFS(filepath.Join(dir, "apps", "base"), os.DirFS(filepath.Join(fleetRepo, "apps", "base"))))
-		require.NoError(t, os.CopyFS(filepath.Join(dir, "policies"), os.DirFS(filepath.Join(fleetRepo, "policies"))))
-		clusterMap := "apiVersion: gpu-rightsizing.github.io/v1alpha1\nkind: ClusterMap\nmetadata:\n  name: fleet\nspec:\n  clusters:\n"
-		rec := new(metricstest.Recording)
-		for i := range n {
-			c := "c" + strconv.Itoa(i)
-			clusterMap += "    - name: " + c + "\n      paths: [apps/" + c + "]\n"
-			require.NoError(t, os.MkdirAll(filepath.Join(dir, "apps", c), 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "apps", c, "kustomization.yaml"), []byte("resources:\n  - ../base\n"), 0o644))
-			in := func(name string, pairs ...string) string {
-				return metricstest.Series(name, append(pairs, "cluster", c)...)
-			}
-			ones, use := make([]any, 30), make([]any, 30)
-			for j := range ones {
-				ones[j], use[j] = 1.0, 20.0
-			}
-			rec.Add(in("kube_pod_owner", "namespace", "inference", "pod", "llm-0", "uid", c, "owner_kind", "StatefulSet", "owner_name", "llm", "owner_is_controller", "true"), 0, time.Minute, ones...)
-			rec.Add(in(metricstest.SM, "namespace", "inference", "pod", "llm-0", "container", "vllm"), 0, time.Minute, use...)
-			rec.Add(in(metricstest.KubexMemory, "namespace", "inference", "pod", "llm-0", "container", "vllm"), 0, time.Minute, use...)
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "clusters.yaml"), []byte(clusterMap), 0o644))
-		path := filepath.Join(t.TempDir(), "fleet.om")
-		require.NoError(t, os.WriteFile(path, []byte(rec.String()), 0o644))
-		proxy := testenv.NewFaultProxy(t, testenv.StartPrometheus(t, path).URL)
-		src, err := prometheus.New(prometheus.Config{URL: proxy.URL, Timeout: 10 * time.Second})
-		require.NoError(t, err)
-		p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: metricstest.T0.Add(29 * time.Minute), Source: src})
-		require.NoError(t, err)
-		require.Empty(t, p.Problems)
-		require.Len(t, p.Decisions, 2*n, "summarize and llm in each cluster")
-		pods := 0
-		for _, d := range p.Decisions {
-			pods += len(d.Usage.Pods)
-		}
-		require.Equal(t, n, pods, "llm-0 of each cluster, read as its own")
-		requests[n] = proxy.Requests()
+		requests[n] = clusterRequests(t, n)
 	}
 	t.Logf("requests per plan by clusters: %v", requests)
 	require.Equal(t, requests[1], requests[10])
 	require.Equal(t, requests[1], requests[50])
+}
+
+// clusterRequests plans n clusters, each an overlay of the fleet's base
+// with an llm-0 of its own in one store, and returns the requests the
+// plan made to that store's Prometheus.
+func clusterRequests(t testing.TB, n int) int {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "apps", "base"), os.DirFS(filepath.Join(fleetRepo, "apps", "base"))))
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "policies"), os.DirFS(filepath.Join(fleetRepo, "policies"))))
+	clusterMap := "apiVersion: gpu-rightsizing.github.io/v1alpha1\nkind: ClusterMap\nmetadata:\n  name: fleet\nspec:\n  clusters:\n"
+	rec := new(metricstest.Recording)
+	for i := range n {
+		c := "c" + strconv.Itoa(i)
+		clusterMap += "    - name: " + c + "\n      paths: [apps/" + c + "]\n"
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "apps", c), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "apps", c, "kustomization.yaml"), []byte("resources:\n  - ../base\n"), 0o644))
+		in := func(name string, pairs ...string) string {
+			return metricstest.Series(name, append(pairs, "cluster", c)...)
+		}
+		ones, use := make([]any, 30), make([]any, 30)
+		for j := range ones {
+			ones[j], use[j] = 1.0, 20.0
+		}
+		rec.Add(in("kube_pod_owner", "namespace", "inference", "pod", "llm-0", "uid", c, "owner_kind", "StatefulSet", "owner_name", "llm", "owner_is_controller", "true"), 0, time.Minute, ones...)
+		rec.Add(in(metricstest.SM, "namespace", "inference", "pod", "llm-0", "container", "vllm"), 0, time.Minute, use...)
+		rec.Add(in(metricstest.KubexMemory, "namespace", "inference", "pod", "llm-0", "container", "vllm"), 0, time.Minute, use...)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "clusters.yaml"), []byte(clusterMap), 0o644))
+	path := filepath.Join(t.TempDir(), "fleet.om")
+	require.NoError(t, os.WriteFile(path, []byte(rec.String()), 0o644))
+	proxy := testenv.NewFaultProxy(t, testenv.StartPrometheus(t, path).URL)
+	src, err := prometheus.New(prometheus.Config{URL: proxy.URL, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	p, err := plan.Make(context.Background(), plan.Options{Repo: dir, At: metricstest.T0.Add(29 * time.Minute), Source: src})
+	require.NoError(t, err)
+	require.Empty(t, p.Problems)
+	require.Len(t, p.Decisions, 2*n, "summarize and llm in each cluster")
+	pods := 0
+	for _, d := range p.Decisions {
+		pods += len(d.Usage.Pods)
+	}
+	require.Equal(t, n, pods, "llm-0 of each cluster, read as its own")
+	return proxy.Requests()
 }
 
 // TestApplicationSetChartsWarn: a chart no Application or HelmRelease
