@@ -97,14 +97,14 @@ type target struct {
 // reads, for every upsize of the plan, its KAI queue, before anything is
 // published, so that a warning reaches the pull request's body. It is nil
 // when live mode is off.
-func prepareLive(ctx context.Context, p *plan.Plan, o Live, dryRun bool, now func() time.Time) (*liveStage, error) {
+func prepareLive(ctx context.Context, p *plan.Plan, o Live, only []string, dryRun bool, now func() time.Time) (*liveStage, error) {
 	if !o.Enabled {
 		return nil, nil
 	}
 	lr := &liveStage{o: o, p: p, warnings: map[string][]string{}, conns: map[string]*liveConn{}}
 	opts := live.Options{Namespaces: o.Namespaces, MaxChanges: o.MaxChanges, Force: o.Force,
 		RevertClosed: o.RevertClosed, DryRun: dryRun, Now: now}
-	if err := lr.connect(p, opts); err != nil {
+	if err := lr.connect(p, only, opts); err != nil {
 		return nil, err
 	}
 	for _, d := range p.Decisions {

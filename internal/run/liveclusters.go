@@ -1,7 +1,9 @@
 package run
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -36,9 +38,82 @@ func parseContexts(entries []string) (map[string]string, error) {
 		case out[name] != "":
 			return nil, config.FlagErrorf("`--live-context` names cluster %s twice", name)
 		}
+		if err := plan.CheckClusters([]string{name}); err != nil {
+			return nil, config.FlagErrorf("`--live-context` %q: %v", e, err)
+		}
 		out[name] = ctx
 	}
 	return out, nil
+}
+
+// checkClusters checks the contexts against the clusters a run is
+// limited to (`--cluster`). A job of one cluster may go without a context:
+// its kubeconfig's current one is that cluster's (one job per cluster).
+// A job of several needs a context for each, or it could not tell which
+// cluster its kubeconfig reaches.
+func (l *Live) checkClusters(only []string) error {
+	if !l.Enabled {
+		return nil
+	}
+	contexts, err := parseContexts(l.Contexts)
+	if err != nil {
+		return err
+	}
+	if len(contexts) == 0 && len(only) < 2 {
+		return nil
+	}
+	var missing []string
+	for _, c := range only {
+		if contexts[c] == "" {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return config.FlagErrorf("`--live` over clusters %s needs a `--live-context` for %s: CLUSTER=CONTEXT of the kubeconfig",
+			strings.Join(only, ", "), strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// CheckContexts checks that the kubeconfig holds every context of
+// `--live-context` (config validate --check-files): a context missing
+// there would stop a run only when it reached the live stage.
+func (l *Live) CheckContexts() error {
+	contexts, err := parseContexts(l.Contexts)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range slices.Sorted(maps.Keys(contexts)) {
+		if _, err := cluster.Config(cluster.Options{Kubeconfig: l.Kubeconfig, Context: contexts[c]}); err != nil {
+			errs = append(errs, config.FlagErrorf("`--live-context` %s=%s: %v", c, contexts[c], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Uncontexted are the clusters of workloads that no `--live-context`
+// reaches, when the live path is on and names contexts (config validate
+// --check-files, on the repository's ClusterMap).
+func (l *Live) Uncontexted(refs []string) []string {
+	contexts, err := parseContexts(l.Contexts)
+	if !l.Enabled || err != nil || len(contexts) == 0 {
+		return nil
+	}
+	var out []string
+	for _, r := range refs {
+		cs, _, ok := strings.Cut(r, ":")
+		if !ok {
+			continue
+		}
+		for _, c := range strings.Split(cs, "+") {
+			if contexts[c] == "" && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // connect reaches the clusters the plan's workloads run in. A run
@@ -47,17 +122,21 @@ func parseContexts(entries []string) (map[string]string, error) {
 // through it; one without is not reached, and its urgent upsizes are
 // refused by name (targetsOf). A context naming no cluster of the map
 // is an error: it is a typo, and its cluster would go without.
-func (lr *liveStage) connect(p *plan.Plan, opts live.Options) error {
+func (lr *liveStage) connect(p *plan.Plan, only []string, opts live.Options) error {
 	contexts, err := parseContexts(lr.o.Contexts)
 	if err != nil {
 		return err
+	}
+	if len(contexts) == 0 && len(only) == 1 {
+		// A job of one cluster: its kubeconfig reaches that cluster.
+		contexts[only[0]] = ""
 	}
 	var names []string
 	if m := p.ClusterMap(); m != nil {
 		names = slices.DeleteFunc(m.Names(), func(n string) bool { return n == "" })
 	}
 	for c := range contexts {
-		if !slices.Contains(names, c) {
+		if !slices.Contains(names, c) && !slices.Contains(only, c) {
 			have := "the repository has no ClusterMap that names clusters"
 			if len(names) > 0 {
 				have = "its clusters are " + strings.Join(names, ", ")
@@ -71,7 +150,7 @@ func (lr *liveStage) connect(p *plan.Plan, opts live.Options) error {
 	}
 	for _, d := range p.Decisions {
 		for _, c := range d.Workload.Ref.Clusters() {
-			if ctx, ok := contexts[c]; ok {
+			if ctx, ok := contexts[c]; ok && (len(only) == 0 || slices.Contains(only, c)) {
 				want[c] = ctx
 			}
 		}
