@@ -93,9 +93,10 @@ type target struct {
 	refused string
 }
 
-// prepareLive starts the live stage: it connects to the cluster and
-// reads, for every upsize of the plan, its KAI queue, before anything is
-// published, so that a warning reaches the pull request's body. It is nil
+// prepareLive starts the live stage: it connects to the clusters (each
+// by its context; only is `--cluster`) and reads, for every upsize of
+// the plan, its KAI queue, before anything is published, so that a
+// warning reaches the pull request's body. It is nil
 // when live mode is off.
 func prepareLive(ctx context.Context, p *plan.Plan, o Live, only []string, dryRun bool, now func() time.Time) (*liveStage, error) {
 	if !o.Enabled {
