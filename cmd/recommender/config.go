@@ -59,7 +59,7 @@ var fileFlags = []string{
 // checkFileSettings checks what run would find missing only once it ran:
 // each file a setting names is a regular file this process can read, and
 // a local repository is a directory.
-func checkFileSettings(o *runOptions) error {
+func checkFileSettings(ctx context.Context, o *runOptions) error {
 	var errs []error
 	for _, name := range fileFlags {
 		path := o.effective.Flags.Lookup(name).Value.String()
@@ -76,6 +76,7 @@ func checkFileSettings(o *runOptions) error {
 		}
 	}
 	errs = append(errs, checkCredentials(o)...)
+	errs = append(errs, checkLiveContexts(ctx, o)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -150,7 +151,7 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var checkFiles bool
-	validate := newCmdRun(io, logger, func(_ context.Context, o *runOptions) error {
+	validate := newCmdRun(io, logger, func(ctx context.Context, o *runOptions) error {
 		if o.Config == "" {
 			return config.FlagErrorf("`--config` is required")
 		}
@@ -158,7 +159,7 @@ func newCmdConfig(io streams, logger func() (*slog.Logger, error)) *cobra.Comman
 			return err
 		}
 		if checkFiles {
-			if err := checkFileSettings(o); err != nil {
+			if err := checkFileSettings(ctx, o); err != nil {
 				return explain(o.effective, err)
 			}
 		}

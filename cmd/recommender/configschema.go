@@ -50,6 +50,9 @@ const (
 	// clusterPattern: a cluster's name as a ClusterMap names it, a DNS
 	// label.
 	clusterPattern = `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// liveContextPattern: CLUSTER=CONTEXT, a cluster's name and a
+	// context of the kubeconfig.
+	liveContextPattern = `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?=\S`
 	// positivePattern: a duration with a digit other than 0 is more
 	// than none.
 	positivePattern = `[1-9]`
@@ -80,6 +83,7 @@ func configRules() map[string]config.Rule {
 		"cluster":                {Patterns: []string{clusterPattern}},
 		"live-namespaces":        {Patterns: []string{`\S`}},
 		"live-max-changes":       {Minimum: config.Min(0)},
+		"live-context":           {Patterns: []string{liveContextPattern}},
 		"max-open":               {Minimum: config.Min(0)},
 		"max-new":                {Minimum: config.Min(0)},
 		"decline-percent":        {Minimum: config.Min(1)},

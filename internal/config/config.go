@@ -103,6 +103,7 @@ var keys = []Key{
 	{"live.maxChanges", "live-max-changes"},
 	{"live.forceConflicts", "live-force-conflicts"},
 	{"live.revertClosed", "live-revert-closed"},
+	{"live.contexts", "live-context"},
 	{"kubeconfig", "kubeconfig"},
 	{"dryRun", "dry-run"},
 	{"output", "output"},

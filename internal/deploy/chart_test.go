@@ -669,3 +669,29 @@ func TestChartExtras(t *testing.T) {
 	_, err = engine.Render(ch, top)
 	require.ErrorContains(t, err, "rbac.extraRules go into the Role of each of rbac.namespaces")
 }
+
+// TestChartLiveClusters: one job for a fleet mounts the kubeconfig Secret
+// read-only and points run at it (RECOMMENDER_KUBECONFIG), whose contexts
+// config.live.contexts names per cluster; without the Secret, run keeps
+// the pod's service account.
+func TestChartLiveClusters(t *testing.T) {
+	vals := readValues(t, "charts/recommender/ci/live-clusters-values.yaml")
+	spec := render(t, vals).CronJob.Spec.JobTemplate.Spec.Template.Spec
+	env := map[string]string{}
+	for _, e := range spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	require.Equal(t, "/var/run/secrets/recommender/kubeconfig/kubeconfig", env["RECOMMENDER_KUBECONFIG"])
+	i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "kubeconfig" })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, "recommender-fleet-kubeconfig", spec.Volumes[i].Secret.SecretName)
+	j := slices.IndexFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "kubeconfig" })
+	require.GreaterOrEqual(t, j, 0)
+	require.True(t, spec.Containers[0].VolumeMounts[j].ReadOnly)
+
+	delete(vals["secrets"].(map[string]any), "kubeconfig")
+	spec = render(t, vals).CronJob.Spec.JobTemplate.Spec.Template.Spec
+	for _, e := range spec.Containers[0].Env {
+		require.NotEqual(t, "RECOMMENDER_KUBECONFIG", e.Name)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gpu-rightsizing/recommender/internal/cluster"
 	"github.com/gpu-rightsizing/recommender/internal/config"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
@@ -35,6 +34,10 @@ type Live struct {
 	// Kubeconfig is the cluster's kubeconfig file; "" is found as
 	// kubectl finds one (cluster.Config). The run's Event goes there too.
 	Kubeconfig string
+	// Contexts are `--live-context cluster=context`: the context of
+	// Kubeconfig that reaches each cluster of the repository's
+	// ClusterMap. Without one, a mapped cluster gets no live change.
+	Contexts []string
 }
 
 // Check checks the settings, each mistake a *config.FlagError.
@@ -46,6 +49,9 @@ func (l *Live) Check() error {
 		if err := live.CheckNamespaces(l.Namespaces); err != nil {
 			return config.FlagErrorf("`--live-namespaces`: %v", err)
 		}
+	}
+	if _, err := parseContexts(l.Contexts); err != nil {
+		return err
 	}
 	if !l.Enabled {
 		return nil
@@ -62,68 +68,90 @@ func (l *Live) Check() error {
 // and what a run prints of it. The cluster work is package live's. It is
 // nil when live mode is off, and then every method does nothing.
 type liveStage struct {
-	o       Live
-	client  *live.Client
-	applier *live.Applier
-	p       *plan.Plan
+	o Live
+	// conns reach the clusters, by name: "" is the one cluster of a run
+	// without a ClusterMap.
+	conns map[string]*liveConn
+	p     *plan.Plan
 	// warnings are by workload ref, for the pull requests and the output.
 	warnings map[string][]string
 	// targets are the urgent upsizes the policies let go live.
 	targets []target
-	// results are what Finish did, for the run's summary line.
-	results []live.Result
+	// results are what Finish did, for the run's summary line, and
+	// clusters the cluster of each.
+	results  []live.Result
+	clusters []string
 }
 
 type target struct {
-	d plan.Decision
-	t live.Target
+	// cluster is the one cluster the change goes to.
+	cluster string
+	d       plan.Decision
+	t       live.Target
 	// refused, when not "", is why the fast path does not apply d: it is
 	// reported, not applied.
 	refused string
 }
 
-// prepareLive starts the live stage: it connects to the cluster and
-// reads, for every upsize of the plan, its KAI queue, before anything is
-// published, so that a warning reaches the pull request's body. It is nil
+// prepareLive starts the live stage: it connects to the clusters (each
+// by its context; only is `--cluster`) and reads, for every upsize of
+// the plan, its KAI queue, before anything is published, so that a
+// warning reaches the pull request's body. It is nil
 // when live mode is off.
-func prepareLive(ctx context.Context, p *plan.Plan, o Live, dryRun bool, now func() time.Time) (*liveStage, error) {
+func prepareLive(ctx context.Context, p *plan.Plan, o Live, only []string, dryRun bool, now func() time.Time) (*liveStage, error) {
 	if !o.Enabled {
 		return nil, nil
 	}
-	cfg, err := cluster.Config(cluster.Options{Kubeconfig: o.Kubeconfig})
-	if err != nil {
+	lr := &liveStage{o: o, p: p, warnings: map[string][]string{}, conns: map[string]*liveConn{}}
+	opts := live.Options{Namespaces: o.Namespaces, MaxChanges: o.MaxChanges, Force: o.Force,
+		RevertClosed: o.RevertClosed, DryRun: dryRun, Now: now}
+	if err := lr.connect(p, only, opts); err != nil {
 		return nil, err
 	}
-	c, err := live.NewClient(cfg)
-	if err != nil {
-		return nil, err
-	}
-	lr := &liveStage{o: o, client: c, p: p, warnings: map[string][]string{},
-		applier: live.NewApplier(c, live.Options{Namespaces: o.Namespaces, MaxChanges: o.MaxChanges, Force: o.Force,
-			RevertClosed: o.RevertClosed, DryRun: dryRun, Now: now})}
 	for _, d := range p.Decisions {
+		ref := d.Workload.Ref
 		apply, refused := liveUpsize(d, o.Namespaces)
 		if refused != "" {
-			lr.targets = append(lr.targets, target{d: d, refused: refused})
+			lr.targets = append(lr.targets, target{cluster: ref.Cluster, d: d, refused: refused})
 			continue
 		}
-		if d.Action != engine.Upsize || !liveKind(d.Workload.Ref.Kind) || !slices.Contains(o.Namespaces, d.Workload.Ref.Namespace) {
+		if d.Action != engine.Upsize || !liveKind(ref.Kind) || !slices.Contains(o.Namespaces, ref.Namespace) {
 			continue
 		}
-		ref := d.Workload.Ref.String()
 		if d.Recommended.Form == engine.Fraction {
-			q, err := c.CheckQueue(ctx, d.Workload.Ref.Kind, d.Workload.Ref.Namespace, d.Workload.Ref.Name, d.Recommended.GPUs, o.Namespaces)
-			if err != nil {
-				lr.warnings[ref] = append(lr.warnings[ref], err.Error())
-			} else if w := q.Warning(); w != "" {
-				lr.warnings[ref] = append(lr.warnings[ref], w)
-			}
+			lr.checkQueues(ctx, d)
 		}
 		if apply {
-			lr.targets = append(lr.targets, target{d: d, t: targetOf(d)})
+			lr.targets = append(lr.targets, lr.targetsOf(d, p.At)...)
 		}
 	}
 	return lr, nil
+}
+
+// checkQueues reads the KAI queue of an upsize in each cluster it runs
+// in that the run reaches.
+func (lr *liveStage) checkQueues(ctx context.Context, d plan.Decision) {
+	ref := d.Workload.Ref
+	cs := ref.Clusters()
+	if len(cs) == 0 {
+		cs = []string{""}
+	}
+	for _, c := range cs {
+		conn := lr.conns[c]
+		if conn == nil {
+			continue
+		}
+		prefix := ""
+		if len(cs) > 1 {
+			prefix = "cluster " + c + ": "
+		}
+		q, err := conn.client.CheckQueue(ctx, ref.Kind, ref.Namespace, ref.Name, d.Recommended.GPUs, lr.o.Namespaces)
+		if err != nil {
+			lr.warnings[ref.String()] = append(lr.warnings[ref.String()], prefix+err.Error())
+		} else if w := q.Warning(); w != "" {
+			lr.warnings[ref.String()] = append(lr.warnings[ref.String()], prefix+w)
+		}
+	}
 }
 
 // liveUpsize says what the live stage does with one decision: apply when
@@ -141,12 +169,6 @@ func liveUpsize(d plan.Decision, namespaces []string) (apply bool, refused strin
 	if d.Action != engine.Upsize || !d.Urgent || d.Rules.Strategy == nil || !d.Rules.Strategy.LiveUpsize ||
 		!slices.Contains(namespaces, ref.Namespace) {
 		return false, ""
-	}
-	if ref.Cluster != "" {
-		// The job's kubeconfig reaches one cluster, which need not be the
-		// one whose pods asked for more: applying there would resize the
-		// wrong cluster's workload.
-		return false, fmt.Sprintf("the live fast path has one kubeconfig context, not one per cluster of the ClusterMap; %s waits for its pull request", ref)
 	}
 	if !liveKind(ref.Kind) {
 		return false, fmt.Sprintf("the live fast path applies Deployments, StatefulSets, Rollouts, LeaderWorkerSets, InferenceServices and DynamoGraphDeployments' services only; %s %s/%s waits for its pull request", ref.Kind, ref.Namespace, ref.Name)
@@ -233,20 +255,12 @@ func (lr *liveStage) Finish(ctx context.Context, forge live.PullRequests, rep *p
 	if lr == nil {
 		return false, nil
 	}
-	git := map[string]live.GitValues{}
-	for _, d := range lr.p.Decisions {
-		g := live.GitValues{Fraction: d.Workload.GPU.FractionText, VLLM: map[string]string{}}
-		for _, c := range d.Workload.Containers {
-			g.VLLM[c.Name] = c.GPUMemoryUtilization
+	for _, c := range slices.Sorted(maps.Keys(lr.conns)) {
+		results, err := lr.conns[c].applier.Reconcile(ctx, forge, lr.gitValues(c))
+		if err != nil {
+			return false, err
 		}
-		git[d.Workload.Ref.Namespace+"/"+d.Workload.Ref.Name] = g
-	}
-	results, err := lr.applier.Reconcile(ctx, forge, func(ns, name string) (live.GitValues, bool) {
-		g, ok := git[ns+"/"+name]
-		return g, ok
-	})
-	if err != nil {
-		return false, err
+		lr.add(c, results...)
 	}
 	sets, err := lr.p.ChangeSets(grouping)
 	if err != nil {
@@ -258,10 +272,11 @@ func (lr *liveStage) Finish(ctx context.Context, forge live.PullRequests, rep *p
 			setOf[d.Workload.Ref.String()] = cs.Key
 		}
 	}
+	applied := 0
 	for _, tg := range lr.targets {
 		if tg.refused != "" {
 			ref := tg.d.Workload.Ref
-			results = append(results, live.Result{Namespace: ref.Namespace, Name: ref.Name, Outcome: live.Refused, Detail: tg.refused})
+			lr.add(tg.cluster, live.Result{Namespace: ref.Namespace, Name: ref.Name, Outcome: live.Refused, Detail: tg.refused})
 			continue
 		}
 		t := tg.t
@@ -277,21 +292,37 @@ func (lr *liveStage) Finish(ctx context.Context, forge live.PullRequests, rep *p
 		case rep.DryRun && pr.Outcome == publish.Opened:
 			t.Branch = pr.Branch
 		default:
-			results = append(results, live.Result{Namespace: t.Namespace, Name: t.Name, Outcome: live.Refused,
+			lr.add(tg.cluster, live.Result{Namespace: t.Namespace, Name: t.Name, Outcome: live.Refused,
 				Detail: fmt.Sprintf("its pull request is not open (%s%s): no live change without one", orNone(string(pr.Outcome)), detail(pr.Detail))})
 			continue
 		}
-		res, err := lr.applier.Apply(ctx, t)
+		if applied >= lr.o.MaxChanges {
+			// Each cluster's applier counts its own changes; the cap is
+			// the run's.
+			lr.add(tg.cluster, live.Result{Namespace: t.Namespace, Name: t.Name, Outcome: live.Capped,
+				Detail: fmt.Sprintf("at the cap of %d live changes per run", lr.o.MaxChanges)})
+			continue
+		}
+		res, err := lr.conns[tg.cluster].applier.Apply(ctx, t)
 		if err != nil {
 			return false, err
 		}
-		results = append(results, res)
+		if res.Outcome == live.Applied || res.Outcome == live.WouldApply {
+			applied++
+		}
+		lr.add(tg.cluster, res)
 	}
-	lr.results = results
-	for _, r := range results {
+	for _, r := range lr.results {
 		failed = failed || r.Outcome == live.Failed
 	}
-	return failed, lr.write(w, results)
+	return failed, lr.write(w)
+}
+
+func (lr *liveStage) add(cluster string, rs ...live.Result) {
+	for _, r := range rs {
+		lr.results = append(lr.results, r)
+		lr.clusters = append(lr.clusters, cluster)
+	}
 }
 
 // Summary counts what Finish did by outcome, for the run's summary line;
@@ -335,19 +366,20 @@ func detail(s string) string {
 }
 
 // write prints one row per live change or marker, then the warnings.
-func (lr *liveStage) write(w io.Writer, results []live.Result) error {
+func (lr *liveStage) write(w io.Writer) error {
+	results := lr.results
 	fmt.Fprintln(w)
 	if len(results) == 0 {
 		fmt.Fprintln(w, "live: no urgent upsize to apply and no live change to reconcile")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "LIVE WORKLOAD\tOUTCOME\tCHANGE\tDETAIL")
-		for _, r := range results {
+		for i, r := range results {
 			fields := strings.Join(r.Fields, ", ")
 			if fields == "" {
 				fields = "-"
 			}
-			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\n", plan.Printable(r.Namespace), plan.Printable(r.Name), r.Outcome,
+			fmt.Fprintf(tw, "%s%s/%s\t%s\t%s\t%s\n", clusterPrefix(lr.clusters[i]), plan.Printable(r.Namespace), plan.Printable(r.Name), r.Outcome,
 				plan.Printable(fields), plan.Printable(r.Detail))
 		}
 		if err := tw.Flush(); err != nil {
@@ -363,9 +395,9 @@ func (lr *liveStage) write(w io.Writer, results []live.Result) error {
 			lines = append(lines, fmt.Sprintf("warning: %s/%s: %s", ns, name, x))
 		}
 	}
-	for _, r := range results {
+	for i, r := range results {
 		for _, x := range r.Warnings {
-			lines = append(lines, fmt.Sprintf("warning: %s/%s: %s", r.Namespace, r.Name, x))
+			lines = append(lines, fmt.Sprintf("warning: %s%s/%s: %s", clusterPrefix(lr.clusters[i]), r.Namespace, r.Name, x))
 		}
 	}
 	slices.Sort(lines)

@@ -62,7 +62,7 @@ func TestLiveStageKinds(t *testing.T) {
 		upsize("StatefulSet", "calm", false),
 	}}
 	stage, err := prepareLive(t.Context(), p, Live{Enabled: true, Namespaces: []string{"serving"}, MaxChanges: 3,
-		Kubeconfig: kube.Kubeconfig(t, kubeenv.Admin)}, true, func() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) })
+		Kubeconfig: kube.Kubeconfig(t, kubeenv.Admin)}, nil, true, func() time.Time { return time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) })
 	require.NoError(t, err)
 	rep := &publish.Report{DryRun: true}
 	for _, d := range p.Decisions {

@@ -146,7 +146,10 @@ func (o *Options) CheckSteps() error {
 	default:
 		return config.FlagErrorf("invalid `--fleet-findings` %q: use off, cluster or metrics", o.FleetFindings)
 	}
-	return o.Live.Check()
+	if err := o.Live.Check(); err != nil {
+		return err
+	}
+	return o.Live.checkClusters(o.Filter.Clusters)
 }
 
 // GitHub are the GitHub settings. Secrets come from files or the

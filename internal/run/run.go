@@ -124,7 +124,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		fmt.Fprintf(o.Err, "warning: %s\n", plan.Printable(w))
 	}
 	findings := o.fleetFindings(ctx, g.Dir(), p)
-	r.lr, err = prepareLive(ctx, p, o.Live, o.DryRun, o.Now)
+	r.lr, err = prepareLive(ctx, p, o.Live, o.Filter.Clusters, o.DryRun, o.Now)
 	if err != nil {
 		return err
 	}

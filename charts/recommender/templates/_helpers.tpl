@@ -63,6 +63,7 @@ gitlabToken: {volume: gitlab-token, dir: /var/run/secrets/recommender/gitlab-tok
 prometheusToken: {volume: prometheus-token, dir: /var/run/secrets/recommender/prometheus-token, env: RECOMMENDER_PROMETHEUS_TOKEN_FILE}
 prometheusPassword: {volume: prometheus-password, dir: /var/run/secrets/recommender/prometheus-password, env: RECOMMENDER_PROMETHEUS_PASSWORD_FILE}
 signingKey: {volume: signing-key, dir: /var/run/secrets/recommender/signing-key, env: RECOMMENDER_SIGNING_KEY_FILE}
+kubeconfig: {volume: kubeconfig, dir: /var/run/secrets/recommender/kubeconfig, env: RECOMMENDER_KUBECONFIG}
 {{- end -}}
 
 {{/*
