@@ -347,8 +347,12 @@ func writeConsolidation(b *strings.Builder, in Input) {
 		b.WriteString("No GpuConsolidationPolicy in the repository.\n")
 	}
 	for _, r := range in.Consolidation {
+		title := r.Policy
+		if r.Cluster != "" {
+			title += " in cluster " + r.Cluster
+		}
 		fmt.Fprintf(b, "### %s\n\n%d nodes, %d GPUs; in use now %d, needed now %d, after the open pull requests %d, in use after the drains %d.\n",
-			plan.MarkdownCell(r.Policy), r.Nodes, r.GPUs, r.InUse, r.NeededNow, r.NeededAfter, r.InUseAfter)
+			plan.MarkdownCell(title), r.Nodes, r.GPUs, r.InUse, r.NeededNow, r.NeededAfter, r.InUseAfter)
 		if len(r.Candidates) == 0 {
 			fmt.Fprintf(b, "\nNo node is used below %d%%.\n\n", r.ThresholdPercent)
 			continue
