@@ -98,7 +98,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	if st, err := os.Stat(opts.Repo); err != nil || !st.IsDir() {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
-	ro := report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths}
+	ro := report.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, Clusters: opts.filter.Clusters}
 	series, err := opts.Usage.Series(opts.Logger)
 	if err != nil {
 		return err

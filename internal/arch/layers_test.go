@@ -58,7 +58,7 @@ var allowed = map[string][]string{
 	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/located", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/cluster", "internal/engine", "internal/kai", "internal/scm"},
-	"internal/report":   {"internal/cluster", "internal/consolidate", "internal/dashboard", "internal/engine", "internal/kai", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
+	"internal/report":   {"internal/cluster", "internal/consolidate", "internal/dashboard", "internal/engine", "internal/kai", "internal/metrics", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},
 	"internal/config":   {"internal/checkout", "internal/located", "internal/policy", "internal/scm"},
 	"internal/dashboard": {"internal/consolidate", "internal/engine", "internal/plan",
 		"internal/publish", "internal/scm", "internal/usage"},

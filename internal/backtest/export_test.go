@@ -13,3 +13,7 @@ func NewResamples(mean []float64, sorted [][]float64) Resamples {
 // LoadEngine is loadEngine, for the tests of which namespace a trace is
 // replayed in.
 var LoadEngine = loadEngine
+
+// RecordedTraces is recordedTraces, for the tests of a recording of
+// several clusters.
+var RecordedTraces = recordedTraces

@@ -286,6 +286,13 @@ func recordedTraces(ctx context.Context, repo, file string, g policy.Governance)
 		q.Metrics[m] = mr.Source
 		relative[m] = mr.Interpretation == engine.CurrentAllocation
 	}
+	clusters, err := clusterMap(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	if clusters != nil {
+		q.ClusterLabel, q.ClusterValues = clusters.Spec.Label, clusters.Values()
+	}
 	alloc := map[usage.Ref]float64{}
 	for _, w := range inv.Workloads {
 		if w.Ref.Namespace == "" {
@@ -295,9 +302,24 @@ func recordedTraces(ctx context.Context, repo, file string, g policy.Governance)
 		if a == 0 {
 			a = float64(w.GPU.Whole)
 		}
-		if a > 0 {
-			alloc[w.Ref] = a
-			q.Workloads = append(q.Workloads, w.Ref)
+		if a <= 0 {
+			continue
+		}
+		refs := []usage.Ref{w.Ref}
+		if clusters != nil {
+			// One trace per (cluster, workload): a definition several
+			// clusters deploy runs apart in each; one under no
+			// cluster's paths is not replayed, as the plan leaves it.
+			refs = nil
+			for _, c := range clusters.Clusters(w.File) {
+				r := w.Ref
+				r.Cluster = c
+				refs = append(refs, r)
+			}
+		}
+		for _, r := range refs {
+			alloc[r] = a
+			q.Workloads = append(q.Workloads, r)
 		}
 	}
 	res, err := src.Usage(ctx, q)
@@ -307,12 +329,32 @@ func recordedTraces(ctx context.Context, repo, file string, g policy.Governance)
 	var traces []*Trace
 	for _, r := range q.Workloads {
 		if w, ok := res.Workloads[r]; ok {
-			if tr := FromUsage(r.Namespace+"-"+r.Name, w, relative, alloc[r]); len(tr.Compute) > 0 {
+			if tr := FromUsage(traceName(r.Cluster, r.Namespace+"-"+r.Name), w, relative, alloc[r]); len(tr.Compute) > 0 {
+				tr.Cluster = r.Cluster
 				traces = append(traces, tr)
 			}
 		}
 	}
 	return traces, nil
+}
+
+// clusterMap is the repository's ClusterMap when it names clusters: a
+// recording of several clusters is then replayed per (cluster,
+// workload). A broken map or two are an error, as the plan refuses them.
+func clusterMap(ctx context.Context, repo string) (*policy.ClusterMap, error) {
+	set, err := policy.Load(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range set.Broken {
+		if b.Kind == policy.KindClusterMap {
+			return nil, fmt.Errorf("%s:%d: ClusterMap %s is not used, so which cluster a series is of is not known: %w", b.File, b.Line, b.Name, b.Err)
+		}
+	}
+	if m := set.ClusterMap; m != nil && slices.ContainsFunc(m.Names(), func(n string) bool { return n != "" }) {
+		return m, nil
+	}
+	return nil, nil
 }
 
 func liveNote(n int) string {

@@ -124,7 +124,8 @@ type jsonStrategy struct {
 }
 
 type jsonWorkload struct {
-	Name string `json:"name"`
+	Name    string `json:"name"`
+	Cluster string `json:"cluster,omitempty"`
 	jsonScore
 }
 
@@ -152,7 +153,7 @@ func WriteJSON(w io.Writer, inputs []string, config any, protocol *ProtocolRecor
 				js.SlackRatio = round(r.Total.SlackGPUHours/oracle, 3)
 			}
 			for _, ws := range r.Workloads {
-				js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, jsonScore: toJSON(ws.Score)})
+				js.Workloads = append(js.Workloads, jsonWorkload{Name: ws.Name, Cluster: ws.Cluster, jsonScore: toJSON(ws.Score)})
 			}
 			jd.Strategies = append(jd.Strategies, js)
 		}

@@ -16,7 +16,9 @@ type Result struct {
 
 // WorkloadScore is one trace's score and allocation history.
 type WorkloadScore struct {
+	// Name is the trace's, cluster/ first when it names its cluster.
 	Name     string
+	Cluster  string
 	Score    Score
 	Timeline *Timeline
 }
@@ -37,7 +39,7 @@ func Run(ctx context.Context, traces []*Trace, strategies []Strategy, cfg Config
 				r := Result{Strategy: s.Name(), Workloads: make([]WorkloadScore, len(traces))}
 				for ti, tl := range SimulateAll(traces, s, cfg) {
 					tr := traces[ti]
-					r.Workloads[ti] = WorkloadScore{Name: tr.Name, Score: Evaluate(tr, tl), Timeline: tl}
+					r.Workloads[ti] = WorkloadScore{Name: tr.Name, Cluster: tr.Cluster, Score: Evaluate(tr, tl), Timeline: tl}
 					r.Total.Add(r.Workloads[ti].Score)
 				}
 				results[si] = r

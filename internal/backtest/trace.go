@@ -30,7 +30,13 @@ import (
 // Trace is the usage of one workload over time, both metrics in percent of
 // one whole GPU (they may exceed 100 for demand beyond one GPU).
 type Trace struct {
+	// Name is the workload's; prefixed cluster/ when the trace names its
+	// cluster, so that one name in two clusters is two workloads in
+	// every row, split and plot.
 	Name string
+	// Cluster is the cluster of a trace read with a cluster column, or
+	// of a recording's ClusterMap; "" for one cluster.
+	Cluster string
 	// Compute and Memory share timestamps (Unix ms from the trace's own
 	// epoch), oldest first.
 	Compute, Memory []usage.Sample
@@ -52,6 +58,18 @@ func (t *Trace) Peak() float64 {
 // csvHeader is the schema of the shared traces (usage.csv and
 // usage_derived_llm.csv.gz).
 var csvHeader = []string{"workload", "timestamp_s", "sm_util_pct_of_gpu", "mem_used_pct_of_gpu"}
+
+// clusterHeader is the schema of traces of several clusters: a cluster
+// column first, so that one workload name in two clusters is two traces.
+var clusterHeader = append([]string{"cluster"}, csvHeader...)
+
+// traceName is the name of a cluster's workload in every output.
+func traceName(cluster, workload string) string {
+	if cluster == "" {
+		return workload
+	}
+	return cluster + "/" + workload
+}
 
 // ReadCSVFile reads a trace file, gunzipping it when the name ends in .gz.
 func ReadCSVFile(path string) ([]*Trace, error) {
@@ -86,12 +104,17 @@ func ReadCSV(r io.Reader, name string) ([]*Trace, error) {
 	var traces []*Trace
 	seen := map[string]bool{}
 	var cur *Trace
+	header := csvHeader
 	for sc.Scan() {
 		line++
 		text := strings.TrimSuffix(sc.Text(), "\r")
 		if line == 1 {
-			if got := strings.Split(text, ","); !slices.Equal(got, csvHeader) {
-				return nil, fmt.Errorf("%s:1: header is %q, want %q", name, text, strings.Join(csvHeader, ","))
+			switch got := strings.Split(text, ","); {
+			case slices.Equal(got, csvHeader):
+			case slices.Equal(got, clusterHeader):
+				header = clusterHeader
+			default:
+				return nil, fmt.Errorf("%s:1: header is %q, want %q or %q", name, text, strings.Join(csvHeader, ","), strings.Join(clusterHeader, ","))
 			}
 			continue
 		}
@@ -99,8 +122,12 @@ func ReadCSV(r io.Reader, name string) ([]*Trace, error) {
 			continue
 		}
 		f := strings.Split(text, ",")
-		if len(f) != len(csvHeader) {
-			return nil, fmt.Errorf("%s:%d: %d fields, want %d", name, line, len(f), len(csvHeader))
+		if len(f) != len(header) {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d", name, line, len(f), len(header))
+		}
+		cluster := ""
+		if len(header) == len(clusterHeader) {
+			cluster, f = f[0], f[1:]
 		}
 		if f[0] == "" {
 			return nil, fail(csvHeader[0], "empty")
@@ -118,15 +145,15 @@ func ReadCSV(r io.Reader, name string) ([]*Trace, error) {
 			vals[i] = v
 		}
 		t := int64(math.Round(secs * 1000))
-		if cur == nil || cur.Name != f[0] {
-			if seen[f[0]] {
-				return nil, fail(csvHeader[0], "rows of %q are not contiguous", f[0])
+		if key := traceName(cluster, f[0]); cur == nil || cur.Name != key {
+			if seen[key] {
+				return nil, fail(csvHeader[0], "rows of %q are not contiguous", key)
 			}
-			seen[f[0]] = true
-			cur = &Trace{Name: f[0]}
+			seen[key] = true
+			cur = &Trace{Name: key, Cluster: cluster}
 			traces = append(traces, cur)
 		} else if t <= cur.Compute[len(cur.Compute)-1].T {
-			return nil, fail(csvHeader[1], "%s is not after the previous row of %q", f[1], f[0])
+			return nil, fail(csvHeader[1], "%s is not after the previous row of %q", f[1], key)
 		}
 		cur.Compute = append(cur.Compute, usage.Sample{T: t, V: vals[0]})
 		cur.Memory = append(cur.Memory, usage.Sample{T: t, V: vals[1]})
@@ -157,13 +184,23 @@ func medianStep(s []usage.Sample) time.Duration {
 	return time.Duration(d[len(d)/2]) * time.Millisecond
 }
 
-// WriteCSV writes traces in the schema ReadCSV reads.
+// WriteCSV writes traces in the schema ReadCSV reads: with the cluster
+// column when a trace names its cluster.
 func WriteCSV(w io.Writer, traces []*Trace) error {
 	var b bytes.Buffer
-	b.WriteString(strings.Join(csvHeader, ",") + "\n")
+	clusters := slices.ContainsFunc(traces, func(tr *Trace) bool { return tr.Cluster != "" })
+	if clusters {
+		b.WriteString(strings.Join(clusterHeader, ",") + "\n")
+	} else {
+		b.WriteString(strings.Join(csvHeader, ",") + "\n")
+	}
 	for _, tr := range traces {
+		name := tr.Name
+		if clusters {
+			name = tr.Cluster + "," + strings.TrimPrefix(name, tr.Cluster+"/")
+		}
 		for i := range tr.Compute {
-			fmt.Fprintf(&b, "%s,%s,%s,%s\n", tr.Name, strconv.FormatFloat(float64(tr.Compute[i].T)/1000, 'f', -1, 64),
+			fmt.Fprintf(&b, "%s,%s,%s,%s\n", name, strconv.FormatFloat(float64(tr.Compute[i].T)/1000, 'f', -1, 64),
 				strconv.FormatFloat(tr.Compute[i].V, 'f', -1, 64), strconv.FormatFloat(tr.Memory[i].V, 'f', -1, 64))
 		}
 	}

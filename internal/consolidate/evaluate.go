@@ -13,6 +13,9 @@ import (
 
 // Report is one policy's pool, now and once the open pull requests merge.
 type Report struct {
+	// Cluster is the cluster of the ClusterMap whose pool this is, ""
+	// without a map: pools are never packed across clusters.
+	Cluster          string `json:"cluster,omitempty"`
 	Policy           string `json:"policy"`
 	ThresholdPercent int    `json:"thresholdPercent"`
 	// Nodes and GPUs are the pool's size: the nodes its selector matches.

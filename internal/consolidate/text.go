@@ -14,8 +14,12 @@ import (
 // and what the report does not model. Names come from the cluster, so a
 // name a terminal would act on is quoted.
 func (r Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "GpuConsolidationPolicy %s: %d nodes, %d GPUs, candidates used below %d%%\n",
-		printable(r.Policy), r.Nodes, r.GPUs, r.ThresholdPercent)
+	in := ""
+	if r.Cluster != "" {
+		in = " in cluster " + printable(r.Cluster)
+	}
+	fmt.Fprintf(w, "GpuConsolidationPolicy %s%s: %d nodes, %d GPUs, candidates used below %d%%\n",
+		printable(r.Policy), in, r.Nodes, r.GPUs, r.ThresholdPercent)
 	fmt.Fprintf(w, "GPUs in use now %d; needed now %d, after the open pull requests %d; in use after the drains %d\n",
 		r.InUse, r.NeededNow, r.NeededAfter, r.InUseAfter)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

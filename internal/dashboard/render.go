@@ -30,6 +30,32 @@ import (
 // issue by it. It differs from a pull request's marker, which holds JSON.
 const Marker = "<!-- gpu-rightsizing-dashboard -->"
 
+// MarkerOf is the marker of the dashboard of a run limited to clusters
+// (`--cluster`): Marker names the run over every cluster, and no other
+// marker holds it, so each cluster set finds its own issue.
+func MarkerOf(clusters []string) string {
+	if len(clusters) == 0 {
+		return Marker
+	}
+	return "<!-- gpu-rightsizing-dashboard clusters=" + url.QueryEscape(strings.Join(clusterSet(clusters), ",")) + " -->"
+}
+
+// Title is the default title of the dashboard of a run limited to
+// clusters; the run over every cluster's has none of them.
+func Title(clusters []string) string {
+	const title = "GPU rightsizing dashboard"
+	if len(clusters) == 0 {
+		return title
+	}
+	return title + " (" + strings.Join(clusterSet(clusters), ", ") + ")"
+}
+
+// clusterSet is clusters sorted, each once: `--cluster b --cluster a`
+// is the same set as `--cluster a --cluster b`.
+func clusterSet(clusters []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(clusters)))
+}
+
 // Input is what a run knows when it renders the dashboard.
 type Input struct {
 	Plan *plan.Plan
@@ -51,6 +77,9 @@ type Input struct {
 	// saturated GPU where it used more than its share): from `report`, or
 	// from a run with --fleet-findings.
 	Findings map[string][]string
+	// Clusters are the clusters the run is limited to (`--cluster`),
+	// empty for every cluster: the body's marker names them.
+	Clusters []string
 
 	// others are the issues with the label and the marker that the tool
 	// did not open (Dashboard.Write sets them).
@@ -63,7 +92,7 @@ type Input struct {
 // a line, nor write a marker or a checkbox of its own.
 func Render(in Input) (string, error) {
 	var b strings.Builder
-	b.WriteString(Marker + "\n")
+	b.WriteString(MarkerOf(in.Clusters) + "\n")
 	b.WriteString("This issue is kept up to date by the GPU rightsizing recommender on every run. " +
 		"Tick a box to ask the next run to act; it unticks it when done.\n")
 	sets, open, err := changeSets(in)
@@ -71,11 +100,13 @@ func Render(in Input) (string, error) {
 		return "", err
 	}
 	writeTotals(&b, totals(in.Plan, open), in.Publish != nil)
+	names := clusterNames(in)
+	writeClusterTotals(&b, in.Plan, open, names, in.Publish != nil)
 	if in.Publish != nil {
-		writePullRequests(&b, in.Publish, sets)
+		writePullRequests(&b, in.Publish, sets, names)
 	}
 	writeLookAlikes(&b, in)
-	writeUnserved(&b, in.Plan, in.Publish)
+	writeUnserved(&b, in.Plan, in.Publish, names)
 	writeConsolidation(&b, in)
 	writeFindings(&b, in.Findings)
 	return b.String(), nil
@@ -172,7 +203,7 @@ func signed(v float64) string {
 // writePullRequests lists the open pull requests, each with a box to make
 // it afresh on the base; those a cap held back, each with a box to open
 // it; and the declined ones, each with a box to propose it again.
-func writePullRequests(b *strings.Builder, rep *publish.Report, sets map[string][]plan.Decision) {
+func writePullRequests(b *strings.Builder, rep *publish.Report, sets map[string][]plan.Decision, names []string) {
 	var open, capped, declined []publish.Result
 	for _, r := range rep.Results {
 		switch {
@@ -191,15 +222,15 @@ func writePullRequests(b *strings.Builder, rep *publish.Report, sets map[string]
 			return
 		}
 		slices.SortFunc(rs, func(x, y publish.Result) int { return cmp.Compare(x.Key, y.Key) })
-		for _, r := range rs {
+		byCluster(b, names, rs, func(r publish.Result) string { return setCluster(sets[r.Key]) }, func() {}, func(r publish.Result) {
 			if len(sets[r.Key]) == 0 {
 				// The plan has no change for it: a box would ask for
 				// nothing the run could do.
 				fmt.Fprintf(b, "- %s\n", line(r))
-				continue
+				return
 			}
 			fmt.Fprintf(b, "- [ ] %s %s\n", checkbox(verb, r.Key), line(r))
-		}
+		})
 	}
 	section("Open pull requests", "None.", open, Rebase, func(r publish.Result) string {
 		s := fmt.Sprintf("#%d %s%s", r.Number, changes(r.Key, sets[r.Key]), plan.MarkdownCell(suffix(r)))
@@ -267,20 +298,20 @@ func changes(key string, ds []plan.Decision) string {
 // writeUnserved lists every workload the run could not serve, by cause:
 // its edit refused, its data in doubt, its policy or manifest invalid,
 // its pull request failed.
-func writeUnserved(b *strings.Builder, p *plan.Plan, rep *publish.Report) {
+func writeUnserved(b *strings.Builder, p *plan.Plan, rep *publish.Report, names []string) {
 	b.WriteString("\n## Not served\n\n")
-	type row struct{ what, cause, why string }
+	type row struct{ what, cause, why, cluster string }
 	var rows []row
 	for _, d := range p.Decisions {
 		if d.Action.Changes() || d.Cause == "" || d.Cause.Conclusive() {
 			continue
 		}
-		rows = append(rows, row{d.Workload.Ref.String(), string(d.Cause), d.Reason()})
+		rows = append(rows, row{d.Workload.Ref.String(), string(d.Cause), d.Reason(), d.Workload.Ref.Cluster})
 	}
 	if rep != nil {
 		for _, r := range rep.Results {
 			if r.Outcome == publish.Failed {
-				rows = append(rows, row{r.Key, "publish-failed", r.Detail})
+				rows = append(rows, row{r.Key, "publish-failed", r.Detail, ""})
 			}
 		}
 	}
@@ -290,10 +321,10 @@ func writeUnserved(b *strings.Builder, p *plan.Plan, rep *publish.Report) {
 	}
 	if len(rows) > 0 {
 		slices.SortFunc(rows, func(x, y row) int { return cmp.Or(cmp.Compare(x.cause, y.cause), cmp.Compare(x.what, y.what)) })
-		b.WriteString("| Workload | Cause | Why |\n|---|---|---|\n")
-		for _, r := range rows {
+		head := func() { b.WriteString("| Workload | Cause | Why |\n|---|---|---|\n") }
+		byCluster(b, names, rows, func(r row) string { return r.cluster }, head, func(r row) {
 			fmt.Fprintf(b, "| %s | %s | %s |\n", plan.MarkdownCell(r.what), plan.MarkdownCell(r.cause), plan.MarkdownCell(r.why))
-		}
+		})
 	}
 	if len(p.Problems) > 0 {
 		fmt.Fprintf(b, "\n%d problem(s) in the repository; whatever they touch is left alone:\n\n", len(p.Problems))
@@ -316,8 +347,12 @@ func writeConsolidation(b *strings.Builder, in Input) {
 		b.WriteString("No GpuConsolidationPolicy in the repository.\n")
 	}
 	for _, r := range in.Consolidation {
+		title := r.Policy
+		if r.Cluster != "" {
+			title += " in cluster " + r.Cluster
+		}
 		fmt.Fprintf(b, "### %s\n\n%d nodes, %d GPUs; in use now %d, needed now %d, after the open pull requests %d, in use after the drains %d.\n",
-			plan.MarkdownCell(r.Policy), r.Nodes, r.GPUs, r.InUse, r.NeededNow, r.NeededAfter, r.InUseAfter)
+			plan.MarkdownCell(title), r.Nodes, r.GPUs, r.InUse, r.NeededNow, r.NeededAfter, r.InUseAfter)
 		if len(r.Candidates) == 0 {
 			fmt.Fprintf(b, "\nNo node is used below %d%%.\n\n", r.ThresholdPercent)
 			continue

@@ -39,11 +39,16 @@ type Options struct {
 	// DryRun reads the dashboard, but neither acts on its boxes nor
 	// writes it.
 	DryRun bool
-	Logger *slog.Logger
+	// Clusters are the clusters a run limited by `--cluster` reads: its
+	// dashboard is its own, its title and marker naming them, so that
+	// one job per cluster leaves another's alone. Empty is the run over
+	// every cluster, or a repository without a ClusterMap.
+	Clusters []string
+	Logger   *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
-	o.Title = cmp.Or(o.Title, "GPU rightsizing dashboard")
+	o.Title = cmp.Or(o.Title, Title(o.Clusters))
 	o.Label = cmp.Or(o.Label, "gpu-rightsizing-dashboard")
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -89,10 +94,11 @@ func Read(ctx context.Context, is Issues, o Options) (*Dashboard, error) {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	d := &Dashboard{issues: is, o: o}
+	marker := MarkerOf(o.Clusters)
 	for i := range all {
 		mine := scm.MineIssue(all[i], me)
 		switch {
-		case !strings.Contains(all[i].Body, Marker) && !(mine && all[i].Oversized):
+		case !strings.Contains(all[i].Body, marker) && !(mine && all[i].Oversized && oversizedIsMine(all[i], o)):
 		case !mine:
 			d.LookAlikes = append(d.LookAlikes, all[i].Number)
 			d.others = append(d.others, all[i])
@@ -113,6 +119,13 @@ func Read(ctx context.Context, is Issues, o Options) (*Dashboard, error) {
 		o.Logger.Warn("dashboard: issues hold the dashboard's marker but the tool did not open them; left alone", "issues", d.LookAlikes)
 	}
 	return d, nil
+}
+
+// oversizedIsMine says whether an issue of the tool's, its body too long
+// to be read, is the dashboard of o's cluster set: by its title, or the
+// whole fleet's when no title is known (the local stand-in reads none).
+func oversizedIsMine(is scm.Issue, o Options) bool {
+	return is.Title == o.Title || is.Title == "" && len(o.Clusters) == 0
 }
 
 // trusted is what the dashboard's ticked boxes ask, when nobody who may
@@ -162,12 +175,13 @@ type Result struct {
 	Detail string
 }
 
-// Write renders the dashboard, bounded to MaxBody, and creates it, or edits it when its title
+// Write renders the dashboard of the options' cluster set, bounded to MaxBody, and creates it, or edits it when its title
 // or body would change (a ticked box counts: writing it afresh unticks
 // it). Line endings are compared as text: a forge's web editor may save
 // the body with CRLF.
 func (d *Dashboard) Write(ctx context.Context, in Input) (Result, error) {
 	in.others = d.others
+	in.Clusters = d.o.Clusters
 	body, err := Render(in)
 	if err != nil {
 		return Result{}, fmt.Errorf("dashboard: %w", err)

@@ -34,31 +34,35 @@ func totals(p *plan.Plan, open map[string]bool) Totals {
 		if d.Current.Form == engine.NoGPU || d.Current.GPUs <= 0 {
 			continue
 		}
-		t.Workloads++
-		pods := reporting(d.Usage)
-		if len(pods) == 0 {
-			t.Silent++
-			continue
-		}
-		n := float64(len(pods))
-		t.Pods += len(pods)
-		t.Requested += d.Current.GPUs * n
-		rec := d.Current.GPUs
-		if d.Action.Changes() {
-			rec = d.Recommended.GPUs
-		}
-		t.Recommended += rec * n
-		if open[d.Workload.Ref.String()] {
-			t.AfterOpen += rec * n
-		} else {
-			t.AfterOpen += d.Current.GPUs * n
-		}
-		sources := d.Rules.Sources()
-		for _, pod := range pods {
-			t.UsedP95 += podP95(pod, d.Current.GPUs, sources)
-		}
+		add(&t, d, reporting(d.Usage), open)
 	}
 	return t
+}
+
+// add counts decision d, with pods its pods reporting usage, into t.
+func add(t *Totals, d plan.Decision, pods []usage.Pod, open map[string]bool) {
+	t.Workloads++
+	if len(pods) == 0 {
+		t.Silent++
+		return
+	}
+	n := float64(len(pods))
+	t.Pods += len(pods)
+	t.Requested += d.Current.GPUs * n
+	rec := d.Current.GPUs
+	if d.Action.Changes() {
+		rec = d.Recommended.GPUs
+	}
+	t.Recommended += rec * n
+	if open[d.Workload.Ref.String()] {
+		t.AfterOpen += rec * n
+	} else {
+		t.AfterOpen += d.Current.GPUs * n
+	}
+	sources := d.Rules.Sources()
+	for _, pod := range pods {
+		t.UsedP95 += podP95(pod, d.Current.GPUs, sources)
+	}
 }
 
 // reporting is the pods of a workload that run now: those

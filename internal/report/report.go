@@ -3,6 +3,7 @@
 // plan and the placement read from the cluster: the shell around the
 // pure consolidate.Evaluate, for `recommender report`. It evicts and
 // patches nothing; the cluster is only read, by the placement package.
+// With a ClusterMap, each cluster's pools are reported apart.
 package report
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/gpu-rightsizing/recommender/internal/dashboard"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/kai"
+	"github.com/gpu-rightsizing/recommender/internal/metrics"
 	"github.com/gpu-rightsizing/recommender/internal/neighbours"
 	"github.com/gpu-rightsizing/recommender/internal/placement"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
@@ -50,6 +52,9 @@ type Options struct {
 	// (DefaultWindow when 0); nil reads none.
 	Devices placement.Series
 	Window  time.Duration
+	// Clusters are the clusters of the plan's ClusterMap the report is
+	// limited to (`--cluster`); empty is every one.
+	Clusters []string
 }
 
 // Connect sets Kube and Dyn to the clients of o.Cluster.
@@ -77,17 +82,23 @@ type Result struct {
 	hamiCore map[usage.Ref]bool
 	// window is how far back the neighbours were looked for.
 	window time.Duration
+	// clusters are those the report is limited to, for the dashboard's
+	// marker.
+	clusters []string
 }
 
 // Make reads the consolidation policies of the repository and the
 // placement of the cluster, and reports on each policy's pool, sorted by
-// name.
+// name. With a ClusterMap each cluster is a fleet apart: its placement
+// is read from its own series (those under its label value), its pools
+// hold its nodes alone, and its reports and findings name it, so that no
+// pod is ever packed onto another cluster's GPU.
 func Make(ctx context.Context, opts Options) (*Result, error) {
 	set, err := policy.Load(ctx, opts.Repo, opts.PolicyPaths...)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	res := &Result{clusters: opts.Clusters}
 	for _, b := range set.Broken {
 		if b.Kind == policy.KindConsolidation {
 			res.Notes = append(res.Notes, fmt.Sprintf("GpuConsolidationPolicy %s is invalid: no report for it (see `recommender policy validate`)", b.Name))
@@ -96,41 +107,153 @@ func Make(ctx context.Context, opts Options) (*Result, error) {
 	if len(set.Consolidation) == 0 {
 		return res, nil
 	}
-	in, notes, err := readPlacement(ctx, opts, set.Consolidation)
+	views, err := clusterViews(opts)
+	if err != nil {
+		return nil, err
+	}
+	placed, notes, err := readPlacement(ctx, opts, set.Consolidation)
 	if err != nil {
 		return nil, fmt.Errorf("reading the placement: %w", err)
 	}
 	res.Notes = append(res.Notes, notes...)
-	if opts.Kube != nil && opts.Dyn != nil {
-		if in.Queues, notes, err = placement.ReadQueues(ctx, opts.Dyn, in.Pods); err != nil {
-			return nil, fmt.Errorf("reading the KAI queues: %w", err)
-		}
-		res.Notes = append(res.Notes, notes...)
-	}
-	res.Reports = Evaluate(set.Consolidation, in, Recommendations(opts.Plan))
+	var devices []metrics.Series
 	if opts.Devices != nil {
-		if res.Neighbours, err = readNeighbours(ctx, opts, set.Consolidation, in); err != nil {
+		if devices, err = readDevices(ctx, opts); err != nil {
 			return nil, err
 		}
 		res.window = cmp.Or(opts.Window, DefaultWindow)
+	}
+	recs := Recommendations(opts.Plan)
+	for _, v := range views {
+		in, notes := placed(v)
+		res.Notes = append(res.Notes, v.notes(notes)...)
+		if opts.Kube != nil && opts.Dyn != nil {
+			if in.Queues, notes, err = placement.ReadQueues(ctx, opts.Dyn, in.Pods); err != nil {
+				return nil, fmt.Errorf("reading the KAI queues: %w", err)
+			}
+			res.Notes = append(res.Notes, v.notes(notes)...)
+		}
+		for _, r := range Evaluate(set.Consolidation, in, recs) {
+			r.Cluster = v.name
+			res.Reports = append(res.Reports, r)
+		}
+		if opts.Devices != nil {
+			res.Neighbours = append(res.Neighbours, neighboursOf(opts, set.Consolidation, in, v.keep(devices))...)
+		}
 	}
 	res.hamiCore = hamiCore(opts.Plan)
 	return res, nil
 }
 
-// readNeighbours reads HAMi's per-device series over the window and
-// keeps the saturated devices on the nodes of the policies' pools (or
-// on no node the series and placement tell).
-func readNeighbours(ctx context.Context, opts Options, policies []*policy.ConsolidationPolicy, in consolidate.Placement) ([]neighbours.Finding, error) {
+// view is one cluster's part of the store: its name in the ClusterMap
+// ("" without one), and the label value its series carry, when the
+// store holds several clusters.
+type view struct {
+	name         string
+	label, value string
+	filter       bool
+}
+
+// clusterViews are the clusters a report is made of, in the map's order:
+// those the run is limited to, else every one of the map; one view of
+// the whole store without a map. A kubeconfig reaches one cluster, so it
+// serves one cluster only.
+func clusterViews(opts Options) ([]view, error) {
+	var m *policy.ClusterMap
+	if opts.Plan != nil {
+		m = opts.Plan.ClusterMap()
+	}
+	if m == nil {
+		return []view{{}}, nil
+	}
+	values := m.Values()
+	var out []view
+	for _, n := range m.Names() {
+		if len(opts.Clusters) > 0 && !slices.Contains(opts.Clusters, n) {
+			continue
+		}
+		// A store of this cluster alone (--whole-store) carries no label.
+		whole := opts.Plan.Matcher(usage.Ref{Cluster: n}) == ""
+		out = append(out, view{name: n, label: m.Spec.Label, value: values[n], filter: !whole})
+	}
+	if len(out) > 1 && opts.Kube != nil {
+		names := make([]string, len(out))
+		for i, v := range out {
+			names[i] = v.name
+		}
+		return nil, fmt.Errorf("the kubeconfig reaches one cluster, and the report is of %d clusters of the ClusterMap (%s): name one with `--cluster`, or read each one's placement with `--placement metrics`",
+			len(out), strings.Join(names, ", "))
+	}
+	return out, nil
+}
+
+// keep is the series of v's cluster: those whose label holds its value.
+func (v view) keep(ss []metrics.Series) []metrics.Series {
+	if !v.filter {
+		return ss
+	}
+	var out []metrics.Series
+	for _, s := range ss {
+		for _, l := range s.Labels {
+			if l.Name == v.label && l.Value == v.value {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// tag makes the workloads of a placement read for v those of its
+// cluster, as the plan names them.
+func (v view) tag(in consolidate.Placement) consolidate.Placement {
+	if v.name == "" {
+		return in
+	}
+	for i := range in.Pods {
+		in.Pods[i].Workload.Cluster = v.name
+	}
+	for i := range in.Rollouts {
+		in.Rollouts[i].Workload.Cluster = v.name
+	}
+	return in
+}
+
+// notes names v's cluster in each note, when it has a name.
+func (v view) notes(ns []string) []string {
+	if v.name == "" {
+		return ns
+	}
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = "cluster " + v.name + ": " + n
+	}
+	return out
+}
+
+// readDevices reads HAMi's per-device series over the window before
+// the plan's evaluation time, once for every cluster.
+func readDevices(ctx context.Context, opts Options) ([]metrics.Series, error) {
+	var at time.Time
+	if opts.Plan != nil {
+		at = opts.Plan.At
+	}
+	ss, _, err := opts.Devices.Series(ctx, neighbours.HAMiMetrics(), at, cmp.Or(opts.Window, DefaultWindow))
+	if err != nil {
+		return nil, fmt.Errorf("reading per-device usage: %w", err)
+	}
+	return ss, nil
+}
+
+// neighboursOf keeps the saturated devices of one cluster's series on
+// the nodes of the policies' pools (or on no node the series and
+// placement tell).
+func neighboursOf(opts Options, policies []*policy.ConsolidationPolicy, in consolidate.Placement, ss []metrics.Series) []neighbours.Finding {
 	var at time.Time
 	if opts.Plan != nil {
 		at = opts.Plan.At
 	}
 	window := cmp.Or(opts.Window, DefaultWindow)
-	ss, _, err := opts.Devices.Series(ctx, neighbours.HAMiMetrics(), at, window)
-	if err != nil {
-		return nil, fmt.Errorf("reading per-device usage: %w", err)
-	}
 	pods := map[string]neighbours.Pod{}
 	for _, p := range in.Pods {
 		pods[p.Key()] = neighbours.Pod{Workload: p.Workload, Node: p.Node, Share: p.Share.Per}
@@ -149,7 +272,7 @@ func readNeighbours(ctx context.Context, opts Options, policies []*policy.Consol
 			out = append(out, f)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // hamiCore is each planned workload's strategy's hamiCore.
@@ -166,11 +289,17 @@ func hamiCore(p *plan.Plan) map[usage.Ref]bool {
 	return out
 }
 
-// readPlacement reads the cluster, or else kube-state-metrics' series,
-// where the node labels the policies select by are asked for by key.
-func readPlacement(ctx context.Context, opts Options, policies []*policy.ConsolidationPolicy) (consolidate.Placement, []string, error) {
+// readPlacement reads the cluster, or else kube-state-metrics' series
+// once for every cluster, where the node labels the policies select by
+// are asked for by key. It gives each view's placement: the cluster
+// read (a kubeconfig reaches one), or the series of the view's cluster.
+func readPlacement(ctx context.Context, opts Options, policies []*policy.ConsolidationPolicy) (func(view) (consolidate.Placement, []string), []string, error) {
 	if opts.Kube != nil || opts.Series == nil {
-		return placement.Read(ctx, opts.Kube)
+		in, notes, err := placement.Read(ctx, opts.Kube)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(v view) (consolidate.Placement, []string) { return v.tag(in), nil }, notes, nil
 	}
 	var keys []string
 	for _, cp := range policies {
@@ -180,11 +309,23 @@ func readPlacement(ctx context.Context, opts Options, policies []*policy.Consoli
 		}
 	}
 	slices.Sort(keys)
+	keys = slices.Compact(keys)
 	var at time.Time
 	if opts.Plan != nil {
 		at = opts.Plan.At
 	}
-	return placement.ReadSeries(ctx, opts.Series, at, slices.Compact(keys))
+	ss, warnings, err := opts.Series.Series(ctx, placement.SeriesMetrics(), at, placement.Lookback)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube-state-metrics series: %w", err)
+	}
+	var notes []string
+	for _, w := range warnings {
+		notes = append(notes, "the server's answer may be partial: "+w)
+	}
+	return func(v view) (consolidate.Placement, []string) {
+		in, notes := placement.FromSeries(v.keep(ss), at, keys)
+		return v.tag(in), notes
+	}, notes, nil
 }
 
 // Evaluate reports on each policy's pool.
@@ -210,8 +351,18 @@ func Recommendations(p *plan.Plan) map[usage.Ref]engine.Allocation {
 		return recs
 	}
 	for _, d := range p.Decisions {
-		if d.Action.Changes() {
-			recs[d.Workload.Ref] = d.Recommended
+		if !d.Action.Changes() {
+			continue
+		}
+		recs[d.Workload.Ref] = d.Recommended
+		// A definition several clusters deploy alike resizes its pods
+		// in each of them.
+		if cs := d.Workload.Ref.Clusters(); len(cs) > 1 {
+			for _, c := range cs {
+				r := d.Workload.Ref
+				r.Cluster = c
+				recs[r] = d.Recommended
+			}
 		}
 	}
 	return recs
@@ -251,7 +402,7 @@ func (r *Result) WriteText(w io.Writer) error {
 // without the pull requests, which a report does not read.
 func (r *Result) WriteMarkdown(w io.Writer, p *plan.Plan) error {
 	body, err := dashboard.Render(dashboard.Input{Plan: p, ReadCluster: true, Consolidation: r.Reports, Notes: r.Notes,
-		Findings: r.Findings()})
+		Findings: r.Findings(), Clusters: r.clusters})
 	if err != nil {
 		return err
 	}

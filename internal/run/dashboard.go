@@ -17,7 +17,9 @@ func (o *Options) readDashboard(ctx context.Context, forge publish.Forge) *dashb
 	if !o.Dashboard || !ok {
 		return nil
 	}
-	d, err := dashboard.Read(ctx, is, dashboard.Options{DryRun: o.DryRun, Logger: o.Logger})
+	// A run limited by --cluster keeps a dashboard of its own: one job
+	// per cluster leaves the others' alone.
+	d, err := dashboard.Read(ctx, is, dashboard.Options{DryRun: o.DryRun, Logger: o.Logger, Clusters: o.Filter.Clusters})
 	if err != nil {
 		o.Logger.Error("dashboard: not read; this run acts on no ticked box and leaves it as it is (the token needs to read and write issues, or turn it off with --dashboard=false)", "err", err)
 		return nil
