@@ -197,7 +197,7 @@ func needSchema(n Need, byPath map[string]*pflag.Flag) (map[string]any, error) {
 		if !ok {
 			return nil, fmt.Errorf("a need names %s, which is no config key", p)
 		}
-		then = append(then, at(p, map[string]any{"not": isSet(fl)}, false))
+		then = append(then, at(p, notSet(fl), false))
 	}
 	cond := map[string]any{"allOf": when}
 	if len(when) == 1 {
@@ -217,6 +217,17 @@ func isSet(fl *pflag.Flag) map[string]any {
 		}
 	}
 	return map[string]any{"not": map[string]any{"const": typed(fl, fl.DefValue)}}
+}
+
+// notSet says that a flag's key holds its default, or nothing. It is the
+// negation of isSet written as what the key must hold, so that Helm's
+// error names the value wanted ("value must be ”") instead of "'not'
+// failed".
+func notSet(fl *pflag.Flag) map[string]any {
+	if fl.Value.Type() == "stringArray" {
+		return map[string]any{"maxItems": 0}
+	}
+	return map[string]any{"const": typed(fl, fl.DefValue)}
 }
 
 // typed is a flag's value as the JSON a config file holds it in.

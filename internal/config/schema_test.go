@@ -61,7 +61,7 @@ func TestSchema(t *testing.T) {
 	    {"if": {"properties": {"scm": {"const": "github"}}, "required": ["scm"]},
 	     "then": {"allOf": [{"properties": {"github": {"properties": {"repo": {"minLength": 1}}, "required": ["repo"]}}, "required": ["github"]}]}},
 	    {"if": {"not": {"properties": {"live": {"properties": {"enabled": {"not": {"const": false}}}, "required": ["enabled"]}}, "required": ["live"]}},
-	     "then": {"allOf": [{"properties": {"live": {"properties": {"namespaces": {"not": {"minItems": 1}}}}}}]}}
+	     "then": {"allOf": [{"properties": {"live": {"properties": {"namespaces": {"maxItems": 0}}}}}]}}
 	  ]
 	}`, string(got))
 }

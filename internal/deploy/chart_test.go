@@ -563,6 +563,25 @@ func TestChartSchemaRejects(t *testing.T) {
 	}
 }
 
+// TestChartRecordingNamesTheURL: a release reading a recording must blank
+// the default Prometheus URL, and Helm's refusal names the key and the
+// value wanted, not only "'not' failed" (issue 34, item 10). With the URL
+// blanked it renders.
+func TestChartRecordingNamesTheURL(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	vals := readValues(t, minimalSet)
+	cfg := vals["config"].(map[string]any)
+	cfg["metrics"] = map[string]any{"file": "/data/usage.om"}
+	_, err = util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	require.ErrorContains(t, err, "at '/config/prometheus/url': value must be ''")
+	require.NotContains(t, err.Error(), "'not' failed")
+
+	cfg["prometheus"] = map[string]any{"url": ""}
+	_, err = util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	require.NoError(t, err)
+}
+
 // TestChartDefaultsRefused: the chart's defaults name no repository, and
 // `helm install` without one is refused, naming what is missing, as the
 // job would be refused at its first run.
