@@ -137,7 +137,7 @@ func writeFrontier(write func(string, func(*os.File) error) error, used map[stri
 		if len(mine) == 0 {
 			continue
 		}
-		title := fmt.Sprintf("%s: settings %s, judged on the held half (%d workloads)", d.Name, from, mine[0].Workloads)
+		title := fmt.Sprintf("Delivery: %s. Settings %s. Judged on the held half: %d workloads.", d.Name, from, mine[0].Workloads)
 		used[name] = true
 		if err := write(name, func(f *os.File) error { return WriteFrontier(f, title, mine) }); err != nil {
 			return err

@@ -255,7 +255,7 @@ func readFrontier(t *testing.T, path string) ([]frontierRow, int) {
 	t.Helper()
 	var rows []frontierRow
 	n := 0
-	title := regexp.MustCompile(`judged on the held half \((\d+) workloads\)\*$`)
+	title := regexp.MustCompile(`Judged on the held half: (\d+) workloads\.\*$`)
 	eachLine(t, path, func(line string) {
 		if m := title.FindStringSubmatch(line); m != nil {
 			n, _ = strconv.Atoi(m[1])

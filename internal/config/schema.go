@@ -221,7 +221,7 @@ func isSet(fl *pflag.Flag) map[string]any {
 
 // notSet says that a flag's key holds its default, or nothing. It is the
 // negation of isSet written as what the key must hold, so that Helm's
-// error names the value wanted ("value must be ”") instead of "'not'
+// error names the value wanted (an empty string) instead of "'not'
 // failed".
 func notSet(fl *pflag.Flag) map[string]any {
 	if fl.Value.Type() == "stringArray" {
