@@ -22,7 +22,6 @@
 package checkout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -324,15 +323,29 @@ func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 		return nil, tooLarge
 	}
 	// The size is a hint: the file may grow while it is read, so the
-	// bound is enforced on what is read too.
-	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
-	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
-		return nil, err
+	// bound is enforced on what is read too. The buffer is the size and
+	// one byte, to see the end without growing: a run holds every file
+	// it reads, and bytes.Buffer's spare 512 bytes took half again the
+	// YAML of a repository of small files.
+	b := make([]byte, 0, fi.Size()+1)
+	r := io.LimitReader(f, max+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if int64(buf.Len()) > max {
+	if int64(len(b)) > max {
 		return nil, tooLarge
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 // hasControl reports whether a name holds a control character.

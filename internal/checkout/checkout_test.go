@@ -173,6 +173,33 @@ func TestReadData(t *testing.T) {
 	require.Empty(t, got.Problems)
 }
 
+// TestReadDataTight: a run holds every file it reads, so each file's
+// bytes take their size, not a read buffer's spare room (which was half
+// again the YAML of a repository of 1 KB files).
+func TestReadDataTight(t *testing.T) {
+	tests := []struct {
+		name string
+		size int
+	}{
+		{"empty", 0},
+		{"1 KB", 1066},
+		{"64 KB", 64 << 10},
+		{"larger than a read", 300 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			body := strings.Repeat("a: 1\n", tt.size/5+1)[:tt.size]
+			writeTree(t, root, map[string]string{"f.yaml": body})
+			got, err := checkout.Read(context.Background(), openDir(t, root), checkout.Options{})
+			require.NoError(t, err)
+			require.Len(t, got.Files, 1)
+			require.Equal(t, body, string(got.Files[0].Data))
+			require.LessOrEqual(t, cap(got.Files[0].Data), tt.size+1, "spare room kept with the file")
+		})
+	}
+}
+
 // TestOpenDirSymlinkedRoot: a root that is a symlink (or a dot directory)
 // is resolved once, and the rules apply inside it.
 func TestOpenDirSymlinkedRoot(t *testing.T) {

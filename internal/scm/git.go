@@ -29,9 +29,11 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -44,6 +46,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gpu-rightsizing/recommender/internal/localfile"
@@ -197,7 +200,9 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 		url = filepath.Join(url, ".git")
 	}
 	r := &Repo{dir: dir, url: url, base: base, auth: m, secret: auth.Token, ca: auth.CABundle}
-	repo, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
+	// The clone's own handle is dropped for openClone's, with a smaller
+	// object cache, before anything reads through it.
+	if _, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
 		URL:           url,
 		Auth:          m,
 		CABundle:      auth.CABundle,
@@ -206,9 +211,12 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 		Depth:         1,
 		Tags:          git.NoTags,
 		NoCheckout:    true, // writeWorktree writes it
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, r.errorf("clone %s (branch %s): %w", url, base, err)
+	}
+	repo, err := openClone(dir)
+	if err != nil {
+		return nil, r.errorf("clone %s: %w", url, err)
 	}
 	head, err := repo.Head()
 	if err != nil {
@@ -224,6 +232,27 @@ func Clone(ctx context.Context, url, base, dir string, auth Auth) (*Repo, error)
 		}
 	}
 	return r, nil
+}
+
+// objectCache is the clone's cache of decoded objects. go-git's default,
+// 96 MiB, filled with the trees a push of many branches reads: 124 MB of a
+// run's 180 MB live heap at 2,000 pull requests, in a job of 512 MiB.
+// A push reads each base tree once (collect.baseEntries) and each new
+// object once, so a small cache costs little.
+const objectCache = 8 * cache.MiByte
+
+// openClone opens the clone at dir again with a cache of objectCache.
+func openClone(dir string) (*git.Repository, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	wt := osfs.New(dir)
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, err
+	}
+	return git.Open(filesystem.NewStorage(dot, cache.NewObjectLRU(objectCache)), wt)
 }
 
 // localPath is the path of a repository on this machine that url names

@@ -44,8 +44,11 @@ func (d *Doc) Fail(n *yaml.Node, name string, err error) error {
 	return &located.Error{File: d.File, Line: line, Field: name, Err: err}
 }
 
+// Record notes a change. Its values are copied: from is often a piece of
+// a held document's strings (thaw), and a change outlives the edit by
+// the whole run, which would keep every byte of that document.
 func (d *Doc) Record(name, from, to string) {
-	d.changes = append(d.changes, Change{Field: name, Old: from, New: to})
+	d.changes = append(d.changes, Change{Field: strings.Clone(name), Old: strings.Clone(from), New: strings.Clone(to)})
 }
 
 // Editable refuses nodes that are aliases, carry anchors or merge keys: an
