@@ -342,6 +342,15 @@ func (lr *liveStage) Summary() []any {
 	return counts
 }
 
+// Clusters are the cluster of each of Results, "" where the repository
+// maps none; nil when live mode is off.
+func (lr *liveStage) Clusters() []string {
+	if lr == nil {
+		return nil
+	}
+	return lr.clusters
+}
+
 // Results are what Finish did, for the run's summary; nil when live mode
 // is off.
 func (lr *liveStage) Results() []live.Result {

@@ -188,7 +188,7 @@ func (r *runner) ended(ctx context.Context, start time.Time, err error) (*Result
 	outcome := r.outcome(err)
 	logSummary(o.Logger, outcome, r.p, r.rep, r.lr.Summary(), o.DryRun, end.Sub(start), err)
 	s := summary.New(summary.Run{Outcome: outcome, Err: err, DryRun: o.DryRun, Started: start, Duration: end.Sub(start),
-		Plan: r.p, Report: r.rep, LiveOn: r.lr != nil, Live: r.lr.Results()})
+		Plan: r.p, Report: r.rep, LiveOn: r.lr != nil, Live: r.lr.Results(), LiveClusters: r.lr.Clusters()})
 	werr := o.Observe.finish(ctx, o.Out, o.Logger, o.Live.Kubeconfig, s, r.p, end)
 	if err == nil {
 		err = werr

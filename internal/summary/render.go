@@ -175,7 +175,11 @@ func (s Summary) WriteMarkdown(w io.Writer) error {
 		} else {
 			fmt.Fprint(w, "| Workload | Outcome | Change | Detail |\n|---|---|---|---|\n")
 			for _, x := range s.Live.Items {
-				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", plan.MarkdownCell(x.Namespace+"/"+x.Name), x.Outcome,
+				ref := x.Namespace + "/" + x.Name
+				if x.Cluster != "" {
+					ref = x.Cluster + ":" + ref
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", plan.MarkdownCell(ref), x.Outcome,
 					plan.MarkdownCell(strings.Join(x.Fields, ", ")), plan.MarkdownCell(x.Detail))
 			}
 		}

@@ -105,6 +105,9 @@ type Live struct {
 
 // LiveChange is one live change, or one marker reconciled.
 type LiveChange struct {
+	// Cluster is the cluster the change went to, when the repository
+	// maps its clusters.
+	Cluster   string       `json:"cluster,omitempty"`
 	Namespace string       `json:"namespace"`
 	Name      string       `json:"name"`
 	Outcome   live.Outcome `json:"outcome"`
@@ -126,6 +129,9 @@ type Run struct {
 	// LiveOn says live mode was on; Live are its results.
 	LiveOn bool
 	Live   []live.Result
+	// LiveClusters holds the cluster of each of Live, "" where the
+	// repository maps none; nil means none for all.
+	LiveClusters []string
 }
 
 // New sums a run up.
@@ -170,10 +176,14 @@ func New(r Run) Summary {
 	}
 	if r.LiveOn {
 		s.Live = &Live{Counts: map[live.Outcome]int{}, Items: []LiveChange{}}
-		for _, x := range r.Live {
+		for i, x := range r.Live {
 			s.Live.Counts[x.Outcome]++
-			s.Live.Items = append(s.Live.Items, LiveChange{Namespace: x.Namespace, Name: x.Name, Outcome: x.Outcome,
-				Fields: x.Fields, Detail: x.Detail, Warnings: x.Warnings})
+			c := LiveChange{Namespace: x.Namespace, Name: x.Name, Outcome: x.Outcome,
+				Fields: x.Fields, Detail: x.Detail, Warnings: x.Warnings}
+			if i < len(r.LiveClusters) {
+				c.Cluster = r.LiveClusters[i]
+			}
+			s.Live.Items = append(s.Live.Items, c)
 		}
 	}
 	return s

@@ -139,3 +139,23 @@ func TestLines(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveChangesNameTheirCluster: with a cluster map, each live change
+// says which cluster it went to, in the JSON and in the Markdown, so
+// that two clusters' changes to one name are told apart.
+func TestLiveChangesNameTheirCluster(t *testing.T) {
+	r := aRun()
+	r.Live = append(r.Live, live.Result{Namespace: "inference", Name: "chat", Outcome: live.Refused, Detail: "no context"})
+	r.LiveClusters = []string{"prod-us", "prod-eu"}
+	s := summary.New(r)
+	require.Equal(t, []string{"prod-us", "prod-eu"}, []string{s.Live.Items[0].Cluster, s.Live.Items[1].Cluster})
+	var j, md bytes.Buffer
+	require.NoError(t, s.WriteJSON(&j))
+	require.Contains(t, j.String(), `"cluster": "prod-us"`)
+	require.NoError(t, s.WriteMarkdown(&md))
+	require.Contains(t, md.String(), "| prod-us:inference/chat | applied |")
+	require.Contains(t, md.String(), "| prod-eu:inference/chat | refused |")
+
+	// Without a map nothing changes: the goldens of TestRender hold.
+	require.Empty(t, summary.New(aRun()).Live.Items[0].Cluster)
+}
