@@ -351,7 +351,7 @@ func clusterMap(ctx context.Context, repo string) (*policy.ClusterMap, error) {
 			return nil, fmt.Errorf("%s:%d: ClusterMap %s is not used, so which cluster a series is of is not known: %w", b.File, b.Line, b.Name, b.Err)
 		}
 	}
-	if m := set.ClusterMap; m != nil && slices.ContainsFunc(m.Names(), func(n string) bool { return n != "" }) {
+	if m := set.ClusterMap; m != nil && len(m.Named(nil)) > 0 {
 		return m, nil
 	}
 	return nil, nil

@@ -25,13 +25,7 @@ func clusterNames(in Input) []string {
 	if m == nil {
 		return nil
 	}
-	var out []string
-	for _, n := range m.Names() {
-		if n != "" && (len(in.Clusters) == 0 || slices.Contains(in.Clusters, n)) {
-			out = append(out, n)
-		}
-	}
-	return out
+	return m.Named(in.Clusters)
 }
 
 // setCluster is the cluster of a change set's decisions, their clusters

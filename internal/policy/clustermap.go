@@ -132,6 +132,19 @@ func (m *ClusterMap) Names() []string {
 	return out
 }
 
+// Named are the clusters' names among limit (all of them when limit is
+// empty), in the map's order, leaving out the one cluster without a name
+// that `--cluster-label` maps.
+func (m *ClusterMap) Named(limit []string) []string {
+	var out []string
+	for _, c := range m.Spec.Clusters {
+		if c.Name != "" && (len(limit) == 0 || slices.Contains(limit, c.Name)) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
 // Values are the clusters' label values, by name.
 func (m *ClusterMap) Values() map[string]string {
 	out := make(map[string]string, len(m.Spec.Clusters))

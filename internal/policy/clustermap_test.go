@@ -140,3 +140,14 @@ func TestGovernByCluster(t *testing.T) {
 	group := set.Govern(in("prod-eu" + usage.ClusterSep + "staging"))
 	require.Equal(t, 20, headroom(group), "a definition both deploy is governed by what governs both")
 }
+
+// TestClusterMapNamed: the named clusters among a limit, in the map's
+// order; the nameless cluster `--cluster-label` maps is never one.
+func TestClusterMapNamed(t *testing.T) {
+	m := &policy.ClusterMap{Spec: policy.ClusterMapSpec{Clusters: []policy.ClusterSpec{{Name: "prod-eu"}, {Name: ""}, {Name: "prod-us"}}}}
+	require.Equal(t, []string{"prod-eu", "prod-us"}, m.Named(nil))
+	require.Equal(t, []string{"prod-eu", "prod-us"}, m.Named([]string{"prod-us", "prod-eu"}), "the map's order, not the limit's")
+	require.Equal(t, []string{"prod-us"}, m.Named([]string{"prod-us", "staging"}))
+	nameless := &policy.ClusterMap{Spec: policy.ClusterMapSpec{Clusters: []policy.ClusterSpec{{LabelValue: "eu-west-1"}}}}
+	require.Empty(t, nameless.Named(nil))
+}

@@ -133,7 +133,7 @@ func (lr *liveStage) connect(p *plan.Plan, only []string, opts live.Options) err
 	}
 	var names []string
 	if m := p.ClusterMap(); m != nil {
-		names = slices.DeleteFunc(m.Names(), func(n string) bool { return n == "" })
+		names = m.Named(nil)
 	}
 	for c := range contexts {
 		if !slices.Contains(names, c) && !slices.Contains(only, c) {
