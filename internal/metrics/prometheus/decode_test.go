@@ -574,3 +574,26 @@ func TestDecodeIntoTableRoom(t *testing.T) {
 		}
 	})
 }
+
+// A sample value read by the fast path is the one strconv.ParseFloat
+// reads, to the bit; what the fast path leaves is any other string.
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"0", "-0", "42", "0.1", "-12.75", "007", "99.99999999999999",
+		"123456789012345.6", "4503599627370495", "4503599627370496", "0.0000000000000000000001",
+		"1e3", "NaN", "+Inf", "-Inf", ".5", "1.", "1_0", "-", "", "1.2.3", "0x10", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := prometheus.ParseValue([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%q: fast path read %v, ParseFloat refuses it: %v", s, got, err)
+		}
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%q: fast path read %v (%#x), ParseFloat %v (%#x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	})
+}
