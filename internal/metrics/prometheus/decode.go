@@ -25,9 +25,9 @@ type answer struct {
 	// series are the answer's series, one for each in the answer, when
 	// it is decoded alone; decoded into a table, they are the table's.
 	series []metrics.Series
-	// read counts the body's bytes, decompressed: what the next request
-	// of a fetch is sized by.
-	read int64
+	// size is the body's bytes, decompressed, and those of its lists of
+	// samples: what the next request of a fetch is sized by.
+	size answerSize
 	// bad says why the result is no matrix of samples, "" when it is one;
 	// it matters only when the status is not "error" and the type is
 	// "matrix", as for encoding/json into the client's types before.
@@ -116,7 +116,7 @@ func decodeAnswer(r io.Reader, until int64) (*answer, error) {
 func decodeInto(r io.Reader, until int64, tbl *seriesTable) (*answer, error) {
 	d := newDecoder(r, until, tbl)
 	a := &answer{}
-	defer func() { a.read = d.read }()
+	defer func() { a.size = answerSize{bytes: d.read, samples: d.sampleBytes} }()
 	if err := d.envelope(a); err != nil {
 		return nil, err
 	}
@@ -234,8 +234,15 @@ func (d *decoder) each(open byte, f func(key []byte) error) error {
 				return err
 			}
 			key = k
-			if err := d.consume(':'); err != nil {
-				return err
+			if d.pos < d.end && d.buf[d.pos] == ':' {
+				d.pos++
+			} else {
+				// Reading on to the colon may move the buffer's
+				// bytes, the key's among them.
+				key = bytes.Clone(k)
+				if err := d.consume(':'); err != nil {
+					return err
+				}
 			}
 		}
 		if err := f(key); err != nil {
@@ -253,21 +260,29 @@ func (d *decoder) each(open byte, f func(key []byte) error) error {
 	}
 }
 
+// field is a member of an object the decoder reads, by its name.
+type field struct {
+	name string
+	read func() error
+}
+
 // members runs the field of fields whose name matches a member's key (as
 // encoding/json matches them, case folded) on its value, and skips the
-// value of any other member. A field given twice is refused.
-func (d *decoder) members(fields map[string]func() error) error {
-	seen := make(map[string]bool, len(fields))
+// value of any other member. A field given twice is refused. Fields are a
+// list, not a map: an object is read per series, and a map each was most
+// of the cost of a series' labels.
+func (d *decoder) members(fields ...field) error {
+	var seen uint64
 	return d.each('{', func(key []byte) error {
-		for name, f := range fields {
-			if !bytes.EqualFold(key, []byte(name)) {
+		for i, f := range fields {
+			if !bytes.EqualFold(key, []byte(f.name)) {
 				continue
 			}
-			if seen[name] {
-				return fmt.Errorf("%w: %q given twice", errSyntax, name)
+			if seen&(1<<i) != 0 {
+				return fmt.Errorf("%w: %q given twice", errSyntax, f.name)
 			}
-			seen[name] = true
-			return f()
+			seen |= 1 << i
+			return f.read()
 		}
 		return d.skip()
 	})
@@ -275,11 +290,11 @@ func (d *decoder) members(fields map[string]func() error) error {
 
 // envelope reads the response object: status, error, warnings, data.
 func (d *decoder) envelope(a *answer) error {
-	return d.members(map[string]func() error{
-		"status":    func() error { return d.stringOrNull(&a.status) },
-		"errorType": func() error { return d.stringOrNull(&a.errorType) },
-		"error":     func() error { return d.stringOrNull(&a.errorMsg) },
-		"warnings": func() error {
+	return d.members(
+		field{"status", func() error { return d.stringOrNull(&a.status) }},
+		field{"errorType", func() error { return d.stringOrNull(&a.errorType) }},
+		field{"error", func() error { return d.stringOrNull(&a.errorMsg) }},
+		field{"warnings", func() error {
 			if d.null() {
 				a.warnings = nil
 				return nil
@@ -293,22 +308,22 @@ func (d *decoder) envelope(a *answer) error {
 				a.warnings = append(a.warnings, w)
 				return nil
 			})
-		},
-		"data": func() error {
+		}},
+		field{"data", func() error {
 			if d.null() {
 				return nil
 			}
 			return d.data(a)
-		},
-	})
+		}},
+	)
 }
 
 // data reads the data object: the result type and the result.
 func (d *decoder) data(a *answer) error {
 	result := false
-	err := d.members(map[string]func() error{
-		"resultType": func() error { return d.stringOrNull(&a.resultType) },
-		"result": func() error {
+	err := d.members(
+		field{"resultType", func() error { return d.stringOrNull(&a.resultType) }},
+		field{"result", func() error {
 			result = true
 			if d.null() {
 				return nil
@@ -318,8 +333,8 @@ func (d *decoder) data(a *answer) error {
 				return d.skip()
 			}
 			return d.each('[', func([]byte) error { return d.stream(a) })
-		},
-	})
+		}},
+	)
 	if !result && a.bad == "" {
 		a.bad = "the answer has no result"
 	}
@@ -344,8 +359,8 @@ func (d *decoder) stream(a *answer) error {
 	}
 	var into *metrics.Series
 	labelled := false
-	err := d.members(map[string]func() error{
-		"metric": func() error {
+	err := d.members(
+		field{"metric", func() error {
 			labelled = true
 			if d.null() {
 				return nil
@@ -357,8 +372,8 @@ func (d *decoder) stream(a *answer) error {
 			err := d.labels(&s)
 			metrics.SortLabels(s.Labels)
 			return err
-		},
-		"values": func() error {
+		}},
+		field{"values", func() error {
 			target := &s
 			if d.tbl != nil && labelled && a.bad == "" {
 				into = d.tbl.series(&s)
@@ -372,8 +387,8 @@ func (d *decoder) stream(a *answer) error {
 				return d.skip()
 			}
 			return d.samples(a, target)
-		},
-	})
+		}},
+	)
 	if err != nil {
 		return err
 	}
@@ -556,10 +571,12 @@ const (
 	// growSlack is room for a few samples more than the interval says.
 	growSlack = 2
 	// aheadFactor bounds the room a series is given ahead, in times its
-	// samples so far: enough for the rest of a fetch whose first answer
-	// covered a sixth of it, in one allocation, and little for a server
-	// to make a few samples take.
-	aheadFactor = 8
+	// samples so far: enough for the rest of a day after its first 15
+	// minutes (firstPiece), in one allocation. What a server can make a
+	// few samples take is bounded by the answer's budget
+	// (maxAheadSamples); a bound of 8, with that short first piece,
+	// copied each series three times on the way to a day.
+	aheadFactor = int(chunk / firstPiece)
 	// maxAheadSamples bounds the room one answer's series keep beyond
 	// doubling, all together: twice the samples an answer's body may hold
 	// (each takes more than 16 bytes of JSON), so that the times a server
