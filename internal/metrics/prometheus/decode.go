@@ -728,15 +728,22 @@ func (d *decoder) fastPair() (usage.Sample, bool) {
 	if i+1 >= len(b) || b[i+1] != ']' {
 		return usage.Sample{}, false
 	}
-	v, ok := parseValue(b[start:i])
+	v, ok := sampleValue(b[start:i])
 	if !ok {
-		var err error
-		if v, err = strconv.ParseFloat(string(b[start:i]), 64); err != nil {
-			return usage.Sample{}, false
-		}
+		return usage.Sample{}, false
 	}
 	d.pos += i + 2
 	return usage.Sample{T: ms, V: v}, true
+}
+
+// sampleValue reads a sample's value: by parseValue when it is plain,
+// else by strconv.ParseFloat.
+func sampleValue(b []byte) (float64, bool) {
+	if v, ok := parseValue(b); ok {
+		return v, true
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	return v, err == nil
 }
 
 // parseValue reads a plain decimal, -?[0-9]+(\.[0-9]+)?, of fewer than
