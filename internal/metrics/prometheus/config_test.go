@@ -196,11 +196,11 @@ func TestPrometheusRequestShape(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, got.Workloads, "the recording has no cluster label")
 		_, queries := g.seen()
-		require.Len(t, queries, 4, "two selectors over the hour, and the pods' ending phases over their last 15 minutes")
+		require.Len(t, queries, 6, "two selectors over the hour, its first 15 minutes then the rest, and the pods' ending phases over their last 15 minutes")
 		for _, q := range queries {
 			require.Contains(t, q, `cluster="prod-eu"`)
 			require.Regexp(t, `namespace=~"team-a\|team-b"`, q)
-			require.Regexp(t, regexp.MustCompile(`^\{__name__=~"[^"]+", (exported_)?namespace=~"[^"]+", cluster="prod-eu"\}\[1h\]$|`+
+			require.Regexp(t, regexp.MustCompile(`^\{__name__=~"[^"]+", (exported_)?namespace=~"[^"]+", cluster="prod-eu"\}\[(15m|45m)\]$|`+
 				`^\{__name__="kube_pod_status_phase", phase=~"Failed\|Succeeded", (exported_)?namespace=~"[^"]+", cluster="prod-eu"\}\[15m\]$`), q)
 		}
 	})
@@ -224,7 +224,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 	t.Run("a range the server refuses to load at once is halved", func(t *testing.T) {
 		g, front := newGate(t, srv.URL, "")
 		g.answer = func(w http.ResponseWriter, r *http.Request) bool {
-			if !strings.HasSuffix(r.Form.Get("query"), "[1h]") {
+			if !strings.HasSuffix(r.Form.Get("query"), "[45m]") {
 				return false
 			}
 			w.Header().Set("Content-Type", "application/json")
@@ -236,7 +236,7 @@ func TestPrometheusRequestShape(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, metricstest.Workloads(want), metricstest.Workloads(got))
 		_, queries := g.seen()
-		require.Len(t, queries, 8, "two selectors: the hour refused, then its two halves; and the two of the pods' ending phases")
+		require.Len(t, queries, 10, "two selectors: the first 15 minutes, the 45 left refused, then their two halves; and the two of the pods' ending phases")
 	})
 
 	t.Run("an answer too long is asked for in halves, then refused", func(t *testing.T) {
@@ -246,9 +246,9 @@ func TestPrometheusRequestShape(t *testing.T) {
 		_, err := prom.Usage(context.Background(), clusterQuery())
 		require.ErrorIs(t, err, prometheus.ErrUnavailable)
 		require.Contains(t, err.Error(), "answer too long")
-		require.Contains(t, err.Error(), "over 15m", "halved from the hour down to the shortest range")
+		require.Contains(t, err.Error(), "over 11m15s", "halved from the 45 minutes after the first 15 down to the shortest range")
 		reqs, _ := g.seen()
-		require.LessOrEqual(t, len(reqs), 6, "1h, 30m, 15m for each of two selectors at most")
+		require.LessOrEqual(t, len(reqs), 10, "15m, 45m, 22m30s twice and 11m15s for each of two selectors at most")
 	})
 
 	// A gzip answer that expands without end (gzip members of spaces,

@@ -25,9 +25,9 @@ type answer struct {
 	// series are the answer's series, one for each in the answer, when
 	// it is decoded alone; decoded into a table, they are the table's.
 	series []metrics.Series
-	// read counts the body's bytes, decompressed: what the next request
-	// of a fetch is sized by.
-	read int64
+	// size is the body's bytes, decompressed, and those of its lists of
+	// samples: what the next request of a fetch is sized by.
+	size answerSize
 	// bad says why the result is no matrix of samples, "" when it is one;
 	// it matters only when the status is not "error" and the type is
 	// "matrix", as for encoding/json into the client's types before.
@@ -63,6 +63,9 @@ type decoder struct {
 	strs map[string]string
 	// seen is room for the label names of the series being read.
 	seen []string
+	// sampleBytes counts the bytes of the answer's lists of samples: the
+	// rest (labels, envelope) does not grow with the range asked for.
+	sampleBytes int64
 	// tbl, when set, is where the series go: each series' samples are
 	// appended after those the earlier answers of the fetch brought.
 	tbl *seriesTable
@@ -113,7 +116,7 @@ func decodeAnswer(r io.Reader, until int64) (*answer, error) {
 func decodeInto(r io.Reader, until int64, tbl *seriesTable) (*answer, error) {
 	d := newDecoder(r, until, tbl)
 	a := &answer{}
-	defer func() { a.read = d.read }()
+	defer func() { a.size = answerSize{bytes: d.read, samples: d.sampleBytes} }()
 	if err := d.envelope(a); err != nil {
 		return nil, err
 	}
@@ -231,8 +234,15 @@ func (d *decoder) each(open byte, f func(key []byte) error) error {
 				return err
 			}
 			key = k
-			if err := d.consume(':'); err != nil {
-				return err
+			if d.pos < d.end && d.buf[d.pos] == ':' {
+				d.pos++
+			} else {
+				// Reading on to the colon may move the buffer's
+				// bytes, the key's among them.
+				key = bytes.Clone(k)
+				if err := d.consume(':'); err != nil {
+					return err
+				}
 			}
 		}
 		if err := f(key); err != nil {
@@ -250,21 +260,29 @@ func (d *decoder) each(open byte, f func(key []byte) error) error {
 	}
 }
 
+// field is a member of an object the decoder reads, by its name.
+type field struct {
+	name string
+	read func() error
+}
+
 // members runs the field of fields whose name matches a member's key (as
 // encoding/json matches them, case folded) on its value, and skips the
-// value of any other member. A field given twice is refused.
-func (d *decoder) members(fields map[string]func() error) error {
-	seen := make(map[string]bool, len(fields))
+// value of any other member. A field given twice is refused. Fields are a
+// list, not a map: an object is read per series, and a map each was most
+// of the cost of a series' labels.
+func (d *decoder) members(fields ...field) error {
+	var seen uint64
 	return d.each('{', func(key []byte) error {
-		for name, f := range fields {
-			if !bytes.EqualFold(key, []byte(name)) {
+		for i, f := range fields {
+			if !bytes.EqualFold(key, []byte(f.name)) {
 				continue
 			}
-			if seen[name] {
-				return fmt.Errorf("%w: %q given twice", errSyntax, name)
+			if seen&(1<<i) != 0 {
+				return fmt.Errorf("%w: %q given twice", errSyntax, f.name)
 			}
-			seen[name] = true
-			return f()
+			seen |= 1 << i
+			return f.read()
 		}
 		return d.skip()
 	})
@@ -272,11 +290,11 @@ func (d *decoder) members(fields map[string]func() error) error {
 
 // envelope reads the response object: status, error, warnings, data.
 func (d *decoder) envelope(a *answer) error {
-	return d.members(map[string]func() error{
-		"status":    func() error { return d.stringOrNull(&a.status) },
-		"errorType": func() error { return d.stringOrNull(&a.errorType) },
-		"error":     func() error { return d.stringOrNull(&a.errorMsg) },
-		"warnings": func() error {
+	return d.members(
+		field{"status", func() error { return d.stringOrNull(&a.status) }},
+		field{"errorType", func() error { return d.stringOrNull(&a.errorType) }},
+		field{"error", func() error { return d.stringOrNull(&a.errorMsg) }},
+		field{"warnings", func() error {
 			if d.null() {
 				a.warnings = nil
 				return nil
@@ -290,22 +308,22 @@ func (d *decoder) envelope(a *answer) error {
 				a.warnings = append(a.warnings, w)
 				return nil
 			})
-		},
-		"data": func() error {
+		}},
+		field{"data", func() error {
 			if d.null() {
 				return nil
 			}
 			return d.data(a)
-		},
-	})
+		}},
+	)
 }
 
 // data reads the data object: the result type and the result.
 func (d *decoder) data(a *answer) error {
 	result := false
-	err := d.members(map[string]func() error{
-		"resultType": func() error { return d.stringOrNull(&a.resultType) },
-		"result": func() error {
+	err := d.members(
+		field{"resultType", func() error { return d.stringOrNull(&a.resultType) }},
+		field{"result", func() error {
 			result = true
 			if d.null() {
 				return nil
@@ -315,8 +333,8 @@ func (d *decoder) data(a *answer) error {
 				return d.skip()
 			}
 			return d.each('[', func([]byte) error { return d.stream(a) })
-		},
-	})
+		}},
+	)
 	if !result && a.bad == "" {
 		a.bad = "the answer has no result"
 	}
@@ -341,8 +359,8 @@ func (d *decoder) stream(a *answer) error {
 	}
 	var into *metrics.Series
 	labelled := false
-	err := d.members(map[string]func() error{
-		"metric": func() error {
+	err := d.members(
+		field{"metric", func() error {
 			labelled = true
 			if d.null() {
 				return nil
@@ -354,8 +372,8 @@ func (d *decoder) stream(a *answer) error {
 			err := d.labels(&s)
 			metrics.SortLabels(s.Labels)
 			return err
-		},
-		"values": func() error {
+		}},
+		field{"values", func() error {
 			target := &s
 			if d.tbl != nil && labelled && a.bad == "" {
 				into = d.tbl.series(&s)
@@ -369,8 +387,8 @@ func (d *decoder) stream(a *answer) error {
 				return d.skip()
 			}
 			return d.samples(a, target)
-		},
-	})
+		}},
+	)
 	if err != nil {
 		return err
 	}
@@ -427,23 +445,70 @@ func (d *decoder) labels(s *metrics.Series) error {
 // from the answer: the room the previous series was given, then, once
 // outgrown, what the time left up to the newest time asked for says at
 // the series' interval, never more than aheadFactor times its samples.
+// Samples written as Prometheus writes them are read by fastPair in a
+// loop of their own: they are almost every byte of an answer. It counts
+// the bytes of the list, which size the next request (sizing).
 func (d *decoder) samples(a *answer, s *metrics.Series) error {
-	return d.each('[', func([]byte) error {
-		x, bad, err := d.pair()
-		if err != nil {
-			return err
-		}
-		if bad != "" {
-			a.bad = bad
-			return nil
-		}
-		if n := len(s.Samples); n == cap(s.Samples) {
-			s.Samples = d.grow(s.Samples, x.T)
-		}
-		s.Samples = append(s.Samples, x)
+	start := d.offset()
+	defer func() { d.sampleBytes += d.offset() - start }()
+	if err := d.consume('['); err != nil {
+		return err
+	}
+	if d.peek() == ']' {
+		d.pos++
 		return nil
-	})
+	}
+	xs := s.Samples
+	defer func() { s.Samples = xs }()
+	for {
+		if d.end-d.pos < fastPairBytes {
+			// A gzip reader hands over little at a time: have a whole
+			// sample in the buffer for the fast path.
+			d.more()
+		}
+		x, ok := usage.Sample{}, false
+		if d.pos < d.end && d.buf[d.pos] == '[' {
+			x, ok = d.fastPair()
+		}
+		if !ok {
+			var bad string
+			var err error
+			if x, bad, err = d.pair(); err != nil {
+				return err
+			}
+			if bad != "" {
+				a.bad = bad
+			} else {
+				ok = true
+			}
+		}
+		if ok {
+			if len(xs) == cap(xs) {
+				xs = d.grow(xs, x.T)
+			}
+			xs = append(xs, x)
+		}
+		c := byte(0)
+		if d.pos < d.end {
+			c = d.buf[d.pos]
+		}
+		if c != ',' && c != ']' {
+			c = d.peek()
+		}
+		switch c {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			return nil
+		default:
+			return d.syntax("expected ',' or ']'")
+		}
+	}
 }
+
+// offset is how many bytes of the input were read up to pos.
+func (d *decoder) offset() int64 { return d.read - int64(d.end-d.pos) }
 
 // grow returns room for more samples of a series whose next is at t:
 // what the time left up to until says at its interval, more than
@@ -506,10 +571,12 @@ const (
 	// growSlack is room for a few samples more than the interval says.
 	growSlack = 2
 	// aheadFactor bounds the room a series is given ahead, in times its
-	// samples so far: enough for the rest of a fetch whose first answer
-	// covered a sixth of it, in one allocation, and little for a server
-	// to make a few samples take.
-	aheadFactor = 8
+	// samples so far: enough for the rest of a day after its first 15
+	// minutes (firstPiece), in one allocation. What a server can make a
+	// few samples take is bounded by the answer's budget
+	// (maxAheadSamples); a bound of 8, with that short first piece,
+	// copied each series three times on the way to a day.
+	aheadFactor = int(chunk / firstPiece)
 	// maxAheadSamples bounds the room one answer's series keep beyond
 	// doubling, all together: twice the samples an answer's body may hold
 	// (each takes more than 16 bytes of JSON), so that the times a server
@@ -558,14 +625,6 @@ func (d *decoder) pair() (x usage.Sample, bad string, err error) {
 	const shape = `a sample is not [time, "value"]`
 	if d.peek() != '[' {
 		return x, shape, d.skip()
-	}
-	if d.end-d.pos < fastPairBytes {
-		// A gzip reader hands over little at a time: have a whole
-		// sample in the buffer for the fast path.
-		d.more()
-	}
-	if x, ok := d.fastPair(); ok {
-		return x, "", nil
 	}
 	d.pos++
 	if d.peek() == ']' {
@@ -669,12 +728,77 @@ func (d *decoder) fastPair() (usage.Sample, bool) {
 	if i+1 >= len(b) || b[i+1] != ']' {
 		return usage.Sample{}, false
 	}
-	v, err := strconv.ParseFloat(string(b[start:i]), 64)
-	if err != nil {
+	v, ok := sampleValue(b[start:i])
+	if !ok {
 		return usage.Sample{}, false
 	}
 	d.pos += i + 2
 	return usage.Sample{T: ms, V: v}, true
+}
+
+// sampleValue reads a sample's value: by parseValue when it is plain,
+// else by strconv.ParseFloat.
+func sampleValue(b []byte) (float64, bool) {
+	if v, ok := parseValue(b); ok {
+		return v, true
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	return v, err == nil
+}
+
+// parseValue reads a plain decimal, -?[0-9]+(\.[0-9]+)?, of fewer than
+// 2^52 in its digits, as strconv.ParseFloat does: the integer of its
+// digits and the power of ten are exact in a float64, so their quotient
+// is the correctly rounded value, which ParseFloat returns too. It is not
+// ok for anything else (NaN, Inf, an exponent, more digits): ParseFloat
+// reads those. Most values Prometheus writes are plain, and ParseFloat's
+// general path was a fifth of decoding.
+func parseValue(b []byte) (float64, bool) {
+	i := 0
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		i++
+	}
+	var mant uint64
+	digits, frac := 0, -1
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case '0' <= c && c <= '9':
+			if digits == 18 {
+				return 0, false
+			}
+			mant = mant*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0 && digits > 0:
+			frac = 0
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || frac == 0 || mant>>52 != 0 || frac > 22 {
+		return 0, false
+	}
+	f := float64(mant)
+	if frac > 0 {
+		f /= pow10(frac)
+	}
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// pow10 is 10^n, exact for n ≤ 22: each product is one a float64 holds.
+func pow10(n int) float64 {
+	p := 1.0
+	for range n {
+		p *= 10
+	}
+	return p
 }
 
 // parseSeconds reads a JSON number of seconds as Unix milliseconds,

@@ -81,7 +81,7 @@ func TestDecodeAnswer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// One byte a read: every token crosses a buffer's end.
-			for _, r := range []io.Reader{strings.NewReader(tt.body), iotest.OneByteReader(strings.NewReader(tt.body))} {
+			for _, r := range []io.Reader{strings.NewReader(tt.body), iotest.OneByteReader(strings.NewReader(tt.body)), &keySplitReader{rest: tt.body}} {
 				got, err := prometheus.DecodeAnswer(r, until)
 				if tt.err != "" {
 					require.ErrorContains(t, err, tt.err)
@@ -106,6 +106,30 @@ func TestDecodeAnswer(t *testing.T) {
 }
 
 // render writes an answer so that NaN compares equal to NaN.
+// keySplitReader hands over its text in pieces that each end at an
+// object key's closing quote: the decoder reads the next piece before the
+// colon, and moves what it holds, the key included, to the front of its
+// buffer. A key read before the move was once matched after it: a label
+// from another series' bytes, its samples put into that series (4 of
+// 20,000 series at 10,000 pods in BenchmarkE2EPrometheus).
+type keySplitReader struct{ rest string }
+
+func (r *keySplitReader) Read(p []byte) (int, error) {
+	if r.rest == "" {
+		return 0, io.EOF
+	}
+	n := len(r.rest)
+	for i := 1; i < len(r.rest); i++ {
+		if r.rest[i-1] == '"' && strings.TrimLeft(r.rest[i:], " \t\r\n")[0:1] == ":" {
+			n = i
+			break
+		}
+	}
+	n = copy(p, r.rest[:n])
+	r.rest = r.rest[n:]
+	return n, nil
+}
+
 func render(a prometheus.Answer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status %q errorType %q error %q warnings %q type %q bad %q\n", a.Status, a.ErrorType, a.Error, a.Warnings, a.ResultType, a.Bad)
@@ -505,7 +529,7 @@ func TestDecodeIntoTable(t *testing.T) {
 }
 
 // A series is given room for the rest of the fetch once, from the first
-// answer, and never more than aheadFactor (8) times the samples it has.
+// answer, and never more than aheadFactor (96) times the samples it has.
 func TestDecodeIntoTableRoom(t *testing.T) {
 	t.Run("a day of 30 s samples after its first 4 hours: no room asked for again", func(t *testing.T) {
 		var ss []fakeSeries
@@ -537,8 +561,9 @@ func TestDecodeIntoTableRoom(t *testing.T) {
 	})
 	t.Run("room kept beyond doubling is bounded for the whole answer, whatever the times say", func(t *testing.T) {
 		// Three series of 480 samples with a day to go: each would keep
-		// room for the day. Bounded at 3,100 samples beyond twice theirs,
-		// the first two keep it and the third is given back to doubling.
+		// room for the day, 1,919 samples beyond twice theirs. Bounded at
+		// 4,000, the first two keep it and the third is given back to
+		// doubling.
 		var ss []fakeSeries
 		for _, n := range []string{"s1", "s2", "s3"} {
 			ss = append(ss, fakeSeries{name: n, from: 30, to: 14400, step: 30})
@@ -547,13 +572,13 @@ func TestDecodeIntoTableRoom(t *testing.T) {
 		require.NoError(t, unbounded.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
 		require.GreaterOrEqual(t, unbounded.Rooms()["s3"], 2880, "unbounded: room for the day")
 
-		tbl := prometheus.NewTableAhead(3100)
+		tbl := prometheus.NewTableAhead(4000)
 		require.NoError(t, tbl.Decode(strings.NewReader(answerOf(ss, 0, 14400, false)), 86400_000))
 		rooms, beyond := tbl.Rooms(), 0
 		for _, room := range rooms {
 			beyond += max(room-2*480-4, 0)
 		}
-		require.LessOrEqual(t, beyond, 3100, "rooms %v", rooms)
+		require.LessOrEqual(t, beyond, 4000, "rooms %v", rooms)
 		require.GreaterOrEqual(t, rooms["s2"], 2880, "s2: room for the day")
 		require.LessOrEqual(t, rooms["s3"], 2*480+4, "s3: past the bound, doubling")
 		for _, s := range tbl.Series() {
@@ -571,6 +596,29 @@ func TestDecodeIntoTableRoom(t *testing.T) {
 			if name != "long" {
 				require.LessOrEqual(t, room, 8+4, name)
 			}
+		}
+	})
+}
+
+// A sample value read by the fast path is the one strconv.ParseFloat
+// reads, to the bit; what the fast path leaves is any other string.
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"0", "-0", "42", "0.1", "-12.75", "007", "99.99999999999999",
+		"123456789012345.6", "4503599627370495", "4503599627370496", "0.0000000000000000000001",
+		"1e3", "NaN", "+Inf", "-Inf", ".5", "1.", "1_0", "-", "", "1.2.3", "0x10", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := prometheus.ParseValue([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%q: fast path read %v, ParseFloat refuses it: %v", s, got, err)
+		}
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%q: fast path read %v (%#x), ParseFloat %v (%#x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
 		}
 	})
 }

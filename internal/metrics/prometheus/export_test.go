@@ -90,3 +90,7 @@ func (t *Table) Rooms() map[string]int {
 // Series are the table's series as a fetch returns them: in time order,
 // one sample an instant, sorted by labels.
 func (t *Table) Series() []metrics.Series { return join([]*seriesTable{t.t}) }
+
+// ParseValue is the fast path of a sample value; ok is false where
+// strconv.ParseFloat reads it instead.
+var ParseValue = parseValue

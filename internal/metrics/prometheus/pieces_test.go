@@ -33,12 +33,13 @@ func TestPrometheusPiecesSizedAhead(t *testing.T) {
 	}{
 		{name: "the whole day in one answer", perPiece: 128 << 20, pieces: 2},
 		{name: "a day over a few answers", perPiece: whole / 3, pieces: 4},
-		{name: "the first 4 hours fill most of an answer", perPiece: whole / 5, pieces: 7},
+		{name: "a day over many answers", perPiece: whole / 5, pieces: 7},
 		{
-			// The first 4 hours (a sixth) and both their halves are given
-			// up (the server writes them whole all the same); the rest is
-			// sized from the hours that fit.
-			name: "the first 4 hours too long", perPiece: whole / 12, pieces: 20, given: whole / 3,
+			// 4 hours, the first piece before, were too long: that
+			// answer and both its halves were given up (a third of the
+			// day written for nothing). The first 15 minutes fit, and
+			// size the rest.
+			name: "the first 4 hours too long", perPiece: whole / 12, pieces: 16,
 		},
 	}
 	var want string

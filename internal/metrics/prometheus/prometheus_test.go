@@ -212,10 +212,9 @@ func TestPrometheusRequestsDoNotGrowWithWorkloads(t *testing.T) {
 	}
 	n10, n1000 := count(few), count(many)
 	// Two selectors (the namespace label and its exported_ form), each
-	// asked for the oldest 4 hours of the two days first, then, its
-	// answers being small, for the 44 hours left in two pieces of at most
-	// a day; and the two of the pods' ending phases, for their last 15
-	// minutes.
+	// asked for the oldest 15 minutes of the two days first, then, its
+	// answers being small, for the rest in two pieces of at most a day;
+	// and the two of the pods' ending phases, for their last 15 minutes.
 	require.Equal(t, 8, n10)
 	require.Equal(t, n10, n1000)
 }

@@ -40,7 +40,7 @@ import (
 // ServiceMonitor without honorLabels renames the exporter's labels; range
 // selectors cannot be joined with `or`, and an empty selector costs the
 // server an index lookup), each read over its range piece after piece:
-// the oldest 4 hours first, then pieces sized from the answers so far to
+// the oldest 15 minutes first, then pieces sized from the answers so far to
 // fit the bounds on an answer, of at most 24 hours (readSelector). A piece
 // whose samples the server refuses to load at once (--query.max-samples),
 // or whose answer is too long after all, is halved until it fits.
@@ -284,13 +284,14 @@ func (p *Source) readAll(ctx context.Context, reads []*selectorRead, at time.Tim
 
 // readSelector reads the samples of sel in (at-lookback, at], oldest
 // piece first, each answer decoded into one table after the answers
-// before it. The first piece is short (firstPiece); each next one is
-// sized from the bytes per hour the answers so far held, to about
-// pieceShare of the bounds on an answer, and at most chunk: a large fleet
-// is asked for in as many pieces as its answers need, without reading
-// answers that turn out too long and asking again (those are still
-// halved, should the size change on the way). Once the first answer has
-// sized them, each piece is asked for while the one before it is read.
+// before it. The first piece is short (firstPiece), so that its answer
+// fits the bounds whatever the fleet; each next one is sized from what
+// the answers so far held (nextPiece), to about pieceShare of the bounds
+// on an answer, and at most chunk: a large fleet is asked for in as many
+// pieces as its answers need, without reading answers that turn out too
+// long and asking again (those are still halved, should the size change
+// on the way). Once the first answer has sized them, each piece is asked
+// for while the one before it is read.
 func (p *Source) readSelector(ctx context.Context, sel string, at time.Time, lookback time.Duration) (*seriesTable, []string, error) {
 	tbl := newSeriesTable()
 	if lookback <= 0 {
@@ -338,30 +339,44 @@ func rangeExpr(sel string, d time.Duration) string {
 	return sel + "[" + model.Duration(d).String() + "]"
 }
 
-// sizing is what the answers for a selector said of its size so far.
-type sizing struct {
-	bytes int64
-	asked time.Duration
-	// last is the bytes a nanosecond of range of the last answer.
-	last float64
+// answerSize is the bytes of an answer, decompressed, and of its lists of
+// samples: those grow with the range asked for, the rest (each series'
+// labels) does not.
+type answerSize struct {
+	bytes, samples int64
 }
 
-func (s *sizing) add(n int64, d time.Duration) {
-	s.bytes += n
+// sizing is what the answers for a selector said of its size so far.
+type sizing struct {
+	samples int64
+	asked   time.Duration
+	// last is the bytes of samples a nanosecond of range of the last
+	// answer, and fixed the bytes of its labels and envelope.
+	last  float64
+	fixed int64
+}
+
+func (s *sizing) add(n answerSize, d time.Duration) {
+	s.samples += n.samples
 	s.asked += d
+	s.fixed = n.bytes - n.samples
 	if d > 0 {
-		s.last = float64(n) / float64(d)
+		s.last = float64(n.samples) / float64(d)
 	}
 }
 
 // nextPiece is the range of the next request: about pieceShare of the
-// bounds on an answer at the bytes per hour of the answers so far, or of
-// the last one when it held more (a fleet that grew along the range).
+// bounds on an answer, less the labels of the last answer (each answer
+// repeats them), at the bytes of samples per hour of the answers so far,
+// or of the last one when it held more (a fleet that grew along the
+// range). The first piece being short, its labels are most of its
+// answer: sized by its bytes alone, the next pieces would be a few times
+// too short.
 func (p *Source) nextPiece(sz sizing) time.Duration {
-	target := float64(min(p.transport.maxBody, p.transport.inFlightMax/int64(p.concurrency))) * pieceShare
+	target := float64(min(p.transport.maxBody, p.transport.inFlightMax/int64(p.concurrency)))*pieceShare - float64(sz.fixed)
 	perNs := sz.last
 	if sz.asked > 0 {
-		perNs = max(perNs, float64(sz.bytes)/float64(sz.asked))
+		perNs = max(perNs, float64(sz.samples)/float64(sz.asked))
 	}
 	if perNs <= 0 {
 		return chunk
@@ -455,27 +470,28 @@ var errTooManySamples = errors.New("too many samples for one query")
 // the range while the server finds it too big or its answer is too long,
 // the older half first; it returns the bytes of the answers read. ahead,
 // when not nil, is the first try of the whole range, sent already.
-func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, end time.Time, d time.Duration, until time.Time, ahead *try) (int64, []string, error) {
+func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, end time.Time, d time.Duration, until time.Time, ahead *try) (answerSize, []string, error) {
 	n, warns, err := p.query(ctx, tbl, rangeExpr(sel, d), end, until, ahead)
 	if !errors.Is(err, errTooManySamples) && !errors.Is(err, errBodyTooLong) {
 		return n, warns, err
 	}
 	if d/2 < minChunk {
 		if errors.Is(err, errBodyTooLong) {
-			return 0, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%w): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
+			return answerSize{}, nil, fmt.Errorf("%w: the answer for %s over %s is too long (%w): narrow the query (--cluster-label, fewer namespaces)", ErrUnavailable, sel, d, err)
 		}
-		return 0, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
+		return answerSize{}, nil, fmt.Errorf("%w: the server refuses to load the samples of %s even over %s: raise its --query.max-samples", ErrUnavailable, sel, d)
 	}
 	half := (d / 2).Truncate(time.Second)
 	n1, w1, err := p.readRange(ctx, tbl, sel, end.Add(-half), d-half, until, nil)
 	if err != nil {
-		return 0, nil, err
+		return answerSize{}, nil, err
 	}
 	n2, w2, err := p.readRange(ctx, tbl, sel, end, half, until, nil)
 	if err != nil {
-		return 0, nil, err
+		return answerSize{}, nil, err
 	}
-	return n1 + n2, append(w1, w2...), nil
+	// The halves' labels are those of one answer.
+	return answerSize{bytes: n2.bytes + n1.samples, samples: n1.samples + n2.samples}, append(w1, w2...), nil
 }
 
 // query runs one instant query into tbl, with a few tries when the
@@ -486,7 +502,7 @@ func (p *Source) readRange(ctx context.Context, tbl *seriesTable, sel string, en
 // put in tbl is taken out, and it is tried again whole. It returns the
 // bytes of the answer. ahead, when not nil, is its first try, sent
 // already.
-func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time, ahead *try) (int64, []string, error) {
+func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, until time.Time, ahead *try) (answerSize, []string, error) {
 	backoff := firstBackoff
 	for n := 1; ; n++ {
 		t := ahead
@@ -496,27 +512,27 @@ func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, u
 		}
 		a, err := t.answer(tbl, until)
 		if err == nil {
-			return a.read, a.warnings, nil
+			return a.size, a.warnings, nil
 		}
 		note := t.note
 		if cerr := ctx.Err(); cerr != nil {
-			return 0, nil, cerr
+			return answerSize{}, nil, cerr
 		}
 		if errors.Is(err, errNotMatrix) {
-			return 0, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return answerSize{}, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		f := p.classify(err, note)
 		if f.tooMany {
-			return 0, nil, errTooManySamples
+			return answerSize{}, nil, errTooManySamples
 		}
 		if f.tooLong != nil {
-			return 0, nil, f.tooLong
+			return answerSize{}, nil, f.tooLong
 		}
 		if !f.retry || n == maxTries {
 			if f.retry {
-				return 0, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, n)
+				return answerSize{}, nil, fmt.Errorf("%w: %s (%d tries)", ErrUnavailable, f.msg, n)
 			}
-			return 0, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
+			return answerSize{}, nil, fmt.Errorf("%w: %s", f.kind, f.msg)
 		}
 		wait := max(backoff, f.wait)
 		backoff *= 2
@@ -525,7 +541,7 @@ func (p *Source) query(ctx context.Context, tbl *seriesTable, expr string, at, u
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return 0, nil, ctx.Err()
+			return answerSize{}, nil, ctx.Err()
 		case <-timer.C:
 		}
 	}
