@@ -594,23 +594,14 @@ func (e *evaluation) historyComplete(m usage.Metric, need time.Duration) (Cause,
 	if s := e.invalid(m, w, e.in.Usage.Pods); s != nil {
 		return CauseDataInvalid, s
 	}
-	var ts []int64
-	for _, p := range e.in.Usage.Pods {
-		for _, s := range usage.In(p.Series[m], w) {
-			if s.Valid() {
-				ts = append(ts, s.T)
-			}
-		}
-	}
-	slices.Sort(ts)
-	merged := make([]usage.Sample, len(ts))
-	for i, t := range ts {
-		merged[i] = usage.Sample{T: t}
-	}
+	// Every sample in w is valid (invalid said so): the pods' samples,
+	// merged in time, are the workload's. A week of one pod is its own
+	// merge; copying it would make garbage the size of the recording.
+	merged := mergedTimes(e.in.Usage.Pods, m, w)
 	step := e.stepOf(m)
 	tol := usage.GapTolerance(step).Milliseconds()
-	if len(ts) > 0 && ts[0]-w.From > tol {
-		return CauseDataIncomplete, &Shortfall{Kind: ShortHistory, Metric: m, Need: Span(need), Have: Span(time.Duration(w.To-ts[0]) * time.Millisecond)}
+	if len(merged) > 0 && merged[0].T-w.From > tol {
+		return CauseDataIncomplete, &Shortfall{Kind: ShortHistory, Metric: m, Need: Span(need), Have: Span(time.Duration(w.To-merged[0].T) * time.Millisecond)}
 	}
 	if c := usage.Cover(merged, w, step); !c.Complete {
 		return CauseDataIncomplete, &Shortfall{Kind: ShortGap, Metric: m, Need: Span(need), Gap: Span(c.MaxGap.Round(time.Second))}
@@ -629,6 +620,27 @@ func (e *evaluation) historyComplete(m usage.Metric, need time.Duration) (Cause,
 		}
 	}
 	return "", nil
+}
+
+// mergedTimes returns the samples of m in w of all pods, sorted by time.
+// The samples of a lone pod with any are returned as they are.
+func mergedTimes(pods []usage.Pod, m usage.Metric, w usage.Window) []usage.Sample {
+	var one []usage.Sample
+	n, with := 0, 0
+	for _, p := range pods {
+		if in := usage.In(p.Series[m], w); len(in) > 0 {
+			one, n, with = in, n+len(in), with+1
+		}
+	}
+	if with <= 1 {
+		return one
+	}
+	merged := make([]usage.Sample, 0, n)
+	for _, p := range pods {
+		merged = append(merged, usage.In(p.Series[m], w)...)
+	}
+	slices.SortFunc(merged, func(a, b usage.Sample) int { return cmp.Compare(a.T, b.T) })
+	return merged
 }
 
 // invalid finds NaN, infinite, negative or out-of-range samples of m inside w. A

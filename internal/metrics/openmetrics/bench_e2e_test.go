@@ -23,6 +23,10 @@ const e2eFileEnv = "RECOMMENDER_BENCH_E2E_FILE"
 // e2ePodsEnv sets the pods of the end-to-end recording (default 1,000).
 const e2ePodsEnv = "RECOMMENDER_BENCH_E2E_PODS"
 
+// e2eDaysEnv sets the days of the end-to-end recording (default 7), for
+// a shorter run while working on it; the committed figures are a week's.
+const e2eDaysEnv = "RECOMMENDER_BENCH_E2E_DAYS"
+
 // The "usage" child answers for the fleet e2eFleetEnv says:
 // "pods,samples,owners" (owners 0 or 1).
 const e2eFleetEnv = "RECOMMENDER_BENCH_E2E_FLEET"
@@ -131,7 +135,10 @@ func podNames(pods []usage.Pod) []string {
 // everything, against the bare scan of the same file, each in a process of
 // its own, one round an iteration (-benchtime 3x: three). It reports the
 // median of the rounds' CPU ratios and the open's peak RSS over the bytes
-// of the samples it keeps. Each round also measures the exponent rows
+// of the samples it keeps. The CLI row runs the built binary on the same
+// file: `recommender plan` of a repository of the fleet's Deployments,
+// whose policies read every series the file holds and a week of it (the
+// proactive baseline's window); it reports the same two ratios. Each round also measures the exponent rows
 // (scaleRows): two hours at 30 s of 1,000 and 10,000 pods, opened and
 // answered for every Deployment, with kube-state-metrics' owner series and
 // without them (attribution by pod name), each against its bare scan; it
@@ -148,43 +155,67 @@ func BenchmarkE2ERecorded(b *testing.B) {
 		}
 		pods = n
 	}
-	path := filepath.Join(b.TempDir(), "week.om")
-	writeWeekRecording(b, path, pods)
+	days := 7
+	if v := os.Getenv(e2eDaysEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a number of days", e2eDaysEnv, v)
+		}
+		days = n
+	}
+	bin := testenv.BuildRecommender(b)
+	dir := b.TempDir()
+	path := filepath.Join(dir, "week.om")
+	fl := fleet{pods: pods, samples: days * weekSamples / 7, owners: true}
+	writeFleetRecording(b, path, fl)
+	repo := writeFleetRepo(b, filepath.Join(dir, "repo"), fl)
 	fi, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	scale := newScaleRows(b)
 	// Every series of the file is kept: 4 a pod.
-	samples := float64(pods*4*weekSamples) * 16
-	var ratios []float64
-	var open, bare []time.Duration
-	var rss, bareRSS []int64
+	samples := float64(pods*4*fl.samples) * 16
+	var open, bare, cli []time.Duration
+	var ratios, cliRatios []float64
+	var rss, bareRSS, cliRSS []int64
 	env := e2eFileEnv + "=" + path
 	for b.Loop() {
 		f := testenv.Measure(b, testenv.Child("bare", "TestE2EChild", env))
 		o := testenv.Measure(b, testenv.Child("open", "TestE2EChild", env))
-		bare, open = append(bare, f.CPU), append(open, o.CPU)
+		c := testenv.Measure(b, planCommand(bin, repo, path))
+		checkPlan(b, c.Out, pods)
+		bare, open, cli = append(bare, f.CPU), append(open, o.CPU), append(cli, c.CPU)
 		ratios = append(ratios, float64(o.CPU)/float64(f.CPU))
-		rss, bareRSS = append(rss, o.MaxRSS), append(bareRSS, f.MaxRSS)
+		cliRatios = append(cliRatios, float64(c.CPU)/float64(f.CPU))
+		rss, bareRSS, cliRSS = append(rss, o.MaxRSS), append(bareRSS, f.MaxRSS), append(cliRSS, c.MaxRSS)
 		scale.round(b)
 	}
 	cpuRatio, rssRatio := testenv.Median(ratios), float64(testenv.Median(rss))/samples
+	cliCPURatio, cliRSSRatio := testenv.Median(cliRatios), float64(testenv.Median(cliRSS))/samples
 	b.ReportMetric(cpuRatio, "cpu-ratio")
 	b.ReportMetric(rssRatio, "rss/samples")
+	b.ReportMetric(cliCPURatio, "cli-cpu-ratio")
+	b.ReportMetric(cliRSSRatio, "cli-rss/samples")
 	b.ReportMetric(float64(testenv.Median(rss))/(1<<20), "rss-MiB")
+	b.ReportMetric(float64(testenv.Median(cliRSS))/(1<<20), "cli-rss-MiB")
 	b.ReportMetric(float64(testenv.Median(bareRSS))/(1<<20), "bare-rss-MiB")
 	owned, byName := scale[0].exponent(), scale[1].exponent()
 	b.ReportMetric(owned.tool, "cpu-exponent")
 	b.ReportMetric(byName.tool, "by-name-cpu-exponent")
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
-		"cpu-ratio": cpuRatio, "rss-ratio": rssRatio, "cpu-exponent": owned.tool, "by-name-cpu-exponent": byName.tool})
-	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "recorded", fmt.Sprintf(
+		"cpu-ratio": cpuRatio, "rss-ratio": rssRatio, "cli-cpu-ratio": cliCPURatio, "cli-rss-ratio": cliRSSRatio,
+		"cpu-exponent": owned.tool, "by-name-cpu-exponent": byName.tool})
+	row := func(what string, cpu []time.Duration, ratio float64, peak []int64, rssRatio float64) string {
+		return fmt.Sprintf("| %d pods, %d days at 30 s, %.1f GB: %s | %.2f s | %.2f s | **%.2f×** | %.0f MiB | %.0f MiB | **%.2f×** |\n",
+			pods, days, float64(fi.Size())/1e9, what, testenv.Median(cpu).Seconds(), testenv.Median(bare).Seconds(), ratio,
+			float64(testenv.Median(peak))/(1<<20), samples/(1<<20), rssRatio)
+	}
+	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "recorded",
 		"| recording | tool CPU | bare scan CPU | **CPU ratio** | peak RSS | samples kept | **RSS / samples** |\n"+
 			"|---|---:|---:|---:|---:|---:|---:|\n"+
-			"| %d pods, a week at 30 s, %.1f GB | %.2f s | %.2f s | **%.2f×** | %.0f MiB | %.0f MiB | **%.2f×** |\n",
-		pods, float64(fi.Size())/1e9, testenv.Median(open).Seconds(), testenv.Median(bare).Seconds(), cpuRatio,
-		float64(testenv.Median(rss))/(1<<20), samples/(1<<20), rssRatio)+"\n"+scale.table())
+			row("opened by the package", open, cpuRatio, rss, rssRatio)+
+			row("`recommender plan` of its Deployments", cli, cliCPURatio, cliRSS, cliRSSRatio)+"\n"+scale.table())
 }
 
 // scaleRow is an exponent row of BenchmarkE2ERecorded: a fleet at each of

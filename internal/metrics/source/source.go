@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -163,6 +164,9 @@ func (o *Options) Plan(ctx context.Context, opts plan.Options, log *slog.Logger,
 	if err != nil {
 		return nil, "", err
 	}
+	if o.MetricsFile != "" {
+		defer collectOften()()
+	}
 	if err := p.Evaluate(ctx, o.counted(src, len(p.Queries)), at); err != nil {
 		return nil, "", err
 	}
@@ -227,4 +231,25 @@ var _ plan.UsageSource = countedSource{}
 func (s countedSource) Usage(ctx context.Context, q usage.Query) (usage.Result, error) {
 	defer s.p.Step()
 	return s.src.Usage(ctx, q)
+}
+
+// heldGCPercent is the GC percent while a recording is held: a tenth of
+// the live heap, which the recording's samples are, is room enough for
+// the garbage of an evaluation.
+const heldGCPercent = 10
+
+// collectOften lowers the GC percent to heldGCPercent while a plan holds
+// its recording, and returns what restores it. The recording's samples
+// live until the plan is made, and at the default of 100 the garbage
+// beside them could grow as large as they before a collection: a week
+// of 1,000 pods ran at 1.6 times its samples. Its samples hold no
+// pointers, so a collection costs little more for them. A lower setting
+// (GOGC=off included) is left as it is.
+func collectOften() (restore func()) {
+	old := debug.SetGCPercent(heldGCPercent)
+	if old < heldGCPercent {
+		debug.SetGCPercent(old)
+		return func() {}
+	}
+	return func() { debug.SetGCPercent(old) }
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -161,4 +162,43 @@ func TestPlanAtOutsideTheRecording(t *testing.T) {
 	require.ErrorContains(t, err, "`--at` 2025-01-01T00:00:00Z is outside the recording: its samples run from ")
 	var fe *config.FlagError
 	require.True(t, errors.As(err, &fe))
+}
+
+// gcPercent is the GC percent now.
+func gcPercent() int {
+	v := debug.SetGCPercent(-1)
+	debug.SetGCPercent(v)
+	return v
+}
+
+// gcWatch is a progress that notes the GC percent at each query.
+type gcWatch struct{ during []int }
+
+func (w *gcWatch) Start(string, int) {}
+func (w *gcWatch) Step()             { w.during = append(w.during, gcPercent()) }
+func (w *gcWatch) Clear()            {}
+
+// TestPlanCollectsOftenWhileHoldingARecording: while a plan evaluates
+// against the recording it holds, the GC percent is at most 10, so that
+// garbage beside the recording stays small; after, it is what it was. A
+// lower setting, GOGC=off included, stays.
+func TestPlanCollectsOftenWhileHoldingARecording(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tc := range []struct{ before, during int }{
+		{100, 10},
+		{50, 10},
+		{5, 5},
+		{-1, -1},
+	} {
+		debug.SetGCPercent(tc.before)
+		w := &gcWatch{}
+		o := source.Options{MetricsFile: recording, Progress: w}
+		_, _, err := o.Plan(context.Background(), plan.Options{Repo: quickstart}, slog.New(slog.DiscardHandler), time.Now)
+		require.NoError(t, err)
+		require.NotEmpty(t, w.during)
+		for _, v := range w.during {
+			require.Equal(t, tc.during, v, "GC percent while evaluating, with %d before", tc.before)
+		}
+		require.Equal(t, tc.before, gcPercent(), "GC percent after the plan")
+	}
 }
