@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"internal/testenv":             {},
 	"internal/testenv/forge":       {"internal/testenv"},
 	"internal/testenv/kubeenv":     {"internal/testenv"},
+	"internal/testenv/rusage":      {},
 	"internal/arch":                {},
 	"internal/deploy":              {},
 	"internal/release":             {},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -47,22 +47,64 @@ type Cost struct {
 }
 
 // Measure runs cmd to its end and returns its cost; a failure fails tb.
+// It starts cmd through the rusage command, built once per benchmark, so
+// that the peak RSS is cmd's own and not this test process's (see
+// internal/testenv/rusage).
 func Measure(tb testing.TB, cmd *exec.Cmd) Cost {
 	tb.Helper()
+	if cmd.Err != nil {
+		tb.Fatalf("%s: %v", strings.Join(cmd.Args, " "), cmd.Err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	meter := exec.Command(rusage(tb), append([]string{cmd.Path}, cmd.Args[1:]...)...)
+	meter.Env, meter.Dir, meter.Stdin = cmd.Env, cmd.Dir, cmd.Stdin
+	meter.ExtraFiles = []*os.File{w}
 	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	meter.Stdout, meter.Stderr = &out, &errOut
+	err = meter.Run()
+	w.Close()
+	if err != nil {
 		tb.Fatalf("%s: %v\n%s%s", strings.Join(cmd.Args, " "), err, out.String(), errOut.String())
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		tb.Fatalf("%s: no resource usage", cmd.Args[0])
+	report, err := io.ReadAll(r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cpu, maxRSS int64
+	if _, err := fmt.Sscanf(string(report), "%d %d", &cpu, &maxRSS); err != nil {
+		tb.Fatalf("%s: the rusage report %q: %v", cmd.Args[0], report, err)
 	}
 	return Cost{
-		CPU:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		MaxRSS: ru.Maxrss << 10, // Linux reports KiB
+		CPU:    time.Duration(cpu),
+		MaxRSS: maxRSS << 10, // Linux reports KiB
 		Out:    out.String(),
 	}
+}
+
+// rusage returns the path of the rusage command, building it the first
+// time a benchmark asks; the file goes with that benchmark's temporary
+// files, and a later benchmark of the same process builds it again.
+func rusage(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(os.TempDir(), fmt.Sprintf("recommender-rusage-%d", os.Getpid()))
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Fatalf("the go command builds the rusage command: %v", err)
+	}
+	cmd := exec.Command(gobin, "build", "-o", bin, "github.com/gpu-rightsizing/recommender/internal/testenv/rusage")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build rusage: %v\n%s", err, out)
+	}
+	tb.Cleanup(func() { os.Remove(bin) })
+	return bin
 }
 
 // Child returns a command that runs the test binary again, as the child

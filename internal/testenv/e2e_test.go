@@ -1,6 +1,9 @@
 package testenv
 
 import (
+	"fmt"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -28,5 +31,35 @@ func TestDeparture(t *testing.T) {
 		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
 			t.Errorf("Departure(%q, %.2f, %.2f) = %q, want %q", tt.name, tt.got, tt.was, got, tt.want)
 		}
+	}
+}
+
+// TestMeasureOwnPeak: a small child of a large test process reports its
+// own peak, not the test process's. Started by os/exec directly, the
+// child's ru_maxrss came out at least the 256 MiB held here.
+func TestMeasureOwnPeak(t *testing.T) {
+	if E2EChild() == "grow" {
+		b := make([]byte, 64<<20)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		fmt.Println(len(b))
+		return
+	}
+	held := make([]byte, 256<<20)
+	for i := 0; i < len(held); i += 4096 {
+		held[i] = 1
+	}
+	small := Measure(t, exec.Command("true"))
+	grown := Measure(t, Child("grow", "TestMeasureOwnPeak"))
+	runtime.KeepAlive(held)
+	if small.MaxRSS > 64<<20 {
+		t.Errorf("true: peak RSS %d MiB, want its own few MiB, not the test's 256", small.MaxRSS>>20)
+	}
+	if grown.MaxRSS < 64<<20 || grown.MaxRSS > 200<<20 {
+		t.Errorf("a child touching 64 MiB: peak RSS %d MiB, want 64 to 200", grown.MaxRSS>>20)
+	}
+	if grown.CPU <= 0 {
+		t.Errorf("a child touching 64 MiB: CPU %v, want some", grown.CPU)
 	}
 }
