@@ -38,26 +38,35 @@ const e2eRepoEnv = "RECOMMENDER_BENCH_E2E_REPO"
 // 10,000); the small ones have a tenth, for the exponent.
 const e2ePlanEnv = "RECOMMENDER_BENCH_E2E_DEPLOYMENTS"
 
+// e2eEveryEnv says which Deployments the recording edits: one in every
+// so many, by number (d00000 is always one).
+const e2eEveryEnv = "RECOMMENDER_BENCH_E2E_EVERY"
+
 // TestE2EPlanChild is a child of BenchmarkE2EPlan, and nothing in a test
 // run. As "decode" it is the limit: every .yaml file under the repository
 // read and decoded with yaml.v3 into node trees, as the tool must at least
 // do. As "floor" and "floor-write" it is the least the design itself must
-// do (docs/design.md §10, invariant 2): each file decoded a second time, as
-// the proof of its edit parses the result; and, writing, each file read
-// again to see it unchanged, its bytes put in a temporary file beside it,
-// renamed over it, the file system synced before and after the renames,
-// two files at a time, as the tool writes.
+// do (docs/design.md §10, invariant 2): beside that decode, each edited
+// document decoded again alone, as the proof of its edit parses it; and,
+// writing, each edited file read again to see it unchanged, its bytes put
+// in a temporary file beside it, renamed over it, the file system synced
+// before and after the renames, two files at a time, as the tool writes.
 func TestE2EPlanChild(t *testing.T) {
 	mode := testenv.E2EChild()
 	if mode != "decode" && mode != "floor" && mode != "floor-write" {
 		t.Skip("a child of BenchmarkE2EPlan")
 	}
 	root := os.Getenv(e2eRepoEnv)
+	every, err := strconv.Atoi(os.Getenv(e2eEveryEnv))
+	if mode != "decode" && (err != nil || every < 1) {
+		t.Fatalf("%s=%q: want one edit in every so many Deployments", e2eEveryEnv, os.Getenv(e2eEveryEnv))
+	}
 	files, err := yamlFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	docs := 0
+	var edited []string
 	for _, p := range files {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -68,19 +77,48 @@ func TestE2EPlanChild(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		docs += n
-		if mode != "decode" {
-			if _, err := decodeAll(b); err != nil {
-				t.Fatal(err)
+		if mode == "decode" {
+			continue
+		}
+		var f int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "f%d", &f); err != nil {
+			continue // the policies: never edited
+		}
+		hit := false
+		for i, doc := range splitDocs(b) {
+			if (f*n+i)%every != 0 {
+				continue
 			}
+			hit = true
+			if _, err := decodeAll(doc); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+		}
+		if hit {
+			edited = append(edited, p)
 		}
 	}
 	if docs == 0 {
 		t.Fatal("no documents")
 	}
 	if mode == "floor-write" {
-		if err := rewriteAll(root, files); err != nil {
+		if err := rewriteAll(root, edited); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// splitDocs cuts b into its documents at each "---" line, as planRepo
+// writes them.
+func splitDocs(b []byte) [][]byte {
+	var docs [][]byte
+	for {
+		i := bytes.Index(b, []byte("\n---\n"))
+		if i < 0 {
+			return append(docs, b)
+		}
+		docs = append(docs, b[:i+1])
+		b = b[i+1:]
 	}
 }
 
@@ -148,39 +186,63 @@ func twoAtATime(n int, do func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// e2ePlanCase is one row: the Deployments, how many a file holds, and
-// whether the plan is written.
+// e2ePlanCase is one row: the Deployments, how many a file holds, one
+// edit in every how many Deployments, and whether the plan is written.
 type e2ePlanCase struct {
-	deployments, perFile int
-	write                bool
+	deployments, perFile, every int
+	write                       bool
 }
 
 func (c e2ePlanCase) name() string {
-	cmd := "plan"
+	cmd, edited := "plan", "all edited"
 	if c.write {
 		cmd = "plan --write"
 	}
-	return fmt.Sprintf("`%s`, %d Deployments, %d a file", cmd, c.deployments, c.perFile)
-}
-
-func (c e2ePlanCase) key() string {
-	w := ""
-	if c.write {
-		w = "write-"
+	if c.every > 1 {
+		edited = fmt.Sprintf("1 in %d edited", c.every)
 	}
-	return fmt.Sprintf("%sper%d", w, c.perFile)
+	return fmt.Sprintf("`%s`, %d Deployments, %d a file, %s", cmd, c.deployments, c.perFile, edited)
 }
 
-// BenchmarkE2EPlan is the plan rows of the end-to-end table: `plan --write` of
-// 10,000 Deployments one a file, and `plan` of the same ten a file, each
-// with a recording that makes every Deployment an edit (an urgent upsize
-// of its gpu-fraction and vLLM flag); the same at 1,000 for the exponent
-// (time grows as size^exponent). Beside the limit, the floor of the
-// design in the same run (TestE2EPlanChild's "floor"): the decode done
-// twice, and for --write the files replaced as the tool replaces them. One
-// round an iteration (-benchtime 3x: three); medians of the CPU ratios. It fails when a ratio
-// is more than a third above testdata/bench-e2e.json. `make bench-e2e`
-// runs it.
+// key names the row's figures in testdata/bench-e2e.json:
+// plan-per10-all-cpu-ratio, write-per1-tenth-floor-ratio, and so on.
+func (c e2ePlanCase) key() string {
+	cmd, edited := "plan", "all"
+	if c.write {
+		cmd = "write"
+	}
+	if c.every > 1 {
+		edited = "tenth"
+	}
+	return fmt.Sprintf("%s-per%d-%s", cmd, c.perFile, edited)
+}
+
+// editedFiles is how many files of c the plan edits.
+func (c e2ePlanCase) editedFiles() int {
+	n := 0
+	for f := range c.deployments / c.perFile {
+		for i := range c.perFile {
+			if (f*c.perFile+i)%c.every == 0 {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// BenchmarkE2EPlan is the plan rows of the end-to-end table: `plan` and
+// `plan --write` of 10,000 Deployments, one a file and ten a file, with a
+// recording that makes one Deployment in ten an edit (an urgent upsize of
+// its gpu-fraction and vLLM flag; the others use what they have), and
+// one that makes every Deployment an edit. Each again at 1,000 for the
+// exponent (time grows as size^exponent). Beside the limit, the floor of
+// the design in the same run (TestE2EPlanChild's "floor"): the decode,
+// each edited document decoded again alone, and for --write the edited
+// files replaced as the tool replaces them. One round an iteration
+// (-benchtime 3x: three); medians of the CPU ratios. It fails when a
+// ratio is more than a third above testdata/bench-e2e.json. `make
+// bench-e2e` runs it.
 func BenchmarkE2EPlan(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
 	large := 10000
@@ -192,9 +254,13 @@ func BenchmarkE2EPlan(b *testing.B) {
 		large = n
 	}
 	bin := testenv.BuildRecommender(b)
-	cases := []e2ePlanCase{
-		{large, 1, true}, {large / 10, 1, true},
-		{large, 10, false}, {large / 10, 10, false},
+	var cases []e2ePlanCase
+	for _, write := range []bool{false, true} {
+		for _, perFile := range []int{1, 10} {
+			for _, every := range []int{10, 1} {
+				cases = append(cases, e2ePlanCase{large, perFile, every, write}, e2ePlanCase{large / 10, perFile, every, write})
+			}
+		}
 	}
 	type row struct {
 		tool, limit, floor  []time.Duration
@@ -212,15 +278,15 @@ func BenchmarkE2EPlan(b *testing.B) {
 			if c.write {
 				floorMode = "floor-write"
 			}
-			floor := testenv.Measure(b, testenv.Child(floorMode, "TestE2EPlanChild", e2eRepoEnv+"="+repo))
+			floor := testenv.Measure(b, testenv.Child(floorMode, "TestE2EPlanChild", e2eRepoEnv+"="+repo, e2eEveryEnv+"="+strconv.Itoa(c.every)))
 			args := []string{"plan", "--repo", repo, "--metrics-file", om, "-o", "json"}
 			if c.write {
 				args = append(args, "--write")
 			}
 			tool := testenv.Measure(b, exec.Command(bin, args...))
 			var p struct{ Edits []json.RawMessage }
-			if err := json.Unmarshal([]byte(tool.Out), &p); err != nil || len(p.Edits) != c.deployments/c.perFile {
-				b.Fatalf("%s: %d files edited, want every one, %d (%v)", c.name(), len(p.Edits), c.deployments/c.perFile, err)
+			if err := json.Unmarshal([]byte(tool.Out), &p); err != nil || len(p.Edits) != c.editedFiles() {
+				b.Fatalf("%s: %d files edited, want %d (%v)", c.name(), len(p.Edits), c.editedFiles(), err)
 			}
 			r := &rows[i]
 			r.tool, r.limit = append(r.tool, tool.CPU), append(r.limit, lim.CPU)
@@ -267,9 +333,9 @@ func BenchmarkE2EPlan(b *testing.B) {
 }
 
 // planRepo writes the repository of c, with the quickstart's policies,
-// and a recording of twenty minutes at 60 s in which every pod of every
-// Deployment uses 60 % of a whole GPU against its 0.5: an urgent upsize
-// for each. It returns the repository and the recording, both in dir.
+// and a recording of twenty minutes at 60 s in which every pod of one
+// Deployment in c.every uses 60 % of a whole GPU against its 0.5: an
+// urgent upsize for each. The others' pods use what they have. It returns the repository and the recording, both in dir.
 func planRepo(b testing.TB, dir string, c e2ePlanCase) (repo, om string) {
 	repo = filepath.Join(dir, "repo")
 	pol, err := os.ReadFile(filepath.Join(quickstartRepo, "policies", "kai-gpu-sharing.yaml"))
@@ -313,11 +379,18 @@ func planRepo(b testing.TB, dir string, c e2ePlanCase) (repo, om string) {
 	for d := range c.deployments {
 		name := fmt.Sprintf("d%05d", d)
 		rs, pod := name+"-7d9f8c6b5d", name+"-7d9f8c6b5d-x2b4z"
+		// 60 % of a GPU against 0.5 is an urgent upsize. 40 % of it, and
+		// 80 % of the memory granted, are under 0.5 with the headroom,
+		// and a scale-back needs a day of history: no change.
+		sm, mem := "60", "50"
+		if d%c.every != 0 {
+			sm, mem = "40", "80"
+		}
 		each(metricstest.ReplicaSetOwner("serving", rs, "Deployment", name), "1")
 		each(metricstest.PodOwner("serving", pod, "ReplicaSet", rs), "1")
 		each(metricstest.Series("kube_pod_start_time", "namespace", "serving", "pod", pod, "uid", "u-"+pod), strconv.FormatInt(start-3600, 10))
-		each(metricstest.UsageOf(metricstest.SM, "serving", pod, "vllm"), "60")
-		each(metricstest.UsageOf("kubex_gpu_container_memory_footprint_percent", "serving", pod, "vllm"), "50")
+		each(metricstest.UsageOf(metricstest.SM, "serving", pod, "vllm"), sm)
+		each(metricstest.UsageOf("kubex_gpu_container_memory_footprint_percent", "serving", pod, "vllm"), mem)
 	}
 	w.WriteString("# EOF\n")
 	if err := w.Flush(); err != nil {

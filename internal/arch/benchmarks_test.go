@@ -15,13 +15,15 @@ import (
 // then the names of its ratio, its second ratio ("" for none) and its
 // CPU exponent.
 var speedRows = map[string][4]string{
-	"`plan`, 10,000 Deployments, ten a file":             {"cmd/recommender", "per10-cpu-ratio", "per10-floor-ratio", "per10-exponent"},
-	"`plan --write`, 10,000 Deployments, one a file":     {"cmd/recommender", "write-per1-cpu-ratio", "write-per1-floor-ratio", "write-per1-exponent"},
-	"opening a recording, 1,000 pods × a week at 30 s":   {"internal/metrics/openmetrics", "cpu-ratio", "rss-ratio", "cpu-exponent"},
-	"`plan` of a recording, 1,000 pods × a week at 30 s": {"internal/metrics/openmetrics", "cli-cpu-ratio", "cli-rss-ratio", "cpu-exponent"},
-	"Prometheus, 2,000 pods × a day at 30 s":             {"internal/metrics/prometheus", "cpu-ratio", "rss-ratio", "cpu-exponent"},
-	"`plan --write`, 300 overlays over 5 bases":          {"internal/patcher/kustomize", "cpu-ratio", "floor-ratio", "cpu-exponent"},
-	"`run --scm local`, 500 changes":                     {"cmd/recommender", "run-local-cpu-ratio", "", "run-local-cpu-exponent"},
+	"`plan`, 10,000 Deployments, ten a file, all edited":                {"cmd/recommender", "plan-per10-all-cpu-ratio", "plan-per10-all-floor-ratio", "plan-per10-all-exponent"},
+	"`plan`, 10,000 Deployments, ten a file, one in ten edited":         {"cmd/recommender", "plan-per10-tenth-cpu-ratio", "plan-per10-tenth-floor-ratio", "plan-per10-tenth-exponent"},
+	"`plan --write`, 10,000 Deployments, one a file, all edited":        {"cmd/recommender", "write-per1-all-cpu-ratio", "write-per1-all-floor-ratio", "write-per1-all-exponent"},
+	"`plan --write`, 10,000 Deployments, one a file, one in ten edited": {"cmd/recommender", "write-per1-tenth-cpu-ratio", "write-per1-tenth-floor-ratio", "write-per1-tenth-exponent"},
+	"opening a recording, 1,000 pods × a week at 30 s":                  {"internal/metrics/openmetrics", "cpu-ratio", "rss-ratio", "cpu-exponent"},
+	"`plan` of a recording, 1,000 pods × a week at 30 s":                {"internal/metrics/openmetrics", "cli-cpu-ratio", "cli-rss-ratio", "cpu-exponent"},
+	"Prometheus, 2,000 pods × a day at 30 s":                            {"internal/metrics/prometheus", "cpu-ratio", "rss-ratio", "cpu-exponent"},
+	"`plan --write`, 300 overlays over 5 bases":                         {"internal/patcher/kustomize", "cpu-ratio", "floor-ratio", "cpu-exponent"},
+	"`run --scm local`, 500 changes":                                    {"cmd/recommender", "run-local-cpu-ratio", "", "run-local-cpu-exponent"},
 }
 
 // TestBenchmarksSpeedSummary: each row of BENCHMARKS.md's speed summary

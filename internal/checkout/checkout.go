@@ -318,9 +318,10 @@ func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, ErrNotRegular
 	}
-	tooLarge := fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	// Made only when needed, not formatted for every file read.
+	tooLarge := func() error { return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max) }
 	if fi.Size() > max {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	// The size is a hint: the file may grow while it is read, so the
 	// bound is enforced on what is read too. The buffer is the size and
@@ -343,7 +344,7 @@ func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 		}
 	}
 	if int64(len(b)) > max {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	return b, nil
 }

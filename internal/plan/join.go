@@ -100,26 +100,31 @@ func (p *Plan) joinSharedFiles(sets []ChangeSet) []ChangeSet {
 // cluster), or else every key (Joined).
 func join(sets []ChangeSet) ChangeSet {
 	out := ChangeSet{}
-	type item struct {
-		d Decision
-		e int
-		c int
+	// Items point into sets, and the slices are sized once: a Decision
+	// is large, and copied into items and again as the slices grew, the
+	// decisions of 10,000 edits took 65 MB.
+	type item struct{ c, e int }
+	n := 0
+	for _, cs := range sets {
+		n += len(cs.Decisions)
 	}
-	var items []item
-	var keys []string
+	items := make([]item, 0, n)
+	keys := make([]string, 0, len(sets))
 	for i, cs := range sets {
-		for j, d := range cs.Decisions {
-			items = append(items, item{d, j, i})
+		for j := range cs.Decisions {
+			items = append(items, item{i, j})
 		}
 		keys = append(keys, cs.Key)
 		out.Labels = Union(out.Labels, cs.Labels)
 		out.Reviewers = Union(out.Reviewers, cs.Reviewers)
 	}
 	slices.SortStableFunc(items, func(a, b item) int {
-		return cmp.Or(compareRefs(a.d.Workload.Ref, b.d.Workload.Ref), cmp.Compare(a.d.Workload.File, b.d.Workload.File))
+		x, y := &sets[a.c].Decisions[a.e].Workload, &sets[b.c].Decisions[b.e].Workload
+		return cmp.Or(compareRefs(x.Ref, y.Ref), cmp.Compare(x.File, y.File))
 	})
+	out.Decisions, out.Edits = slices.Grow(out.Decisions, n), slices.Grow(out.Edits, n)
 	for _, it := range items {
-		out.Decisions = append(out.Decisions, it.d)
+		out.Decisions = append(out.Decisions, sets[it.c].Decisions[it.e])
 		out.Edits = append(out.Edits, sets[it.c].Edits[it.e])
 	}
 	slices.Sort(keys)

@@ -614,7 +614,12 @@ func (f *File) current() []byte {
 	if len(f.chunks) == 1 {
 		return f.chunks[0].b
 	}
-	var b []byte
+	// Sized once: a file of many documents grew it a dozen times.
+	n := 0
+	for _, c := range f.chunks {
+		n += len(c.b)
+	}
+	b := make([]byte, 0, n)
 	for _, c := range f.chunks {
 		b = append(b, c.b...)
 	}
