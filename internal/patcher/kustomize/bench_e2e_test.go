@@ -25,9 +25,11 @@ import (
 // namespace of its own, and a recording in which every overlay's
 // Deployment asks for the same upsize. The limit is what kustomize itself
 // must do to show the result: a krusty build of every overlay, from the
-// files on disk. The floor is what the tool's design must at least do:
-// every overlay built twice, once to discover it and once to prove the
-// edit (docs/design.md §10, invariant 2), neither rendered.
+// files on disk. The floor is what a proof that builds every overlay
+// again must at least do: every overlay built twice, once to discover it
+// and once to prove the edit, neither rendered. The tool builds one
+// overlay of each set alike but for its namespace (docs/design.md §10,
+// invariant 2), and can come in under it.
 // rounds, when set, caps the rounds of a shape below -benchtime.
 // kind is what each overlay adds besides its namespace: "" nothing,
 // "label" a label of its own, "patch" a patch of its own (e2eOverlayFiles).
