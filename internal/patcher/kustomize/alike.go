@@ -127,6 +127,7 @@ func (st *kstate) skeleton(k *kust) (base, ns, text, skel string, ok bool) {
 	}
 	rest := now
 	rest.TypeMeta, rest.Namespace, rest.Resources = types.TypeMeta{}, "", nil
+	//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
 	rest.CommonLabels, rest.Labels, rest.CommonAnnotations, rest.Patches = nil, nil, nil, nil
 	if now.Kind != types.KustomizationKind || !reflect.DeepEqual(rest, types.Kustomization{}) {
 		return "", "", "", "", false
