@@ -125,25 +125,9 @@ func (st *kstate) skeleton(k *kust) (base, ns, text, skel string, ok bool) {
 	if base != k.dirs[0] || st.ix.byDir[base] == nil {
 		return "", "", "", "", false
 	}
-	rest := now
-	rest.TypeMeta, rest.Namespace, rest.Resources = types.TypeMeta{}, "", nil
-	//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
-	rest.CommonLabels, rest.Labels, rest.CommonAnnotations, rest.Patches = nil, nil, nil, nil
-	if now.Kind != types.KustomizationKind || !reflect.DeepEqual(rest, types.Kustomization{}) {
+	files, ok := ownFiles(k, now)
+	if !ok {
 		return "", "", "", "", false
-	}
-	files := []string{k.file}
-	for _, p := range now.Patches {
-		if p.Target != nil || p.Options != nil {
-			return "", "", "", "", false
-		}
-		if p.Path != "" {
-			f := path.Join(k.dir, p.Path)
-			if !local(p.Path) || !under(f, k.dir) {
-				return "", "", "", "", false
-			}
-			files = append(files, f)
-		}
 	}
 	var t, s strings.Builder
 	for _, f := range files {
@@ -156,6 +140,33 @@ func (st *kstate) skeleton(k *kust) (base, ns, text, skel string, ok bool) {
 		s.WriteString(rel + "\x01" + strings.ReplaceAll(string(b), ns, "\x00") + "\x01")
 	}
 	return base, ns, t.String(), s.String(), true
+}
+
+// ownFiles are the files of k, its kustomization now as edited, when it
+// sets nothing but its namespace, one resource, labels, annotations and
+// patches without target or options: its kustomization and its patches.
+func ownFiles(k *kust, now types.Kustomization) ([]string, bool) {
+	rest := now
+	rest.TypeMeta, rest.Namespace, rest.Resources = types.TypeMeta{}, "", nil
+	//lint:ignore SA1019 kustomizations in use still have it, and kustomize reads it
+	rest.CommonLabels, rest.Labels, rest.CommonAnnotations, rest.Patches = nil, nil, nil, nil
+	if now.Kind != types.KustomizationKind || !reflect.DeepEqual(rest, types.Kustomization{}) {
+		return nil, false
+	}
+	files := []string{k.file}
+	for _, p := range now.Patches {
+		if p.Target != nil || p.Options != nil {
+			return nil, false
+		}
+		if p.Path != "" {
+			f := path.Join(k.dir, p.Path)
+			if !local(p.Path) || !under(f, k.dir) {
+				return nil, false
+			}
+			files = append(files, f)
+		}
+	}
+	return files, true
 }
 
 // closure is the text, as edited, of every file of paths that building

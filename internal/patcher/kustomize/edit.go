@@ -929,8 +929,13 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 		}
 		todo = append(todo, k)
 	}
-	// Overlays alike but for their namespace are predicted from the
-	// first of them (alike.go); the first comes before the others.
+	return st.proveAll(todo, byRoot, ws, changed)
+}
+
+// proveAll proves the roots todo, in order, each against its edits in
+// byRoot. Overlays alike but for their namespace are predicted from the
+// first of them (alike.go), which comes before the others.
+func (st *kstate) proveAll(todo []*kust, byRoot map[*kust][]kedit, ws wants, changed []string) error {
 	twins := st.twins(todo, changed)
 	reps := map[*kust]resmap.ResMap{}
 	for _, tw := range twins {
@@ -940,6 +945,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 		if tw, ok := twins[k]; ok && reps[tw.rep] != nil {
 			var want []*yaml.Node
 			if mine := byRoot[k]; len(mine) > 0 {
+				var err error
 				if want, err = ws.of(k, mine); err != nil {
 					return err
 				}
