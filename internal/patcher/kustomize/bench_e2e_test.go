@@ -3,6 +3,7 @@ package kustomize_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -24,11 +25,18 @@ import (
 // namespace of its own, and a recording in which every overlay's
 // Deployment asks for the same upsize. The limit is what kustomize itself
 // must do to show the result: a krusty build of every overlay, from the
-// files on disk. The floor is what the tool's design must at least do:
-// every overlay built twice, once to discover it and once to prove the
-// edit (docs/design.md §10, invariant 2), neither rendered.
+// files on disk. The floor is what a proof that builds every overlay
+// again must at least do: every overlay built twice, once to discover it
+// and once to prove the edit, neither rendered. The tool builds one
+// overlay of each set alike but for its namespace (docs/design.md §10,
+// invariant 2), and can come in under it.
 // rounds, when set, caps the rounds of a shape below -benchtime.
-type e2eShape struct{ bases, overlays, rounds int }
+// kind is what each overlay adds besides its namespace: "" nothing,
+// "label" a label of its own, "patch" a patch of its own (e2eOverlayFiles).
+type e2eShape struct {
+	bases, overlays, rounds int
+	kind                    string
+}
 
 // e2eShapes are the repositories measured: the end-to-end row, then the
 // same shape (60 overlays a base, as near as a whole number of bases
@@ -36,7 +44,7 @@ type e2eShape struct{ bases, overlays, rounds int }
 // of 10,000 takes minutes of CPU on 2 cores (its three processes build
 // 40,000 overlays between them): it is measured once, so that `make
 // bench-e2e` runs this package in well under a quarter of an hour.
-var e2eShapes = []e2eShape{{5, 300, 0}, {17, 1000, 0}, {167, 10000, 1}}
+var e2eShapes = []e2eShape{{5, 300, 0, ""}, {17, 1000, 0, ""}, {167, 10000, 1, ""}}
 
 // The krusty child of BenchmarkE2EOverlays builds the repository this
 // names.
@@ -92,6 +100,39 @@ func e2eOverlay(j, bases int) (dir, namespace string, base int) {
 	return fmt.Sprintf("overlays/o%03d", j), fmt.Sprintf("team-%03d", j), j % bases
 }
 
+// e2eOverlayFiles are the files of overlay j of shape sh: its
+// kustomization, in a namespace of its own, and what sh.kind adds.
+// A label of its own goes on every object, selectors and pod templates
+// too (as commonLabels does). A patch of its own (strategic merge) sets the
+// replicas and a label of the pod template, values that differ from
+// overlay to overlay. It leaves the containers alone: the editor takes a
+// patch that sets a container's field (an environment variable) for one
+// that may set its arguments, and refuses the edit.
+func e2eOverlayFiles(j int, sh e2eShape) map[string]string {
+	dir, ns, base := e2eOverlay(j, sh.bases)
+	k := fmt.Sprintf("namespace: %s\nresources:\n  - ../../bases/b%d\n", ns, base)
+	files := map[string]string{}
+	switch sh.kind {
+	case "label":
+		k += fmt.Sprintf("labels:\n  - pairs:\n      team: %s\n    includeSelectors: true\n", ns)
+	case "patch":
+		k += "patches:\n  - path: team.yaml\n"
+		files[dir+"/team.yaml"] = fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm-%d
+spec:
+  replicas: %d
+  template:
+    metadata:
+      labels:
+        team: %s
+`, base, 2+j/sh.bases%3, ns)
+	}
+	files[dir+"/kustomization.yaml"] = k
+	return files
+}
+
 // writeE2ERepo writes the repository of shape sh under root: the
 // quickstart's policies, the bases and the overlays.
 func writeE2ERepo(tb testing.TB, root string, sh e2eShape) {
@@ -106,8 +147,7 @@ func writeE2ERepo(tb testing.TB, root string, sh e2eShape) {
 		files[fmt.Sprintf("bases/b%d/deployment.yaml", i)] = e2eDeployment(i)
 	}
 	for j := range sh.overlays {
-		dir, ns, base := e2eOverlay(j, sh.bases)
-		files[dir+"/kustomization.yaml"] = fmt.Sprintf("namespace: %s\nresources:\n  - ../../bases/b%d\n", ns, base)
+		maps.Copy(files, e2eOverlayFiles(j, sh))
 	}
 	for p, text := range files {
 		full := filepath.Join(root, filepath.FromSlash(p))
@@ -283,17 +323,74 @@ func BenchmarkE2EOverlays(b *testing.B) {
 		"cpu-ratio": first.cpuRatio, "rss-ratio": first.rssRatio, "floor-ratio": first.floorRatio,
 		"cpu-ratio-10k": large.cpuRatio, "cpu-exponent": exp(small.plan, large.plan),
 	})
+	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "overlays", overlaysTable(rows, exp))
+}
+
+// e2eShapeKinds are the overlays of BenchmarkE2EOverlayShapes: each
+// adds a label of its own, or a patch of its own, besides its namespace;
+// at 300 and 1,000 overlays, for the CPU exponent.
+var e2eShapeKinds = []e2eShape{
+	{5, 300, 0, "label"}, {17, 1000, 0, "label"},
+	{5, 300, 0, "patch"}, {17, 1000, 0, "patch"},
+}
+
+// BenchmarkE2EOverlayShapes is BenchmarkE2EOverlays for overlays that
+// differ by more than name and namespace: each sets a label of its own
+// (selectors and pod templates too), or applies a strategic-merge patch
+// of its own (replicas, a pod label). Outputs that differ that way are
+// not the same but for names, so the proof cannot reuse one overlay's
+// expectation for the next. Same limit and floor; figures go to
+// testdata/bench-e2e.json under the kind's name.
+func BenchmarkE2EOverlayShapes(b *testing.B) {
+	testenv.SkipUnlessE2E(b)
+	bin := testenv.BuildRecommender(b)
+	rows := make([]e2eRow, len(e2eShapeKinds))
+	for i, sh := range e2eShapeKinds {
+		b.Run(sh.kind+"-"+strconv.Itoa(sh.overlays), func(b *testing.B) { rows[i] = benchOverlays(b, bin, sh) })
+	}
+	if slices.ContainsFunc(rows, func(r e2eRow) bool { return r.plan == 0 }) {
+		return // a shape left out by -bench
+	}
+	figures := map[string]float64{}
+	var text strings.Builder
+	for i := 0; i < len(rows); i += 2 {
+		small, large := rows[i], rows[i+1]
+		exp := func(a, b time.Duration) float64 {
+			return math.Log(b.Seconds()/a.Seconds()) / math.Log(float64(large.shape.overlays)/float64(small.shape.overlays))
+		}
+		kind := small.shape.kind
+		figures[kind+"-cpu-ratio"], figures[kind+"-floor-ratio"], figures[kind+"-rss-ratio"] = small.cpuRatio, small.floorRatio, small.rssRatio
+		figures[kind+"-cpu-ratio-1k"], figures[kind+"-cpu-exponent"] = large.cpuRatio, exp(small.plan, large.plan)
+		if i > 0 {
+			text.WriteString("\n")
+		}
+		text.WriteString(overlaysTable(rows[i:i+2], exp))
+	}
+	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), figures)
+	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "overlay-shapes", text.String())
+}
+
+// overlaysTable is the table of rows, the last two giving the exponent.
+func overlaysTable(rows []e2eRow, exp func(a, b time.Duration) float64) string {
 	var t strings.Builder
 	t.WriteString("| repository | plan --write CPU | krusty builds CPU | floor CPU | **CPU ratio** | **tool ÷ floor** | floor ÷ krusty | peak RSS | krusty peak RSS | **RSS ratio** |\n" +
 		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&t, "| %s overlays over %d bases, each base's Deployment upsized alike | %.2f s | %.2f s | %.2f s | **%.2f×** | **%.2f×** | %.2f× | %.0f MiB | %.0f MiB | **%.2f×** |\n",
-			thousands(r.shape.overlays), r.shape.bases, r.plan.Seconds(), r.limit.Seconds(), r.floor.Seconds(), r.cpuRatio, r.floorRatio,
+		fmt.Fprintf(&t, "| %s overlays over %d bases, %s | %.2f s | %.2f s | %.2f s | **%.2f×** | **%.2f×** | %.2f× | %.0f MiB | %.0f MiB | **%.2f×** |\n",
+			thousands(r.shape.overlays), r.shape.bases, shapeSays[r.shape.kind], r.plan.Seconds(), r.limit.Seconds(), r.floor.Seconds(), r.cpuRatio, r.floorRatio,
 			float64(r.floor)/float64(r.limit), float64(r.rss)/(1<<20), float64(r.limitRSS)/(1<<20), r.rssRatio)
 	}
+	small, large := rows[len(rows)-2], rows[len(rows)-1]
 	fmt.Fprintf(&t, "\nCPU exponent from %s to %s overlays (time ∝ size^k): plan --write **%.2f**, krusty builds %.2f, floor %.2f.\n",
 		thousands(small.shape.overlays), thousands(large.shape.overlays), exp(small.plan, large.plan), exp(small.limit, large.limit), exp(small.floor, large.floor))
-	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "overlays", t.String())
+	return t.String()
+}
+
+// shapeSays is what a row says of its overlays, by kind.
+var shapeSays = map[string]string{
+	"":      "each base's Deployment upsized alike",
+	"label": "each overlay with a label of its own",
+	"patch": "each overlay with a patch of its own",
 }
 
 // e2eRow is what BenchmarkE2EOverlays measured of one shape: medians of

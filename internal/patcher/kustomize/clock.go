@@ -28,6 +28,8 @@ type buildClock struct {
 
 	mu    sync.Mutex
 	spent time.Duration
+	// builds counts the builds started: what the proof saves is builds.
+	builds int
 	// stuck names the build given up on that still runs, "" for none.
 	stuck string
 }
@@ -49,6 +51,7 @@ func (c *buildClock) run(fs filesys.FileSystem, dir string, loose bool) (resmap.
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: the build of %s, past its time, is still running", errBuildStopped, stuck)
 	}
+	c.builds++
 	limit, why := c.each, fmt.Sprintf("not done within %v", c.each)
 	if left < limit {
 		limit, why = left, fmt.Sprintf("the run's %v of builds was spent", c.total)

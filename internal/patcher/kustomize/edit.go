@@ -43,7 +43,9 @@ import (
 //     the items of lists a strategic merge would replace whole (args),
 //     each guarded by a test of the base's value (package patchdiff).
 //
-// Proof: every overlay is built again from the edited files. An overlay
+// Proof: every overlay is built again from the edited files, or, when it
+// is alike but for its namespace to one built (alike.go), predicted from
+// that one's build. An overlay
 // an edit is for must build exactly what the ops make of its old output
 // (compared as trees); every other overlay must build the same bytes.
 // Anything else refuses the edit, naming the overlay and the difference.
@@ -875,6 +877,8 @@ const jsonPatchHeader = "# It replaces only the list items it changes; each test
 // prove writes next into st.fs over the files there (the original ones
 // and those of the edits proven so far), builds every overlay that reads
 // one of them, and checks each against what the edits in kes intend.
+// An overlay alike to one built before it is checked against that one's
+// build, renamed, and built only when that does not match.
 // When it finds a difference it puts st.fs back as it was.
 func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 	prior := map[string][]byte{}
@@ -908,6 +912,7 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 	for _, ke := range kes {
 		byRoot[ke.k] = append(byRoot[ke.k], ke)
 	}
+	var todo []*kust
 	for _, k := range st.ix.kusts {
 		if k.err != nil && !k.component() && (st.ix.reads(k, changed) || slices.ContainsFunc(changed, func(f string) bool { return under(f, k.dir) })) {
 			// An overlay that does not build cannot show what the edit
@@ -922,8 +927,39 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 			// is built as part of the roots that include it.
 			continue
 		}
-		if err := st.proveRoot(k, byRoot[k], ws); err != nil {
+		todo = append(todo, k)
+	}
+	return st.proveAll(todo, byRoot, ws, changed)
+}
+
+// proveAll proves the roots todo, in order, each against its edits in
+// byRoot. Overlays alike but for their namespace are predicted from the
+// first of them (alike.go), which comes before the others.
+func (st *kstate) proveAll(todo []*kust, byRoot map[*kust][]kedit, ws wants, changed []string) error {
+	twins := st.twins(todo, changed)
+	reps := map[*kust]resmap.ResMap{}
+	for _, tw := range twins {
+		reps[tw.rep] = nil
+	}
+	for _, k := range todo {
+		if tw, ok := twins[k]; ok && reps[tw.rep] != nil {
+			var want []*yaml.Node
+			if mine := byRoot[k]; len(mine) > 0 {
+				var err error
+				if want, err = ws.of(k, mine); err != nil {
+					return err
+				}
+			}
+			if predicted(k, tw, reps[tw.rep], want) {
+				continue
+			}
+		}
+		rm, err := st.proveRoot(k, byRoot[k], ws)
+		if err != nil {
 			return err
+		}
+		if _, ok := reps[k]; ok {
+			reps[k] = rm
 		}
 	}
 	return nil
@@ -931,56 +967,57 @@ func (st *kstate) prove(next map[string][]byte, kes []kedit) (err error) {
 
 // proveRoot builds root k from st.fs and checks it against what the
 // edits mine, those for k, intend: exactly what their ops make of its old
-// output (found through ws), or, with none, the same bytes.
-func (st *kstate) proveRoot(k *kust, mine []kedit, ws wants) error {
+// output (found through ws), or, with none, the same bytes. It returns the
+// build, which overlays alike to k are checked against.
+func (st *kstate) proveRoot(k *kust, mine []kedit, ws wants) (resmap.ResMap, error) {
 	rm, err := st.ix.clock.run(st.fs, k.dir, k.loose)
 	if err != nil {
-		return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
+		return nil, fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
 	}
 	if len(mine) == 0 {
 		if sameHeld(k.rm, rm) {
-			return nil
+			return rm, nil
 		}
 		old, err := k.output()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out, err := rm.AsYaml()
 		if err != nil {
-			return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
+			return nil, fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
 		}
 		if !bytes.Equal(out, old) {
-			return fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, splice.FirstDiff(old, out))
+			return nil, fmt.Errorf("%w: the edit changes the output of %s, which it is not for: %s", ErrKustomize, k.dir, splice.FirstDiff(old, out))
 		}
-		return nil
+		return rm, nil
 	}
 	want, err := ws.of(k, mine)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if builtAsIntended(rm, want) {
-		return nil
+		return rm, nil
 	}
 	// What kustomize writes goes through JSON, which may spell a value
 	// otherwise than the tree it holds (a number, a merge key): the
 	// written output decides, and says where it differs.
 	out, err := rm.AsYaml()
 	if err != nil {
-		return fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
+		return nil, fmt.Errorf("%w: after the edit, %s does not build: %w", ErrKustomize, k.dir, err)
 	}
 	got, err := splice.Parse(out)
 	if err != nil {
-		return fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
+		return nil, fmt.Errorf("%w: the output of %s does not parse: %w", ErrKustomize, k.dir, err)
 	}
 	if len(got.Docs) != len(want) {
-		return fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.Docs), len(want))
+		return nil, fmt.Errorf("%w: %s builds %d objects instead of %d", ErrKustomize, k.dir, len(got.Docs), len(want))
 	}
 	for i, d := range got.Docs {
 		if m := splice.CompareBuilt(want[i], d, ""); m != nil {
-			return fmt.Errorf("%w: %s builds something else than intended: object %d, %w", ErrKustomize, k.dir, i+1, m)
+			return nil, fmt.Errorf("%w: %s builds something else than intended: object %d, %w", ErrKustomize, k.dir, i+1, m)
 		}
 	}
-	return nil
+	return rm, nil
 }
 
 // builtAsIntended reports whether the objects of a build, as kustomize
