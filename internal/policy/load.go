@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -33,6 +34,23 @@ type Set struct {
 	Broken []*Broken
 	// Errors lists every problem found, in file order.
 	Errors []error
+
+	// governed holds the rules Govern built for each pair of governing
+	// policies, so that workloads governed alike share them: built for
+	// every workload, they were a twentieth of a plan's memory. Nil for
+	// a Set not made by LoadFiles or Parse: Govern then builds each time.
+	governed *governMemo
+}
+
+// governMemo is Set.governed: a pair of policies' governance, by pair.
+type governMemo struct {
+	mu sync.Mutex
+	by map[governPair]Governance
+}
+
+type governPair struct {
+	p *ProactivePolicy
+	r *ReactivePolicy
 }
 
 // Broken is a policy document that could not be used.
@@ -126,6 +144,7 @@ func (l *loader) finish() {
 	l.clusterMaps(l.maps)
 	l.scopeToClusters()
 	l.link()
+	l.set.governed = &governMemo{by: map[governPair]Governance{}}
 }
 
 // policyGroups are mentioned by every policy document; a file that does

@@ -147,6 +147,24 @@ func (s *Set) Govern(t Target) Governance {
 	if p == nil && r == nil {
 		return Governance{Skip: engine.CauseOutOfScope, Why: "no policy selects it"}
 	}
+	m := s.governed
+	if m == nil {
+		return governBy(p, r)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.by[governPair{p, r}]
+	if !ok {
+		g = governBy(p, r)
+		m.by[governPair{p, r}] = g
+	}
+	return g
+}
+
+// governBy is the governance of the policies p and r, either nil, that
+// select a workload. Its rules are shared by every workload they govern
+// (Set.governed): nothing changes rules once built.
+func governBy(p *ProactivePolicy, r *ReactivePolicy) Governance {
 	g := Governance{}
 	switch {
 	case p != nil && r != nil && p.strategy != r.strategy:
@@ -171,6 +189,8 @@ func (s *Set) Govern(t Target) Governance {
 			g.Containers = r.Spec.Scope.Containers
 		}
 	}
+	// Shared: an append by one holder must not write into another's.
+	g.Policies = slices.Clip(g.Policies)
 	return g
 }
 

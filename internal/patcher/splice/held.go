@@ -141,8 +141,12 @@ func (h *Held) Kept(doc int) bool {
 // freeze makes the compact form of document d, its lines counted from
 // line0; nil when a tag or the text is too long for it.
 func freeze(d *yaml.Node, line0 int) *frozen {
-	f := &frozen{nodes: make([]frozenNode, 0, countNodes(d))}
+	nodes, text := countText(d)
+	f := &frozen{nodes: make([]frozenNode, 0, nodes)}
+	// Sized for the values and a few short tags: grown by doubling, the
+	// builder held a third again what it kept, for every held document.
 	var sb strings.Builder
+	sb.Grow(text + 64)
 	var tags []string
 	var tagAt []uint32
 	var walk func(n *yaml.Node)
@@ -172,6 +176,16 @@ func freeze(d *yaml.Node, line0 int) *frozen {
 	}
 	f.strs = sb.String()
 	return f
+}
+
+// countText counts the nodes of n and the bytes of their values.
+func countText(n *yaml.Node) (nodes, text int) {
+	nodes, text = 1, len(n.Value)
+	for _, c := range n.Content {
+		k, t := countText(c)
+		nodes, text = nodes+k, text+t
+	}
+	return nodes, text
 }
 
 // thaw makes the tree again, in two allocations as Clone does.
