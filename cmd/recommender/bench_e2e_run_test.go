@@ -166,12 +166,6 @@ func (r *e2eRepo) run(repo string, extra ...string) *exec.Cmd {
 	return testenv.Child("run", "TestE2EChild", e2eArgsEnv+"="+strings.Join(args, "\n"))
 }
 
-// plan is `recommender plan` of repo, in a child.
-func (r *e2eRepo) plan(repo string) *exec.Cmd {
-	args := []string{"plan", "--repo", repo, "--metrics-file", r.metrics, "--at", e2eAt, "-o", "json", "--log-level", "error"}
-	return testenv.Child("plan", "TestE2EChild", e2eArgsEnv+"="+strings.Join(args, "\n"))
-}
-
 // fastImportStream writes, from a repository the tool ran on, the limit's
 // input: a git fast-import stream of the same commits, each branch's
 // edited file as a blob and a commit on the base that changes that one

@@ -338,8 +338,13 @@ func (t *baseTree) hashFrom(size int, segs []segment) (hash.Hash, []segment) {
 	}
 	if t.marks == nil {
 		for off := 0; off < len(t.raw); off += markEvery {
-			c, err := h.(hash.Cloner).Clone()
-			if err != nil { // never: sha1's clones do not fail
+			hc, ok := h.(hash.Cloner)
+			var c hash.Cloner
+			var err error
+			if ok {
+				c, err = hc.Clone()
+			}
+			if !ok || err != nil { // never: sha1's hashes clone
 				t.marks = nil
 				h = sha1.New()
 				writeHeader(h, plumbing.TreeObject, size)
@@ -356,7 +361,7 @@ func (t *baseTree) hashFrom(size int, segs []segment) (hash.Hash, []segment) {
 		writeHeader(h, plumbing.TreeObject, size)
 		return h, segs
 	}
-	from := c.(hash.Hash)
+	var from hash.Hash = c
 	rest := slices.Clone(segs)
 	rest[0].from = k * markEvery
 	return from, rest
