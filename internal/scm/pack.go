@@ -467,9 +467,22 @@ func (r *Repo) packTree(h plumbing.Hash, dir string, e *treeEdit) (plumbing.Hash
 		}
 	}
 	slices.SortFunc(added, func(a, b treeEntry) int { return strings.Compare(a.key(), b.key()) })
-	// The new tree is the base's bytes with each replaced entry's hash
-	// swapped and each added entry inserted where git's order puts it:
-	// before the first entry of the base that sorts after it.
+	segs := splice(base, replace, added)
+	if h.IsZero() {
+		var whole []byte
+		for _, s := range segs {
+			whole = append(whole, s.bytes(nil)...)
+		}
+		return r.pack.add(plumbing.TreeObject, whole)
+	}
+	return r.pack.addTreeDelta(base, segs)
+}
+
+// splice is the new tree's bytes as segments: the base's bytes with each
+// replaced entry's hash swapped and each added entry inserted where
+// git's order puts it, before the first entry of the base that sorts
+// after it.
+func splice(base *baseTree, replace map[int]plumbing.Hash, added []treeEntry) []segment {
 	type op struct {
 		at   int
 		data []byte
@@ -501,14 +514,7 @@ func (r *Repo) packTree(h plumbing.Hash, dir string, e *treeEdit) (plumbing.Hash
 	if len(base.raw) > pos {
 		segs = append(segs, segment{from: pos, to: len(base.raw)})
 	}
-	if h.IsZero() {
-		var whole []byte
-		for _, s := range segs {
-			whole = append(whole, s.bytes(nil)...)
-		}
-		return r.pack.add(plumbing.TreeObject, whole)
-	}
-	return r.pack.addTreeDelta(base, segs)
+	return segs
 }
 
 // flushPack writes the run's pack, when it holds anything, into the
