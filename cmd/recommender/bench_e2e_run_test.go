@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha1"
 	"fmt"
 	"io"
 	"math"
@@ -167,68 +166,67 @@ func (r *e2eRepo) run(repo string, extra ...string) *exec.Cmd {
 	return testenv.Child("run", "TestE2EChild", e2eArgsEnv+"="+strings.Join(args, "\n"))
 }
 
-// plan is `recommender plan` of repo, in a child.
-func (r *e2eRepo) plan(repo string) *exec.Cmd {
-	args := []string{"plan", "--repo", repo, "--metrics-file", r.metrics, "--at", e2eAt, "-o", "json", "--log-level", "error"}
-	return testenv.Child("plan", "TestE2EChild", e2eArgsEnv+"="+strings.Join(args, "\n"))
-}
-
-// e2eLoop is the limit: git's plumbing writing the same commits and
-// branches, one a branch, each file as the tool edited it: the new blob,
-// a temporary index of the base with the one path replaced (and the
-// previous branch's path put back), its tree, a commit on the base, the
-// branch created only if it does not exist. Each step is a git process,
-// as a script would run them.
-const e2eLoop = `set -eu
-cd "$1"
-export GIT_INDEX_FILE="$2/index"
-base=$(git rev-parse refs/heads/main)
-git read-tree "$base"
-prev=""
-while read -r name old file; do
-	blob=$(git hash-object -w "$file")
-	{ if [ -n "$prev" ]; then printf '%s\n' "$prev"; fi; printf '100644 %s\tapps/%s/deployment.yaml\n' "$blob" "$name"; } | git update-index --index-info
-	tree=$(git write-tree)
-	commit=$(git commit-tree "$tree" -p "$base" -m "rightsize $name")
-	git update-ref "refs/heads/gpu-rightsizing/inference/$name" "$commit" ""
-	prev=$(printf '100644 %s\tapps/%s/deployment.yaml' "$old" "$name")
-done < "$2/list"
-`
-
-// loopInputs writes, from a repository the tool ran on, the files the
-// loop commits: each branch's edited file and the list of them, with each
-// path's blob in the base.
-func (r *e2eRepo) loopInputs(b *testing.B, ran string) string {
+// fastImportStream writes, from a repository the tool ran on, the limit's
+// input: a git fast-import stream of the same commits, each branch's
+// edited file as a blob and a commit on the base that changes that one
+// path, its branch created. Reading the branches back is not timed; only
+// the fast-import process is.
+func (r *e2eRepo) fastImportStream(b *testing.B, ran string) string {
 	b.Helper()
-	dir := b.TempDir()
 	git := gitIn(b, ran)
-	var list strings.Builder
+	base := git("rev-parse", "refs/heads/main")
+	// The edited files, read by one git process.
+	var spec strings.Builder
+	for i := range r.n {
+		name := e2eName(i)
+		fmt.Fprintf(&spec, "refs/heads/gpu-rightsizing/inference/%s:apps/%s/deployment.yaml\n", name, name)
+	}
+	cat := exec.Command(testenv.LookPath(b, "git"), "cat-file", "--batch")
+	cat.Dir, cat.Env, cat.Stdin = ran, e2eGitEnv(), strings.NewReader(spec.String())
+	blobs, err := cat.Output()
+	if err != nil {
+		b.Fatalf("git cat-file: %v", err)
+	}
+	var out bytes.Buffer
 	for i := range r.n {
 		name := e2eName(i)
 		path := "apps/" + name + "/deployment.yaml"
-		edited := git("show", "refs/heads/gpu-rightsizing/inference/"+name+":"+path)
-		base, err := os.ReadFile(filepath.Join(r.template, filepath.FromSlash(path)))
+		var hash, kind string
+		var size int
+		nl := bytes.IndexByte(blobs, '\n')
+		if _, err := fmt.Sscan(string(blobs[:max(nl, 0)]), &hash, &kind, &size); err != nil || kind != "blob" {
+			b.Fatalf("%s: git cat-file said %q", name, blobs[:max(nl, 0)])
+		}
+		edited := blobs[nl+1 : nl+1+size]
+		blobs = blobs[nl+1+size+1:]
+		was, err := os.ReadFile(filepath.Join(r.template, filepath.FromSlash(path)))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if edited+"\n" == string(base) {
+		if bytes.Equal(edited, was) {
 			b.Fatalf("%s: the tool did not change it", name)
 		}
-		file := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(file, []byte(edited+"\n"), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		fmt.Fprintf(&list, "%s %x %s\n", name, sha1.Sum(fmt.Appendf(nil, "blob %d\x00%s", len(base), base)), file)
+		msg := "rightsize " + name + "\n"
+		fmt.Fprintf(&out, "blob\nmark :%d\ndata %d\n%s\n", i+1, len(edited), edited)
+		fmt.Fprintf(&out, "commit refs/heads/gpu-rightsizing/inference/%s\ncommitter p <p@example.com> 1800000000 +0000\ndata %d\n%s", name, len(msg), msg)
+		fmt.Fprintf(&out, "from %s\nM 100644 :%d %s\n\n", base, i+1, path)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "list"), []byte(list.String()), 0o644); err != nil {
+	file := filepath.Join(b.TempDir(), "stream")
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	return dir
+	return file
 }
 
-func (r *e2eRepo) loop(repo, inputs string) *exec.Cmd {
-	cmd := exec.Command("sh", "-c", e2eLoop, "loop", repo, inputs)
-	cmd.Env = e2eGitEnv()
+// fastImport is the limit: `git fast-import` of the stream into repo.
+func fastImport(b *testing.B, repo, stream string) *exec.Cmd {
+	f, err := os.Open(stream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	cmd := exec.Command(testenv.LookPath(b, "git"), "fast-import", "--quiet")
+	cmd.Dir, cmd.Env, cmd.Stdin = repo, e2eGitEnv(), f
 	return cmd
 }
 
@@ -242,86 +240,102 @@ func branches(b *testing.B, repo string) int {
 
 // e2eSize is one size the benchmark runs, and what it measured of it.
 type e2eSize struct {
-	repo                     *e2eRepo
-	inputs                   string
-	run, loop, dry, planOnly []time.Duration
-	rss                      []int64
-	ratios                   []float64
+	repo              *e2eRepo
+	stream            string
+	run, limit, dry   []time.Duration
+	rss, limitRSS     []int64
+	ratios, pubRatios []float64
 }
 
 // BenchmarkE2ERunLocal is the publishing row of the end-to-end table:
-// `recommender run --scm local` on a generated repository whose 50 and
-// 500 Deployments all change (RECOMMENDER_BENCH_E2E_WORKLOADS sets the
-// larger size), one pull request each, against the limit of git's
-// plumbing writing the same branches (e2eLoop), each in a process of its
-// own, one round an iteration (-benchtime 3x: three). It reports the
-// median CPU ratio at the larger size, the CPU exponent between the sizes
-// (log of the CPU ratio of the sizes over the log of their ratio), and,
-// at the larger size, the dry run's and the plan's CPU, which say how much
-// of the run is planning rather than publishing; it fails when the ratio
-// or the exponent is more than a third above testdata/bench-e2e.json.
-// `make bench-e2e` runs it.
+// `recommender run --scm local` on a generated repository whose 500,
+// 2,000 and 10,000 Deployments all change (RECOMMENDER_BENCH_E2E_WORKLOADS
+// sets the largest size), one pull request each, against the limit of
+// `git fast-import` writing the same commits and branches, each in a
+// process of its own. An iteration is a round of the two smaller sizes
+// (-benchtime 3x: three); the largest runs in the first round only, as
+// one round of it costs minutes. Each round also runs `run --dry-run`,
+// so that publishing alone (the run less its dry run) is set against the
+// limit too. It reports the median CPU ratios at the largest size and the
+// CPU exponent from the smallest to the largest; it fails when one is
+// more than a third above testdata/bench-e2e.json. `make bench-e2e` runs
+// it.
 func BenchmarkE2ERunLocal(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
-	large := 500
+	largest := 10000
 	if v := os.Getenv("RECOMMENDER_BENCH_E2E_WORKLOADS"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 20 {
-			b.Fatalf("RECOMMENDER_BENCH_E2E_WORKLOADS=%q: want a number of workloads, 20 or more", v)
+		if err != nil || n <= 2000 {
+			b.Fatalf("RECOMMENDER_BENCH_E2E_WORKLOADS=%q: want a number of workloads above 2,000", v)
 		}
-		large = n
+		largest = n
 	}
-	sizes := []*e2eSize{{repo: newE2ERepo(b, large/10)}, {repo: newE2ERepo(b, large)}}
-	for _, s := range sizes {
-		ran := s.repo.copy(b)
-		testenv.Measure(b, s.repo.run(ran))
-		if got := branches(b, ran); got != s.repo.n {
-			b.Fatalf("%d workloads: the run made %d branches", s.repo.n, got)
-		}
-		s.inputs = s.repo.loopInputs(b, ran)
+	var sizes []*e2eSize
+	for _, n := range []int{500, 2000, largest} {
+		sizes = append(sizes, &e2eSize{repo: newE2ERepo(b, n)})
 	}
+	round := 0
 	for b.Loop() {
 		for _, s := range sizes {
+			if s.repo.n == largest && round > 0 {
+				continue
+			}
 			repo := s.repo.copy(b)
 			t := testenv.Measure(b, s.repo.run(repo))
-			lp := s.repo.copy(b)
-			l := testenv.Measure(b, s.repo.loop(lp, s.inputs))
-			if got := branches(b, lp); got != s.repo.n {
-				b.Fatalf("%d workloads: the loop made %d branches", s.repo.n, got)
+			if got := branches(b, repo); got != s.repo.n {
+				b.Fatalf("%d workloads: the run made %d branches", s.repo.n, got)
 			}
-			s.run, s.loop, s.rss = append(s.run, t.CPU), append(s.loop, l.CPU), append(s.rss, t.MaxRSS)
+			if s.stream == "" {
+				// The limit writes what the tool wrote in its first round.
+				s.stream = s.repo.fastImportStream(b, repo)
+			}
+			lp := s.repo.copy(b)
+			l := testenv.Measure(b, fastImport(b, lp, s.stream))
+			if got := branches(b, lp); got != s.repo.n {
+				b.Fatalf("%d workloads: fast-import made %d branches", s.repo.n, got)
+			}
+			dry := testenv.Measure(b, s.repo.run(s.repo.copy(b), "--dry-run"))
+			for _, dir := range []string{repo, lp} {
+				if err := os.RemoveAll(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s.run, s.limit, s.dry = append(s.run, t.CPU), append(s.limit, l.CPU), append(s.dry, dry.CPU)
+			s.rss, s.limitRSS = append(s.rss, t.MaxRSS), append(s.limitRSS, l.MaxRSS)
 			s.ratios = append(s.ratios, float64(t.CPU)/float64(l.CPU))
+			s.pubRatios = append(s.pubRatios, float64(t.CPU-dry.CPU)/float64(l.CPU))
 		}
-		big := sizes[1]
-		dry := testenv.Measure(b, big.repo.run(big.repo.copy(b), "--dry-run"))
-		pl := testenv.Measure(b, big.repo.plan(big.repo.copy(b)))
-		big.dry, big.planOnly = append(big.dry, dry.CPU), append(big.planOnly, pl.CPU)
+		round++
 	}
-	small, big := sizes[0], sizes[1]
-	ratio := testenv.Median(big.ratios)
-	exponent := math.Log(float64(testenv.Median(big.run))/float64(testenv.Median(small.run))) / math.Log(float64(big.repo.n)/float64(small.repo.n))
-	loopExponent := math.Log(float64(testenv.Median(big.loop))/float64(testenv.Median(small.loop))) / math.Log(float64(big.repo.n)/float64(small.repo.n))
-	perBranch := (testenv.Median(big.run) - testenv.Median(big.dry)) / time.Duration(big.repo.n)
+	small, big := sizes[0], sizes[len(sizes)-1]
+	exp := func(of func(*e2eSize) time.Duration) float64 {
+		return math.Log(float64(of(big))/float64(of(small))) / math.Log(float64(big.repo.n)/float64(small.repo.n))
+	}
+	runCPU := func(s *e2eSize) time.Duration { return testenv.Median(s.run) }
+	limitCPU := func(s *e2eSize) time.Duration { return testenv.Median(s.limit) }
+	pubCPU := func(s *e2eSize) time.Duration { return testenv.Median(s.run) - testenv.Median(s.dry) }
+	exponent, limitExponent, pubExponent := exp(runCPU), exp(limitCPU), exp(pubCPU)
+	ratio, pubRatio := testenv.Median(big.ratios), testenv.Median(big.pubRatios)
 	b.ReportMetric(ratio, "cpu-ratio")
+	b.ReportMetric(pubRatio, "publish-ratio")
 	b.ReportMetric(exponent, "cpu-exponent")
-	b.ReportMetric(loopExponent, "loop-exponent")
+	b.ReportMetric(limitExponent, "fast-import-exponent")
 	b.ReportMetric(float64(testenv.Median(big.rss))/(1<<20), "rss-MiB")
-	b.ReportMetric(float64(perBranch)/1e6, "publish-ms/branch")
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
-		"run-local-cpu-ratio": ratio, "run-local-cpu-exponent": exponent})
+		"run-local-fast-import-ratio": ratio, "run-local-publish-ratio": pubRatio, "run-local-exponent": exponent})
 	var rows strings.Builder
 	for _, s := range sizes {
-		fmt.Fprintf(&rows, "| %d | %.2f s | %.2f s | **%.2f×** | %.0f ms | %.1f ms | %.0f MiB |\n", s.repo.n,
-			testenv.Median(s.run).Seconds(), testenv.Median(s.loop).Seconds(), testenv.Median(s.ratios),
-			float64(testenv.Median(s.run).Milliseconds())/float64(s.repo.n), float64(testenv.Median(s.loop).Microseconds())/1e3/float64(s.repo.n),
-			float64(testenv.Median(s.rss))/(1<<20))
+		n := float64(s.repo.n)
+		fmt.Fprintf(&rows, "| %d | %d | %.2f s | %.2f s | **%.2f×** | %.2f s | **%.2f×** | %.2f ms | %.2f ms | %.0f MiB | %.0f MiB |\n",
+			s.repo.n, len(s.run), runCPU(s).Seconds(), limitCPU(s).Seconds(), testenv.Median(s.ratios),
+			pubCPU(s).Seconds(), testenv.Median(s.pubRatios),
+			float64(runCPU(s).Microseconds())/1e3/n, float64(limitCPU(s).Microseconds())/1e3/n,
+			float64(testenv.Median(s.rss))/(1<<20), float64(testenv.Median(s.limitRSS))/(1<<20))
 	}
 	testenv.WriteSection(b, filepath.Join("..", "..", "docs", "benchmarks", "speed.md"), "run-local", fmt.Sprintf(
-		"| changed workloads | `run --scm local` CPU | plumbing loop CPU | **CPU ratio** | run per branch | loop per branch | peak RSS |\n"+
-			"|---:|---:|---:|---:|---:|---:|---:|\n%s\n"+
-			"CPU exponent from %d to %d workloads: **%.2f** (the loop's: %.2f). At %d: `run --dry-run` %.2f s, `plan` %.2f s of CPU; "+
-			"the commits, the one push and the pull requests' files, the run less its dry run: %.2f s, %.1f ms a branch.\n",
-		rows.String(), small.repo.n, big.repo.n, exponent, loopExponent, big.repo.n,
-		testenv.Median(big.dry).Seconds(), testenv.Median(big.planOnly).Seconds(),
-		(testenv.Median(big.run)-testenv.Median(big.dry)).Seconds(), float64(perBranch)/1e6))
+		"| changed workloads | rounds | `run --scm local` CPU | `git fast-import` CPU | **CPU ratio** | run less its dry run | **its ratio** | run per branch | fast-import per branch | peak RSS | fast-import RSS |\n"+
+			"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n%s\n"+
+			"CPU exponent from %d to %d workloads: **%.2f** for the run, %.2f for publishing alone (the run less its dry run), "+
+			"%.2f for `git fast-import`. The dry run reads, plans and decides; the rest is the commits, the branches and the pull requests' files.\n",
+		rows.String(), small.repo.n, big.repo.n, exponent, pubExponent, limitExponent))
 }

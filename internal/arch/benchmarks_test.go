@@ -23,7 +23,7 @@ var speedRows = map[string][4]string{
 	"`plan` of a recording, 1,000 pods × a week at 30 s":                {"internal/metrics/openmetrics", "cli-cpu-ratio", "cli-rss-ratio", "cpu-exponent"},
 	"Prometheus, 2,000 pods × a day at 30 s":                            {"internal/metrics/prometheus", "cpu-ratio", "rss-ratio", "cpu-exponent"},
 	"`plan --write`, 300 overlays over 5 bases":                         {"internal/patcher/kustomize", "cpu-ratio", "floor-ratio", "cpu-exponent"},
-	"`run --scm local`, 500 changes":                                    {"cmd/recommender", "run-local-cpu-ratio", "", "run-local-cpu-exponent"},
+	"`run --scm local`, 10,000 changes":                                 {"cmd/recommender", "run-local-fast-import-ratio", "", "run-local-exponent"},
 }
 
 // TestBenchmarksSpeedSummary: each row of BENCHMARKS.md's speed summary

@@ -34,6 +34,16 @@ func writeFile(path string, data []byte) error {
 // a file system without hard links the name is claimed first and then
 // written, flushed before it is read again.
 func createFile(path string, data []byte) error {
+	if err := claimFile(path, data); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// claimFile is createFile without flushing the directory: for a caller
+// that writes another file there at once and flushes it then, so that
+// one flush covers both names.
+func claimFile(path string, data []byte) error {
 	tmp, err := writeTemp(path, data)
 	if err != nil {
 		return err
@@ -59,7 +69,7 @@ func createFile(path string, data []byte) error {
 			return err
 		}
 	}
-	return syncDir(filepath.Dir(path))
+	return nil
 }
 
 // tempPrefix starts the name of every temporary file: hidden, and named

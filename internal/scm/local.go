@@ -242,11 +242,12 @@ func (l *Local) Open(_ context.Context, n NewPullRequest) (PullRequest, error) {
 	}
 	// The number is claimed with the whole record: a concurrent run, or
 	// a record left behind, is not overwritten, and a kill leaves none
-	// half-written.
-	if err := l.writeRecord(pr, createFile); err != nil {
+	// half-written. The Markdown file's flush of the directory keeps
+	// both names.
+	if err := l.writeRecord(pr, claimFile); err != nil {
 		return PullRequest{}, fmt.Errorf("local pull request #%d: %w", pr.Number, err)
 	}
-	return pr, l.save(pr)
+	return pr, l.saveMarkdown(pr)
 }
 
 // Update changes a pull request's title and body.
@@ -330,6 +331,12 @@ func (l *Local) save(pr PullRequest) error {
 	if err := l.writeRecord(pr, writeFile); err != nil {
 		return fmt.Errorf("local pull request #%d: %w", pr.Number, err)
 	}
+	return l.saveMarkdown(pr)
+}
+
+// saveMarkdown writes the body as Markdown, once the record is written,
+// and keeps the record among those read.
+func (l *Local) saveMarkdown(pr PullRequest) error {
 	md := fmt.Sprintf("# %s\n\n<!-- #%d %s, branch %s into %s -->\n\n%s", pr.Title, pr.Number, pr.State, pr.Branch, pr.Base, pr.Body)
 	if err := writeFile(l.path(pr.Number, ".md"), []byte(md)); err != nil {
 		return fmt.Errorf("local pull request #%d: %w", pr.Number, err)

@@ -14,34 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// linkLoose stores objs in dst as the loose object files src holds them
-// in: each linked, or copied where a link cannot be made (another file
-// system). The objects a run writes are loose files of its clone, and a
-// loose object's file is the same in every repository; so a push to a
-// repository on this machine costs a link an object, where a pack would
-// inflate each object, deflate it into the pack and inflate it again to
-// index it — for a tree of 10,000 entries, 400 KB each way, for every
-// branch. ok is false, and nothing is written, when either side is not a
-// repository on disk or an object is not a loose file of src (the pack
-// is written then).
-func linkLoose(src, dst storer.EncodedObjectStorer, objs []plumbing.Hash) (ok bool, err error) {
-	from, to := objectsDir(src), objectsDir(dst)
-	if from == "" || to == "" {
-		return false, nil
-	}
-	for _, h := range objs {
-		if fi, err := os.Lstat(loosePath(from, h)); err != nil || !fi.Mode().IsRegular() {
-			return false, nil
-		}
-	}
-	for _, h := range objs {
-		if err := linkObject(loosePath(from, h), loosePath(to, h)); err != nil {
-			return true, fmt.Errorf("write object %s: %w", h, err)
-		}
-	}
-	return true, nil
-}
-
 // objectsDir is the objects directory of a repository on disk, "" for
 // any other storage.
 func objectsDir(s storer.EncodedObjectStorer) string {
