@@ -173,6 +173,16 @@ func Make(ctx context.Context, opts Options) (*Plan, error) {
 // its usage source (a recording kept to what they read, whose end is the
 // default time) governs first and evaluates once it has both.
 func (p *Plan) Evaluate(ctx context.Context, src UsageSource, at time.Time) error {
+	if err := p.Use(ctx, src, at); err != nil {
+		return err
+	}
+	return p.Preview(ctx)
+}
+
+// Use is Evaluate without the Preview: Fetch and Decide at evaluation
+// time at. After it the plan holds nothing of src, so a caller that holds
+// a large source (a recording) can let go of it before the edits.
+func (p *Plan) Use(ctx context.Context, src UsageSource, at time.Time) error {
 	p.At = at
 	for i := range p.Queries {
 		p.Queries[i].At = at
@@ -185,7 +195,7 @@ func (p *Plan) Evaluate(ctx context.Context, src UsageSource, at time.Time) erro
 	// governed workloads and their usage by ref would only be held
 	// beside them, a tenth of the plan's memory at 10,000 workloads.
 	p.work, p.usage, p.failed = nil, nil, nil
-	return p.Preview(ctx)
+	return nil
 }
 
 // Govern is the first stage: it reads the policies and workloads of the

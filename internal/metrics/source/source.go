@@ -164,10 +164,19 @@ func (o *Options) Plan(ctx context.Context, opts plan.Options, log *slog.Logger,
 	if err != nil {
 		return nil, "", err
 	}
+	restore := func() {}
 	if o.MetricsFile != "" {
-		defer collectOften()()
+		restore = collectOften()
 	}
-	if err := p.Evaluate(ctx, o.counted(src, len(p.Queries)), at); err != nil {
+	err = p.Use(ctx, o.counted(src, len(p.Queries)), at)
+	restore()
+	if err != nil {
+		return nil, "", err
+	}
+	// The recording is garbage from here; the edits and their proofs run
+	// at the GC percent the process had, not at a tenth of a heap that
+	// no longer holds it.
+	if err := p.Preview(ctx); err != nil {
 		return nil, "", err
 	}
 	return p, name, nil
@@ -238,8 +247,8 @@ func (s countedSource) Usage(ctx context.Context, q usage.Query) (usage.Result, 
 // the garbage of an evaluation.
 const heldGCPercent = 10
 
-// collectOften lowers the GC percent to heldGCPercent while a plan holds
-// its recording, and returns what restores it. The recording's samples
+// collectOften lowers the GC percent to heldGCPercent while a plan reads
+// and decides on its recording, and returns what restores it. The recording's samples
 // live until the plan is made, and at the default of 100 the garbage
 // beside them could grow as large as they before a collection: a week
 // of 1,000 pods ran at 1.6 times its samples. Its samples hold no
