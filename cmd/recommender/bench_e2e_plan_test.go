@@ -241,8 +241,8 @@ func (c e2ePlanCase) editedFiles() int {
 // each edited document decoded again alone, and for --write the edited
 // files replaced as the tool replaces them. One round an iteration
 // (-benchtime 3x: three); medians of the CPU ratios. It fails when a
-// ratio is more than a third above testdata/bench-e2e.json. `make
-// bench-e2e` runs it.
+// figure lands outside its tolerance of testdata/bench-e2e.json
+// (testenv.Departure). `make bench-e2e` runs it.
 func BenchmarkE2EPlan(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
 	large := 10000

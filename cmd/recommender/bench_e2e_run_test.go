@@ -258,8 +258,8 @@ type e2eSize struct {
 // so that publishing alone (the run less its dry run) is set against the
 // limit too. It reports the median CPU ratios at the largest size and the
 // CPU exponent from the smallest to the largest; it fails when one is
-// more than a third above testdata/bench-e2e.json. `make bench-e2e` runs
-// it.
+// outside its tolerance of testdata/bench-e2e.json (testenv.Departure).
+// `make bench-e2e` runs it.
 func BenchmarkE2ERunLocal(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
 	largest := 10000

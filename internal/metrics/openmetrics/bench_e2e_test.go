@@ -143,8 +143,8 @@ func podNames(pods []usage.Pod) []string {
 // answered for every Deployment, with kube-state-metrics' owner series and
 // without them (attribution by pod name), each against its bare scan; it
 // reports the tool's CPU exponent between the sizes of each. It fails when
-// a ratio or an exponent is more than a third above
-// testdata/bench-e2e.json. `make bench-e2e` runs it.
+// a ratio or an exponent lands outside its tolerance of
+// testdata/bench-e2e.json (testenv.Departure). `make bench-e2e` runs it.
 func BenchmarkE2ERecorded(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
 	pods := 1000

@@ -302,7 +302,8 @@ func TestE2EOverlaysChild(t *testing.T) {
 // iteration (-benchtime 3x: three), each round on a fresh copy of the
 // repository; then the same at 1,000 and 10,000 overlays, for the CPU
 // exponent of each side. It reports the medians of the rounds' ratios,
-// and fails when one is more than a third above testdata/bench-e2e.json.
+// and fails when one lands outside its tolerance of
+// testdata/bench-e2e.json (testenv.Departure).
 // `make bench-e2e` runs it.
 func BenchmarkE2EOverlays(b *testing.B) {
 	testenv.SkipUnlessE2E(b)
