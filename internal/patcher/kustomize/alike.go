@@ -230,18 +230,10 @@ func predicted(k *kust, tw twin, rm resmap.ResMap, want []*yaml.Node) bool {
 	if want == nil {
 		return sameBut(rm, k.rm, tw.from, tw.to)
 	}
-	rs := rm.Resources()
-	if len(rs) != len(want) {
-		return false
-	}
-	for i, r := range rs {
-		w := want[i]
-		if w.Kind == yaml.DocumentNode && len(w.Content) == 1 {
-			w = w.Content[0]
+	return builtMatches(rm, want, func(n *yaml.Node) (*yaml.Node, bool) {
+		if !settled(n) {
+			return nil, false
 		}
-		if !settled(r.YNode()) || splice.CompareBuilt(w, replaced(r.YNode(), tw.from, tw.to), "") != nil {
-			return false
-		}
-	}
-	return true
+		return replaced(n, tw.from, tw.to), true
+	})
 }
