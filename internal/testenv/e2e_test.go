@@ -56,8 +56,9 @@ func TestMeasureOwnPeak(t *testing.T) {
 	if small.MaxRSS > 64<<20 {
 		t.Errorf("true: peak RSS %d MiB, want its own few MiB, not the test's 256", small.MaxRSS>>20)
 	}
-	if grown.MaxRSS < 64<<20 || grown.MaxRSS > 200<<20 {
-		t.Errorf("a child touching 64 MiB: peak RSS %d MiB, want 64 to 200", grown.MaxRSS>>20)
+	// No upper bound: under -race the child's shadow memory adds to it.
+	if grown.MaxRSS < 64<<20 {
+		t.Errorf("a child touching 64 MiB: peak RSS %d MiB, want at least 64", grown.MaxRSS>>20)
 	}
 	if grown.CPU <= 0 {
 		t.Errorf("a child touching 64 MiB: CPU %v, want some", grown.CPU)
