@@ -25,9 +25,8 @@ import (
 // neither a goroutine nor its allocations. So releases are rendered in a
 // child process — this same executable, started with renderChildEnv —
 // with a time limit and a memory bound that hold while it renders: on
-// Linux the kernel refuses the child memory past RenderMemory
-// (RLIMIT_DATA, which counts every private writable mapping, so Go's
-// heap), the child watches its own heap below that, and the parent
+// Linux the kernel refuses the child address space past RenderMemory
+// more than it starts with (RLIMIT_AS, see limitSpace), the child watches its own heap below that, and the parent
 // kills it past the time limit (and past a resident-size backstop). A
 // release that hits a bound is a problem of its own; the run goes on,
 // with a new child. One child serves a run's renders one after another
@@ -56,10 +55,10 @@ type renderLimits struct {
 	Time, Total time.Duration
 	// Heap bounds the child's Go heap, which the child watches.
 	Heap int64
-	// Data bounds the child's private writable memory beyond what it has
-	// at its start, which the kernel enforces (Linux): the heap cannot
-	// outgrow it between two looks of the watcher.
-	Data int64
+	// Space bounds the child's address space beyond what it has at its
+	// start, which the kernel enforces (Linux): the heap cannot outgrow
+	// it between two looks of the watcher.
+	Space int64
 	// RSS bounds the child's resident size where the parent can read it
 	// (Linux): a backstop, as it counts the program's shared text too.
 	RSS int64
@@ -69,12 +68,12 @@ type renderLimits struct {
 // the parent beside the child; a chart that renders legitimately takes a
 // few megabytes and well under a second.
 func defaultRenderLimits() renderLimits {
-	return renderLimits{Time: 20 * time.Second, Total: 2 * time.Minute, Heap: RenderMemory * 3 / 4, Data: RenderMemory, RSS: RenderMemory + 128<<20}
+	return renderLimits{Time: 20 * time.Second, Total: 2 * time.Minute, Heap: RenderMemory * 3 / 4, Space: RenderMemory, RSS: RenderMemory + 128<<20}
 }
 
 // childLimits is the first thing the parent sends a child.
 type childLimits struct {
-	Heap, Data int64
+	Heap, Space int64
 }
 
 // renderRequest is what the parent sends the child.
@@ -102,7 +101,7 @@ func init() {
 // Exit statuses of a child.
 const (
 	exitIdle  = 0 // no request for renderIdle, or stdin closed
-	exitFatal = 2 // the Go runtime's, for a fatal error: out of memory past Data
+	exitFatal = 2 // the Go runtime's, for a fatal error: out of memory past Space
 	exitHeap  = 3 // past the heap bound
 	exitLimit = 4 // the memory bound could not be set
 )
@@ -116,7 +115,7 @@ func serveRenders(in io.Reader, out io.Writer) int {
 	if err := dec.Decode(&lim); err != nil {
 		return exitIdle
 	}
-	if err := limitData(lim.Data); err != nil {
+	if err := limitSpace(lim.Space); err != nil {
 		return exitLimit
 	}
 	// The collector works harder below the bound, so that garbage does
@@ -268,7 +267,7 @@ func (rd *renderer) running() (*renderChild, error) {
 		close(c.exited)
 	}()
 	go watchRSS(cmd.Process.Pid, rd.lim.RSS, c.exited, c.over, func() { cmd.Process.Kill() }) //nolint:errcheck // it may have exited
-	if err := c.enc.Encode(childLimits{Heap: rd.lim.Heap, Data: rd.lim.Data}); err != nil {
+	if err := c.enc.Encode(childLimits{Heap: rd.lim.Heap, Space: rd.lim.Space}); err != nil {
 		rd.kill(c)
 		return nil, err
 	}
@@ -314,12 +313,15 @@ func (rd *renderer) ask(ctx context.Context, c *renderChild, req renderRequest, 
 			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB resident", req.Chart, errRenderBound, (<-c.over)>>20)
 		case c.cmd.ProcessState.ExitCode() == exitHeap:
 			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB of memory", req.Chart, errRenderBound, rd.lim.Heap>>20)
-		case c.cmd.ProcessState.ExitCode() == exitFatal && strings.Contains(c.stderr.String(), "out of memory"):
-			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB of memory", req.Chart, errRenderBound, rd.lim.Data>>20)
+		case c.cmd.ProcessState.ExitCode() == exitFatal && memoryRefused(c.stderr.String()):
+			return nil, false, fmt.Errorf("chart %s: %w: more than %d MiB of memory", req.Chart, errRenderBound, rd.lim.Space>>20)
 		case c.cmd.ProcessState.ExitCode() == exitLimit:
 			return nil, false, fmt.Errorf("chart %s: the renderer could not bound its memory, so it renders nothing", req.Chart)
 		case c.cmd.ProcessState.ExitCode() == exitIdle:
 			return nil, true, fmt.Errorf("chart %s: the renderer ended: %w", req.Chart, a.err)
+		}
+		if fatal := fatalLine(c.stderr.String()); fatal != "" {
+			return nil, false, fmt.Errorf("chart %s: the renderer failed: %s: %s", req.Chart, c.cmd.ProcessState, fatal)
 		}
 		return nil, false, fmt.Errorf("chart %s: the renderer failed: %s", req.Chart, c.cmd.ProcessState)
 	case <-timer.C:
@@ -340,6 +342,34 @@ func (rd *renderer) kill(c *renderChild) {
 	if rd.child == c {
 		rd.child = nil
 	}
+}
+
+// memoryRefused says whether a child's fatal error is the kernel
+// refusing it memory past Space. The Go runtime words that differently
+// by where the refused allocation came from: the heap's spans ("out of
+// memory"), its own structures such as span records ("runtime: cannot
+// allocate memory"), or a new thread's stack ("errno=12", ENOMEM; with
+// cgo, "pthread_create failed"). Which one a template meets depends on
+// timing: the collector and the heap watcher allocate beside it.
+func memoryRefused(stderr string) bool {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "errno=12", "pthread_create failed"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// fatalLine is the Go runtime's "fatal error:" line in a child's stderr,
+// or its first line: what names a failure nobody expected.
+func fatalLine(stderr string) string {
+	for l := range strings.Lines(stderr) {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	first, _, _ := strings.Cut(stderr, "\n")
+	return strings.TrimSpace(first)
 }
 
 // headWriter keeps the first max bytes written to it, and takes the rest

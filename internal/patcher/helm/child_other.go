@@ -11,10 +11,10 @@ import (
 // to its parent's: the child ends when its pipes close.
 func dieWithParent(*exec.Cmd) {}
 
-// limitData does nothing where the kernel has no bound on a process's
-// data that Go's mappings respect: the heap watcher and the time limit
-// still hold.
-func limitData(int64) error { return nil }
+// limitSpace does nothing where the kernel has no bound on a process's
+// address space that Go's mappings respect: the heap watcher and the time
+// limit still hold.
+func limitSpace(int64) error { return nil }
 
 // watchRSS waits for stop: only Linux tells a process's resident size
 // without cgo; the heap bound and the time limit still hold.

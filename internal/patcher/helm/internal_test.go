@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -394,7 +395,7 @@ func TestHelmRenderBounds(t *testing.T) {
 	t.Run("the run's time", func(t *testing.T) {
 		// Each render stops at its own limit, and all of them at the
 		// run's: the third is refused without starting.
-		rd := newRenderer(renderLimits{Time: time.Second, Total: 1500 * time.Millisecond, Heap: 48 << 20, Data: 64 << 20, RSS: 1 << 30})
+		rd := newRenderer(renderLimits{Time: time.Second, Total: 1500 * time.Millisecond, Heap: 48 << 20, Space: 64 << 20, RSS: 1 << 30})
 		slow := chartOf(`{{ range until 300 }}{{ genPrivateKey "rsa" }}{{ end }}`)
 		for _, want := range []string{"rendering stopped: not done within 1s", "rendering stopped: the run's 1.5s of rendering was spent", "rendering stopped: the run's 1.5s of rendering is spent"} {
 			start := time.Now()
@@ -481,7 +482,7 @@ func TestHelmRenderHostile(t *testing.T) {
 			"templates/_lib.tpl": []byte(`{{ define "a0" }}x{{ end }}` + nested(40)),
 		}
 	}
-	lim := renderLimits{Time: 1500 * time.Millisecond, Total: time.Minute, Heap: 48 << 20, Data: 64 << 20, RSS: 1 << 30}
+	lim := renderLimits{Time: 1500 * time.Millisecond, Total: time.Minute, Heap: 48 << 20, Space: 64 << 20, RSS: 1 << 30}
 	r := &helmRelease{via: "test", name: "hostile", chart: "charts/c"}
 	// One renderer for all: after a render stopped at a bound, the next
 	// gets a new child.
@@ -530,6 +531,8 @@ func TestHelmRenderHostile(t *testing.T) {
 // child never holds more than RenderMemory beyond what it starts with
 // (its resident size counts the program's code too, shared with the
 // tool's). The resident-size backstop would let it reach a gigabyte.
+// The huge string is tried five times over: under RLIMIT_DATA about one
+// render in eleven got past the kernel (see limitSpace).
 func TestHelmChildMemory(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the kernel's bound on a child's memory is Linux's")
@@ -545,10 +548,13 @@ func TestHelmChildMemory(t *testing.T) {
 	}
 	r := &helmRelease{via: "test", name: "hostile", chart: "charts/c"}
 	rd := newRenderer(defaultRenderLimits())
-	for _, tpl := range []string{`{{ repeat 600000000 "x" }}`, `{{ repeat 2000000000 "x" }}`, `{{ $s := list }}{{ range until 10000000 }}{{ $s = append $s "xxxxxxxx" }}{{ end }}`} {
+	huge := `{{ repeat 600000000 "x" }}`
+	for _, tpl := range []string{huge, huge, huge, huge, huge, `{{ repeat 2000000000 "x" }}`, `{{ $s := list }}{{ range until 10000000 }}{{ $s = append $s "xxxxxxxx" }}{{ end }}`} {
 		t.Run(tpl, func(t *testing.T) {
 			_, err := rd.render(context.Background(), chartOf(tpl), r, map[string]any{})
-			if err == nil || !strings.Contains(err.Error(), "rendering stopped: more than") {
+			// "of memory": the kernel's bound or the heap watcher, not
+			// the resident-size backstop.
+			if err == nil || !regexp.MustCompile(`rendering stopped: more than \d+ MiB of memory`).MatchString(err.Error()) {
 				t.Fatalf("got %v, want a memory bound", err)
 			}
 			t.Logf("%v; peak resident %d MiB", err, rd.peak>>20)
@@ -560,6 +566,34 @@ func TestHelmChildMemory(t *testing.T) {
 	out, err := rd.render(context.Background(), chartOf("a: {{ repeat 1000 \"x\" }}\n"), r, map[string]any{})
 	if err != nil || len(out) < 1000 {
 		t.Fatalf("after the bound, a chart that renders: %v", err)
+	}
+}
+
+// TestMemoryRefused: each way the Go runtime words a refused mapping is
+// the memory bound; other fatal errors are not, and the failure names the
+// runtime's line.
+func TestMemoryRefused(t *testing.T) {
+	tests := []struct {
+		stderr string
+		memory bool
+		line   string
+	}{
+		{"runtime: out of memory: cannot allocate 603979776-byte block (3997696 in use)\nfatal error: out of memory\n", true, "fatal error: out of memory"},
+		{"fatal error: runtime: cannot allocate memory\n", true, "fatal error: runtime: cannot allocate memory"},
+		{"runtime: failed to create new OS thread (have 5 already; errno=12)\nruntime: may need to increase max user processes (ulimit -u)\nfatal error: newosproc\n", true, "fatal error: newosproc"},
+		{"runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\n", true, "runtime/cgo: pthread_create failed: Resource temporarily unavailable"},
+		{"fatal error: concurrent map writes\n", false, "fatal error: concurrent map writes"},
+		{"panic: boom\n\ngoroutine 1 [running]:\n", false, "panic: boom"},
+		{"SIGSEGV: segmentation violation\nPC=0x437efd m=2 sigcode=1 addr=0x0\n", false, "SIGSEGV: segmentation violation"},
+		{"", false, ""},
+	}
+	for _, tt := range tests {
+		if got := memoryRefused(tt.stderr); got != tt.memory {
+			t.Errorf("memoryRefused(%q) = %v, want %v", tt.stderr, got, tt.memory)
+		}
+		if got := fatalLine(tt.stderr); got != tt.line {
+			t.Errorf("fatalLine(%q) = %q, want %q", tt.stderr, got, tt.line)
+		}
 	}
 }
 
@@ -584,7 +618,7 @@ func TestHelmRunBudget(t *testing.T) {
 		return out, nil
 	}
 	start := time.Now()
-	rd := newRenderer(renderLimits{Time: time.Second, Total: 2500 * time.Millisecond, Heap: 48 << 20, Data: 64 << 20, RSS: 1 << 30})
+	rd := newRenderer(renderLimits{Time: time.Second, Total: 2500 * time.Millisecond, Heap: 48 << 20, Space: 64 << 20, RSS: 1 << 30})
 	hx := newIndex(context.Background(), files, tree, func(string) bool { return false }, rd)
 	var got []string
 	for _, p := range hx.problems {
