@@ -176,6 +176,7 @@ func (o *Options) Plan(ctx context.Context, opts plan.Options, log *slog.Logger,
 	// The recording is garbage from here; the edits and their proofs run
 	// at the GC percent the process had, not at a tenth of a heap that
 	// no longer holds it.
+	o.start("editing the manifests", 0)
 	if err := p.Preview(ctx); err != nil {
 		return nil, "", err
 	}
