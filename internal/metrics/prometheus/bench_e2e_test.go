@@ -295,6 +295,9 @@ func BenchmarkE2EPrometheus(b *testing.B) {
 	exponent, curlExponent := scale.exponents()
 	b.ReportMetric(exponent, "cpu-exponent")
 	b.ReportMetric(curlExponent, "curl-cpu-exponent")
+	b.ReportMetric(scale.ratio(1), "cpu-ratio-10k")
+	// The rows in the log too: a figure check that fails prints no metric.
+	b.Logf("\n%s", scale.table())
 	testenv.CheckFigures(b, filepath.Join("testdata", "bench-e2e.json"), map[string]float64{
 		"cpu-ratio": cpuRatio, "rss-ratio": rssRatio, "cpu-exponent": exponent, "cpu-ratio-10k": scale.ratio(1)})
 	testenv.WriteSection(b, filepath.Join("..", "..", "..", "docs", "benchmarks", "speed.md"), "prometheus", fmt.Sprintf(

@@ -357,7 +357,10 @@ func (d *decoder) stream(a *answer) error {
 		s.Labels = d.tbl.labels[:0]
 		defer func() { d.tbl.labels = s.Labels[:0] }()
 	}
-	var into *metrics.Series
+	var into, known *metrics.Series
+	// raw is the label set as written, when it is new to the table: the
+	// series it names is found by it in the next answers.
+	var raw []byte
 	labelled := false
 	err := d.members(
 		field{"metric", func() error {
@@ -369,6 +372,16 @@ func (d *decoder) stream(a *answer) error {
 				a.bad = "a series' labels are not an object"
 				return d.skip()
 			}
+			if d.tbl != nil {
+				if n := flatObject(d.buf[d.pos:d.end]); n > 0 {
+					if known = d.tbl.raw[string(d.buf[d.pos:d.pos+n])]; known != nil {
+						d.pos += n
+						return nil
+					}
+					raw = append(d.tbl.rawKey[:0], d.buf[d.pos:d.pos+n]...)
+					d.tbl.rawKey = raw
+				}
+			}
 			err := d.labels(&s)
 			metrics.SortLabels(s.Labels)
 			return err
@@ -376,7 +389,11 @@ func (d *decoder) stream(a *answer) error {
 		field{"values", func() error {
 			target := &s
 			if d.tbl != nil && labelled && a.bad == "" {
-				into = d.tbl.series(&s)
+				into = known
+				if into == nil {
+					into = d.tbl.series(&s)
+					d.tbl.noteRaw(raw, into)
+				}
 				target = into
 			}
 			if d.null() {
@@ -401,12 +418,38 @@ func (d *decoder) stream(a *answer) error {
 	}
 	if into == nil {
 		// The samples came before the labels: added as they are.
-		into = d.tbl.series(&s)
+		into = known
+		if into == nil {
+			into = d.tbl.series(&s)
+		}
 		into.Samples = append(into.Samples, s.Samples...)
 	}
 	into.Samples = d.budgeted(bounded(into.Samples, d.until))
 	d.hint = ahead(into.Samples, d.until)
 	return nil
+}
+
+// flatObject is the length of the object at the start of b, which holds
+// strings alone (a label set as Prometheus writes it), or 0 when b ends
+// first or the object holds anything else: a list or an object.
+func flatObject(b []byte) int {
+	in := false
+	for i := 1; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in && c == '\\':
+			i++
+		case in:
+			in = c != '"'
+		case c == '"':
+			in = true
+		case c == '}':
+			return i + 1
+		case c == '{' || c == '[':
+			return 0
+		}
+	}
+	return 0
 }
 
 // labels reads a series' label set: the metric name from __name__, the
@@ -1092,6 +1135,11 @@ type seriesTable struct {
 	list  []*metrics.Series
 	key   []byte
 	strs  map[string]string
+	// raw finds a series by its label set as an answer wrote it: the
+	// same bytes are the same labels, and each answer repeats them, so
+	// that only the first answer's are parsed. rawKey is room for one.
+	raw    map[string]*metrics.Series
+	rawKey []byte
 	// labels is room for the labels of the series being read.
 	labels []metrics.Label
 	// marks are the series and their lengths before the answer being
@@ -1104,7 +1152,7 @@ type seriesTable struct {
 }
 
 func newSeriesTable() *seriesTable {
-	return &seriesTable{index: make(map[string]int), strs: make(map[string]string)}
+	return &seriesTable{index: make(map[string]int), strs: make(map[string]string), raw: make(map[string]*metrics.Series)}
 }
 
 // series returns the table's series with the labels of s, added without
@@ -1118,6 +1166,13 @@ func (t *seriesTable) series(s *metrics.Series) *metrics.Series {
 	x := &metrics.Series{Metric: s.Metric, Labels: slices.Clone(s.Labels)}
 	t.list = append(t.list, x)
 	return x
+}
+
+// noteRaw notes that raw, a label set as written, names x; nil is none.
+func (t *seriesTable) noteRaw(raw []byte, x *metrics.Series) {
+	if raw != nil {
+		t.raw[string(raw)] = x
+	}
 }
 
 // mark notes the table as it is before an answer.
@@ -1140,4 +1195,6 @@ func (t *seriesTable) undo() {
 	}
 	clear(t.list[t.markSeries:])
 	t.list = t.list[:t.markSeries]
+	// The series taken out may be among those raw names.
+	clear(t.raw)
 }
