@@ -69,6 +69,9 @@ type decoder struct {
 	// tbl, when set, is where the series go: each series' samples are
 	// appended after those the earlier answers of the fetch brought.
 	tbl *seriesTable
+	// inTable says the samples being read are a series of tbl: their
+	// room is carved from its slab.
+	inTable bool
 }
 
 // decodeBufferSize is the decoder's read buffer; a longer token grows it,
@@ -372,15 +375,8 @@ func (d *decoder) stream(a *answer) error {
 				a.bad = "a series' labels are not an object"
 				return d.skip()
 			}
-			if d.tbl != nil {
-				if n := flatObject(d.buf[d.pos:d.end]); n > 0 {
-					if known = d.tbl.raw[string(d.buf[d.pos:d.pos+n])]; known != nil {
-						d.pos += n
-						return nil
-					}
-					raw = append(d.tbl.rawKey[:0], d.buf[d.pos:d.pos+n]...)
-					d.tbl.rawKey = raw
-				}
+			if known, raw = d.asWritten(); known != nil {
+				return nil
 			}
 			err := d.labels(&s)
 			metrics.SortLabels(s.Labels)
@@ -403,6 +399,7 @@ func (d *decoder) stream(a *answer) error {
 				a.bad = "a series' samples are not a list"
 				return d.skip()
 			}
+			d.inTable = target != &s
 			return d.samples(a, target)
 		}},
 	)
@@ -424,9 +421,30 @@ func (d *decoder) stream(a *answer) error {
 		}
 		into.Samples = append(into.Samples, s.Samples...)
 	}
-	into.Samples = d.budgeted(bounded(into.Samples, d.until))
+	d.inTable = true
+	into.Samples = d.budgeted(d.bounded(into.Samples))
 	d.hint = ahead(into.Samples, d.until)
 	return nil
+}
+
+// asWritten finds the table's series by the label set that starts here,
+// as the answer wrote it, and reads past it. Else it returns the label
+// set's bytes, for noteRaw once they are parsed: nil when the buffer
+// does not hold them whole.
+func (d *decoder) asWritten() (*metrics.Series, []byte) {
+	if d.tbl == nil {
+		return nil, nil
+	}
+	n := flatObject(d.buf[d.pos:d.end])
+	if n == 0 {
+		return nil, nil
+	}
+	if x := d.tbl.raw[string(d.buf[d.pos:d.pos+n])]; x != nil {
+		d.pos += n
+		return x, nil
+	}
+	d.tbl.rawKey = append(d.tbl.rawKey[:0], d.buf[d.pos:d.pos+n]...)
+	return nil, d.tbl.rawKey
 }
 
 // flatObject is the length of the object at the start of b, which holds
@@ -566,7 +584,16 @@ func (d *decoder) grow(samples []usage.Sample, t int64) []usage.Sample {
 			want = roomLeft(n, (d.until-t)/interval)
 		}
 	}
-	out := make([]usage.Sample, n, max(want, n+1, minGrow))
+	return d.resize(samples, max(want, n+1, minGrow))
+}
+
+// resize returns samples with room for c, c ≥ len(samples): from the
+// table's slab for the series of the table, else allocated alone.
+func (d *decoder) resize(samples []usage.Sample, c int) []usage.Sample {
+	if d.inTable {
+		return d.tbl.room.resize(samples, c)
+	}
+	out := make([]usage.Sample, len(samples), c)
 	copy(out, samples)
 	return out
 }
@@ -599,13 +626,11 @@ func ahead(samples []usage.Sample, until int64) int {
 // bounded gives back the room of a series beyond aheadFactor times its
 // samples: what a series was first given from the series before it, so
 // that a few samples never hold much room from one answer to the next.
-func bounded(samples []usage.Sample, until int64) []usage.Sample {
+func (d *decoder) bounded(samples []usage.Sample) []usage.Sample {
 	if cap(samples) <= aheadFactor*len(samples)+minGrow {
 		return samples
 	}
-	out := make([]usage.Sample, len(samples), max(ahead(samples, until), len(samples)))
-	copy(out, samples)
-	return out
+	return d.resize(samples, max(ahead(samples, d.until), len(samples)))
 }
 
 const (
@@ -645,9 +670,7 @@ func (d *decoder) budgeted(samples []usage.Sample) []usage.Sample {
 		d.ahead += extra
 		return samples
 	}
-	out := make([]usage.Sample, len(samples), 2*len(samples)+minGrow)
-	copy(out, samples)
-	return out
+	return d.resize(samples, 2*len(samples)+minGrow)
 }
 
 // fit gives back the room a series was given and did not use, when it is
@@ -1140,6 +1163,8 @@ type seriesTable struct {
 	// that only the first answer's are parsed. rawKey is room for one.
 	raw    map[string]*metrics.Series
 	rawKey []byte
+	// room is where the series' samples are kept.
+	room slab
 	// labels is room for the labels of the series being read.
 	labels []metrics.Label
 	// marks are the series and their lengths before the answer being
