@@ -72,6 +72,11 @@ type decoder struct {
 	// inTable says the samples being read are a series of tbl: their
 	// room is carved from its slab.
 	inTable bool
+	// st is the element stream reads, and elementFields its members,
+	// made once: made for each element, they were most of its
+	// allocations.
+	st            element
+	elementFields []field
 }
 
 // decodeBufferSize is the decoder's read buffer; a longer token grows it,
@@ -353,78 +358,95 @@ func (d *decoder) stream(a *answer) error {
 		a.bad = "a result is not an object"
 		return d.skip()
 	}
-	var s metrics.Series
+	d.st = element{a: a}
+	st := &d.st
 	if d.tbl != nil {
 		// The labels are kept only by a series new to the table, which
 		// copies them.
-		s.Labels = d.tbl.labels[:0]
-		defer func() { d.tbl.labels = s.Labels[:0] }()
+		st.s.Labels = d.tbl.labels[:0]
+		defer func() { d.tbl.labels = st.s.Labels[:0] }()
 	}
-	var into, known *metrics.Series
-	// raw is the label set as written, when it is new to the table: the
-	// series it names is found by it in the next answers.
-	var raw []byte
-	labelled := false
-	err := d.members(
-		field{"metric", func() error {
-			labelled = true
-			if d.null() {
-				return nil
-			}
-			if d.peek() != '{' {
-				a.bad = "a series' labels are not an object"
-				return d.skip()
-			}
-			if known, raw = d.asWritten(); known != nil {
-				return nil
-			}
-			err := d.labels(&s)
-			metrics.SortLabels(s.Labels)
-			return err
-		}},
-		field{"values", func() error {
-			target := &s
-			if d.tbl != nil && labelled && a.bad == "" {
-				into = known
-				if into == nil {
-					into = d.tbl.series(&s)
-					d.tbl.noteRaw(raw, into)
-				}
-				target = into
-			}
-			if d.null() {
-				return nil
-			}
-			if d.peek() != '[' {
-				a.bad = "a series' samples are not a list"
-				return d.skip()
-			}
-			d.inTable = target != &s
-			return d.samples(a, target)
-		}},
-	)
-	if err != nil {
+	if d.elementFields == nil {
+		d.elementFields = []field{{"metric", d.elementMetric}, {"values", d.elementValues}}
+	}
+	if err := d.members(d.elementFields...); err != nil {
 		return err
 	}
-	metrics.SortLabels(s.Labels)
+	metrics.SortLabels(st.s.Labels)
 	if d.tbl == nil {
-		s.Samples = fit(s.Samples)
-		d.hint = ahead(s.Samples, d.until)
-		a.series = append(a.series, s)
+		st.s.Samples = fit(st.s.Samples)
+		d.hint = ahead(st.s.Samples, d.until)
+		a.series = append(a.series, st.s)
 		return nil
 	}
+	into := st.into
 	if into == nil {
 		// The samples came before the labels: added as they are.
-		into = known
+		into = st.known
 		if into == nil {
-			into = d.tbl.series(&s)
+			into = d.tbl.series(&st.s)
 		}
-		into.Samples = append(into.Samples, s.Samples...)
+		into.Samples = append(into.Samples, st.s.Samples...)
 	}
 	d.inTable = true
 	into.Samples = d.budgeted(d.bounded(into.Samples))
 	d.hint = ahead(into.Samples, d.until)
 	return nil
+}
+
+// element is the element of a matrix result being read (stream).
+type element struct {
+	a *answer
+	s metrics.Series
+	// into is the table's series the samples go to, once known; known
+	// is the one found by its label set as written (asWritten), and raw
+	// that label set when it is new to the table.
+	into, known *metrics.Series
+	raw         []byte
+	labelled    bool
+}
+
+// elementMetric reads the element's labels.
+func (d *decoder) elementMetric() error {
+	st := &d.st
+	st.labelled = true
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		st.a.bad = "a series' labels are not an object"
+		return d.skip()
+	}
+	if st.known, st.raw = d.asWritten(); st.known != nil {
+		return nil
+	}
+	err := d.labels(&st.s)
+	metrics.SortLabels(st.s.Labels)
+	return err
+}
+
+// elementValues reads the element's samples: into the table's series
+// when its labels came first.
+func (d *decoder) elementValues() error {
+	st := &d.st
+	target := &st.s
+	if d.tbl != nil && st.labelled && st.a.bad == "" {
+		st.into = st.known
+		if st.into == nil {
+			st.into = d.tbl.series(&st.s)
+			d.tbl.noteRaw(st.raw, st.into)
+		}
+		target = st.into
+	}
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '[' {
+		st.a.bad = "a series' samples are not a list"
+		return d.skip()
+	}
+	d.inTable = target != &st.s
+	return d.samples(st.a, target)
 }
 
 // asWritten finds the table's series by the label set that starts here,
