@@ -69,6 +69,14 @@ type decoder struct {
 	// tbl, when set, is where the series go: each series' samples are
 	// appended after those the earlier answers of the fetch brought.
 	tbl *seriesTable
+	// inTable says the samples being read are a series of tbl: their
+	// room is carved from its slab.
+	inTable bool
+	// st is the element stream reads, and elementFields its members,
+	// made once: made for each element, they were most of its
+	// allocations.
+	st            element
+	elementFields []field
 }
 
 // decodeBufferSize is the decoder's read buffer; a longer token grows it,
@@ -350,63 +358,138 @@ func (d *decoder) stream(a *answer) error {
 		a.bad = "a result is not an object"
 		return d.skip()
 	}
-	var s metrics.Series
+	d.st = element{a: a}
+	st := &d.st
 	if d.tbl != nil {
 		// The labels are kept only by a series new to the table, which
 		// copies them.
-		s.Labels = d.tbl.labels[:0]
-		defer func() { d.tbl.labels = s.Labels[:0] }()
+		st.s.Labels = d.tbl.labels[:0]
+		defer func() { d.tbl.labels = st.s.Labels[:0] }()
 	}
-	var into *metrics.Series
-	labelled := false
-	err := d.members(
-		field{"metric", func() error {
-			labelled = true
-			if d.null() {
-				return nil
-			}
-			if d.peek() != '{' {
-				a.bad = "a series' labels are not an object"
-				return d.skip()
-			}
-			err := d.labels(&s)
-			metrics.SortLabels(s.Labels)
-			return err
-		}},
-		field{"values", func() error {
-			target := &s
-			if d.tbl != nil && labelled && a.bad == "" {
-				into = d.tbl.series(&s)
-				target = into
-			}
-			if d.null() {
-				return nil
-			}
-			if d.peek() != '[' {
-				a.bad = "a series' samples are not a list"
-				return d.skip()
-			}
-			return d.samples(a, target)
-		}},
-	)
-	if err != nil {
+	if d.elementFields == nil {
+		d.elementFields = []field{{"metric", d.elementMetric}, {"values", d.elementValues}}
+	}
+	if err := d.members(d.elementFields...); err != nil {
 		return err
 	}
-	metrics.SortLabels(s.Labels)
+	metrics.SortLabels(st.s.Labels)
 	if d.tbl == nil {
-		s.Samples = fit(s.Samples)
-		d.hint = ahead(s.Samples, d.until)
-		a.series = append(a.series, s)
+		st.s.Samples = fit(st.s.Samples)
+		d.hint = ahead(st.s.Samples, d.until)
+		a.series = append(a.series, st.s)
 		return nil
 	}
+	into := st.into
 	if into == nil {
 		// The samples came before the labels: added as they are.
-		into = d.tbl.series(&s)
-		into.Samples = append(into.Samples, s.Samples...)
+		into = st.known
+		if into == nil {
+			into = d.tbl.series(&st.s)
+		}
+		into.Samples = append(into.Samples, st.s.Samples...)
 	}
-	into.Samples = d.budgeted(bounded(into.Samples, d.until))
+	d.inTable = true
+	into.Samples = d.budgeted(d.bounded(into.Samples))
 	d.hint = ahead(into.Samples, d.until)
 	return nil
+}
+
+// element is the element of a matrix result being read (stream).
+type element struct {
+	a *answer
+	s metrics.Series
+	// into is the table's series the samples go to, once known; known
+	// is the one found by its label set as written (asWritten), and raw
+	// that label set when it is new to the table.
+	into, known *metrics.Series
+	raw         []byte
+	labelled    bool
+}
+
+// elementMetric reads the element's labels.
+func (d *decoder) elementMetric() error {
+	st := &d.st
+	st.labelled = true
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '{' {
+		st.a.bad = "a series' labels are not an object"
+		return d.skip()
+	}
+	if st.known, st.raw = d.asWritten(); st.known != nil {
+		return nil
+	}
+	err := d.labels(&st.s)
+	metrics.SortLabels(st.s.Labels)
+	return err
+}
+
+// elementValues reads the element's samples: into the table's series
+// when its labels came first.
+func (d *decoder) elementValues() error {
+	st := &d.st
+	target := &st.s
+	if d.tbl != nil && st.labelled && st.a.bad == "" {
+		st.into = st.known
+		if st.into == nil {
+			st.into = d.tbl.series(&st.s)
+			d.tbl.noteRaw(st.raw, st.into)
+		}
+		target = st.into
+	}
+	if d.null() {
+		return nil
+	}
+	if d.peek() != '[' {
+		st.a.bad = "a series' samples are not a list"
+		return d.skip()
+	}
+	d.inTable = target != &st.s
+	return d.samples(st.a, target)
+}
+
+// asWritten finds the table's series by the label set that starts here,
+// as the answer wrote it, and reads past it. Else it returns the label
+// set's bytes, for noteRaw once they are parsed: nil when the buffer
+// does not hold them whole.
+func (d *decoder) asWritten() (*metrics.Series, []byte) {
+	if d.tbl == nil {
+		return nil, nil
+	}
+	n := flatObject(d.buf[d.pos:d.end])
+	if n == 0 {
+		return nil, nil
+	}
+	if x := d.tbl.raw[string(d.buf[d.pos:d.pos+n])]; x != nil {
+		d.pos += n
+		return x, nil
+	}
+	d.tbl.rawKey = append(d.tbl.rawKey[:0], d.buf[d.pos:d.pos+n]...)
+	return nil, d.tbl.rawKey
+}
+
+// flatObject is the length of the object at the start of b, which holds
+// strings alone (a label set as Prometheus writes it), or 0 when b ends
+// first or the object holds anything else: a list or an object.
+func flatObject(b []byte) int {
+	in := false
+	for i := 1; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in && c == '\\':
+			i++
+		case in:
+			in = c != '"'
+		case c == '"':
+			in = true
+		case c == '}':
+			return i + 1
+		case c == '{' || c == '[':
+			return 0
+		}
+	}
+	return 0
 }
 
 // labels reads a series' label set: the metric name from __name__, the
@@ -523,7 +606,16 @@ func (d *decoder) grow(samples []usage.Sample, t int64) []usage.Sample {
 			want = roomLeft(n, (d.until-t)/interval)
 		}
 	}
-	out := make([]usage.Sample, n, max(want, n+1, minGrow))
+	return d.resize(samples, max(want, n+1, minGrow))
+}
+
+// resize returns samples with room for c, c ≥ len(samples): from the
+// table's slab for the series of the table, else allocated alone.
+func (d *decoder) resize(samples []usage.Sample, c int) []usage.Sample {
+	if d.inTable {
+		return d.tbl.room.resize(samples, c)
+	}
+	out := make([]usage.Sample, len(samples), c)
 	copy(out, samples)
 	return out
 }
@@ -556,13 +648,11 @@ func ahead(samples []usage.Sample, until int64) int {
 // bounded gives back the room of a series beyond aheadFactor times its
 // samples: what a series was first given from the series before it, so
 // that a few samples never hold much room from one answer to the next.
-func bounded(samples []usage.Sample, until int64) []usage.Sample {
+func (d *decoder) bounded(samples []usage.Sample) []usage.Sample {
 	if cap(samples) <= aheadFactor*len(samples)+minGrow {
 		return samples
 	}
-	out := make([]usage.Sample, len(samples), max(ahead(samples, until), len(samples)))
-	copy(out, samples)
-	return out
+	return d.resize(samples, max(ahead(samples, d.until), len(samples)))
 }
 
 const (
@@ -602,9 +692,7 @@ func (d *decoder) budgeted(samples []usage.Sample) []usage.Sample {
 		d.ahead += extra
 		return samples
 	}
-	out := make([]usage.Sample, len(samples), 2*len(samples)+minGrow)
-	copy(out, samples)
-	return out
+	return d.resize(samples, 2*len(samples)+minGrow)
 }
 
 // fit gives back the room a series was given and did not use, when it is
@@ -1092,6 +1180,13 @@ type seriesTable struct {
 	list  []*metrics.Series
 	key   []byte
 	strs  map[string]string
+	// raw finds a series by its label set as an answer wrote it: the
+	// same bytes are the same labels, and each answer repeats them, so
+	// that only the first answer's are parsed. rawKey is room for one.
+	raw    map[string]*metrics.Series
+	rawKey []byte
+	// room is where the series' samples are kept.
+	room slab
 	// labels is room for the labels of the series being read.
 	labels []metrics.Label
 	// marks are the series and their lengths before the answer being
@@ -1104,7 +1199,7 @@ type seriesTable struct {
 }
 
 func newSeriesTable() *seriesTable {
-	return &seriesTable{index: make(map[string]int), strs: make(map[string]string)}
+	return &seriesTable{index: make(map[string]int), strs: make(map[string]string), raw: make(map[string]*metrics.Series)}
 }
 
 // series returns the table's series with the labels of s, added without
@@ -1118,6 +1213,13 @@ func (t *seriesTable) series(s *metrics.Series) *metrics.Series {
 	x := &metrics.Series{Metric: s.Metric, Labels: slices.Clone(s.Labels)}
 	t.list = append(t.list, x)
 	return x
+}
+
+// noteRaw notes that raw, a label set as written, names x; nil is none.
+func (t *seriesTable) noteRaw(raw []byte, x *metrics.Series) {
+	if raw != nil {
+		t.raw[string(raw)] = x
+	}
 }
 
 // mark notes the table as it is before an answer.
@@ -1140,4 +1242,6 @@ func (t *seriesTable) undo() {
 	}
 	clear(t.list[t.markSeries:])
 	t.list = t.list[:t.markSeries]
+	// The series taken out may be among those raw names.
+	clear(t.raw)
 }

@@ -300,6 +300,13 @@ func checkTable(t *testing.T, body []byte, alone prometheus.Answer, aloneErr err
 		return
 	}
 	require.Equal(t, render(prometheus.Answer{Series: joined(alone.Series)}), render(prometheus.Answer{Series: tbl.Series()}))
+	// The same answer twice finds its series by their labels as
+	// written the second time, and reads the same: each sample twice is
+	// one.
+	twice := prometheus.NewTable()
+	require.NoError(t, twice.Decode(bytes.NewReader(body), until))
+	require.NoError(t, twice.Decode(bytes.NewReader(body), until))
+	require.Equal(t, render(prometheus.Answer{Series: joined(alone.Series)}), render(prometheus.Answer{Series: twice.Series()}))
 }
 
 // joined is the series of an answer one per label set, sorted by labels,
@@ -524,6 +531,55 @@ func TestDecodeIntoTable(t *testing.T) {
 				require.Equal(t, tt.fails[i], err != nil, "piece %d: %v", i, err)
 			}
 			require.Equal(t, render(whole), render(prometheus.Answer{Status: "success", ResultType: "matrix", Series: tbl.Series()}))
+		})
+	}
+}
+
+// A label set written as the answer before wrote it is that series; written
+// another way (keys in another order, an empty label more), it is parsed and
+// still the same series. Braces and quotes inside a value end nothing.
+func TestDecodeIntoTableLabelsAsWritten(t *testing.T) {
+	const (
+		plain     = `{"__name__":"a","v":"q\"}{[\\"}`
+		reordered = `{"v":"q\"}{[\\","__name__":"a"}`
+		empty     = `{"__name__":"a","v":"q\"}{[\\","w":""}`
+		other     = `{"__name__":"a","v":"q\"}{[\\x"}`
+	)
+	answer := func(series ...string) string {
+		return `{"status":"success","data":{"resultType":"matrix","result":[` + strings.Join(series, ",") + `]}}`
+	}
+	one := func(metric string, ts ...int) string {
+		var vs []string
+		for _, ts := range ts {
+			vs = append(vs, fmt.Sprintf(`[%d,"%d"]`, ts, ts))
+		}
+		return `{"metric":` + metric + `,"values":[` + strings.Join(vs, ",") + `]}`
+	}
+	tests := []struct {
+		name   string
+		pieces []string
+		whole  string
+	}{
+		{
+			name:   "the same bytes, then other bytes for the same labels",
+			pieces: []string{answer(one(plain, 1), one(other, 1)), answer(one(plain, 2), one(reordered, 3), one(empty, 4), one(other, 2))},
+			whole:  answer(one(plain, 1, 2, 3, 4), one(other, 1, 2)),
+		},
+		{
+			name:   "samples before the labels",
+			pieces: []string{answer(one(plain, 1)), answer(`{"values":[[2,"2"]],"metric":` + plain + `}`), answer(one(plain, 3))},
+			whole:  answer(one(plain, 1, 2, 3)),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := prometheus.DecodeAnswer(strings.NewReader(tt.whole), 10_000)
+			require.NoError(t, err)
+			tbl := prometheus.NewTable()
+			for i, p := range tt.pieces {
+				require.NoError(t, tbl.Decode(strings.NewReader(p), 10_000), "piece %d", i)
+			}
+			require.Equal(t, render(want), render(prometheus.Answer{Status: "success", ResultType: "matrix", Series: tbl.Series()}))
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/gpu-rightsizing/recommender/internal/metrics"
+	"github.com/gpu-rightsizing/recommender/internal/usage"
 )
 
 // RetryAfter reads a Retry-After header.
@@ -94,3 +95,9 @@ func (t *Table) Series() []metrics.Series { return join([]*seriesTable{t.t}) }
 // ParseValue is the fast path of a sample value; ok is false where
 // strconv.ParseFloat reads it instead.
 var ParseValue = parseValue
+
+// Slab is where a table carves its series' room.
+type Slab struct{ s slab }
+
+// Resize returns xs with room for c samples, as the slab gives it.
+func (s *Slab) Resize(xs []usage.Sample, c int) []usage.Sample { return s.s.resize(xs, c) }
