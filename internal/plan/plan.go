@@ -864,8 +864,10 @@ func allocation(g patcher.GPU) (a engine.Allocation, bad string) {
 // keys share one query.
 func queryKey(g policy.Governance) string {
 	var b strings.Builder
+	// Sources makes a map each call: once, not once a metric.
+	src := g.Sources()
 	for _, m := range usage.Metrics {
-		if mr := g.Sources()[m]; mr != nil {
+		if mr := src[m]; mr != nil {
 			fmt.Fprintf(&b, "%s=%+v;", m, mr.Source)
 		}
 	}
