@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
-	"strings"
+	"strconv"
 	"time"
 )
 
@@ -12,20 +12,22 @@ func FormatDuration(d time.Duration) string {
 	if d <= 0 {
 		return "0s"
 	}
-	var b strings.Builder
+	// Appended by hand: a plan writes a few for each workload, and
+	// fmt's were most of the JSON encoding of a span.
+	b := make([]byte, 0, 16)
 	for _, u := range []struct {
-		name string
+		name byte
 		size time.Duration
-	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}} {
+	}{{'d', 24 * time.Hour}, {'h', time.Hour}, {'m', time.Minute}, {'s', time.Second}} {
 		if d >= u.size {
-			fmt.Fprintf(&b, "%d%s", d/u.size, u.name)
+			b = append(strconv.AppendInt(b, int64(d/u.size), 10), u.name)
 			d %= u.size
 		}
 	}
-	if d > 0 || b.Len() == 0 {
-		b.WriteString(d.String())
+	if d > 0 || len(b) == 0 {
+		b = append(b, d.String()...)
 	}
-	return b.String()
+	return string(b)
 }
 
 // num renders an amount of GPUs for a reason: two decimals when that is

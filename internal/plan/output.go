@@ -370,16 +370,90 @@ func (p *Plan) writeEdits(bw *bufio.Writer, part func(any, string) error) error 
 // one line when prefix is ""): HTML characters as they are, without the
 // encoder's line break.
 func encodeJSON(b *bytes.Buffer, v any, prefix string) error {
+	start := b.Len()
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	if prefix != "" {
-		enc.SetIndent(prefix, "  ")
-	}
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	b.Truncate(b.Len() - 1)
+	if prefix != "" {
+		// The encoder's own indentation runs its validating scanner over
+		// every byte again, which cost more than encoding a decision. Its
+		// output is compact and valid: knowing where the strings are is
+		// enough to indent it.
+		src := b.Bytes()[start:]
+		out := indentJSON(make([]byte, 0, len(src)*3/2), src, prefix)
+		b.Truncate(start)
+		b.Write(out)
+	}
 	return nil
+}
+
+// indentJSON appends compact JSON src to dst as json.Indent with indent
+// "  " does: a line for each member and element, "{}" and "[]" kept
+// when empty, a space after each colon.
+func indentJSON(dst, src []byte, prefix string) []byte {
+	depth, open, inString := 0, false, false
+	newline := func() {
+		dst = append(dst, '\n')
+		dst = append(dst, prefix...)
+		for range depth {
+			dst = append(dst, "  "...)
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inString {
+			// Copy a string's run up to its next quote or escape at once.
+			j := i
+			for j < len(src) && src[j] != '"' && src[j] != '\\' {
+				j++
+			}
+			dst = append(dst, src[i:j]...)
+			if j == len(src) {
+				break
+			}
+			dst = append(dst, src[j])
+			if src[j] == '\\' && j+1 < len(src) {
+				j++
+				dst = append(dst, src[j])
+			} else {
+				inString = false
+			}
+			i = j
+			continue
+		}
+		if open && c != '}' && c != ']' {
+			open = false
+			depth++
+			newline()
+		}
+		switch c {
+		case '"':
+			inString = true
+			dst = append(dst, c)
+		case '{', '[':
+			open = true
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, c, ' ')
+		case '}', ']':
+			if open {
+				open = false
+			} else {
+				depth--
+				newline()
+			}
+			dst = append(dst, c)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // Summary is a one-line account of the plan, for logs.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"time"
 
@@ -243,12 +244,28 @@ func (s countedSource) Usage(ctx context.Context, q usage.Query) (usage.Result, 
 	return s.src.Usage(ctx, q)
 }
 
-// heldGCPercent is the GC percent while a recording is held: a tenth of
-// the live heap, which the recording's samples are, is room enough for
-// the garbage of an evaluation.
+// heldGCPercent is the least GC percent while a recording is held: a
+// tenth of the live heap, which a large recording's samples are, is room
+// enough for the garbage of an evaluation.
 const heldGCPercent = 10
 
-// collectOften lowers the GC percent to heldGCPercent while a plan reads
+// heldGarbage is the garbage a collection may wait for while a recording
+// is held, when a tenth of the live heap is less. A plan of 10,000
+// workloads held 90 MiB of them and a small recording: at a tenth, it
+// marked that heap eight times while deciding, a tenth of the plan's CPU.
+const heldGarbage = 48 << 20
+
+// heldPercent is the GC percent for a live heap of live bytes: room for
+// a tenth of it, or heldGarbage when that is more; the default 100 at
+// most.
+func heldPercent(live uint64) int {
+	if live == 0 {
+		return heldGCPercent
+	}
+	return int(min(100, max(heldGCPercent, heldGarbage*100/live)))
+}
+
+// collectOften lowers the GC percent to heldPercent while a plan reads
 // and decides on its recording, and returns what restores it. The recording's samples
 // live until the plan is made, and at the default of 100 the garbage
 // beside them could grow as large as they before a collection: a week
@@ -256,10 +273,21 @@ const heldGCPercent = 10
 // pointers, so a collection costs little more for them. A lower setting
 // (GOGC=off included) is left as it is.
 func collectOften() (restore func()) {
-	old := debug.SetGCPercent(heldGCPercent)
-	if old < heldGCPercent {
+	p := heldPercent(liveHeap())
+	old := debug.SetGCPercent(p)
+	if old < p {
 		debug.SetGCPercent(old)
 		return func() {}
 	}
 	return func() { debug.SetGCPercent(old) }
+}
+
+// liveHeap is the heap the last collection found live, 0 when unknown.
+func liveHeap() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

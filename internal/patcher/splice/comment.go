@@ -24,21 +24,39 @@ func (t *text) comments(docs []*yaml.Node, pls func(int) map[*yaml.Node]place) (
 	}
 	var skip [][2]int // quoted scalars and block scalar bodies, in any order
 	for i, doc := range docs {
+		// The tree is walked, not its places: ranging over that map
+		// cost more than the walk. Only a block scalar needs its place.
 		var pl map[*yaml.Node]place
-		if pls != nil {
-			pl = pls(i)
-		} else {
-			pl = places(doc)
-		}
-		for n, p := range pl {
+		var walk func(n *yaml.Node) error
+		walk = func(n *yaml.Node) error {
+			for _, c := range n.Content {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
 			if n.Kind != yaml.ScalarNode || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
-				continue
+				return nil
+			}
+			var p place
+			if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+				if pl == nil && pls != nil {
+					pl = pls(i)
+				} else if pl == nil {
+					pl = places(doc)
+				}
+				p = pl[n]
 			}
 			s, e, err := t.scalarText(n, p)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			skip = append(skip, [2]int{s, e})
+			return nil
+		}
+		for _, c := range doc.Content {
+			if err := walk(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	inside := make([]bool, len(t.b)+1)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // heldBatch runs steps by document on a held File of src, every
@@ -193,4 +194,34 @@ func FuzzHold(f *testing.F) {
 			require.Equal(t, s.Docs[c.doc].Line, alone.Docs[0].Line+c.line0)
 		}
 	})
+}
+
+// TestHeldExpectedApart: a held document's expected tree, which the
+// steps change, is its parse again and shares no node with the parse the
+// steps read.
+func TestHeldExpectedApart(t *testing.T) {
+	src := []byte(threeDocs)
+	s, err := Parse(src)
+	require.NoError(t, err)
+	f, err := NewHeldFile("d.yaml", src, Hold(src, s, func(int) bool { return true }))
+	require.NoError(t, err)
+	for idx := range s.Docs {
+		doc, _ := f.Document(idx)
+		require.NotNil(t, doc)
+		require.Nil(t, Compare(f.Expected[idx], doc, ""))
+		parsed := map[*yaml.Node]bool{}
+		var walk func(n *yaml.Node, seen map[*yaml.Node]bool)
+		walk = func(n *yaml.Node, seen map[*yaml.Node]bool) {
+			seen[n] = true
+			for _, c := range n.Content {
+				walk(c, seen)
+			}
+		}
+		walk(doc, parsed)
+		expected := map[*yaml.Node]bool{}
+		walk(f.Expected[idx], expected)
+		for n := range expected {
+			require.False(t, parsed[n], "document %d: a node shared", idx)
+		}
+	}
 }

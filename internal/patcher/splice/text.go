@@ -28,6 +28,21 @@ func newText(b []byte) *text {
 	if bytes.HasPrefix(b, []byte("\ufeff")) {
 		t.bom = 3
 	}
+	if plainBreaks(b) {
+		// Every line ends at an LF: found a line at a time, where the
+		// loop below looks at every byte, for every file discovery reads.
+		t.lines = make([]int, 1, bytes.Count(b, []byte{'\n'})+1)
+		for i := 0; ; {
+			j := bytes.IndexByte(b[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			t.lines = append(t.lines, i)
+		}
+		t.eol = "\n"
+		return t
+	}
 	crlf, lf := 0, 0
 	for i := 0; i < len(b); {
 		switch n := breakLen(b, i); {
@@ -49,6 +64,12 @@ func newText(b []byte) *text {
 		t.eol = "\r\n"
 	}
 	return t
+}
+
+// plainBreaks reports whether LF is the only line break of b: it has no
+// CR and no first byte of NEL, LS or PS.
+func plainBreaks(b []byte) bool {
+	return bytes.IndexByte(b, '\r') < 0 && bytes.IndexByte(b, 0xC2) < 0 && bytes.IndexByte(b, 0xE2) < 0
 }
 
 // breakLen returns the length of the line break starting at b[i], 0 when
