@@ -83,13 +83,14 @@ func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 		}
 		return
 	}
-	groups := ix.groups(kes)
+	users := ix.userIndex()
+	groups := ix.groups(kes, users)
 	// First every group where its values are defined, proven once by
 	// building each overlay the edits touch: the usual case, and one
 	// build per overlay rather than one per edit. Should any placement
 	// fail or the proof disprove the lot, each group is placed and
 	// proven alone, in order, so that one bad edit refuses only itself.
-	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]changes.Change{}, deferProof: true}
+	st := &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]changes.Change{}, deferProof: true, userIx: users}
 	for _, g := range groups {
 		if _, err := st.place(g, nil); err != nil {
 			st = nil
@@ -102,7 +103,7 @@ func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 		}
 	}
 	if st == nil {
-		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]changes.Change{}}
+		st = &kstate{ix: ix, fs: fs, cur: map[string][]byte{}, changes: map[string][]changes.Change{}, userIx: users}
 		for _, g := range groups {
 			if err := st.try(g); err != nil {
 				for _, ke := range g {
@@ -129,7 +130,7 @@ func (ix *Index) apply(edits []workload.Edit, res *workload.Result) {
 // groups puts together the edits that can only be done together: those
 // of overlays that build the same object of the same resource file with
 // the same ops, when that file is where the ops go.
-func (ix *Index) groups(kes []kedit) [][]kedit {
+func (ix *Index) groups(kes []kedit, ui userIndex) [][]kedit {
 	key := func(ke kedit) string {
 		return ke.o.origin + "\x00" + ke.o.name + "\x00" + ke.o.service + "\x00" + opsKey(ke.e.Ops)
 	}
@@ -145,7 +146,7 @@ func (ix *Index) groups(kes []kedit) [][]kedit {
 	var out [][]kedit
 	for _, k := range order {
 		g := byKey[k]
-		users := ix.users(g[0].o)
+		users := ui.of(g[0].o)
 		mine := map[string]bool{}
 		for _, ke := range g {
 			mine[ke.k.file] = true
@@ -173,21 +174,50 @@ func opsKey(ops []workload.Op) string {
 	return strings.Join(s, ";")
 }
 
-// users are the overlays that build an object from the same document.
-func (ix *Index) users(o kobj) []string {
-	var out []string
+// userIndex finds the overlays that build an object from a document,
+// made once for all the groups: looking through every overlay's objects
+// for each group was quadratic in a fleet of overlays.
+type userIndex map[string][]string
+
+// userKey is what users of one document share.
+func userKey(o kobj) string {
+	return o.origin + "\x00" + o.name + "\x00" + o.service + "\x00" + o.w.Ref.Kind
+}
+
+// userIndex indexes the roots that build, in order, by their objects.
+func (ix *Index) userIndex() userIndex {
+	ui := userIndex{}
 	for _, k := range ix.kusts {
 		if !k.root || k.err != nil {
 			continue
 		}
 		for _, x := range k.objs {
-			if x.origin == o.origin && x.name == o.name && x.service == o.service && x.w.Ref.Kind == o.w.Ref.Kind && o.origin != "" {
-				out = append(out, k.file)
-				break
+			if x.origin == "" {
+				continue
+			}
+			key := userKey(x)
+			if l := ui[key]; len(l) == 0 || l[len(l)-1] != k.file {
+				ui[key] = append(l, k.file)
 			}
 		}
 	}
-	return out
+	return ui
+}
+
+// of are the overlays that build an object from the same document as o.
+func (ui userIndex) of(o kobj) []string {
+	if o.origin == "" {
+		return nil
+	}
+	return ui[userKey(o)]
+}
+
+// users is st.ix's userIndex, made the first time it is asked.
+func (st *kstate) users(o kobj) []string {
+	if st.userIx == nil {
+		st.userIx = st.ix.userIndex()
+	}
+	return st.userIx.of(o)
 }
 
 // kstate is the files as edited so far and the edits that made them.
@@ -202,6 +232,7 @@ type kstate struct {
 	// deferProof: place keeps edits unproven; the caller proves them
 	// all at once.
 	deferProof bool
+	userIx     userIndex // nil until users is first asked
 }
 
 func (st *kstate) file(p string) ([]byte, bool) {
@@ -284,7 +315,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 		targets = append(targets, t)
 		return t
 	}
-	shared := len(g) == 1 && len(st.ix.users(ke.o)) > 1
+	shared := len(g) == 1 && len(st.users(ke.o)) > 1
 	for i, op := range ke.e.Ops {
 		fields := op.Touches(spec.Template)
 		if len(spec.Group.Path) > 0 {

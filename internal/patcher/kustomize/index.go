@@ -127,7 +127,30 @@ func memFS(files map[string][]byte) (filesys.FileSystem, error) {
 			return nil, err
 		}
 	}
-	return fs, nil
+	return memFiles{fs}, nil
+}
+
+// memFiles is kyaml's in-memory file system with CleanedAbs answered
+// from the path asked for. kyaml's finds a node's name by walking its
+// parent's entries: each build of one of 10,000 overlays in a directory
+// walked thousands of them, 6 % of a plan's CPU. In memory there are no
+// links, so a node's path is the cleaned path that found it.
+type memFiles struct{ filesys.FileSystem }
+
+// CleanedAbs answers as kyaml's does: the directory, and the file's
+// name when p is a file. What it would refuse, it is asked.
+func (m memFiles) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	clean := path.Clean(filesys.StripLeadingSeps(p))
+	if p != "" && clean != ".." && !strings.HasPrefix(clean, "../") {
+		full := path.Join("/", clean)
+		if m.IsDir(full) {
+			return filesys.ConfirmedDir(full), "", nil
+		}
+		if m.Exists(full) {
+			return filesys.ConfirmedDir(path.Dir(full)), path.Base(full), nil
+		}
+	}
+	return m.FileSystem.CleanedAbs(p)
 }
 
 // build runs kustomize on dir, as `kustomize build` does (load
@@ -328,9 +351,10 @@ func indexKustomizeWithin(files map[string][]byte, read func(string) ([]byte, er
 			k.err = fmt.Errorf("%w: %s includes itself", ErrKustomize, k.file)
 		}
 	}
+	dirs := dirsOf(ix.files)
 	for _, k := range ix.kusts {
 		if k.err == nil {
-			k.err = localOnly(k, ix.files)
+			k.err = localOnly(k, ix.files, dirs)
 		}
 	}
 	ix.propagate()

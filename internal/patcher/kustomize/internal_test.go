@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // Discovery builds each root once, from a copy whose kustomizations ask
@@ -179,4 +181,46 @@ func TestKustomizeBuildTime(t *testing.T) {
 			return ix.clock.stuck == ""
 		}, 5*time.Minute, 50*time.Millisecond)
 	})
+}
+
+// memFS answers CleanedAbs from the path asked for, not by kyaml's walk
+// of each parent's entries; kustomize's loader must see the same
+// directory, file name and refusal for every path, found or not.
+func TestMemFSCleanedAbs(t *testing.T) {
+	files := map[string][]byte{
+		"base/kustomization.yaml":        []byte("resources: [d.yaml]\n"),
+		"base/d.yaml":                    []byte("kind: ConfigMap\n"),
+		"overlays/o1/kustomization.yaml": []byte("resources: [../../base]\n"),
+		"overlays/o2/team.yaml":          []byte("kind: ConfigMap\n"),
+	}
+	fast, err := memFS(files)
+	require.NoError(t, err)
+	plain := filesys.MakeFsInMemory()
+	for p, b := range files {
+		require.NoError(t, plain.WriteFile(path.Join(buildRoot, p), b))
+	}
+	for _, p := range []string{
+		"", "/", ".", "..", "../repo", "/..", "/repo", "repo", "/repo/", "//repo//base/", "/repo/base/d.yaml",
+		"repo/base/./d.yaml", "/repo/overlays/o1/../../base", "/repo/overlays/o1/../../base/d.yaml", "/repo/base/d.yaml/x",
+		"/repo/missing", "/repo/base/missing.yaml", "/repo/overlays", "/repo/overlays/o2/team.yaml", "/repo/../repo/base",
+	} {
+		wantDir, wantFile, wantErr := plain.CleanedAbs(p)
+		dir, file, err := fast.CleanedAbs(p)
+		require.Equal(t, wantDir, dir, "dir of %q", p)
+		require.Equal(t, wantFile, file, "file of %q", p)
+		require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(err), "error of %q", p)
+	}
+}
+
+// exists reads a directory from dirsOf, once for every reference, as
+// the scan of every file it replaces read it.
+func TestExists(t *testing.T) {
+	files := map[string][]byte{"a/b/c.yaml": nil, "a/d.yaml": nil, "e.yaml": nil}
+	dirs := dirsOf(files)
+	for p, want := range map[string]bool{
+		"a": true, "a/b": true, "a/b/c.yaml": true, "a/./b": true, "a/b/": true, "e.yaml": true, ".": false,
+		"": false, "..": false, "../a": false, "a/b/c": false, "a/bb": false, "b": false, "e.yaml/x": false,
+	} {
+		require.Equal(t, want, exists(p, files, dirs), p)
+	}
 }

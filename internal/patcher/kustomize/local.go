@@ -12,7 +12,7 @@ import (
 // fetches what it cannot find locally (git clones, HTTP downloads, Helm
 // chart pulls): a repository must never make the tool reach the network
 // or write outside the checkout, so such a kustomization is not built.
-func localOnly(k *kust, files map[string][]byte) error {
+func localOnly(k *kust, files map[string][]byte, dirs map[string]bool) error {
 	kz := &k.k
 	if len(kz.HelmCharts) > 0 || len(kz.HelmChartInflationGenerator) > 0 {
 		return fmt.Errorf("%w: %s inflates Helm charts, which kustomize would fetch and run: not built", ErrKustomize, k.file)
@@ -27,7 +27,7 @@ func localOnly(k *kust, files map[string][]byte) error {
 			return fmt.Errorf("%w: %s names %q, which is not in the checkout (remote resources are never fetched): not built",
 				ErrKustomize, k.file, r)
 		}
-		if !exists(path.Join(k.dir, r), files) {
+		if !exists(path.Join(k.dir, r), files, dirs) {
 			return fmt.Errorf("%w: %s names %q, which is not a file or directory of the checkout: not built",
 				ErrKustomize, k.file, r)
 		}
@@ -153,19 +153,25 @@ func local(r string) bool {
 }
 
 // exists reports whether p is a file the checkout read, or a directory
-// holding one.
-func exists(p string, files map[string][]byte) bool {
+// holding one: one of dirs, from dirsOf(files).
+func exists(p string, files map[string][]byte, dirs map[string]bool) bool {
 	p = path.Clean(p)
 	if strings.HasPrefix(p, "../") || p == ".." {
 		return false
 	}
-	if _, ok := files[p]; ok {
-		return true
-	}
+	_, ok := files[p]
+	return ok || dirs[p]
+}
+
+// dirsOf are the directories that hold files, at any depth, but the
+// root. Made once: looking through every file for each reference was
+// quadratic in a repository of thousands of overlays.
+func dirsOf(files map[string][]byte) map[string]bool {
+	dirs := map[string]bool{}
 	for f := range files {
-		if strings.HasPrefix(f, p+"/") {
-			return true
+		for d := path.Dir(f); d != "." && d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
 		}
 	}
-	return false
+	return dirs
 }
