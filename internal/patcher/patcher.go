@@ -72,6 +72,35 @@ type Inventory struct {
 	refs *refIndex
 }
 
+// Keep lets go of what discovery held for every file but those edits
+// may change: a plan that knows its edits need not hold the other
+// files' documents beside them. An Apply that edits a file let go parses
+// it again, as it does a file that changed on disk.
+func (inv *Inventory) Keep(edits []Edit) {
+	if inv == nil || len(inv.parsed) == 0 {
+		return
+	}
+	keep := make(map[string]bool, len(edits))
+	var byRef map[usage.Ref][]int
+	for _, e := range edits {
+		if e.File != "" {
+			keep[e.File] = true
+			continue
+		}
+		if byRef == nil {
+			byRef = inv.byRef()
+		}
+		for _, i := range byRef[e.Workload] {
+			keep[inv.Workloads[i].File] = true
+		}
+	}
+	for f, h := range inv.parsed {
+		if !keep[f] {
+			h.take()
+		}
+	}
+}
+
 // refIndex is the workloads of one Workloads slice by ref: their indexes
 // there, in order. A copy of the Inventory with other Workloads (a new
 // slice) is indexed anew; Workloads is not changed in place once Apply

@@ -682,6 +682,10 @@ func (p *Plan) Preview(ctx context.Context) error {
 			edits = append(edits, e)
 		}
 	}
+	// What discovery held of the files no edit changes would be kept
+	// beside the edits' work: at 10,000 Deployments, one in ten edited,
+	// a fifth of the heap.
+	p.inv.Keep(edits)
 	if len(edits) > 0 {
 		res, err := patcher.Apply(ctx, p.repo, p.inv, edits)
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 // Held is what discovery keeps of a file between its parse and its edit:
 // where each document's bytes are, and the trees of the documents an
 // edit may change, in a compact form. A parse's nodes take about sixteen
-// times the text; held, a document takes about three times its text, and
-// the others nothing. NewHeldFile edits from it, document by document,
+// times the text; held, a document takes about its text again, and the
+// others nothing. NewHeldFile edits from it, document by document,
 // and proves each edited document by parsing it alone (Finish).
 //
 // A file is held only when its documents can be proven one by one: when
@@ -41,21 +41,25 @@ type heldChunk struct {
 	tree     *frozen // the document's tree; nil when not kept
 }
 
-// frozen is a document's tree as an array of nodes in preorder, each
-// value and tag a piece of one string.
+// frozen is a document's tree as an array of nodes in preorder. The
+// values are one string, each node's running to where the next one's
+// starts; the tags, a few a document, are a table of their own.
 type frozen struct {
 	nodes []frozenNode
 	strs  string
+	tags  []string // tags[0] is "", no tag
 }
 
+// frozenNode is sixteen bytes, not the 28 that room for any tag and
+// value length took: every GPU document of the checkout is held this way
+// until its file is edited, a fifth of a 10,000-Deployment plan's heap.
 type frozenNode struct {
-	line, col  int32 // line counted from the start of the chunk
-	voff, vlen uint32
-	toff       uint32
-	tlen       uint16
-	kind       uint8
-	style      uint8
-	n          uint32 // the nodes of its content, which follow it
+	voff      uint32 // where the value starts in strs
+	n         uint32 // the nodes of its content, which follow it
+	line, col uint16 // line counted from the start of the chunk
+	tag       uint8  // index in tags
+	kind      uint8
+	style     uint8
 }
 
 // Hold keeps what NewHeldFile needs of b, whose parse is s: the trees of
@@ -139,39 +143,47 @@ func (h *Held) Kept(doc int) bool {
 }
 
 // freeze makes the compact form of document d, its lines counted from
-// line0; nil when a tag or the text is too long for it.
+// line0; nil when a line, column, tag count or the text is too large for
+// it (the edits of that document parse the file again).
 func freeze(d *yaml.Node, line0 int) *frozen {
 	nodes, text := countText(d)
-	f := &frozen{nodes: make([]frozenNode, 0, nodes)}
-	// Sized for the values and a few short tags: grown by doubling, the
-	// builder held a third again what it kept, for every held document.
+	if text > math.MaxUint32 {
+		return nil
+	}
+	f := &frozen{nodes: make([]frozenNode, 0, nodes), tags: []string{""}}
+	// Sized once: grown by doubling, the builder held a third again what
+	// it kept, for every held document.
 	var sb strings.Builder
-	sb.Grow(text + 64)
-	var tags []string
-	var tagAt []uint32
+	sb.Grow(text)
+	ok := true
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
-		fn := frozenNode{line: int32(n.Line - line0), col: int32(n.Column), kind: uint8(n.Kind), style: uint8(n.Style), n: uint32(len(n.Content))}
-		fn.voff, fn.vlen = uint32(sb.Len()), uint32(len(n.Value))
-		sb.WriteString(n.Value)
-		if n.Tag != "" {
-			i := 0
-			for i < len(tags) && tags[i] != n.Tag {
-				i++
-			}
-			if i == len(tags) {
-				tags, tagAt = append(tags, n.Tag), append(tagAt, uint32(sb.Len()))
-				sb.WriteString(n.Tag)
-			}
-			fn.toff, fn.tlen = tagAt[i], uint16(len(n.Tag))
+		line := n.Line - line0
+		if line < 0 || line > math.MaxUint16 || n.Column < 0 || n.Column > math.MaxUint16 || n.Kind > math.MaxUint8 || n.Style > math.MaxUint8 {
+			ok = false
+			return
 		}
-		f.nodes = append(f.nodes, fn)
+		tag := slices.Index(f.tags, n.Tag)
+		if tag < 0 {
+			tag = len(f.tags)
+			f.tags = append(f.tags, n.Tag)
+		}
+		if tag > math.MaxUint8 {
+			ok = false
+			return
+		}
+		f.nodes = append(f.nodes, frozenNode{voff: uint32(sb.Len()), n: uint32(len(n.Content)), line: uint16(line), col: uint16(n.Column),
+			tag: uint8(tag), kind: uint8(n.Kind), style: uint8(n.Style)})
+		sb.WriteString(n.Value)
 		for _, c := range n.Content {
+			if !ok {
+				return
+			}
 			walk(c)
 		}
 	}
 	walk(d)
-	if sb.Len() > math.MaxUint32 || slices.ContainsFunc(tags, func(t string) bool { return len(t) > math.MaxUint16 }) {
+	if !ok {
 		return nil
 	}
 	f.strs = sb.String()
@@ -198,8 +210,12 @@ func (f *frozen) thaw() *yaml.Node {
 		fn := f.nodes[next]
 		n := &nodes[next]
 		next++
+		end := len(f.strs)
+		if next < len(f.nodes) {
+			end = int(f.nodes[next].voff)
+		}
 		*n = yaml.Node{Kind: yaml.Kind(fn.kind), Style: yaml.Style(fn.style), Line: int(fn.line), Column: int(fn.col),
-			Value: f.strs[fn.voff : fn.voff+fn.vlen], Tag: f.strs[fn.toff : fn.toff+uint32(fn.tlen)]}
+			Value: f.strs[fn.voff:end], Tag: f.tags[fn.tag]}
 		k := int(fn.n)
 		n.Content = content[:k:k]
 		content = content[k:]

@@ -3,6 +3,7 @@ package splice
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -224,4 +225,42 @@ func TestHeldExpectedApart(t *testing.T) {
 			require.False(t, parsed[n], "document %d: a node shared", idx)
 		}
 	}
+}
+
+// TestFreezeThaw: a held document comes back with every field the edits
+// and their proof read (kind, style, tag, value, line, column), in
+// sixteen bytes a node; one whose line or column does not fit is not
+// held, and its file is edited from a parse.
+func TestFreezeThaw(t *testing.T) {
+	long := strings.Repeat("#\n", 70000) + "a: 1\n"
+	for _, tc := range []struct {
+		name, src string
+		held      bool
+	}{
+		{name: "styles and tags", src: "a: 'x'\nb: \"y\"\nc: |\n  z\nd: !custom [1, {e: f}]\ng: !!binary aGk=\nh:\n- ~\n- \"\"\n", held: true},
+		{name: "empty values beside long ones", src: "a: \"\"\nb: " + strings.Repeat("v", 300) + "\nc: ''\n", held: true},
+		{name: "a line past 65,535 in its chunk", src: long},
+		{name: "a column past 65,535", src: "a: [" + strings.Repeat(" ", 70000) + "1]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.src))
+			require.NoError(t, err)
+			f := freeze(s.Docs[0], 0)
+			require.Equal(t, tc.held, f != nil)
+			if f == nil {
+				return
+			}
+			var same func(want, got *yaml.Node)
+			same = func(want, got *yaml.Node) {
+				require.Equal(t, []any{want.Kind, want.Style, want.Tag, want.Value, want.Line, want.Column},
+					[]any{got.Kind, got.Style, got.Tag, got.Value, got.Line, got.Column})
+				require.Len(t, got.Content, len(want.Content))
+				for i := range want.Content {
+					same(want.Content[i], got.Content[i])
+				}
+			}
+			same(s.Docs[0], f.thaw())
+		})
+	}
+	require.LessOrEqual(t, unsafe.Sizeof(frozenNode{}), uintptr(16))
 }
