@@ -212,14 +212,6 @@ func (ui userIndex) of(o kobj) []string {
 	return ui[userKey(o)]
 }
 
-// users is st.ix's userIndex, made the first time it is asked.
-func (st *kstate) users(o kobj) []string {
-	if st.userIx == nil {
-		st.userIx = st.ix.userIndex()
-	}
-	return st.userIx.of(o)
-}
-
 // kstate is the files as edited so far and the edits that made them.
 type kstate struct {
 	ix *Index
@@ -232,7 +224,7 @@ type kstate struct {
 	// deferProof: place keeps edits unproven; the caller proves them
 	// all at once.
 	deferProof bool
-	userIx     userIndex // nil until users is first asked
+	userIx     userIndex // the ix's, made once by apply
 }
 
 func (st *kstate) file(p string) ([]byte, bool) {
@@ -315,7 +307,7 @@ func (st *kstate) place(g []kedit, in *kust) (elsewhere bool, err error) {
 		targets = append(targets, t)
 		return t
 	}
-	shared := len(g) == 1 && len(st.users(ke.o)) > 1
+	shared := len(g) == 1 && len(st.userIx.of(ke.o)) > 1
 	for i, op := range ke.e.Ops {
 		fields := op.Touches(spec.Template)
 		if len(spec.Group.Path) > 0 {
