@@ -660,11 +660,7 @@ func (set *Set) setSteps(ws map[usage.Ref]usage.Workload, metrics []*queried) {
 		n := 0
 		for _, w := range ws {
 			for _, p := range w.Pods {
-				s := p.Series[m.metric]
-				for j := 1; j < len(s); j++ {
-					counts[s[j].T-s[j-1].T]++
-					n++
-				}
+				n += countIntervals(counts, p.Series[m.metric])
 			}
 		}
 		step := medianInterval(counts, n)
