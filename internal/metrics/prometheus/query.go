@@ -392,7 +392,11 @@ func (p *Source) nextPiece(sz sizing) time.Duration {
 // set: a series that several selectors matched (with both a label and
 // its exported_ form) is their samples together.
 func join(tables []*seriesTable) []metrics.Series {
-	var out []metrics.Series
+	n := 0
+	for _, t := range tables {
+		n += len(t.list)
+	}
+	out := make([]metrics.Series, 0, n)
 	var seen map[string]int
 	var key []byte
 	for ti, t := range tables {
@@ -447,6 +451,15 @@ func seriesKey(b []byte, s metrics.Series) []byte {
 // one instant leave nothing to trust there, and become one invalid (NaN)
 // sample, which never lowers anything.
 func inTimeOrder(xs []usage.Sample) []usage.Sample {
+	// Answers come in time order, one sample an instant: a series that
+	// is so is left as it is, not written again sample by sample.
+	i := 1
+	for i < len(xs) && xs[i-1].T < xs[i].T {
+		i++
+	}
+	if i >= len(xs) {
+		return xs
+	}
 	if !slices.IsSortedFunc(xs, func(a, b usage.Sample) int { return cmp.Compare(a.T, b.T) }) {
 		slices.SortStableFunc(xs, func(a, b usage.Sample) int { return cmp.Compare(a.T, b.T) })
 	}
