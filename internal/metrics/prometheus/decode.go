@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -777,32 +778,8 @@ const fastPairBytes = 64
 // reads it, with the same result.
 func (d *decoder) fastPair() (usage.Sample, bool) {
 	b := d.buf[d.pos:d.end]
-	i := 1 // b[0] is '['
-	var ms int64
-	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-		ms = ms*10 + int64(b[i]-'0')
-		i++
-	}
-	if digits := i - 1; digits == 0 || digits > 15 || digits > 1 && b[1] == '0' {
-		return usage.Sample{}, false
-	}
-	scale := int64(1000)
-	if i < len(b) && b[i] == '.' {
-		i++
-		start := i
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			if scale > 1 {
-				scale /= 10
-				ms = ms*10 + int64(b[i]-'0')
-			}
-			i++
-		}
-		if i == start {
-			return usage.Sample{}, false
-		}
-	}
-	ms *= scale
-	if i+1 >= len(b) || b[i] != ',' || b[i+1] != '"' {
+	ms, i, ok := fastTime(b)
+	if !ok || i+1 >= len(b) || b[i] != ',' || b[i+1] != '"' {
 		return usage.Sample{}, false
 	}
 	i += 2
@@ -822,6 +799,61 @@ func (d *decoder) fastPair() (usage.Sample, bool) {
 	}
 	d.pos += i + 2
 	return usage.Sample{T: ms, V: v}, true
+}
+
+// fastTime reads the time of the sample that starts b (b[0] is '['), for
+// fastPair: in Unix ms, and the index past it. It is not ok for a time
+// written any other way than fastPair reads.
+func fastTime(b []byte) (ms int64, i int, ok bool) {
+	i = 1
+	// Times to 2286 have ten digits of seconds: the first eight are read
+	// at once. Digit by digit, the time was 5 % of the client's CPU.
+	if len(b) > 9 {
+		if v, ok := eightDigits(b[1:9]); ok {
+			ms, i = int64(v), 9
+		}
+	}
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		ms = ms*10 + int64(b[i]-'0')
+		i++
+	}
+	if digits := i - 1; digits == 0 || digits > 15 || digits > 1 && b[1] == '0' {
+		return 0, 0, false
+	}
+	scale := int64(1000)
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			if scale > 1 {
+				scale /= 10
+				ms = ms*10 + int64(b[i]-'0')
+			}
+			i++
+		}
+		if i == start {
+			return 0, 0, false
+		}
+	}
+	return ms * scale, i, true
+}
+
+// eightDigits reads b[:8] as a decimal number when all eight bytes are
+// ASCII digits, eight bytes a word: a byte c is a digit when the high
+// halves of c and c+6 are both 3, and the digits are joined in pairs,
+// then fours, then all eight, each step one multiplication. A byte past
+// 0xf9 carries into the next byte's sum but fails the check itself.
+func eightDigits(b []byte) (uint64, bool) {
+	v := binary.LittleEndian.Uint64(b)
+	if v&(v+0x0606060606060606)&0xf0f0f0f0f0f0f0f0 != 0x3030303030303030 {
+		return 0, false
+	}
+	v -= 0x3030303030303030
+	// b[0], the first digit, is the low byte.
+	v = (v*10 + v>>8) & 0x00ff00ff00ff00ff
+	v = (v*100 + v>>16) & 0x0000ffff0000ffff
+	v = (v*10000 + v>>32) & 0xffffffff
+	return v, true
 }
 
 // sampleValue reads a sample's value: by parseValue when it is plain,

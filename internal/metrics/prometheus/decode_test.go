@@ -253,6 +253,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 		`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}}`,
 		`{"Status":"success","data":{"result":[{"values":[[-0.0015,"-Inf"]],"metric":{"\u00e9":"\ud83d\ude00"}}],"resultType":"matrix"}}`,
 		`{"status":"success","data":null,"warnings":null}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a"},"values":[[1764979230,"57"],[1764979260.25,"0.5"]]}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -420,6 +421,11 @@ func TestDecodeSampleBothWays(t *testing.T) {
 		{name: "one fractional digit", pair: `[1700000000.5,"NaN"]`},
 		{name: "digits past the millisecond", pair: `[1700000000.12399,"-Inf"]`},
 		{name: "zero", pair: `[0,"0"]`},
+		{name: "eight digits", pair: `[17000000,"1"]`},
+		{name: "nine digits", pair: `[170000000.5,"1"]`},
+		{name: "eleven digits", pair: `[17000000001,"1"]`},
+		{name: "ten digits, a leading zero", pair: `[0170000000,"1"]`},
+		{name: "a point among the first eight", pair: `[1700000.001,"1"]`},
 		{name: "fifteen digits", pair: `[999999999999999,"1e308"]`},
 		{name: "sixteen digits", pair: `[9223372036854775,"1"]`},
 		{name: "past int64 milliseconds", pair: `[9223372036854776,"1"]`},
@@ -675,6 +681,28 @@ func FuzzParseValue(f *testing.F) {
 		}
 		if math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("%q: fast path read %v (%#x), ParseFloat %v (%#x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	})
+}
+
+// Eight bytes read at once are the number strconv reads when all are
+// ASCII digits, and refused otherwise.
+func FuzzEightDigits(f *testing.F) {
+	for _, s := range []string{"17649792", "00000000", "99999999", "1764979/", "1764979:", "176497 2", "\xff\xff\xff\xff\xff\xff\xff\xff", "+1234567", "1234567\xf9"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 8 {
+			return
+		}
+		got, ok := prometheus.EightDigits(b)
+		s := string(b[:8])
+		digits := !strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+		if ok != digits {
+			t.Fatalf("%q: ok %v, want %v", s, ok, digits)
+		}
+		if want, _ := strconv.ParseUint(s, 10, 64); ok && got != want {
+			t.Fatalf("%q: read %d, want %d", s, got, want)
 		}
 	})
 }

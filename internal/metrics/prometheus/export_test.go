@@ -96,6 +96,9 @@ func (t *Table) Series() []metrics.Series { return join([]*seriesTable{t.t}) }
 // strconv.ParseFloat reads it instead.
 var ParseValue = parseValue
 
+// EightDigits reads eight ASCII digits at once.
+var EightDigits = eightDigits
+
 // Slab is where a table carves its series' room.
 type Slab struct{ s slab }
 
