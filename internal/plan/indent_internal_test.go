@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"testing"
@@ -23,6 +24,9 @@ func TestEncodeJSONIndents(t *testing.T) {
 		{"struct", jsonDecision{Namespace: "ns", Kind: "Deployment", Name: "a", Reason: `why: "x" {y}`, Policies: []string{"p"}}},
 		{"empty slice", []jsonDecision{}},
 	}
+	// One encoder for every case, as WriteJSON uses one for every part.
+	var out bytes.Buffer
+	e := &jsonEncoder{w: bufio.NewWriter(&out)}
 	for _, tc := range tests {
 		for _, prefix := range []string{"", "    "} {
 			t.Run(tc.name+"/"+prefix, func(t *testing.T) {
@@ -33,9 +37,10 @@ func TestEncodeJSONIndents(t *testing.T) {
 					enc.SetIndent(prefix, "  ")
 				}
 				require.NoError(t, enc.Encode(tc.v))
-				got := bytes.NewBufferString("before ")
-				require.NoError(t, encodeJSON(got, tc.v, prefix))
-				require.Equal(t, "before "+string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))), got.String())
+				out.Reset()
+				require.NoError(t, e.part(tc.v, prefix))
+				require.NoError(t, e.w.Flush())
+				require.Equal(t, string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))), out.String())
 			})
 		}
 	}

@@ -264,16 +264,7 @@ type jsonDecision struct {
 // those one indented Encode of the whole object would write.
 func (p *Plan) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	var b bytes.Buffer
-	// part encodes v into b, then moves b to the writer.
-	part := func(v any, indent string) error {
-		b.Reset()
-		if err := encodeJSON(&b, v, indent); err != nil {
-			return err
-		}
-		_, err := bw.Write(b.Bytes())
-		return err
-	}
+	part := (&jsonEncoder{w: bw}).part
 	bw.WriteString("{\n  \"at\": ")
 	if err := part(p.At.UTC().Format(time.RFC3339), ""); err != nil {
 		return err
@@ -301,20 +292,23 @@ func (p *Plan) writeDecisions(bw *bufio.Writer, part func(any, string) error) er
 		_, err := bw.WriteString("[]")
 		return err
 	}
-	gpus := func(a engine.Allocation) *float64 {
+	// One at a time: boxed anew, 10,000 were garbage.
+	var jd jsonDecision
+	var cur, rec float64
+	gpus := func(a engine.Allocation, v *float64) *float64 {
 		if a.Form == engine.NoGPU || a.Form == engine.GPUMemory {
 			return nil
 		}
-		v := rounded(a.GPUs)
-		return &v
+		*v = rounded(a.GPUs)
+		return v
 	}
 	shared := p.sharedSets()
 	for i, d := range p.Decisions {
-		jd := jsonDecision{
+		jd = jsonDecision{
 			Cluster: d.Workload.Ref.Cluster, ChangeSet: shared[definition{d.Workload.Ref, d.Workload.File}],
 			Namespace: d.Workload.Ref.Namespace, Kind: d.Workload.Ref.Kind, Name: d.Workload.Ref.Name, File: d.Workload.File,
-			Current: gpus(d.Current), CurrentForm: string(d.Current.Form),
-			Recommended: gpus(d.Recommended), RecommendedForm: string(d.Recommended.Form),
+			Current: gpus(d.Current, &cur), CurrentForm: string(d.Current.Form),
+			Recommended: gpus(d.Recommended, &rec), RecommendedForm: string(d.Recommended.Form),
 			Action: string(d.Action), Urgent: d.Urgent, Rule: d.Rule, Reason: d.Reason(),
 			Cause: d.Cause, Evidence: roundedEvidence(d.Evidence),
 		}
@@ -329,7 +323,7 @@ func (p *Plan) writeDecisions(bw *bufio.Writer, part func(any, string) error) er
 		} else {
 			bw.WriteString(",\n    ")
 		}
-		if err := part(jd, "    "); err != nil {
+		if err := part(&jd, "    "); err != nil {
 			return err
 		}
 	}
@@ -365,29 +359,39 @@ func (p *Plan) writeEdits(bw *bufio.Writer, part func(any, string) error) error 
 	return err
 }
 
-// encodeJSON appends v to b as encoding/json writes it at the depth whose
-// lines start with prefix (indented by two spaces a level below it; on
-// one line when prefix is ""): HTML characters as they are, without the
-// encoder's line break.
-func encodeJSON(b *bytes.Buffer, v any, prefix string) error {
-	start := b.Len()
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+// jsonEncoder writes the parts of a plan through one encoder and one
+// indenting buffer: made for each of 10,000 decisions, they were garbage.
+type jsonEncoder struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	out []byte
+}
+
+// part writes v as encoding/json writes it at the depth whose lines start
+// with prefix (indented by two spaces a level below it; on one line when
+// prefix is ""): HTML characters as they are, without the encoder's line
+// break.
+func (e *jsonEncoder) part(v any, prefix string) error {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		return err
 	}
-	b.Truncate(b.Len() - 1)
+	b := e.buf.Bytes()[:e.buf.Len()-1]
 	if prefix != "" {
 		// The encoder's own indentation runs its validating scanner over
 		// every byte again, which cost more than encoding a decision. Its
 		// output is compact and valid: knowing where the strings are is
 		// enough to indent it.
-		src := b.Bytes()[start:]
-		out := indentJSON(make([]byte, 0, len(src)*3/2), src, prefix)
-		b.Truncate(start)
-		b.Write(out)
+		e.out = indentJSON(e.out[:0], b, prefix)
+		b = e.out
 	}
-	return nil
+	_, err := e.w.Write(b)
+	return err
 }
 
 // indentJSON appends compact JSON src to dst as json.Indent with indent

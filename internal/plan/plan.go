@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gpu-rightsizing/recommender/internal/checkout"
 	"github.com/gpu-rightsizing/recommender/internal/engine"
@@ -240,7 +241,7 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 		p.admit(w.Ref, w.Labels)
 	}
 	p.unsupported(set, ns)
-	groups := map[string]int{}
+	groups, keys := map[string]int{}, map[rulesRef]string{}
 	p.work = slices.Grow(p.work, len(ws))
 	for i, w := range ws {
 		if p.Excludes(w.Ref.String()) {
@@ -252,7 +253,7 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 			continue
 		}
 		p.work = append(p.work, pw)
-		p.batch(opts.At, pw, groups)
+		p.batch(opts.At, pw, groups, keys)
 	}
 	if p.admitted != nil {
 		out := 0
@@ -406,12 +407,17 @@ func (p *Plan) govern(set *policy.Set, w patcher.Workload, where []string, unmap
 // alike (groups finds it by queryKey), one query per such group, never
 // one per workload (docs/design.md §2). A workload with nothing to measure gets
 // none.
-func (p *Plan) batch(at time.Time, pw pending, groups map[string]int) {
+func (p *Plan) batch(at time.Time, pw pending, groups map[string]int, keys map[rulesRef]string) {
 	g, cur := pw.g, pw.cur
 	if g.Skip != "" || cur.Form == engine.NoGPU || cur.Form == engine.GPUMemory && cur.GPUs == 0 {
 		return
 	}
-	k := queryKey(g)
+	r := rulesRef{g.Proactive, g.Reactive, unsafe.SliceData(g.Containers), len(g.Containers)}
+	k, ok := keys[r]
+	if !ok {
+		k = queryKey(g)
+		keys[r] = k
+	}
 	i, ok := groups[k]
 	if !ok {
 		q := usage.Query{At: at, Lookback: g.Lookback(), Metrics: map[usage.Metric]usage.Mapping{}, Containers: g.Containers}
@@ -868,6 +874,15 @@ func allocation(g patcher.GPU) (a engine.Allocation, bad string) {
 		return engine.Allocation{Form: engine.WholeGPUs, GPUs: float64(g.Whole)}, ""
 	}
 	return engine.Allocation{Form: engine.NoGPU}, ""
+}
+
+// rulesRef finds a query key by the rules and containers it was made of,
+// which the workloads of one pair of policies share (policy.Set).
+type rulesRef struct {
+	p          *engine.ProactiveRules
+	r          *engine.ReactiveRules
+	containers *string
+	n          int
 }
 
 // queryKey identifies how a governance reads usage: workloads with equal

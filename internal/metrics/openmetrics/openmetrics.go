@@ -59,7 +59,7 @@ type series struct {
 type parser struct {
 	file   string
 	line   int
-	series []series
+	series seriesStore
 	// raw maps a series as written (name and label set) to its index;
 	// canon maps its canonical form, so that the same series written with
 	// another label order or escaping is still one series.
@@ -345,7 +345,7 @@ func (p *parser) seen(text []byte) (int, bool) {
 // record adds a sample of series i, written as text, whose timestamp
 // starts at byte ts.
 func (p *parser) record(i int, text []byte, ts int, t int64, v float64) error {
-	s := &p.series[i]
+	s := p.series.at(i)
 	if s.n > 0 && t <= s.last {
 		return p.errorf(ts+1, "series %s: timestamp %s is not after %s on line %d (OpenMetrics requires strictly increasing timestamps)",
 			text, formatSeconds(t), formatSeconds(s.last), s.line)
@@ -450,9 +450,9 @@ func (s *series) flush() {
 // flushIntervals returns the intervals between samples of each kept
 // metric, counted by length, as Set would count them from every sample.
 func (p *parser) flushIntervals() map[string]map[int64]int {
-	for i := range p.series {
-		if p.series[i].keep {
-			p.series[i].flush()
+	for i := range p.series.n {
+		if s := p.series.at(i); s.keep {
+			s.flush()
 		}
 	}
 	return p.intervals
@@ -461,8 +461,8 @@ func (p *parser) flushIntervals() map[string]map[int64]int {
 // lineOf returns the line of the first series' newest sample taken at t,
 // 0 when none is.
 func (p *parser) lineOf(t int64) int {
-	for _, s := range p.series {
-		if s.n > 0 && s.last == t {
+	for i := range p.series.n {
+		if s := p.series.at(i); s.n > 0 && s.last == t {
 			return s.line
 		}
 	}
@@ -619,9 +619,36 @@ func (p *parser) newSeries(line []byte, nameLen int) (int, error) {
 			p.intervals[name] = s.intervals
 		}
 	}
-	p.series = append(p.series, s)
-	p.canon[string(k)] = len(p.series) - 1
-	return len(p.series) - 1, nil
+	i := p.series.add(s)
+	p.canon[string(k)] = i
+	return i, nil
+}
+
+// seriesBlock is how many series a block of seriesStore holds.
+const seriesBlock = 1024
+
+// seriesStore holds the parser's series in blocks that never move. One
+// slice of them, grown by copying, allocated 33 MB for a recording of
+// 50,000 series (three times what they hold), a tenth of reading it.
+type seriesStore struct {
+	blocks [][]series
+	n      int
+}
+
+// at returns series i, which stays where it is while more are added.
+func (st *seriesStore) at(i int) *series {
+	return &st.blocks[i/seriesBlock][i%seriesBlock]
+}
+
+// add appends s and returns its index.
+func (st *seriesStore) add(s series) int {
+	if st.n%seriesBlock == 0 {
+		st.blocks = append(st.blocks, make([]series, 0, seriesBlock))
+	}
+	b := &st.blocks[len(st.blocks)-1]
+	*b = append(*b, s)
+	st.n++
+	return st.n - 1
 }
 
 func (p *parser) intern(b []byte) string {

@@ -112,14 +112,14 @@ func ParseRecorded(r io.Reader, name string, opts ...Option) (*Recorded, error) 
 // recorded turns what the parser kept into a Recorded.
 func (p *parser) recorded() *Recorded {
 	n := 0
-	for _, s := range p.series {
-		if s.keep {
+	for i := range p.series.n {
+		if p.series.at(i).keep {
 			n++
 		}
 	}
 	kept := make([]metrics.Series, 0, n)
-	for i := range p.series {
-		s := &p.series[i]
+	for i := range p.series.n {
+		s := p.series.at(i)
 		if !s.keep {
 			continue
 		}
@@ -134,7 +134,7 @@ func (p *parser) recorded() *Recorded {
 	// would be had every sample been kept.
 	set := metrics.NewSet(p.file, kept, p.flushIntervals())
 	r := &Recorded{set: set, series: kept, samples: p.times.n, oldest: p.times.min, newest: p.times.max}
-	r.span = p.times.span(p.lineOf, len(p.series))
+	r.span = p.times.span(p.lineOf, p.series.n)
 	return r
 }
 
