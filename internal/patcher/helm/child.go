@@ -39,6 +39,13 @@ import (
 // before main (or a test binary's TestMain) runs.
 const renderChildEnv = "GPU_RIGHTSIZING_RECOMMENDER_RENDER_CHILD"
 
+// mallocArenas is in a render child's environment for a cgo build. The C
+// library gives each new thread its own malloc arena, 64 MiB of address
+// space reserved at once: under the child's RLIMIT_AS, the fifth thread
+// a loaded runtime started was refused, in a heap of 8 to 16 MB. One
+// arena serves every thread.
+const mallocArenas = "MALLOC_ARENA_MAX=1"
+
 // renderIdle is how long a child waits for its next request.
 const renderIdle = 2 * time.Second
 
@@ -245,7 +252,7 @@ func (rd *renderer) running() (*renderChild, error) {
 	cmd := exec.Command(exe, "-test.run=^$")
 	// Nothing of the tool's environment: no secret reaches a template.
 	// Without tracebacks, a fatal error is one line.
-	cmd.Env = []string{renderChildEnv + "=1", "GOTRACEBACK=none"}
+	cmd.Env = []string{renderChildEnv + "=1", "GOTRACEBACK=none", mallocArenas}
 	stderr := &headWriter{max: 4096}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()

@@ -53,11 +53,28 @@ func limitSpace(space int64) error {
 	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &cur); err != nil {
 		return err
 	}
-	lim := uint64(now + space)
+	lim := uint64(now + space + threadStacks())
 	if cur.Max < lim {
 		lim = cur.Max // lower already: kept
 	}
 	return syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim})
+}
+
+// threadStacks is the address space left for the stacks of threads the
+// runtime may start after the bound is set: none without cgo. With cgo,
+// each is a pthread, whose stack is mapped at RLIMIT_STACK's size (8 MiB
+// unless set; past 64 MiB or unbounded, taken as 8 MiB). A loaded
+// machine has the runtime start threads for blocked system calls.
+func threadStacks() int64 {
+	if !cgoThreads {
+		return 0
+	}
+	const threads, fallback = 16, 8 << 20
+	var st syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &st); err != nil || st.Cur > 64<<20 {
+		return threads * fallback
+	}
+	return threads * int64(st.Cur)
 }
 
 // watchRSS reads the child's resident size every 10ms until stop, and
