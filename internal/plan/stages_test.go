@@ -335,3 +335,32 @@ func TestJSONNumbersAreRounded(t *testing.T) {
 	}
 	require.NotZero(t, checked, "some decision has an upsize reading")
 }
+
+// TestForgetUsageKeepsThePlan: a plan that forgets usage once decided
+// holds no samples in its decisions, and prints the same plan as one
+// that keeps them for a pull request's body.
+func TestForgetUsageKeepsThePlan(t *testing.T) {
+	ctx := context.Background()
+	kept, err := plan.Make(ctx, plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	forgot, err := plan.Make(ctx, plan.Options{Repo: repo, At: at, Source: recorded(t), ForgetUsage: true})
+	require.NoError(t, err)
+
+	held := 0
+	for _, d := range kept.Decisions {
+		held += len(d.Usage.Pods)
+	}
+	require.NotZero(t, held, "the decisions keep their usage by default")
+	for _, d := range forgot.Decisions {
+		require.Empty(t, d.Usage.Pods, "%s keeps its usage", d.Workload.Ref)
+	}
+	var a, b bytes.Buffer
+	require.NoError(t, kept.WriteJSON(&a))
+	require.NoError(t, forgot.WriteJSON(&b))
+	require.Equal(t, a.String(), b.String())
+	a.Reset()
+	b.Reset()
+	require.NoError(t, kept.WriteMarkdown(&a))
+	require.NoError(t, forgot.WriteMarkdown(&b))
+	require.Equal(t, a.String(), b.String())
+}

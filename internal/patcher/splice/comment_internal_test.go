@@ -90,3 +90,28 @@ spec:
 	_, changed := f.Result()
 	require.False(t, changed)
 }
+
+// TestCommentsAllocateNothingPerQuotedScalar: the comment check, run on
+// every document an edit proves, finds where quoted scalars are without
+// an allocation for each: a document of fifty costs what one of one does.
+func TestCommentsAllocateNothingPerQuotedScalar(t *testing.T) {
+	quoted := func(n int) *Stream {
+		src := "# head\n"
+		for i := range n {
+			src += "k" + string(rune('a'+i%26)) + string(rune('a'+i/26)) + ": \"v # not\" # c\n"
+		}
+		s, err := Parse([]byte(src))
+		require.NoError(t, err)
+		return s
+	}
+	allocs := func(s *Stream) float64 {
+		return testing.AllocsPerRun(20, func() {
+			if _, err := s.comments(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	one, fifty := allocs(quoted(1)), allocs(quoted(50))
+	// Each comment found is a string of its own, and the lists grow.
+	require.LessOrEqual(t, fifty-one, 49+20.0, "allocations for 49 more quoted scalars and comments: %v against %v", fifty, one)
+}

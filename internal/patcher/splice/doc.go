@@ -3,6 +3,7 @@ package splice
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpu-rightsizing/recommender/internal/located"
@@ -27,6 +28,10 @@ type Doc struct {
 	Root  *yaml.Node // document root of the current parse
 	exp   *yaml.Node // document root of the expected tree
 	step  int        // indentation step of the file
+	// owned, when not nil, holds the nodes of exp that are its own: the
+	// rest it shares with the original parse, and expNode copies a node
+	// before a step may change it (a held file's, File.open).
+	owned map[*yaml.Node]bool
 
 	splices []splice
 	// removed are the ranges of the current text that the op means to
@@ -101,12 +106,45 @@ func (d *Doc) expNode(n *yaml.Node) (*yaml.Node, error) {
 	}
 	e := d.exp
 	for i := len(path) - 1; i >= 0 && e != nil; i-- {
-		e = path[i](e)
+		c := path[i](e)
+		if c != nil && d.owned != nil {
+			c = d.own(e, IndexOf(e.Content, c))
+		}
+		e = c
 	}
 	if e == nil || e.Kind != n.Kind {
 		return nil, fmt.Errorf("%w: the expected tree has no node at %s:%d", ErrVerify, d.File, n.Line+d.Line0)
 	}
+	if d.owned != nil {
+		// A step changes the node it gets and its children in place
+		// (kyaml's SetField overwrites a value node): all are its own.
+		for i := range e.Content {
+			d.own(e, i)
+		}
+	}
 	return e, nil
+}
+
+// own makes parent.Content[i] a node of the expected tree's own, copied
+// from the one it shares with the original parse, and returns it. parent
+// must be owned.
+func (d *Doc) own(parent *yaml.Node, i int) *yaml.Node {
+	n := parent.Content[i]
+	if d.owned[n] {
+		return n
+	}
+	c := ownCopy(n)
+	parent.Content[i] = c
+	d.owned[c] = true
+	return c
+}
+
+// ownCopy copies n with a Content of its own: its children stay shared.
+func ownCopy(n *yaml.Node) *yaml.Node {
+	c := new(yaml.Node)
+	*c = *n
+	c.Content = slices.Clone(n.Content)
+	return c
 }
 
 func IndexOf(ns []*yaml.Node, n *yaml.Node) int {

@@ -36,6 +36,9 @@ type File struct {
 	batch   bool
 	held    *Held
 	spoiled error // the first step that failed: Finish refuses the batch
+	// owned holds the nodes of a held file's expected trees that are
+	// their own, not shared with the original parse (Doc.owned).
+	owned map[*yaml.Node]bool
 }
 
 // ranSteps are steps a batch ran on document idx, run again by Finish
@@ -331,7 +334,7 @@ func (f *File) batchDoc(idx int, steps []Step) (changes []Change, undo func(), e
 	step := indentStep(doc)
 	for _, st := range steps {
 		d := &Doc{File: f.Path, Line0: ch.line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.places(j)},
-			Root: doc.Content[0], exp: f.Expected[idx].Content[0], step: step}
+			Root: doc.Content[0], exp: f.Expected[idx].Content[0], step: step, owned: f.owned}
 		if err := d.Editable(d.Root, ""); err != nil {
 			return spoil(err)
 		}
@@ -363,10 +366,20 @@ func (f *File) open(idx int) (*chunk, int, error) {
 	}
 	t := newText(ch.b)
 	t.eol = f.eol
-	ch.s = &Stream{t: t, Docs: []*yaml.Node{tree.thaw()}}
-	// A second thaw is the same tree as a Clone of the first, for less:
-	// it fills the nodes from the compact form, not from whole nodes.
-	f.Expected[idx] = tree.thaw()
+	orig := tree.thaw()
+	ch.s = &Stream{t: t, Docs: []*yaml.Node{orig}}
+	// The expected tree shares the original's nodes but its document
+	// node and root, and a step's expNode copies what it changes: a
+	// second tree of every node was a sixth of a plan's allocations.
+	if f.owned == nil {
+		f.owned = map[*yaml.Node]bool{}
+	}
+	exp := ownCopy(orig)
+	f.owned[exp] = true
+	if len(exp.Content) > 0 {
+		(&Doc{owned: f.owned}).own(exp, 0)
+	}
+	f.Expected[idx] = exp
 	return ch, 0, nil
 }
 
@@ -491,7 +504,7 @@ func (f *File) finish(ch *chunk) error {
 		}
 		step := indentStep(doc)
 		for _, st := range r.steps {
-			d := &Doc{File: f.Path, Line0: ch.line0, t: s.t, sp: spanner{t: s.t, pl: s.places(r.idx - ch.first)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step}
+			d := &Doc{File: f.Path, Line0: ch.line0, t: s.t, sp: spanner{t: s.t, pl: s.places(r.idx - ch.first)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step, owned: f.owned}
 			if err := st.Run(d); err != nil {
 				return fmt.Errorf("%w: %s, run again on the result: %w", ErrVerify, st.Name, err)
 			}

@@ -1,6 +1,7 @@
 package splice
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -197,34 +198,114 @@ func FuzzHold(f *testing.F) {
 	})
 }
 
-// TestHeldExpectedApart: a held document's expected tree, which the
-// steps change, is its parse again and shares no node with the parse the
-// steps read.
-func TestHeldExpectedApart(t *testing.T) {
-	src := []byte(threeDocs)
-	s, err := Parse(src)
-	require.NoError(t, err)
-	f, err := NewHeldFile("d.yaml", src, Hold(src, s, func(int) bool { return true }))
-	require.NoError(t, err)
-	for idx := range s.Docs {
-		doc, _ := f.Document(idx)
-		require.NotNil(t, doc)
-		require.Nil(t, Compare(f.Expected[idx], doc, ""))
-		parsed := map[*yaml.Node]bool{}
-		var walk func(n *yaml.Node, seen map[*yaml.Node]bool)
-		walk = func(n *yaml.Node, seen map[*yaml.Node]bool) {
-			seen[n] = true
-			for _, c := range n.Content {
-				walk(c, seen)
-			}
+// blockDeployment is a Deployment in block style, named by %s.
+const blockDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %s
+  labels:
+    team: t
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+        - name: c
+          image: x
+          args:
+            - --a
+`
+
+// heldSteps change a held Deployment every way a step can: a scalar
+// replaced, a mapping entry added, one deleted, a sequence item appended;
+// each finds nothing to do once done, as Finish asks.
+var heldSteps = []Step{
+	{Name: "replace", Run: func(d *Doc) error {
+		c := Lookup(d.Root, "spec", "template", "spec", "containers").Content[0]
+		_, err := d.ReplaceScalar(Lookup(c, "image"), "y", "image", ScalarOpts{})
+		return err
+	}},
+	{Name: "add", Run: func(d *Doc) error {
+		return d.SetString(d.Root, "labels.app", []string{"metadata", "labels", "app"}, "a", ScalarOpts{})
+	}},
+	{Name: "delete", Run: func(d *Doc) error {
+		m := Lookup(d.Root, "spec")
+		k, v := Field(m, "replicas")
+		if k == nil {
+			return nil // done: Finish runs each step again on the result
 		}
-		walk(doc, parsed)
-		expected := map[*yaml.Node]bool{}
-		walk(f.Expected[idx], expected)
-		for n := range expected {
-			require.False(t, parsed[n], "document %d: a node shared", idx)
+		return d.DeleteEntry(m, k, v, "replicas")
+	}},
+	{Name: "append", Run: func(d *Doc) error {
+		args := Lookup(Lookup(d.Root, "spec", "template", "spec", "containers").Content[0], "args")
+		if args.Content[len(args.Content)-1].Value == "--b" {
+			return nil
+		}
+		return d.AppendItem(args, "--b", "args")
+	}},
+}
+
+// TestHeldStepsLeaveTheParse: the steps of a held document change its
+// expected tree, never the parse they read (what Finish checks the
+// comments against), and the result is what the same steps give on a
+// parse of the whole file.
+func TestHeldStepsLeaveTheParse(t *testing.T) {
+	src := fmt.Sprintf(blockDeployment, "a") + "---\n" + fmt.Sprintf(blockDeployment, "b")
+	steps := map[int][]Step{0: heldSteps, 1: heldSteps[1:3]}
+	whole, _, err := batch(t, src, steps)
+	require.NoError(t, err)
+	want, changed := whole.Result()
+	require.True(t, changed)
+
+	s, err := Parse([]byte(src))
+	require.NoError(t, err)
+	f, err := NewHeldFile("d.yaml", []byte(src), Hold([]byte(src), s, func(int) bool { return true }))
+	require.NoError(t, err)
+	for idx := range 2 {
+		_, _, err := f.EditDoc(idx, steps[idx])
+		require.NoError(t, err)
+		read, _ := f.Document(idx)
+		require.Nil(t, Compare(s.Docs[idx], read, ""), "document %d: the parse the steps read changed", idx)
+		require.NotNil(t, Compare(f.Expected[idx], read, ""), "document %d: the expected tree did not change", idx)
+	}
+	require.NoError(t, f.Finish())
+	got, _ := f.Result()
+	require.Equal(t, string(want), string(got))
+}
+
+// TestHeldExpectedSharesTheUnchanged: a held document's expected tree is
+// the parse's nodes but those a step changed and the path to them: a
+// second tree of every node was a sixth of a plan's allocations.
+func TestHeldExpectedSharesTheUnchanged(t *testing.T) {
+	src := fmt.Sprintf(blockDeployment, "a")
+	s, err := Parse([]byte(src))
+	require.NoError(t, err)
+	f, err := NewHeldFile("d.yaml", []byte(src), Hold([]byte(src), s, func(int) bool { return true }))
+	require.NoError(t, err)
+	_, _, err = f.EditDoc(0, heldSteps[:1])
+	require.NoError(t, err)
+	read, _ := f.Document(0)
+	parsed := map[*yaml.Node]bool{}
+	var walk func(n *yaml.Node, seen map[*yaml.Node]bool)
+	walk = func(n *yaml.Node, seen map[*yaml.Node]bool) {
+		seen[n] = true
+		for _, c := range n.Content {
+			walk(c, seen)
 		}
 	}
+	walk(read, parsed)
+	expected := map[*yaml.Node]bool{}
+	walk(f.Expected[0], expected)
+	shared := 0
+	for n := range expected {
+		if parsed[n] {
+			shared++
+		}
+	}
+	// One scalar of 32 nodes changed: it and the path down to it from
+	// the document node, 8 nodes, are copies.
+	require.GreaterOrEqual(t, shared, len(expected)-8, "%d of %d nodes shared", shared, len(expected))
+	require.NoError(t, f.Finish())
 }
 
 // TestFreezeThaw: a held document comes back with every field the edits
