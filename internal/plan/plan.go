@@ -123,6 +123,8 @@ type Decision struct {
 	Policies []policy.Meta
 	// Rules are what decided, and what the edit may do; Usage is what the
 	// decision read. Both are for explaining it (a pull request's body).
+	// Usage is released once decided (usage.Workload.Release), but for an
+	// urgent upsize of several clusters, which the live path decides again.
 	Rules engine.Rules
 	Usage usage.Workload
 	// PullRequest is what the governing strategy's gitops settings say
@@ -528,6 +530,11 @@ func (p *Plan) Decide() {
 			d.Decision = engine.Unjudged(pw.cur, engine.CauseQueryFailed, why)
 		default:
 			d.Decision = engine.Decide(engine.Input{At: p.At, Current: pw.cur, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref]})
+		}
+		// Decided, the samples serve only a chart and a percentile, but an
+		// urgent upsize of several clusters is decided again per cluster.
+		if !d.Urgent || len(d.Workload.Ref.Clusters()) < 2 {
+			d.Usage = d.Usage.Release(d.Evidence.Longest(), d.Rules.ChartScale(d.Current.GPUs))
 		}
 		p.Decisions = append(p.Decisions, d)
 	}

@@ -335,3 +335,21 @@ func TestJSONNumbersAreRounded(t *testing.T) {
 	}
 	require.NotZero(t, checked, "some decision has an upsize reading")
 }
+
+// TestDecisionsReleaseTheirSamples: once decided, a workload's usage is
+// kept as its chart and its pods' digests, not as samples, so that a run
+// of thousands of workloads does not hold every sample until its pull
+// requests are written.
+func TestDecisionsReleaseTheirSamples(t *testing.T) {
+	p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: recorded(t)})
+	require.NoError(t, err)
+	pods := 0
+	for _, d := range p.Decisions {
+		require.True(t, d.Usage.Released(), d.Workload.Ref.String())
+		for _, pod := range d.Usage.Pods {
+			require.Nil(t, pod.Series, "%s: pod %s", d.Workload.Ref, pod.Name)
+			pods++
+		}
+	}
+	require.NotZero(t, pods, "the fixture's workloads have pods")
+}
