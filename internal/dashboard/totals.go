@@ -1,9 +1,6 @@
 package dashboard
 
 import (
-	"math"
-	"slices"
-
 	"github.com/gpu-rightsizing/recommender/internal/engine"
 	"github.com/gpu-rightsizing/recommender/internal/plan"
 	"github.com/gpu-rightsizing/recommender/internal/usage"
@@ -74,7 +71,7 @@ func reporting(w usage.Workload) []usage.Pod {
 		if w.LiveKnown && !p.Live {
 			continue
 		}
-		if !w.LiveKnown && len(p.Series[usage.Compute])+len(p.Series[usage.Memory]) == 0 {
+		if !w.LiveKnown && !p.Digest().Sampled {
 			continue
 		}
 		out = append(out, p)
@@ -87,18 +84,13 @@ func reporting(w usage.Workload) []usage.Pod {
 // the allocation is scaled by the pod's share, as the engine does.
 func podP95(p usage.Pod, current float64, sources map[usage.Metric]*engine.MetricRules) float64 {
 	best := 0.0
+	p95 := p.Digest().P95
 	for _, m := range usage.Metrics {
-		var vals []float64
-		for _, s := range p.Series[m] {
-			if s.Valid() {
-				vals = append(vals, s.V)
-			}
-		}
-		if len(vals) == 0 {
+		v, ok := p95[m]
+		if !ok {
 			continue
 		}
-		slices.Sort(vals)
-		v := vals[max(0, int(math.Ceil(0.95*float64(len(vals))))-1)] / 100
+		v /= 100
 		if src := sources[m]; src != nil && src.Interpretation == engine.CurrentAllocation {
 			share := p.Allocation
 			if share <= 0 {

@@ -230,3 +230,20 @@ func (s Span) String() string { return FormatDuration(time.Duration(s)) }
 
 // MarshalText renders the span as policies write durations.
 func (s Span) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Longest is the longest window the decision read (memory may be read
+// over a longer one than compute), and 0 when it read none: a pull
+// request draws its usage over it.
+func (ev Evidence) Longest() time.Duration {
+	var window time.Duration
+	for _, r := range ev.Upsizes {
+		window = max(window, time.Duration(r.Window))
+	}
+	if ev.Baseline != nil {
+		window = max(window, time.Duration(ev.Baseline.Window))
+		for _, r := range ev.Baseline.Metrics {
+			window = max(window, time.Duration(r.Window))
+		}
+	}
+	return window
+}

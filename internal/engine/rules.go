@@ -218,3 +218,25 @@ func (r Rules) maxStep() float64 {
 	}
 	return float64(limit) / 100
 }
+
+// ChartScale turns a pod's samples into GPUs for a chart of usage: a
+// percent of one GPU, or of the pod's share (current when the pod's is
+// unknown). It leaves out the metrics the rules do not read.
+func (r Rules) ChartScale(current float64) usage.Scale {
+	sources := r.Sources()
+	return func(p usage.Pod, m usage.Metric) (float64, bool) {
+		src := sources[m]
+		if src == nil {
+			return 0, false
+		}
+		scale := 1.0 / 100
+		if src.Interpretation == CurrentAllocation {
+			share := p.Allocation
+			if share <= 0 {
+				share = current
+			}
+			scale *= share
+		}
+		return scale, true
+	}
+}

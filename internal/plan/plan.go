@@ -60,12 +60,7 @@ type Options struct {
 	// (`--group-by`), "" for each strategy's own: the printed plan shows
 	// the pull requests that group several workloads as run opens them.
 	Grouping Grouping
-	// ForgetUsage keeps no usage in the decisions: for a caller that
-	// writes no pull request body from it (`plan`). At 10,000 workloads
-	// the recording's samples, held by the decisions, were a sixth of
-	// the heap the edits ran beside.
-	ForgetUsage bool
-	Logger      *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Plan is one run, filled in stage by stage.
@@ -99,10 +94,9 @@ type Plan struct {
 	// clusters is the map the plan reads clusters by: the repository's,
 	// or the one of Options.OneCluster; nil without either. wholeStore
 	// is Options.WholeStore.
-	clusters    *policy.ClusterMap
-	wholeStore  bool
-	forgetUsage bool
-	grouping    Grouping
+	clusters   *policy.ClusterMap
+	wholeStore bool
+	grouping   Grouping
 	// parts holds, for a workload whose usage is read as several
 	// workloads' (one per cluster that deploys its definition, or without
 	// its cluster from a store of that cluster alone), the refs its
@@ -130,6 +124,8 @@ type Decision struct {
 	Policies []policy.Meta
 	// Rules are what decided, and what the edit may do; Usage is what the
 	// decision read. Both are for explaining it (a pull request's body).
+	// Usage is released once decided (usage.Workload.Release), but for an
+	// urgent upsize of several clusters, which the live path decides again.
 	Rules engine.Rules
 	Usage usage.Workload
 	// PullRequest is what the governing strategy's gitops settings say
@@ -220,7 +216,7 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Plan{At: opts.At, repo: opts.Repo, log: log, filter: opts.Filter, wholeStore: opts.WholeStore, forgetUsage: opts.ForgetUsage, grouping: opts.Grouping,
+	p := &Plan{At: opts.At, repo: opts.Repo, log: log, filter: opts.Filter, wholeStore: opts.WholeStore, grouping: opts.Grouping,
 		parts: map[usage.Ref][]usage.Ref{}}
 	if !opts.Filter.IsZero() {
 		p.admitted = map[string]bool{}
@@ -541,8 +537,10 @@ func (p *Plan) Decide() {
 		default:
 			d.Decision = engine.Decide(engine.Input{At: p.At, Current: pw.cur, Rules: pw.g.Rules, Usage: p.usage[pw.w.Ref]})
 		}
-		if p.forgetUsage {
-			d.Usage = usage.Workload{}
+		// Decided, the samples serve only a chart and a percentile, but an
+		// urgent upsize of several clusters is decided again per cluster.
+		if !d.Urgent || len(d.Workload.Ref.Clusters()) < 2 {
+			d.Usage = d.Usage.Release(d.Evidence.Longest(), d.Rules.ChartScale(d.Current.GPUs))
 		}
 		p.Decisions = append(p.Decisions, d)
 	}

@@ -264,82 +264,17 @@ func workloadSection(b *strings.Builder, d plan.Decision, withChart bool, matche
 // over the longest window the decision read, as a Mermaid xychart, which
 // GitHub and GitLab render.
 func chart(b *strings.Builder, d plan.Decision) {
-	ev := d.Evidence
-	var window time.Duration
-	for _, r := range ev.Upsizes {
-		window = max(window, time.Duration(r.Window))
-	}
-	if ev.Baseline != nil {
-		window = max(window, time.Duration(ev.Baseline.Window))
-		for _, r := range ev.Baseline.Metrics {
-			// Memory may be read over a longer window (memoryWindow).
-			window = max(window, time.Duration(r.Window))
-		}
-	}
-	if window <= 0 || len(d.Usage.Pods) == 0 {
+	c, ok := d.Usage.Chart(d.Evidence.Longest(), d.Rules.ChartScale(d.Current.GPUs))
+	if !ok {
 		return
 	}
-	const points = 24
-	sources := d.Rules.Sources()
-	var to int64
-	for _, p := range d.Usage.Pods {
-		for _, s := range p.Series {
-			if len(s) > 0 {
-				to = max(to, s[len(s)-1].T)
-			}
-		}
-	}
-	// From the oldest sample when the history is shorter than the window:
-	// an empty stretch would draw as zero usage.
-	from := to
-	for _, p := range d.Usage.Pods {
-		for _, s := range p.Series {
-			if len(s) > 0 {
-				from = min(from, s[0].T-1)
-			}
-		}
-	}
-	from = max(from, to-window.Milliseconds())
-	step := (to - from) / points
-	if step <= 0 {
-		return
-	}
-	lines := map[usage.Metric][]float64{}
+	const points = usage.ChartPoints
+	from, to, step, lines := c.From, c.To, c.Step, c.Lines
 	top := max(d.Current.GPUs, d.Recommended.GPUs)
-	for _, m := range usage.Metrics {
-		src := sources[m]
-		if src == nil {
-			continue
+	for _, vals := range lines {
+		for _, v := range vals {
+			top = max(top, v)
 		}
-		vals := make([]float64, points)
-		seen := false
-		for _, p := range d.Usage.Pods {
-			scale := 1.0 / 100
-			if src.Interpretation == engine.CurrentAllocation {
-				share := p.Allocation
-				if share <= 0 {
-					share = d.Current.GPUs
-				}
-				scale *= share
-			}
-			for _, x := range usage.In(p.Series[m], usage.Window{From: from, To: to}) {
-				if !x.Valid() {
-					continue
-				}
-				i := min(points-1, int((x.T-from-1)/step))
-				vals[i] = max(vals[i], x.V*scale)
-				seen = true
-			}
-		}
-		if seen {
-			lines[m] = vals
-			for _, v := range vals {
-				top = max(top, v)
-			}
-		}
-	}
-	if len(lines) == 0 {
-		return
 	}
 	labels := make([]string, points)
 	for i := range labels {

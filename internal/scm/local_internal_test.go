@@ -1,6 +1,7 @@
 package scm
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,4 +28,69 @@ func FuzzFromMarkdown(f *testing.F) {
 			t.Fatalf("read back %+v (%v), want %+v", got, ok, want)
 		}
 	})
+}
+
+// TestLocalKeepsNoBodyItWrote: the pull requests a Local writes are kept
+// without their bodies (a run of 10,000 held 29 MB of them), and every
+// lookup still returns each body as it was written or last updated.
+func TestLocalKeepsNoBodyItWrote(t *testing.T) {
+	ctx := context.Background()
+	l, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Find(ctx, "none"); err != nil { // a run looks before it writes
+		t.Fatal(err)
+	}
+	want := map[int]string{}
+	for i := range 3 {
+		pr, err := l.Open(ctx, NewPullRequest{Branch: fmt.Sprintf("b%d", i), Base: "main", Title: "t", Body: strings.Repeat("body ", i+1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[pr.Number] = pr.Body
+	}
+	if err := l.Update(ctx, 2, "t2", "updated"); err != nil {
+		t.Fatal(err)
+	}
+	want[2] = "updated"
+	for n, pr := range l.prs {
+		if pr.Body != "" {
+			t.Errorf("#%d is kept with its body %q", n, pr.Body)
+		}
+	}
+	tests := []struct {
+		name string
+		list func() ([]PullRequest, error)
+	}{
+		{"All", l.All},
+		{"ListOpen", func() ([]PullRequest, error) { return l.ListOpen(ctx, "b") }},
+		{"Find", func() ([]PullRequest, error) {
+			var out []PullRequest
+			for i := range 3 {
+				found, err := l.Find(ctx, fmt.Sprintf("b%d", i))
+				out = append(out, found...)
+				if err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.list()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d pull requests, want %d", len(got), len(want))
+			}
+			for _, pr := range got {
+				if pr.Body != want[pr.Number] {
+					t.Errorf("#%d: body %q, want %q", pr.Number, pr.Body, want[pr.Number])
+				}
+			}
+		})
+	}
 }

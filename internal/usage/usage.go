@@ -1,7 +1,9 @@
 // Package usage holds GPU usage as numbers: samples per pod and per metric,
-// and the window statistics that decisions are made from (peak, coverage,
-// age). It is pure: no I/O, no clock. Sources of usage (Prometheus, recorded
-// files, traces) produce these values; the decision engine consumes them.
+// the window statistics that decisions are made from (peak, coverage,
+// age), and what is kept of the samples once a workload is decided (a
+// chart and a digest per pod). It is pure: no I/O, no clock. Sources of
+// usage (Prometheus, recorded files, traces) produce these values; the
+// decision engine consumes them.
 package usage
 
 import (
@@ -139,6 +141,8 @@ type Pod struct {
 	// one GPU then stands for each of the pod's devices, and a percent of
 	// the allocation for the share on each device.
 	ByDevice map[Metric]bool
+	// digest is what Release kept of Series.
+	digest *Digest
 }
 
 // Workload is the usage of all pods of one workload over a lookback.
@@ -168,6 +172,8 @@ type Workload struct {
 	// cluster, a Prometheus replica, a device label the preset does not
 	// know). Nothing may change on such data.
 	Mixed string
+	// chart is what Release kept of the pods' samples.
+	chart *Chart
 }
 
 // StepOf is the sampling interval of metric m.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"slices"
@@ -272,14 +273,23 @@ func heldPercent(live uint64) int {
 // of 1,000 pods ran at 1.6 times its samples. Its samples hold no
 // pointers, so a collection costs little more for them. A lower setting
 // (GOGC=off included) is left as it is.
+//
+// Restoring also collects, unless collections are off: the recording is
+// garbage by then, and the next collection's goal would otherwise be
+// twice a heap that held it. At 10,000 changes the edits grew the heap
+// to 343 MiB before one, holding 121 MiB.
 func collectOften() (restore func()) {
 	p := heldPercent(liveHeap())
 	old := debug.SetGCPercent(p)
 	if old < p {
 		debug.SetGCPercent(old)
-		return func() {}
 	}
-	return func() { debug.SetGCPercent(old) }
+	return func() {
+		debug.SetGCPercent(old)
+		if old >= 0 {
+			runtime.GC()
+		}
+	}
 }
 
 // liveHeap is the heap the last collection found live, 0 when unknown.
