@@ -22,6 +22,7 @@ const module = "github.com/gpu-rightsizing/recommender/"
 var allowed = map[string][]string{
 	"internal/usage":               {},
 	"internal/located":             {},
+	"internal/jsonindent":          {},
 	"internal/kai":                 {},
 	"internal/cluster":             {"internal/kai", "internal/localfile"},
 	"internal/checkout":            {"internal/located"},
@@ -56,7 +57,7 @@ var allowed = map[string][]string{
 	"internal/patcher": {"internal/checkout", "internal/located", "internal/usage", "internal/patcher/changes",
 		"internal/patcher/helm", "internal/patcher/kustomize", "internal/patcher/splice", "internal/patcher/workload"},
 	"internal/backtest": {"internal/engine", "internal/kai", "internal/metrics/openmetrics", "internal/patcher", "internal/policy", "internal/usage"},
-	"internal/plan":     {"internal/checkout", "internal/engine", "internal/kai", "internal/located", "internal/patcher", "internal/policy", "internal/usage"},
+	"internal/plan":     {"internal/checkout", "internal/engine", "internal/jsonindent", "internal/kai", "internal/located", "internal/patcher", "internal/policy", "internal/usage"},
 	"internal/publish":  {"internal/engine", "internal/plan", "internal/scm", "internal/usage"},
 	"internal/live":     {"internal/cluster", "internal/engine", "internal/kai", "internal/scm"},
 	"internal/report":   {"internal/cluster", "internal/consolidate", "internal/dashboard", "internal/engine", "internal/kai", "internal/metrics", "internal/neighbours", "internal/placement", "internal/plan", "internal/policy", "internal/usage"},

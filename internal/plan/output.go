@@ -2,8 +2,6 @@ package plan
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpu-rightsizing/recommender/internal/engine"
+	"github.com/gpu-rightsizing/recommender/internal/jsonindent"
 )
 
 // Counts summarises the decisions by action.
@@ -264,7 +263,7 @@ type jsonDecision struct {
 // those one indented Encode of the whole object would write.
 func (p *Plan) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	part := (&jsonEncoder{w: bw}).part
+	part := jsonindent.NewEncoder(bw).Encode
 	bw.WriteString("{\n  \"at\": ")
 	if err := part(p.At.UTC().Format(time.RFC3339), ""); err != nil {
 		return err
@@ -357,107 +356,6 @@ func (p *Plan) writeEdits(bw *bufio.Writer, part func(any, string) error) error 
 	}
 	_, err := bw.WriteString("\n  ]")
 	return err
-}
-
-// jsonEncoder writes the parts of a plan through one encoder and one
-// indenting buffer: made for each of 10,000 decisions, they were garbage.
-type jsonEncoder struct {
-	w   *bufio.Writer
-	buf bytes.Buffer
-	enc *json.Encoder
-	out []byte
-}
-
-// part writes v as encoding/json writes it at the depth whose lines start
-// with prefix (indented by two spaces a level below it; on one line when
-// prefix is ""): HTML characters as they are, without the encoder's line
-// break.
-func (e *jsonEncoder) part(v any, prefix string) error {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.buf)
-		e.enc.SetEscapeHTML(false)
-	}
-	e.buf.Reset()
-	if err := e.enc.Encode(v); err != nil {
-		return err
-	}
-	b := e.buf.Bytes()[:e.buf.Len()-1]
-	if prefix != "" {
-		// The encoder's own indentation runs its validating scanner over
-		// every byte again, which cost more than encoding a decision. Its
-		// output is compact and valid: knowing where the strings are is
-		// enough to indent it.
-		e.out = indentJSON(e.out[:0], b, prefix)
-		b = e.out
-	}
-	_, err := e.w.Write(b)
-	return err
-}
-
-// indentJSON appends compact JSON src to dst as json.Indent with indent
-// "  " does: a line for each member and element, "{}" and "[]" kept
-// when empty, a space after each colon.
-func indentJSON(dst, src []byte, prefix string) []byte {
-	depth, open, inString := 0, false, false
-	newline := func() {
-		dst = append(dst, '\n')
-		dst = append(dst, prefix...)
-		for range depth {
-			dst = append(dst, "  "...)
-		}
-	}
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		if inString {
-			// Copy a string's run up to its next quote or escape at once.
-			j := i
-			for j < len(src) && src[j] != '"' && src[j] != '\\' {
-				j++
-			}
-			dst = append(dst, src[i:j]...)
-			if j == len(src) {
-				break
-			}
-			dst = append(dst, src[j])
-			if src[j] == '\\' && j+1 < len(src) {
-				j++
-				dst = append(dst, src[j])
-			} else {
-				inString = false
-			}
-			i = j
-			continue
-		}
-		if open && c != '}' && c != ']' {
-			open = false
-			depth++
-			newline()
-		}
-		switch c {
-		case '"':
-			inString = true
-			dst = append(dst, c)
-		case '{', '[':
-			open = true
-			dst = append(dst, c)
-		case ',':
-			dst = append(dst, c)
-			newline()
-		case ':':
-			dst = append(dst, c, ' ')
-		case '}', ']':
-			if open {
-				open = false
-			} else {
-				depth--
-				newline()
-			}
-			dst = append(dst, c)
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return dst
 }
 
 // Summary is a one-line account of the plan, for logs.

@@ -1,4 +1,4 @@
-package plan
+package jsonindent
 
 import (
 	"bufio"
@@ -8,6 +8,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+// decision is a plan's decision as JSON: omitted fields, a slice.
+type decision struct {
+	Namespace string   `json:"namespace"`
+	Kind      string   `json:"kind"`
+	Name      string   `json:"name"`
+	Cluster   string   `json:"cluster,omitempty"`
+	Reason    string   `json:"reason"`
+	Policies  []string `json:"policies,omitempty"`
+}
 
 // TestEncodeJSONIndents: a value encoded at a depth is what encoding/json
 // writes for it with SetIndent, byte for byte, whatever its strings hold.
@@ -21,12 +31,13 @@ func TestEncodeJSONIndents(t *testing.T) {
 		{"empty", map[string]any{"a": []int{}, "b": map[string]int{}, "c": nil}},
 		{"nested", map[string]any{"x": []any{1, "two", []any{}, map[string]any{"k": []string{"[", "]", "\\", `"`}}}}},
 		{"escapes", []string{"\n\t\u2028", "ünï", `\"`, `\\`, "end\\"}},
-		{"struct", jsonDecision{Namespace: "ns", Kind: "Deployment", Name: "a", Reason: `why: "x" {y}`, Policies: []string{"p"}}},
-		{"empty slice", []jsonDecision{}},
+		{"struct", decision{Namespace: "ns", Kind: "Deployment", Name: "a", Reason: `why: "x" {y}`, Policies: []string{"p"}}},
+		{"empty slice", []decision{}},
 	}
-	// One encoder for every case, as WriteJSON uses one for every part.
+	// One encoder for every case, as a plan uses one for every part.
 	var out bytes.Buffer
-	e := &jsonEncoder{w: bufio.NewWriter(&out)}
+	w := bufio.NewWriter(&out)
+	e := NewEncoder(w)
 	for _, tc := range tests {
 		for _, prefix := range []string{"", "    "} {
 			t.Run(tc.name+"/"+prefix, func(t *testing.T) {
@@ -38,15 +49,15 @@ func TestEncodeJSONIndents(t *testing.T) {
 				}
 				require.NoError(t, enc.Encode(tc.v))
 				out.Reset()
-				require.NoError(t, e.part(tc.v, prefix))
-				require.NoError(t, e.w.Flush())
+				require.NoError(t, e.Encode(tc.v, prefix))
+				require.NoError(t, w.Flush())
 				require.Equal(t, string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))), out.String())
 			})
 		}
 	}
 }
 
-// FuzzIndentJSON: indentJSON indents any value's compact encoding as
+// FuzzIndentJSON: Append indents any value's compact encoding as
 // json.Indent does, whatever its strings hold.
 func FuzzIndentJSON(f *testing.F) {
 	f.Add("plain", "", 1.5)
@@ -60,6 +71,6 @@ func FuzzIndentJSON(f *testing.F) {
 		require.NoError(t, err)
 		var want bytes.Buffer
 		require.NoError(t, json.Indent(&want, compact, "  ", "  "))
-		require.Equal(t, want.String(), string(indentJSON(nil, compact, "  ")))
+		require.Equal(t, want.String(), string(Append(nil, compact, "  ")))
 	})
 }
