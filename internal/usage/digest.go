@@ -2,6 +2,7 @@ package usage
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -36,13 +37,65 @@ func (p Pod) Digest() Digest {
 		if len(vals) == 0 {
 			continue
 		}
-		slices.Sort(vals)
 		if d.P95 == nil {
 			d.P95 = make(map[Metric]float64, len(Metrics))
 		}
-		d.P95[m] = vals[max(0, int(math.Ceil(0.95*float64(len(vals))))-1)]
+		d.P95[m] = nth(vals, max(0, int(math.Ceil(0.95*float64(len(vals))))-1))
 	}
 	return d
+}
+
+// nth is the k-th smallest of vals (from 0), which it reorders: a
+// selection, not a sort. Release digests every pod of every decision,
+// and sorting a week of samples a pod made a plan of such a recording
+// 40 % dearer. Partitions around a median of three; one that goes on
+// past twice the bits of len(vals) sorts what is left, so no input is
+// quadratic.
+func nth(vals []float64, k int) float64 {
+	lo, hi := 0, len(vals)-1
+	for budget := 2 * bits.Len(uint(len(vals))); hi-lo > 16; budget-- {
+		if budget == 0 {
+			slices.Sort(vals[lo : hi+1])
+			return vals[k]
+		}
+		mid := lo + (hi-lo)/2
+		if vals[mid] < vals[lo] {
+			vals[mid], vals[lo] = vals[lo], vals[mid]
+		}
+		if vals[hi] < vals[lo] {
+			vals[hi], vals[lo] = vals[lo], vals[hi]
+		}
+		if vals[hi] < vals[mid] {
+			vals[hi], vals[mid] = vals[mid], vals[hi]
+		}
+		pivot := vals[mid]
+		i, j := lo, hi
+		for i <= j {
+			for vals[i] < pivot {
+				i++
+			}
+			for vals[j] > pivot {
+				j--
+			}
+			if i <= j {
+				vals[i], vals[j] = vals[j], vals[i]
+				i++
+				j--
+			}
+		}
+		// Now vals[lo..j] <= pivot <= vals[i..hi], and between them, if
+		// anything, equals the pivot.
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return vals[k]
+		}
+	}
+	slices.Sort(vals[lo : hi+1])
+	return vals[k]
 }
 
 // ChartPoints is how many bins a Chart has: a pull request draws a day
