@@ -472,6 +472,35 @@ func TestPrometheusCredentialsStayWithTheServer(t *testing.T) {
 	require.Empty(t, leaked)
 }
 
+// TestPrometheusRedirectBounded: an answer from another origin, reached
+// by a redirect, is bounded as the server's own answers are. It once came
+// back unbounded: an endless body there was read until memory ran out.
+func TestPrometheusRedirectBounded(t *testing.T) {
+	chunk := bytes.Repeat([]byte(" "), 1<<20)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if _, err := io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[`); err != nil {
+			return
+		}
+		for range 1 << 10 { // 1 GiB of JSON whitespace
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(other.Close)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(front.Close)
+	prom := newPrometheus(t, front.URL)
+	prometheus.SetBodyBounds(prom, 4<<20, 6<<20)
+	_, err := prom.Usage(context.Background(), clusterQuery())
+	require.ErrorIs(t, err, prometheus.ErrUnavailable)
+	require.Contains(t, err.Error(), "answer too long")
+	require.EqualValues(t, 6<<20, prometheus.InFlightLeft(prom), "every answer gave back what it took")
+}
+
 // TestReadSecret: a token or password file is read within bounds: a
 // device such as /dev/zero, or a file longer than any token, is refused
 // without being read whole, naming the file and never its content.
