@@ -293,6 +293,13 @@ func (r *reader) problem(p string, err error) {
 // followed inside fsys only, and the file must be regular and at most
 // MaxFileSize bytes. The patcher reads the files it edits with it.
 func ReadFile(fsys fs.FS, name string) ([]byte, error) {
+	// With no symlink on the way there is nothing to resolve.
+	if d, ok := fsys.(*Dir); ok && fs.ValidPath(name) {
+		if f, ok := openPlain(d.dir, name); ok {
+			defer f.Close()
+			return readOpen(f, MaxFileSize)
+		}
+	}
 	target, fi, err := resolve(fsys, name)
 	if err != nil {
 		return nil, err
@@ -311,6 +318,11 @@ func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readOpen(f, max)
+}
+
+// readOpen reads the open file f, which must be regular, up to max bytes.
+func readOpen(f fs.File, max int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err

@@ -1,10 +1,13 @@
 package checkout
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // Dir is a working tree on disk as an fs.FS. Everything is opened through
@@ -14,6 +17,8 @@ type Dir struct {
 	path string
 	root *os.Root
 	fsys fs.FS
+	// dir is the directory open beside the Root, for openPlain.
+	dir *os.File
 }
 
 var (
@@ -36,19 +41,27 @@ func OpenDir(name string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open checkout: %w", err)
 	}
-	return &Dir{path: real, root: r, fsys: r.FS()}, nil
+	dir, err := os.Open(real)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open checkout: %w", err)
+	}
+	return &Dir{path: real, root: r, fsys: r.FS(), dir: dir}, nil
 }
 
 // Path is the absolute path of the directory, with symlinks resolved.
 func (d *Dir) Path() string { return d.path }
 
 // Close releases the directory.
-func (d *Dir) Close() error { return d.root.Close() }
+func (d *Dir) Close() error { return errors.Join(d.root.Close(), d.dir.Close()) }
 
 // Open opens name for reading without blocking.
 func (d *Dir) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	if f, ok := openPlain(d.dir, name); ok {
+		return f, nil
 	}
 	f, err := d.root.OpenFile(filepath.FromSlash(name), os.O_RDONLY|openFlags, 0)
 	if err != nil {
@@ -58,7 +71,19 @@ func (d *Dir) Open(name string) (fs.File, error) {
 }
 
 // ReadDir lists the directory name, sorted by file name.
-func (d *Dir) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(d.fsys, name) }
+func (d *Dir) ReadDir(name string) ([]fs.DirEntry, error) {
+	if fs.ValidPath(name) {
+		if f, ok := openPlain(d.dir, name); ok {
+			es, err := f.ReadDir(-1)
+			f.Close()
+			if err == nil {
+				slices.SortFunc(es, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+				return es, nil
+			}
+		}
+	}
+	return fs.ReadDir(d.fsys, name)
+}
 
 // ReadLink returns the target of the symlink name, as written.
 func (d *Dir) ReadLink(name string) (string, error) { return fs.ReadLink(d.fsys, name) }
