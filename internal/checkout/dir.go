@@ -11,8 +11,10 @@ import (
 )
 
 // Dir is a working tree on disk as an fs.FS. Everything is opened through
-// an os.Root, so no path or symlink can lead outside the directory, and
-// files are opened without blocking, so a FIFO cannot hang a run.
+// an os.Root, so no path or symlink can lead outside the directory; on
+// Linux a name with no symlink on the way is opened in one call beneath
+// it (openPlain). Files are opened without blocking, so a FIFO cannot
+// hang a run.
 type Dir struct {
 	path string
 	root *os.Root
