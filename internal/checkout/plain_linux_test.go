@@ -1,8 +1,10 @@
 package checkout
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,4 +50,73 @@ func TestOpenPlain(t *testing.T) {
 	require.Len(t, es, 1)
 	_, err = ReadFile(d, "apps")
 	require.ErrorIs(t, err, ErrNotRegular)
+}
+
+// TestReadSameEitherWay: a checkout read with the one-call open gives what
+// the Root's way gives, file for file and problem for problem, on a tree
+// of every kind of entry the reader meets.
+func TestReadSameEitherWay(t *testing.T) {
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.yaml"), []byte("a: 1\n"), 0o644))
+	root := t.TempDir()
+	write := func(name, body string) {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+	link := func(name, target string) {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.Symlink(target, p))
+	}
+	write("apps/a/d.yaml", "kind: Deployment\n")
+	write("apps/b/e.yml", "kind: Service\n")
+	write(".git/x.yaml", "a: 1\n")
+	write("charts/c/Chart.yaml", "name: c\n")
+	write("charts/c/templates/t.yaml", "{{ .Values }}\n")
+	link("apps/same.yaml", "a/d.yaml")
+	link("apps/up.yaml", "../apps/b/e.yml")
+	link("linked", "apps")
+	link("out.yaml", filepath.Join(outside, "secret.yaml"))
+	link("climb.yaml", "../../secret.yaml")
+	link("dangling.yaml", "nowhere.yaml")
+	link("loop.yaml", "loop.yaml")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "dir.yaml"), 0o755))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo.yaml"), 0o644))
+	write("bad\x01name.yaml", "a: 1\n")
+
+	fast, err := OpenDir(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { fast.Close() })
+	slow := *fast
+	slow.dir = nil
+	read := func(d *Dir) *Files {
+		fs, err := Read(context.Background(), d, Options{})
+		require.NoError(t, err)
+		return fs
+	}
+	got, want := read(fast), read(&slow)
+	require.NotEmpty(t, want.Files)
+	require.NotEmpty(t, want.Problems)
+	require.Equal(t, len(want.Files), len(got.Files))
+	for i := range want.Files {
+		require.Equal(t, want.Files[i].Path, got.Files[i].Path)
+		require.Equal(t, want.Files[i].Links, got.Files[i].Links)
+		require.Equal(t, want.Files[i].Data, got.Files[i].Data)
+	}
+	require.Equal(t, len(want.Problems), len(got.Problems))
+	for i := range want.Problems {
+		require.Equal(t, want.Problems[i].Error(), got.Problems[i].Error())
+	}
+	for _, name := range []string{"apps/a/d.yaml", "apps/same.yaml", "linked/a/d.yaml", "out.yaml", "climb.yaml",
+		"dangling.yaml", "loop.yaml", "dir.yaml", "fifo.yaml", "none.yaml", "apps/a/d.yaml/x"} {
+		wb, werr := ReadFile(&slow, name)
+		gb, gerr := ReadFile(fast, name)
+		require.Equal(t, wb, gb, name)
+		if werr == nil {
+			require.NoError(t, gerr, name)
+			continue
+		}
+		require.EqualError(t, gerr, werr.Error(), name)
+	}
 }
