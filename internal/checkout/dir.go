@@ -55,7 +55,13 @@ func OpenDir(name string) (*Dir, error) {
 func (d *Dir) Path() string { return d.path }
 
 // Close releases the directory.
-func (d *Dir) Close() error { return errors.Join(d.root.Close(), d.dir.Close()) }
+func (d *Dir) Close() error {
+	err := d.root.Close()
+	if d.dir != nil {
+		err = errors.Join(err, d.dir.Close())
+	}
+	return err
+}
 
 // Open opens name for reading without blocking.
 func (d *Dir) Open(name string) (fs.File, error) {
