@@ -553,6 +553,9 @@ func TestHelmChildMemory(t *testing.T) {
 	if _, err := base.render(context.Background(), chartOf("a: b\n"), r, map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
+	if base.child == nil {
+		t.Fatal("the child of a small render ended before it was measured")
+	}
 	base.kill(base.child)
 	rd := newRenderer(defaultRenderLimits())
 	huge := `{{ repeat 600000000 "x" }}`
