@@ -295,9 +295,8 @@ func (r *reader) problem(p string, err error) {
 func ReadFile(fsys fs.FS, name string) ([]byte, error) {
 	// With no symlink on the way there is nothing to resolve.
 	if d, ok := fsys.(*Dir); ok && fs.ValidPath(name) {
-		if f, ok := openPlain(d.dir, name); ok {
-			defer f.Close()
-			return readOpen(f, MaxFileSize)
+		if b, ok, err := readPlain(d.dir, name, MaxFileSize); ok {
+			return b, err
 		}
 	}
 	target, fi, err := resolve(fsys, name)
@@ -313,6 +312,11 @@ func ReadFile(fsys fs.FS, name string) ([]byte, error) {
 // readFile reads name, which Lstat found to be a regular file. It is
 // checked again on the opened file, since it may have changed in between.
 func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
+	if d, ok := fsys.(*Dir); ok && fs.ValidPath(name) {
+		if b, ok, err := readPlain(d.dir, name, max); ok {
+			return b, err
+		}
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
@@ -330,10 +334,8 @@ func readOpen(f fs.File, max int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, ErrNotRegular
 	}
-	// Made only when needed, not formatted for every file read.
-	tooLarge := func() error { return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max) }
 	if fi.Size() > max {
-		return nil, tooLarge()
+		return nil, tooLarge(max)
 	}
 	// The size is a hint: the file may grow while it is read, so the
 	// bound is enforced on what is read too. The buffer is the size and
@@ -356,10 +358,14 @@ func readOpen(f fs.File, max int64) ([]byte, error) {
 		}
 	}
 	if int64(len(b)) > max {
-		return nil, tooLarge()
+		return nil, tooLarge(max)
 	}
 	return b, nil
 }
+
+// tooLarge is the error of a file past max bytes; made only when needed,
+// not formatted for every file read.
+func tooLarge(max int64) error { return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max) }
 
 // hasControl reports whether a name holds a control character.
 func hasControl(name string) bool {

@@ -120,3 +120,48 @@ func TestReadSameEitherWay(t *testing.T) {
 		require.EqualError(t, gerr, werr.Error(), name)
 	}
 }
+
+// TestReadPlain: the read on the bare descriptor keeps readOpen's rules:
+// regular files only, the bound on the size and on what is read.
+func TestReadPlain(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "d.yaml"), []byte("kind: Deployment\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "empty.yaml"), nil, 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(root, "dir.yaml"), 0o755))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo.yaml"), 0o644))
+	require.NoError(t, os.Symlink("d.yaml", filepath.Join(root, "link.yaml")))
+	d, err := OpenDir(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+
+	for _, tt := range []struct {
+		name    string
+		max     int64
+		read    bool // the one-call open took it
+		want    string
+		wantErr error
+	}{
+		{"d.yaml", MaxFileSize, true, "kind: Deployment\n", nil},
+		{"d.yaml", 17, true, "kind: Deployment\n", nil},
+		{"d.yaml", 16, true, "", ErrTooLarge},
+		{"empty.yaml", MaxFileSize, true, "", nil},
+		{"dir.yaml", MaxFileSize, true, "", ErrNotRegular},
+		{"fifo.yaml", MaxFileSize, true, "", ErrNotRegular},
+		{"link.yaml", MaxFileSize, false, "", nil},
+		{"none.yaml", MaxFileSize, false, "", nil},
+	} {
+		b, ok, err := readPlain(d.dir, tt.name, tt.max)
+		require.Equal(t, tt.read, ok, tt.name)
+		if tt.wantErr != nil {
+			require.ErrorIs(t, err, tt.wantErr, tt.name)
+			continue
+		}
+		require.NoError(t, err, tt.name)
+		require.Equal(t, tt.want, string(b), tt.name)
+		if ok {
+			require.Equal(t, len(b)+1, cap(b), "%s: sized once, with the byte that sees the end", tt.name)
+		}
+	}
+	_, ok, _ := readPlain(nil, "d.yaml", MaxFileSize)
+	require.False(t, ok, "no directory open beside the Root")
+}
