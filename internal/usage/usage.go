@@ -173,7 +173,7 @@ type Workload struct {
 	// know). Nothing may change on such data.
 	Mixed string
 	// chart is what Release kept of the pods' samples.
-	chart *Chart
+	chart *drawn
 }
 
 // StepOf is the sampling interval of metric m.
