@@ -50,17 +50,23 @@ type frozen struct {
 	tags  []string // tags[0] is "", no tag
 }
 
-// frozenNode is sixteen bytes, not the 28 that room for any tag and
+// frozenNode is twelve bytes, not the 28 that room for any tag and
 // value length took: every GPU document of the checkout is held this way
 // until its file is edited, a fifth of a 10,000-Deployment plan's heap.
 type frozenNode struct {
 	voff      uint32 // where the value starts in strs
-	n         uint32 // the nodes of its content, which follow it
+	n         uint16 // the nodes of its content, which follow it
 	line, col uint16 // line counted from the start of the chunk
 	tag       uint8  // index in tags
-	kind      uint8
-	style     uint8
+	form      uint8  // index in frozenKinds, and the style in the low six bits
 }
+
+// frozenKinds are the kinds a held tree holds: no alias, as Hold keeps
+// no document with anchors.
+var frozenKinds = [...]yaml.Kind{yaml.DocumentNode, yaml.SequenceNode, yaml.MappingNode, yaml.ScalarNode}
+
+// styleBits are yaml.v3's six style flags.
+const styleBits = 6
 
 // Hold keeps what NewHeldFile needs of b, whose parse is s: the trees of
 // the documents keep says, and where every document is. It returns nil
@@ -159,7 +165,9 @@ func freeze(d *yaml.Node, line0 int) *frozen {
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		line := n.Line - line0
-		if line < 0 || line > math.MaxUint16 || n.Column < 0 || n.Column > math.MaxUint16 || n.Kind > math.MaxUint8 || n.Style > math.MaxUint8 {
+		kind := slices.Index(frozenKinds[:], n.Kind)
+		if line < 0 || line > math.MaxUint16 || n.Column < 0 || n.Column > math.MaxUint16 || len(n.Content) > math.MaxUint16 ||
+			kind < 0 || n.Style >= 1<<styleBits {
 			ok = false
 			return
 		}
@@ -172,8 +180,8 @@ func freeze(d *yaml.Node, line0 int) *frozen {
 			ok = false
 			return
 		}
-		f.nodes = append(f.nodes, frozenNode{voff: uint32(sb.Len()), n: uint32(len(n.Content)), line: uint16(line), col: uint16(n.Column),
-			tag: uint8(tag), kind: uint8(n.Kind), style: uint8(n.Style)})
+		f.nodes = append(f.nodes, frozenNode{voff: uint32(sb.Len()), n: uint16(len(n.Content)), line: uint16(line), col: uint16(n.Column),
+			tag: uint8(tag), form: uint8(kind<<styleBits) | uint8(n.Style)})
 		sb.WriteString(n.Value)
 		for _, c := range n.Content {
 			if !ok {
@@ -214,7 +222,7 @@ func (f *frozen) thaw() *yaml.Node {
 		if next < len(f.nodes) {
 			end = int(f.nodes[next].voff)
 		}
-		*n = yaml.Node{Kind: yaml.Kind(fn.kind), Style: yaml.Style(fn.style), Line: int(fn.line), Column: int(fn.col),
+		*n = yaml.Node{Kind: frozenKinds[fn.form>>styleBits], Style: yaml.Style(fn.form & (1<<styleBits - 1)), Line: int(fn.line), Column: int(fn.col),
 			Value: f.strs[fn.voff:end], Tag: f.tags[fn.tag]}
 		k := int(fn.n)
 		n.Content = content[:k:k]
