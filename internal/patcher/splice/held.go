@@ -58,12 +58,29 @@ type frozenNode struct {
 	n         uint16 // the nodes of its content, which follow it
 	line, col uint16 // line counted from the start of the chunk
 	tag       uint8  // index in tags
-	form      uint8  // index in frozenKinds, and the style in the low six bits
+	form      uint8  // frozenKind in the high two bits, the style in the low six
 }
 
-// frozenKinds are the kinds a held tree holds: no alias, as Hold keeps
-// no document with anchors.
-var frozenKinds = [...]yaml.Kind{yaml.DocumentNode, yaml.SequenceNode, yaml.MappingNode, yaml.ScalarNode}
+// frozenKind numbers the kinds a held tree holds, and kindOf turns the
+// number back: no alias, as Hold keeps no document with anchors. -1 for
+// any other kind.
+func frozenKind(k yaml.Kind) int {
+	switch k {
+	case yaml.DocumentNode:
+		return 0
+	case yaml.SequenceNode:
+		return 1
+	case yaml.MappingNode:
+		return 2
+	case yaml.ScalarNode:
+		return 3
+	}
+	return -1
+}
+
+func kindOf(i uint8) yaml.Kind {
+	return [...]yaml.Kind{yaml.DocumentNode, yaml.SequenceNode, yaml.MappingNode, yaml.ScalarNode}[i&3]
+}
 
 // styleBits are yaml.v3's six style flags.
 const styleBits = 6
@@ -165,7 +182,7 @@ func freeze(d *yaml.Node, line0 int) *frozen {
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		line := n.Line - line0
-		kind := slices.Index(frozenKinds[:], n.Kind)
+		kind := frozenKind(n.Kind)
 		if line < 0 || line > math.MaxUint16 || n.Column < 0 || n.Column > math.MaxUint16 || len(n.Content) > math.MaxUint16 ||
 			kind < 0 || n.Style >= 1<<styleBits {
 			ok = false
@@ -222,7 +239,7 @@ func (f *frozen) thaw() *yaml.Node {
 		if next < len(f.nodes) {
 			end = int(f.nodes[next].voff)
 		}
-		*n = yaml.Node{Kind: frozenKinds[fn.form>>styleBits], Style: yaml.Style(fn.form & (1<<styleBits - 1)), Line: int(fn.line), Column: int(fn.col),
+		*n = yaml.Node{Kind: kindOf(fn.form >> styleBits), Style: yaml.Style(fn.form & (1<<styleBits - 1)), Line: int(fn.line), Column: int(fn.col),
 			Value: f.strs[fn.voff:end], Tag: f.tags[fn.tag]}
 		k := int(fn.n)
 		n.Content = content[:k:k]
