@@ -337,13 +337,18 @@ func readOpen(f fs.File, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, tooLarge(max)
 	}
-	// The size is a hint: the file may grow while it is read, so the
-	// bound is enforced on what is read too. The buffer is the size and
-	// one byte, to see the end without growing: a run holds every file
-	// it reads, and bytes.Buffer's spare 512 bytes took half again the
-	// YAML of a repository of small files.
-	b := make([]byte, 0, fi.Size()+1)
-	r := io.LimitReader(f, max+1)
+	return readSized(f, fi.Size(), max)
+}
+
+// readSized reads r to its end, size bytes by its stat, at most max.
+// The size is a hint: the file may grow while it is read, so the bound
+// is enforced on what is read too. The buffer is the size and one byte,
+// to see the end without growing: a run holds every file it reads, and
+// bytes.Buffer's spare 512 bytes took half again the YAML of a
+// repository of small files.
+func readSized(r io.Reader, size, max int64) ([]byte, error) {
+	b := make([]byte, 0, size+1)
+	r = io.LimitReader(r, max+1)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

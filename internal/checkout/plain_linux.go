@@ -2,6 +2,7 @@ package checkout
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 
@@ -19,14 +20,20 @@ func openPlain(dir *os.File, name string) (f *os.File, ok bool) {
 	if dir == nil {
 		return nil, false
 	}
-	fd, err := unix.Openat2(int(dir.Fd()), name, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | openFlags,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := openat2(dir, name)
 	if err != nil {
 		return nil, false
 	}
 	return os.NewFile(uintptr(fd), name), true
+}
+
+// openat2 opens name below dir for reading, refusing any symlink on the
+// way and any step out of dir.
+func openat2(dir *os.File, name string) (int, error) {
+	return unix.Openat2(int(dir.Fd()), name, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | openFlags,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
 }
 
 // readPlain reads name below dir as readOpen does, on the descriptor
@@ -38,10 +45,7 @@ func readPlain(dir *os.File, name string, max int64) (b []byte, ok bool, err err
 	if dir == nil {
 		return nil, false, nil
 	}
-	fd, err := unix.Openat2(int(dir.Fd()), name, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | openFlags,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := openat2(dir, name)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -56,29 +60,29 @@ func readPlain(dir *os.File, name string, max int64) (b []byte, ok bool, err err
 	if st.Size > max {
 		return nil, true, tooLarge(max)
 	}
-	// As readOpen: the size and one byte, read to the end, the bound
-	// held on what is read.
-	b = make([]byte, 0, st.Size+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		var n int
-		err := retry(func() (err error) {
-			n, err = unix.Read(fd, b[len(b):cap(b)])
-			return err
-		})
-		if err != nil {
-			return nil, true, &fs.PathError{Op: "read", Path: name, Err: err}
-		}
-		if n <= 0 {
-			break
-		}
-		if b = b[:len(b)+n]; int64(len(b)) > max {
-			return nil, true, tooLarge(max)
-		}
+	b, err = readSized(fdReader{fd, name}, st.Size, max)
+	return b, true, err
+}
+
+// fdReader reads a descriptor as an *os.File would, without being one.
+type fdReader struct {
+	fd   int
+	name string
+}
+
+func (r fdReader) Read(p []byte) (int, error) {
+	var n int
+	err := retry(func() (err error) {
+		n, err = unix.Read(r.fd, p)
+		return err
+	})
+	switch {
+	case err != nil:
+		return 0, &fs.PathError{Op: "read", Path: r.name, Err: err}
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
 	}
-	return b, true, nil
+	return n, nil
 }
 
 // retry runs call again while it is interrupted by a signal.
