@@ -388,7 +388,7 @@ var errUndone = fmt.Errorf("%w: an edit of the batch was undone", ErrVerify)
 
 // Finish ends a batch (NewParsedFile, NewHeldFile): it applies every
 // step's splices to the original text of their chunk, parses each chunk
-// edited once and compares each of its documents with its expected tree;
+// edited once (or predicts the parse, predict.go) and compares each of its documents with its expected tree;
 // every comment of the chunk outside what the steps meant to remove must
 // still be there, in order, and no other; no edited document may hold a
 // key twice; and each step, run again on the result, must find nothing
@@ -472,14 +472,17 @@ func (f *File) finish(ch *chunk) error {
 		return err
 	}
 	ch.segs = append([]segment(nil), ch.segs...)
+	orig := ch.b
 	if err := ch.splice(f.Orig, ch.pending); err != nil {
 		return err
 	}
-	s, err := Parse(ch.b)
-	if err != nil {
-		return fmt.Errorf("%w: the result does not parse: %w", ErrVerify, err)
+	s := f.predict(ch, orig)
+	if s == nil {
+		if s, err = Parse(ch.b); err != nil {
+			return fmt.Errorf("%w: the result does not parse: %w", ErrVerify, err)
+		}
+		s.t.eol = f.eol
 	}
-	s.t.eol = f.eol
 	if len(s.Docs) != ch.docs {
 		return fmt.Errorf("%w: expected %d documents, got %d", ErrVerify, ch.docs, len(s.Docs))
 	}

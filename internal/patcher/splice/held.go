@@ -14,7 +14,8 @@ import (
 // edit may change, in a compact form. A parse's nodes take about sixteen
 // times the text; held, a document takes about its text again, and the
 // others nothing. NewHeldFile edits from it, document by document,
-// and proves each edited document by parsing it alone (Finish).
+// and proves each edited document by parsing it alone (Finish), or by
+// reading alone each scalar its edits swap (predict).
 //
 // A file is held only when its documents can be proven one by one: when
 // the stream's parse is the parses of its documents' bytes one after the

@@ -15,7 +15,10 @@
 //
 // A batch (NewParsedFile, NewHeldFile) runs every step of a file against
 // one parse and proves the result once in Finish; a held file, from what
-// discovery kept (Hold), parses only the documents edited, each alone.
+// discovery kept (Hold), parses only the documents edited, each alone. An
+// edited held document whose splices all swap scalars in place is not
+// parsed: its parse is made from the old one, each new scalar read alone
+// (predict; design.md §10 says why that is as strong).
 //
 // The editors of workloads, kustomizations and values files are built on
 // it, and say what the changes are for.
