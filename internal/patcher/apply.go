@@ -1,7 +1,6 @@
 package patcher
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,14 +18,17 @@ import (
 // Apply reads the files of the edits under root, applies the edits in
 // memory and returns what would change. It never writes.
 //
-// A plain file still as discovery read it is edited from what discovery
-// held of its parse, all its edits in one batch: their ops' splices are
-// applied together, each edited document is parsed again alone and
-// compared with the expected tree, comments included, the cuts between
-// documents must be where they were, and each op run again on it must
-// find nothing left to do (docs/design.md §10, invariant 2). A file
-// changed since discovery, or one discovery could not hold, is batched
-// the same way on a new parse, proven by one parse of the whole result.
+// A plain file discovery held is edited from the bytes it read and what it
+// held of their parse, all its edits in one batch: their ops' splices are
+// applied together, each edited document is parsed again alone (or its
+// parse predicted, where every splice swaps a scalar) and compared with
+// the expected tree, comments included, the cuts between documents must
+// be where they were, and each op run again on it must find nothing left
+// to do (docs/design.md §10, invariant 2). root must hold the files the
+// plan read; a file written later is written only if it still holds them
+// (changes.WriteFiles). A file discovery could not hold, or let go, is
+// read again and batched the same way on a new parse, proven by one parse
+// of the whole result.
 // When that fails, or an op fails, the edits are done one by one: each applied atomically and verified on its own, its document
 // parsed again after each of its ops and compared, and once all edits of
 // the file are done the whole file is parsed and compared; should only
@@ -211,23 +213,28 @@ func editPlain(ctx context.Context, fsys fs.FS, parsed map[string]*heldParse, fi
 }
 
 // editFile applies the edits ts of one plain file, each on its own and
-// all or nothing. The file is read as it is now; when it is still what
-// discovery read (pf), the edits run in one batch on the documents
-// discovery held, each edited document proven by parsing it alone
-// (workload.EditHeld); else in one batch on a parse of the file, proven by
-// one parse of the result (workload.EditParsed); and when a batch is
-// refused, as workload.EditFile proves them (per document, then the whole
-// file).
+// all or nothing. When discovery held the file (pf), the edits run in one
+// batch on the bytes it read and the documents it held, each edited
+// document proven alone (workload.EditHeld); else the file is read as it
+// is now and the edits run in one batch on a parse of it, proven by one
+// parse of the result (workload.EditParsed); and when a batch is refused,
+// as workload.EditFile proves them (per document, then the whole file).
 func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Refusal, notes []Note, file *File) {
 	refuse := func(e Edit, err error) {
 		refused = append(refused, Refusal{Workload: e.Workload, File: path, Err: err})
 	}
-	b, err := checkout.ReadFile(fsys, path)
-	if err != nil {
-		for _, t := range ts {
-			refuse(t.e, &located.Error{File: path, Err: err})
+	// A file discovery held is edited from the bytes it read: the root
+	// holds the files the plan read (ChangeSet.Apply), and a file is
+	// written only while it still holds them (changes.WriteFiles).
+	b := pf.data
+	if pf.held == nil {
+		var err error
+		if b, err = checkout.ReadFile(fsys, path); err != nil {
+			for _, t := range ts {
+				refuse(t.e, &located.Error{File: path, Err: err})
+			}
+			return refused, nil, nil
 		}
-		return refused, nil, nil
 	}
 	var errs []error
 	edit := func(fe *workload.FileEdit) {
@@ -240,7 +247,8 @@ func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Re
 		}
 	}
 	var fe *workload.FileEdit
-	if pf.held != nil && bytes.Equal(b, pf.data) {
+	var err error
+	if pf.held != nil {
 		fe, err = workload.EditHeld(path, pf.data, pf.held, edit)
 	} else if s, perr := splice.Parse(b); perr == nil {
 		fe, err = workload.EditParsed(path, b, s, edit)

@@ -256,13 +256,28 @@ func TestApplyNeverWrites(t *testing.T) {
 	require.Equal(t, applyDeployment, string(b))
 }
 
+// A file discovery held is edited from the bytes discovery read, which the
+// plan's decisions came from; one changed on disk since is then not
+// written over.
 func TestApplyFileChangedSinceDiscover(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"d.yaml": applyDeployment})
 	inv, err := patcher.Discover(context.Background(), root)
 	require.NoError(t, err)
-	writeFiles(t, root, map[string]string{"d.yaml": strings.Replace(applyDeployment, "name: app", "name: renamed", 1)})
+	renamed := strings.Replace(applyDeployment, "name: app", "name: renamed", 1)
+	writeFiles(t, root, map[string]string{"d.yaml": renamed})
 	res, err := patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Ops: []workload.Op{patcher.SetGPUFraction("0.3")}}})
+	require.NoError(t, err)
+	require.Empty(t, res.Refused)
+	require.Len(t, res.Files, 1)
+	require.Equal(t, applyDeployment, string(res.Files[0].Old), "edited from what discovery read")
+	require.ErrorIs(t, writeResult(root, res), changes.ErrChangedOnDisk)
+	b, err := os.ReadFile(filepath.Join(root, "d.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, renamed, string(b), "left as it is")
+
+	// A second Apply has nothing held: it reads the file as it is.
+	res, err = patcher.Apply(context.Background(), root, inv, []patcher.Edit{{Workload: dep("", "app"), Ops: []workload.Op{patcher.SetGPUFraction("0.3")}}})
 	require.NoError(t, err)
 	require.Len(t, res.Refused, 1)
 	require.ErrorIs(t, res.Refused[0].Err, workload.ErrNotFound)
