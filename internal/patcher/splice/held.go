@@ -15,7 +15,7 @@ import (
 // times the text; held, a document takes about its text again, and the
 // others nothing. NewHeldFile edits from it, document by document,
 // and proves each edited document by parsing it alone (Finish), or by
-// reading alone each scalar its edits swap (predict).
+// reading each scalar its edits swap on its own (predict).
 //
 // A file is held only when its documents can be proven one by one: when
 // the stream's parse is the parses of its documents' bytes one after the

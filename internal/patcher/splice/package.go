@@ -17,7 +17,7 @@
 // one parse and proves the result once in Finish; a held file, from what
 // discovery kept (Hold), parses only the documents edited, each alone. An
 // edited held document whose splices all swap scalars in place is not
-// parsed: its parse is made from the old one, each new scalar read alone
+// parsed: its parse is made from the old one, each new scalar read apart
 // (predict; design.md §10 says why that is as strong).
 //
 // The editors of workloads, kustomizations and values files are built on

@@ -18,18 +18,20 @@ import (
 // A swap is a new token for a scalar value that the scanner reads as the
 // old one's, but for its value. The YAML scanner reads left to right: up
 // to the token its state is what it was. The token is a value on one
-// line, in block context, not at the start of its line; the new one is of
-// the same kind (plain, single- or double-quoted) and on one line too.
-// Read alone it is one scalar without a comment: so the scanner reads it
-// as that scalar in place, for nothing on one line of a block scalar
-// depends on where it stands but what starts a line, and it starts none.
+// line, in block context, not in the first column; the new one is of the
+// same kind (plain, single- or double-quoted) and on one line too, with
+// no line break of any kind YAML counts. Read as a mapping's value it is
+// one scalar without a comment: so the scanner reads it as that scalar
+// in place, for on one line in block context nothing depends on where a
+// token stands but the first column, where --- and ... mark documents.
 // After it come blanks, then a comment or a line break, both as before:
 // the scanner ends the token where it ended the old one and goes on in the
 // same state, with every position after it moved by the same amount on
 // that line and by none on the next. yaml.v3 keys comments to tokens by
 // the start of the token before them, which did not move, and by the
-// order of positions, which did not change. design.md §10 says which
-// tests break each condition.
+// order of positions, which did not change. A document with an alias is
+// refused: the alias would point at the old nodes. design.md §10 says
+// which tests break each condition.
 func (f *File) predict(ch *chunk, orig []byte) *Stream {
 	if f.held == nil || len(ch.removed) > 0 || len(ch.pending) == 0 || len(ch.s.Docs) != 1 {
 		return nil
@@ -86,16 +88,23 @@ func readSwaps(t *text, doc *yaml.Node, pl map[*yaml.Node]place, orig []byte, pe
 		lines[t.lineIndex(s.off)+1] = true
 	}
 	var cands []*yaml.Node
+	alias := false
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n.Kind == yaml.ScalarNode && lines[n.Line] {
 			cands = append(cands, n)
 		}
+		alias = alias || n.Kind == yaml.AliasNode
 		for _, c := range n.Content {
 			walk(c)
 		}
 	}
 	walk(doc)
+	if alias {
+		// An alias would still point at the old nodes. Hold keeps no
+		// document with one; a caller that does is refused here.
+		return nil
+	}
 
 	sp := spanner{t: t, pl: pl}
 	var swaps []swap
@@ -162,7 +171,7 @@ func swappable(n *yaml.Node, p place, b []byte, ts, te int) bool {
 	switch {
 	case p.flow, p.parent == nil, p.parent.Kind == yaml.MappingNode && p.key == nil,
 		n.Anchor != "", n.Style&(yaml.TaggedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.FlowStyle) != 0,
-		n.Column <= 1, ts >= te, bytes.ContainsAny(b[ts:te], "\r\n"):
+		n.Column <= 1, ts >= te, hasBreak(b[ts:te]):
 		return false
 	}
 	i := te
@@ -177,10 +186,11 @@ func swappable(n *yaml.Node, p place, b []byte, ts, te int) bool {
 	return i < len(b) && breakLen(b, i) > 0 && (b[i] == '\n' || b[i] == '\r' && breakLen(b, i) == 2)
 }
 
-// readScalar reads tok alone, as a document of one scalar of the kind its
+// readScalar reads tok as a mapping's value, one scalar of the kind its
 // first byte says (first, the old token's first byte, must say the same).
 // ok is false when tok reads as anything else: a mapping, a comment, a
-// tag, a second line; when it does not start as a plain scalar or a
+// tag, a second line (any YAML line break); a byte order mark; when it
+// does not start as a plain scalar or a
 // quoted one would, which yaml.v3 reads alone as one in some cases (a
 // lone ! is an empty scalar with a tag); when a blank starts or ends it, for the scalar
 // would then start or end elsewhere; or is not UTF-8, which a file edited never is.
@@ -191,7 +201,8 @@ func readScalar(tok []byte, first byte) (n *yaml.Node, ok bool) {
 		}
 		return 0
 	}
-	if len(tok) == 0 || isBlank(tok[0]) || isBlank(tok[len(tok)-1]) || kind(tok[0]) != kind(first) || bytes.ContainsAny(tok, "\r\n") || !utf8.Valid(tok) {
+	if len(tok) == 0 || isBlank(tok[0]) || isBlank(tok[len(tok)-1]) || kind(tok[0]) != kind(first) ||
+		hasBreak(tok) || bytes.Contains(tok, []byte("\ufeff")) || !utf8.Valid(tok) {
 		return nil, false
 	}
 	if kind(tok[0]) == 0 && !plainStart(tok) {
@@ -206,9 +217,21 @@ func readScalar(tok []byte, first byte) (n *yaml.Node, ok bool) {
 		}
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(tok[1 : len(tok)-1]), Style: style}, true
 	}
-	// The whole token must be one document: Unmarshal would stop after
-	// the first node and take "a" b for "a".
-	dec := yaml.NewDecoder(bytes.NewReader(append(tok, '\n')))
+	c, ok := readValue(tok)
+	quoted := yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle
+	if !ok || c.Style&^quoted != 0 || (c.Style&quoted != 0) != (kind(tok[0]) != 0) {
+		return nil, false
+	}
+	return c, true
+}
+
+// readValue reads tok as the value of a mapping, as it stands in place:
+// not in the first column, where the scanner reads --- and ... as
+// document markers. And to the end: Unmarshal would stop after one node,
+// and take "a" b for "a". ok is false unless it is one scalar, without
+// anchor or comment.
+func readValue(tok []byte) (*yaml.Node, bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(slices.Concat([]byte("k: "), tok, []byte("\n"))))
 	var d, more yaml.Node
 	if dec.Decode(&d) != nil || !errors.Is(dec.Decode(&more), io.EOF) {
 		return nil, false
@@ -216,11 +239,12 @@ func readScalar(tok []byte, first byte) (n *yaml.Node, ok bool) {
 	if d.Kind != yaml.DocumentNode || len(d.Content) != 1 || d.HeadComment != "" || d.LineComment != "" || d.FootComment != "" {
 		return nil, false
 	}
-	c := d.Content[0]
-	quoted := yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle
-	switch {
-	case c.Kind != yaml.ScalarNode, c.Anchor != "", c.HeadComment != "", c.LineComment != "", c.FootComment != "",
-		c.Style&^quoted != 0, (c.Style&quoted != 0) != (kind(tok[0]) != 0):
+	m := d.Content[0]
+	if m.Kind != yaml.MappingNode || len(m.Content) != 2 || m.Content[0].Value != "k" {
+		return nil, false
+	}
+	c := m.Content[1]
+	if c.Kind != yaml.ScalarNode || c.Anchor != "" || c.HeadComment != "" || c.LineComment != "" || c.FootComment != "" {
 		return nil, false
 	}
 	return c, true
@@ -255,4 +279,15 @@ func plainStart(tok []byte) bool {
 		return false
 	}
 	return true
+}
+
+// hasBreak reports whether b holds a line break as YAML counts them:
+// CR, LF, NEL, LS and PS.
+func hasBreak(b []byte) bool {
+	for i := range b {
+		if breakLen(b, i) > 0 {
+			return true
+		}
+	}
+	return false
 }

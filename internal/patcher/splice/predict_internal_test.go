@@ -62,7 +62,7 @@ func sameParse(want, got *yaml.Node, at string) string {
 	case want.Kind != got.Kind, want.Style != got.Style, want.Tag != got.Tag, want.Value != got.Value,
 		want.Anchor != got.Anchor, want.HeadComment != got.HeadComment, want.LineComment != got.LineComment,
 		want.FootComment != got.FootComment, want.Line != got.Line, want.Column != got.Column,
-		len(want.Content) != len(got.Content):
+		len(want.Content) != len(got.Content), (want.Alias == nil) != (got.Alias == nil):
 		return fmt.Sprintf("%s: parsed %+v, predicted %+v", at, *want, *got)
 	}
 	for i := range want.Content {
@@ -154,6 +154,40 @@ func TestPredict(t *testing.T) {
 	}
 }
 
+// An independent review found these: tokens that read one way alone, at
+// the start of a stream, and another in place; line breaks other than CR
+// and LF; an alias that would still point at the old tree. Read as a
+// value, a document marker is text, as in place: predict takes it, and
+// agrees with a parse. The rest it refuses.
+func TestPredictWhereAloneReadsOtherwise(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, value, tok string
+		takes                 bool
+	}{
+		{"a document marker and more", "k: x\nl: z\n", "x", "--- y", true},
+		{"a document marker", "k: x\n", "x", "---", true},
+		{"a marker, then a number", "k: x\nl: z\n", "x", "--- 5", true},
+		{"a byte order mark", "k: x\n", "x", "\ufeffy", false},
+		{"LS in a plain token", "k: x\nl: z\n", "x", "a\u2028b", false},
+		{"NEL in a quoted token", "k: \"x\"\nl: z\n", "x", "\"a\u0085b\"", false},
+		{"PS in a single-quoted token", "k: 'x'\nl: z\n", "x", "'a\u2029b'", false},
+		{"NEL in the old token", "a:\n  k: a\u0085   b\n  l: z\n", "a b", "c", false},
+		{"an alias of the swapped node's parent", "base: &b\n  gpu: \"0.5\"\nuse: *b\n", "0.5", `"0.25"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pred, b := predictSwaps(t, tc.src, map[string]string{tc.value: tc.tok})
+			if !tc.takes {
+				require.Nil(t, pred, "predict must refuse:\n%s", b)
+				return
+			}
+			require.NotNil(t, pred, "predict refused:\n%s", b)
+			got, err := Parse(b)
+			require.NoError(t, err)
+			require.Empty(t, sameParse(got.Docs[0], pred.Docs[0], ""))
+		})
+	}
+}
+
 // The tree predict makes shares the old tree's nodes but those on the
 // way to a swap, and leaves the old tree as it was.
 func TestPredictLeavesTheOriginal(t *testing.T) {
@@ -181,6 +215,11 @@ func FuzzPredict(f *testing.F) {
 		"a:\n  b: c\n  # head\n  d: e # line\n", "- a\n- - b\n  - c\n", "a: b   \n", "a: b #c\n  # d\ne: f\n"} {
 		f.Add(s, uint(0), uint(1), `"x"`, "y")
 	}
+	// What an independent review found predict took wrongly.
+	f.Add("k: x\nl: z\n", uint(1), uint(1), "--- 5", "")
+	f.Add("k: x\n", uint(1), uint(1), "\ufeffy", "")
+	f.Add("a:\n  k: x\n  l: z\n", uint(2), uint(2), "a\u2028   b", "")
+	f.Add("base: &b\n  gpu: \"0.5\"\nuse: *b\n", uint(3), uint(3), `"0.25"`, "")
 	// Swaps predict takes.
 	f.Add("a: \"b\" # c\nd:\n  - e\n", uint(1), uint(3), `"f"`, "g")
 	f.Add(swapDoc, uint(15), uint(24), `"0.25"`, `"0.3"`)
