@@ -43,6 +43,22 @@ func predictSwaps(t testing.TB, src string, swaps map[string]string) (*Stream, [
 	return f.predict(ch, b), ch.b
 }
 
+// checkPredict makes swaps in src: predict must refuse them, or, when it
+// takes them, give what a parse of the result gives.
+func checkPredict(t *testing.T, src string, swaps map[string]string, takes bool) {
+	t.Helper()
+	pred, b := predictSwaps(t, src, swaps)
+	if !takes {
+		require.Nil(t, pred, "predict must refuse:\n%s", b)
+		return
+	}
+	require.NotNil(t, pred, "predict refused:\n%s", b)
+	got, err := Parse(b)
+	require.NoError(t, err)
+	require.Empty(t, sameParse(got.Docs[0], pred.Docs[0], ""))
+	require.Equal(t, string(b), string(pred.t.b))
+}
+
 // scalars lists n's scalars in preorder.
 func scalars(n *yaml.Node) []*yaml.Node {
 	var out []*yaml.Node
@@ -139,18 +155,7 @@ func TestPredict(t *testing.T) {
 		{"quoted to plain", map[string]string{"0.5": "0.25"}, false},
 		{"a block scalar", map[string]string{"a\n": "b"}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pred, b := predictSwaps(t, swapDoc, tc.swaps)
-			if !tc.ok {
-				require.Nil(t, pred, "predict must refuse:\n%s", b)
-				return
-			}
-			require.NotNil(t, pred, "predict refused:\n%s", b)
-			got, err := Parse(b)
-			require.NoError(t, err)
-			require.Empty(t, sameParse(got.Docs[0], pred.Docs[0], ""))
-			require.Equal(t, string(b), string(pred.t.b))
-		})
+		t.Run(tc.name, func(t *testing.T) { checkPredict(t, swapDoc, tc.swaps, tc.ok) })
 	}
 }
 
@@ -174,17 +179,7 @@ func TestPredictWhereAloneReadsOtherwise(t *testing.T) {
 		{"NEL in the old token", "a:\n  k: a\u0085   b\n  l: z\n", "a b", "c", false},
 		{"an alias of the swapped node's parent", "base: &b\n  gpu: \"0.5\"\nuse: *b\n", "0.5", `"0.25"`, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pred, b := predictSwaps(t, tc.src, map[string]string{tc.value: tc.tok})
-			if !tc.takes {
-				require.Nil(t, pred, "predict must refuse:\n%s", b)
-				return
-			}
-			require.NotNil(t, pred, "predict refused:\n%s", b)
-			got, err := Parse(b)
-			require.NoError(t, err)
-			require.Empty(t, sameParse(got.Docs[0], pred.Docs[0], ""))
-		})
+		t.Run(tc.name, func(t *testing.T) { checkPredict(t, tc.src, map[string]string{tc.value: tc.tok}, tc.takes) })
 	}
 }
 
