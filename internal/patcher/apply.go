@@ -226,9 +226,8 @@ func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Re
 	// A file discovery held is edited from the bytes it read: the root
 	// holds the files the plan read (ChangeSet.Apply), and a file is
 	// written only while it still holds them (changes.WriteFiles).
-	b := pf.data
+	b, err := pf.data, error(nil)
 	if pf.held == nil {
-		var err error
 		if b, err = checkout.ReadFile(fsys, path); err != nil {
 			for _, t := range ts {
 				refuse(t.e, &located.Error{File: path, Err: err})
@@ -247,9 +246,8 @@ func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Re
 		}
 	}
 	var fe *workload.FileEdit
-	var err error
 	if pf.held != nil {
-		fe, err = workload.EditHeld(path, pf.data, pf.held, edit)
+		fe, err = workload.EditHeld(path, b, pf.held, edit)
 	} else if s, perr := splice.Parse(b); perr == nil {
 		fe, err = workload.EditParsed(path, b, s, edit)
 	} else {

@@ -151,12 +151,7 @@ type swap struct {
 // the token is; nil when none does.
 func tokenAt(sp spanner, cands []*yaml.Node, off int) (*yaml.Node, int, int) {
 	for _, n := range cands {
-		ts, err := sp.t.nodeOffset(n)
-		if err != nil || ts > off {
-			continue
-		}
-		ts, te, err := sp.span(n)
-		if err == nil && ts <= off && off < te {
+		if ts, te, err := sp.span(n); err == nil && ts <= off && off < te {
 			return n, ts, te
 		}
 	}
@@ -165,8 +160,8 @@ func tokenAt(sp spanner, cands []*yaml.Node, off int) (*yaml.Node, int, int) {
 
 // swappable reports whether scalar n, whose token is b[ts:te], may be
 // swapped in place: a value (not a key) in block context, without tag or
-// anchor, not a block scalar, not at the start of its line, on one line,
-// and followed on it by blanks and then a comment or a line break.
+// anchor, not a block scalar, not in the first column, on one line, and
+// followed on it by blanks and then a comment or a line break.
 func swappable(n *yaml.Node, p place, b []byte, ts, te int) bool {
 	switch {
 	case p.flow, p.parent == nil, p.parent.Kind == yaml.MappingNode && p.key == nil,
@@ -189,11 +184,11 @@ func swappable(n *yaml.Node, p place, b []byte, ts, te int) bool {
 // readScalar reads tok as a mapping's value, one scalar of the kind its
 // first byte says (first, the old token's first byte, must say the same).
 // ok is false when tok reads as anything else: a mapping, a comment, a
-// tag, a second line (any YAML line break); a byte order mark; when it
-// does not start as a plain scalar or a
-// quoted one would, which yaml.v3 reads alone as one in some cases (a
-// lone ! is an empty scalar with a tag); when a blank starts or ends it, for the scalar
-// would then start or end elsewhere; or is not UTF-8, which a file edited never is.
+// tag, a second line (any YAML line break). So it is for a byte order
+// mark; for a start that is neither a plain scalar's nor a quote (a lone
+// ! is an empty scalar with a tag); for a blank at either end, which
+// would move where the scalar starts or ends; and for bytes that are not
+// UTF-8, which a file edited never holds.
 func readScalar(tok []byte, first byte) (n *yaml.Node, ok bool) {
 	kind := func(c byte) byte {
 		if c == '"' || c == '\'' {
