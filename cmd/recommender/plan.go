@@ -140,7 +140,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		return fmt.Errorf("repository %s: not a readable directory", opts.Repo)
 	}
 	p, _, err := opts.Usage.Plan(ctx, plan.Options{Repo: opts.Repo, PolicyPaths: opts.PolicyPaths, DefaultNamespace: opts.DefaultNamespace,
-		Filter: opts.filter, Grouping: plan.Grouping(opts.GroupBy)},
+		Filter: opts.filter, Grouping: plan.Grouping(opts.GroupBy), DropUsage: true},
 		opts.Logger, opts.Now)
 	if err != nil {
 		return err

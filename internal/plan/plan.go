@@ -60,7 +60,12 @@ type Options struct {
 	// (`--group-by`), "" for each strategy's own: the printed plan shows
 	// the pull requests that group several workloads as run opens them.
 	Grouping Grouping
-	Logger   *slog.Logger
+	// DropUsage keeps no samples in a decision once it is made: a plan
+	// that is printed or written has no pull request body, chart or
+	// dashboard to read them, and they are a tenth of what the edits
+	// after it hold.
+	DropUsage bool
+	Logger    *slog.Logger
 }
 
 // Plan is one run, filled in stage by stage.
@@ -97,6 +102,7 @@ type Plan struct {
 	clusters   *policy.ClusterMap
 	wholeStore bool
 	grouping   Grouping
+	dropUsage  bool
 	// parts holds, for a workload whose usage is read as several
 	// workloads' (one per cluster that deploys its definition, or without
 	// its cluster from a store of that cluster alone), the refs its
@@ -125,7 +131,8 @@ type Decision struct {
 	// Rules are what decided, and what the edit may do; Usage is what the
 	// decision read. Both are for explaining it (a pull request's body).
 	// Usage is released once decided (usage.Workload.Release), but for an
-	// urgent upsize of several clusters, which the live path decides again.
+	// urgent upsize of several clusters, which the live path decides again;
+	// with Options.DropUsage it is empty.
 	Rules engine.Rules
 	Usage usage.Workload
 	// PullRequest is what the governing strategy's gitops settings say
@@ -217,7 +224,8 @@ func governSet(ctx context.Context, opts Options) (*Plan, *policy.Set, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Plan{At: opts.At, repo: opts.Repo, log: log, filter: opts.Filter, wholeStore: opts.WholeStore, grouping: opts.Grouping,
-		parts: map[usage.Ref][]usage.Ref{}}
+		dropUsage: opts.DropUsage,
+		parts:     map[usage.Ref][]usage.Ref{}}
 	if !opts.Filter.IsZero() {
 		p.admitted = map[string]bool{}
 	}
@@ -539,7 +547,10 @@ func (p *Plan) Decide() {
 		}
 		// Decided, the samples serve only a chart and a percentile, but an
 		// urgent upsize of several clusters is decided again per cluster.
-		if !d.Urgent || len(d.Workload.Ref.Clusters()) < 2 {
+		switch {
+		case p.dropUsage:
+			d.Usage = usage.Workload{}
+		case !d.Urgent || len(d.Workload.Ref.Clusters()) < 2:
 			d.Usage = d.Usage.Release(d.Evidence.Longest(), d.Rules.ChartScale(d.Current.GPUs))
 		}
 		p.Decisions = append(p.Decisions, d)

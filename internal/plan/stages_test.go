@@ -353,3 +353,24 @@ func TestDecisionsReleaseTheirSamples(t *testing.T) {
 	}
 	require.NotZero(t, pods, "the fixture's workloads have pods")
 }
+
+// TestDropUsageKeepsThePlan: a plan that drops its samples once decided
+// holds none, and prints the same plan as one that keeps them.
+func TestDropUsageKeepsThePlan(t *testing.T) {
+	var outs [2]bytes.Buffer
+	for i, drop := range []bool{false, true} {
+		p, err := plan.Make(context.Background(), plan.Options{Repo: repo, At: at, Source: recorded(t), DropUsage: drop})
+		require.NoError(t, err)
+		pods := 0
+		for _, d := range p.Decisions {
+			pods += len(d.Usage.Pods)
+		}
+		if drop {
+			require.Zero(t, pods, "samples kept with DropUsage")
+		} else {
+			require.NotZero(t, pods, "the fixture's workloads have pods")
+		}
+		require.NoError(t, p.WriteJSON(&outs[i]))
+	}
+	require.Equal(t, outs[0].String(), outs[1].String())
+}
