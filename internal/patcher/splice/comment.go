@@ -18,7 +18,7 @@ type comment struct {
 // or after a blank, outside quoted and block scalars. docs are the parse of
 // t; they say where its quoted and block scalars are.
 // pls(i), when not nil, returns places(docs[i]).
-func (t *text) comments(docs []*yaml.Node, pls func(int) map[*yaml.Node]place) ([]comment, error) {
+func (t *text) comments(docs []*yaml.Node, pls func(int) *placer) ([]comment, error) {
 	if bytes.IndexByte(t.b, '#') < 0 {
 		return nil, nil
 	}
@@ -26,7 +26,7 @@ func (t *text) comments(docs []*yaml.Node, pls func(int) map[*yaml.Node]place) (
 	for i, doc := range docs {
 		// The tree is walked, not its places: ranging over that map
 		// cost more than the walk. Only a block scalar needs its place.
-		var pl map[*yaml.Node]place
+		var pl *placer
 		var walk func(n *yaml.Node) error
 		walk = func(n *yaml.Node) error {
 			for _, c := range n.Content {
@@ -42,9 +42,9 @@ func (t *text) comments(docs []*yaml.Node, pls func(int) map[*yaml.Node]place) (
 				if pl == nil && pls != nil {
 					pl = pls(i)
 				} else if pl == nil {
-					pl = places(doc)
+					pl = newPlacer(doc)
 				}
-				p = pl[n]
+				p = pl.at(n)
 			}
 			s, e, err := t.scalarText(n, p)
 			if err != nil {

@@ -82,7 +82,7 @@ func (d *Doc) Editable(n *yaml.Node, name string) error {
 func (d *Doc) expNode(n *yaml.Node) (*yaml.Node, error) {
 	var path []func(*yaml.Node) *yaml.Node
 	for c := n; c != d.Root; {
-		p, ok := d.sp.pl[c]
+		p, ok := d.sp.pl.lookup(c)
 		if !ok || p.parent == nil {
 			return nil, fmt.Errorf("%w: node outside the document", ErrVerify)
 		}
@@ -246,7 +246,7 @@ func (d *Doc) ReplaceScalar(n *yaml.Node, value, name string, o ScalarOpts) (boo
 	if err != nil {
 		return false, d.Fail(n, name, err)
 	}
-	txt, style := renderScalar(value, n.Style, ScalarOpts{AsString: o.AsString, flow: d.sp.pl[n].flow})
+	txt, style := renderScalar(value, n.Style, ScalarOpts{AsString: o.AsString, flow: d.sp.pl.at(n).flow})
 	if start == end && (start == 0 || !isBlank(d.t.b[start-1])) {
 		// an empty value sits right after its colon: `key:` becomes
 		// `key: value`, and a comment after it stays
@@ -389,19 +389,16 @@ func (d *Doc) chomping(start int) byte {
 // blockScalarBefore reports whether a literal or folded block scalar that
 // does not strip its final line break ends right before line start off.
 func (d *Doc) blockScalarBefore(off int) bool {
-	for n := range d.sp.pl {
+	found := false
+	walkPlaces(d.sp.pl.doc, func(n *yaml.Node, _ place, _ int) (enter, stop bool) {
 		if n.Kind != yaml.ScalarNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
-			continue
+			return true, false
 		}
 		start, end, err := d.sp.span(n)
-		if err != nil || end > off || strings.TrimSpace(string(d.t.b[end:off])) != "" {
-			continue
-		}
-		if d.chomping(start) != '-' {
-			return true
-		}
-	}
-	return false
+		found = err == nil && end <= off && strings.TrimSpace(string(d.t.b[end:off])) == "" && d.chomping(start) != '-'
+		return true, found
+	})
+	return found
 }
 
 // insertLines inserts whole lines after the line holding off. On a last
@@ -453,7 +450,7 @@ func (d *Doc) fillNull(k, v *yaml.Node, e entry, name string) error {
 	if err != nil {
 		return d.Fail(v, name, err)
 	}
-	if start == end && !d.sp.pl[v].flow {
+	if start == end && !d.sp.pl.at(v).flow {
 		ks, err := d.t.nodeOffset(k)
 		if err != nil {
 			return d.Fail(k, name, err)

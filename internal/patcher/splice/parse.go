@@ -19,17 +19,17 @@ import (
 type Stream struct {
 	t    *text
 	Docs []*yaml.Node // DocumentNodes
-	pl   []map[*yaml.Node]place
+	pl   []*placer
 }
 
-// places returns places(s.docs[i]), computed once: a step and the
-// comment scan around it both need it.
-func (s *Stream) places(i int) map[*yaml.Node]place {
+// places returns the placer of s.Docs[i], made once: a step and the
+// comment scan around it both ask it.
+func (s *Stream) places(i int) *placer {
 	if s.pl == nil {
-		s.pl = make([]map[*yaml.Node]place, len(s.Docs))
+		s.pl = make([]*placer, len(s.Docs))
 	}
 	if s.pl[i] == nil {
-		s.pl[i] = places(s.Docs[i])
+		s.pl[i] = newPlacer(s.Docs[i])
 	}
 	return s.pl[i]
 }
@@ -127,17 +127,33 @@ type place struct {
 	indent int
 }
 
-// places indexes every node of doc below the document node.
+// places indexes every node of doc below the document node. A node met
+// twice keeps the place where it was met first.
 func places(doc *yaml.Node) map[*yaml.Node]place {
 	// Sized for every node at once: grown as it fills, the map was the
 	// largest allocation of a plan after the parses.
 	m := make(map[*yaml.Node]place, countNodes(doc)-1)
-	var walk func(n *yaml.Node, p place)
-	walk = func(n *yaml.Node, p place) {
+	walkPlaces(doc, func(n *yaml.Node, p place, _ int) (enter, stop bool) {
 		if _, seen := m[n]; seen {
-			return
+			return false, false
 		}
 		m[n] = p
+		return true, false
+	})
+	return m
+}
+
+// walkPlaces calls visit with each node below doc, its place and its
+// depth (1 for the root), in document order, a node before the nodes it
+// holds. It goes into a node when visit says enter, and stops when visit
+// says stop.
+func walkPlaces(doc *yaml.Node, visit func(n *yaml.Node, p place, depth int) (enter, stop bool)) {
+	var walk func(n *yaml.Node, p place, depth int) bool
+	walk = func(n *yaml.Node, p place, depth int) bool {
+		enter, stop := visit(n, p, depth)
+		if stop || !enter {
+			return stop
+		}
 		flow := p.flow || n.Style&yaml.FlowStyle != 0
 		switch n.Kind {
 		case yaml.MappingNode:
@@ -147,8 +163,10 @@ func places(doc *yaml.Node) map[*yaml.Node]place {
 				if !flow {
 					ind = k.Column - 1
 				}
-				walk(k, place{parent: n, flow: flow, indent: ind})
-				walk(v, place{parent: n, key: k, flow: flow, indent: ind})
+				if walk(k, place{parent: n, flow: flow, indent: ind}, depth+1) ||
+					walk(v, place{parent: n, key: k, flow: flow, indent: ind}, depth+1) {
+					return true
+				}
 			}
 		case yaml.SequenceNode:
 			ind := p.indent
@@ -156,14 +174,83 @@ func places(doc *yaml.Node) map[*yaml.Node]place {
 				ind = n.Column - 1
 			}
 			for _, c := range n.Content {
-				walk(c, place{parent: n, flow: flow, indent: ind})
+				if walk(c, place{parent: n, flow: flow, indent: ind}, depth+1) {
+					return true
+				}
 			}
 		}
+		return false
 	}
 	for _, c := range doc.Content {
-		walk(c, place{indent: -1})
+		if walk(c, place{indent: -1}, 1) {
+			return
+		}
 	}
-	return m
+}
+
+// placer answers places(doc)[n] without indexing every node: an edit
+// asks about a few nodes and the nodes above them, and an index of every
+// node, made twice for each edited document, was a tenth of what a plan
+// allocated. Each question walks the document to its node, in places'
+// order, and keeps the places of the nodes on the way. A parse is a
+// tree: the first path to a node is its only one. Past placerWalks walks
+// it indexes every node, so that a document asked about many nodes (its
+// block scalars) costs one index, not a walk for each.
+type placer struct {
+	doc   *yaml.Node
+	known map[*yaml.Node]place
+	walks int
+	whole bool // known is places(doc)
+	path  []step
+}
+
+// step is a node on a placer's walk, and its place.
+type step struct {
+	n *yaml.Node
+	p place
+}
+
+const placerWalks = 16
+
+func newPlacer(doc *yaml.Node) *placer { return &placer{doc: doc} }
+
+// lookup is places(doc)[n], comma ok.
+func (p *placer) lookup(n *yaml.Node) (place, bool) {
+	if pl, ok := p.known[n]; ok || p.whole {
+		return pl, ok
+	}
+	if p.walks == placerWalks {
+		p.known, p.whole = places(p.doc), true
+		pl, ok := p.known[n]
+		return pl, ok
+	}
+	p.walks++
+	// path is the nodes from the root to the one visited.
+	path, found := p.path[:0], false
+	walkPlaces(p.doc, func(c *yaml.Node, pl place, depth int) (enter, stop bool) {
+		path = append(path[:depth-1], step{c, pl})
+		found = c == n
+		return true, found
+	})
+	p.path = path
+	if !found {
+		return place{}, false
+	}
+	if p.known == nil {
+		p.known = make(map[*yaml.Node]place, 2*len(path))
+	}
+	for _, s := range path {
+		if _, ok := p.known[s.n]; !ok {
+			p.known[s.n] = s.p
+		}
+	}
+	return path[len(path)-1].p, true
+}
+
+// at is places(doc)[n]: the zero place for a node not in doc.
+func (p *placer) at(n *yaml.Node) place {
+	pl, _ := p.lookup(n)
+	return pl
 }
 
 // countNodes counts n and the nodes below it (an upper bound of places'

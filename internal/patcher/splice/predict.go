@@ -51,7 +51,7 @@ func (f *File) predict(ch *chunk, orig []byte) *Stream {
 	for _, s := range swaps {
 		c, cp := s.n, s.p
 		for c != doc {
-			par := pl[c].parent
+			par := pl.at(c).parent
 			if par == nil {
 				par = doc
 			}
@@ -79,7 +79,7 @@ func (f *File) predict(ch *chunk, orig []byte) *Stream {
 // readSwaps returns the swap each group of splices makes, in order; nil
 // when a splice is not inside a scalar that may be swapped, or the token
 // it makes does not read as one.
-func readSwaps(t *text, doc *yaml.Node, pl map[*yaml.Node]place, orig []byte, pending []splice) []swap {
+func readSwaps(t *text, doc *yaml.Node, pl *placer, orig []byte, pending []splice) []swap {
 	sps := slices.Clone(pending)
 	slices.SortFunc(sps, func(a, b splice) int { return a.off - b.off })
 	// The scalars on the lines the splices touch.
@@ -110,7 +110,7 @@ func readSwaps(t *text, doc *yaml.Node, pl map[*yaml.Node]place, orig []byte, pe
 	var swaps []swap
 	for i := 0; i < len(sps); {
 		n, ts, te := tokenAt(sp, cands, sps[i].off)
-		if n == nil || !swappable(n, pl[n], orig, ts, te) {
+		if n == nil || !swappable(n, pl.at(n), orig, ts, te) {
 			return nil
 		}
 		// The splices inside the token, applied to it.

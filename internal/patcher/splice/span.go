@@ -15,7 +15,7 @@ var errSpan = errors.New("cannot locate the node's source text")
 // spanner finds where the nodes of one parse are in its text.
 type spanner struct {
 	t  *text
-	pl map[*yaml.Node]place
+	pl *placer
 }
 
 // span finds the source bytes [start, end) of node n. For scalars it is the
@@ -169,7 +169,7 @@ func (s spanner) block(n *yaml.Node, start int) (int, int, error) {
 		i++
 	}
 	end := i
-	indent := s.pl[n].indent
+	indent := s.pl.at(n).indent
 	for l := s.t.nextLine(start); l < len(b); l = s.t.nextLine(l) {
 		j := s.t.skipBlank(l)
 		if j >= len(b) || breakLen(b, j) > 0 {
@@ -187,7 +187,7 @@ func (s spanner) block(n *yaml.Node, start int) (int, int, error) {
 // the source lines, equals the decoded value; anything else is an error.
 func (s spanner) plain(n *yaml.Node, start int) (int, int, error) {
 	b := s.t.b
-	flow := s.pl[n].flow
+	flow := s.pl.at(n).flow
 	if n.Tag == "!!null" && n.Value == "" {
 		return start, start, nil // an empty value has no source
 	}
