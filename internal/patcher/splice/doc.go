@@ -390,14 +390,14 @@ func (d *Doc) chomping(start int) byte {
 // does not strip its final line break ends right before line start off.
 func (d *Doc) blockScalarBefore(off int) bool {
 	found := false
-	walkPlaces(d.sp.pl.doc, func(n *yaml.Node, _ place, _ int) (enter, stop bool) {
+	walkPlaces(d.sp.pl.doc, func(n *yaml.Node, _ place) (enter, stop bool) {
 		if n.Kind != yaml.ScalarNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			return true, false
 		}
 		start, end, err := d.sp.span(n)
 		found = err == nil && end <= off && strings.TrimSpace(string(d.t.b[end:off])) == "" && d.chomping(start) != '-'
 		return true, found
-	})
+	}, nil)
 	return found
 }
 

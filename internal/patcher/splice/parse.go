@@ -133,24 +133,30 @@ func places(doc *yaml.Node) map[*yaml.Node]place {
 	// Sized for every node at once: grown as it fills, the map was the
 	// largest allocation of a plan after the parses.
 	m := make(map[*yaml.Node]place, countNodes(doc)-1)
-	walkPlaces(doc, func(n *yaml.Node, p place, _ int) (enter, stop bool) {
+	walkPlaces(doc, func(n *yaml.Node, p place) (enter, stop bool) {
 		if _, seen := m[n]; seen {
 			return false, false
 		}
 		m[n] = p
 		return true, false
-	})
+	}, nil)
 	return m
 }
 
-// walkPlaces calls visit with each node below doc, its place and its
-// depth (1 for the root), in document order, a node before the nodes it
-// holds. It goes into a node when visit says enter, and stops when visit
-// says stop.
-func walkPlaces(doc *yaml.Node, visit func(n *yaml.Node, p place, depth int) (enter, stop bool)) {
-	var walk func(n *yaml.Node, p place, depth int) bool
-	walk = func(n *yaml.Node, p place, depth int) bool {
-		enter, stop := visit(n, p, depth)
+// walkPlaces calls visit with each node below doc and its place, in
+// document order, a node before the nodes it holds. It goes into a node
+// when visit says enter, and stops when visit says stop; then, when
+// stopped is not nil, it calls it with the node that stopped it and with
+// each node above that one, from the bottom up.
+func walkPlaces(doc *yaml.Node, visit func(n *yaml.Node, p place) (enter, stop bool), stopped func(n *yaml.Node, p place)) {
+	var walk func(n *yaml.Node, p place) bool
+	walk = func(n *yaml.Node, p place) (stop bool) {
+		defer func() {
+			if stop && stopped != nil {
+				stopped(n, p)
+			}
+		}()
+		enter, stop := visit(n, p)
 		if stop || !enter {
 			return stop
 		}
@@ -163,8 +169,7 @@ func walkPlaces(doc *yaml.Node, visit func(n *yaml.Node, p place, depth int) (en
 				if !flow {
 					ind = k.Column - 1
 				}
-				if walk(k, place{parent: n, flow: flow, indent: ind}, depth+1) ||
-					walk(v, place{parent: n, key: k, flow: flow, indent: ind}, depth+1) {
+				if walk(k, place{parent: n, flow: flow, indent: ind}) || walk(v, place{parent: n, key: k, flow: flow, indent: ind}) {
 					return true
 				}
 			}
@@ -174,7 +179,7 @@ func walkPlaces(doc *yaml.Node, visit func(n *yaml.Node, p place, depth int) (en
 				ind = n.Column - 1
 			}
 			for _, c := range n.Content {
-				if walk(c, place{parent: n, flow: flow, indent: ind}, depth+1) {
+				if walk(c, place{parent: n, flow: flow, indent: ind}) {
 					return true
 				}
 			}
@@ -182,7 +187,7 @@ func walkPlaces(doc *yaml.Node, visit func(n *yaml.Node, p place, depth int) (en
 		return false
 	}
 	for _, c := range doc.Content {
-		if walk(c, place{indent: -1}, 1) {
+		if walk(c, place{indent: -1}) {
 			return
 		}
 	}
@@ -201,13 +206,6 @@ type placer struct {
 	known map[*yaml.Node]place
 	walks int
 	whole bool // known is places(doc)
-	path  []step
-}
-
-// step is a node on a placer's walk, and its place.
-type step struct {
-	n *yaml.Node
-	p place
 }
 
 const placerWalks = 16
@@ -225,26 +223,22 @@ func (p *placer) lookup(n *yaml.Node) (place, bool) {
 		return pl, ok
 	}
 	p.walks++
-	// path is the nodes from the root to the one visited.
-	path, found := p.path[:0], false
-	walkPlaces(p.doc, func(c *yaml.Node, pl place, depth int) (enter, stop bool) {
-		path = append(path[:depth-1], step{c, pl})
-		found = c == n
-		return true, found
-	})
-	p.path = path
-	if !found {
-		return place{}, false
-	}
 	if p.known == nil {
-		p.known = make(map[*yaml.Node]place, 2*len(path))
+		p.known = make(map[*yaml.Node]place, 16)
 	}
-	for _, s := range path {
-		if _, ok := p.known[s.n]; !ok {
-			p.known[s.n] = s.p
+	var at place
+	found := false
+	walkPlaces(p.doc, func(c *yaml.Node, pl place) (enter, stop bool) {
+		return true, c == n
+	}, func(c *yaml.Node, pl place) {
+		if !found {
+			at, found = pl, true
 		}
-	}
-	return path[len(path)-1].p, true
+		if _, ok := p.known[c]; !ok {
+			p.known[c] = pl
+		}
+	})
+	return at, found
 }
 
 // at is places(doc)[n]: the zero place for a node not in doc.
