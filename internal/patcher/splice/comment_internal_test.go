@@ -1,6 +1,7 @@
 package splice
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -114,4 +115,50 @@ func TestCommentsAllocateNothingPerQuotedScalar(t *testing.T) {
 	one, fifty := allocs(quoted(1)), allocs(quoted(50))
 	// Each comment found is a string of its own, and the lists grow.
 	require.LessOrEqual(t, fifty-one, 49+20.0, "allocations for 49 more quoted scalars and comments: %v against %v", fifty, one)
+}
+
+// commentsByByte is commentsOutside as it was written first: a flag for
+// each byte of the text in a skipped range.
+func commentsByByte(t *text, skip [][2]int) []comment {
+	inside := make([]bool, len(t.b)+1)
+	for _, r := range skip {
+		for i := r[0]; i < r[1]; i++ {
+			inside[i] = true
+		}
+	}
+	var out []comment
+	b := t.b
+	for i := t.bom; i < len(b); i++ {
+		if b[i] != '#' || inside[i] {
+			continue
+		}
+		if i > t.bom && !isBlank(b[i-1]) && breakLen(b, i-1) == 0 {
+			continue
+		}
+		e := t.lineEnd(i)
+		out = append(out, comment{off: i, end: e, text: string(b[i:e])})
+		i = e
+	}
+	return out
+}
+
+// FuzzCommentsOutside: for any text and any ranges, in any order and
+// overlapping or not, the sweep over sorted ranges finds the comments
+// that a flag for each byte finds.
+func FuzzCommentsOutside(f *testing.F) {
+	f.Add([]byte("a: 1 # c\n'#': \"x # y\" # z\n"), []byte{3, 9, 12, 20, 0, 2})
+	f.Add([]byte("\ufeff# top\nk: |\n  # body\n# after\n"), []byte{15, 24, 16, 18})
+	f.Fuzz(func(t *testing.T, b []byte, ranges []byte) {
+		tx := newText(b)
+		var skip [][2]int
+		for i := 0; i+1 < len(ranges); i += 2 {
+			s := int(ranges[i]) % (len(b) + 1)
+			skip = append(skip, [2]int{s, min(len(b), s+int(ranges[i+1])%32)})
+		}
+		want := commentsByByte(tx, skip)
+		got := tx.commentsOutside(slices.Clone(skip))
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q skipping %v: %v, by byte %v", b, skip, got, want)
+		}
+	})
 }
