@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -355,7 +356,8 @@ func TestDecisionsReleaseTheirSamples(t *testing.T) {
 }
 
 // TestDropUsageKeepsThePlan: a plan that drops its samples once decided
-// holds none, and prints the same plan as one that keeps them.
+// holds none, and prints and writes the same plan as one that keeps
+// them: table, JSON, markdown, summary, the files and the change sets.
 func TestDropUsageKeepsThePlan(t *testing.T) {
 	var outs [2]bytes.Buffer
 	for i, drop := range []bool{false, true} {
@@ -370,7 +372,20 @@ func TestDropUsageKeepsThePlan(t *testing.T) {
 		} else {
 			require.NotZero(t, pods, "the fixture's workloads have pods")
 		}
-		require.NoError(t, p.WriteJSON(&outs[i]))
+		b := &outs[i]
+		require.NoError(t, p.WriteJSON(b))
+		require.NoError(t, p.WriteMarkdown(b))
+		require.NoError(t, p.WriteTable(b, 200))
+		fmt.Fprintln(b, p.Summary(), p.Unselected(), len(p.Problems))
+		for _, f := range p.Files {
+			fmt.Fprintf(b, "%s %d %q\n", f.Path, len(f.Changes), f.New)
+		}
+		sets, err := p.ChangeSets("")
+		require.NoError(t, err)
+		for _, cs := range sets {
+			fmt.Fprintln(b, cs.Key, len(cs.Decisions), len(cs.Edits))
+		}
 	}
+	require.NotEmpty(t, outs[0].String())
 	require.Equal(t, outs[0].String(), outs[1].String())
 }

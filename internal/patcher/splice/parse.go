@@ -197,10 +197,12 @@ func walkPlaces(doc *yaml.Node, visit func(n *yaml.Node, p place) (enter, stop b
 // asks about a few nodes and the nodes above them, and an index of every
 // node, made twice for each edited document, was a tenth of what a plan
 // allocated. Each question walks the document to its node, in places'
-// order, and keeps the places of the nodes on the way. A parse is a
-// tree: the first path to a node is its only one. Past placerWalks walks
-// it indexes every node, so that a document asked about many nodes (its
-// block scalars) costs one index, not a walk for each.
+// order, and keeps the places of the nodes on the way. A node met twice
+// (a tree the copy-on-write shares) keeps where it was met first, as in
+// places. Unlike places, the walk goes into a node met before: no tree
+// here holds itself, and none shares so much that this costs. Past
+// placerWalks walks it indexes every node, so that a document asked
+// about many nodes (its block scalars) costs one index, not a walk each.
 type placer struct {
 	doc   *yaml.Node
 	known map[*yaml.Node]place
