@@ -18,15 +18,14 @@ type comment struct {
 // comments returns every comment of t in order: a # at the start of a line
 // or after a blank, outside quoted and block scalars. docs are the parse of
 // t; they say where its quoted and block scalars are.
-// pls(i), when not nil, returns places(docs[i]).
+// pls(i), when not nil, returns the placer of docs[i].
 func (t *text) comments(docs []*yaml.Node, pls func(int) *placer) ([]comment, error) {
 	if bytes.IndexByte(t.b, '#') < 0 {
 		return nil, nil
 	}
 	var skip [][2]int // quoted scalars and block scalar bodies, in any order
 	for i, doc := range docs {
-		// The tree is walked, not its places: ranging over that map
-		// cost more than the walk. Only a block scalar needs its place.
+		// The tree is walked; only a block scalar needs its place.
 		var pl *placer
 		var walk func(n *yaml.Node) error
 		walk = func(n *yaml.Node) error {

@@ -268,7 +268,7 @@ func (f *File) EditDoc(idx int, steps []Step) (changes []Change, undo func(), er
 	for _, st := range steps {
 		doc := ch.s.Docs[j]
 		d := &Doc{
-			File: f.Path, Line0: line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.places(j)},
+			File: f.Path, Line0: line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.placer(j)},
 			Root: doc.Content[0], exp: f.Expected[idx].Content[0], step: indentStep(doc),
 		}
 		if err := d.Editable(d.Root, ""); err != nil {
@@ -333,7 +333,7 @@ func (f *File) batchDoc(idx int, steps []Step) (changes []Change, undo func(), e
 	}
 	step := indentStep(doc)
 	for _, st := range steps {
-		d := &Doc{File: f.Path, Line0: ch.line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.places(j)},
+		d := &Doc{File: f.Path, Line0: ch.line0, t: ch.s.t, sp: spanner{t: ch.s.t, pl: ch.s.placer(j)},
 			Root: doc.Content[0], exp: f.Expected[idx].Content[0], step: step, owned: f.owned}
 		if err := d.Editable(d.Root, ""); err != nil {
 			return spoil(err)
@@ -507,7 +507,7 @@ func (f *File) finish(ch *chunk) error {
 		}
 		step := indentStep(doc)
 		for _, st := range r.steps {
-			d := &Doc{File: f.Path, Line0: ch.line0, t: s.t, sp: spanner{t: s.t, pl: s.places(r.idx - ch.first)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step, owned: f.owned}
+			d := &Doc{File: f.Path, Line0: ch.line0, t: s.t, sp: spanner{t: s.t, pl: s.placer(r.idx - ch.first)}, Root: doc.Content[0], exp: f.Expected[r.idx].Content[0], step: step, owned: f.owned}
 			if err := st.Run(d); err != nil {
 				return fmt.Errorf("%w: %s, run again on the result: %w", ErrVerify, st.Name, err)
 			}

@@ -22,9 +22,9 @@ type Stream struct {
 	pl   []*placer
 }
 
-// places returns the placer of s.Docs[i], made once: a step and the
+// placer returns the placer of s.Docs[i], made once: a step and the
 // comment scan around it both ask it.
-func (s *Stream) places(i int) *placer {
+func (s *Stream) placer(i int) *placer {
 	if s.pl == nil {
 		s.pl = make([]*placer, len(s.Docs))
 	}
@@ -36,7 +36,7 @@ func (s *Stream) places(i int) *placer {
 
 // comments returns the comments of the stream's text (text.comments).
 func (s *Stream) comments() ([]comment, error) {
-	return s.t.comments(s.Docs, s.places)
+	return s.t.comments(s.Docs, s.placer)
 }
 
 // lineErr is an error that knows its line, so messages can say file:line.

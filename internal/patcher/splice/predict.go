@@ -37,7 +37,7 @@ func (f *File) predict(ch *chunk, orig []byte) *Stream {
 		return nil
 	}
 	doc := ch.s.Docs[0]
-	pl := ch.s.places(0)
+	pl := ch.s.placer(0)
 	swaps := readSwaps(ch.s.t, doc, pl, orig, ch.pending)
 	if swaps == nil || !sameOutside(orig, ch.b, swaps) {
 		return nil

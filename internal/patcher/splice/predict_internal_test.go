@@ -25,7 +25,7 @@ func predictSwapsFrom(t testing.TB, src string, swaps map[string]string) (*Strea
 	s, err := Parse(b)
 	require.NoError(t, err)
 	require.Len(t, s.Docs, 1)
-	sp := spanner{t: s.t, pl: s.places(0)}
+	sp := spanner{t: s.t, pl: s.placer(0)}
 	ch := &chunk{b: b, s: s, docs: 1}
 	done := map[string]bool{}
 	for _, n := range scalars(s.Docs[0]) {
@@ -236,7 +236,7 @@ func FuzzPredict(f *testing.F) {
 		if len(all) == 0 {
 			return
 		}
-		sp := spanner{t: s.t, pl: s.places(0)}
+		sp := spanner{t: s.t, pl: s.placer(0)}
 		ch := &chunk{b: []byte(src), s: s, docs: 1, segs: []segment{{orig: true, off: 0, end: len(src)}}}
 		for i, k := range []uint{k1, k2} {
 			n := all[k%uint(len(all))]
