@@ -226,7 +226,8 @@ func editFile(fsys fs.FS, pf parsedFile, path string, ts []target) (refused []Re
 	// A file discovery held is edited from the bytes it read: the root
 	// holds the files the plan read (ChangeSet.Apply), and a file is
 	// written only while it still holds them (changes.WriteFiles).
-	b, err := pf.data, error(nil)
+	b := pf.data
+	var err error
 	if pf.held == nil {
 		if b, err = checkout.ReadFile(fsys, path); err != nil {
 			for _, t := range ts {
